@@ -1,0 +1,76 @@
+// The database port: every read and write the pipeline makes on PostgreSQL, in the shape of
+// seed 000's statements made fenced (DESIGN §5). Implemented by pg_repository over a small pool
+// of libpq connections on their own threads.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "messages/ingestion.hpp"
+#include "messages/result.hpp"
+#include "messages/uuid.hpp"
+
+namespace ingestd {
+
+struct claim_request {
+  uuid ingestion_id;
+  /// A fresh token the claimer generated; the claim stores it.
+  uuid claim_token;
+};
+
+struct completion {
+  lease_ref ref;
+  completion_record record;
+};
+
+/// Asynchronous: every call returns at once and calls its callback exactly once, from a
+/// database thread. Connection problems are transient errors (code "pg.<SQLSTATE>" or
+/// "pg.connection"); a fenced write that matches no row is an error of class claim_lost.
+class repository {
+public:
+  virtual ~repository() = default;
+
+  /// Claims ingestions in one statement: each succeeds when the ingestion is `in-progress` and
+  /// unclaimed or its lease has expired. A success sets claim_token, claimed_by, started_at,
+  /// lease_expires_at = now() + lease, and returns the ingestion joined with its document;
+  /// nullopt means not claimable (claimed by a live worker, finished, or unknown id).
+  virtual void claim(std::vector<claim_request> requests, std::string worker_id,
+                     std::chrono::seconds lease,
+                     callback<std::vector<std::optional<claimed_ingestion>>> done) = 0;
+
+  /// Seed 000 step 7: transcription_file_path, preprocessed_file_path, quality score.
+  virtual void record_transcription(lease_ref ref, transcription_record record,
+                                    callback<void> done) = 0;
+
+  /// Seed 000 step 10, for several ingestions in one round trip: status completed,
+  /// completed_at, claim cleared. One result per completion (claim_lost where fenced out).
+  virtual void complete(std::vector<completion> completions,
+                        callback<std::vector<result<void>>> done) = 0;
+
+  /// Seed 000's failure update: attempt_count + 1; `failed` at max attempts or at once for a
+  /// permanent error; last_error and error_class recorded; the claim is cleared so the next
+  /// delivery can claim at once; due_at = now() + retry_delay while it stays in progress.
+  virtual void record_failure(lease_ref ref, failure_record record,
+                              std::chrono::seconds retry_delay,
+                              callback<failure_outcome> done) = 0;
+
+  /// Extends leases in one statement; answers the refs whose claim was lost.
+  virtual void renew_leases(std::vector<lease_ref> refs, std::chrono::seconds lease,
+                            callback<std::vector<lease_ref>> done) = 0;
+
+  /// Gives a claim up without recording an attempt (shutdown): another worker may claim at once.
+  virtual void release(lease_ref ref, callback<void> done) = 0;
+
+  /// Appends audit events in one statement.
+  virtual void append_events(std::vector<audit_event> events, callback<void> done) = 0;
+
+  /// The sweeper's net: under a cluster-wide advisory lock, finds `in-progress` ingestions that
+  /// nobody holds (no live lease) and that were due more than `stale_threshold` ago, marks them
+  /// due now and returns their ids for re-enqueueing. Empty when another node holds the lock.
+  virtual void rescue_stranded(std::chrono::seconds stale_threshold, int limit,
+                               callback<std::vector<uuid>> done) = 0;
+};
+
+} // namespace ingestd

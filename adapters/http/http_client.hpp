@@ -1,0 +1,53 @@
+// The HTTP port used by every HTTP-speaking adapter (SQS, S3, LLM, Document AI, webhooks).
+// Implemented by curl_engine: one thread running a libcurl multi handle for the whole process.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "messages/result.hpp"
+
+namespace ingestd {
+
+using http_headers = std::vector<std::pair<std::string, std::string>>;
+
+struct http_request {
+  std::string method = "GET";
+  std::string url;
+  http_headers headers;
+  std::string body;
+  std::chrono::milliseconds connect_timeout{5'000};
+  std::chrono::milliseconds total_timeout{30'000};
+  /// Larger responses fail with a permanent "http.too_large" error.
+  size_t max_response_bytes = 64 * 1024 * 1024;
+};
+
+struct http_response {
+  long status = 0;
+  /// Header names in lower case, in arrival order.
+  http_headers headers;
+  std::string body;
+
+  /// The first header with this name (case-insensitive), or "" if absent.
+  std::string_view header(std::string_view name) const;
+};
+
+/// Asynchronous: submit returns at once; `done` is called exactly once from the engine thread,
+/// with the response for any HTTP status (a 500 is a response, not an error) or with a transport
+/// error: "http.timeout", "http.connect", "http.cancelled" (all transient), "http.too_large",
+/// "http.tls" (permanent).
+class http_client {
+public:
+  virtual ~http_client() = default;
+  /// Returns an id for cancel().
+  virtual uint64_t submit(http_request request, callback<http_response> done) = 0;
+  /// Cancels a request still in flight; its callback gets "http.cancelled". No-op otherwise.
+  virtual void cancel(uint64_t id) = 0;
+};
+
+} // namespace ingestd

@@ -1,0 +1,41 @@
+// The storage port: objects by key, with seed 001's key layout. Implemented by
+// filesystem_store (a directory) and s3_store (S3 over the HTTP engine).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "messages/result.hpp"
+
+namespace ingestd {
+
+/// Seed 001's layout: where each object of a document or ingestion lives.
+namespace storage_keys {
+std::string document(const std::string& document_id, const std::string& ext);
+std::string transcription(const std::string& ingestion_id);
+std::string preprocessed(const std::string& ingestion_id, const std::string& ext);
+/// Rejects empty keys, absolute paths, "..", "." and empty segments, backslashes and control
+/// characters; returns an error naming the problem.
+result<void> validate_key(const std::string& key);
+} // namespace storage_keys
+
+/// Asynchronous: every call returns at once and calls its callback exactly once, from another
+/// thread. A missing object is a permanent error with code "storage.not_found".
+class object_store {
+public:
+  virtual ~object_store() = default;
+
+  /// Reads a whole object; larger than `max_bytes` is a permanent "storage.too_large" error.
+  virtual void get(std::string key, size_t max_bytes, callback<std::string> done) = 0;
+
+  /// Writes an object atomically: readers see the old object or the whole new one.
+  virtual void put(std::string key, std::string bytes, std::string content_type,
+                   callback<void> done) = 0;
+
+  virtual void exists(std::string key, callback<bool> done) = 0;
+
+  /// "filesystem" or "s3", for logs.
+  virtual std::string name() const = 0;
+};
+
+} // namespace ingestd

@@ -1,0 +1,49 @@
+// Seed 001's storage layout and the key rules every object store enforces.
+#include "adapters/storage/object_store.hpp"
+
+namespace ingestd::storage_keys {
+
+std::string document(const std::string& document_id, const std::string& ext) {
+  return "documents/" + document_id + "." + ext;
+}
+
+std::string transcription(const std::string& ingestion_id) {
+  return "ingestions/" + ingestion_id + "/transcription-output.json";
+}
+
+std::string preprocessed(const std::string& ingestion_id, const std::string& ext) {
+  return "ingestions/" + ingestion_id + "/preprocessed." + ext;
+}
+
+result<void> validate_key(const std::string& key) {
+  auto bad = [&](const char* why) {
+    return error::make_permanent("storage.bad_key", "invalid object key '" + key + "': " + why);
+  };
+  if (key.empty())
+    return bad("empty");
+  if (key.size() > 1024)
+    return bad("longer than 1024 bytes");
+  if (key.front() == '/')
+    return bad("absolute path");
+  for (unsigned char c : key) {
+    if (c < 0x20 || c == 0x7F)
+      return bad("control character");
+    if (c == '\\')
+      return bad("backslash");
+  }
+  size_t start = 0;
+  while (start <= key.size()) {
+    auto end = key.find('/', start);
+    if (end == std::string::npos)
+      end = key.size();
+    auto segment = std::string_view{key}.substr(start, end - start);
+    if (segment.empty())
+      return bad("empty path segment");
+    if (segment == "." || segment == "..")
+      return bad("'.' or '..' segment");
+    start = end + 1;
+  }
+  return {};
+}
+
+} // namespace ingestd::storage_keys

@@ -1,0 +1,6 @@
+// ingestd's command line.
+#include <cstdio>
+int main() {
+  std::puts("ingestd");
+  return 0;
+}

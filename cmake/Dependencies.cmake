@@ -1,0 +1,22 @@
+# Every external dependency of the project, found in one place. All come from Debian 12's
+# packages; deploy/install-deps.sh installs them.
+find_package(Threads REQUIRED)
+find_package(CAF 0.17 REQUIRED)
+find_package(PostgreSQL REQUIRED)
+find_package(CURL REQUIRED)
+find_package(OpenSSL REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(fmt REQUIRED)
+find_package(RapidJSON REQUIRED)
+find_package(OpenCV REQUIRED COMPONENTS core imgproc imgcodecs)
+find_package(GTest REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(Tesseract REQUIRED IMPORTED_TARGET tesseract lept)
+pkg_check_modules(Poppler REQUIRED IMPORTED_TARGET poppler-cpp)
+
+# RapidJSON's Debian config exports variables, not a target.
+if(NOT TARGET RapidJSON::RapidJSON)
+  add_library(RapidJSON::RapidJSON INTERFACE IMPORTED)
+  set_target_properties(RapidJSON::RapidJSON PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "${RAPIDJSON_INCLUDE_DIRS}")
+endif()

@@ -1,0 +1,1 @@
+// The configuration loader lands here.

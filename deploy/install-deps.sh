@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs everything ingestd's build, daemon and tests need: Debian 12 packages, and the
+# SQS/S3 emulator (npm package fauxqs) under deploy/emulators/. Safe to run again: it installs
+# only what is missing and prints nothing when nothing is.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config git curl ca-certificates
+  libcaf-dev libpq-dev postgresql-15 postgresql-client-15
+  libopencv-dev rapidjson-dev libcurl4-openssl-dev libssl-dev libspdlog-dev libfmt-dev
+  libtesseract-dev tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu
+  libpoppler-cpp-dev poppler-utils libgtest-dev libgmock-dev
+  python3 python3-boto3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
+
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  sudo=""
+  [[ $(id -u) -eq 0 ]] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The emulator, pinned by package-lock.json.
+if [[ ! -x "$here/emulators/node_modules/.bin/fauxqs" ]]; then
+  echo "install-deps: installing the fauxqs emulator under deploy/emulators/"
+  (cd "$here/emulators" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi

@@ -1,0 +1,30 @@
+// The result of extracting structured data from a transcription (seed 000, steps 8-9).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ingestd {
+
+struct extraction {
+  /// The invoice as a JSON object matching config/extraction_schema.json.
+  std::string structured_data;
+  bool extraction_successful = false;
+  /// "high", "medium" or "low".
+  std::string confidence;
+  std::vector<std::string> missing_fields;
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
+  /// The model that answered, or "local-rules" for the local extractor.
+  std::string model;
+};
+
+/// The quality gate's verdict on an extraction.
+struct gate_verdict {
+  bool passed = false;
+  /// Why it did not pass (empty when it did), recorded as the ingestion's last_error.
+  std::string reason;
+};
+
+} // namespace ingestd

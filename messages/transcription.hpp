@@ -1,0 +1,43 @@
+// The result of transcribing one document (seed 000, step 6), whatever the provider.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ingestd {
+
+/// A quality defect, named like Document AI's ("blurry", "noisy", "dark", "faint",
+/// "low_contrast", "text_too_small", "skewed", ...), with a confidence in [0, 1].
+struct quality_defect {
+  std::string type;
+  double confidence = 0;
+};
+
+struct transcription_page {
+  int32_t number = 1;
+  std::string text;
+  /// Quality score in [0, 1]; 1 for native PDF text.
+  double quality_score = 1;
+  std::vector<quality_defect> defects;
+};
+
+struct transcription {
+  std::string text;
+  std::vector<transcription_page> pages;
+  int32_t page_count = 0;
+  /// Overall quality in [0, 1] (the minimum over pages for the local provider).
+  double quality_score = 0;
+  /// Text came from the PDF's text layer, not OCR.
+  bool native_text = false;
+  /// OCR ran again on a preprocessed image, and that result is the one kept.
+  bool preprocessed = false;
+  /// "tesseract", "document_ai", ...
+  std::string provider;
+  int64_t duration_ms = 0;
+  /// The preprocessed image (not serialised to JSON; stored on its own) and its file extension.
+  std::string preprocessed_image;
+  std::string preprocessed_ext;
+};
+
+} // namespace ingestd

@@ -1,0 +1,51 @@
+// Test surroundings: environment, source tree and fresh names.
+#include "tests/support/environment.hpp"
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <stdexcept>
+
+#include <unistd.h>
+
+namespace ingestd::test {
+
+std::string env_or(const char* name, const std::string& fallback) {
+  auto value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? std::string{value} : fallback;
+}
+
+std::string source_dir() {
+  auto dir = env_or("INGESTD_SOURCE_DIR", "");
+  if (dir.empty())
+    throw std::runtime_error("INGESTD_SOURCE_DIR is not set: run the tests through ctest");
+  return dir;
+}
+
+std::string ingestd_binary() {
+  auto path = env_or("INGESTD_BINARY", "");
+  if (path.empty())
+    throw std::runtime_error("INGESTD_BINARY is not set: run the tests through ctest");
+  return path;
+}
+
+std::string unique_name(const std::string& prefix) {
+  static std::atomic<unsigned> counter{0};
+  thread_local std::mt19937_64 gen{std::random_device{}() ^ static_cast<uint64_t>(::getpid())};
+  static constexpr char digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+  std::string name = prefix + "_";
+  auto bits = gen();
+  for (int i = 0; i < 10; ++i, bits /= 36)
+    name.push_back(digits[bits % 36]);
+  name += std::to_string(counter++);
+  return name;
+}
+
+std::string make_temp_dir(const std::string& prefix) {
+  auto dir = std::filesystem::temp_directory_path() / unique_name(prefix);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+} // namespace ingestd::test

@@ -1,0 +1,25 @@
+// What the tests know about their surroundings: the source tree, the services the local stack
+// started (deploy/local-stack.sh), and fresh names so that tests never share state.
+#pragma once
+
+#include <string>
+
+namespace ingestd::test {
+
+/// The environment variable's value, or `fallback` when unset or empty.
+std::string env_or(const char* name, const std::string& fallback);
+
+/// The project's source directory (set by CTest as INGESTD_SOURCE_DIR).
+std::string source_dir();
+
+/// The ingestd binary built alongside the tests (set by CTest as INGESTD_BINARY).
+std::string ingestd_binary();
+
+/// A name no other test uses, e.g. "t_1a2b3c4d5e6f": lower case, digits and '_', starting with
+/// `prefix`, usable as a schema, queue or bucket name.
+std::string unique_name(const std::string& prefix = "t");
+
+/// A fresh empty directory under the system temp dir; the caller removes it.
+std::string make_temp_dir(const std::string& prefix = "ingestd");
+
+} // namespace ingestd::test
