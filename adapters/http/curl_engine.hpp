@@ -1,0 +1,66 @@
+// The process-wide HTTP engine: one thread runs a libcurl multi handle that carries every HTTP
+// request of the process concurrently (thousands in flight), behind the http_client port.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "adapters/http/http_client.hpp"
+
+namespace ingestd {
+
+struct curl_engine_options {
+  /// Upper bound on open connections across all hosts (CURLMOPT_MAX_TOTAL_CONNECTIONS);
+  /// requests beyond it wait in curl's queue. 0 = unlimited.
+  long max_total_connections = 0;
+  /// Upper bound on open connections to one host (CURLMOPT_MAX_HOST_CONNECTIONS). 0 = unlimited.
+  long max_connections_per_host = 0;
+  /// Idle connections kept for reuse (CURLMOPT_MAXCONNECTS). 0 = curl's default.
+  long connection_cache_size = 0;
+  /// Sent as User-Agent unless the request sets its own.
+  std::string user_agent = "ingestd/0.1";
+  /// CA bundle path for TLS verification; empty = the system default.
+  std::string ca_file;
+};
+
+/// Counters for metrics and tests (a snapshot; thread-safe).
+struct curl_engine_stats {
+  uint64_t submitted = 0;
+  uint64_t completed = 0;
+  /// Submitted and not completed yet (queued or in curl).
+  uint64_t in_flight = 0;
+  /// Highest in_flight seen.
+  uint64_t peak_in_flight = 0;
+};
+
+/// The http_client implementation. submit() and cancel() may be called from any thread
+/// (including from a completion callback); callbacks run on the engine thread, exactly once per
+/// request, also for requests still in flight when the engine is destroyed ("http.cancelled").
+/// Callbacks must not block: they hold up every other request of the process.
+class curl_engine final : public http_client {
+public:
+  /// Starts the engine thread. Throws std::runtime_error only when libcurl cannot be initialised
+  /// at all (an impossible condition on a working installation).
+  explicit curl_engine(curl_engine_options options = {});
+  /// Cancels what is in flight (each callback gets "http.cancelled") and joins the thread.
+  ~curl_engine() override;
+
+  curl_engine(const curl_engine&) = delete;
+  curl_engine& operator=(const curl_engine&) = delete;
+
+  uint64_t submit(http_request request, callback<http_response> done) override;
+  void cancel(uint64_t id) override;
+
+  curl_engine_stats stats() const;
+  /// The id of the one thread that runs every transfer and every callback.
+  std::thread::id thread_id() const;
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace ingestd
