@@ -95,6 +95,20 @@ typename Inspector::result_type inspect(Inspector& f, audit_event& x) {
            x.duration_ms, x.worker_id, x.at_ms);
 }
 
+/// Where an ingestion stands, as the job needs to know when its claim did not succeed: it deletes
+/// its message only when the outcome is final or the id is unknown (DESIGN §5: nothing is deleted
+/// until the database says the outcome is final).
+enum class ingestion_state : uint8_t {
+  /// in-progress, and no live lease: claimable.
+  claimable,
+  /// in-progress, with another worker's live lease.
+  held,
+  completed,
+  failed,
+  /// No such ingestion.
+  unknown,
+};
+
 /// A claim whose lease the heartbeat renews.
 struct lease_ref {
   uuid ingestion_id;
