@@ -52,9 +52,11 @@ struct sigv4_signature {
   std::string authorization;     ///< the Authorization header value
 };
 
-/// Signs `request` in place. Adds `X-Amz-Date` (unless present), `X-Amz-Security-Token` when the
-/// credentials carry a session token, `x-amz-content-sha256` when asked, and `Authorization`.
-/// Every header already on the request is signed, plus `host` (taken from a Host header if the
+/// Signs `request` in place. Sets `X-Amz-Date` (from options.time or now), `X-Amz-Security-Token`
+/// when the credentials carry a session token, `x-amz-content-sha256` when asked, and
+/// `Authorization`, replacing earlier values of these (so a retry can simply sign again).
+/// Every header already on the request is signed (except user-agent, expect, content-length,
+/// x-amzn-trace-id, which may change on the way), plus `host` (taken from a Host header if the
 /// request has one, else from the URL as curl will send it). Header names are signed in lower
 /// case; values trimmed with inner runs of spaces collapsed.
 /// Errors (permanent "aws.sigv4"): an URL that is not absolute http(s), no service, no region.
