@@ -1,0 +1,403 @@
+// The curl-multi HTTP engine (see curl_engine.hpp): one thread owns a libcurl multi handle and every
+// easy handle; other threads only touch a mutex-protected inbox and wake the thread.
+#include "adapters/http/curl_engine.hpp"
+
+#include <curl/curl.h>
+
+#include <atomic>
+#include <deque>
+#include <mutex>
+#include <stdexcept>
+#include <unordered_map>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+namespace ingestd {
+
+namespace {
+
+/// One request while the engine owns it. Heap-allocated and never moved: curl keeps pointers to
+/// the body, the error buffer and the transfer itself.
+struct transfer {
+  uint64_t id = 0;
+  http_request request;
+  callback<http_response> done;
+  CURL* easy = nullptr;
+  curl_slist* headers = nullptr;
+  http_response response;
+  bool too_large = false;
+  char error_buffer[CURL_ERROR_SIZE] = {};
+
+  ~transfer() {
+    if (easy != nullptr)
+      curl_easy_cleanup(easy);
+    if (headers != nullptr)
+      curl_slist_free_all(headers);
+  }
+};
+
+char ascii_lower(char c) {
+  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size())
+    return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (ascii_lower(a[i]) != ascii_lower(b[i]))
+      return false;
+  return true;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
+    s.remove_suffix(1);
+  return s;
+}
+
+size_t on_body(char* data, size_t size, size_t count, void* user) {
+  auto* t = static_cast<transfer*>(user);
+  size_t n = size * count;
+  if (t->response.body.size() + n > t->request.max_response_bytes) {
+    t->too_large = true;
+    return 0; // aborts the transfer with CURLE_WRITE_ERROR
+  }
+  t->response.body.append(data, n);
+  return n;
+}
+
+size_t on_header(char* data, size_t size, size_t count, void* user) {
+  auto* t = static_cast<transfer*>(user);
+  size_t n = size * count;
+  std::string_view line(data, n);
+  if (line.starts_with("HTTP/")) {
+    // A new status line (after a 100 Continue or an interim response): keep only the final
+    // response's headers.
+    t->response.headers.clear();
+    return n;
+  }
+  auto colon = line.find(':');
+  if (colon == std::string_view::npos || colon == 0)
+    return n; // the blank line ending the block, or an obsolete folded line
+  std::string name(trim(line.substr(0, colon)));
+  for (auto& c : name)
+    c = ascii_lower(c);
+  t->response.headers.emplace_back(std::move(name), std::string(trim(line.substr(colon + 1))));
+  return n;
+}
+
+error classify(CURLcode code, const transfer& t) {
+  std::string detail = t.error_buffer[0] != '\0' ? std::string(t.error_buffer)
+                                                 : std::string(curl_easy_strerror(code));
+  std::string what = t.request.method + " " + t.request.url + ": " + detail;
+  switch (code) {
+    case CURLE_OPERATION_TIMEDOUT:
+      return error::make_transient("http.timeout", std::move(what));
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+      return error::make_transient("http.connect", std::move(what));
+    case CURLE_FILESIZE_EXCEEDED:
+      return error::make_permanent("http.too_large",
+                                   what + " (limit " + std::to_string(t.request.max_response_bytes)
+                                     + " bytes)");
+    case CURLE_WRITE_ERROR:
+      if (t.too_large)
+        return error::make_permanent("http.too_large",
+                                     t.request.method + " " + t.request.url
+                                       + ": response larger than "
+                                       + std::to_string(t.request.max_response_bytes) + " bytes");
+      return error::make_transient("http.transport", std::move(what));
+    case CURLE_SSL_CONNECT_ERROR:
+      // The handshake failed part way: usually the network (a reset), so worth a retry.
+      return error::make_transient("http.tls", std::move(what));
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED:
+    case CURLE_SSL_ENGINE_INITFAILED:
+    case CURLE_USE_SSL_FAILED:
+      return error::make_permanent("http.tls", std::move(what));
+    case CURLE_URL_MALFORMAT:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+      return error::make_permanent("http.invalid_url", std::move(what));
+    default:
+      return error::make_transient("http.transport", std::move(what));
+  }
+}
+
+std::once_flag global_init_once;
+
+} // namespace
+
+struct curl_engine::impl {
+  curl_engine_options options;
+  CURLM* multi = nullptr;
+  std::thread thread;
+  std::thread::id thread_id;
+
+  // Shared with submitting threads, guarded by mutex.
+  std::mutex mutex;
+  std::deque<std::unique_ptr<transfer>> inbox;
+  std::vector<uint64_t> cancels;
+  bool stopping = false;
+  /// Set by the engine thread once it takes no more work: late submissions complete inline.
+  bool closed = false;
+
+  std::atomic<uint64_t> next_id{1};
+  std::atomic<uint64_t> submitted{0};
+  std::atomic<uint64_t> completed{0};
+  std::atomic<uint64_t> peak{0};
+
+  // Engine thread only.
+  std::unordered_map<uint64_t, std::unique_ptr<transfer>> active;
+
+  static error cancelled(const transfer& t) {
+    return error::make_transient("http.cancelled", t.request.method + " " + t.request.url
+                                                     + ": cancelled");
+  }
+
+  void deliver(transfer& t, result<http_response> r) {
+    completed.fetch_add(1, std::memory_order_relaxed);
+    auto done = std::move(t.done);
+    try {
+      done(std::move(r));
+    } catch (const std::exception& e) {
+      spdlog::error("http engine: a completion callback threw: {}", e.what());
+    } catch (...) {
+      spdlog::error("http engine: a completion callback threw a non-standard exception");
+    }
+  }
+
+  void start(std::unique_ptr<transfer> owned) {
+    auto& t = *owned;
+    t.easy = curl_easy_init();
+    if (t.easy == nullptr) {
+      deliver(t, error::make_transient("http.transport", "curl_easy_init failed"));
+      return;
+    }
+    auto& r = t.request;
+    CURL* e = t.easy;
+    curl_easy_setopt(e, CURLOPT_URL, r.url.c_str());
+    curl_easy_setopt(e, CURLOPT_PRIVATE, &t);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t.error_buffer);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (!options.ca_file.empty())
+      curl_easy_setopt(e, CURLOPT_CAINFO, options.ca_file.c_str());
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+                     static_cast<long>(std::max<int64_t>(1, r.connect_timeout.count())));
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
+                     static_cast<long>(std::max<int64_t>(1, r.total_timeout.count())));
+    curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(r.max_response_bytes));
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, &t);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, options.user_agent.c_str());
+
+    bool has_content_type = false;
+    bool has_expect = false;
+    for (const auto& [name, value] : r.headers) {
+      has_content_type = has_content_type || iequals(name, "content-type");
+      has_expect = has_expect || iequals(name, "expect");
+      // "Name;" is curl's spelling of a header with an empty value.
+      auto line = value.empty() ? name + ";" : name + ": " + value;
+      t.headers = curl_slist_append(t.headers, line.c_str());
+    }
+    if (r.method == "GET") {
+      curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    } else if (r.method == "HEAD") {
+      curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    } else {
+      if (r.method != "POST")
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r.method.c_str());
+      curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body.size()));
+      curl_easy_setopt(e, CURLOPT_POSTFIELDS, r.body.data());
+      // curl would add a form content type and wait for "100 Continue" on large bodies.
+      if (!has_content_type)
+        t.headers = curl_slist_append(t.headers, "Content-Type:");
+      if (!has_expect)
+        t.headers = curl_slist_append(t.headers, "Expect:");
+    }
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t.headers);
+
+    if (auto rc = curl_multi_add_handle(multi, e); rc != CURLM_OK) {
+      deliver(t, error::make_transient("http.transport",
+                                       std::string("curl_multi_add_handle: ")
+                                         + curl_multi_strerror(rc)));
+      return;
+    }
+    active.emplace(t.id, std::move(owned));
+  }
+
+  void finish(CURL* easy, CURLcode code) {
+    transfer* t = nullptr;
+    curl_easy_getinfo(easy, CURLINFO_PRIVATE, reinterpret_cast<char**>(&t));
+    auto it = active.find(t->id);
+    auto owned = std::move(it->second);
+    active.erase(it);
+    curl_multi_remove_handle(multi, easy);
+    if (code == CURLE_OK) {
+      curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &t->response.status);
+      deliver(*t, std::move(t->response));
+    } else {
+      deliver(*t, classify(code, *t));
+    }
+  }
+
+  void cancel_active(uint64_t id) {
+    auto it = active.find(id);
+    if (it == active.end())
+      return; // already completed: cancel is a no-op
+    auto owned = std::move(it->second);
+    active.erase(it);
+    curl_multi_remove_handle(multi, owned->easy);
+    deliver(*owned, cancelled(*owned));
+  }
+
+  /// Moves the inbox into curl; returns false once the destructor asked to stop.
+  bool drain() {
+    std::deque<std::unique_ptr<transfer>> incoming;
+    std::vector<uint64_t> to_cancel;
+    bool stop = false;
+    {
+      std::lock_guard<std::mutex> guard(mutex);
+      incoming.swap(inbox);
+      to_cancel.swap(cancels);
+      stop = stopping;
+    }
+    for (auto& t : incoming)
+      start(std::move(t));
+    for (auto id : to_cancel)
+      cancel_active(id);
+    return !stop;
+  }
+
+  void run() {
+    while (drain()) {
+      int running = 0;
+      curl_multi_perform(multi, &running);
+      int left = 0;
+      while (CURLMsg* msg = curl_multi_info_read(multi, &left))
+        if (msg->msg == CURLMSG_DONE)
+          finish(msg->easy_handle, msg->data.result);
+      // Sleeps until a socket is ready, curl's next timer, or curl_multi_wakeup from submit().
+      curl_multi_poll(multi, nullptr, 0, 1000, nullptr);
+    }
+    shutdown();
+  }
+
+  void shutdown() {
+    // Every request still here gets "http.cancelled", including ones that callbacks submit
+    // while we cancel; then the inbox closes and later submissions complete inline.
+    for (;;) {
+      while (!active.empty())
+        cancel_active(active.begin()->first);
+      std::deque<std::unique_ptr<transfer>> incoming;
+      {
+        std::lock_guard<std::mutex> guard(mutex);
+        incoming.swap(inbox);
+        cancels.clear();
+        if (incoming.empty()) {
+          closed = true;
+          break;
+        }
+      }
+      for (auto& t : incoming)
+        deliver(*t, cancelled(*t));
+    }
+  }
+};
+
+curl_engine::curl_engine(curl_engine_options options) : impl_(std::make_unique<impl>()) {
+  std::call_once(global_init_once, [] {
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+      throw std::runtime_error("curl_global_init failed");
+  });
+  impl_->options = std::move(options);
+  impl_->multi = curl_multi_init();
+  if (impl_->multi == nullptr)
+    throw std::runtime_error("curl_multi_init failed");
+  auto* m = impl_->multi;
+  if (impl_->options.max_total_connections > 0)
+    curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, impl_->options.max_total_connections);
+  if (impl_->options.max_connections_per_host > 0)
+    curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, impl_->options.max_connections_per_host);
+  if (impl_->options.connection_cache_size > 0)
+    curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, impl_->options.connection_cache_size);
+  impl_->thread = std::thread([this] { impl_->run(); });
+  impl_->thread_id = impl_->thread.get_id();
+}
+
+curl_engine::~curl_engine() {
+  {
+    std::lock_guard<std::mutex> guard(impl_->mutex);
+    impl_->stopping = true;
+  }
+  curl_multi_wakeup(impl_->multi);
+  impl_->thread.join();
+  curl_multi_cleanup(impl_->multi);
+}
+
+uint64_t curl_engine::submit(http_request request, callback<http_response> done) {
+  auto t = std::make_unique<transfer>();
+  t->id = impl_->next_id.fetch_add(1, std::memory_order_relaxed);
+  t->request = std::move(request);
+  t->done = std::move(done);
+  auto id = t->id;
+  auto in_flight = impl_->submitted.fetch_add(1, std::memory_order_relaxed) + 1
+                   - impl_->completed.load(std::memory_order_relaxed);
+  auto peak = impl_->peak.load(std::memory_order_relaxed);
+  while (in_flight > peak && !impl_->peak.compare_exchange_weak(peak, in_flight)) {
+  }
+  {
+    std::unique_lock<std::mutex> guard(impl_->mutex);
+    if (impl_->closed) {
+      // Only reachable when a caller races submit() with the engine's destruction.
+      guard.unlock();
+      impl_->deliver(*t, impl::cancelled(*t));
+      return id;
+    }
+    impl_->inbox.push_back(std::move(t));
+  }
+  curl_multi_wakeup(impl_->multi);
+  return id;
+}
+
+void curl_engine::cancel(uint64_t id) {
+  {
+    std::lock_guard<std::mutex> guard(impl_->mutex);
+    if (impl_->closed)
+      return;
+    impl_->cancels.push_back(id);
+  }
+  curl_multi_wakeup(impl_->multi);
+}
+
+curl_engine_stats curl_engine::stats() const {
+  curl_engine_stats s;
+  s.submitted = impl_->submitted.load(std::memory_order_relaxed);
+  s.completed = impl_->completed.load(std::memory_order_relaxed);
+  s.in_flight = s.submitted >= s.completed ? s.submitted - s.completed : 0;
+  s.peak_in_flight = impl_->peak.load(std::memory_order_relaxed);
+  return s;
+}
+
+std::thread::id curl_engine::thread_id() const {
+  return impl_->thread_id;
+}
+
+} // namespace ingestd
