@@ -1,6 +1,124 @@
-// ingestd's command line.
+// ingestd's command line: parses the command and its options and hands over to the command.
 #include <cstdio>
-int main() {
-  std::puts("ingestd");
-  return 0;
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <functional>
+
+#include "adapters/support/log.hpp"
+#include "app/cli.hpp"
+
+#ifndef INGESTD_VERSION
+#  define INGESTD_VERSION "unknown"
+#endif
+
+namespace ingestd::cli {
+
+namespace {
+
+constexpr const char* usage_text = R"(ingestd - document-ingestion worker daemon
+
+Usage: ingestd <command> [options]
+
+Commands:
+  run                 run the worker until SIGTERM/SIGINT
+  migrate             apply the database migrations (a no-op when current)
+  config check        validate the configuration and print it, secrets masked
+  config defaults     print the built-in defaults (the content of config/ingestd.json)
+  version             print the version
+  help                print this help
+
+Options:
+  --config FILE       configuration file (default: $INGESTD_CONFIG, else built-in defaults)
+  -h, --help          print this help
+
+Every configuration key can be overridden from the environment as INGESTD_<SECTION>__<KEY>,
+e.g. INGESTD_WORKER__MAX_IN_FLIGHT=5000. Secrets come from the environment only:
+INGESTD_LLM_API_KEY, INGESTD_DOCUMENT_AI_TOKEN, INGESTD_NOTIFY_WEBHOOK_URL,
+INGESTD_INTAKE_TOKEN, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN.
+
+Exit codes: 0 success, 1 runtime or configuration error, 2 usage error.
+)";
+
+int version_command(const arguments&) {
+  std::printf("ingestd %s\n", INGESTD_VERSION);
+  return ok;
+}
+
+} // namespace
+
+bool arguments::has(const std::string& flag) const {
+  for (auto& f : flags)
+    if (f == flag)
+      return true;
+  return false;
+}
+
+std::optional<config> load_or_report(const arguments& args) {
+  auto env = process_environment();
+  auto path = args.config_path;
+  if (!path)
+    if (auto i = env.find("INGESTD_CONFIG"); i != env.end() && !i->second.empty())
+      path = i->second;
+  auto cfg = load_config(path, env);
+  if (!cfg) {
+    std::fprintf(stderr, "ingestd: invalid configuration%s%s:\n%s\n", path ? " in " : "",
+                 path ? path->c_str() : "", cfg.error().message.c_str());
+    return std::nullopt;
+  }
+  log::setup(cfg->log.format, cfg->log.level);
+  return std::move(cfg.value());
+}
+
+int main(int argc, char** argv) {
+  using command = std::function<int(const arguments&)>;
+  const std::map<std::string, command> commands{
+    {"migrate", migrate_command},
+    {"config", config_command},
+    {"version", version_command},
+  };
+  arguments args;
+  std::string name;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help" || (name.empty() && a == "help")) {
+      std::fputs(usage_text, stdout);
+      return ok;
+    }
+    if (a == "--version") {
+      name = "version";
+    } else if (a == "--config" || a.rfind("--config=", 0) == 0) {
+      if (a == "--config") {
+        if (i + 1 >= argc) {
+          std::fprintf(stderr, "ingestd: --config needs a file name\n");
+          return usage;
+        }
+        args.config_path = argv[++i];
+      } else {
+        args.config_path = a.substr(9);
+      }
+    } else if (a.rfind("--", 0) == 0) {
+      args.flags.push_back(a);
+    } else if (name.empty()) {
+      name = a;
+    } else {
+      args.positional.push_back(a);
+    }
+  }
+  if (name.empty()) {
+    std::fputs(usage_text, stderr);
+    return usage;
+  }
+  auto i = commands.find(name);
+  if (i == commands.end()) {
+    std::fprintf(stderr, "ingestd: unknown command '%s' (see 'ingestd --help')\n", name.c_str());
+    return usage;
+  }
+  return i->second(args);
+}
+
+} // namespace ingestd::cli
+
+int main(int argc, char** argv) {
+  return ingestd::cli::main(argc, argv);
 }

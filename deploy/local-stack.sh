@@ -55,6 +55,11 @@ start_postgres() {
     echo "postgres: running, reused   $(database_url)   data $dir/data"
     return
   fi
+  if "$pg_bin/pg_isready" -q -h 127.0.0.1 -p "$pg_port" &&
+     "$pg_bin/psql" -h 127.0.0.1 -p "$pg_port" -U ingestd -d ingestd -tAc 'SELECT 1' >/dev/null 2>&1; then
+    echo "postgres: another ingestd stack answers on port $pg_port, reused   $(database_url)"
+    return
+  fi
   if [[ ! -f "$dir/data/PG_VERSION" ]]; then
     run_as_db_user "$pg_bin/initdb" -D "$dir/data" -U ingestd --auth=trust -E UTF8 \
       --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 ||

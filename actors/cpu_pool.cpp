@@ -1,0 +1,126 @@
+// The CPU pool: a master actor with a bounded backlog and detached worker actors.
+//
+//   run ──► an idle worker? ──yes──► send it the item
+//                └─no──► backlog full? ──yes──► item.expired() ──no──► queue it
+//   idle (a worker finished) ──► next item whose deadline has not passed (expired() for the
+//                                others) ──► that worker; none ──► remember the worker as idle
+// A worker checks the deadline once more before it starts. The workers are linked to the master:
+// when the master stops, they stop.
+#include "actors/cpu_pool.hpp"
+
+#include <deque>
+#include <thread>
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+namespace ingestd {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+caf::behavior cpu_worker(caf::event_based_actor* self, caf::actor master) {
+  self->send(master, idle_atom_v, caf::actor{self});
+  return {
+    [self, master](run_atom, cpu_job& job) {
+      if (clock::now() > job.deadline) {
+        if (job.expired)
+          job.expired();
+      } else {
+        job.run();
+      }
+      self->send(master, idle_atom_v, caf::actor{self});
+    },
+  };
+}
+
+struct cpu_pool_state {
+  static inline const char* name = "ingestd.cpu_pool";
+  std::deque<cpu_job> backlog;
+  std::vector<caf::actor> idle;
+  size_t max_backlog = 0;
+  std::shared_ptr<worker_metrics> metrics;
+
+  /// Items still waiting when the pool stops get their `expired` call: every item is answered.
+  ~cpu_pool_state() {
+    for (auto& job : backlog)
+      if (job.expired)
+        job.expired();
+  }
+};
+
+using cpu_pool_ptr = cpu_pool_actor::stateful_pointer<cpu_pool_state>;
+
+cpu_pool_actor::behavior_type cpu_pool(cpu_pool_ptr self, int workers, int backlog,
+                                       std::shared_ptr<worker_metrics> metrics) {
+  auto& st = self->state;
+  st.max_backlog = static_cast<size_t>(std::max(backlog, 0));
+  st.metrics = std::move(metrics);
+  for (int i = 0; i < std::max(workers, 1); ++i)
+    self->spawn<caf::detached + caf::linked>(cpu_worker, caf::actor_cast<caf::actor>(self));
+  return {
+    [self](run_atom, cpu_job& job) {
+      auto& st = self->state;
+      if (!st.idle.empty()) {
+        auto worker = std::move(st.idle.back());
+        st.idle.pop_back();
+        caf::anon_send(worker, run_atom_v, std::move(job));
+      } else if (st.backlog.size() >= st.max_backlog) {
+        if (job.expired)
+          job.expired();
+      } else {
+        st.backlog.push_back(std::move(job));
+        st.metrics->cpu_backlog = static_cast<int64_t>(st.backlog.size());
+      }
+    },
+    [self](idle_atom, caf::actor& worker) {
+      auto& st = self->state;
+      auto now = clock::now();
+      while (!st.backlog.empty()) {
+        auto job = std::move(st.backlog.front());
+        st.backlog.pop_front();
+        st.metrics->cpu_backlog = static_cast<int64_t>(st.backlog.size());
+        if (now > job.deadline) {
+          if (job.expired)
+            job.expired();
+          continue;
+        }
+        caf::anon_send(worker, run_atom_v, std::move(job));
+        return;
+      }
+      st.idle.push_back(std::move(worker));
+    },
+    [self](status_atom) { return static_cast<int32_t>(self->state.backlog.size()); },
+  };
+}
+
+class actor_cpu_executor : public cpu_executor {
+public:
+  explicit actor_cpu_executor(cpu_pool_actor pool) : pool_(std::move(pool)) {}
+  void submit(cpu_job job) override { caf::anon_send(pool_, run_atom_v, std::move(job)); }
+
+private:
+  cpu_pool_actor pool_;
+};
+
+} // namespace
+
+cpu_pool_actor spawn_cpu_pool(caf::actor_system& sys, int workers, int backlog,
+                              std::shared_ptr<worker_metrics> metrics) {
+  return sys.spawn(cpu_pool, workers, backlog, std::move(metrics));
+}
+
+std::shared_ptr<cpu_executor> make_cpu_executor(cpu_pool_actor pool) {
+  return std::make_shared<actor_cpu_executor>(std::move(pool));
+}
+
+int cpu_pool_size(int reserved) {
+  auto cores = static_cast<int>(std::thread::hardware_concurrency());
+  return std::max(1, cores - reserved);
+}
+
+} // namespace ingestd

@@ -1,0 +1,188 @@
+// The heartbeat actor: batches visibility extensions and lease renewals for the claims it tracks.
+//
+//   track ──► fresh (queue's short receive visibility) ──flush (≤1 s later, batched)──► kept
+//   kept ──tick (every heartbeat_rate)──► extend visibility to min(extension, 12 h left) and
+//          renew leases, each in one batch; a refused entry, a lost lease or the 12-hour
+//          visibility total ──► lost_atom to the job, dropped
+//   untrack ──► dropped
+//
+// The tick re-arms itself first, so a slow batch never delays the schedule; lateness against
+// the schedule is a metric.
+#include "actors/heartbeat.hpp"
+
+#include <unordered_map>
+
+#include <caf/actor_system.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/continuation.hpp"
+#include "adapters/support/log.hpp"
+
+namespace ingestd {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+/// SQS refuses to keep a message invisible for longer than this in total per receive.
+constexpr std::chrono::hours max_visibility_total{12};
+
+struct heartbeat_state {
+  static inline const char* name = "ingestd.heartbeat";
+
+  struct entry {
+    tracked_claim claim;
+    clock::time_point visible_until;
+    bool fresh = true;
+  };
+
+  std::shared_ptr<worker_context> ctx;
+  std::unordered_map<uuid, entry, uuid_hash> tracked;
+  bool flush_pending = false;
+  clock::time_point next_tick;
+};
+
+using heartbeat_ptr = heartbeat_actor::stateful_pointer<heartbeat_state>;
+
+void drop_as_lost(heartbeat_ptr self, const uuid& id, const std::string& reason) {
+  auto& st = self->state;
+  auto i = st.tracked.find(id);
+  if (i == st.tracked.end())
+    return;
+  log::warn("claim lost", {{"ingestion_id", id.str()}, {"reason", reason}});
+  self->send(caf::actor_cast<job_actor>(i->second.claim.job), lost_atom_v, reason);
+  st.tracked.erase(i);
+  st.ctx->metrics->tracked_claims--;
+}
+
+/// Extends the visibility of the given claims in one batch call.
+void extend(heartbeat_ptr self, const std::vector<uuid>& ids) {
+  auto& st = self->state;
+  auto now = clock::now();
+  std::vector<visibility_change> changes;
+  std::unordered_map<std::string, uuid> by_receipt;
+  std::vector<std::pair<uuid, clock::time_point>> planned;
+  for (auto& id : ids) {
+    auto i = st.tracked.find(id);
+    if (i == st.tracked.end())
+      continue;
+    auto& e = i->second;
+    auto left = std::chrono::duration_cast<std::chrono::seconds>(
+      max_visibility_total - (now - e.claim.received_at));
+    auto timeout = std::min(st.ctx->settings.heartbeat_extension, left);
+    if (timeout <= st.ctx->settings.heartbeat_rate) {
+      drop_as_lost(self, id, "the queue's 12-hour visibility limit is reached");
+      continue;
+    }
+    e.fresh = false;
+    changes.push_back({e.claim.receipt, timeout});
+    by_receipt.emplace(e.claim.receipt, id);
+    planned.emplace_back(id, now + timeout);
+  }
+  if (changes.empty())
+    return;
+  st.ctx->ports.ingest_queue->change_visibility(
+    std::move(changes),
+    in_actor<std::vector<batch_entry_result>>(
+      self, [self, by_receipt, planned](result<std::vector<batch_entry_result>> r) {
+        auto& st = self->state;
+        if (!r) {
+          // Nothing changed: try again next tick; claims whose visibility ran out are lost.
+          log::warn("visibility extension failed", {{"error", r.error().describe()},
+                                                    {"claims", static_cast<int64_t>(planned.size())}});
+          auto now = clock::now();
+          for (auto& [id, until] : planned) {
+            auto i = st.tracked.find(id);
+            if (i != st.tracked.end() && i->second.visible_until <= now)
+              drop_as_lost(self, id, "message visibility expired: " + r.error().describe());
+          }
+          return;
+        }
+        for (auto& entry : *r) {
+          auto j = by_receipt.find(entry.ref);
+          if (j != by_receipt.end() && entry.failed)
+            drop_as_lost(self, j->second, "visibility extension refused: " + entry.error.describe());
+        }
+        for (auto& [id, until] : planned)
+          if (auto i = st.tracked.find(id); i != st.tracked.end())
+            i->second.visible_until = until;
+      }));
+}
+
+void renew(heartbeat_ptr self) {
+  auto& st = self->state;
+  std::vector<lease_ref> refs;
+  refs.reserve(st.tracked.size());
+  for (auto& [id, e] : st.tracked)
+    refs.push_back(e.claim.lease);
+  if (refs.empty())
+    return;
+  st.ctx->ports.db->renew_leases(
+    std::move(refs), st.ctx->settings.lease,
+    in_actor<std::vector<lease_ref>>(self, [self](result<std::vector<lease_ref>> r) {
+      if (!r) {
+        log::warn("lease renewal failed", {{"error", r.error().describe()}});
+        return;
+      }
+      for (auto& ref : *r)
+        drop_as_lost(self, ref.ingestion_id, "lease lost: the claim was taken over");
+    }));
+}
+
+heartbeat_actor::behavior_type heartbeat(heartbeat_ptr self, std::shared_ptr<worker_context> ctx) {
+  auto& st = self->state;
+  st.ctx = std::move(ctx);
+  st.next_tick = clock::now() + st.ctx->settings.heartbeat_rate;
+  self->delayed_send(self, st.ctx->settings.heartbeat_rate, tick_atom_v);
+  return {
+    [self](track_atom, tracked_claim& claim) {
+      auto& st = self->state;
+      auto id = claim.lease.ingestion_id;
+      auto until = claim.received_at + st.ctx->settings.visibility_timeout;
+      if (st.tracked.insert_or_assign(id, heartbeat_state::entry{std::move(claim), until, true}).second)
+        st.ctx->metrics->tracked_claims++;
+      if (!st.flush_pending) {
+        st.flush_pending = true;
+        self->delayed_send(self, std::chrono::seconds{1}, flush_atom_v);
+      }
+    },
+    [self](untrack_atom, uuid& id) {
+      if (self->state.tracked.erase(id) > 0)
+        self->state.ctx->metrics->tracked_claims--;
+    },
+    [self](flush_atom) {
+      auto& st = self->state;
+      st.flush_pending = false;
+      std::vector<uuid> fresh;
+      for (auto& [id, e] : st.tracked)
+        if (e.fresh)
+          fresh.push_back(id);
+      extend(self, fresh);
+    },
+    [self](tick_atom) {
+      auto& st = self->state;
+      auto now = clock::now();
+      self->delayed_send(self, st.ctx->settings.heartbeat_rate, tick_atom_v);
+      auto late = std::chrono::duration<double>(now - st.next_tick).count();
+      st.ctx->metrics->heartbeat_lateness(std::max(late, 0.0));
+      st.next_tick = now + st.ctx->settings.heartbeat_rate;
+      std::vector<uuid> all;
+      all.reserve(st.tracked.size());
+      for (auto& [id, e] : st.tracked)
+        all.push_back(id);
+      extend(self, all);
+      renew(self);
+    },
+    [](resume_atom, uint64_t, continuation& c) { c.fn(); },
+    [self](status_atom) { return static_cast<int32_t>(self->state.tracked.size()); },
+  };
+}
+
+} // namespace
+
+heartbeat_actor spawn_heartbeat(caf::actor_system& sys, std::shared_ptr<worker_context> ctx) {
+  return sys.spawn(heartbeat, std::move(ctx));
+}
+
+} // namespace ingestd

@@ -1,0 +1,564 @@
+// The job actor: one ingestion's lifecycle, from the queue message to the acknowledgement.
+//
+//   parse ──invalid──────────────────────────────────────────────► ack ─► done (invalid)
+//     │
+//   claim ──not claimed──► states ──finished/unknown──────────────► ack ─► done (skipped)
+//     │         │                └─held by another / claimable──────────► done (skipped, left)
+//     │         └─error──────────────────────────────────────────────────► done (abandoned)
+//   track (heartbeat)
+//     │
+//   fetch ─► resume? ──stored transcription──┐
+//     │           └─none─► transcribe ─► store ─► record ─┤
+//     │                                                   ▼
+//     │                                      extract ─► gate ─► complete ─► untrack ─► ack ─► done (completed)
+//     │
+//   any error ─► fail: record_failure ──failed──► notify ─► untrack ─► ack* ─► done (failed)
+//                      │             └─in progress─► untrack ─► visibility = backoff ─► done (retrying)
+//                      └─error or timeout──────────► untrack ─► done (abandoned; message and lease expire)
+//   claim_lost anywhere, or lost from the heartbeat ─► untrack (release) ─► done (lost)
+//   stop (shutdown) ─► untrack ─► release claim ─► visibility 0 ─► done (released)
+//
+// (*) not deleted when the queue's dead-letter redrive is configured. Every step is a port call
+// with a deadline (settings.step_timeout); a late completion of an abandoned step is ignored.
+#include "actors/job.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "adapters/llm/quality_gate.hpp"
+#include "adapters/ocr/transcription_json.hpp"
+#include "adapters/support/log.hpp"
+
+namespace ingestd {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+int64_t unix_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+struct job_state {
+  static inline const char* name = "ingestd.job";
+
+  std::shared_ptr<worker_context> ctx;
+  heartbeat_actor heartbeat;
+  queue_message msg;
+
+  uuid ingestion_id;
+  claimed_ingestion claim;
+  bool claimed = false;
+  bool tracked = false;
+  bool finishing = false;
+  bool releasing = false;
+
+  /// The current step: its sequence number (stale completions are ignored), name, start, and
+  /// what to do if its deadline passes first.
+  uint64_t seq = 0;
+  std::string step;
+  clock::time_point step_started;
+  std::function<void(error)> on_timeout;
+
+  clock::time_point started = clock::now();
+  std::string file;
+  transcription text;
+  bool reused_transcription = false;
+  extraction fields;
+  std::vector<audit_event> events;
+
+  lease_ref lease() const { return lease_ref{claim.ingestion_id, claim.claim_token}; }
+};
+
+using job_ptr = job_actor::stateful_pointer<job_state>;
+
+void finish(job_ptr self, job_result result, std::string detail, std::string_view error_class = "none");
+void fail(job_ptr self, error err, std::string structured_data = {});
+
+/// Starts a port call as the job's current step. `start` gets the callback to hand to the port;
+/// `next` runs inside the actor with the result, or with a "step.timeout" error if the step's
+/// deadline passes first.
+template <class T, class Start, class Next>
+void await(job_ptr self, std::string step, Start start, Next next) {
+  auto& st = self->state;
+  auto seq = ++st.seq;
+  st.step = std::move(step);
+  st.step_started = clock::now();
+  st.on_timeout = [next](error e) mutable { next(result<T>{std::move(e)}); };
+  self->delayed_send(self, st.ctx->settings.step_timeout, timeout_atom_v, seq);
+  auto me = caf::actor_cast<caf::actor>(self);
+  start(callback<T>{[me, seq, next](result<T> r) mutable {
+    caf::anon_send(me, resume_atom_v, seq,
+                   continuation{[next, r = std::move(r)]() mutable { next(std::move(r)); }});
+  }});
+}
+
+/// Records the current step's duration and outcome (audit trail once claimed, metrics always).
+void step_done(job_ptr self, std::string_view outcome, std::string detail = {}) {
+  auto& st = self->state;
+  auto elapsed = clock::now() - st.step_started;
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
+  st.ctx->metrics->step_duration(st.step, std::chrono::duration<double>(elapsed).count());
+  if (st.claimed)
+    st.events.push_back(audit_event{st.ingestion_id, st.step, std::string{outcome},
+                                    std::move(detail), ms, st.ctx->settings.worker_id, unix_ms()});
+}
+
+void untrack(job_ptr self) {
+  auto& st = self->state;
+  if (st.tracked) {
+    st.tracked = false;
+    self->send(st.heartbeat, untrack_atom_v, st.ingestion_id);
+  }
+}
+
+void flush_events(job_ptr self) {
+  auto& st = self->state;
+  if (st.events.empty())
+    return;
+  auto id = st.ingestion_id.str();
+  st.ctx->ports.db->append_events(std::move(st.events), [id](result<void> r) {
+    if (!r)
+      log::warn("audit events not stored", {{"ingestion_id", id}, {"error", r.error().describe()}});
+  });
+  st.events.clear();
+}
+
+void finish(job_ptr self, job_result result, std::string detail, std::string_view error_class) {
+  auto& st = self->state;
+  if (st.finishing)
+    return;
+  st.finishing = true;
+  ++st.seq;  // anything still in flight is stale now
+  untrack(self);
+  flush_events(self);
+  auto elapsed = std::chrono::duration<double>(clock::now() - st.started).count();
+  auto outcome = to_string(result);
+  st.ctx->metrics->job_finished(outcome, error_class);
+  auto lvl = result == job_result::completed || result == job_result::skipped ? log::level::info
+                                                                             : log::level::warn;
+  log::write(lvl, "job finished",
+             {{"ingestion_id", st.ingestion_id.is_nil() ? std::string{} : st.ingestion_id.str()},
+              {"document_id", st.claimed ? st.claim.document_id.str() : std::string{}},
+              {"worker_id", st.ctx->settings.worker_id},
+              {"attempt", static_cast<int64_t>(st.claim.attempt_count + (st.claimed ? 1 : 0))},
+              {"message_id", st.msg.id},
+              {"status", std::string{outcome}},
+              {"detail", detail},
+              {"duration_ms", static_cast<int64_t>(elapsed * 1000)}});
+  if (st.ctx->observer)
+    st.ctx->observer(job_outcome{st.msg.id, st.ingestion_id, result, std::move(detail),
+                                 st.claim.attempt_count + (st.claimed ? 1 : 0)});
+  self->quit();
+}
+
+/// Deletes the message (the outcome is final), then finishes.
+void ack(job_ptr self, job_result outcome, std::string detail, std::string error_class = "none") {
+  untrack(self);
+  await<std::vector<batch_entry_result>>(
+    self, "ack",
+    [&](auto cb) { self->state.ctx->ports.ingest_queue->remove({self->state.msg.receipt}, std::move(cb)); },
+    [self, outcome, detail, error_class](result<std::vector<batch_entry_result>> r) {
+      if (!r || (!r->empty() && r->front().failed)) {
+        auto why = !r ? r.error().describe() : r->front().error.describe();
+        // The outcome is already final in the database: a redelivery finds it and deletes.
+        log::warn("message not deleted", {{"message_id", self->state.msg.id}, {"error", why}});
+        step_done(self, "transient", why);
+      } else {
+        step_done(self, "ok");
+      }
+      finish(self, outcome, detail, error_class);
+    });
+}
+
+void complete(job_ptr self) {
+  auto& st = self->state;
+  completion c{st.lease(), completion_record{st.fields.structured_data, true, st.fields.input_tokens,
+                                              st.fields.output_tokens, st.fields.model}};
+  await<std::vector<result<void>>>(
+    self, "complete", [&](auto cb) { st.ctx->ports.db->complete({std::move(c)}, std::move(cb)); },
+    [self](result<std::vector<result<void>>> r) {
+      if (!r)
+        return fail(self, r.error(), self->state.fields.structured_data);
+      if (r->empty())
+        return fail(self, error::make_transient("db.no_result", "complete returned nothing"));
+      if (auto& one = r->front(); !one)
+        return fail(self, one.error(), self->state.fields.structured_data);
+      step_done(self, "ok");
+      ack(self, job_result::completed, "");
+    });
+}
+
+void gate(job_ptr self) {
+  auto& st = self->state;
+  st.step = "gate";
+  st.step_started = clock::now();
+  auto verdict = st.ctx->ports.gate ? st.ctx->ports.gate(st.fields) : evaluate(st.fields);
+  if (!verdict.passed) {
+    step_done(self, "failed", verdict.reason);
+    return fail(self, gate_error(verdict), st.fields.structured_data);
+  }
+  step_done(self, "ok");
+  complete(self);
+}
+
+void extract(job_ptr self) {
+  auto& st = self->state;
+  await<extraction>(
+    self, "extract", [&](auto cb) { st.ctx->ports.extract->extract(st.text.text, std::move(cb)); },
+    [self](result<extraction> r) {
+      auto& st = self->state;
+      if (!r) {
+        step_done(self, to_string(r.error().cls), r.error().describe());
+        return fail(self, r.error());
+      }
+      st.fields = std::move(*r);
+      st.ctx->metrics->llm_input_tokens += st.fields.input_tokens;
+      st.ctx->metrics->llm_output_tokens += st.fields.output_tokens;
+      step_done(self, "ok", "confidence " + st.fields.confidence + ", model " + st.fields.model);
+      gate(self);
+    });
+}
+
+void record_transcription(job_ptr self, std::string preprocessed_key) {
+  auto& st = self->state;
+  transcription_record rec{storage_keys::transcription(st.ingestion_id.str()), preprocessed_key,
+                           st.text.quality_score};
+  await<void>(
+    self, "record_transcription",
+    [&](auto cb) { st.ctx->ports.db->record_transcription(st.lease(), std::move(rec), std::move(cb)); },
+    [self](result<void> r) {
+      if (!r)
+        return fail(self, r.error());
+      step_done(self, "ok");
+      extract(self);
+    });
+}
+
+void store_preprocessed(job_ptr self) {
+  auto& st = self->state;
+  if (!st.text.preprocessed || st.text.preprocessed_image.empty())
+    return record_transcription(self, "");
+  auto ext = st.text.preprocessed_ext.empty() ? std::string{"png"} : st.text.preprocessed_ext;
+  auto key = storage_keys::preprocessed(st.ingestion_id.str(), ext);
+  await<void>(
+    self, "store_preprocessed",
+    [&](auto cb) {
+      st.ctx->ports.storage->put(key, std::move(st.text.preprocessed_image), "image/" + ext, std::move(cb));
+    },
+    [self, key](result<void> r) {
+      if (!r)
+        return fail(self, r.error());
+      step_done(self, "ok", key);
+      record_transcription(self, key);
+    });
+}
+
+void store_transcription(job_ptr self) {
+  auto& st = self->state;
+  auto key = storage_keys::transcription(st.ingestion_id.str());
+  await<void>(
+    self, "store_transcription",
+    [&](auto cb) { st.ctx->ports.storage->put(key, to_json(st.text), "application/json", std::move(cb)); },
+    [self, key](result<void> r) {
+      if (!r)
+        return fail(self, r.error());
+      step_done(self, "ok", key);
+      store_preprocessed(self);
+    });
+}
+
+std::string mime_of(const claimed_ingestion& c) {
+  if (!c.mime_type.empty())
+    return c.mime_type;
+  auto dot = c.file_path.rfind('.');
+  auto ext = dot == std::string::npos ? std::string{} : c.file_path.substr(dot + 1);
+  if (ext == "pdf")
+    return "application/pdf";
+  if (ext == "png")
+    return "image/png";
+  if (ext == "jpg" || ext == "jpeg")
+    return "image/jpeg";
+  if (ext == "tif" || ext == "tiff")
+    return "image/tiff";
+  return "application/octet-stream";
+}
+
+void transcribe(job_ptr self) {
+  auto& st = self->state;
+  transcription_request req{std::move(st.file), mime_of(st.claim), st.ctx->settings.quality_threshold, true};
+  await<transcription>(
+    self, "transcribe", [&](auto cb) { st.ctx->ports.ocr->transcribe(std::move(req), std::move(cb)); },
+    [self](result<transcription> r) {
+      auto& st = self->state;
+      if (!r) {
+        step_done(self, to_string(r.error().cls), r.error().describe());
+        return fail(self, r.error());
+      }
+      st.text = std::move(*r);
+      step_done(self, "ok",
+                "quality " + std::to_string(st.text.quality_score) + (st.text.preprocessed ? ", preprocessed" : "")
+                  + (st.text.native_text ? ", native text" : ""));
+      store_transcription(self);
+    });
+}
+
+void fetch(job_ptr self) {
+  auto& st = self->state;
+  await<std::string>(
+    self, "fetch",
+    [&](auto cb) { st.ctx->ports.storage->get(st.claim.file_path, st.ctx->settings.max_file_bytes, std::move(cb)); },
+    [self](result<std::string> r) {
+      if (!r)
+        return fail(self, r.error());
+      self->state.file = std::move(*r);
+      step_done(self, "ok", std::to_string(self->state.file.size()) + " bytes");
+      transcribe(self);
+    });
+}
+
+/// Crash resume (seed 000): a transcription stored by an earlier attempt is reused.
+void resume_or_fetch(job_ptr self) {
+  auto& st = self->state;
+  auto key = storage_keys::transcription(st.ingestion_id.str());
+  await<std::string>(
+    self, "resume", [&](auto cb) { st.ctx->ports.storage->get(key, 64u << 20, std::move(cb)); },
+    [self](result<std::string> r) {
+      auto& st = self->state;
+      if (!r) {
+        if (r.error().code != "storage.not_found" && r.error().transient())
+          return fail(self, r.error());
+        step_done(self, "none");
+        return fetch(self);
+      }
+      auto parsed = transcription_from_json(*r);
+      if (!parsed) {
+        // Unreadable: transcribe again and overwrite it.
+        step_done(self, "unreadable", parsed.error().describe());
+        return fetch(self);
+      }
+      st.text = std::move(*parsed);
+      st.reused_transcription = true;
+      step_done(self, "reused");
+      if (st.claim.transcription_file_path.empty())
+        return record_transcription(self, "");
+      extract(self);
+    });
+}
+
+void track(job_ptr self) {
+  auto& st = self->state;
+  st.tracked = true;
+  self->send(st.heartbeat, track_atom_v,
+             tracked_claim{st.msg.receipt, st.lease(), caf::actor_cast<caf::actor>(self), st.started});
+  resume_or_fetch(self);
+}
+
+/// The failure path (DESIGN §5).
+void fail(job_ptr self, error err, std::string structured_data) {
+  auto& st = self->state;
+  if (st.finishing || st.releasing)
+    return;
+  if (err.claim_lost())
+    return finish(self, job_result::lost, err.describe(), "claim_lost");
+  auto& s = st.ctx->settings;
+  auto attempt = static_cast<size_t>(std::max(st.claim.attempt_count, 0));
+  auto delay = s.retry_backoff.empty() ? std::chrono::seconds{0}
+                                       : s.retry_backoff[std::min(attempt, s.retry_backoff.size() - 1)];
+  failure_record rec{err, s.max_attempts, std::move(structured_data)};
+  untrack(self);
+  await<failure_outcome>(
+    self, "record_failure",
+    [&](auto cb) { st.ctx->ports.db->record_failure(st.lease(), std::move(rec), delay, std::move(cb)); },
+    [self, err, delay](result<failure_outcome> r) {
+      auto& st = self->state;
+      auto cls = std::string{to_string(err.cls)};
+      if (!r) {
+        if (r.error().claim_lost())
+          return finish(self, job_result::lost, r.error().describe(), "claim_lost");
+        // Nothing recorded: the message reappears after its visibility timeout and the lease
+        // expires, so the next attempt starts over.
+        return finish(self, job_result::abandoned,
+                      err.describe() + "; recording it failed: " + r.error().describe(), cls);
+      }
+      step_done(self, r->failed ? "failed" : "retrying", err.describe());
+      auto detail = err.describe();
+      if (r->failed) {
+        st.claim.attempt_count = r->attempt_count - 1;
+        if (st.ctx->ports.on_failed)
+          st.ctx->ports.on_failed(st.claim, err, r->attempt_count);
+        if (st.ctx->settings.dead_letter_on_final_failure)
+          return finish(self, job_result::failed, detail, cls);
+        return ack(self, job_result::failed, detail, cls);
+      }
+      st.claim.attempt_count = r->attempt_count - 1;
+      await<std::vector<batch_entry_result>>(
+        self, "backoff",
+        [&](auto cb) { st.ctx->ports.ingest_queue->change_visibility({{st.msg.receipt, delay}}, std::move(cb)); },
+        [self, detail, cls](result<std::vector<batch_entry_result>> v) {
+          if (!v || (!v->empty() && v->front().failed))
+            step_done(self, "transient", !v ? v.error().describe() : v->front().error.describe());
+          else
+            step_done(self, "ok");
+          finish(self, job_result::retrying, detail, cls);
+        });
+    });
+}
+
+/// The claim did not succeed: delete the message only if the outcome is final or the id unknown.
+void not_claimed(job_ptr self) {
+  auto& st = self->state;
+  await<std::vector<ingestion_state>>(
+    self, "states", [&](auto cb) { st.ctx->ports.db->states({st.ingestion_id}, std::move(cb)); },
+    [self](result<std::vector<ingestion_state>> r) {
+      if (!r || r->empty())
+        return finish(self, job_result::abandoned,
+                      "not claimed, and its state is unknown: " + (r ? std::string{"no answer"} : r.error().describe()),
+                      "transient");
+      switch (r->front()) {
+        case ingestion_state::completed:
+          return ack(self, job_result::skipped, "already completed");
+        case ingestion_state::failed:
+          return ack(self, job_result::skipped, "already failed");
+        case ingestion_state::unknown:
+          return ack(self, job_result::skipped, "no such ingestion");
+        case ingestion_state::held:
+          return finish(self, job_result::skipped, "held by another worker; message left to reappear");
+        case ingestion_state::claimable:
+          return finish(self, job_result::skipped, "claimable again; message left to reappear");
+      }
+    });
+}
+
+void claim(job_ptr self) {
+  auto& st = self->state;
+  await<std::vector<std::optional<claimed_ingestion>>>(
+    self, "claim",
+    [&](auto cb) {
+      st.ctx->ports.db->claim({claim_request{st.ingestion_id, uuid::v7()}}, st.ctx->settings.worker_id,
+                              st.ctx->settings.lease, std::move(cb));
+    },
+    [self](result<std::vector<std::optional<claimed_ingestion>>> r) {
+      auto& st = self->state;
+      if (!r)
+        return finish(self, job_result::abandoned, "claim failed: " + r.error().describe(),
+                      to_string(r.error().cls));
+      if (r->empty() || !r->front())
+        return not_claimed(self);
+      st.claim = std::move(*r->front());
+      st.claimed = true;
+      if (st.msg.sent_at_ms > 0)
+        st.ctx->metrics->claim_wait(static_cast<double>(unix_ms() - st.msg.sent_at_ms) / 1000.0);
+      step_done(self, "ok", "attempt " + std::to_string(st.claim.attempt_count + 1));
+      track(self);
+    });
+}
+
+void parse(job_ptr self) {
+  auto& st = self->state;
+  std::string_view body = st.msg.body;
+  while (!body.empty() && std::isspace(static_cast<unsigned char>(body.back())))
+    body.remove_suffix(1);
+  while (!body.empty() && std::isspace(static_cast<unsigned char>(body.front())))
+    body.remove_prefix(1);
+  auto id = uuid::parse(body);
+  if (!id || id->is_nil()) {
+    auto shown = st.msg.body.substr(0, 80);
+    log::warn("message body is not an ingestion id; deleting it",
+              {{"message_id", st.msg.id}, {"body", shown}});
+    st.step = "parse";
+    return ack(self, job_result::invalid, "body is not a UUID: \"" + shown + "\"");
+  }
+  st.ingestion_id = *id;
+  claim(self);
+}
+
+/// Shutdown past the grace period: give everything back so another worker can start at once.
+void release(job_ptr self) {
+  auto& st = self->state;
+  if (st.finishing || st.releasing)
+    return;
+  st.releasing = true;
+  untrack(self);
+  auto give_back_message = [self] {
+    auto& st = self->state;
+    st.ctx->ports.ingest_queue->change_visibility({{st.msg.receipt, std::chrono::seconds{0}}},
+                                                 [](result<std::vector<batch_entry_result>>) {});
+    finish(self, job_result::released, "shutdown: claim and message given back");
+  };
+  if (!st.claimed) {
+    ++st.seq;
+    return give_back_message();
+  }
+  // The claim first, so that the message's next receiver can claim at once. Whatever step was
+  // running becomes stale: its completion is ignored.
+  await<void>(
+    self, "release", [&](auto cb) { st.ctx->ports.db->release(st.lease(), std::move(cb)); },
+    [self, give_back_message](result<void> r) {
+      step_done(self, r ? "ok" : to_string(r.error().cls), r ? std::string{} : r.error().describe());
+      give_back_message();
+    });
+}
+
+job_actor::behavior_type job(job_ptr self, std::shared_ptr<worker_context> ctx, heartbeat_actor hb,
+                             queue_message msg) {
+  auto& st = self->state;
+  st.ctx = std::move(ctx);
+  st.heartbeat = std::move(hb);
+  st.msg = std::move(msg);
+  st.ctx->metrics->in_flight++;
+  self->attach_functor([metrics = st.ctx->metrics] { metrics->in_flight--; });
+  self->send(self, resume_atom_v, uint64_t{0}, continuation{[self] { parse(self); }});
+  return {
+    [self](resume_atom, uint64_t seq, continuation& c) {
+      if (seq == self->state.seq)
+        c.fn();
+    },
+    [self](timeout_atom, uint64_t seq) {
+      auto& st = self->state;
+      if (seq != st.seq || !st.on_timeout)
+        return;
+      ++st.seq;
+      auto secs = std::chrono::duration_cast<std::chrono::seconds>(st.ctx->settings.step_timeout).count();
+      auto handler = std::move(st.on_timeout);
+      handler(error::make_transient("step.timeout", st.step + " did not finish within "
+                                                        + std::to_string(secs) + " s"));
+    },
+    [self](lost_atom, std::string& reason) {
+      auto& st = self->state;
+      if (st.finishing || st.releasing)
+        return;
+      st.tracked = false;  // the heartbeat dropped it already
+      if (st.claimed)
+        st.ctx->ports.db->release(st.lease(), [](result<void>) {});
+      finish(self, job_result::lost, reason, "claim_lost");
+    },
+    [self](stop_atom) { release(self); },
+  };
+}
+
+} // namespace
+
+std::string_view to_string(job_result x) {
+  switch (x) {
+    case job_result::completed: return "completed";
+    case job_result::failed: return "failed";
+    case job_result::retrying: return "retrying";
+    case job_result::skipped: return "skipped";
+    case job_result::invalid: return "invalid";
+    case job_result::lost: return "lost";
+    case job_result::released: return "released";
+    case job_result::abandoned: return "abandoned";
+  }
+  return "abandoned";
+}
+
+job_actor spawn_job(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
+                    heartbeat_actor heartbeat, queue_message msg) {
+  return sys.spawn(job, std::move(ctx), std::move(heartbeat), std::move(msg));
+}
+
+} // namespace ingestd

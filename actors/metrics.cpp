@@ -1,0 +1,121 @@
+// Metrics bookkeeping and the Prometheus text rendering.
+#include "actors/metrics.hpp"
+
+#include <cstdio>
+
+namespace ingestd {
+
+namespace {
+
+std::string number(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", x);
+  return buf;
+}
+
+void header(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
+  out += "# HELP ";
+  out += name;
+  out += ' ';
+  out += help;
+  out += "\n# TYPE ";
+  out += name;
+  out += ' ';
+  out += type;
+  out += '\n';
+}
+
+void gauge(std::string& out, std::string_view name, std::string_view help, int64_t value,
+           std::string_view type = "gauge") {
+  header(out, name, type, help);
+  out += name;
+  out += ' ' + std::to_string(value) + '\n';
+}
+
+} // namespace
+
+void histogram::observe(double seconds) {
+  for (size_t i = 0; i < bounds.size(); ++i)
+    if (seconds <= bounds[i])
+      ++buckets_[i];
+  ++count_;
+  sum_ += seconds;
+}
+
+void histogram::render(std::string& out, std::string_view name, std::string_view labels) const {
+  auto with = [&](std::string_view extra) {
+    std::string l{labels};
+    if (!extra.empty())
+      l += (l.empty() ? "" : ",") + std::string{extra};
+    return l.empty() ? std::string{} : "{" + l + "}";
+  };
+  for (size_t i = 0; i < bounds.size(); ++i)
+    out += std::string{name} + "_bucket" + with("le=\"" + number(bounds[i]) + "\"") + " "
+           + std::to_string(buckets_[i]) + "\n";
+  out += std::string{name} + "_bucket" + with("le=\"+Inf\"") + " " + std::to_string(count_) + "\n";
+  out += std::string{name} + "_sum" + with("") + " " + number(sum_) + "\n";
+  out += std::string{name} + "_count" + with("") + " " + std::to_string(count_) + "\n";
+}
+
+void worker_metrics::job_finished(std::string_view outcome, std::string_view error_class) {
+  std::lock_guard guard{mtx_};
+  ++jobs_[{std::string{outcome}, std::string{error_class}}];
+}
+
+void worker_metrics::step_duration(std::string_view step, double seconds) {
+  std::lock_guard guard{mtx_};
+  auto i = steps_.find(step);
+  if (i == steps_.end())
+    i = steps_.emplace(std::string{step}, histogram{}).first;
+  i->second.observe(seconds);
+}
+
+void worker_metrics::claim_wait(double seconds) {
+  std::lock_guard guard{mtx_};
+  claim_wait_.observe(seconds);
+}
+
+void worker_metrics::heartbeat_lateness(double seconds) {
+  std::lock_guard guard{mtx_};
+  heartbeat_lateness_.observe(seconds);
+}
+
+uint64_t worker_metrics::jobs(std::string_view outcome) const {
+  std::lock_guard guard{mtx_};
+  uint64_t total = 0;
+  for (auto& [key, n] : jobs_)
+    if (key.first == outcome)
+      total += n;
+  return total;
+}
+
+std::string worker_metrics::prometheus() const {
+  std::string out;
+  std::lock_guard guard{mtx_};
+  header(out, "ingestd_jobs_total", "counter", "Jobs finished, by outcome and error class.");
+  for (auto& [key, n] : jobs_)
+    out += "ingestd_jobs_total{outcome=\"" + key.first + "\",error_class=\"" + key.second + "\"} "
+           + std::to_string(n) + "\n";
+  header(out, "ingestd_step_duration_seconds", "histogram", "Duration of each pipeline step.");
+  for (auto& [step, h] : steps_)
+    h.render(out, "ingestd_step_duration_seconds", "step=\"" + step + "\"");
+  header(out, "ingestd_claim_wait_seconds", "histogram",
+         "Time from a message's first send to the claim of its ingestion.");
+  claim_wait_.render(out, "ingestd_claim_wait_seconds", "");
+  header(out, "ingestd_heartbeat_lateness_seconds", "histogram",
+         "How late heartbeat ticks fired against their schedule.");
+  heartbeat_lateness_.render(out, "ingestd_heartbeat_lateness_seconds", "");
+  gauge(out, "ingestd_jobs_in_flight", "Jobs running now.", in_flight.load());
+  gauge(out, "ingestd_tracked_claims", "Claims the heartbeat keeps alive.", tracked_claims.load());
+  gauge(out, "ingestd_cpu_pool_backlog", "Work items waiting for a CPU pool worker.", cpu_backlog.load());
+  gauge(out, "ingestd_sweeper_rescues_total", "Stranded ingestions re-enqueued by the sweeper.",
+        rescues.load(), "counter");
+  gauge(out, "ingestd_queue_receive_errors_total", "Failed queue receives.",
+        queue_receive_errors.load(), "counter");
+  header(out, "ingestd_llm_tokens_total", "counter", "LLM tokens used, by direction.");
+  out += "ingestd_llm_tokens_total{direction=\"input\"} " + std::to_string(llm_input_tokens.load()) + "\n";
+  out += "ingestd_llm_tokens_total{direction=\"output\"} " + std::to_string(llm_output_tokens.load()) + "\n";
+  return out;
+}
+
+} // namespace ingestd

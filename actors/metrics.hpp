@@ -1,0 +1,64 @@
+// The worker's metrics: counters, gauges and histograms updated by the actors and rendered in
+// the Prometheus text format for the admin endpoint's /metrics.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+namespace ingestd {
+
+/// A fixed-bucket histogram of seconds.
+class histogram {
+public:
+  static constexpr std::array<double, 14> bounds{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                                 0.5,   1,     2.5,  5,     10,  30,  120};
+  void observe(double seconds);
+  /// Appends the _bucket, _sum and _count lines of `name` with `labels` ("" or `step="claim"`).
+  void render(std::string& out, std::string_view name, std::string_view labels) const;
+
+private:
+  std::array<uint64_t, bounds.size()> buckets_{};
+  uint64_t count_ = 0;
+  double sum_ = 0;
+};
+
+class worker_metrics {
+public:
+  std::atomic<int64_t> in_flight{0};
+  std::atomic<int64_t> cpu_backlog{0};
+  std::atomic<int64_t> rescues{0};
+  std::atomic<int64_t> llm_input_tokens{0};
+  std::atomic<int64_t> llm_output_tokens{0};
+  std::atomic<int64_t> tracked_claims{0};
+  std::atomic<int64_t> queue_receive_errors{0};
+
+  /// A job ended with `outcome` ("completed", "failed", ...) and, unless it completed, the
+  /// error class ("transient", "permanent", "claim_lost", or "none").
+  void job_finished(std::string_view outcome, std::string_view error_class);
+  void step_duration(std::string_view step, double seconds);
+  /// From the message's first send to its claim.
+  void claim_wait(double seconds);
+  /// How late a heartbeat tick fired against its schedule.
+  void heartbeat_lateness(double seconds);
+
+  /// Counter of jobs with this outcome (all error classes), for tests and status.
+  uint64_t jobs(std::string_view outcome) const;
+
+  /// Prometheus text exposition of everything above (without the queue figures, which the
+  /// admin endpoint adds).
+  std::string prometheus() const;
+
+private:
+  mutable std::mutex mtx_;
+  std::map<std::pair<std::string, std::string>, uint64_t> jobs_;
+  std::map<std::string, histogram, std::less<>> steps_;
+  histogram claim_wait_;
+  histogram heartbeat_lateness_;
+};
+
+} // namespace ingestd

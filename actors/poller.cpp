@@ -1,0 +1,140 @@
+// The poller actor.
+//
+//   idle ──poll (room for jobs)──► receiving ──messages──► spawn a job each ──► idle ──► poll
+//     ▲                                │
+//     │                                └─error──► backoff (exponential with jitter, logged
+//     │                                           once per streak) ──► poll
+//     └── full (max_in_flight jobs): no receive until a job ends (backpressure)
+//   stop ──► no new receive; the current one finishes and its messages still run; when no job
+//            is left: drained_atom to the listener
+//   force ──► stop_atom to every job (they give their work back)
+#include "actors/poller.hpp"
+
+#include <cmath>
+#include <random>
+#include <unordered_map>
+
+#include <caf/actor_system.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/continuation.hpp"
+#include "actors/job.hpp"
+#include "adapters/support/log.hpp"
+
+namespace ingestd {
+
+namespace {
+
+struct poller_state {
+  static inline const char* name = "ingestd.poller";
+
+  std::shared_ptr<worker_context> ctx;
+  std::vector<heartbeat_actor> heartbeats;
+  size_t next_heartbeat = 0;
+  std::unordered_map<caf::actor_addr, job_actor> jobs;
+  bool receiving = false;
+  bool backing_off = false;
+  bool stopping = false;
+  caf::actor stop_listener;
+  int error_streak = 0;
+  std::mt19937 rng{std::random_device{}()};
+};
+
+using poller_ptr = poller_actor::stateful_pointer<poller_state>;
+
+void check_drained(poller_ptr self) {
+  auto& st = self->state;
+  if (st.stopping && !st.receiving && st.jobs.empty() && st.stop_listener) {
+    log::info("poller drained: no job left");
+    caf::anon_send(st.stop_listener, drained_atom_v);
+    st.stop_listener = nullptr;
+  }
+}
+
+void poll_queue(poller_ptr self);
+
+void received(poller_ptr self, result<std::vector<queue_message>> r) {
+  auto& st = self->state;
+  st.receiving = false;
+  if (!r) {
+    st.ctx->metrics->queue_receive_errors++;
+    if (st.error_streak++ == 0)
+      log::warn("queue receive failed; backing off", {{"queue", st.ctx->ports.ingest_queue->name()},
+                                                      {"error", r.error().describe()}});
+    // Exponential backoff from 0.5 s up to 30 s, with ±50 % jitter.
+    auto base = std::min(30'000.0, 500.0 * std::pow(2.0, std::min(st.error_streak - 1, 10)));
+    auto wait = std::chrono::milliseconds{static_cast<int64_t>(
+      base * std::uniform_real_distribution<double>{0.5, 1.5}(st.rng))};
+    st.backing_off = true;
+    self->delayed_send(self, wait, poll_atom_v);
+    return check_drained(self);
+  }
+  if (st.error_streak > 0) {
+    log::info("queue receive recovered", {{"failed_attempts", st.error_streak}});
+    st.error_streak = 0;
+  }
+  for (auto& msg : *r) {
+    auto hb = st.heartbeats[st.next_heartbeat++ % st.heartbeats.size()];
+    auto job = spawn_job(self->system(), st.ctx, hb, std::move(msg));
+    self->monitor(job);
+    st.jobs.emplace(job->address(), job);
+  }
+  poll_queue(self);
+  check_drained(self);
+}
+
+void poll_queue(poller_ptr self) {
+  auto& st = self->state;
+  auto room = st.ctx->settings.max_in_flight - static_cast<int>(st.jobs.size());
+  if (st.stopping || st.receiving || st.backing_off || room <= 0)
+    return;
+  st.receiving = true;
+  auto& s = st.ctx->settings;
+  st.ctx->ports.ingest_queue->receive(std::min(s.max_messages, room), s.wait_time, s.visibility_timeout,
+                                      in_actor<std::vector<queue_message>>(self, [self](auto r) {
+                                        received(self, std::move(r));
+                                      }));
+}
+
+poller_actor::behavior_type poller(poller_ptr self, std::shared_ptr<worker_context> ctx,
+                                   std::vector<heartbeat_actor> heartbeats) {
+  auto& st = self->state;
+  st.ctx = std::move(ctx);
+  st.heartbeats = std::move(heartbeats);
+  self->set_down_handler([self](caf::down_msg& down) {
+    self->state.jobs.erase(down.source);
+    poll_queue(self);
+    check_drained(self);
+  });
+  self->send(self, poll_atom_v);
+  return {
+    [self](poll_atom) {
+      self->state.backing_off = false;
+      poll_queue(self);
+    },
+    [](resume_atom, uint64_t, continuation& c) { c.fn(); },
+    [self](stop_atom, caf::actor& listener) {
+      auto& st = self->state;
+      log::info("poller stopping", {{"jobs_in_flight", static_cast<int64_t>(st.jobs.size())},
+                                    {"receive_in_progress", st.receiving ? "yes" : "no"}});
+      st.stopping = true;
+      st.stop_listener = std::move(listener);
+      check_drained(self);
+    },
+    [self](force_atom) {
+      for (auto& [addr, job] : self->state.jobs)
+        self->send(job, stop_atom_v);
+    },
+    [self](status_atom) { return static_cast<int32_t>(self->state.jobs.size()); },
+  };
+}
+
+} // namespace
+
+poller_actor spawn_poller(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
+                          std::vector<heartbeat_actor> heartbeats) {
+  return sys.spawn(poller, std::move(ctx), std::move(heartbeats));
+}
+
+} // namespace ingestd

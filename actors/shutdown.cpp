@@ -1,0 +1,85 @@
+// The shutdown coordinator.
+//
+//   running ──shutdown──► draining: the poller stops after its current poll; jobs finish
+//   draining ──drained──► stopping: heartbeats, sweeper and CPU pool stop ──► done
+//   draining ──grace period over, or a second shutdown──► forcing: every job releases its claim
+//            and makes its message visible again, then quits ──drained──► stopping ──► done
+#include "actors/shutdown.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "adapters/support/log.hpp"
+
+namespace ingestd {
+
+namespace {
+
+struct shutdown_state {
+  static inline const char* name = "ingestd.shutdown";
+  std::shared_ptr<worker_context> ctx;
+  poller_actor poller;
+  std::vector<caf::actor> others;
+  std::function<void()> done;
+  bool draining = false;
+  bool forcing = false;
+};
+
+using shutdown_ptr = shutdown_actor::stateful_pointer<shutdown_state>;
+
+void force(shutdown_ptr self, const char* why) {
+  auto& st = self->state;
+  if (st.forcing)
+    return;
+  st.forcing = true;
+  log::warn("releasing the jobs still running", {{"reason", why},
+                                                 {"jobs_in_flight", st.ctx->metrics->in_flight.load()}});
+  self->send(st.poller, force_atom_v);
+}
+
+shutdown_actor::behavior_type shutdown(shutdown_ptr self, std::shared_ptr<worker_context> ctx,
+                                       poller_actor poller, std::vector<caf::actor> others,
+                                       std::function<void()> done) {
+  auto& st = self->state;
+  st.ctx = std::move(ctx);
+  st.poller = std::move(poller);
+  st.others = std::move(others);
+  st.done = std::move(done);
+  return {
+    [self](shutdown_atom) {
+      auto& st = self->state;
+      if (st.draining)
+        return force(self, "second shutdown request");
+      st.draining = true;
+      auto grace = st.ctx->settings.shutdown_grace;
+      log::info("shutting down: draining jobs",
+                {{"grace_seconds", static_cast<int64_t>(grace.count())},
+                 {"jobs_in_flight", st.ctx->metrics->in_flight.load()}});
+      self->send(st.poller, stop_atom_v, caf::actor_cast<caf::actor>(self));
+      self->delayed_send(self, grace, timeout_atom_v, uint64_t{0});
+    },
+    [self](timeout_atom, uint64_t) { force(self, "grace period over"); },
+    [self](drained_atom) {
+      auto& st = self->state;
+      log::info("drained: stopping the worker");
+      self->send_exit(st.poller, caf::exit_reason::user_shutdown);
+      for (auto& other : st.others)
+        self->send_exit(other, caf::exit_reason::user_shutdown);
+      if (st.done)
+        st.done();
+      self->quit();
+    },
+  };
+}
+
+} // namespace
+
+shutdown_actor spawn_shutdown(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
+                              poller_actor poller, std::vector<caf::actor> others,
+                              std::function<void()> done) {
+  return sys.spawn(shutdown, std::move(ctx), std::move(poller), std::move(others), std::move(done));
+}
+
+} // namespace ingestd

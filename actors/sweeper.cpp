@@ -1,0 +1,91 @@
+// The sweeper actor. Every sweeper_interval: under the cluster-wide advisory lock (one node at a
+// time), find `in-progress` ingestions with no live lease that were due longer ago than the
+// stale threshold, mark them due now and send their ids to the queue again. A duplicate message
+// is harmless: the claim lets one job through.
+//
+//   tick (re-armed first) ──► rescue_stranded ──ids──► send ──► counted, logged
+//                                   └─none / lock held elsewhere / error (logged)
+#include "actors/sweeper.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/continuation.hpp"
+#include "adapters/support/log.hpp"
+
+namespace ingestd {
+
+namespace {
+
+struct sweeper_state {
+  static inline const char* name = "ingestd.sweeper";
+  std::shared_ptr<worker_context> ctx;
+  bool sweeping = false;
+};
+
+using sweeper_ptr = sweeper_actor::stateful_pointer<sweeper_state>;
+
+constexpr int batch_limit = 500;
+
+void enqueue(sweeper_ptr self, std::vector<uuid> ids) {
+  auto& st = self->state;
+  std::vector<outgoing_message> messages;
+  for (auto& id : ids)
+    messages.push_back({id.str(), std::chrono::seconds{0}});
+  auto count = static_cast<int64_t>(messages.size());
+  st.ctx->ports.ingest_queue->send(
+    std::move(messages),
+    in_actor<std::vector<batch_entry_result>>(self, [self, count](result<std::vector<batch_entry_result>> r) {
+      auto& st = self->state;
+      st.sweeping = false;
+      if (!r) {
+        // They stay due: the next sweep finds them again once the stale threshold has passed.
+        log::warn("sweeper could not re-enqueue", {{"ingestions", count}, {"error", r.error().describe()}});
+        return;
+      }
+      int64_t sent = 0;
+      for (auto& e : *r)
+        if (!e.failed)
+          ++sent;
+      st.ctx->metrics->rescues += sent;
+      log::info("sweeper re-enqueued stranded ingestions", {{"ingestions", sent}, {"failed", count - sent}});
+    }));
+}
+
+sweeper_actor::behavior_type sweeper(sweeper_ptr self, std::shared_ptr<worker_context> ctx) {
+  self->state.ctx = std::move(ctx);
+  self->send(self, tick_atom_v);
+  return {
+    [self](tick_atom) {
+      auto& st = self->state;
+      self->delayed_send(self, st.ctx->settings.sweeper_interval, tick_atom_v);
+      if (st.sweeping)
+        return;
+      st.sweeping = true;
+      st.ctx->ports.db->rescue_stranded(
+        st.ctx->settings.stale_threshold, batch_limit,
+        in_actor<std::vector<uuid>>(self, [self](result<std::vector<uuid>> r) {
+          if (!r) {
+            self->state.sweeping = false;
+            log::warn("sweep failed", {{"error", r.error().describe()}});
+            return;
+          }
+          if (r->empty()) {
+            self->state.sweeping = false;
+            return;
+          }
+          enqueue(self, std::move(*r));
+        }));
+    },
+    [](resume_atom, uint64_t, continuation& c) { c.fn(); },
+  };
+}
+
+} // namespace
+
+sweeper_actor spawn_sweeper(caf::actor_system& sys, std::shared_ptr<worker_context> ctx) {
+  return sys.spawn(sweeper, std::move(ctx));
+}
+
+} // namespace ingestd

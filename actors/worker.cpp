@@ -1,0 +1,41 @@
+// Assembles a worker from its actors.
+#include "actors/worker.hpp"
+
+#include <caf/actor_cast.hpp>
+#include <caf/actor_system.hpp>
+
+#include "actors/heartbeat.hpp"
+#include "actors/poller.hpp"
+#include "actors/shutdown.hpp"
+#include "actors/sweeper.hpp"
+#include "adapters/support/log.hpp"
+
+namespace ingestd {
+
+worker_handles start_worker(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
+                            worker_options options) {
+  worker_handles w;
+  std::vector<caf::actor> others;
+  for (int i = 0; i < std::max(ctx->settings.heartbeat_actors, 1); ++i) {
+    w.heartbeats.push_back(spawn_heartbeat(sys, ctx));
+    others.push_back(caf::actor_cast<caf::actor>(w.heartbeats.back()));
+  }
+  if (options.sweeper) {
+    w.sweeper = spawn_sweeper(sys, ctx);
+    others.push_back(caf::actor_cast<caf::actor>(w.sweeper));
+  }
+  if (options.cpu_pool)
+    others.push_back(caf::actor_cast<caf::actor>(options.cpu_pool));
+  w.poller = spawn_poller(sys, ctx, w.heartbeats);
+  w.coordinator = spawn_shutdown(sys, ctx, w.poller, std::move(others), std::move(options.on_stopped));
+  auto& s = ctx->settings;
+  log::info("worker started", {{"worker_id", s.worker_id},
+                               {"queue", ctx->ports.ingest_queue->name()},
+                               {"storage", ctx->ports.storage->name()},
+                               {"ocr", ctx->ports.ocr->name()},
+                               {"extractor", ctx->ports.extract->name()},
+                               {"max_in_flight", s.max_in_flight}});
+  return w;
+}
+
+} // namespace ingestd

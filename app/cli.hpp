@@ -1,0 +1,32 @@
+// The command line's shared pieces: exit codes, argument handling and the commands' entry
+// points (one file per command in app/).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+
+namespace ingestd::cli {
+
+/// Conventional exit codes.
+enum exit_code : int { ok = 0, failure = 1, usage = 2 };
+
+/// Arguments after the command name, with the global options taken out.
+struct arguments {
+  std::vector<std::string> positional;
+  std::vector<std::string> flags;  // e.g. "--json"
+  std::optional<std::string> config_path;
+
+  bool has(const std::string& flag) const;
+};
+
+/// Loads the configuration named by --config (or INGESTD_CONFIG), printing every problem to
+/// stderr; nullopt when it is invalid.
+std::optional<config> load_or_report(const arguments& args);
+
+int migrate_command(const arguments& args);
+int config_command(const arguments& args);
+
+} // namespace ingestd::cli

@@ -1,0 +1,173 @@
+// Configuration loading: defaults, file, environment overrides, and every validation error.
+#include <fstream>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "config/config.hpp"
+#include "tests/support/environment.hpp"
+
+using namespace ingestd;
+
+namespace {
+
+class config_test : public ::testing::Test {
+protected:
+  std::string dir = test::make_temp_dir("config");
+  ~config_test() override { std::filesystem::remove_all(dir); }
+
+  std::string write(const std::string& text) {
+    auto path = dir + "/" + test::unique_name("cfg") + ".json";
+    std::ofstream{path} << text;
+    return path;
+  }
+
+  /// The error text of a load that must fail.
+  std::string failure(const std::optional<std::string>& path, const environment& env = {}) {
+    auto cfg = load_config(path, env);
+    EXPECT_FALSE(cfg) << "expected the configuration to be rejected";
+    return cfg ? std::string{} : cfg.error().message;
+  }
+};
+
+} // namespace
+
+TEST_F(config_test, defaults_match_seed_001) {
+  auto cfg = load_config(std::nullopt, {});
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_EQ(cfg->queue.backend, "postgres");
+  EXPECT_EQ(cfg->storage.backend, "filesystem");
+  EXPECT_EQ(cfg->transcription.provider, "tesseract");
+  EXPECT_EQ(cfg->extraction.provider, "local");
+  EXPECT_EQ(cfg->queue.wait_time_seconds, 20);
+  EXPECT_EQ(cfg->queue.max_messages, 10);
+  EXPECT_EQ(cfg->worker.heartbeat_rate_seconds, 60);
+  EXPECT_EQ(cfg->worker.heartbeat_extension_seconds, 300);
+  EXPECT_EQ(cfg->worker.heartbeat_pool_size, 2);
+  EXPECT_EQ(cfg->worker.max_retry_attempts, 3);
+  EXPECT_EQ(cfg->worker.stale_ingestion_threshold_minutes, 5);
+  EXPECT_EQ(cfg->worker.shutdown_grace_seconds, 600);
+  EXPECT_DOUBLE_EQ(cfg->transcription.ocr_quality_threshold, 0.7);
+  EXPECT_EQ(cfg->worker.retry_backoff_seconds, (std::vector<int64_t>{300, 1800}));
+  EXPECT_EQ(cfg->aws.region, "eu-central-1");
+}
+
+TEST_F(config_test, committed_default_file_holds_every_key_with_its_default) {
+  std::ifstream in{test::source_dir() + "/config/ingestd.json"};
+  ASSERT_TRUE(in) << "config/ingestd.json is missing";
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), default_config_json())
+    << "regenerate it with: ingestd config defaults > config/ingestd.json";
+  auto cfg = load_config(test::source_dir() + "/config/ingestd.json", {});
+  EXPECT_TRUE(cfg) << cfg.error().message;
+}
+
+TEST_F(config_test, file_values_and_environment_overrides_apply) {
+  auto path = write(R"({"worker": {"max_in_flight": 50, "retry_backoff_seconds": [10, 20, 30]},
+                        "queue": {"backend": "sqs"}, "_comment": "ignored"})");
+  auto cfg = load_config(path, {{"INGESTD_WORKER__MAX_IN_FLIGHT", "70"},
+                                {"INGESTD_STORAGE__PATH_STYLE", "false"},
+                                {"INGESTD_TRANSCRIPTION__OCR_QUALITY_THRESHOLD", "0.55"},
+                                {"INGESTD_WORKER__RETRY_BACKOFF_SECONDS", "60,600"},
+                                {"UNRELATED", "x"}});
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_EQ(cfg->worker.max_in_flight, 70);
+  EXPECT_EQ(cfg->queue.backend, "sqs");
+  EXPECT_FALSE(cfg->storage.path_style);
+  EXPECT_DOUBLE_EQ(cfg->transcription.ocr_quality_threshold, 0.55);
+  EXPECT_EQ(cfg->worker.retry_backoff_seconds, (std::vector<int64_t>{60, 600}));
+}
+
+TEST_F(config_test, out_of_range_value_names_key_value_and_range) {
+  auto text = failure(write(R"({"worker": {"heartbeat_rate_seconds": -5}})"));
+  EXPECT_NE(text.find("worker.heartbeat_rate_seconds = -5"), std::string::npos) << text;
+  EXPECT_NE(text.find("expected an integer from 1 to 3600"), std::string::npos) << text;
+}
+
+TEST_F(config_test, wrong_types_are_rejected) {
+  auto text = failure(write(R"({"worker": {"max_in_flight": "many"},
+                                "transcription": {"ocr_quality_threshold": true},
+                                "storage": {"path_style": 1},
+                                "queue": {"name": 7},
+                                "database": {"pool_size": 2.5}})"));
+  for (auto key : {"worker.max_in_flight = \"many\"", "transcription.ocr_quality_threshold = true",
+                   "storage.path_style = 1", "queue.name = 7", "database.pool_size = 2.5"})
+    EXPECT_NE(text.find(key), std::string::npos) << key << " in:\n" << text;
+}
+
+TEST_F(config_test, bad_choice_lists_the_choices) {
+  auto text = failure(write(R"({"queue": {"backend": "kafka"}})"));
+  EXPECT_NE(text.find("queue.backend = \"kafka\""), std::string::npos) << text;
+  EXPECT_NE(text.find("one of postgres, sqs"), std::string::npos) << text;
+}
+
+TEST_F(config_test, bad_lists_are_rejected) {
+  EXPECT_NE(failure(write(R"({"worker": {"retry_backoff_seconds": []}})"))
+              .find("worker.retry_backoff_seconds"),
+            std::string::npos);
+  EXPECT_NE(failure(write(R"({"worker": {"retry_backoff_seconds": [1, -1]}})"))
+              .find("worker.retry_backoff_seconds"),
+            std::string::npos);
+  EXPECT_NE(failure(std::nullopt, {{"INGESTD_WORKER__RETRY_BACKOFF_SECONDS", "5,x"}})
+              .find("INGESTD_WORKER__RETRY_BACKOFF_SECONDS"),
+            std::string::npos);
+}
+
+TEST_F(config_test, unknown_keys_and_sections_are_rejected) {
+  auto text = failure(write(R"({"worker": {"heartbeat_rate": 5}, "wroker": {}, "log": 3})"));
+  EXPECT_NE(text.find("worker.heartbeat_rate (config file): unknown key"), std::string::npos) << text;
+  EXPECT_NE(text.find("log (config file): expected an object"), std::string::npos) << text;
+}
+
+TEST_F(config_test, unknown_environment_key_is_rejected) {
+  auto text = failure(std::nullopt, {{"INGESTD_WORKER__MAX_INFLIGHT", "5"}});
+  EXPECT_NE(text.find("INGESTD_WORKER__MAX_INFLIGHT (environment): unknown"), std::string::npos) << text;
+}
+
+TEST_F(config_test, environment_values_are_validated) {
+  auto text = failure(std::nullopt, {{"INGESTD_WORKER__MAX_IN_FLIGHT", "12abc"},
+                                     {"INGESTD_STORAGE__PATH_STYLE", "yes"},
+                                     {"INGESTD_TRANSCRIPTION__OCR_QUALITY_THRESHOLD", "1.5"},
+                                     {"INGESTD_LOG__FORMAT", "xml"}});
+  for (auto key : {"worker.max_in_flight = \"12abc\" (environment INGESTD_WORKER__MAX_IN_FLIGHT)",
+                   "storage.path_style = \"yes\"", "transcription.ocr_quality_threshold = \"1.5\"",
+                   "log.format = \"xml\""})
+    EXPECT_NE(text.find(key), std::string::npos) << key << " in:\n" << text;
+}
+
+TEST_F(config_test, secrets_in_the_file_are_refused_and_point_to_the_environment) {
+  auto text = failure(write(R"({"extraction": {"llm_api_key": "sk-live-123"}})"));
+  EXPECT_NE(text.find("INGESTD_LLM_API_KEY"), std::string::npos) << text;
+  EXPECT_EQ(text.find("sk-live-123"), std::string::npos) << "a secret must never be echoed";
+}
+
+TEST_F(config_test, malformed_and_missing_files_are_reported) {
+  EXPECT_NE(failure(write("{\"worker\": ")).find("not valid JSON"), std::string::npos);
+  EXPECT_NE(failure(write("[1, 2]")).find("expected a JSON object"), std::string::npos);
+  EXPECT_NE(failure(dir + "/missing.json").find("cannot read config file"), std::string::npos);
+}
+
+TEST_F(config_test, cross_key_rules_are_checked) {
+  auto text = failure(write(R"({"worker": {"heartbeat_rate_seconds": 300, "heartbeat_extension_seconds": 300},
+                                "database": {"url": "mysql://x"},
+                                "transcription": {"provider": "document_ai"},
+                                "extraction": {"provider": "llm", "llm_base_url": "api.openai.com"},
+                                "intake": {"default_tenant": "acme"}})"));
+  for (auto key : {"worker.heartbeat_rate_seconds = 300", "database.url", "transcription.document_ai_endpoint",
+                   "extraction.llm_base_url", "intake.default_tenant"})
+    EXPECT_NE(text.find(key), std::string::npos) << key << " in:\n" << text;
+}
+
+TEST_F(config_test, effective_configuration_masks_secrets) {
+  auto path = write(R"({"database": {"url": "postgresql://app:hunter2@db.internal/ingest"}})");
+  auto cfg = load_config(path, {{"INGESTD_LLM_API_KEY", "sk-secret-value"}});
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_EQ(cfg->secrets.llm_api_key, "sk-secret-value");
+  auto json = cfg->to_json();
+  EXPECT_EQ(json.find("hunter2"), std::string::npos) << json;
+  EXPECT_EQ(json.find("sk-secret-value"), std::string::npos) << json;
+  EXPECT_NE(json.find("postgresql://app:****@db.internal/ingest"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"INGESTD_LLM_API_KEY\": \"(set)\""), std::string::npos) << json;
+  EXPECT_EQ(mask_url_password("postgresql://ingestd@127.0.0.1/x"), "postgresql://ingestd@127.0.0.1/x");
+}
