@@ -3,10 +3,15 @@
 #include "adapters/http/curl_engine.hpp"
 
 #include <curl/curl.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 #include <vector>
@@ -139,11 +144,19 @@ std::once_flag global_init_once;
 
 } // namespace
 
+// The event loop uses curl's socket interface (curl_multi_socket_action) on an epoll set rather
+// than curl_multi_perform/curl_multi_poll: the latter walk every transfer on each wake-up, which is
+// quadratic with thousands in flight; this costs per event instead. An eventfd in the same epoll
+// set plays the role of curl_multi_wakeup for submit() and cancel().
 struct curl_engine::impl {
   curl_engine_options options;
   CURLM* multi = nullptr;
+  int epoll_fd = -1;
+  int wake_fd = -1;
   std::thread thread;
   std::thread::id thread_id;
+  /// curl's next timeout (engine thread only); nullopt when curl wants none.
+  std::optional<std::chrono::steady_clock::time_point> timer;
 
   // Shared with submitting threads, guarded by mutex.
   std::mutex mutex;
@@ -286,18 +299,87 @@ struct curl_engine::impl {
     return !stop;
   }
 
+  static int on_socket(CURL*, curl_socket_t fd, int what, void* user, void* socket_data) {
+    auto* self = static_cast<impl*>(user);
+    if (what == CURL_POLL_REMOVE) {
+      epoll_ctl(self->epoll_fd, EPOLL_CTL_DEL, fd, nullptr); // may be closed already: ignore
+      return 0;
+    }
+    epoll_event ev{};
+    ev.data.fd = fd;
+    ev.events = ((what & CURL_POLL_IN) != 0 ? EPOLLIN : 0u)
+                | ((what & CURL_POLL_OUT) != 0 ? EPOLLOUT : 0u);
+    // curl_multi_assign marks sockets we registered; ADD/MOD fall back on each other because a
+    // closed and reopened descriptor number can come back with stale state.
+    int op = socket_data == nullptr ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
+    if (epoll_ctl(self->epoll_fd, op, fd, &ev) != 0) {
+      op = op == EPOLL_CTL_ADD ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+      if (epoll_ctl(self->epoll_fd, op, fd, &ev) != 0)
+        spdlog::error("http engine: epoll_ctl failed for socket {}", fd);
+    }
+    if (socket_data == nullptr)
+      curl_multi_assign(self->multi, fd, self);
+    return 0;
+  }
+
+  static int on_timer(CURLM*, long timeout_ms, void* user) {
+    auto* self = static_cast<impl*>(user);
+    if (timeout_ms < 0)
+      self->timer.reset();
+    else
+      self->timer = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    return 0;
+  }
+
+  void read_completions() {
+    int left = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi, &left))
+      if (msg->msg == CURLMSG_DONE)
+        finish(msg->easy_handle, msg->data.result);
+  }
+
   void run() {
+    constexpr int max_events = 256;
+    epoll_event events[max_events];
+    int running = 0;
     while (drain()) {
-      int running = 0;
-      curl_multi_perform(multi, &running);
-      int left = 0;
-      while (CURLMsg* msg = curl_multi_info_read(multi, &left))
-        if (msg->msg == CURLMSG_DONE)
-          finish(msg->easy_handle, msg->data.result);
-      // Sleeps until a socket is ready, curl's next timer, or curl_multi_wakeup from submit().
-      curl_multi_poll(multi, nullptr, 0, 1000, nullptr);
+      // curl's timer may have been set (to 0) by the handles just added.
+      int wait_ms = 1000;
+      if (timer) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      *timer - std::chrono::steady_clock::now())
+                      .count();
+        wait_ms = static_cast<int>(std::clamp<int64_t>(left, 0, 1000));
+      }
+      int n = epoll_wait(epoll_fd, events, max_events, wait_ms);
+      for (int i = 0; i < n; ++i) {
+        int fd = events[i].data.fd;
+        if (fd == wake_fd) {
+          uint64_t count = 0;
+          [[maybe_unused]] auto r = read(wake_fd, &count, sizeof(count));
+          continue;
+        }
+        int flags = 0;
+        if ((events[i].events & EPOLLIN) != 0)
+          flags |= CURL_CSELECT_IN;
+        if ((events[i].events & EPOLLOUT) != 0)
+          flags |= CURL_CSELECT_OUT;
+        if ((events[i].events & (EPOLLERR | EPOLLHUP)) != 0)
+          flags |= CURL_CSELECT_ERR;
+        curl_multi_socket_action(multi, fd, flags, &running);
+      }
+      if (timer && *timer <= std::chrono::steady_clock::now()) {
+        timer.reset();
+        curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
+      }
+      read_completions();
     }
     shutdown();
+  }
+
+  void wake() {
+    uint64_t one = 1;
+    [[maybe_unused]] auto r = write(wake_fd, &one, sizeof(one));
   }
 
   void shutdown() {
@@ -332,6 +414,18 @@ curl_engine::curl_engine(curl_engine_options options) : impl_(std::make_unique<i
   if (impl_->multi == nullptr)
     throw std::runtime_error("curl_multi_init failed");
   auto* m = impl_->multi;
+  impl_->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+  impl_->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (impl_->epoll_fd < 0 || impl_->wake_fd < 0)
+    throw std::runtime_error("epoll_create1/eventfd failed");
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = impl_->wake_fd;
+  epoll_ctl(impl_->epoll_fd, EPOLL_CTL_ADD, impl_->wake_fd, &ev);
+  curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, &impl::on_socket);
+  curl_multi_setopt(m, CURLMOPT_SOCKETDATA, impl_.get());
+  curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, &impl::on_timer);
+  curl_multi_setopt(m, CURLMOPT_TIMERDATA, impl_.get());
   if (impl_->options.max_total_connections > 0)
     curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, impl_->options.max_total_connections);
   if (impl_->options.max_connections_per_host > 0)
@@ -347,9 +441,11 @@ curl_engine::~curl_engine() {
     std::lock_guard<std::mutex> guard(impl_->mutex);
     impl_->stopping = true;
   }
-  curl_multi_wakeup(impl_->multi);
+  impl_->wake();
   impl_->thread.join();
   curl_multi_cleanup(impl_->multi);
+  close(impl_->epoll_fd);
+  close(impl_->wake_fd);
 }
 
 uint64_t curl_engine::submit(http_request request, callback<http_response> done) {
@@ -373,7 +469,7 @@ uint64_t curl_engine::submit(http_request request, callback<http_response> done)
     }
     impl_->inbox.push_back(std::move(t));
   }
-  curl_multi_wakeup(impl_->multi);
+  impl_->wake();
   return id;
 }
 
@@ -384,7 +480,7 @@ void curl_engine::cancel(uint64_t id) {
       return;
     impl_->cancels.push_back(id);
   }
-  curl_multi_wakeup(impl_->multi);
+  impl_->wake();
 }
 
 curl_engine_stats curl_engine::stats() const {
