@@ -1,0 +1,273 @@
+// libpq connection handling shared by the repository, the Postgres queue and the migrator:
+// reconnect with backoff, prepared statements, SQLSTATE classification, the thread pool.
+#include "adapters/db/pg_connection.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include <libpq-fe.h>
+#include <poll.h>
+
+namespace ingestd::pg {
+
+namespace {
+
+constexpr std::chrono::milliseconds initial_backoff{100};
+constexpr std::chrono::milliseconds max_backoff{5000};
+
+std::string trimmed(const char* text) {
+  std::string out = text != nullptr ? text : "";
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' '))
+    out.pop_back();
+  return out;
+}
+
+} // namespace
+
+// -- rows ------------------------------------------------------------------------------------
+
+rows& rows::operator=(rows&& other) noexcept {
+  if (this != &other) {
+    if (res_ != nullptr)
+      PQclear(res_);
+    res_ = other.res_;
+    other.res_ = nullptr;
+  }
+  return *this;
+}
+
+rows::~rows() {
+  if (res_ != nullptr)
+    PQclear(res_);
+}
+
+int rows::size() const {
+  return res_ != nullptr ? PQntuples(res_) : 0;
+}
+
+int64_t rows::affected() const {
+  if (res_ == nullptr)
+    return 0;
+  auto text = PQcmdTuples(res_);
+  return text != nullptr && *text != '\0' ? std::strtoll(text, nullptr, 10) : 0;
+}
+
+bool rows::is_null(int row, int col) const {
+  return PQgetisnull(res_, row, col) != 0;
+}
+
+std::string_view rows::text(int row, int col) const {
+  return {PQgetvalue(res_, row, col), static_cast<size_t>(PQgetlength(res_, row, col))};
+}
+
+int64_t rows::i64(int row, int col) const {
+  return is_null(row, col) ? 0 : std::strtoll(PQgetvalue(res_, row, col), nullptr, 10);
+}
+
+double rows::f64(int row, int col) const {
+  return is_null(row, col) ? 0 : std::strtod(PQgetvalue(res_, row, col), nullptr);
+}
+
+// -- classification --------------------------------------------------------------------------
+
+error classify(const ::pg_result* res, const ::pg_conn* conn, std::string_view context) {
+  std::string state;
+  std::string message;
+  if (res != nullptr) {
+    if (auto s = PQresultErrorField(res, PG_DIAG_SQLSTATE); s != nullptr)
+      state = s;
+    message = trimmed(PQresultErrorMessage(res));
+  }
+  if (message.empty() && conn != nullptr)
+    message = trimmed(PQerrorMessage(conn));
+  if (!context.empty())
+    message = std::string{context} + ": " + message;
+  if (state.empty()) {
+    // No server answer: the connection broke or could not be made.
+    return error::make_transient("pg.connection", message);
+  }
+  auto code = "pg." + state;
+  auto cls = state.substr(0, 2);
+  if (state == "08007")
+    return error::make_transient(code, "commit outcome unknown, re-read before redoing: " + message);
+  if (cls == "08" || state == "57P01" || state == "57P02" || state == "57P03" || state == "40001"
+      || state == "40P01" || cls == "53" || state == "55P03" || state == "57014" || cls == "58"
+      || cls == "XX")
+    return error::make_transient(code, message);
+  // 23505 and every other data, constraint or definition error: retrying the same statement
+  // cannot help. Callers that expect 23505 handle it themselves.
+  return error::make_permanent(code, message);
+}
+
+bool is_connection_error(const error& err) {
+  return err.code == "pg.connection" || err.code.rfind("pg.08", 0) == 0 || err.code == "pg.57P01"
+         || err.code == "pg.57P02" || err.code == "pg.57P03";
+}
+
+std::string array_literal(const std::vector<param>& items) {
+  std::string out = "{";
+  bool first = true;
+  for (auto& item : items) {
+    if (!first)
+      out.push_back(',');
+    first = false;
+    if (!item) {
+      out += "NULL";
+      continue;
+    }
+    out.push_back('"');
+    for (char c : *item) {
+      if (c == '"' || c == '\\')
+        out.push_back('\\');
+      out.push_back(c);
+    }
+    out.push_back('"');
+  }
+  out.push_back('}');
+  return out;
+}
+
+// -- connection ------------------------------------------------------------------------------
+
+connection::connection(std::string url) : url_(std::move(url)) {
+}
+
+connection::~connection() {
+  drop();
+}
+
+void connection::drop() {
+  if (conn_ != nullptr) {
+    PQfinish(conn_);
+    conn_ = nullptr;
+  }
+  prepared_.clear();
+}
+
+result<void> connection::ensure(bool wait_backoff) {
+  if (conn_ != nullptr) {
+    // A backend terminated while we were idle has sent its FATAL and closed: reading what is
+    // pending (non-blocking) reveals it before a statement is sent on a dead connection.
+    // The FATAL message and the end of the stream may take two reads; stop once nothing is
+    // pending.
+    for (int i = 0; i < 4 && PQstatus(conn_) == CONNECTION_OK; ++i) {
+      pollfd pending{PQsocket(conn_), POLLIN, 0};
+      if (::poll(&pending, 1, 0) <= 0 || PQconsumeInput(conn_) == 0)
+        break;
+    }
+    if (PQstatus(conn_) == CONNECTION_OK)
+      return {};
+    drop();
+  }
+  auto now = std::chrono::steady_clock::now();
+  if (now < next_attempt_) {
+    if (!wait_backoff)
+      return error::make_transient("pg.connection", "reconnecting after a failure (backing off)");
+    std::this_thread::sleep_for(next_attempt_ - now);
+  }
+  // Defaults first: the URL (expanded from dbname) overrides them.
+  const char* keys[] = {"connect_timeout", "application_name", "keepalives_idle",
+                        "keepalives_interval", "keepalives_count", "dbname", nullptr};
+  const char* values[] = {"5", "ingestd", "30", "10", "3", url_.c_str(), nullptr};
+  conn_ = PQconnectdbParams(keys, values, 1);
+  if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) {
+    auto err = classify(nullptr, conn_, "connect");
+    drop();
+    backoff_ = backoff_.count() == 0 ? initial_backoff : std::min(backoff_ * 2, max_backoff);
+    next_attempt_ = std::chrono::steady_clock::now() + backoff_;
+    // A refused login (bad password, unknown database) is still reported as transient: the
+    // daemon's start-up checks tell configuration errors apart; a running worker waits it out.
+    return err;
+  }
+  // Server notices (e.g. "already exists, skipping") are not errors; keep them off stderr.
+  PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+  backoff_ = std::chrono::milliseconds{0};
+  next_attempt_ = {};
+  ++connects_;
+  return {};
+}
+
+result<rows> connection::check(::pg_result* res, std::string_view context) {
+  auto status = res != nullptr ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+  if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK)
+    return rows{res};
+  auto err = classify(res, conn_, context);
+  if (res != nullptr)
+    PQclear(res);
+  if (is_connection_error(err) || PQstatus(conn_) != CONNECTION_OK)
+    drop();
+  return err;
+}
+
+result<rows> connection::exec(const statement& st, const std::vector<param>& params) {
+  if (auto ok = ensure(); !ok)
+    return ok.error();
+  if (!prepared_.contains(st.name)) {
+    auto res = check(PQprepare(conn_, st.name, st.sql, 0, nullptr), st.name);
+    if (!res)
+      return res;
+    prepared_.insert(st.name);
+  }
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (auto& p : params)
+    values.push_back(p ? p->c_str() : nullptr);
+  return check(PQexecPrepared(conn_, st.name, static_cast<int>(values.size()), values.data(),
+                              nullptr, nullptr, 0),
+               st.name);
+}
+
+result<rows> connection::exec_simple(const std::string& sql) {
+  if (auto ok = ensure(); !ok)
+    return ok.error();
+  return check(PQexec(conn_, sql.c_str()), "");
+}
+
+// -- pool ------------------------------------------------------------------------------------
+
+pool::pool(std::string url, pool_options opts) : url_(std::move(url)) {
+  auto n = opts.size < 1 ? 1 : opts.size;
+  for (int i = 0; i < n; ++i)
+    threads_.emplace_back([this, i] { run(i); });
+}
+
+pool::~pool() {
+  {
+    std::lock_guard guard{mtx_};
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_)
+    t.join();
+}
+
+void pool::submit(task t) {
+  {
+    std::lock_guard guard{mtx_};
+    tasks_.push_back(std::move(t));
+  }
+  cv_.notify_one();
+}
+
+void pool::run(int) {
+  connection conn{url_};
+  for (;;) {
+    task t;
+    {
+      std::unique_lock guard{mtx_};
+      cv_.wait(guard, [this] { return stopping_ || !tasks_.empty(); });
+      if (tasks_.empty())
+        return;
+      t = std::move(tasks_.front());
+      tasks_.pop_front();
+    }
+    try {
+      t(conn);
+    } catch (...) {
+      // A task reports its own errors through its callback; nothing may escape the thread.
+    }
+  }
+}
+
+} // namespace ingestd::pg

@@ -1,0 +1,139 @@
+// One libpq connection with reconnect-with-backoff, prepared statements by name, and SQLSTATE
+// classification into ingestd errors; plus pg_pool, a few threads that each own one connection.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "messages/result.hpp"
+
+struct pg_conn;
+struct pg_result;
+
+namespace ingestd::pg {
+
+/// A parameter value in text form; nullopt is SQL NULL.
+using param = std::optional<std::string>;
+
+/// A named statement; `name` must be unique per SQL text within the process.
+struct statement {
+  const char* name;
+  const char* sql;
+};
+
+/// An owned PGresult.
+class rows {
+public:
+  rows() = default;
+  explicit rows(::pg_result* res) : res_(res) {}
+  rows(rows&& other) noexcept : res_(other.res_) { other.res_ = nullptr; }
+  rows& operator=(rows&& other) noexcept;
+  rows(const rows&) = delete;
+  rows& operator=(const rows&) = delete;
+  ~rows();
+
+  int size() const;
+  /// Rows changed by an UPDATE/DELETE/INSERT without RETURNING.
+  int64_t affected() const;
+  bool is_null(int row, int col) const;
+  std::string_view text(int row, int col) const;
+  std::string str(int row, int col) const { return std::string{text(row, col)}; }
+  int64_t i64(int row, int col) const;
+  double f64(int row, int col) const;
+  bool boolean(int row, int col) const { return text(row, col) == "t"; }
+
+private:
+  ::pg_result* res_ = nullptr;
+};
+
+/// Classifies a failed result (or a connection failure when `res` is null) per REFERENCE.md:
+/// connection loss, shutdown, serialization and deadlock, too many connections are transient;
+/// 08007 is transient with advice to re-read; 23505 and data/definition errors are permanent.
+error classify(const ::pg_result* res, const ::pg_conn* conn, std::string_view context);
+
+/// True for the error codes after which the connection should be dropped and reopened.
+bool is_connection_error(const error& err);
+
+/// Renders a PostgreSQL array literal of text elements (quoted and escaped; nullopt is NULL).
+std::string array_literal(const std::vector<param>& items);
+
+/// A blocking libpq connection; use from one thread at a time.
+class connection {
+public:
+  explicit connection(std::string url);
+  ~connection();
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  /// Connects if not connected (or found dead), waiting out the backoff of earlier failures
+  /// only when `wait_backoff`; otherwise fails fast while backing off.
+  result<void> ensure(bool wait_backoff = false);
+
+  /// Runs a statement, preparing it on this connection on first use. Connection-class errors
+  /// drop the connection so that the next call reconnects.
+  result<rows> exec(const statement& st, const std::vector<param>& params);
+
+  /// Runs SQL text without parameters (migrations, LISTEN, BEGIN/COMMIT).
+  result<rows> exec_simple(const std::string& sql);
+
+  /// The raw handle, or nullptr when not connected.
+  ::pg_conn* raw() const { return conn_; }
+
+  /// Closes the connection (the next ensure() reconnects).
+  void drop();
+
+  /// Number of successful connects, for tests and logs.
+  int64_t connects() const { return connects_; }
+
+private:
+  result<rows> check(::pg_result* res, std::string_view context);
+
+  std::string url_;
+  ::pg_conn* conn_ = nullptr;
+  std::unordered_set<std::string> prepared_;
+  std::chrono::steady_clock::time_point next_attempt_{};
+  std::chrono::milliseconds backoff_{0};
+  int64_t connects_ = 0;
+};
+
+struct pool_options {
+  /// Threads, each owning one connection.
+  int size = 2;
+};
+
+/// A small pool of threads, each owning one connection. Tasks run in submission order per
+/// thread; a task gets a connection that ensure() has tried to open (it checks the result).
+class pool {
+public:
+  using task = std::function<void(connection&)>;
+
+  pool(std::string url, pool_options opts);
+  /// Runs the tasks already submitted, then joins the threads.
+  ~pool();
+  pool(const pool&) = delete;
+  pool& operator=(const pool&) = delete;
+
+  void submit(task t);
+
+private:
+  void run(int index);
+
+  std::string url_;
+  std::mutex mtx_;
+  std::condition_variable cv_;
+  std::deque<task> tasks_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+} // namespace ingestd::pg

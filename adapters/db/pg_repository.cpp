@@ -1,0 +1,584 @@
+// pg_repository: the fenced claim, the writes that carry its token, the heartbeat's lease renewal,
+// the audit trail, the sweeper's rescue, and the intake and status look-ups, as prepared statements.
+#include "adapters/db/pg_repository.hpp"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include <rapidjson/document.h>
+
+#include "adapters/db/pg_connection.hpp"
+
+namespace ingestd {
+
+namespace {
+
+using pg::param;
+
+// -- statements ------------------------------------------------------------------------------
+// Every statement takes its values as parameters; batches arrive as arrays and are unnested.
+
+// Seed 000's conditional claim made fenced: the token and lease are the lock; a lease that has
+// run out (the holder crashed) is reclaimable. Joined with the document in the same round trip.
+// Batch statements lock their rows in id order (the `lock` CTEs) so that two batches over
+// overlapping ingestions (a duplicate delivery, the heartbeat beside a completion) wait for each
+// other instead of deadlocking.
+constexpr pg::statement claim_sql{"ingestd_claim", R"sql(
+WITH req AS (
+  SELECT DISTINCT ON (r.id) r.id, r.token
+    FROM unnest($1::uuid[], $2::uuid[]) AS r(id, token)
+   ORDER BY r.id
+), lock AS (
+  SELECT i.id, req.token FROM ingestion AS i JOIN req ON req.id = i.id
+   WHERE i.status = 'in-progress'
+     AND (i.claim_token IS NULL OR i.lease_expires_at IS NULL OR i.lease_expires_at < now())
+   ORDER BY i.id
+   FOR UPDATE OF i
+), claimed AS (
+  UPDATE ingestion AS i
+     SET claim_token = lock.token,
+         claimed_by = $3,
+         started_at = now(),
+         lease_expires_at = now() + make_interval(secs => $4::double precision)
+    FROM lock
+   WHERE i.id = lock.id
+     AND i.status = 'in-progress'
+     AND (i.claim_token IS NULL OR i.lease_expires_at IS NULL OR i.lease_expires_at < now())
+  RETURNING i.id, i.document_id, i.claim_token, i.attempt_count, i.transcription_file_path
+)
+SELECT c.id, c.document_id, d.tenant_id, c.claim_token, c.attempt_count, d.file_path,
+       d.mime_type, c.transcription_file_path
+  FROM claimed AS c
+  JOIN document AS d ON d.id = c.document_id
+)sql"};
+
+// Where each ingestion stands, in request order; a missing row is an unknown id.
+constexpr pg::statement states_sql{"ingestd_states", R"sql(
+SELECT r.ord, i.status, i.claim_token IS NOT NULL AND i.lease_expires_at >= now()
+  FROM unnest($1::uuid[]) WITH ORDINALITY AS r(id, ord)
+  LEFT JOIN ingestion AS i ON i.id = r.id
+ ORDER BY r.ord
+)sql"};
+
+constexpr pg::statement transcription_sql{"ingestd_record_transcription", R"sql(
+UPDATE ingestion
+   SET transcription_file_path = $3,
+       preprocessed_file_path = $4,
+       transcription_quality_score = $5::numeric
+ WHERE id = $1 AND claim_token = $2 AND status = 'in-progress'
+)sql"};
+
+// Seed 000 step 10 for a batch; the trigger copies the result to each document.
+constexpr pg::statement complete_sql{"ingestd_complete", R"sql(
+WITH c AS (
+  SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::boolean[], $5::integer[],
+                       $6::integer[], $7::text[])
+           AS c(id, token, data, valid, input_tokens, output_tokens, model)
+), lock AS (
+  SELECT i.id FROM ingestion AS i JOIN c ON c.id = i.id AND c.token = i.claim_token
+   WHERE i.status = 'in-progress'
+   ORDER BY i.id
+   FOR UPDATE OF i
+)
+UPDATE ingestion AS i
+   SET status = 'completed',
+       structured_data = c.data::jsonb,
+       valid_structured_data = c.valid,
+       extraction_input_tokens = c.input_tokens,
+       extraction_output_tokens = c.output_tokens,
+       extraction_model = c.model,
+       completed_at = now(),
+       claim_token = NULL,
+       lease_expires_at = NULL
+  FROM c
+ WHERE i.id = c.id AND i.claim_token = c.token AND i.status = 'in-progress'
+   AND i.id IN (SELECT id FROM lock)
+RETURNING i.id, c.token
+)sql"};
+
+// Seed 000's failure CASE update, fenced: a permanent error ($3) fails at once; otherwise the
+// attempt that reaches max_attempts ($4) does. The claim is cleared so that the next delivery
+// claims at once, and due_at says when that delivery is expected.
+constexpr pg::statement failure_sql{"ingestd_record_failure", R"sql(
+UPDATE ingestion
+   SET attempt_count = attempt_count + 1,
+       status = CASE WHEN $3::boolean OR attempt_count + 1 >= $4::integer
+                     THEN 'failed' ELSE status END,
+       completed_at = CASE WHEN $3::boolean OR attempt_count + 1 >= $4::integer
+                           THEN now() ELSE completed_at END,
+       structured_data = COALESCE($7::jsonb, structured_data),
+       valid_structured_data = false,
+       last_error = $5,
+       error_class = $6,
+       claim_token = NULL,
+       lease_expires_at = NULL,
+       due_at = CASE WHEN $3::boolean OR attempt_count + 1 >= $4::integer
+                     THEN due_at ELSE now() + make_interval(secs => $8::double precision) END
+ WHERE id = $1 AND claim_token = $2 AND status = 'in-progress'
+RETURNING attempt_count, status
+)sql"};
+
+// One statement for the heartbeat's whole batch; answers the claims that were lost.
+constexpr pg::statement renew_sql{"ingestd_renew_leases", R"sql(
+WITH r AS (
+  SELECT r.id, r.token FROM unnest($1::uuid[], $2::uuid[]) AS r(id, token)
+), lock AS (
+  SELECT i.id, i.claim_token FROM ingestion AS i JOIN r ON r.id = i.id AND r.token = i.claim_token
+   WHERE i.status = 'in-progress'
+   ORDER BY i.id
+   FOR UPDATE OF i
+), renewed AS (
+  UPDATE ingestion AS i
+     SET lease_expires_at = now() + make_interval(secs => $3::double precision)
+    FROM lock
+   WHERE i.id = lock.id AND i.claim_token = lock.claim_token AND i.status = 'in-progress'
+  RETURNING i.id, i.claim_token
+)
+SELECT r.id, r.token FROM r
+ WHERE NOT EXISTS (SELECT 1 FROM renewed AS n WHERE n.id = r.id AND n.claim_token = r.token)
+)sql"};
+
+constexpr pg::statement release_sql{"ingestd_release", R"sql(
+UPDATE ingestion
+   SET claim_token = NULL, lease_expires_at = NULL, due_at = now()
+ WHERE id = $1 AND claim_token = $2 AND status = 'in-progress'
+)sql"};
+
+constexpr pg::statement events_sql{"ingestd_append_events", R"sql(
+INSERT INTO ingestion_event (ingestion_id, step, outcome, detail, duration_ms, worker_id, at)
+SELECT e.ingestion_id, e.step, e.outcome, e.detail, e.duration_ms, e.worker_id,
+       CASE WHEN e.at_ms > 0 THEN to_timestamp(e.at_ms / 1000.0) ELSE now() END
+  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[],
+              $7::bigint[]) AS e(ingestion_id, step, outcome, detail, duration_ms, worker_id, at_ms)
+)sql"};
+
+// The sweeper's net, one per cluster: the transaction-scoped advisory lock (keyed by the schema,
+// which is the cluster's namespace) lets one of several concurrent sweepers through.
+constexpr pg::statement rescue_sql{"ingestd_rescue_stranded", R"sql(
+WITH lock AS (
+  SELECT pg_try_advisory_xact_lock(1769104, hashtext(current_schema())) AS held
+), stranded AS (
+  SELECT i.id FROM ingestion AS i
+   WHERE (SELECT held FROM lock)
+     AND i.status = 'in-progress'
+     AND (i.claim_token IS NULL OR i.lease_expires_at < now())
+     AND i.due_at < now() - make_interval(secs => $1::double precision)
+   ORDER BY i.due_at
+   LIMIT $2
+   FOR UPDATE SKIP LOCKED
+)
+UPDATE ingestion AS i SET due_at = now()
+  FROM stranded WHERE i.id = stranded.id
+RETURNING i.id
+)sql"};
+
+// Intake: insert-or-find the document by (tenant_id, content_hash) and add an ingestion.
+// A concurrent intake of the same content may commit between the insert and the read: then no
+// row comes back and the caller runs the statement again (it sees the committed document).
+constexpr pg::statement intake_sql{"ingestd_create_ingestion", R"sql(
+WITH new_doc AS (
+  INSERT INTO document (id, tenant_id, content_hash, file_path, mime_type)
+  VALUES ($1, $2, $3, $4, $5)
+  ON CONFLICT (tenant_id, content_hash) DO NOTHING
+  RETURNING id, file_path
+), doc AS (
+  SELECT id, file_path, true AS created FROM new_doc
+  UNION ALL
+  SELECT d.id, d.file_path, false FROM document AS d
+   WHERE d.tenant_id = $2 AND d.content_hash = $3 AND NOT EXISTS (SELECT 1 FROM new_doc)
+), new_ing AS (
+  INSERT INTO ingestion (id, document_id, doc_source_id, uploaded_by, source_metadata)
+  SELECT $6, doc.id, $7, $8, $9::jsonb FROM doc
+  ON CONFLICT (id) DO NOTHING
+  RETURNING id, document_id
+)
+SELECT COALESCE((SELECT document_id FROM new_ing),
+                (SELECT document_id FROM ingestion WHERE id = $6), doc.id),
+       doc.file_path, doc.created, EXISTS (SELECT 1 FROM new_ing)
+  FROM doc
+)sql"};
+
+constexpr pg::statement find_sql{"ingestd_find_ingestion", R"sql(
+SELECT i.id, i.document_id, i.status, i.attempt_count, i.last_error, i.error_class,
+       i.claimed_by, i.claim_token IS NOT NULL AND i.lease_expires_at >= now(),
+       d.needs_human_review, d.structured_data::text
+  FROM ingestion AS i JOIN document AS d ON d.id = i.document_id
+ WHERE i.id = $1
+)sql"};
+
+constexpr pg::statement summary_sql{"ingestd_summarize", R"sql(
+SELECT 'status' AS kind, status AS key, count(*) AS n FROM ingestion GROUP BY status
+UNION ALL
+SELECT 'class', COALESCE(error_class, ''), count(*) FROM ingestion
+ WHERE status = 'failed' GROUP BY error_class
+UNION ALL
+SELECT 'oldest', '', COALESCE(floor(extract(epoch FROM now() - min(created_at))), 0)::bigint
+  FROM ingestion WHERE status = 'in-progress'
+UNION ALL
+SELECT 'review', '', count(*) FROM document WHERE needs_human_review
+)sql"};
+
+// -- helpers ---------------------------------------------------------------------------------
+
+param opt_text(const std::string& s) {
+  return s.empty() ? param{} : param{s};
+}
+
+std::string uuids(const std::vector<uuid>& ids) {
+  std::vector<param> items;
+  items.reserve(ids.size());
+  for (auto& id : ids)
+    items.emplace_back(id.str());
+  return pg::array_literal(items);
+}
+
+uuid parse_uuid(std::string_view text) {
+  return uuid::parse(text).value_or(uuid{});
+}
+
+bool valid_json(const std::string& text) {
+  rapidjson::Document doc;
+  doc.Parse(text.data(), text.size());
+  return !doc.HasParseError();
+}
+
+int32_t clamp_i32(int64_t v) {
+  return static_cast<int32_t>(std::clamp<int64_t>(v, 0, INT32_MAX));
+}
+
+error claim_lost(const lease_ref& ref, std::string_view what) {
+  return error::make_claim_lost(std::string{what} + ": ingestion " + ref.ingestion_id.str()
+                                + " is no longer held by claim " + ref.claim_token.str());
+}
+
+} // namespace
+
+pg_repository::pg_repository(std::string database_url, pg_repository_options opts)
+  : pool_(std::make_unique<pg::pool>(std::move(database_url),
+                                     pg::pool_options{opts.pool_size})) {
+}
+
+pg_repository::~pg_repository() = default;
+
+void pg_repository::claim(std::vector<claim_request> requests, std::string worker_id,
+                          std::chrono::seconds lease,
+                          callback<std::vector<std::optional<claimed_ingestion>>> done) {
+  pool_->submit([requests = std::move(requests), worker_id = std::move(worker_id), lease,
+                 done = std::move(done)](pg::connection& conn) {
+    std::vector<std::optional<claimed_ingestion>> out(requests.size());
+    if (requests.empty())
+      return done(std::move(out));
+    std::vector<uuid> ids, tokens;
+    for (auto& r : requests) {
+      ids.push_back(r.ingestion_id);
+      tokens.push_back(r.claim_token);
+    }
+    auto res = conn.exec(claim_sql, {uuids(ids), uuids(tokens), worker_id,
+                                     std::to_string(lease.count())});
+    if (!res)
+      return done(res.error());
+    auto& rows = *res;
+    for (int r = 0; r < rows.size(); ++r) {
+      claimed_ingestion c;
+      c.ingestion_id = parse_uuid(rows.text(r, 0));
+      c.document_id = parse_uuid(rows.text(r, 1));
+      c.tenant_id = parse_uuid(rows.text(r, 2));
+      c.claim_token = parse_uuid(rows.text(r, 3));
+      c.attempt_count = static_cast<int32_t>(rows.i64(r, 4));
+      c.file_path = rows.str(r, 5);
+      c.mime_type = rows.str(r, 6);
+      c.transcription_file_path = rows.str(r, 7);
+      // The request that won is the one whose token was stored (an id requested twice in one
+      // batch is claimed once).
+      for (size_t i = 0; i < requests.size(); ++i) {
+        if (requests[i].ingestion_id == c.ingestion_id && requests[i].claim_token == c.claim_token
+            && !out[i]) {
+          out[i] = c;
+          break;
+        }
+      }
+    }
+    done(std::move(out));
+  });
+}
+
+void pg_repository::states(std::vector<uuid> ids,
+                           callback<std::vector<ingestion_state>> done) {
+  pool_->submit([ids = std::move(ids), done = std::move(done)](pg::connection& conn) {
+    std::vector<ingestion_state> out(ids.size(), ingestion_state::unknown);
+    if (ids.empty())
+      return done(std::move(out));
+    auto res = conn.exec(states_sql, {uuids(ids)});
+    if (!res)
+      return done(res.error());
+    for (int r = 0; r < res->size(); ++r) {
+      auto index = res->i64(r, 0) - 1;
+      if (index < 0 || index >= static_cast<int64_t>(out.size()) || res->is_null(r, 1))
+        continue;
+      auto status = res->text(r, 1);
+      if (status == "completed")
+        out[index] = ingestion_state::completed;
+      else if (status == "failed")
+        out[index] = ingestion_state::failed;
+      else
+        out[index] = res->boolean(r, 2) ? ingestion_state::held : ingestion_state::claimable;
+    }
+    done(std::move(out));
+  });
+}
+
+void pg_repository::record_transcription(lease_ref ref, transcription_record record,
+                                         callback<void> done) {
+  pool_->submit([ref, record = std::move(record), done = std::move(done)](pg::connection& conn) {
+    auto res = conn.exec(transcription_sql,
+                         {ref.ingestion_id.str(), ref.claim_token.str(),
+                          record.transcription_file_path,
+                          opt_text(record.preprocessed_file_path),
+                          std::to_string(record.quality_score)});
+    if (!res)
+      return done(res.error());
+    if (res->affected() == 0)
+      return done(claim_lost(ref, "record_transcription"));
+    done(result<void>{});
+  });
+}
+
+void pg_repository::complete(std::vector<completion> completions,
+                             callback<std::vector<result<void>>> done) {
+  pool_->submit([completions = std::move(completions),
+                 done = std::move(done)](pg::connection& conn) {
+    std::vector<result<void>> out(completions.size());
+    std::vector<param> ids, tokens, data, valid, in_tok, out_tok, model;
+    std::vector<size_t> sent;
+    for (size_t i = 0; i < completions.size(); ++i) {
+      auto& c = completions[i];
+      if (!c.record.structured_data.empty() && !valid_json(c.record.structured_data)) {
+        out[i] = error::make_permanent("pg.invalid_json",
+                                       "structured_data is not valid JSON for ingestion "
+                                         + c.ref.ingestion_id.str());
+        continue;
+      }
+      sent.push_back(i);
+      ids.emplace_back(c.ref.ingestion_id.str());
+      tokens.emplace_back(c.ref.claim_token.str());
+      data.push_back(opt_text(c.record.structured_data));
+      valid.emplace_back(c.record.valid_structured_data ? "t" : "f");
+      in_tok.emplace_back(std::to_string(clamp_i32(c.record.input_tokens)));
+      out_tok.emplace_back(std::to_string(clamp_i32(c.record.output_tokens)));
+      model.push_back(opt_text(c.record.model));
+    }
+    if (sent.empty())
+      return done(std::move(out));
+    auto res = conn.exec(complete_sql,
+                         {pg::array_literal(ids), pg::array_literal(tokens),
+                          pg::array_literal(data), pg::array_literal(valid),
+                          pg::array_literal(in_tok), pg::array_literal(out_tok),
+                          pg::array_literal(model)});
+    if (!res) {
+      for (auto i : sent)
+        out[i] = res.error();
+      return done(std::move(out));
+    }
+    // Matched by id and token: a batch may carry the same id with a stale and a live token.
+    std::set<std::pair<uuid, uuid>> updated;
+    for (int r = 0; r < res->size(); ++r)
+      updated.emplace(parse_uuid(res->text(r, 0)), parse_uuid(res->text(r, 1)));
+    for (auto i : sent) {
+      auto& ref = completions[i].ref;
+      if (updated.erase({ref.ingestion_id, ref.claim_token}) == 0)
+        out[i] = claim_lost(ref, "complete");
+    }
+    done(std::move(out));
+  });
+}
+
+void pg_repository::record_failure(lease_ref ref, failure_record record,
+                                   std::chrono::seconds retry_delay,
+                                   callback<failure_outcome> done) {
+  pool_->submit([ref, record = std::move(record), retry_delay,
+                 done = std::move(done)](pg::connection& conn) {
+    // Output kept for the reviewer must not make the failure itself unrecordable.
+    param data;
+    if (!record.structured_data.empty() && valid_json(record.structured_data))
+      data = record.structured_data;
+    auto max_attempts = std::max<int32_t>(record.max_attempts, 1);
+    auto res = conn.exec(failure_sql,
+                         {ref.ingestion_id.str(), ref.claim_token.str(),
+                          record.error.permanent() ? "t" : "f", std::to_string(max_attempts),
+                          record.error.describe(), std::string{to_string(record.error.cls)},
+                          data, std::to_string(std::max<int64_t>(retry_delay.count(), 0))});
+    if (!res)
+      return done(res.error());
+    if (res->size() == 0)
+      return done(claim_lost(ref, "record_failure"));
+    failure_outcome outcome;
+    outcome.attempt_count = static_cast<int32_t>(res->i64(0, 0));
+    outcome.failed = res->text(0, 1) == "failed";
+    done(outcome);
+  });
+}
+
+void pg_repository::renew_leases(std::vector<lease_ref> refs, std::chrono::seconds lease,
+                                 callback<std::vector<lease_ref>> done) {
+  pool_->submit([refs = std::move(refs), lease, done = std::move(done)](pg::connection& conn) {
+    if (refs.empty())
+      return done(std::vector<lease_ref>{});
+    std::vector<uuid> ids, tokens;
+    for (auto& r : refs) {
+      ids.push_back(r.ingestion_id);
+      tokens.push_back(r.claim_token);
+    }
+    auto res = conn.exec(renew_sql, {uuids(ids), uuids(tokens), std::to_string(lease.count())});
+    if (!res)
+      return done(res.error());
+    std::vector<lease_ref> lost;
+    for (int r = 0; r < res->size(); ++r)
+      lost.push_back(lease_ref{parse_uuid(res->text(r, 0)), parse_uuid(res->text(r, 1))});
+    done(std::move(lost));
+  });
+}
+
+void pg_repository::release(lease_ref ref, callback<void> done) {
+  pool_->submit([ref, done = std::move(done)](pg::connection& conn) {
+    auto res = conn.exec(release_sql, {ref.ingestion_id.str(), ref.claim_token.str()});
+    if (!res)
+      return done(res.error());
+    if (res->affected() == 0)
+      return done(claim_lost(ref, "release"));
+    done(result<void>{});
+  });
+}
+
+void pg_repository::append_events(std::vector<audit_event> events, callback<void> done) {
+  pool_->submit([events = std::move(events), done = std::move(done)](pg::connection& conn) {
+    if (events.empty())
+      return done(result<void>{});
+    std::vector<param> ids, steps, outcomes, details, durations, workers, ats;
+    for (auto& e : events) {
+      ids.emplace_back(e.ingestion_id.str());
+      steps.emplace_back(e.step);
+      outcomes.emplace_back(e.outcome);
+      details.push_back(opt_text(e.detail));
+      durations.emplace_back(std::to_string(e.duration_ms));
+      workers.push_back(opt_text(e.worker_id));
+      ats.emplace_back(std::to_string(e.at_ms));
+    }
+    auto res = conn.exec(events_sql,
+                         {pg::array_literal(ids), pg::array_literal(steps),
+                          pg::array_literal(outcomes), pg::array_literal(details),
+                          pg::array_literal(durations), pg::array_literal(workers),
+                          pg::array_literal(ats)});
+    if (!res)
+      return done(res.error());
+    done(result<void>{});
+  });
+}
+
+void pg_repository::rescue_stranded(std::chrono::seconds stale_threshold, int limit,
+                                    callback<std::vector<uuid>> done) {
+  pool_->submit([stale_threshold, limit, done = std::move(done)](pg::connection& conn) {
+    auto res = conn.exec(rescue_sql, {std::to_string(std::max<int64_t>(stale_threshold.count(), 0)),
+                                      std::to_string(std::max(limit, 0))});
+    if (!res)
+      return done(res.error());
+    std::vector<uuid> ids;
+    for (int r = 0; r < res->size(); ++r)
+      ids.push_back(parse_uuid(res->text(r, 0)));
+    done(std::move(ids));
+  });
+}
+
+void pg_repository::create_ingestion(intake_request request, callback<intake_result> done) {
+  pool_->submit([request = std::move(request), done = std::move(done)](pg::connection& conn) {
+    if (request.doc_source_id.has_value() == request.uploaded_by.has_value())
+      return done(error::make_permanent(
+        "pg.invalid_intake", "exactly one of doc_source_id and uploaded_by must be set"));
+    if (request.content_hash.empty() || request.file_path.empty())
+      return done(error::make_permanent("pg.invalid_intake",
+                                        "content_hash and file_path must not be empty"));
+    if (!request.source_metadata.empty() && !valid_json(request.source_metadata))
+      return done(error::make_permanent("pg.invalid_json", "source_metadata is not valid JSON"));
+    std::vector<param> params{request.document_id.str(),
+                              request.tenant_id.str(),
+                              request.content_hash,
+                              request.file_path,
+                              opt_text(request.mime_type),
+                              request.ingestion_id.str(),
+                              request.doc_source_id ? param{request.doc_source_id->str()} : param{},
+                              request.uploaded_by ? param{request.uploaded_by->str()} : param{},
+                              opt_text(request.source_metadata)};
+    // Two tries: the second sees a document that a concurrent intake committed meanwhile.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      auto res = conn.exec(intake_sql, params);
+      if (!res)
+        return done(res.error());
+      if (res->size() == 0)
+        continue;
+      intake_result out;
+      out.document_id = parse_uuid(res->text(0, 0));
+      out.ingestion_id = request.ingestion_id;
+      out.file_path = res->str(0, 1);
+      out.document_created = res->boolean(0, 2);
+      out.ingestion_created = res->boolean(0, 3);
+      return done(std::move(out));
+    }
+    done(error::make_transient("pg.intake_race",
+                               "the document was neither inserted nor found; retry"));
+  });
+}
+
+void pg_repository::find_ingestion(uuid ingestion_id,
+                                   callback<std::optional<ingestion_status>> done) {
+  pool_->submit([ingestion_id, done = std::move(done)](pg::connection& conn) {
+    auto res = conn.exec(find_sql, {ingestion_id.str()});
+    if (!res)
+      return done(res.error());
+    if (res->size() == 0)
+      return done(std::optional<ingestion_status>{});
+    auto& rows = *res;
+    ingestion_status s;
+    s.ingestion_id = parse_uuid(rows.text(0, 0));
+    s.document_id = parse_uuid(rows.text(0, 1));
+    s.status = rows.str(0, 2);
+    s.attempt_count = static_cast<int32_t>(rows.i64(0, 3));
+    s.last_error = rows.str(0, 4);
+    s.error_class = rows.str(0, 5);
+    s.claimed_by = rows.str(0, 6);
+    s.claimed = rows.boolean(0, 7);
+    s.needs_human_review = rows.boolean(0, 8);
+    s.document_structured_data = rows.str(0, 9);
+    done(std::optional<ingestion_status>{std::move(s)});
+  });
+}
+
+void pg_repository::summarize(callback<status_summary> done) {
+  pool_->submit([done = std::move(done)](pg::connection& conn) {
+    auto res = conn.exec(summary_sql, {});
+    if (!res)
+      return done(res.error());
+    status_summary s;
+    for (int r = 0; r < res->size(); ++r) {
+      auto kind = res->text(r, 0);
+      auto key = res->str(r, 1);
+      auto n = res->i64(r, 2);
+      if (kind == "status") {
+        if (key == "in-progress")
+          s.in_progress = n;
+        else if (key == "completed")
+          s.completed = n;
+        else if (key == "failed")
+          s.failed = n;
+      } else if (kind == "class") {
+        s.failures_by_error_class.emplace_back(key, n);
+      } else if (kind == "oldest") {
+        s.oldest_in_progress_seconds = n;
+      } else if (kind == "review") {
+        s.documents_needing_review = n;
+      }
+    }
+    done(std::move(s));
+  });
+}
+
+} // namespace ingestd

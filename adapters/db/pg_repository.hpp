@@ -1,0 +1,53 @@
+// The repository port over PostgreSQL: seed 000's statements made fenced, batched with unnest so
+// that a batch is one round trip, run on a small pool of connection threads.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "adapters/db/repository.hpp"
+
+namespace ingestd {
+
+namespace pg {
+class pool;
+}
+
+struct pg_repository_options {
+  /// Connection threads (each owns one libpq connection).
+  int pool_size = 2;
+};
+
+/// Callbacks run on the pool's threads. Destroying the repository runs the calls already made,
+/// then closes the connections.
+class pg_repository final : public repository {
+public:
+  pg_repository(std::string database_url, pg_repository_options opts = {});
+  ~pg_repository() override;
+
+  void claim(std::vector<claim_request> requests, std::string worker_id,
+             std::chrono::seconds lease,
+             callback<std::vector<std::optional<claimed_ingestion>>> done) override;
+  void states(std::vector<uuid> ids, callback<std::vector<ingestion_state>> done) override;
+  void record_transcription(lease_ref ref, transcription_record record,
+                            callback<void> done) override;
+  void complete(std::vector<completion> completions,
+                callback<std::vector<result<void>>> done) override;
+  void record_failure(lease_ref ref, failure_record record, std::chrono::seconds retry_delay,
+                      callback<failure_outcome> done) override;
+  void renew_leases(std::vector<lease_ref> refs, std::chrono::seconds lease,
+                    callback<std::vector<lease_ref>> done) override;
+  void release(lease_ref ref, callback<void> done) override;
+  void append_events(std::vector<audit_event> events, callback<void> done) override;
+  void rescue_stranded(std::chrono::seconds stale_threshold, int limit,
+                       callback<std::vector<uuid>> done) override;
+  void create_ingestion(intake_request request, callback<intake_result> done) override;
+  void find_ingestion(uuid ingestion_id,
+                      callback<std::optional<ingestion_status>> done) override;
+  void summarize(callback<status_summary> done) override;
+
+private:
+  std::unique_ptr<pg::pool> pool_;
+};
+
+} // namespace ingestd

@@ -1,0 +1,209 @@
+// The embedded migrations on a fresh schema: applied once, recorded, a no-op the second time;
+// the document trigger for completed and failed ingestions; the constraints the seeds state.
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "adapters/db/migrator.hpp"
+#include "messages/uuid.hpp"
+#include "tests/support/postgres/pg_fixture.hpp"
+
+using namespace ingestd;
+using ingestd::test::pg_schema;
+
+namespace {
+
+std::string sqlstate_of(pg_schema& db, const std::string& sql,
+                        const std::vector<std::optional<std::string>>& params = {}) {
+  try {
+    db.query(sql, params);
+  } catch (const std::runtime_error& e) {
+    std::string what = e.what();
+    return what.substr(1, 5);
+  }
+  return "ok";
+}
+
+std::string new_document(pg_schema& db) {
+  auto id = uuid::v7().str();
+  db.query("INSERT INTO document (id, tenant_id, content_hash, file_path) VALUES ($1, $2, $3, $4)",
+           {id, uuid::v4().str(), uuid::v4().str(), "documents/" + id + ".pdf"});
+  return id;
+}
+
+std::string new_ingestion(pg_schema& db, const std::string& document_id) {
+  auto id = uuid::v7().str();
+  db.query("INSERT INTO ingestion (id, document_id, uploaded_by) VALUES ($1, $2, $3)",
+           {id, document_id, uuid::v4().str()});
+  return id;
+}
+
+} // namespace
+
+TEST(migrations, apply_once_then_nothing) {
+  pg_schema db{false};
+  auto& all = embedded_migrations();
+  ASSERT_FALSE(all.empty());
+  auto first = migrate(db.url(), all);
+  ASSERT_TRUE(first) << first.error().describe();
+  EXPECT_EQ(first->applied.size(), all.size());
+  EXPECT_EQ(first->applied.front(), "001_initial.sql");
+  EXPECT_EQ(first->version, all.back().version);
+  auto second = migrate(db.url(), all);
+  ASSERT_TRUE(second) << second.error().describe();
+  EXPECT_TRUE(second->applied.empty());
+  EXPECT_EQ(second->version, all.back().version);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM schema_migrations"), std::to_string(all.size()));
+  EXPECT_EQ(db.scalar("SELECT name FROM schema_migrations WHERE version = 1"), "001_initial.sql");
+  // Schema-agnostic: everything landed in the test's schema, nothing in public.
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename IN "
+                      "('document', 'ingestion', 'ingestion_event', 'queue_message', "
+                      "'schema_migrations')",
+                      {db.name()}),
+            "5");
+}
+
+TEST(migrations, concurrent_migrators_take_turns) {
+  pg_schema db{false};
+  auto& all = embedded_migrations();
+  std::optional<result<migrate_report>> a, b;
+  std::thread ta{[&] { a.emplace(migrate(db.url(), all)); }};
+  std::thread tb{[&] { b.emplace(migrate(db.url(), all)); }};
+  ta.join();
+  tb.join();
+  ASSERT_TRUE(*a) << a->error().describe();
+  ASSERT_TRUE(*b) << b->error().describe();
+  EXPECT_EQ((*a)->applied.size() + (*b)->applied.size(), all.size());
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM schema_migrations"), std::to_string(all.size()));
+}
+
+TEST(migrations, failing_migration_is_rolled_back_and_reported) {
+  pg_schema db{false};
+  auto all = embedded_migrations();
+  all.push_back(migration{999, "999_broken.sql", "CREATE TABLE half_done (x int); SELECT 1/0;"});
+  auto res = migrate(db.url(), all);
+  ASSERT_FALSE(res);
+  EXPECT_EQ(res.error().code, "pg.22012");
+  EXPECT_TRUE(res.error().permanent());
+  EXPECT_NE(res.error().message.find("999_broken.sql"), std::string::npos);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename = "
+                      "'half_done'",
+                      {db.name()}),
+            "0");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM schema_migrations WHERE version = 999"), "0");
+  // The good ones before it stay applied.
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM schema_migrations"),
+            std::to_string(embedded_migrations().size()));
+}
+
+class schema_test : public ingestd::test::postgres_test {};
+
+TEST_F(schema_test, trigger_copies_result_on_completion) {
+  auto doc = new_document(*db);
+  auto ing = new_ingestion(*db, doc);
+  db->query("UPDATE ingestion SET status = 'completed', structured_data = $2::jsonb, "
+            "valid_structured_data = true, completed_at = now() WHERE id = $1",
+            {ing, R"({"invoice_number": "INV-1", "total": 12.5})"});
+  auto row = db->query("SELECT structured_data->>'invoice_number', needs_human_review FROM "
+                       "document WHERE id = $1",
+                       {doc});
+  EXPECT_EQ(row.at(0).at(0).value_or("NULL"), "INV-1");
+  EXPECT_EQ(row.at(0).at(1).value_or("NULL"), "f");
+
+  // A completed ingestion whose data is flagged invalid needs review.
+  auto doc2 = new_document(*db);
+  auto ing2 = new_ingestion(*db, doc2);
+  db->query("UPDATE ingestion SET status = 'completed', structured_data = '{\"a\": 1}', "
+            "valid_structured_data = false WHERE id = $1",
+            {ing2});
+  EXPECT_EQ(db->scalar("SELECT needs_human_review FROM document WHERE id = $1", {doc2}), "t");
+  EXPECT_EQ(db->scalar("SELECT structured_data->>'a' FROM document WHERE id = $1", {doc2}), "1");
+}
+
+TEST_F(schema_test, trigger_flags_review_on_failure) {
+  auto doc = new_document(*db);
+  auto ing = new_ingestion(*db, doc);
+  // Seed 000's failure update: valid_structured_data stays NULL.
+  db->query("UPDATE ingestion SET attempt_count = attempt_count + 1, status = 'failed', "
+            "completed_at = now() WHERE id = $1",
+            {ing});
+  EXPECT_EQ(db->scalar("SELECT valid_structured_data IS NULL FROM ingestion WHERE id = $1", {ing}),
+            "t");
+  EXPECT_EQ(db->scalar("SELECT needs_human_review FROM document WHERE id = $1", {doc}), "t");
+  EXPECT_EQ(db->scalar("SELECT structured_data IS NULL FROM document WHERE id = $1", {doc}), "t");
+}
+
+TEST_F(schema_test, trigger_ignores_in_progress_updates) {
+  auto doc = new_document(*db);
+  auto ing = new_ingestion(*db, doc);
+  db->query("UPDATE ingestion SET structured_data = '{\"partial\": true}', "
+            "valid_structured_data = false WHERE id = $1",
+            {ing});
+  EXPECT_EQ(db->scalar("SELECT needs_human_review FROM document WHERE id = $1", {doc}), "f");
+  EXPECT_EQ(db->scalar("SELECT structured_data IS NULL FROM document WHERE id = $1", {doc}), "t");
+}
+
+TEST_F(schema_test, failure_keeps_an_earlier_result) {
+  auto doc = new_document(*db);
+  auto first = new_ingestion(*db, doc);
+  db->query("UPDATE ingestion SET status = 'completed', structured_data = '{\"v\": 1}', "
+            "valid_structured_data = true WHERE id = $1",
+            {first});
+  auto second = new_ingestion(*db, doc);
+  db->query("UPDATE ingestion SET status = 'failed' WHERE id = $1", {second});
+  EXPECT_EQ(db->scalar("SELECT structured_data->>'v' FROM document WHERE id = $1", {doc}), "1");
+  EXPECT_EQ(db->scalar("SELECT needs_human_review FROM document WHERE id = $1", {doc}), "t");
+}
+
+TEST_F(schema_test, source_xor_constraint) {
+  auto doc = new_document(*db);
+  auto sql = "INSERT INTO ingestion (id, document_id, doc_source_id, uploaded_by) "
+             "VALUES ($1, $2, $3, $4)";
+  EXPECT_EQ(sqlstate_of(*db, sql, {uuid::v7().str(), doc, uuid::v4().str(), uuid::v4().str()}),
+            "23514");
+  EXPECT_EQ(sqlstate_of(*db, sql, {uuid::v7().str(), doc, std::nullopt, std::nullopt}), "23514");
+  EXPECT_EQ(sqlstate_of(*db, sql, {uuid::v7().str(), doc, uuid::v4().str(), std::nullopt}), "ok");
+  EXPECT_EQ(sqlstate_of(*db, sql, {uuid::v7().str(), doc, std::nullopt, uuid::v4().str()}), "ok");
+}
+
+TEST_F(schema_test, status_constraint) {
+  auto doc = new_document(*db);
+  auto ing = new_ingestion(*db, doc);
+  EXPECT_EQ(db->scalar("SELECT status FROM ingestion WHERE id = $1", {ing}), "in-progress");
+  EXPECT_EQ(sqlstate_of(*db, "UPDATE ingestion SET status = 'done' WHERE id = $1", {ing}),
+            "23514");
+  EXPECT_EQ(sqlstate_of(*db, "UPDATE ingestion SET status = NULL WHERE id = $1", {ing}), "23502");
+  for (auto s : {"completed", "failed", "in-progress"})
+    EXPECT_EQ(sqlstate_of(*db, "UPDATE ingestion SET status = $2 WHERE id = $1", {ing, s}), "ok");
+}
+
+TEST_F(schema_test, content_hash_unique_per_tenant) {
+  auto tenant = uuid::v4().str();
+  auto sql = "INSERT INTO document (id, tenant_id, content_hash, file_path) VALUES ($1, $2, $3, "
+             "'documents/x.pdf')";
+  EXPECT_EQ(sqlstate_of(*db, sql, {uuid::v7().str(), tenant, "abc"}), "ok");
+  EXPECT_EQ(sqlstate_of(*db, sql, {uuid::v7().str(), tenant, "abc"}), "23505");
+  EXPECT_EQ(sqlstate_of(*db, sql, {uuid::v7().str(), uuid::v4().str(), "abc"}), "ok");
+}
+
+TEST_F(schema_test, ingestion_needs_an_existing_document) {
+  EXPECT_EQ(sqlstate_of(*db,
+                        "INSERT INTO ingestion (id, document_id, uploaded_by) VALUES ($1, $2, $3)",
+                        {uuid::v7().str(), uuid::v7().str(), uuid::v4().str()}),
+            "23503");
+}
+
+TEST_F(schema_test, dequeue_uses_the_queue_index) {
+  // The planner trap of REFERENCE.md: the dequeue must not walk the primary key.
+  db->query("INSERT INTO queue_message (id, queue_name, body) SELECT gen_random_uuid(), "
+            "'q' || (g % 50), 'b' FROM generate_series(1, 5000) AS g");
+  db->query("ANALYZE queue_message");
+  auto plan = db->query("EXPLAIN SELECT id FROM queue_message WHERE queue_name = 'q1' AND "
+                        "visible_at <= now() ORDER BY visible_at, id LIMIT 10 FOR UPDATE SKIP "
+                        "LOCKED");
+  std::string text;
+  for (auto& row : plan)
+    text += row.at(0).value_or("") + "\n";
+  EXPECT_NE(text.find("queue_message_dequeue_idx"), std::string::npos) << text;
+}

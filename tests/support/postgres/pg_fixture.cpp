@@ -1,0 +1,130 @@
+// The PostgreSQL test fixture: a fresh schema per test in the database the local stack runs,
+// migrated with the embedded migrations and dropped afterwards.
+#include "tests/support/postgres/pg_fixture.hpp"
+
+#include <stdexcept>
+
+#include <libpq-fe.h>
+
+#include "adapters/db/migrator.hpp"
+#include "tests/support/environment.hpp"
+
+namespace ingestd::test {
+
+namespace {
+
+std::string quote_ident(PGconn* conn, const std::string& name) {
+  auto quoted = PQescapeIdentifier(conn, name.c_str(), name.size());
+  if (quoted == nullptr)
+    throw std::runtime_error("cannot quote identifier " + name);
+  std::string out{quoted};
+  PQfreemem(quoted);
+  return out;
+}
+
+} // namespace
+
+std::string with_search_path(const std::string& url, const std::string& schema) {
+  if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0) {
+    auto sep = url.find('?') == std::string::npos ? "?" : "&";
+    return url + sep + "options=-csearch_path%3D" + schema + "&application_name=" + schema;
+  }
+  return url + " options='-csearch_path=" + schema + "' application_name=" + schema;
+}
+
+pg_schema::pg_schema(bool migrate) {
+  base_url_ = env_or("INGESTD_TEST_DATABASE_URL", "");
+  if (base_url_.empty())
+    throw std::runtime_error(
+      "INGESTD_TEST_DATABASE_URL is not set: start the local stack (deploy/local-stack.sh start) "
+      "and run eval \"$(deploy/local-stack.sh env)\" before the tests");
+  name_ = unique_name("t");
+  conn_ = PQconnectdb(base_url_.c_str());
+  if (PQstatus(conn_) != CONNECTION_OK) {
+    std::string msg = PQerrorMessage(conn_);
+    PQfinish(conn_);
+    conn_ = nullptr;
+    throw std::runtime_error("cannot connect to INGESTD_TEST_DATABASE_URL (" + base_url_
+                             + "): " + msg);
+  }
+  query("SET client_min_messages = warning");
+  query("CREATE SCHEMA " + quote_ident(conn_, name_));
+  query("SELECT set_config('search_path', $1, false)", {quote_ident(conn_, name_)});
+  url_ = with_search_path(base_url_, name_);
+  if (migrate) {
+    auto report = ingestd::migrate(url_, embedded_migrations());
+    if (!report)
+      throw std::runtime_error("migrations failed in schema " + name_ + ": "
+                               + report.error().describe());
+  }
+}
+
+pg_schema::~pg_schema() {
+  if (conn_ == nullptr)
+    return;
+  if (env_or("INGESTD_TEST_KEEP_SCHEMA", "").empty()) {
+    auto sql = "DROP SCHEMA IF EXISTS " + quote_ident(conn_, name_) + " CASCADE";
+    PQclear(PQexec(conn_, sql.c_str()));
+  }
+  PQfinish(conn_);
+}
+
+std::vector<pg_row> pg_schema::query(const std::string& sql,
+                                     const std::vector<std::optional<std::string>>& params) {
+  std::vector<const char*> values;
+  for (auto& p : params)
+    values.push_back(p ? p->c_str() : nullptr);
+  auto res = PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr,
+                          values.data(), nullptr, nullptr, 0);
+  auto status = PQresultStatus(res);
+  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
+    std::string msg = PQresultErrorMessage(res);
+    std::string state = PQresultErrorField(res, PG_DIAG_SQLSTATE) != nullptr
+                          ? PQresultErrorField(res, PG_DIAG_SQLSTATE)
+                          : "";
+    PQclear(res);
+    throw std::runtime_error("[" + state + "] " + msg + " in: " + sql);
+  }
+  std::vector<pg_row> out;
+  for (int r = 0; r < PQntuples(res); ++r) {
+    pg_row row;
+    for (int c = 0; c < PQnfields(res); ++c) {
+      if (PQgetisnull(res, r, c))
+        row.emplace_back();
+      else
+        row.emplace_back(PQgetvalue(res, r, c));
+    }
+    out.push_back(std::move(row));
+  }
+  PQclear(res);
+  return out;
+}
+
+std::string pg_schema::scalar(const std::string& sql,
+                              const std::vector<std::optional<std::string>>& params) {
+  auto rows = query(sql, params);
+  if (rows.empty() || rows[0].empty())
+    throw std::runtime_error("no row from: " + sql);
+  return rows[0][0].value_or("");
+}
+
+int pg_schema::terminate_adapter_backends() {
+  auto rows = query("SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM "
+                    "pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()",
+                    {name_});
+  return std::stoi(rows.at(0).at(0).value_or("0"));
+}
+
+void postgres_test::SetUp() {
+  try {
+    db = std::make_unique<pg_schema>();
+  } catch (const std::exception& e) {
+    FAIL() << e.what();
+  }
+}
+
+void postgres_test::TearDown() {
+  db.reset();
+}
+
+} // namespace ingestd::test

@@ -1,0 +1,69 @@
+// A fresh PostgreSQL schema per test, migrated with the embedded migrations, with a database URL
+// whose search_path points at it (for the adapters) and a small query helper for checks.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+struct pg_conn;
+
+namespace ingestd::test {
+
+/// One row of a query result, NULL as nullopt.
+using pg_row = std::vector<std::optional<std::string>>;
+
+/// A schema created on construction and dropped (CASCADE) on destruction. Reads
+/// INGESTD_TEST_DATABASE_URL; construction throws std::runtime_error with a clear message when it
+/// is unset or the database is unreachable.
+class pg_schema {
+public:
+  /// Creates the schema; when `migrate` is true, applies embedded_migrations() into it.
+  explicit pg_schema(bool migrate = true);
+  ~pg_schema();
+  pg_schema(const pg_schema&) = delete;
+  pg_schema& operator=(const pg_schema&) = delete;
+
+  /// The schema's name (unique_name("t")).
+  const std::string& name() const { return name_; }
+  /// INGESTD_TEST_DATABASE_URL as given.
+  const std::string& base_url() const { return base_url_; }
+  /// The URL with options=-csearch_path=<schema>: what adapters under test get.
+  const std::string& url() const { return url_; }
+
+  /// Runs SQL with text parameters ($1, ...) on the fixture's own connection (search_path set);
+  /// throws std::runtime_error on failure, with the server's message.
+  std::vector<pg_row> query(const std::string& sql,
+                            const std::vector<std::optional<std::string>>& params = {});
+  /// The first column of the first row ("" when NULL; throws when there is no row).
+  std::string scalar(const std::string& sql,
+                     const std::vector<std::optional<std::string>>& params = {});
+
+  /// Terminates the backends of the adapters under test (url() sets application_name to the
+  /// schema's name), as an administrator or a crashed server would; returns how many.
+  int terminate_adapter_backends();
+
+private:
+  std::string base_url_;
+  std::string name_;
+  std::string url_;
+  ::pg_conn* conn_ = nullptr;
+};
+
+/// GoogleTest base: a fresh migrated schema per test in `db`.
+class postgres_test : public ::testing::Test {
+protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  std::unique_ptr<pg_schema> db;
+};
+
+/// `url` with options=-csearch_path=<schema> and application_name=<schema> added (URI or
+/// key=value form).
+std::string with_search_path(const std::string& url, const std::string& schema);
+
+} // namespace ingestd::test
