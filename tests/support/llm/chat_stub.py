@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+# A local stub of the OpenAI chat-completions API for the extraction tests, and a webhook receiver.
+# Prints its port on stdout, then serves on 127.0.0.1 until killed.
+#
+# POST /v1/chat/completions: the request's "model" is "<scenario>" or "<scenario>:<tag>"; requests
+#   are counted per model. Scenarios: success, truncated, refusal, invalid_json, schema_invalid,
+#   rate_limited (429 + retry-after-ms), rate_limited_seconds (429 + Retry-After: 1),
+#   rate_limited_long (429 + Retry-After: 600), quota, server_error, flaky (500 then success),
+#   context_openai, context_vllm, context_llamacpp, context_llamacpp_500, unauthorized, hang.
+# GET  /count?model=M          -> {"count": n}
+# GET  /last_auth?model=M      -> {"authorization": "..."} of the last request for M
+# POST /webhook/<tag>          -> 200 "ok", body recorded; GET /webhook/<tag> -> {"count", "last"}
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlparse, parse_qs
+
+lock = threading.Lock()
+counts = {}
+auth = {}
+hooks = {}
+
+INVOICE = {
+    "invoice_number": "INV-1", "invoice_date": "2024-03-15", "due_date": "2024-04-14",
+    "supplier_name": "Acme Inc.", "supplier_address": "1 Main St, Springfield",
+    "supplier_vat_id": "DE123456789", "customer_name": "Globex", "currency": "EUR",
+    "line_items": [{"description": "Widget", "quantity": 2, "unit_price": 50.0, "amount": 100.0}],
+    "subtotal": 100.0, "vat_amount": 19.0, "total": 119.0,
+    "extraction_successful": True, "confidence": "high", "missing_fields": [],
+}
+
+
+def completion(content, finish="stop", refusal=None, model="stub-model"):
+    return {
+        "id": "chatcmpl-stub", "object": "chat.completion", "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "finish_reason": finish,
+                     "message": {"role": "assistant", "content": content, "refusal": refusal}}],
+        "usage": {"prompt_tokens": 321, "completion_tokens": 54, "total_tokens": 375},
+    }
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def reply(self, status, body, headers=None):
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        url = urlparse(self.path)
+        q = parse_qs(url.query)
+        model = q.get("model", [""])[0]
+        with lock:
+            if url.path == "/count":
+                return self.reply(200, {"count": counts.get(model, 0)})
+            if url.path == "/last_auth":
+                return self.reply(200, {"authorization": auth.get(model, "")})
+            if url.path.startswith("/webhook/"):
+                h = hooks.get(url.path, {"count": 0, "last": None})
+                return self.reply(200, h)
+        self.reply(404, {"error": "not found"})
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length", "0"))
+        raw = self.rfile.read(length)
+        url = urlparse(self.path)
+        if url.path.startswith("/webhook/"):
+            with lock:
+                h = hooks.setdefault(url.path, {"count": 0, "last": None})
+                h["count"] += 1
+                h["last"] = json.loads(raw)
+            data = b"ok"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        if url.path != "/v1/chat/completions":
+            return self.reply(404, {"error": {"message": "unknown path", "type": "invalid_request_error"}})
+        req = json.loads(raw)
+        model = req.get("model", "")
+        scenario = model.split(":")[0]
+        with lock:
+            counts[model] = counts.get(model, 0) + 1
+            n = counts[model]
+            auth[model] = self.headers.get("Authorization", "")
+        fmt = req.get("response_format", {})
+        if fmt.get("type") != "json_schema" or not fmt.get("json_schema", {}).get("strict"):
+            return self.reply(400, {"error": {"message": "stub expects strict json_schema",
+                                              "type": "invalid_request_error", "code": None}})
+        if scenario == "success" or (scenario == "flaky" and n > 1) or (scenario.startswith("rate_limited") and scenario.endswith("_once") and n > 1):
+            return self.reply(200, completion(json.dumps(INVOICE), model=model))
+        if scenario == "truncated":
+            return self.reply(200, completion(json.dumps(INVOICE)[:80], finish="length"))
+        if scenario == "refusal":
+            return self.reply(200, completion(None, refusal="I'm sorry, I cannot help with that."))
+        if scenario == "invalid_json":
+            return self.reply(200, completion("Sure! Here is the invoice: {invoice_number: INV-1"))
+        if scenario == "schema_invalid":
+            bad = dict(INVOICE)
+            bad["confidence"] = "very high"
+            del bad["total"]
+            return self.reply(200, completion(json.dumps(bad)))
+        if scenario.startswith("rate_limited"):
+            body = {"error": {"message": "Rate limit reached for requests", "type": "requests",
+                              "param": None, "code": "rate_limit_exceeded"}}
+            if scenario.startswith("rate_limited_seconds"):
+                return self.reply(429, body, {"Retry-After": "1"})
+            if scenario.startswith("rate_limited_long"):
+                return self.reply(429, body, {"Retry-After": "600"})
+            return self.reply(429, body, {"retry-after-ms": "20", "Retry-After": "1"})
+        if scenario == "quota":
+            return self.reply(429, {"error": {"message": "You exceeded your current quota, please check your plan and billing details.",
+                                              "type": "insufficient_quota", "param": None, "code": "insufficient_quota"}})
+        if scenario in ("server_error", "flaky"):
+            return self.reply(500, {"error": {"message": "The server had an error while processing your request.",
+                                              "type": "server_error", "param": None, "code": None}})
+        if scenario == "context_openai":
+            return self.reply(400, {"error": {"message": "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.",
+                                              "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})
+        if scenario == "context_vllm":
+            return self.reply(400, {"object": "error", "message": "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens in the messages.",
+                                    "type": "BadRequestError", "param": None, "code": 400})
+        if scenario == "context_llamacpp":
+            return self.reply(400, {"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it",
+                                              "type": "exceed_context_size_error", "n_prompt_tokens": 5000, "n_ctx": 4096}})
+        if scenario == "context_llamacpp_500":
+            return self.reply(500, {"error": {"code": 500, "message": "the request exceeds the available context size. try increasing the context size or enable context shift",
+                                              "type": "server_error"}})
+        if scenario == "unauthorized":
+            return self.reply(401, {"error": {"message": "Incorrect API key provided: sk-test***3456. You can find your API key at https://platform.openai.com/account/api-keys.",
+                                              "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}})
+        if scenario == "hang":
+            time.sleep(5)
+            return self.reply(200, completion(json.dumps(INVOICE)))
+        return self.reply(400, {"error": {"message": "unknown scenario " + scenario, "type": "invalid_request_error"}})
+
+
+def main():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
