@@ -1,0 +1,115 @@
+// webhook_notifier: the Slack-compatible payload, the link template, and failures reported to the
+// callback (classified), never thrown; an empty URL disables it.
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+
+#include "adapters/notify/webhook_notifier.hpp"
+
+using namespace ingestd;
+
+namespace {
+
+/// Answers inline from a script; records requests.
+class fake_http final : public http_client {
+public:
+  std::function<result<http_response>(const http_request&)> respond;
+  std::vector<http_request> requests;
+  uint64_t submit(http_request req, callback<http_response> done) override {
+    requests.push_back(req);
+    done(respond(req));
+    return requests.size();
+  }
+  void cancel(uint64_t) override {}
+};
+
+failure_notice notice() {
+  return failure_notice{"0190a1b2-0000-7000-8000-000000000001", "0190a1b2-0000-7000-8000-0000000000d0",
+                        "tenant-42", "extraction.gate_failed: totals do not reconcile", "transient", 3};
+}
+
+http_response status(long s) {
+  http_response r;
+  r.status = s;
+  r.body = "ok";
+  return r;
+}
+
+} // namespace
+
+TEST(webhook_notifier, posts_slack_compatible_json) {
+  fake_http http;
+  http.respond = [](const http_request&) { return status(200); };
+  webhook_notifier n{http, {"https://hooks.slack.test/services/T0/B0/secret", "https://admin.example/t/{tenant_id}/documents/{document_id}"}};
+  int calls = 0;
+  n.notify_failed(notice(), [&](result<void> r) {
+    ++calls;
+    EXPECT_TRUE(r.ok());
+  });
+  EXPECT_EQ(calls, 1);
+  ASSERT_EQ(http.requests.size(), 1u);
+  const auto& req = http.requests[0];
+  EXPECT_EQ(req.method, "POST");
+  EXPECT_EQ(req.url, "https://hooks.slack.test/services/T0/B0/secret");
+  rapidjson::Document d;
+  d.Parse(req.body.c_str());
+  ASSERT_FALSE(d.HasParseError());
+  std::string text = d["text"].GetString();
+  EXPECT_NE(text.find("0190a1b2-0000-7000-8000-0000000000d0"), std::string::npos);
+  EXPECT_NE(text.find("tenant-42"), std::string::npos);
+  EXPECT_NE(text.find("3 attempts"), std::string::npos);
+  EXPECT_NE(text.find("totals do not reconcile"), std::string::npos);
+  EXPECT_TRUE(d["attachments"][0]["fields"].IsArray());
+  const auto& raw = d["ingestd"];
+  EXPECT_STREQ(raw["document_id"].GetString(), "0190a1b2-0000-7000-8000-0000000000d0");
+  EXPECT_STREQ(raw["tenant_id"].GetString(), "tenant-42");
+  EXPECT_EQ(raw["attempts"].GetInt(), 3);
+  EXPECT_STREQ(raw["error_class"].GetString(), "transient");
+  EXPECT_STREQ(raw["link"].GetString(),
+               "https://admin.example/t/tenant-42/documents/0190a1b2-0000-7000-8000-0000000000d0");
+}
+
+TEST(webhook_notifier, failures_are_reported_not_thrown) {
+  fake_http http;
+  webhook_notifier n{http, {"https://hooks.slack.test/x"}};
+  auto outcome = [&](std::function<result<http_response>(const http_request&)> f) {
+    http.respond = std::move(f);
+    std::optional<ingestd::error> err;
+    int calls = 0;
+    n.notify_failed(notice(), [&](result<void> r) {
+      ++calls;
+      if (!r)
+        err = r.error();
+    });
+    EXPECT_EQ(calls, 1);
+    return err;
+  };
+  auto e500 = outcome([](const http_request&) { return status(500); });
+  ASSERT_TRUE(e500);
+  EXPECT_EQ(e500->code, "notify.http_500");
+  EXPECT_TRUE(e500->transient());
+  auto e404 = outcome([](const http_request&) { return status(404); });
+  ASSERT_TRUE(e404);
+  EXPECT_TRUE(e404->permanent());
+  auto dead = outcome([](const http_request&) -> result<http_response> {
+    return error::make_transient("http.connect", "connection refused");
+  });
+  ASSERT_TRUE(dead);
+  EXPECT_EQ(dead->code, "http.connect");
+  EXPECT_TRUE(dead->transient());
+}
+
+TEST(webhook_notifier, an_empty_url_disables_it) {
+  fake_http http;
+  webhook_notifier n{http, {}};
+  int calls = 0;
+  n.notify_failed(notice(), [&](result<void> r) {
+    ++calls;
+    EXPECT_TRUE(r.ok());
+  });
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(http.requests.empty());
+}
