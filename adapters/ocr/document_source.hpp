@@ -1,0 +1,48 @@
+// Opens a document for the local provider: finds its type from the magic bytes, enforces the
+// limits, and hands out pages one at a time as native PDF text or an 8-bit grey image.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <opencv2/core.hpp>
+
+#include "adapters/ocr/ocr_options.hpp"
+#include "messages/result.hpp"
+
+namespace ingestd {
+
+enum class document_kind { pdf, png, jpeg, tiff, unknown };
+
+/// From the first bytes only (a PDF header may follow up to 1 KiB of junk, as readers allow).
+document_kind sniff_document(std::string_view bytes);
+
+/// "application/pdf", "image/png", ... or "" for unknown.
+const char* mime_of(document_kind kind);
+
+struct page_content {
+  bool native = false;
+  std::string text;
+  cv::Mat gray;
+  int dpi = 300;
+};
+
+class document_source {
+public:
+  virtual ~document_source() = default;
+  virtual int page_count() const = 0;
+  virtual document_kind kind() const = 0;
+  /// Page `index` (0-based). Thread-safe: pages may be fetched from several workers at once.
+  virtual result<page_content> page(int index) = 0;
+};
+
+/// Errors (all permanent): ocr.empty_file, ocr.too_large, ocr.unsupported_type,
+/// ocr.corrupt_file, ocr.encrypted_pdf, ocr.too_many_pages. `bytes` must outlive the source.
+result<std::shared_ptr<document_source>>
+open_document(std::shared_ptr<const std::string> bytes, std::string_view mime_type,
+              const document_limits& limits);
+
+} // namespace ingestd

@@ -1,0 +1,54 @@
+// The local transcription provider: poppler for PDF text layers, Tesseract for images and
+// scanned pages, OpenCV for quality and preprocessing; all CPU work on an injected executor.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "adapters/ocr/ocr_options.hpp"
+#include "adapters/ocr/transcriber.hpp"
+#include "adapters/support/cpu_executor.hpp"
+
+namespace ingestd {
+
+struct local_transcriber_options {
+  /// Tesseract languages, data path and page segmentation mode.
+  tesseract_settings tesseract;
+  /// File size, page count, pixel and render limits.
+  document_limits limits;
+  /// Per-document deadline from submission: queueing, decoding, OCR and preprocessing together.
+  /// Past it the document fails with "ocr.deadline" (permanent: this document is too slow) or,
+  /// when it never reached a worker, "ocr.busy" (transient: the pool was saturated).
+  std::chrono::milliseconds document_timeout{std::chrono::minutes(5)};
+  /// Defects below this confidence are left out of the result.
+  double defect_report_threshold = 0.25;
+};
+
+class local_transcriber final : public transcriber {
+public:
+  /// `executor` must outlive this object and every transcription in flight.
+  local_transcriber(cpu_executor& executor, local_transcriber_options options = {});
+
+  /// Pages are processed as separate CPU jobs (in parallel on a multi-worker executor); `done`
+  /// runs on the executor thread that finished the last page.
+  void transcribe(transcription_request request, callback<transcription> done) override;
+  std::string name() const override { return "tesseract"; }
+
+  const local_transcriber_options& options() const { return options_; }
+
+private:
+  cpu_executor& executor_;
+  local_transcriber_options options_;
+};
+
+/// For `ingestd transcribe FILE`: reads the file, runs the local provider on a temporary thread
+/// pool of `threads` workers (0 = all cores) and waits. The type comes from the bytes; a missing
+/// file is "ocr.read_failed" (permanent).
+result<transcription> transcribe_file_blocking(const std::string& path,
+                                               const local_transcriber_options& options,
+                                               double quality_threshold = 0.7,
+                                               bool allow_preprocessing = true,
+                                               unsigned threads = 0);
+
+} // namespace ingestd

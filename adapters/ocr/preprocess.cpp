@@ -1,0 +1,111 @@
+// Preprocessing steps chosen from the page's measures. Each step is there for one defect; the
+// order matters: geometry first (deskew, scale), then noise, then contrast, then sharpen, binarise.
+
+#include "adapters/ocr/preprocess.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#include <opencv2/photo.hpp>
+
+namespace ingestd {
+
+preprocess_result preprocess_page(const cv::Mat& gray, int dpi, const image_measures& m) {
+  preprocess_result out;
+  out.dpi = dpi > 0 ? dpi : 300;
+  cv::Mat img = gray.clone();
+  auto defects = find_defects(m, 0.25);
+  auto has = [&](const char* name) {
+    return std::any_of(defects.begin(), defects.end(),
+                       [&](const quality_defect& d) { return d.type == name; });
+  };
+
+  if (has("skewed")) {
+    // Rotate about the centre onto an enlarged canvas so no corner of the text is cut off.
+    double a = m.skew_degrees;
+    cv::Point2f c(static_cast<float>(img.cols) / 2, static_cast<float>(img.rows) / 2);
+    // skew_degrees is the page's own rotation (counter-clockwise positive): undo it.
+    cv::Mat rot = cv::getRotationMatrix2D(c, -a, 1.0);
+    double rad = std::abs(a) * CV_PI / 180;
+    int w = static_cast<int>(img.cols * std::cos(rad) + img.rows * std::sin(rad));
+    int h = static_cast<int>(img.rows * std::cos(rad) + img.cols * std::sin(rad));
+    rot.at<double>(0, 2) += (w - img.cols) / 2.0;
+    rot.at<double>(1, 2) += (h - img.rows) / 2.0;
+    cv::Mat r;
+    cv::warpAffine(img, r, rot, cv::Size(w, h), cv::INTER_CUBIC, cv::BORDER_CONSTANT,
+                   cv::Scalar(m.background));
+    img = r;
+    out.steps.emplace_back("deskew");
+  }
+  if (has("text_too_small") && m.text_height_px > 0) {
+    // Tesseract reads best with characters about 20-30 px tall.
+    double f = std::clamp(22.0 / m.text_height_px, 1.0, 4.0);
+    cv::Mat r;
+    cv::resize(img, r, cv::Size(), f, f, cv::INTER_CUBIC);
+    img = r;
+    out.dpi = static_cast<int>(out.dpi * f);
+    out.steps.emplace_back("upscale");
+  }
+  if (has("noisy")) {
+    // Median removes salt and pepper; non-local means then flattens Gaussian noise while keeping
+    // strokes, with a strength that follows the measured sigma.
+    cv::Mat r;
+    cv::medianBlur(img, r, 3);
+    float h = static_cast<float>(std::clamp(m.noise_sigma * 0.9, 10.0, 60.0));
+    cv::fastNlMeansDenoising(r, img, h, 7, 21);
+    out.steps.emplace_back("denoise");
+  }
+  if (has("dark") || has("faint") || has("low_contrast")) {
+    // Stretch the ink..paper range to full scale, then CLAHE for uneven lighting.
+    cv::Mat f;
+    double lo = m.ink, hi = std::max(m.background, m.ink + 1);
+    img.convertTo(f, CV_32F);
+    f = (f - lo) * (255.0 / (hi - lo));
+    f.convertTo(img, CV_8U);
+    auto clahe = cv::createCLAHE(2.0, cv::Size(8, 8));
+    cv::Mat r;
+    clahe->apply(img, r);
+    img = r;
+    out.steps.emplace_back("contrast");
+  }
+  if (has("blurry")) {
+    // Unsharp mask: img + amount * (img - blur).
+    cv::Mat blur, r;
+    double sigma = std::max(1.0, m.text_height_px / 10.0);
+    cv::GaussianBlur(img, blur, cv::Size(), sigma);
+    cv::addWeighted(img, 2.0, blur, -1.0, 0, r);
+    img = r;
+    out.steps.emplace_back("sharpen");
+  }
+  // Binarise: adaptive threshold with a window a few characters wide copes with uneven paper;
+  // Otsu decides on pages with too little text to size the window.
+  cv::Mat bw;
+  double th = m.text_height_px > 0 ? m.text_height_px * (img.cols / std::max(1.0, double(gray.cols)))
+                                   : 0;
+  if (th >= 6) {
+    int block = static_cast<int>(th * 2) | 1;
+    block = std::clamp(block, 15, 101);
+    cv::adaptiveThreshold(img, bw, 255, cv::ADAPTIVE_THRESH_GAUSSIAN_C, cv::THRESH_BINARY, block,
+                          15);
+  } else {
+    cv::threshold(img, bw, 0, 255, cv::THRESH_BINARY | cv::THRESH_OTSU);
+  }
+  out.steps.emplace_back("binarise");
+  out.image = bw;
+  return out;
+}
+
+std::string encode_png(const cv::Mat& image) {
+  std::vector<uint8_t> buf;
+  try {
+    if (!cv::imencode(".png", image, buf))
+      return {};
+  } catch (const cv::Exception&) {
+    return {};
+  }
+  return {buf.begin(), buf.end()};
+}
+
+} // namespace ingestd

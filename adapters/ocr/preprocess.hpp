@@ -1,0 +1,29 @@
+// OpenCV clean-up of a poor page before a second OCR pass (seed 000: preprocess when the score
+// is below the threshold): deskew, denoise, contrast, sharpen, upscale and binarise as needed.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <opencv2/core.hpp>
+
+#include "adapters/ocr/image_quality.hpp"
+
+namespace ingestd {
+
+struct preprocess_result {
+  /// 8-bit grey (binarised) page, possibly rotated and scaled.
+  cv::Mat image;
+  /// The image's resolution after scaling (the input's dpi times the scale factor).
+  int dpi = 300;
+  /// The steps applied, in order, e.g. {"deskew", "denoise", "clahe", "binarise"}.
+  std::vector<std::string> steps;
+};
+
+/// Applies the steps the measures call for; always ends with binarisation. Pure function.
+preprocess_result preprocess_page(const cv::Mat& gray, int dpi, const image_measures& m);
+
+/// PNG bytes of an 8-bit image (empty on failure).
+std::string encode_png(const cv::Mat& image);
+
+} // namespace ingestd

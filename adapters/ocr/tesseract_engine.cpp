@@ -1,0 +1,103 @@
+// Tesseract on the calling (CPU pool) thread: a thread_local TessBaseAPI re-initialised only
+// when the languages or data path change; ETEXT_DESC carries the per-document deadline.
+
+#include "adapters/ocr/tesseract_engine.hpp"
+
+#include <algorithm>
+#include <memory>
+
+#include <tesseract/baseapi.h>
+#include <tesseract/ocrclass.h>
+#include <tesseract/resultiterator.h>
+
+namespace ingestd {
+
+namespace {
+
+struct thread_engine {
+  std::unique_ptr<tesseract::TessBaseAPI> api;
+  std::string key;
+  bool ok = false;
+};
+
+thread_local thread_engine engine;
+
+struct cancel_state {
+  std::chrono::steady_clock::time_point deadline;
+  bool fired = false;
+};
+
+bool cancel_cb(void* self, int) {
+  auto* st = static_cast<cancel_state*>(self);
+  if (std::chrono::steady_clock::now() >= st->deadline)
+    st->fired = true;
+  return st->fired;
+}
+
+} // namespace
+
+result<ocr_output> run_tesseract(const cv::Mat& gray, int dpi, const tesseract_settings& settings,
+                                 std::chrono::steady_clock::time_point deadline) {
+  auto now = std::chrono::steady_clock::now();
+  if (now >= deadline)
+    return error::make_permanent("ocr.deadline", "document deadline passed before OCR of a page");
+  if (gray.empty() || gray.type() != CV_8UC1)
+    return error::make_permanent("ocr.corrupt_file", "page image is empty");
+  auto key = settings.languages + "|" + settings.tessdata_path;
+  if (!engine.api || engine.key != key) {
+    engine.api = std::make_unique<tesseract::TessBaseAPI>();
+    engine.key = key;
+    const char* path = settings.tessdata_path.empty() ? nullptr : settings.tessdata_path.c_str();
+    engine.ok = engine.api->Init(path, settings.languages.c_str(), tesseract::OEM_LSTM_ONLY) == 0;
+    if (engine.ok)
+      engine.api->SetVariable("debug_file", "/dev/null");
+  }
+  if (!engine.ok)
+    return error::make_permanent("ocr.tesseract_init",
+                                 "Tesseract could not load languages \"" + settings.languages +
+                                   "\" (install tesseract-ocr-<lang> or set tessdata_path)");
+  auto& api = *engine.api;
+  api.SetPageSegMode(static_cast<tesseract::PageSegMode>(settings.page_segmentation_mode));
+  api.SetImage(gray.data, gray.cols, gray.rows, 1, static_cast<int>(gray.step));
+  api.SetSourceResolution(dpi > 0 ? dpi : 300);
+
+  cancel_state cancel{deadline, false};
+  tesseract::ETEXT_DESC monitor;
+  monitor.cancel = &cancel_cb;
+  monitor.cancel_this = &cancel;
+  auto left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
+  monitor.set_deadline_msecs(static_cast<int32_t>(std::clamp<int64_t>(left_ms, 1, INT32_MAX)));
+  int rc = api.Recognize(&monitor);
+  if (cancel.fired || monitor.deadline_exceeded() ||
+      std::chrono::steady_clock::now() >= deadline) {
+    api.Clear();
+    return error::make_permanent("ocr.deadline", "OCR of a page exceeded the document deadline");
+  }
+  if (rc != 0) {
+    api.Clear();
+    return error::make_permanent("ocr.tesseract", "Tesseract failed to recognise the page");
+  }
+  ocr_output out;
+  std::unique_ptr<char[]> text(api.GetUTF8Text());
+  if (text)
+    out.text = text.get();
+  double conf_sum = 0;
+  std::unique_ptr<tesseract::ResultIterator> it(api.GetIterator());
+  if (it) {
+    do {
+      std::unique_ptr<char[]> word(it->GetUTF8Text(tesseract::RIL_WORD));
+      if (!word)
+        continue;
+      double c = it->Confidence(tesseract::RIL_WORD);
+      std::string_view w{word.get()};
+      ++out.words;
+      conf_sum += c;
+      out.confident_chars += c / 100.0 * static_cast<double>(w.size());
+    } while (it->Next(tesseract::RIL_WORD));
+  }
+  out.mean_confidence = out.words > 0 ? conf_sum / out.words : 0;
+  api.Clear();
+  return out;
+}
+
+} // namespace ingestd

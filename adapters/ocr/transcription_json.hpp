@@ -1,0 +1,25 @@
+// JSON form of a transcription: what is stored at ingestions/{id}/transcription-output.json and
+// read back on crash resume (seed 000 keeps EDN; this project uses JSON with the same content).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "messages/result.hpp"
+#include "messages/transcription.hpp"
+
+namespace ingestd {
+
+/// Current schema version written in the "version" member.
+inline constexpr int transcription_json_version = 1;
+
+/// Everything but the preprocessed image bytes (stored on their own at
+/// ingestions/{id}/preprocessed.{ext}); preprocessed_ext is kept so a reader can find them.
+std::string to_json(const transcription& x);
+
+/// Parses what to_json wrote. Anything else (not JSON, wrong types, missing members, a score
+/// outside [0, 1], page_count not matching pages) is the permanent error
+/// "ocr.bad_transcription_json" naming the first problem.
+result<transcription> transcription_from_json(std::string_view json);
+
+} // namespace ingestd

@@ -1,0 +1,276 @@
+// The local provider end to end on the fixture corpus: native PDF text, OCR of scans (PNG, JPEG,
+// scanned PDF, multi-page TIFF), every bad input as a named permanent error, limits, the
+// per-document deadline, the executor's expiry path, and preprocessing of degraded scans.
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "adapters/ocr/local_transcriber.hpp"
+#include "tests/support/environment.hpp"
+#include "tests/support/ocr/ocr_support.hpp"
+
+using namespace ingestd;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr auto wait_limit = 180s;
+
+class local_transcriber_test : public ::testing::Test {
+protected:
+  test::counting_executor executor_{2};
+
+  result<transcription> run(const std::string& file, local_transcriber_options opts = {},
+                            transcription_request req = {}) {
+    req.bytes = test::read_binary(test::corpus_dir() + "/" + file);
+    if (req.mime_type.empty())
+      req.mime_type = mime_for(file);
+    local_transcriber provider{executor_, opts};
+    auto r = test::transcribe_and_wait(provider, std::move(req), wait_limit);
+    if (!r) {
+      ADD_FAILURE() << "no callback within the wait limit for " << file;
+      return error::make_transient("test.timeout", "no callback");
+    }
+    return std::move(*r);
+  }
+
+  static std::string mime_for(const std::string& file) {
+    auto ext = std::filesystem::path(file).extension().string();
+    if (ext == ".pdf") return "application/pdf";
+    if (ext == ".png") return "image/png";
+    if (ext == ".jpg") return "image/jpeg";
+    if (ext == ".tiff") return "image/tiff";
+    return "text/plain";
+  }
+};
+
+} // namespace
+
+TEST_F(local_transcriber_test, text_pdf_uses_the_text_layer_without_ocr) {
+  auto r = run("inv02_de_modern.pdf");
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  EXPECT_TRUE(r->native_text);
+  EXPECT_FALSE(r->preprocessed);
+  EXPECT_EQ(r->provider, "tesseract");
+  EXPECT_EQ(r->page_count, 1);
+  EXPECT_DOUBLE_EQ(r->quality_score, 1.0);
+  EXPECT_NE(r->text.find("RE-24-00891"), std::string::npos);
+  EXPECT_NE(r->text.find("Müller & Söhne GmbH"), std::string::npos);
+  EXPECT_NE(r->text.find("5.519,70 EUR"), std::string::npos);
+  EXPECT_LT(test::char_error_rate(test::truth_text("inv02"), r->text, true), 0.01);
+}
+
+TEST_F(local_transcriber_test, two_page_text_pdf_gives_two_pages) {
+  auto r = run("inv03_en_compact.pdf");
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  EXPECT_TRUE(r->native_text);
+  ASSERT_EQ(r->page_count, 2);
+  ASSERT_EQ(r->pages.size(), 2u);
+  EXPECT_EQ(r->pages[1].number, 2);
+  EXPECT_NE(r->pages[1].text.find("Terms and conditions"), std::string::npos);
+  EXPECT_LT(test::char_error_rate(test::truth_text("inv03"), r->text, true), 0.01);
+}
+
+TEST_F(local_transcriber_test, clean_png_scan_is_read_accurately) {
+  auto r = run("inv01_en_classic_scan.png");
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  EXPECT_FALSE(r->native_text);
+  EXPECT_EQ(r->page_count, 1);
+  EXPECT_GE(r->quality_score, 0.7);
+  EXPECT_FALSE(r->preprocessed);
+  auto cer = test::char_error_rate(test::truth_text("inv01"), r->text, true);
+  EXPECT_LT(cer, 0.05) << r->text;
+  EXPECT_NE(r->text.find("INV-2024-0117"), std::string::npos);
+}
+
+TEST_F(local_transcriber_test, clean_jpeg_scan_in_german_is_read_accurately) {
+  auto r = run("inv04_de_classic_scan.jpg");
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  auto cer = test::char_error_rate(test::truth_text("inv04"), r->text, true);
+  EXPECT_LT(cer, 0.05) << r->text;
+  EXPECT_NE(r->text.find("Schneider Elektrotechnik KG"), std::string::npos);
+}
+
+TEST_F(local_transcriber_test, scanned_pdf_without_text_layer_is_rendered_and_ocrd) {
+  auto r = run("inv05_en_modern_scanned.pdf");
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  EXPECT_FALSE(r->native_text);
+  EXPECT_EQ(r->page_count, 1);
+  EXPECT_LT(r->quality_score, 1.0);
+  auto cer = test::char_error_rate(test::truth_text("inv05"), r->text, true);
+  EXPECT_LT(cer, 0.08) << r->text;
+}
+
+TEST_F(local_transcriber_test, multi_page_tiff_gives_every_page) {
+  auto r = run("inv03_en_compact_scan.tiff");
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  ASSERT_EQ(r->page_count, 2);
+  ASSERT_EQ(r->pages.size(), 2u);
+  EXPECT_EQ(r->pages[0].number, 1);
+  EXPECT_EQ(r->pages[1].number, 2);
+  EXPECT_NE(r->pages[1].text.find("Terms and conditions"), std::string::npos) << r->pages[1].text;
+  auto cer = test::char_error_rate(test::truth_text("inv03"), r->text, true);
+  EXPECT_LT(cer, 0.08) << r->text;
+}
+
+TEST_F(local_transcriber_test, type_comes_from_the_bytes_not_the_declared_mime_type) {
+  transcription_request req;
+  req.mime_type = "application/pdf"; // wrong: the bytes are a PNG
+  auto r = run("inv06_de_compact_scan.png", {}, req);
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  EXPECT_NE(r->text.find("Weber Logistik"), std::string::npos);
+}
+
+TEST_F(local_transcriber_test, every_bad_file_is_a_named_permanent_error) {
+  int seen = 0;
+  for (const auto& e : test::corpus_manifest()) {
+    if (e.kind != "bad")
+      continue;
+    auto start = std::chrono::steady_clock::now();
+    auto r = run(e.file);
+    ASSERT_FALSE(r.ok()) << e.file;
+    EXPECT_TRUE(r.error().permanent()) << e.file;
+    EXPECT_EQ(r.error().code, e.expected_error) << e.file << ": " << r.error().describe();
+    EXPECT_FALSE(r.error().message.empty());
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 10s) << e.file;
+    ++seen;
+  }
+  EXPECT_EQ(seen, 5);
+}
+
+TEST_F(local_transcriber_test, corrupt_inputs_never_crash) {
+  auto pdf = test::read_binary(test::corpus_dir() + "/inv01_en_classic.pdf");
+  auto png = test::read_binary(test::corpus_dir() + "/inv01_en_classic_lowres.png");
+  auto tif = test::read_binary(test::corpus_dir() + "/inv03_en_compact_scan.tiff");
+  auto jpg = test::read_binary(test::corpus_dir() + "/inv04_de_classic_scan.jpg");
+  local_transcriber provider{executor_};
+  // Truncations at several points and a flipped middle: an error or a result, never a crash.
+  for (const auto* bytes : {&pdf, &png, &tif, &jpg}) {
+    for (double cut : {0.05, 0.5, 0.9}) {
+      transcription_request req;
+      req.bytes = bytes->substr(0, static_cast<size_t>(bytes->size() * cut));
+      auto r = test::transcribe_and_wait(provider, req, wait_limit);
+      ASSERT_TRUE(r.has_value());
+      if (!r->ok()) {
+        EXPECT_TRUE(r->error().permanent()) << r->error().describe();
+        EXPECT_EQ(r->error().code.rfind("ocr.", 0), 0u) << r->error().describe();
+      }
+    }
+  }
+  auto broken = png;
+  for (size_t i = broken.size() / 3; i < broken.size() / 3 + 200; ++i)
+    broken[i] = static_cast<char>(broken[i] ^ 0x5A);
+  transcription_request req;
+  req.bytes = broken;
+  auto r = test::transcribe_and_wait(provider, req, wait_limit);
+  ASSERT_TRUE(r.has_value());
+  if (!r->ok()) {
+    EXPECT_EQ(r->error().code, "ocr.corrupt_file") << r->error().describe();
+  }
+}
+
+TEST_F(local_transcriber_test, file_size_limit) {
+  local_transcriber_options opts;
+  opts.limits.max_file_bytes = 1000;
+  auto r = run("inv01_en_classic.pdf", opts);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, "ocr.too_large");
+  EXPECT_TRUE(r.error().permanent());
+}
+
+TEST_F(local_transcriber_test, page_count_limit_for_pdf_and_tiff) {
+  local_transcriber_options opts;
+  opts.limits.max_pages = 1;
+  for (const char* file : {"inv03_en_compact.pdf", "inv03_en_compact_scan.tiff"}) {
+    auto r = run(file, opts);
+    ASSERT_FALSE(r.ok()) << file;
+    EXPECT_EQ(r.error().code, "ocr.too_many_pages") << file;
+    EXPECT_TRUE(r.error().permanent());
+  }
+}
+
+TEST_F(local_transcriber_test, pixel_limit_stops_decompression_bombs) {
+  local_transcriber_options opts;
+  opts.limits.max_page_pixels = 1'000'000; // the 200 dpi A4 scans have ~3.9 Mpx
+  auto r = run("inv01_en_classic_scan.png", opts);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, "ocr.too_large");
+}
+
+TEST_F(local_transcriber_test, deadline_stops_ocr_of_a_slow_page) {
+  local_transcriber_options opts;
+  opts.document_timeout = 300ms; // far less than one page of OCR takes
+  auto start = std::chrono::steady_clock::now();
+  auto r = run("inv02_de_modern_noise.jpg", opts);
+  auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, "ocr.deadline") << r.error().describe();
+  EXPECT_TRUE(r.error().permanent());
+  // Cancelled inside Tesseract: returns soon after the deadline, not after a full OCR pass.
+  EXPECT_LT(took, 3s);
+}
+
+TEST_F(local_transcriber_test, job_expired_in_the_pool_is_transient_busy) {
+  executor_.expire_everything(true);
+  auto r = run("inv01_en_classic_scan.png");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, "ocr.busy");
+  EXPECT_TRUE(r.error().transient());
+  EXPECT_EQ(executor_.ran(), 0);
+  EXPECT_GE(executor_.expired(), 1);
+}
+
+TEST_F(local_transcriber_test, preprocessing_improves_a_degraded_scan) {
+  for (const char* file : {"inv01_en_classic_noise.jpg"}) {
+    transcription_request plain;
+    plain.allow_preprocessing = false;
+    auto before = run(file, {}, plain);
+    ASSERT_TRUE(before.ok()) << before.error().describe();
+    EXPECT_FALSE(before->preprocessed);
+    EXPECT_LT(before->quality_score, 0.7) << file;
+    EXPECT_FALSE(before->pages[0].defects.empty()) << file;
+
+    auto after = run(file);
+    ASSERT_TRUE(after.ok()) << after.error().describe();
+    EXPECT_TRUE(after->preprocessed) << file;
+    EXPECT_GT(after->quality_score, before->quality_score) << file;
+    auto truth = test::truth_text("inv01");
+    EXPECT_LT(test::char_error_rate(truth, after->text, true),
+              test::char_error_rate(truth, before->text, true)) << file;
+    EXPECT_EQ(after->preprocessed_ext, "png");
+    ASSERT_GT(after->preprocessed_image.size(), 8u);
+    EXPECT_EQ(after->preprocessed_image.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  }
+}
+
+TEST_F(local_transcriber_test, no_preprocessing_when_the_score_is_good_enough) {
+  transcription_request req;
+  req.quality_threshold = 0.0;
+  auto r = run("inv01_en_classic_noise.jpg", {}, req);
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  EXPECT_FALSE(r->preprocessed);
+  EXPECT_TRUE(r->preprocessed_image.empty());
+}
+
+TEST_F(local_transcriber_test, missing_language_data_is_a_permanent_error) {
+  local_transcriber_options opts;
+  opts.tesseract.languages = "xyz";
+  auto r = run("inv01_en_classic_lowres.png", opts);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, "ocr.tesseract_init");
+  EXPECT_TRUE(r.error().permanent());
+}
+
+TEST(transcribe_file_blocking, reads_a_file_and_waits) {
+  local_transcriber_options opts;
+  auto r = transcribe_file_blocking(test::corpus_dir() + "/inv06_de_compact.pdf", opts);
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  EXPECT_TRUE(r->native_text);
+  EXPECT_NE(r->text.find("WL-2024-3318"), std::string::npos);
+  auto missing = transcribe_file_blocking(test::corpus_dir() + "/no-such-file.pdf", opts);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, "ocr.read_failed");
+}

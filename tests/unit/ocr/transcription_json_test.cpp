@@ -1,0 +1,105 @@
+// The stored transcription JSON: everything survives a round trip; anything else read back is a
+// permanent, named error.
+
+#include <gtest/gtest.h>
+
+#include "adapters/ocr/transcription_json.hpp"
+
+using namespace ingestd;
+
+namespace {
+
+transcription sample() {
+  transcription t;
+  t.text = "Rechnung Nr. 1\n\nSeite 2 \"quoted\" \\ ü €";
+  t.page_count = 2;
+  t.quality_score = 0.625;
+  t.native_text = false;
+  t.preprocessed = true;
+  t.provider = "tesseract";
+  t.duration_ms = 1234567890123;
+  t.preprocessed_ext = "png";
+  t.preprocessed_image = "\x89PNG...";
+  transcription_page p1;
+  p1.number = 1;
+  p1.text = "Rechnung Nr. 1";
+  p1.quality_score = 0.625;
+  p1.defects = {{"blurry", 0.9}, {"skewed", 0.375}};
+  transcription_page p2;
+  p2.number = 2;
+  p2.text = "Seite 2 \"quoted\" \\ ü €";
+  p2.quality_score = 1;
+  t.pages = {p1, p2};
+  return t;
+}
+
+} // namespace
+
+TEST(transcription_json, round_trip_keeps_everything_but_the_image_bytes) {
+  auto t = sample();
+  auto back = transcription_from_json(to_json(t));
+  ASSERT_TRUE(back.ok()) << back.error().describe();
+  EXPECT_EQ(back->text, t.text);
+  EXPECT_EQ(back->page_count, 2);
+  EXPECT_DOUBLE_EQ(back->quality_score, 0.625);
+  EXPECT_FALSE(back->native_text);
+  EXPECT_TRUE(back->preprocessed);
+  EXPECT_EQ(back->provider, "tesseract");
+  EXPECT_EQ(back->duration_ms, 1234567890123);
+  EXPECT_EQ(back->preprocessed_ext, "png");
+  EXPECT_TRUE(back->preprocessed_image.empty());
+  ASSERT_EQ(back->pages.size(), 2u);
+  EXPECT_EQ(back->pages[0].number, 1);
+  EXPECT_EQ(back->pages[0].text, "Rechnung Nr. 1");
+  ASSERT_EQ(back->pages[0].defects.size(), 2u);
+  EXPECT_EQ(back->pages[0].defects[0].type, "blurry");
+  EXPECT_DOUBLE_EQ(back->pages[0].defects[0].confidence, 0.9);
+  EXPECT_EQ(back->pages[0].defects[1].type, "skewed");
+  EXPECT_EQ(back->pages[1].text, t.pages[1].text);
+  EXPECT_DOUBLE_EQ(back->pages[1].quality_score, 1);
+  EXPECT_TRUE(back->pages[1].defects.empty());
+  // Stable: serialising the read-back gives the same bytes.
+  EXPECT_EQ(to_json(*back), to_json(t));
+}
+
+TEST(transcription_json, empty_transcription_round_trips) {
+  transcription t;
+  t.provider = "document_ai";
+  auto back = transcription_from_json(to_json(t));
+  ASSERT_TRUE(back.ok()) << back.error().describe();
+  EXPECT_EQ(back->page_count, 0);
+  EXPECT_TRUE(back->pages.empty());
+}
+
+TEST(transcription_json, garbage_is_a_permanent_named_error) {
+  auto good = to_json(sample());
+  std::vector<std::pair<std::string, std::string>> cases = {
+    {"", "not JSON"},
+    {"not json", "not JSON"},
+    {good.substr(0, good.size() / 2), "not JSON"},
+    {"[1,2]", "not an object"},
+    {"{}", "version"},
+    {R"({"version":99})", "unknown version"},
+  };
+  auto replace = [&](const std::string& from, const std::string& to) {
+    auto s = good;
+    auto pos = s.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    return s.replace(pos, from.size(), to);
+  };
+  cases.emplace_back(replace("\"page_count\":2", "\"page_count\":3"), "page_count");
+  cases.emplace_back(replace("\"page_count\":2", "\"page_count\":\"2\""), "page_count");
+  cases.emplace_back(replace("\"quality_score\":0.625", "\"quality_score\":1.5"), "quality_score");
+  cases.emplace_back(replace("\"native_text\":false", "\"native_text\":0"), "native_text");
+  cases.emplace_back(replace("\"provider\":\"tesseract\",", ""), "provider");
+  cases.emplace_back(replace("\"type\":\"blurry\"", "\"type\":7"), "pages[0].defects[0]");
+  cases.emplace_back(replace("\"defects\":[]", "\"defects\":{}"), "defects");
+  for (const auto& [json, needle] : cases) {
+    auto r = transcription_from_json(json);
+    ASSERT_FALSE(r.ok()) << json;
+    EXPECT_TRUE(r.error().permanent());
+    EXPECT_EQ(r.error().code, "ocr.bad_transcription_json");
+    EXPECT_NE(r.error().message.find(needle), std::string::npos)
+      << "message \"" << r.error().message << "\" should mention " << needle;
+  }
+}
