@@ -1,0 +1,337 @@
+// Amazon S3 over the HTTP engine: signed GET/PUT/HEAD of objects in one bucket, bucket setup
+// and listing, with S3's XML errors mapped onto the storage port's error codes.
+#include "adapters/storage/s3_store.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "adapters/aws/encoding.hpp"
+#include "adapters/aws/sigv4.hpp"
+#include "adapters/storage/s3_protocol.hpp"
+
+namespace ingestd {
+
+namespace detail {
+
+/// What a store's calls need; shared by the calls in flight so the store may go away first.
+struct s3_shared {
+  std::shared_ptr<http_client> http;
+  s3_options options;
+  std::string region;
+  s3::addressing addressing;
+};
+
+} // namespace detail
+
+namespace {
+
+using shared_ptr = std::shared_ptr<const detail::s3_shared>;
+
+/// Delivers a result known before any I/O from another thread, as the port promises.
+template <class T>
+void deliver_later(callback<T> done, result<T> value) {
+  std::thread([done = std::move(done), value = std::move(value)]() mutable {
+    done(std::move(value));
+  }).detach();
+}
+
+/// The smallest response limit the engine gets: error bodies must fit even when the caller
+/// wants at most a few bytes of object.
+constexpr size_t min_response_limit = 64 * 1024;
+
+/// Signs and submits `req`; delivers the engine's answer (any status) or its transport error.
+void submit(const shared_ptr& sh, http_request req, callback<http_response> done) {
+  req.connect_timeout = sh->options.connect_timeout;
+  auto signing = aws::s3_signing(sh->region);
+  if (!sh->options.sign_payload)
+    signing.payload = aws::payload_signing::unsigned_payload;
+  auto sig = aws::sign_request(req, sh->options.credentials, signing);
+  if (!sig) {
+    deliver_later<http_response>(std::move(done), sig.error());
+    return;
+  }
+  sh->http->submit(std::move(req), std::move(done));
+}
+
+bool success(long status) {
+  return status >= 200 && status < 300;
+}
+
+/// Content-Length of a response, when present and numeric.
+std::optional<uint64_t> content_length(const http_response& r) {
+  auto v = r.header("content-length");
+  uint64_t n = 0;
+  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (v.empty() || ec != std::errc{} || ptr != v.data() + v.size())
+    return std::nullopt;
+  return n;
+}
+
+error too_large(const std::string& key, size_t max_bytes, std::string detail) {
+  return error::make_permanent("storage.too_large", "object '" + key + "' is larger than "
+                                                      + std::to_string(max_bytes) + " bytes"
+                                                      + detail);
+}
+
+} // namespace
+
+s3_store::s3_store(std::shared_ptr<http_client> http, s3_options options) {
+  auto sh = std::make_shared<detail::s3_shared>();
+  sh->http = std::move(http);
+  sh->region = options.region.empty() ? options.credentials.region : options.region;
+  sh->addressing.endpoint = aws::service_endpoint("s3", sh->region, options.endpoint);
+  sh->addressing.bucket = options.bucket;
+  sh->addressing.path_style = options.path_style;
+  sh->options = std::move(options);
+  shared_ = std::move(sh);
+}
+
+const s3_options& s3_store::options() const {
+  return shared_->options;
+}
+
+void s3_store::get(std::string key, size_t max_bytes, callback<std::string> done) {
+  auto url = s3::object_url(shared_->addressing, key);
+  if (!url) {
+    deliver_later<std::string>(std::move(done), url.error());
+    return;
+  }
+  http_request req;
+  req.method = "GET";
+  req.url = std::move(*url);
+  req.total_timeout = shared_->options.transfer_timeout;
+  // The engine stops reading a body over this limit (from Content-Length when the server sends
+  // it), so an oversized object is never held in memory.
+  req.max_response_bytes = std::max(max_bytes, min_response_limit);
+  submit(shared_, std::move(req),
+         [key = std::move(key), max_bytes, done = std::move(done)](result<http_response> r) {
+           if (!r) {
+             if (r.error().code == "http.too_large") {
+               done(too_large(key, max_bytes, ""));
+               return;
+             }
+             done(std::move(r.error()));
+             return;
+           }
+           if (!success(r->status)) {
+             done(s3::parse_error(*r, true, "GET " + key));
+             return;
+           }
+           if (auto n = content_length(*r); n && *n > max_bytes) {
+             done(too_large(key, max_bytes, " (Content-Length " + std::to_string(*n) + ")"));
+             return;
+           }
+           if (r->body.size() > max_bytes) {
+             done(too_large(key, max_bytes, ""));
+             return;
+           }
+           done(std::move(r->body));
+         });
+}
+
+void s3_store::put(std::string key, std::string bytes, std::string content_type,
+                   callback<void> done) {
+  auto url = s3::object_url(shared_->addressing, key);
+  if (!url) {
+    deliver_later<void>(std::move(done), url.error());
+    return;
+  }
+  http_request req;
+  req.method = "PUT";
+  req.url = std::move(*url);
+  req.total_timeout = shared_->options.transfer_timeout;
+  req.headers.emplace_back("Content-Type",
+                           content_type.empty() ? "application/octet-stream" : content_type);
+  if (shared_->options.sign_payload)
+    req.headers.emplace_back("Content-MD5", aws::base64_encode(aws::md5(bytes)));
+  req.body = std::move(bytes);
+  submit(shared_, std::move(req),
+         [key = std::move(key), done = std::move(done)](result<http_response> r) {
+           if (!r) {
+             done(std::move(r.error()));
+             return;
+           }
+           if (!success(r->status)) {
+             done(s3::parse_error(*r, false, "PUT " + key));
+             return;
+           }
+           done(unit{});
+         });
+}
+
+void s3_store::exists(std::string key, callback<bool> done) {
+  auto url = s3::object_url(shared_->addressing, key);
+  if (!url) {
+    deliver_later<bool>(std::move(done), url.error());
+    return;
+  }
+  http_request req;
+  req.method = "HEAD";
+  req.url = std::move(*url);
+  req.total_timeout = shared_->options.call_timeout;
+  submit(shared_, std::move(req),
+         [key = std::move(key), done = std::move(done)](result<http_response> r) {
+           if (!r) {
+             done(std::move(r.error()));
+             return;
+           }
+           if (success(r->status)) {
+             done(true);
+             return;
+           }
+           // HEAD answers carry no body: a 404 is the object's absence.
+           if (r->status == 404) {
+             done(false);
+             return;
+           }
+           done(s3::parse_error(*r, false, "HEAD " + key));
+         });
+}
+
+void s3_store::create_bucket(callback<void> done) {
+  auto url = s3::bucket_url(shared_->addressing);
+  if (!url) {
+    deliver_later<void>(std::move(done), url.error());
+    return;
+  }
+  http_request req;
+  req.method = "PUT";
+  req.url = std::move(*url);
+  req.total_timeout = shared_->options.call_timeout;
+  // us-east-1 is the default location and must not be named.
+  if (shared_->region != "us-east-1") {
+    req.headers.emplace_back("Content-Type", "application/xml");
+    req.body = "<CreateBucketConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+               "<LocationConstraint>"
+               + shared_->region + "</LocationConstraint></CreateBucketConfiguration>";
+  }
+  submit(shared_, std::move(req), [done = std::move(done)](result<http_response> r) {
+    if (!r) {
+      done(std::move(r.error()));
+      return;
+    }
+    if (!success(r->status)) {
+      auto err = s3::parse_error(*r, false, "CreateBucket");
+      if (err.code == "s3.BucketAlreadyOwnedByYou") {
+        done(unit{});
+        return;
+      }
+      done(std::move(err));
+      return;
+    }
+    done(unit{});
+  });
+}
+
+void s3_store::delete_bucket(callback<void> done) {
+  auto url = s3::bucket_url(shared_->addressing);
+  if (!url) {
+    deliver_later<void>(std::move(done), url.error());
+    return;
+  }
+  http_request req;
+  req.method = "DELETE";
+  req.url = std::move(*url);
+  req.total_timeout = shared_->options.call_timeout;
+  submit(shared_, std::move(req), [done = std::move(done)](result<http_response> r) {
+    if (!r) {
+      done(std::move(r.error()));
+      return;
+    }
+    if (!success(r->status)) {
+      done(s3::parse_error(*r, false, "DeleteBucket"));
+      return;
+    }
+    done(unit{});
+  });
+}
+
+void s3_store::remove(std::string key, callback<void> done) {
+  auto url = s3::object_url(shared_->addressing, key);
+  if (!url) {
+    deliver_later<void>(std::move(done), url.error());
+    return;
+  }
+  http_request req;
+  req.method = "DELETE";
+  req.url = std::move(*url);
+  req.total_timeout = shared_->options.call_timeout;
+  submit(shared_, std::move(req),
+         [key = std::move(key), done = std::move(done)](result<http_response> r) {
+           if (!r) {
+             done(std::move(r.error()));
+             return;
+           }
+           if (!success(r->status)) {
+             auto err = s3::parse_error(*r, true, "DELETE " + key);
+             if (err.code == "storage.not_found") {
+               done(unit{});
+               return;
+             }
+             done(std::move(err));
+             return;
+           }
+           done(unit{});
+         });
+}
+
+namespace {
+
+struct listing {
+  shared_ptr sh;
+  std::string base_url;
+  std::string prefix;
+  std::vector<std::string> keys;
+  callback<std::vector<std::string>> done;
+};
+
+void list_page(std::shared_ptr<listing> state, std::string token) {
+  http_request req;
+  req.method = "GET";
+  req.url = state->base_url + "?list-type=2&prefix=" + aws::uri_encode(state->prefix);
+  if (!token.empty())
+    req.url += "&continuation-token=" + aws::uri_encode(token);
+  req.total_timeout = state->sh->options.call_timeout;
+  submit(state->sh, std::move(req), [state](result<http_response> r) {
+    if (!r) {
+      state->done(std::move(r.error()));
+      return;
+    }
+    if (!success(r->status)) {
+      state->done(s3::parse_error(*r, false, "ListObjectsV2"));
+      return;
+    }
+    auto page = s3::parse_list(r->body);
+    if (!page) {
+      state->done(std::move(page.error()));
+      return;
+    }
+    state->keys.insert(state->keys.end(), page->keys.begin(), page->keys.end());
+    if (page->next_token.empty()) {
+      state->done(std::move(state->keys));
+      return;
+    }
+    list_page(state, page->next_token);
+  });
+}
+
+} // namespace
+
+void s3_store::list(std::string prefix, callback<std::vector<std::string>> done) {
+  auto url = s3::bucket_url(shared_->addressing);
+  if (!url) {
+    deliver_later<std::vector<std::string>>(std::move(done), url.error());
+    return;
+  }
+  auto state = std::make_shared<listing>();
+  state->sh = shared_;
+  state->base_url = std::move(*url);
+  state->prefix = std::move(prefix);
+  state->done = std::move(done);
+  list_page(std::move(state), {});
+}
+
+} // namespace ingestd
