@@ -151,6 +151,9 @@ std::once_flag global_init_once;
 struct curl_engine::impl {
   curl_engine_options options;
   CURLM* multi = nullptr;
+  /// TLS sessions shared by every transfer, so new connections to a host resume the session.
+  /// Only the engine thread uses it, hence no lock callbacks.
+  CURLSH* share = nullptr;
   int epoll_fd = -1;
   int wake_fd = -1;
   std::thread thread;
@@ -202,6 +205,8 @@ struct curl_engine::impl {
     CURL* e = t.easy;
     curl_easy_setopt(e, CURLOPT_URL, r.url.c_str());
     curl_easy_setopt(e, CURLOPT_PRIVATE, &t);
+    if (share != nullptr)
+      curl_easy_setopt(e, CURLOPT_SHARE, share);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t.error_buffer);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -414,6 +419,9 @@ curl_engine::curl_engine(curl_engine_options options) : impl_(std::make_unique<i
   if (impl_->multi == nullptr)
     throw std::runtime_error("curl_multi_init failed");
   auto* m = impl_->multi;
+  impl_->share = curl_share_init();
+  if (impl_->share != nullptr)
+    curl_share_setopt(impl_->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
   impl_->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
   impl_->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (impl_->epoll_fd < 0 || impl_->wake_fd < 0)
@@ -444,6 +452,8 @@ curl_engine::~curl_engine() {
   impl_->wake();
   impl_->thread.join();
   curl_multi_cleanup(impl_->multi);
+  if (impl_->share != nullptr)
+    curl_share_cleanup(impl_->share);
   close(impl_->epoll_fd);
   close(impl_->wake_fd);
 }

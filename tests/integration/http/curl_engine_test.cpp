@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <memory>
 
 #include "adapters/http/curl_engine.hpp"
 #include "tests/support/http/http_call.hpp"
+#include "tests/support/environment.hpp"
 #include "tests/support/http/local_http_server.hpp"
 
 namespace ingestd {
@@ -243,6 +245,38 @@ TEST_F(curl_engine_test, destroying_the_engine_cancels_every_request_in_flight_e
     ASSERT_FALSE(o.res->ok());
     EXPECT_EQ(o.res->error().code, "http.cancelled");
   }
+}
+
+} // namespace
+} // namespace ingestd
+
+namespace ingestd {
+namespace {
+
+// TLS verification is on: a certificate nobody vouches for is refused (permanent), and the same
+// server is accepted once its certificate is the trusted CA.
+TEST(curl_engine_tls, untrusted_certificate_is_permanent_http_tls_trusted_one_works) {
+  auto dir = test::make_temp_dir("ingestd_tls");
+  auto [cert, key] = test::make_self_signed_cert(dir);
+  test::local_http_server server({.tls_cert_file = cert, .tls_key_file = key});
+  http_request r;
+  r.url = server.base_url() + "/status/200";
+  {
+    curl_engine engine;
+    auto out = test::call(engine, r);
+    ASSERT_TRUE(out.has_value());
+    ASSERT_FALSE(out->res->ok());
+    EXPECT_EQ(out->res->error().code, "http.tls") << out->res->error().describe();
+    EXPECT_TRUE(out->res->error().permanent());
+  }
+  {
+    curl_engine engine({.ca_file = cert});
+    auto out = test::call(engine, r);
+    ASSERT_TRUE(out.has_value());
+    ASSERT_TRUE(out->res->ok()) << out->res->error().describe();
+    EXPECT_EQ(out->res->value().status, 200);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 } // namespace

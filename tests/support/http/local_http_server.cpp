@@ -34,9 +34,9 @@ std::string default_script() {
 
 } // namespace
 
-local_http_server::local_http_server(std::string script) {
-  if (script.empty())
-    script = default_script();
+local_http_server::local_http_server(local_http_server_options options) {
+  auto script = options.script.empty() ? default_script() : options.script;
+  tls_ = !options.tls_cert_file.empty() && !options.tls_key_file.empty();
   if (script.empty() || access(script.c_str(), R_OK) != 0)
     throw std::runtime_error("test HTTP server script not found: '" + script
                              + "' (set INGESTD_SOURCE_DIR)");
@@ -48,7 +48,11 @@ local_http_server::local_http_server(std::string script) {
     throw std::runtime_error("fork failed");
   if (pid_ == 0) {
     dup2(out[1], STDOUT_FILENO);
-    execlp("python3", "python3", script.c_str(), "0", static_cast<char*>(nullptr));
+    if (tls_)
+      execlp("python3", "python3", script.c_str(), "0", options.tls_cert_file.c_str(),
+             options.tls_key_file.c_str(), static_cast<char*>(nullptr));
+    else
+      execlp("python3", "python3", script.c_str(), "0", static_cast<char*>(nullptr));
     _exit(127);
   }
   close(out[1]);
@@ -85,7 +89,18 @@ local_http_server::~local_http_server() {
 }
 
 std::string local_http_server::base_url() const {
-  return "http://127.0.0.1:" + std::to_string(port_);
+  return (tls_ ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port_);
+}
+
+std::pair<std::string, std::string> make_self_signed_cert(const std::string& dir) {
+  auto cert = dir + "/cert.pem";
+  auto key = dir + "/key.pem";
+  auto cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1"
+             " -addext subjectAltName=IP:127.0.0.1 -keyout '"
+             + key + "' -out '" + cert + "' >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0)
+    throw std::runtime_error("openssl could not create a self-signed certificate in " + dir);
+  return {cert, key};
 }
 
 int unused_loopback_port() {

@@ -10,10 +10,12 @@
 #   /headers        answer with repeated and mixed-case headers
 #   /stats          the number of connections accepted so far (for connection-reuse checks)
 #
+# Usage: test_http_server.py [PORT [CERT KEY]]: with CERT and KEY (PEM files) it speaks HTTPS.
 # Prints "PORT <n>" on stdout once it listens on 127.0.0.1 (port 0 = ephemeral by default).
 import http.server
 import resource
 import socketserver
+import ssl
 import sys
 import threading
 import time
@@ -100,6 +102,10 @@ def main():
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 65536, hard))
     threading.stack_size(256 * 1024)  # 1,000+ handler threads stay small
     server = Server(("127.0.0.1", port), Handler)
+    if len(sys.argv) > 3:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(sys.argv[2], sys.argv[3])
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     print("PORT %d" % server.server_address[1], flush=True)
     try:
         server.serve_forever()
