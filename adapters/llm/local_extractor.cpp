@@ -1188,25 +1188,67 @@ void run_state::find_parties() {
     }
   }
 
-  // The top block: the first line that is neither a title nor starts with a label names the
-  // issuer (text before a label on the same row, e.g. "Acme Inc. INVOICE"), its address below.
+  // The top block: the first cell that is neither a title nor starts with a label names the
+  // issuer (text before a label in the same cell, e.g. "Acme Inc. INVOICE"); its address is in
+  // the cells below on the same side (issuer blocks are often right-aligned beside the title).
   bool invoice_evidence = invoice_number_.src == source::label || invoice_date_.src == source::label
                           || total_.src == source::label;
   if (!supplier_name_.found() && invoice_evidence) {
-    for (size_t i = 0; i < raw_.size() && i < 15; ++i) {
-      if (trim(raw_[i]).empty() || is_title_line(low_[i]) || starts_with_label(i)
-          || looks_like_contact(low_[i]))
-        continue;
-      auto name = prefix_before_label(i);
-      if (!has_letters(name))
-        continue;
-      if (customer_name_.found() && name == *customer_name_.value)
-        break;
-      supplier_name_.set(name, source::guess);
-      if (!supplier_address_.found())
-        if (auto addr = address_below(i); !addr.empty())
+    auto cell_prefix = [](const std::string& text) {
+      auto low = lower(text);
+      auto hs = find_labels(low);
+      size_t end = text.size();
+      for (const auto& h : hs)
+        if (h.k != kind::qualifier && h.k != kind::net_qualifier) {
+          end = h.begin;
+          break;
+        }
+      return clean_value(std::string_view{text}.substr(0, end));
+    };
+    auto starts_labelled = [](const std::string& text) {
+      auto hs = find_labels(lower(text));
+      for (const auto& h : hs)
+        if (h.k != kind::qualifier && h.k != kind::net_qualifier)
+          return h.begin == 0;
+      return false;
+    };
+    for (size_t i = 0; i < raw_.size() && i < 15 && !supplier_name_.found(); ++i) {
+      auto cs = cells_of(raw_[i]);
+      for (size_t c = 0; c < cs.size(); ++c) {
+        auto lc = lower(cs[c].text);
+        if (is_title_line(lc) || starts_labelled(cs[c].text) || looks_like_contact(lc))
+          continue;
+        auto name = cell_prefix(cs[c].text);
+        if (!has_letters(name))
+          continue;
+        if (customer_name_.found() && name == *customer_name_.value)
+          return;
+        bool right = c > 0 && c + 1 == cs.size();
+        supplier_name_.set(name, source::guess);
+        std::vector<std::string> lines;
+        for (size_t j = i + 1; j < raw_.size() && lines.size() < 3; ++j) {
+          auto cj = cells_of(raw_[j]);
+          if (cj.empty())
+            break;
+          const auto& cell_j = right ? cj.back() : cj.front();
+          auto lj = lower(cell_j.text);
+          if (is_title_line(lj))
+            continue;
+          if (starts_labelled(cell_j.text) || looks_like_contact(lj))
+            break;
+          auto p = cell_prefix(cell_j.text);
+          if (p.empty())
+            break;
+          lines.push_back(p);
+        }
+        if (!lines.empty() && !supplier_address_.found()) {
+          std::string addr;
+          for (const auto& l : lines)
+            addr += (addr.empty() ? "" : ", ") + l;
           supplier_address_.set(addr, source::guess);
-      break;
+        }
+        break;
+      }
     }
   }
 }
@@ -1215,17 +1257,20 @@ void run_state::find_vat_id() {
   // A labelled id is taken as printed (spaces inside digit groups removed), whatever its country:
   // "VAT ID US94-1234567", "USt-IdNr. DE 123 456 789".
   size_t first_customer = SIZE_MAX;
+  size_t customer_column = 0;
   for (size_t i = 0; i < raw_.size() && first_customer == SIZE_MAX; ++i)
     for (const auto& h : hits_[i])
-      if (h.k == kind::customer)
+      if (h.k == kind::customer && first_customer == SIZE_MAX) {
         first_customer = i;
+        customer_column = h.begin;
+      }
   for (size_t i = 0; i < raw_.size() && !supplier_vat_id_.found(); ++i) {
     for (size_t h = 0; h < hits_[i].size(); ++h) {
       if (hits_[i][h].k != kind::vat_id)
         continue;
-      // The customer's id sits in the customer's block; the supplier's is elsewhere.
-      if (first_customer != SIZE_MAX && i > first_customer && i <= first_customer + 4
-          && hits_[i][h].begin == 0 && i > 6)
+      // The customer's id sits in the customer's block (below its label, in its column).
+      if (first_customer != SIZE_MAX && i > first_customer && i <= first_customer + 5
+          && hits_[i][h].begin + 5 >= customer_column && hits_[i][h].begin <= customer_column + 5)
         continue;
       auto [b, e] = segment(i, h);
       std::string seg = clean_value(std::string_view{raw_[i]}.substr(b, e - b));
@@ -1280,6 +1325,9 @@ void run_state::find_vat_id() {
       if (c >= 'a' && c <= 'z')
         c = static_cast<char>(c - 'a' + 'A');
     bool labelled = std::any_of(hits_[i].begin(), hits_[i].end(), [](const hit& h) { return h.k == kind::vat_id; });
+    // IBANs start with a country code too.
+    if (low_[i].find("iban") != std::string::npos || low_[i].find("konto") != std::string::npos)
+      continue;
     for (auto it = std::sregex_iterator(up.begin(), up.end(), id); it != std::sregex_iterator(); ++it) {
       std::string v;
       for (char c : (*it)[2].str())
