@@ -194,8 +194,23 @@ struct curl_engine::impl {
     }
   }
 
+  /// A CR, LF or NUL in the method or a header would let a caller's data split the request.
+  static bool unsafe(std::string_view s) {
+    return s.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos;
+  }
+
   void start(std::unique_ptr<transfer> owned) {
     auto& t = *owned;
+    bool bad = unsafe(t.request.method) || t.request.method.empty();
+    for (const auto& [name, value] : t.request.headers)
+      bad = bad || unsafe(name) || unsafe(value) || name.empty();
+    if (bad) {
+      deliver(t, error::make_permanent("http.invalid_request",
+                                       t.request.method + " " + t.request.url
+                                         + ": empty method or header name, or CR/LF/NUL in the "
+                                           "method or a header"));
+      return;
+    }
     t.easy = curl_easy_init();
     if (t.easy == nullptr) {
       deliver(t, error::make_transient("http.transport", "curl_easy_init failed"));
@@ -235,7 +250,7 @@ struct curl_engine::impl {
       auto line = value.empty() ? name + ";" : name + ": " + value;
       t.headers = curl_slist_append(t.headers, line.c_str());
     }
-    if (r.method == "GET") {
+    if (r.method == "GET" && r.body.empty()) {
       curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
     } else if (r.method == "HEAD") {
       curl_easy_setopt(e, CURLOPT_NOBODY, 1L);

@@ -46,6 +46,22 @@ TEST(curl_engine_unit, malformed_or_unsupported_url_is_permanent) {
   EXPECT_TRUE(f.permanent());
 }
 
+TEST(curl_engine_unit, header_injection_is_refused_as_permanent) {
+  curl_engine engine;
+  for (auto [name, value] : {std::pair<std::string, std::string>{"X-A", "v\r\nX-Injected: 1"},
+                             {"X-B\n", "v"},
+                             {"", "v"}}) {
+    http_request r;
+    r.url = "http://127.0.0.1:" + std::to_string(test::unused_loopback_port());
+    r.headers = {{name, value}};
+    auto out = test::call(engine, std::move(r), 10s);
+    ASSERT_TRUE(out.has_value());
+    ASSERT_FALSE(out->res->ok());
+    EXPECT_EQ(out->res->error().code, "http.invalid_request");
+    EXPECT_TRUE(out->res->error().permanent());
+  }
+}
+
 TEST(curl_engine_unit, refused_connection_is_transient_http_connect) {
   curl_engine engine;
   auto e = fail_with(engine, "http://127.0.0.1:" + std::to_string(test::unused_loopback_port()));
