@@ -71,6 +71,8 @@ std::string clean_value(std::string_view s) {
   return out.substr(start);
 }
 
+std::string join_spaced_title(std::string line);
+
 /// The text normalised to '\n'-separated lines: CR dropped, form feeds (page breaks) and
 /// tabs made into layout the rules understand, non-breaking and thin spaces made plain.
 std::vector<std::string> split_lines(std::string_view text) {
@@ -105,10 +107,40 @@ std::vector<std::string> split_lines(std::string_view text) {
     std::string line = norm.substr(pos, nl - pos);
     while (!line.empty() && (line.back() == ' '))
       line.pop_back();
-    lines.push_back(std::move(line));
+    lines.push_back(join_spaced_title(std::move(line)));
     pos = nl + 1;
   }
   return lines;
+}
+
+/// OCR splits large letter-spaced titles ("REC HNUNG", "INVO IC E"): join them again when the
+/// letters at the start of a line spell a title word.
+std::string join_spaced_title(std::string line) {
+  for (std::string_view title : {"invoice", "rechnung"}) {
+    size_t k = 0;
+    size_t i = 0;
+    bool spaced = false;
+    while (i < line.size() && k < title.size()) {
+      char c = line[i];
+      if (c == ' ' && k > 0 && i + 1 < line.size() && line[i + 1] != ' ') {
+        spaced = true;
+        ++i;
+        continue;
+      }
+      char lc = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+      if (lc != title[k])
+        break;
+      ++k;
+      ++i;
+    }
+    if (k == title.size() && spaced && (i == line.size() || line[i] == ' ')) {
+      std::string word{title};
+      for (auto& c : word)
+        c = static_cast<char>(c - 'a' + 'A');
+      return word + line.substr(i);
+    }
+  }
+  return line;
 }
 
 /// Cells of a line: runs separated by two or more spaces, with their byte offsets.
@@ -516,7 +548,8 @@ const std::vector<label>& labels() {
       {"payable by", kind::due_date}, {"pay by", kind::due_date},
       {"f\xC3\xA4lligkeitsdatum", kind::due_date}, {"f\xC3\xA4llig am", kind::due_date},
       {"f\xC3\xA4llig bis", kind::due_date}, {"f\xC3\xA4llig", kind::due_date},
-      {"faellig", kind::due_date}, {"zahlbar bis", kind::due_date},
+      {"faellig", kind::due_date}, {"fallig am", kind::due_date}, {"fallig", kind::due_date},
+      {"falligkeitsdatum", kind::due_date}, {"zahlbar bis", kind::due_date},
       {"zahlungsziel", kind::due_date}, {"zahlungsfrist", kind::due_date},
       {"delivery date", kind::other_date}, {"date of delivery", kind::other_date},
       {"date of supply", kind::other_date}, {"service date", kind::other_date},
@@ -581,11 +614,13 @@ const std::vector<label>& labels() {
       {"umsatzsteuer-identifikationsnummer", kind::vat_id}, {"uid", kind::vat_id},
       {"uid-nr.", kind::vat_id}, {"mwst-nr.", kind::vat_id},
       {"currency", kind::currency}, {"w\xC3\xA4hrung", kind::currency},
+      {"wahrung", kind::currency},
       {"bill to", kind::customer}, {"billed to", kind::customer}, {"invoice to", kind::customer},
       {"invoiced to", kind::customer}, {"sold to", kind::customer}, {"customer", kind::customer},
       {"client", kind::customer}, {"buyer", kind::customer}, {"recipient", kind::customer},
       {"rechnungsempf\xC3\xA4nger", kind::customer}, {"rechnungsadresse", kind::customer},
-      {"kunde", kind::customer}, {"empf\xC3\xA4nger", kind::customer},
+      {"kunde", kind::customer}, {"rechnungsempfanger", kind::customer},
+      {"rechnungsempfaenger", kind::customer}, {"empf\xC3\xA4nger", kind::customer},
       {"leistungsempf\xC3\xA4nger", kind::customer}, {"to:", kind::customer},
       {"an:", kind::customer},
       {"from:", kind::supplier}, {"supplier", kind::supplier}, {"seller", kind::supplier},
@@ -1215,10 +1250,22 @@ void run_state::find_parties() {
     for (size_t i = 0; i < raw_.size() && i < 15 && !supplier_name_.found(); ++i) {
       auto cs = cells_of(raw_[i]);
       for (size_t c = 0; c < cs.size(); ++c) {
-        auto lc = lower(cs[c].text);
-        if (is_title_line(lc) || starts_labelled(cs[c].text) || looks_like_contact(lc))
+        auto text = cs[c].text;
+        auto lc = lower(text);
+        // "RECHNUNG Müller & Söhne GmbH" (OCR joined the title and the issuer's name): a title
+        // followed by words without digits is the title and a name, not an invoice number.
+        if (auto th = find_labels(lc); !th.empty() && th.front().k == kind::invoice_title
+                                       && th.front().begin == 0) {
+          auto rest = clean_value(std::string_view{text}.substr(th.front().end));
+          if (!rest.empty() && std::none_of(rest.begin(), rest.end(), is_digit)
+              && std::any_of(rest.begin(), rest.end(), is_letter)) {
+            text = rest;
+            lc = lower(text);
+          }
+        }
+        if (is_title_line(lc) || starts_labelled(text) || looks_like_contact(lc))
           continue;
-        auto name = cell_prefix(cs[c].text);
+        auto name = cell_prefix(text);
         if (!has_letters(name))
           continue;
         if (customer_name_.found() && name == *customer_name_.value)
@@ -1226,10 +1273,16 @@ void run_state::find_parties() {
         bool right = c > 0 && c + 1 == cs.size();
         supplier_name_.set(name, source::guess);
         std::vector<std::string> lines;
+        int blanks = 0;
         for (size_t j = i + 1; j < raw_.size() && lines.size() < 3; ++j) {
           auto cj = cells_of(raw_[j]);
-          if (cj.empty())
-            break;
+          if (cj.empty()) {
+            // OCR puts blank lines between the lines of one block; two end it.
+            if (++blanks >= 2)
+              break;
+            continue;
+          }
+          blanks = 0;
           const auto& cell_j = right ? cj.back() : cj.front();
           auto lj = lower(cell_j.text);
           if (is_title_line(lj))
