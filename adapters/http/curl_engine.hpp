@@ -45,7 +45,8 @@ public:
   /// Starts the engine thread. Throws std::runtime_error only when libcurl cannot be initialised
   /// at all (an impossible condition on a working installation).
   explicit curl_engine(curl_engine_options options = {});
-  /// Cancels what is in flight (each callback gets "http.cancelled") and joins the thread.
+  /// Cancels what is in flight (each callback gets "http.cancelled", on the engine thread, before
+  /// this returns) and joins the thread. Must not run on the engine thread (from a callback).
   ~curl_engine() override;
 
   curl_engine(const curl_engine&) = delete;
