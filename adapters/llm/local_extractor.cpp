@@ -1107,6 +1107,74 @@ bool run_state::starts_with_label(size_t i) const {
   return false;
 }
 
+bool is_street_word(std::string_view tok) {
+  auto l = lower(tok);
+  for (std::string_view suffix : {"stra\xC3\x9F" "e", "strasse", "str.", "weg", "platz", "allee", "gasse",
+                                  "ring", "damm", "ufer", "markt", "road", "street", "lane", "avenue",
+                                  "ave.", "way", "drive", "square", "boulevard", "blvd."})
+    if (l.size() >= suffix.size() && l.compare(l.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return true;
+  return false;
+}
+
+bool is_house_number(std::string_view tok) {
+  if (tok.empty() || tok.size() > 5 || !is_digit(tok[0]))
+    return false;
+  return std::all_of(tok.begin(), tok.end(), [](char c) { return is_digit(c) || is_alpha_ascii(c) || c == '-'; });
+}
+
+bool is_capitalised(std::string_view tok) {
+  return !tok.empty() && ((tok[0] >= 'A' && tok[0] <= 'Z') || static_cast<unsigned char>(tok[0]) == 0xC3);
+}
+
+/// Two address blocks side by side joined into one row ("Hafenstraße 2 Feinkost Hoffmann OHG",
+/// "20457 Hamburg, Deutschland Marktplatz 12"): splits the row where a street address ends or
+/// begins. Nullopt when no street marks the split.
+std::optional<std::pair<std::string, std::string>> split_two_blocks(std::string_view line) {
+  std::vector<std::string> t;
+  for (size_t p = 0; p < line.size();) {
+    auto sp = line.find(' ', p);
+    if (sp == std::string_view::npos)
+      sp = line.size();
+    if (sp > p)
+      t.emplace_back(line.substr(p, sp - p));
+    p = sp + 1;
+  }
+  auto join = [&](size_t from, size_t to) {
+    std::string out;
+    for (size_t k = from; k < to; ++k)
+      out += (out.empty() ? "" : " ") + t[k];
+    return out;
+  };
+  size_t n = t.size();
+  if (n < 3)
+    return std::nullopt;
+  // The right block ends with a street: "... Marktplatz 12" or "... 18 Harbour Lane".
+  if (is_house_number(t[n - 1]) && is_street_word(t[n - 2]) && n - 2 > 0)
+    return std::make_pair(join(0, n - 2), join(n - 2, n));
+  for (size_t k = n - 1; k >= 2; --k) {
+    if (!is_street_word(t[k]) || k + 1 != n)
+      break;
+    size_t b = k;
+    while (b > 0 && is_capitalised(t[b - 1]) && !is_house_number(t[b - 1]) && k - b < 3)
+      --b;
+    if (b > 0 && is_house_number(t[b - 1]) && b - 1 > 0)
+      return std::make_pair(join(0, b - 1), join(b - 1, n));
+    break;
+  }
+  // The left block starts with a street: "Hafenstraße 2 | ..." or "42 King's Road | ...".
+  for (size_t k = 0; k + 1 < n; ++k) {
+    if (!is_street_word(t[k]))
+      continue;
+    if (k + 2 < n && is_house_number(t[k + 1]) && is_capitalised(t[k + 2]))
+      return std::make_pair(join(0, k + 2), join(k + 2, n));
+    if (is_house_number(t[0]) && is_capitalised(t[k + 1]))
+      return std::make_pair(join(0, k + 1), join(k + 1, n));
+    break;
+  }
+  return std::nullopt;
+}
+
 void run_state::find_parties() {
   auto has_letters = [](const std::string& v) { return std::any_of(v.begin(), v.end(), is_letter); };
   // Address lines below a party's name: the text before any label, until a blank line, a
@@ -1161,6 +1229,30 @@ void run_state::find_parties() {
       auto cs = cells_of(std::string_view{raw_[i]}.substr(b, e - b));
       std::string value = cs.empty() ? std::string{} : clean_value(cs.front().text);
       size_t block_line = i;
+      if (value.empty() && hs[h].k == kind::customer && !at_start && cells_of(raw_[i]).size() == 1) {
+        // The customer's block beside the issuer's, rows joined by single spaces: split each
+        // row where a street address ends or begins.
+        std::vector<std::string> left, right;
+        for (size_t j = i + 1; j < raw_.size() && j <= i + 3; ++j) {
+          if (starts_with_label(j))
+            break;
+          auto parts = split_two_blocks(trim(raw_[j]));
+          if (!parts)
+            break;
+          left.push_back(clean_value(parts->first));
+          right.push_back(clean_value(parts->second));
+        }
+        if (!right.empty() && find_labels(lower(right.front())).empty()
+            && !is_house_number(right.front().substr(0, right.front().find(' ')))) {
+          customer_name_.set(right.front(), source::guess);
+          std::string addr;
+          for (const auto& l : left)
+            addr += (addr.empty() ? "" : ", ") + l;
+          if (!supplier_address_.found())
+            supplier_address_.set(addr, source::guess);
+          continue;
+        }
+      }
       if (value.empty()) {
         // The name is on the next non-empty line: before any label when the party label starts
         // its line, or in the same column when the layout kept columns apart.
