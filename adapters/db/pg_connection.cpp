@@ -137,6 +137,10 @@ connection::~connection() {
   drop();
 }
 
+bool connection::alive() const {
+  return conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK && !fatal_seen_;
+}
+
 void connection::drop() {
   if (conn_ != nullptr) {
     PQfinish(conn_);
@@ -155,8 +159,10 @@ result<void> connection::ensure(bool wait_backoff) {
       pollfd pending{PQsocket(conn_), POLLIN, 0};
       if (::poll(&pending, 1, 0) <= 0 || PQconsumeInput(conn_) == 0)
         break;
+      // PQconsumeInput only buffers; parsing (which reports the FATAL) happens here.
+      (void) PQisBusy(conn_);
     }
-    if (PQstatus(conn_) == CONNECTION_OK)
+    if (PQstatus(conn_) == CONNECTION_OK && !fatal_seen_)
       return {};
     drop();
   }
@@ -180,8 +186,19 @@ result<void> connection::ensure(bool wait_backoff) {
     // daemon's start-up checks tell configuration errors apart; a running worker waits it out.
     return err;
   }
-  // Server notices (e.g. "already exists, skipping") are not errors; keep them off stderr.
-  PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+  // Server notices (e.g. "already exists, skipping") are not errors; keep them off stderr. A
+  // FATAL that arrives while idle (the backend was terminated) comes this way too: it means the
+  // server is closing the connection, possibly before the end of the stream is readable.
+  fatal_seen_ = false;
+  PQsetNoticeReceiver(
+    conn_,
+    [](void* self, const PGresult* res) {
+      auto severity = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+      if (severity != nullptr
+          && (std::strcmp(severity, "FATAL") == 0 || std::strcmp(severity, "PANIC") == 0))
+        static_cast<connection*>(self)->fatal_seen_ = true;
+    },
+    this);
   backoff_ = std::chrono::milliseconds{0};
   next_attempt_ = {};
   ++connects_;

@@ -95,6 +95,9 @@ public:
   /// Number of successful connects, for tests and logs.
   int64_t connects() const { return connects_; }
 
+  /// True when the connection is open and the server has not announced its end.
+  bool alive() const;
+
 private:
   result<rows> check(::pg_result* res, std::string_view context);
 
@@ -104,6 +107,8 @@ private:
   std::chrono::steady_clock::time_point next_attempt_{};
   std::chrono::milliseconds backoff_{0};
   int64_t connects_ = 0;
+  /// The server sent FATAL while the connection was idle: it is going away.
+  bool fatal_seen_ = false;
 };
 
 struct pool_options {

@@ -645,14 +645,6 @@ TEST_F(repository_test, survives_a_terminated_backend) {
       [&](auto cb) { repo->find_ingestion(id, cb); }));
   auto killed = db->terminate_adapter_backends();
   ASSERT_GE(killed, 1);
-  // Wait (with a deadline) until the server has actually ended them.
-  auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (db->scalar("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
-                    {db->name()})
-         != "0") {
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "backends did not exit";
-    std::this_thread::sleep_for(10ms);
-  }
   // The next calls reconnect and succeed, on every pool thread.
   for (int i = 0; i < 4; ++i) {
     auto token = uuid::v4();

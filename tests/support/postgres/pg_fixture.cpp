@@ -2,7 +2,9 @@
 // migrated with the embedded migrations and dropped afterwards.
 #include "tests/support/postgres/pg_fixture.hpp"
 
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 
 #include <libpq-fe.h>
 
@@ -109,10 +111,24 @@ std::string pg_schema::scalar(const std::string& sql,
 }
 
 int pg_schema::terminate_adapter_backends() {
-  auto rows = query("SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM "
-                    "pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()",
+  // Materialized first: the planner may otherwise call pg_terminate_backend() before the
+  // application_name filter and end other tests' connections.
+  auto rows = query("WITH targets AS MATERIALIZED (SELECT pid FROM pg_stat_activity WHERE "
+                    "application_name = $1 AND pid <> pg_backend_pid()) "
+                    "SELECT pid FROM targets WHERE pg_terminate_backend(pid)",
                     {name_});
-  return std::stoi(rows.at(0).at(0).value_or("0"));
+  // Wait (with a deadline) until the server has ended them; adapters may reconnect meanwhile
+  // under the same application_name, so watch the pids.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+  for (auto& row : rows) {
+    while (scalar("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", {row.at(0)}) != "0") {
+      if (std::chrono::steady_clock::now() > deadline)
+        throw std::runtime_error("terminated backend " + row.at(0).value_or("?")
+                                 + " did not exit within 10 s");
+      std::this_thread::sleep_for(std::chrono::milliseconds{5});
+    }
+  }
+  return static_cast<int>(rows.size());
 }
 
 void postgres_test::SetUp() {

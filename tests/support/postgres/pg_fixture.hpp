@@ -43,7 +43,8 @@ public:
                      const std::vector<std::optional<std::string>>& params = {});
 
   /// Terminates the backends of the adapters under test (url() sets application_name to the
-  /// schema's name), as an administrator or a crashed server would; returns how many.
+  /// schema's name), as an administrator or a crashed server would, and waits until the server
+  /// has ended them; returns how many.
   int terminate_adapter_backends();
 
 private:

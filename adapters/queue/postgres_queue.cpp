@@ -1,0 +1,504 @@
+// postgres_queue: SQS semantics on table queue_message. Receives lock rows with FOR UPDATE SKIP
+// LOCKED; empty long polls park with a listener thread (LISTEN on its own connection) until a
+// notification, the next visibility expiry or their deadline, so nothing spins.
+#include "adapters/queue/postgres_queue.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include <libpq-fe.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "adapters/db/pg_connection.hpp"
+#include "messages/uuid.hpp"
+
+namespace ingestd {
+
+namespace {
+
+using pg::param;
+using clock_type = std::chrono::steady_clock;
+
+// Takes up to $2 visible messages of queue $1 in order. Those already received $4 times (when
+// $4 > 0) move to the dead-letter queue $5 instead of being delivered; the rest get a new
+// receipt, a higher receive count and the visibility timeout $3.
+constexpr pg::statement receive_sql{"ingestd_queue_receive", R"sql(
+WITH picked AS (
+  SELECT id, receive_count FROM queue_message
+   WHERE queue_name = $1 AND visible_at <= now()
+   ORDER BY visible_at, id
+   LIMIT $2
+   FOR UPDATE SKIP LOCKED
+), dead AS (
+  UPDATE queue_message AS m
+     SET queue_name = $5, receipt = NULL, receive_count = 0, visible_at = now()
+    FROM picked AS p
+   WHERE m.id = p.id AND $4::integer > 0 AND p.receive_count >= $4::integer
+  RETURNING m.id
+), got AS (
+  UPDATE queue_message AS m
+     SET receipt = gen_random_uuid(),
+         receive_count = m.receive_count + 1,
+         visible_at = now() + make_interval(secs => $3::double precision)
+    FROM picked AS p
+   WHERE m.id = p.id AND NOT ($4::integer > 0 AND p.receive_count >= $4::integer)
+  RETURNING m.id, m.receipt, m.body, m.receive_count, m.sent_at, m.visible_at
+)
+SELECT false, g.id, g.receipt, g.body, g.receive_count,
+       floor(extract(epoch FROM g.sent_at) * 1000)::bigint
+  FROM got AS g
+UNION ALL
+SELECT true, d.id, NULL, NULL, 0, 0 FROM dead AS d
+)sql"};
+
+// Seconds until the next message of the queue becomes visible (NULL when the queue is empty).
+constexpr pg::statement next_visible_sql{"ingestd_queue_next_visible", R"sql(
+SELECT extract(epoch FROM min(visible_at) - now())::double precision
+  FROM queue_message WHERE queue_name = $1
+)sql"};
+
+constexpr pg::statement delete_sql{"ingestd_queue_delete", R"sql(
+DELETE FROM queue_message WHERE queue_name = $1 AND receipt = ANY($2::uuid[]) RETURNING receipt
+)sql"};
+
+constexpr pg::statement visibility_sql{"ingestd_queue_visibility", R"sql(
+UPDATE queue_message AS m
+   SET visible_at = now() + make_interval(secs => v.secs)
+  FROM unnest($2::uuid[], $3::integer[]) AS v(receipt, secs)
+ WHERE m.queue_name = $1 AND m.receipt = v.receipt
+RETURNING m.receipt
+)sql"};
+
+constexpr pg::statement send_sql{"ingestd_queue_send", R"sql(
+INSERT INTO queue_message (id, queue_name, body, visible_at, sent_at)
+SELECT m.id, $1, m.body, now() + make_interval(secs => m.delay), now()
+  FROM unnest($2::uuid[], $3::text[], $4::integer[]) AS m(id, body, delay)
+)sql"};
+
+constexpr pg::statement stats_sql{"ingestd_queue_stats", R"sql(
+SELECT count(*) FILTER (WHERE visible_at <= now()),
+       count(*) FILTER (WHERE visible_at > now() AND receipt IS NOT NULL),
+       count(*) FILTER (WHERE visible_at > now() AND receipt IS NULL),
+       COALESCE(floor(extract(epoch FROM now() - min(sent_at))), 0)::bigint
+  FROM queue_message WHERE queue_name = $1
+)sql"};
+
+/// Re-checks a parked poll at least this often even without a notification, so a notification
+/// lost with the listener's connection costs latency, not a message.
+constexpr std::chrono::milliseconds safety_recheck{5000};
+/// Visible rows that another receive holds locked are released within its statement.
+constexpr std::chrono::milliseconds locked_recheck{20};
+
+batch_entry_result ok_entry(std::string ref) {
+  batch_entry_result r;
+  r.ref = std::move(ref);
+  return r;
+}
+
+batch_entry_result failed_entry(std::string ref, error err) {
+  batch_entry_result r;
+  r.ref = std::move(ref);
+  r.failed = true;
+  r.error = std::move(err);
+  return r;
+}
+
+} // namespace
+
+struct postgres_queue::impl {
+  struct parked_poll {
+    int max_messages;
+    std::chrono::seconds visibility;
+    clock_type::time_point deadline;
+    clock_type::time_point recheck_at;
+    callback<std::vector<queue_message>> done;
+  };
+
+  std::string url;
+  std::string queue;
+  std::string dlq;
+  postgres_queue_options opts;
+  std::unique_ptr<pg::pool> pool;
+
+  // Shared with the listener thread.
+  std::mutex mtx;
+  std::vector<parked_poll> parked;
+  uint64_t generation = 0;
+  bool stopping = false;
+  int wake_fd = -1;
+  std::thread listener;
+
+  impl(std::string url_in, std::string queue_in, postgres_queue_options opts_in)
+    : url(std::move(url_in)), queue(std::move(queue_in)), opts(std::move(opts_in)) {
+    dlq = opts.dead_letter_queue.empty() ? queue + "-dlq" : opts.dead_letter_queue;
+    wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    pool = std::make_unique<pg::pool>(url, pg::pool_options{opts.pool_size});
+    listener = std::thread([this] { listen_loop(); });
+  }
+
+  ~impl() {
+    {
+      std::lock_guard guard{mtx};
+      stopping = true;
+    }
+    wake();
+    listener.join();
+    // Runs what is queued; polls that would park now answer at once (stopping is set).
+    pool.reset();
+    if (wake_fd >= 0)
+      ::close(wake_fd);
+  }
+
+  void wake() {
+    uint64_t one = 1;
+    auto n = ::write(wake_fd, &one, sizeof(one));
+    (void) n;
+  }
+
+  uint64_t current_generation() {
+    std::lock_guard guard{mtx};
+    return generation;
+  }
+
+  // -- receive ------------------------------------------------------------------------------
+
+  void attempt(parked_poll poll, pg::connection& conn) {
+    auto seen = current_generation();
+    std::vector<queue_message> out;
+    // Redriven messages free batch slots: take again until the batch is full or none moved.
+    for (;;) {
+      auto want = poll.max_messages - static_cast<int>(out.size());
+      auto res = conn.exec(receive_sql,
+                           {queue, std::to_string(want), std::to_string(poll.visibility.count()),
+                            std::to_string(std::max(opts.max_receive_count, 0)), dlq});
+      if (!res) {
+        if (!out.empty())
+          break;
+        return poll.done(res.error());
+      }
+      int moved = 0;
+      for (int r = 0; r < res->size(); ++r) {
+        if (res->boolean(r, 0)) {
+          ++moved;
+          continue;
+        }
+        queue_message m;
+        m.id = res->str(r, 1);
+        m.receipt = res->str(r, 2);
+        m.body = res->str(r, 3);
+        m.receive_count = static_cast<int32_t>(res->i64(r, 4));
+        m.sent_at_ms = res->i64(r, 5);
+        out.push_back(std::move(m));
+      }
+      if (moved == 0 || static_cast<int>(out.size()) >= poll.max_messages)
+        break;
+    }
+    auto now = clock_type::now();
+    if (!out.empty() || now >= poll.deadline)
+      return poll.done(std::move(out));
+    // Nothing visible: park until the next message becomes visible, a notification or the end.
+    auto recheck = std::min(poll.deadline, now + safety_recheck);
+    if (auto next = conn.exec(next_visible_sql, {queue}); next && next->size() == 1
+                                                            && !next->is_null(0, 0)) {
+      auto secs = next->f64(0, 0);
+      auto delay = secs <= 0 ? locked_recheck
+                             : std::chrono::milliseconds{static_cast<int64_t>(
+                                 std::ceil(secs * 1000.0))};
+      recheck = std::min(recheck, now + delay);
+    }
+    poll.recheck_at = recheck;
+    park(std::move(poll), seen);
+  }
+
+  void park(parked_poll poll, uint64_t seen) {
+    {
+      std::lock_guard guard{mtx};
+      if (stopping) {
+        // Shutting down: answer what we have (nothing) rather than wait out the poll.
+        poll.done(std::vector<queue_message>{});
+        return;
+      }
+      if (generation == seen) {
+        parked.push_back(std::move(poll));
+        poll.done = nullptr;
+      }
+    }
+    if (poll.done) {
+      // A notification arrived while we were looking: look again at once.
+      dispatch(std::move(poll));
+      return;
+    }
+    wake();
+  }
+
+  void dispatch(parked_poll poll) {
+    pool->submit([this, poll = std::move(poll)](pg::connection& conn) mutable {
+      attempt(std::move(poll), conn);
+    });
+  }
+
+  // -- listener -----------------------------------------------------------------------------
+
+  void listen_loop() {
+    pg::connection conn{url};
+    bool listening = false;
+    for (;;) {
+      if (!listening) {
+        if (conn.ensure() && conn.exec_simple("LISTEN ingestd_queue")) {
+          listening = true;
+          // Notifications sent while we were not listening are lost: everyone looks again.
+          wake_all();
+        }
+      }
+      // Sleep until a notification, a wake-up, or the earliest parked recheck.
+      auto now = clock_type::now();
+      auto until = now + (listening ? safety_recheck : std::chrono::milliseconds{500});
+      {
+        std::lock_guard guard{mtx};
+        if (stopping)
+          break;
+        for (auto& p : parked)
+          until = std::min(until, p.recheck_at);
+      }
+      auto timeout_ms = std::max<int64_t>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count() + 1);
+      pollfd fds[2];
+      int nfds = 1;
+      fds[0] = {wake_fd, POLLIN, 0};
+      if (listening && PQsocket(conn.raw()) >= 0) {
+        fds[1] = {PQsocket(conn.raw()), POLLIN, 0};
+        nfds = 2;
+      }
+      ::poll(fds, nfds, static_cast<int>(std::min<int64_t>(timeout_ms, 60000)));
+      if (fds[0].revents & POLLIN) {
+        uint64_t counter = 0;
+        auto n = ::read(wake_fd, &counter, sizeof(counter));
+        (void) n;
+      }
+      bool notified = false;
+      if (listening) {
+        if (PQconsumeInput(conn.raw()) == 0 || !conn.alive()) {
+          conn.drop();
+          listening = false;
+          continue;
+        }
+        while (PGnotify* note = PQnotifies(conn.raw())) {
+          if (note->extra != nullptr && queue == note->extra)
+            notified = true;
+          PQfreemem(note);
+        }
+        if (!conn.alive()) {
+          // The server announced the end (FATAL): reconnect now; everyone looks again then.
+          conn.drop();
+          listening = false;
+          continue;
+        }
+      }
+      if (notified)
+        wake_all();
+      else
+        wake_due();
+    }
+    // Stopping: parked polls answer empty, as a poll whose wait ran out.
+    std::vector<parked_poll> left;
+    {
+      std::lock_guard guard{mtx};
+      left.swap(parked);
+    }
+    for (auto& p : left)
+      p.done(std::vector<queue_message>{});
+  }
+
+  void wake_all() {
+    std::vector<parked_poll> ready;
+    {
+      std::lock_guard guard{mtx};
+      ++generation;
+      ready.swap(parked);
+    }
+    for (auto& p : ready)
+      dispatch(std::move(p));
+  }
+
+  void wake_due() {
+    std::vector<parked_poll> ready;
+    auto now = clock_type::now();
+    {
+      std::lock_guard guard{mtx};
+      auto it = std::partition(parked.begin(), parked.end(),
+                               [&](const parked_poll& p) { return p.recheck_at > now; });
+      std::move(it, parked.end(), std::back_inserter(ready));
+      parked.erase(it, parked.end());
+    }
+    for (auto& p : ready)
+      dispatch(std::move(p));
+  }
+};
+
+postgres_queue::postgres_queue(std::string database_url, std::string queue_name,
+                               postgres_queue_options opts)
+  : impl_(std::make_unique<impl>(std::move(database_url), std::move(queue_name),
+                                 std::move(opts))) {
+}
+
+postgres_queue::~postgres_queue() = default;
+
+void postgres_queue::receive(int max_messages, std::chrono::seconds wait,
+                             std::chrono::seconds visibility,
+                             callback<std::vector<queue_message>> done) {
+  impl::parked_poll poll;
+  poll.max_messages = std::clamp(max_messages, 1, 10);
+  poll.visibility = std::clamp(visibility, std::chrono::seconds{0}, std::chrono::seconds{43200});
+  poll.deadline = clock_type::now() + std::clamp(wait, std::chrono::seconds{0},
+                                                 std::chrono::seconds{20});
+  poll.done = std::move(done);
+  impl_->dispatch(std::move(poll));
+}
+
+void postgres_queue::remove(std::vector<std::string> receipts,
+                            callback<std::vector<batch_entry_result>> done) {
+  impl_->pool->submit([this, receipts = std::move(receipts),
+                       done = std::move(done)](pg::connection& conn) {
+    std::vector<batch_entry_result> out;
+    std::vector<param> valid;
+    for (auto& r : receipts) {
+      if (uuid::parse(r)) {
+        valid.emplace_back(r);
+        out.push_back(ok_entry(r));
+      } else {
+        out.push_back(failed_entry(
+          r, error::make_permanent("queue.ReceiptHandleIsInvalid", "not a receipt: " + r)));
+      }
+    }
+    if (!valid.empty()) {
+      // A stale receipt matches no row: the message was received again or is gone, and the
+      // delete does nothing, as SQS does.
+      auto res = conn.exec(delete_sql, {impl_->queue, pg::array_literal(valid)});
+      if (!res) {
+        for (auto& e : out)
+          if (!e.failed)
+            e = failed_entry(e.ref, res.error());
+      }
+    }
+    done(std::move(out));
+  });
+}
+
+void postgres_queue::change_visibility(std::vector<visibility_change> changes,
+                                       callback<std::vector<batch_entry_result>> done) {
+  impl_->pool->submit([this, changes = std::move(changes),
+                       done = std::move(done)](pg::connection& conn) {
+    std::vector<batch_entry_result> out;
+    std::vector<param> receipts, secs;
+    for (auto& c : changes) {
+      if (!uuid::parse(c.receipt)) {
+        out.push_back(failed_entry(c.receipt,
+                                   error::make_permanent("queue.ReceiptHandleIsInvalid",
+                                                         "not a receipt: " + c.receipt)));
+      } else if (c.timeout.count() < 0 || c.timeout.count() > 43200) {
+        out.push_back(failed_entry(
+          c.receipt, error::make_permanent("queue.InvalidParameterValue",
+                                           "visibility timeout must be within 0..43200 s")));
+      } else {
+        receipts.emplace_back(c.receipt);
+        secs.emplace_back(std::to_string(c.timeout.count()));
+        out.push_back(ok_entry(c.receipt));
+      }
+    }
+    if (!receipts.empty()) {
+      auto res = conn.exec(visibility_sql, {impl_->queue, pg::array_literal(receipts),
+                                            pg::array_literal(secs)});
+      if (!res) {
+        for (auto& e : out)
+          if (!e.failed)
+            e = failed_entry(e.ref, res.error());
+      } else {
+        std::vector<std::string> changed;
+        for (int r = 0; r < res->size(); ++r)
+          changed.push_back(res->str(r, 0));
+        // A stale receipt changes nothing. The entry says so (as SQS's MessageNotInflight
+        // does), so that a heartbeat learns that the message is no longer its to extend.
+        for (auto& e : out) {
+          if (e.failed)
+            continue;
+          auto canonical = uuid::parse(e.ref)->str();
+          if (std::find(changed.begin(), changed.end(), canonical) == changed.end())
+            e = failed_entry(e.ref, error::make_claim_lost(
+                                      "receipt is stale: the message was received again or "
+                                      "deleted"));
+        }
+      }
+    }
+    done(std::move(out));
+  });
+}
+
+void postgres_queue::send(std::vector<outgoing_message> messages,
+                          callback<std::vector<batch_entry_result>> done) {
+  impl_->pool->submit([this, messages = std::move(messages),
+                       done = std::move(done)](pg::connection& conn) {
+    std::vector<batch_entry_result> out;
+    std::vector<param> ids, bodies, delays;
+    for (auto& m : messages) {
+      if (m.body.find('\0') != std::string::npos) {
+        out.push_back(failed_entry(
+          "", error::make_permanent("queue.InvalidMessageContents", "body contains NUL")));
+      } else if (m.delay.count() < 0 || m.delay.count() > 900) {
+        out.push_back(failed_entry(
+          "", error::make_permanent("queue.InvalidParameterValue", "delay must be 0..900 s")));
+      } else {
+        auto id = uuid::v7().str();
+        ids.emplace_back(id);
+        bodies.emplace_back(m.body);
+        delays.emplace_back(std::to_string(m.delay.count()));
+        out.push_back(ok_entry(id));
+      }
+    }
+    if (!ids.empty()) {
+      auto res = conn.exec(send_sql, {impl_->queue, pg::array_literal(ids),
+                                      pg::array_literal(bodies), pg::array_literal(delays)});
+      if (!res) {
+        for (auto& e : out)
+          if (!e.failed)
+            e = failed_entry(e.ref, res.error());
+      }
+    }
+    done(std::move(out));
+  });
+}
+
+void postgres_queue::stats(callback<queue_stats> done) {
+  impl_->pool->submit([this, done = std::move(done)](pg::connection& conn) {
+    auto res = conn.exec(stats_sql, {impl_->queue});
+    if (!res)
+      return done(res.error());
+    queue_stats s;
+    if (res->size() == 1) {
+      s.visible = res->i64(0, 0);
+      s.in_flight = res->i64(0, 1);
+      s.delayed = res->i64(0, 2);
+      s.oldest_age_seconds = res->i64(0, 3);
+    }
+    done(s);
+  });
+}
+
+std::string postgres_queue::name() const {
+  return "postgres";
+}
+
+const std::string& postgres_queue::queue_name() const {
+  return impl_->queue;
+}
+
+const std::string& postgres_queue::dead_letter_queue() const {
+  return impl_->dlq;
+}
+
+} // namespace ingestd

@@ -1,0 +1,51 @@
+// The queue port on PostgreSQL (table queue_message) with SQS semantics: visibility timeouts,
+// a fresh receipt per receive, receive counts, delays, LISTEN/NOTIFY long polls, DLQ redrive.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "adapters/queue/queue.hpp"
+
+namespace ingestd {
+
+struct postgres_queue_options {
+  /// Connection threads for receive, delete, visibility, send and stats.
+  int pool_size = 2;
+  /// A message received this many times is moved to the dead-letter queue on its next
+  /// receive instead of being delivered (SQS maxReceiveCount); 0 turns redrive off.
+  int max_receive_count = 0;
+  /// The dead-letter queue's name (rows of the same table); empty means "<queue>-dlq".
+  std::string dead_letter_queue;
+};
+
+/// Callbacks run on the adapter's threads. Destroying the queue answers pending long polls
+/// with what they have (nothing), then closes the connections.
+class postgres_queue final : public queue {
+public:
+  postgres_queue(std::string database_url, std::string queue_name,
+                 postgres_queue_options opts = {});
+  ~postgres_queue() override;
+
+  void receive(int max_messages, std::chrono::seconds wait, std::chrono::seconds visibility,
+               callback<std::vector<queue_message>> done) override;
+  void remove(std::vector<std::string> receipts,
+              callback<std::vector<batch_entry_result>> done) override;
+  void change_visibility(std::vector<visibility_change> changes,
+                         callback<std::vector<batch_entry_result>> done) override;
+  void send(std::vector<outgoing_message> messages,
+            callback<std::vector<batch_entry_result>> done) override;
+  void stats(callback<queue_stats> done) override;
+  std::string name() const override;
+
+  /// The queue this adapter reads (and the dead-letter queue it redrives to).
+  const std::string& queue_name() const;
+  const std::string& dead_letter_queue() const;
+
+  struct impl;
+
+private:
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace ingestd

@@ -1,0 +1,398 @@
+// postgres_queue on a fresh schema: SQS semantics (visibility, receipts, receive counts, delays,
+// DLQ redrive), concurrent consumers, long polls woken by NOTIFY, and a terminated backend.
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "adapters/queue/postgres_queue.hpp"
+#include "tests/support/environment.hpp"
+#include "tests/support/postgres/await.hpp"
+#include "tests/support/postgres/pg_fixture.hpp"
+
+using namespace ingestd;
+using namespace std::chrono_literals;
+using ingestd::test::await;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+using messages = std::vector<queue_message>;
+using entries = std::vector<batch_entry_result>;
+
+class pg_queue_test : public ingestd::test::postgres_test {
+protected:
+  void SetUp() override {
+    postgres_test::SetUp();
+    if (HasFatalFailure())
+      return;
+    name = ingestd::test::unique_name("q");
+  }
+
+  std::unique_ptr<postgres_queue> make(postgres_queue_options opts = {}) {
+    return std::make_unique<postgres_queue>(db->url(), name, opts);
+  }
+
+  std::vector<std::string> send(queue& q, std::vector<std::string> bodies,
+                                std::chrono::seconds delay = 0s) {
+    std::vector<outgoing_message> out;
+    for (auto& b : bodies)
+      out.push_back({b, delay});
+    auto res = await<entries>([&](auto cb) { q.send(out, cb); });
+    EXPECT_TRUE(res) << res.error().describe();
+    std::vector<std::string> ids;
+    for (auto& e : *res) {
+      EXPECT_FALSE(e.failed) << e.error.describe();
+      ids.push_back(e.ref);
+    }
+    return ids;
+  }
+
+  messages receive(queue& q, int max, std::chrono::seconds wait, std::chrono::seconds vis) {
+    auto res = await<messages>([&](auto cb) { q.receive(max, wait, vis, cb); });
+    EXPECT_TRUE(res) << res.error().describe();
+    return res ? *res : messages{};
+  }
+
+  entries remove(queue& q, std::vector<std::string> receipts) {
+    auto res = await<entries>([&](auto cb) { q.remove(receipts, cb); });
+    EXPECT_TRUE(res) << res.error().describe();
+    return res ? *res : entries{};
+  }
+
+  entries change(queue& q, std::string receipt, std::chrono::seconds timeout) {
+    auto res = await<entries>([&](auto cb) { q.change_visibility({{receipt, timeout}}, cb); });
+    EXPECT_TRUE(res) << res.error().describe();
+    return res ? *res : entries{};
+  }
+
+  queue_stats stats(queue& q) {
+    auto res = await<queue_stats>([&](auto cb) { q.stats(cb); });
+    EXPECT_TRUE(res) << res.error().describe();
+    return res ? *res : queue_stats{};
+  }
+
+  std::string name;
+};
+
+} // namespace
+
+TEST_F(pg_queue_test, send_receive_delete) {
+  auto q = make();
+  EXPECT_EQ(q->name(), "postgres");
+  auto ids = send(*q, {"a", "b", "c"});
+  ASSERT_EQ(ids.size(), 3u);
+  auto s = stats(*q);
+  EXPECT_EQ(s.visible, 3);
+  EXPECT_EQ(s.in_flight, 0);
+  auto got = receive(*q, 10, 0s, 60s);
+  ASSERT_EQ(got.size(), 3u);
+  std::set<std::string> bodies, got_ids;
+  for (auto& m : got) {
+    bodies.insert(m.body);
+    got_ids.insert(m.id);
+    EXPECT_EQ(m.receive_count, 1);
+    EXPECT_FALSE(m.receipt.empty());
+    EXPECT_GT(m.sent_at_ms, 1'600'000'000'000);
+  }
+  EXPECT_EQ(bodies, (std::set<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(got_ids, std::set<std::string>(ids.begin(), ids.end()));
+  s = stats(*q);
+  EXPECT_EQ(s.visible, 0);
+  EXPECT_EQ(s.in_flight, 3);
+  // In flight: nobody else receives them.
+  EXPECT_TRUE(receive(*q, 10, 0s, 60s).empty());
+  std::vector<std::string> receipts;
+  for (auto& m : got)
+    receipts.push_back(m.receipt);
+  auto del = remove(*q, receipts);
+  ASSERT_EQ(del.size(), 3u);
+  for (auto& e : del)
+    EXPECT_FALSE(e.failed);
+  s = stats(*q);
+  EXPECT_EQ(s.visible + s.in_flight + s.delayed, 0);
+  EXPECT_EQ(db->scalar("SELECT count(*) FROM queue_message"), "0");
+}
+
+TEST_F(pg_queue_test, queues_are_separate) {
+  auto q = make();
+  postgres_queue other{db->url(), name + "_other"};
+  send(other, {"elsewhere"});
+  EXPECT_TRUE(receive(*q, 10, 0s, 60s).empty());
+  auto got = receive(other, 10, 0s, 60s);
+  ASSERT_EQ(got.size(), 1u);
+  // A receipt of another queue deletes nothing here.
+  remove(*q, {got[0].receipt});
+  EXPECT_EQ(stats(other).in_flight, 1);
+}
+
+TEST_F(pg_queue_test, batch_is_at_most_ten) {
+  auto q = make();
+  std::vector<std::string> bodies;
+  for (int i = 0; i < 25; ++i)
+    bodies.push_back("m" + std::to_string(i));
+  send(*q, bodies);
+  auto first = receive(*q, 50, 0s, 60s);
+  ASSERT_EQ(first.size(), 10u);
+  auto second = receive(*q, 3, 0s, 60s);
+  ASSERT_EQ(second.size(), 3u);
+  std::set<std::string> seen;
+  for (auto& m : first)
+    seen.insert(m.body);
+  for (auto& m : second)
+    EXPECT_FALSE(seen.contains(m.body));
+}
+
+TEST_F(pg_queue_test, concurrent_consumers_receive_every_message_once) {
+  constexpr int messages_total = 400;
+  constexpr int consumers = 4;
+  auto producer = make();
+  std::vector<std::string> bodies;
+  for (int i = 0; i < messages_total; ++i)
+    bodies.push_back("msg-" + std::to_string(i));
+  for (int i = 0; i < messages_total; i += 100)
+    send(*producer, std::vector<std::string>(bodies.begin() + i, bodies.begin() + i + 100));
+
+  std::mutex mtx;
+  std::map<std::string, int> received;
+  std::atomic<int> deleted{0};
+  std::atomic<bool> failed{false};
+  auto deadline = clock_type::now() + 60s;
+  std::vector<std::thread> threads;
+  for (int c = 0; c < consumers; ++c) {
+    threads.emplace_back([&] {
+      // Each consumer is its own adapter (its own connections), as separate nodes are.
+      postgres_queue q{db->url(), name};
+      while (deleted.load() < messages_total && clock_type::now() < deadline) {
+        auto got = await<messages>([&](auto cb) { q.receive(10, 1s, 120s, cb); });
+        if (!got) {
+          failed = true;
+          return;
+        }
+        std::vector<std::string> receipts;
+        {
+          std::lock_guard guard{mtx};
+          for (auto& m : *got) {
+            ++received[m.body];
+            receipts.push_back(m.receipt);
+          }
+        }
+        if (receipts.empty())
+          continue;
+        auto del = await<entries>([&](auto cb) { q.remove(receipts, cb); });
+        if (!del) {
+          failed = true;
+          return;
+        }
+        deleted += static_cast<int>(receipts.size());
+      }
+    });
+  }
+  for (auto& t : threads)
+    t.join();
+  ASSERT_FALSE(failed);
+  EXPECT_EQ(deleted.load(), messages_total);
+  EXPECT_EQ(received.size(), static_cast<size_t>(messages_total));
+  for (auto& [body, count] : received)
+    EXPECT_EQ(count, 1) << body << " was received by more than one consumer";
+  EXPECT_EQ(db->scalar("SELECT count(*) FROM queue_message"), "0");
+}
+
+TEST_F(pg_queue_test, stale_receipts_change_nothing) {
+  auto q = make();
+  send(*q, {"x"});
+  auto first = receive(*q, 1, 0s, 60s);
+  ASSERT_EQ(first.size(), 1u);
+  // Make it visible again and receive it anew: the first receipt is now stale.
+  auto vis = change(*q, first[0].receipt, 0s);
+  ASSERT_EQ(vis.size(), 1u);
+  EXPECT_FALSE(vis[0].failed) << vis[0].error.describe();
+  auto second = receive(*q, 1, 0s, 60s);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].id, first[0].id);
+  EXPECT_EQ(second[0].receive_count, 2);
+  EXPECT_NE(second[0].receipt, first[0].receipt);
+
+  // A delete with the stale receipt succeeds and deletes nothing.
+  auto del = remove(*q, {first[0].receipt});
+  ASSERT_EQ(del.size(), 1u);
+  EXPECT_FALSE(del[0].failed);
+  EXPECT_EQ(stats(*q).in_flight, 1);
+  // A visibility change with it changes nothing, and its entry says the receipt is stale.
+  auto stale = change(*q, first[0].receipt, 0s);
+  ASSERT_EQ(stale.size(), 1u);
+  EXPECT_TRUE(stale[0].failed);
+  EXPECT_TRUE(stale[0].error.claim_lost());
+  EXPECT_EQ(stats(*q).in_flight, 1);
+  EXPECT_TRUE(receive(*q, 1, 0s, 60s).empty());
+
+  // Malformed receipts are a permanent, per-entry error.
+  auto bad = remove(*q, {"not-a-receipt", second[0].receipt});
+  ASSERT_EQ(bad.size(), 2u);
+  EXPECT_TRUE(bad[0].failed);
+  EXPECT_TRUE(bad[0].error.permanent());
+  EXPECT_FALSE(bad[1].failed);
+  EXPECT_EQ(db->scalar("SELECT count(*) FROM queue_message"), "0");
+}
+
+TEST_F(pg_queue_test, visibility_expiry_redelivers_with_a_higher_receive_count) {
+  auto q = make();
+  send(*q, {"again"});
+  auto first = receive(*q, 1, 0s, 1s);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].receive_count, 1);
+  // The long poll wakes when the visibility timeout runs out (no notification is sent then).
+  auto t0 = clock_type::now();
+  auto second = receive(*q, 1, 10s, 60s);
+  auto waited = clock_type::now() - t0;
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].id, first[0].id);
+  EXPECT_EQ(second[0].receive_count, 2);
+  EXPECT_LT(waited, 5s);
+  // Extending visibility keeps it hidden.
+  auto ext = change(*q, second[0].receipt, 600s);
+  ASSERT_EQ(ext.size(), 1u);
+  EXPECT_FALSE(ext[0].failed);
+  EXPECT_EQ(db->scalar("SELECT visible_at > now() + interval '590 s' FROM queue_message"), "t");
+  auto out_of_range = change(*q, second[0].receipt, 50000s);
+  EXPECT_TRUE(out_of_range.at(0).failed);
+  EXPECT_TRUE(out_of_range.at(0).error.permanent());
+}
+
+TEST_F(pg_queue_test, delay_is_honoured) {
+  auto q = make();
+  auto sent = clock_type::now();
+  send(*q, {"later"}, 2s);
+  EXPECT_TRUE(receive(*q, 1, 0s, 60s).empty());
+  auto s = stats(*q);
+  EXPECT_EQ(s.delayed, 1);
+  EXPECT_EQ(s.visible, 0);
+  auto got = receive(*q, 1, 10s, 60s);
+  auto elapsed = clock_type::now() - sent;
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].body, "later");
+  EXPECT_GE(elapsed, 1800ms);
+  EXPECT_LT(elapsed, 6s);
+  // Out-of-range delays are refused per entry.
+  auto res = await<entries>([&](auto cb) { q->send({{"x", 901s}, {"y", 0s}}, cb); });
+  ASSERT_TRUE(res);
+  EXPECT_TRUE(res->at(0).failed);
+  EXPECT_FALSE(res->at(1).failed);
+}
+
+TEST_F(pg_queue_test, redrive_to_the_dead_letter_queue_after_max_receives) {
+  postgres_queue_options opts;
+  opts.max_receive_count = 2;
+  auto q = make(opts);
+  EXPECT_EQ(q->dead_letter_queue(), name + "-dlq");
+  postgres_queue dlq{db->url(), q->dead_letter_queue()};
+  send(*q, {"poison", "fine"});
+  for (int round = 1; round <= 2; ++round) {
+    auto got = receive(*q, 10, 0s, 60s);
+    ASSERT_EQ(got.size(), 2u);
+    for (auto& m : got) {
+      EXPECT_EQ(m.receive_count, round);
+      if (m.body == "fine" && round == 2)
+        remove(*q, {m.receipt});
+      else
+        change(*q, m.receipt, 0s);
+    }
+  }
+  // The third receive would exceed the maximum: the message moves to the DLQ instead.
+  EXPECT_TRUE(receive(*q, 10, 0s, 60s).empty());
+  EXPECT_EQ(stats(*q).visible + stats(*q).in_flight, 0);
+  auto dead = receive(dlq, 10, 0s, 60s);
+  ASSERT_EQ(dead.size(), 1u);
+  EXPECT_EQ(dead[0].body, "poison");
+  EXPECT_EQ(dead[0].receive_count, 1);
+}
+
+TEST_F(pg_queue_test, redrive_frees_batch_slots_for_live_messages) {
+  postgres_queue_options opts;
+  opts.max_receive_count = 1;
+  opts.dead_letter_queue = name + "_dead";
+  auto q = make(opts);
+  send(*q, {"p1", "p2"});
+  for (auto& m : receive(*q, 10, 0s, 60s))
+    change(*q, m.receipt, 0s);
+  send(*q, {"live"});
+  auto got = receive(*q, 10, 0s, 60s);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].body, "live");
+  postgres_queue dead{db->url(), name + "_dead"};
+  EXPECT_EQ(stats(dead).visible, 2);
+}
+
+TEST_F(pg_queue_test, long_poll_returns_promptly_on_send) {
+  auto consumer = make();
+  auto producer = make();
+  // Let the consumer's listener connect first (its LISTEN is what the wake-up rides on).
+  EXPECT_TRUE(receive(*consumer, 1, 0s, 60s).empty());
+  for (int round = 0; round < 3; ++round) {
+    std::promise<result<messages>> promise;
+    auto future = promise.get_future();
+    auto started = clock_type::now();
+    consumer->receive(10, 20s, 60s, [&](result<messages> r) { promise.set_value(std::move(r)); });
+    // The poll is parked: nothing to receive yet.
+    ASSERT_EQ(future.wait_for(300ms), std::future_status::timeout);
+    auto sent = clock_type::now();
+    send(*producer, {"wake-" + std::to_string(round)});
+    ASSERT_EQ(future.wait_for(10s), std::future_status::ready);
+    auto woke = clock_type::now();
+    auto got = future.get();
+    ASSERT_TRUE(got) << got.error().describe();
+    ASSERT_EQ(got->size(), 1u);
+    EXPECT_EQ(got->at(0).body, "wake-" + std::to_string(round));
+    EXPECT_LT(woke - sent, 1s) << "the long poll did not wake on NOTIFY";
+    EXPECT_LT(woke - started, 5s);
+  }
+}
+
+TEST_F(pg_queue_test, empty_long_poll_waits_out_its_time) {
+  auto q = make();
+  auto t0 = clock_type::now();
+  EXPECT_TRUE(receive(*q, 10, 1s, 60s).empty());
+  auto waited = clock_type::now() - t0;
+  EXPECT_GE(waited, 950ms);
+  EXPECT_LT(waited, 4s);
+}
+
+TEST_F(pg_queue_test, destruction_answers_a_parked_poll) {
+  auto q = make();
+  std::promise<result<messages>> promise;
+  auto future = promise.get_future();
+  q->receive(10, 20s, 60s, [&](result<messages> r) { promise.set_value(std::move(r)); });
+  ASSERT_EQ(future.wait_for(200ms), std::future_status::timeout);
+  auto t0 = clock_type::now();
+  q.reset();
+  ASSERT_EQ(future.wait_for(5s), std::future_status::ready);
+  EXPECT_LT(clock_type::now() - t0, 5s);
+  auto got = future.get();
+  ASSERT_TRUE(got);
+  EXPECT_TRUE(got->empty());
+}
+
+TEST_F(pg_queue_test, survives_terminated_backends) {
+  auto q = make();
+  send(*q, {"before"});
+  EXPECT_EQ(receive(*q, 10, 0s, 60s).size(), 1u);
+  ASSERT_GE(db->terminate_adapter_backends(), 1);
+  send(*q, {"after"});
+  auto got = receive(*q, 10, 5s, 60s);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].body, "after");
+  // The listener reconnects too: a parked poll wakes on a later send.
+  std::promise<result<messages>> promise;
+  auto future = promise.get_future();
+  q->receive(10, 20s, 60s, [&](result<messages> r) { promise.set_value(std::move(r)); });
+  ASSERT_EQ(future.wait_for(300ms), std::future_status::timeout);
+  postgres_queue producer{db->url(), name};
+  send(producer, {"wake"});
+  ASSERT_EQ(future.wait_for(10s), std::future_status::ready);
+  auto woke = future.get();
+  ASSERT_TRUE(woke);
+  ASSERT_EQ(woke->size(), 1u);
+}
