@@ -564,7 +564,8 @@ const std::vector<label>& labels() {
       {"account number", kind::other_number}, {"order no", kind::other_number},
       {"order number", kind::other_number}, {"po number", kind::other_number},
       {"p.o. number", kind::other_number}, {"purchase order", kind::other_number},
-      {"po no", kind::other_number}, {"reference", kind::other_number},
+      {"po no", kind::other_number}, {"p.o. #", kind::other_number}, {"po #", kind::other_number},
+      {"p.o.", kind::other_number}, {"reference", kind::other_number},
       {"kundennummer", kind::other_number}, {"kunden-nr.", kind::other_number},
       {"kunden-nr", kind::other_number}, {"kundennr", kind::other_number},
       {"auftragsnummer", kind::other_number}, {"auftrags-nr.", kind::other_number},
@@ -638,6 +639,8 @@ const std::vector<label>& labels() {
       {"excl. vat", kind::net_qualifier}, {"excl vat", kind::net_qualifier},
       {"excluding vat", kind::net_qualifier}, {"exkl. mwst.", kind::net_qualifier},
       {"(net)", kind::net_qualifier}, {"net", kind::net_qualifier},
+      {"ship to", kind::contact}, {"deliver to", kind::contact}, {"delivery address", kind::contact},
+      {"lieferadresse", kind::contact}, {"lieferanschrift", kind::contact},
       {"phone", kind::contact}, {"tel", kind::contact}, {"tel.", kind::contact},
       {"telefon", kind::contact}, {"fax", kind::contact}, {"e-mail", kind::contact},
       {"email", kind::contact}, {"web", kind::contact}, {"www", kind::contact},
@@ -782,6 +785,15 @@ private:
   std::string prefix_before_label(size_t i) const;
   bool starts_with_label(size_t i) const;
 
+  /// A row of column headings ("Invoice Date   Invoice #   Terms"): values are in the row below.
+  bool header_row(size_t i) const {
+    size_t labels = 0;
+    for (const auto& h : hits_[i])
+      labels += h.k != kind::qualifier && h.k != kind::net_qualifier ? 1 : 0;
+    return labels >= 2 && dates_[i].empty() && find_amounts(masked_[i]).empty()
+           && cells_of(raw_[i]).size() >= 2;
+  }
+
   bool line_has_only_label(size_t i, size_t h) const {
     auto [b, e] = segment(i, h);
     auto rest = trim(std::string_view{raw_[i]}.substr(b, e - b));
@@ -887,7 +899,7 @@ void run_state::find_keyed_fields() {
             return tok;
           };
           auto v = value_of(seg_raw);
-          if (!v && k == kind::invoice_number && line_has_only_label(i, h))
+          if (!v && k == kind::invoice_number && (line_has_only_label(i, h) || header_row(i)))
             if (auto c = below(i, hs[h].begin))
               v = value_of(c->second);
           if (!v)
@@ -911,7 +923,7 @@ void run_state::find_keyed_fields() {
               v = d.iso;
               break;
             }
-          if (!v && line_has_only_label(i, h))
+          if (!v && (line_has_only_label(i, h) || header_row(i)))
             if (auto c = below(i, hs[h].begin))
               if (auto d = find_dates(lower(c->second), day_first_); !d.empty())
                 v = d.front().iso;
@@ -931,6 +943,9 @@ void run_state::find_keyed_fields() {
           static const std::regex days{R"((\d{1,3}) ?(days|tage|tagen)|net ?(\d{1,3}))"};
           std::smatch m;
           std::string seg_low = low_[i].substr(b);
+          if (header_row(i))
+            if (auto c = below(i, hs[h].begin))
+              seg_low = lower(c->second);
           if (std::regex_search(seg_low, m, days))
             terms_days_ = std::stoi(m[1].matched ? m[1].str() : m[3].str());
           break;
@@ -1260,11 +1275,22 @@ void run_state::find_parties() {
           if (trim(raw_[j]).empty())
             continue;
           if (at_start) {
-            value = prefix_before_label(j);
+            // The first cell: "Miller LLC        Miller LLC" is bill-to beside ship-to.
+            auto first_cell = [this](size_t line) {
+              size_t end = raw_[line].size();
+              for (const auto& x : hits_[line])
+                if (x.k != kind::qualifier && x.k != kind::net_qualifier) {
+                  end = x.begin;
+                  break;
+                }
+              auto cs = cells_of(std::string_view{raw_[line]}.substr(0, end));
+              return cs.empty() ? std::string{} : clean_value(cs.front().text);
+            };
+            value = first_cell(j);
             block_line = j;
             // A salutation line ("Frau", "Herrn", "Mr") precedes the name.
             if (is_salutation(value) && j + 1 < raw_.size()) {
-              value = prefix_before_label(j + 1);
+              value = first_cell(j + 1);
               block_line = j + 1;
             }
           } else if (cells_of(raw_[j]).size() >= 2) {
@@ -1581,7 +1607,9 @@ void run_state::find_line_items() {
                          "e-preis", "ep", "stückpreis", "price/unit"}) ? 1 : 0)
                  + (has({"amount", "total", "line total", "betrag", "gesamt", "gesamtpreis",
                          "summe", "netto", "gesamtbetrag"}) ? 1 : 0);
-    if (desc && others >= 2 && find_amounts(masked_[i]).empty())
+    bool amount_col = has({"amount", "total", "line total", "betrag", "gesamt", "gesamtpreis", "summe",
+                           "gesamtbetrag"});
+    if (desc && (others >= 2 || (others == 1 && amount_col)) && find_amounts(masked_[i]).empty())
       header = i;
   }
   if (header == SIZE_MAX)
