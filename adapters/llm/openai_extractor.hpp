@@ -61,8 +61,10 @@ public:
   void extract(std::string text, callback<extraction> done) override;
   std::string name() const override { return "openai"; }
 
+  /// Requests sent and retries scheduled so far (all extract() calls together).
   openai_stats stats() const;
 
+  /// Implementation detail: the state every in-flight call shares (defined in the .cpp).
   struct shared;
 
 private:
