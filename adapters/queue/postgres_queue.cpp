@@ -92,6 +92,8 @@ SELECT count(*) FILTER (WHERE visible_at <= now()),
 /// Re-checks a parked poll at least this often even without a notification, so a notification
 /// lost with the listener's connection costs latency, not a message.
 constexpr std::chrono::milliseconds safety_recheck{5000};
+/// How soon a poll retries after a transient database error (within its wait).
+constexpr std::chrono::milliseconds error_retry{500};
 /// Visible rows that another receive holds locked are released within its statement.
 constexpr std::chrono::milliseconds locked_recheck{20};
 
@@ -180,6 +182,12 @@ struct postgres_queue::impl {
       if (!res) {
         if (!out.empty())
           break;
+        // The database is unreachable: retry within the poll's wait rather than answer at once,
+        // so that a poller that re-polls on error does not spin; report when the wait ran out.
+        if (res.error().transient() && clock_type::now() + error_retry < poll.deadline) {
+          poll.recheck_at = clock_type::now() + error_retry;
+          return park(std::move(poll), seen);
+        }
         return poll.done(res.error());
       }
       int moved = 0;

@@ -134,10 +134,10 @@ CREATE TABLE queue_message (
   fillfactor = 70
 );
 
--- The dequeue predicate and order: queue_name = $1 AND visible_at <= now() ORDER BY visible_at, id.
--- Finished messages are deleted, never flagged, so every row is live and the index needs no
--- further predicate; the one row state excluded is a redriven-away message, which changes
--- queue_name and leaves this queue's range.
+-- The dequeue predicate and order: queue_name = $1 AND visible_at <= now() ORDER BY visible_at, id
+-- (REFERENCE's planner trap: never walk the primary key). It carries no partial predicate because
+-- there is nothing to exclude: a finished message is deleted, not flagged, and a redriven one
+-- changes queue_name; visibility depends on now(), which an index predicate cannot use.
 CREATE INDEX queue_message_dequeue_idx ON queue_message (queue_name, visible_at, id);
 CREATE UNIQUE INDEX queue_message_receipt_idx ON queue_message (receipt) WHERE receipt IS NOT NULL;
 

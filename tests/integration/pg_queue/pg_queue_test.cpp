@@ -103,6 +103,10 @@ TEST_F(pg_queue_test, send_receive_delete) {
   s = stats(*q);
   EXPECT_EQ(s.visible, 0);
   EXPECT_EQ(s.in_flight, 3);
+  db->query("UPDATE queue_message SET sent_at = now() - interval '100 s' WHERE body = 'a'");
+  s = stats(*q);
+  EXPECT_GE(s.oldest_age_seconds, 100);
+  EXPECT_LT(s.oldest_age_seconds, 200);
   // In flight: nobody else receives them.
   EXPECT_TRUE(receive(*q, 10, 0s, 60s).empty());
   std::vector<std::string> receipts;
@@ -373,6 +377,24 @@ TEST_F(pg_queue_test, destruction_answers_a_parked_poll) {
   auto got = future.get();
   ASSERT_TRUE(got);
   EXPECT_TRUE(got->empty());
+}
+
+TEST(pg_queue_errors, unreachable_database_fails_after_the_wait_not_at_once) {
+  postgres_queue q{"postgresql://ingestd@127.0.0.1:1/none?connect_timeout=2", "q"};
+  auto t0 = clock_type::now();
+  auto res = await<messages>([&](auto cb) { q.receive(10, 2s, 60s, cb); });
+  auto waited = clock_type::now() - t0;
+  ASSERT_FALSE(res);
+  EXPECT_TRUE(res.error().transient());
+  EXPECT_EQ(res.error().code, "pg.connection");
+  EXPECT_GE(waited, 1s);
+  EXPECT_LT(waited, 6s);
+  auto now = await<messages>([&](auto cb) { q.receive(10, 0s, 60s, cb); });
+  ASSERT_FALSE(now);
+  auto sent = await<entries>([&](auto cb) { q.send({{"x", 0s}}, cb); });
+  ASSERT_TRUE(sent);
+  EXPECT_TRUE(sent->at(0).failed);
+  EXPECT_TRUE(sent->at(0).error.transient());
 }
 
 TEST_F(pg_queue_test, survives_terminated_backends) {
