@@ -1,5 +1,6 @@
 // Unit tests of the S3 client with a scripted http_client: URLs (path style, virtual host, key
 // encoding), signed payload headers, size limits, XML errors and their classification.
+#include <future>
 #include <string>
 #include <vector>
 
@@ -324,4 +325,22 @@ TEST(s3_errors, transport_errors_pass_through) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, "http.connect");
   EXPECT_TRUE(r.error().transient());
+}
+
+TEST(s3_lifetime, store_destroyed_while_a_call_is_in_flight_still_answers_it) {
+  std::promise<void> gate;
+  auto opened = gate.get_future().share();
+  auto http = std::make_shared<fake_http_client>([opened](const http_request&)
+                                                   -> result<http_response> {
+    opened.wait();
+    return make_response(200, "late");
+  });
+  auto store = std::make_unique<s3_store>(http, test_options());
+  auto r = await<std::string>([&](auto cb) {
+    store->get("k", 10, std::move(cb));
+    store.reset();
+    gate.set_value();
+  });
+  ASSERT_TRUE(r);
+  EXPECT_EQ(*r, "late");
 }

@@ -1,5 +1,6 @@
 // Unit tests of the SQS client with a scripted http_client: the requests it builds (headers,
 // signature scope, JSON bodies, batching) and how it reads every awkward answer in REFERENCE.md.
+#include <future>
 #include <map>
 #include <set>
 #include <string>
@@ -624,4 +625,40 @@ TEST(sqs_protocol, batch_answers_with_missing_lists_and_string_sender_fault) {
   ASSERT_TRUE(b);
   EXPECT_TRUE(b->at(0).ok);
   EXPECT_FALSE(sqs::parse_batch("{\"Successful\":{}}"));
+}
+
+TEST(sqs_batch, extension_past_the_12_hour_total_is_refused_permanently) {
+  auto http = std::make_shared<fake_http_client>([](const http_request& req)
+                                                   -> result<http_response> {
+    return make_response(200, batch_answer(req, {{"0", {"InvalidParameterValue", true}}}));
+  });
+  auto q = make_queue(http);
+  auto r = await<std::vector<batch_entry_result>>(
+    [&](auto cb) { q->change_visibility({{"held-for-12h", 600s}}, std::move(cb)); });
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->at(0).failed);
+  EXPECT_EQ(r->at(0).error.code, "sqs.InvalidParameterValue");
+  EXPECT_TRUE(r->at(0).error.permanent());
+}
+
+// ---- lifetime -----------------------------------------------------------------------------------
+
+TEST(sqs_lifetime, queue_destroyed_while_calls_are_in_flight_still_answers_them) {
+  std::promise<void> gate;
+  auto opened = gate.get_future().share();
+  auto http = std::make_shared<fake_http_client>([opened](const http_request& req)
+                                                   -> result<http_response> {
+    opened.wait();
+    if (op_of(req) == "AmazonSQS.DeleteMessageBatch")
+      return make_response(200, batch_answer(req));
+    return make_response(200, "{}");
+  });
+  auto q = make_queue(http);
+  auto r = await<std::vector<batch_entry_result>>([&](auto cb) {
+    q->remove({"a", "b"}, std::move(cb));
+    q.reset();
+    gate.set_value();
+  });
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->size(), 2u);
 }
