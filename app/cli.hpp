@@ -27,6 +27,7 @@ struct arguments {
 std::optional<config> load_or_report(const arguments& args);
 
 int migrate_command(const arguments& args);
+int run_command(const arguments& args);
 int config_command(const arguments& args);
 
 } // namespace ingestd::cli

@@ -73,6 +73,7 @@ std::optional<config> load_or_report(const arguments& args) {
 int main(int argc, char** argv) {
   using command = std::function<int(const arguments&)>;
   const std::map<std::string, command> commands{
+    {"run", run_command},
     {"migrate", migrate_command},
     {"config", config_command},
     {"version", version_command},

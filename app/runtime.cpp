@@ -1,0 +1,173 @@
+// Builds the configured adapters.
+#include "app/runtime.hpp"
+
+#include <future>
+
+#include <unistd.h>
+
+#include "adapters/aws/aws_credentials.hpp"
+#include "adapters/db/pg_repository.hpp"
+#include "adapters/http/curl_engine.hpp"
+#include "adapters/llm/local_extractor.hpp"
+#include "adapters/llm/openai_extractor.hpp"
+#include "adapters/notify/webhook_notifier.hpp"
+#include "adapters/ocr/document_ai_transcriber.hpp"
+#include "adapters/ocr/local_transcriber.hpp"
+#include "adapters/queue/postgres_queue.hpp"
+#include "adapters/queue/sqs_queue.hpp"
+#include "adapters/storage/filesystem_store.hpp"
+#include "adapters/storage/s3_store.hpp"
+#include "adapters/support/log.hpp"
+#include "adapters/support/timer.hpp"
+
+namespace ingestd {
+
+runtime::~runtime() = default;
+
+namespace {
+
+template <class T, class Start>
+result<T> wait_for(Start start) {
+  auto p = std::make_shared<std::promise<result<T>>>();
+  auto f = p->get_future();
+  start([p](result<T> r) { p->set_value(std::move(r)); });
+  return f.get();
+}
+
+} // namespace
+
+worker_settings make_worker_settings(const config& cfg) {
+  using std::chrono::seconds;
+  worker_settings s;
+  s.worker_id = cfg.worker.id;
+  if (s.worker_id.empty()) {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    s.worker_id = std::string{host} + "-" + std::to_string(::getpid());
+  }
+  s.max_in_flight = cfg.worker.max_in_flight;
+  s.max_messages = cfg.queue.max_messages;
+  s.wait_time = seconds{cfg.queue.wait_time_seconds};
+  s.visibility_timeout = seconds{cfg.queue.visibility_timeout_seconds};
+  s.lease = seconds{cfg.worker.stale_ingestion_threshold_minutes * 60};
+  s.stale_threshold = s.lease;
+  s.heartbeat_rate = seconds{cfg.worker.heartbeat_rate_seconds};
+  s.heartbeat_extension = seconds{cfg.worker.heartbeat_extension_seconds};
+  s.heartbeat_actors = cfg.worker.heartbeat_pool_size;
+  s.max_attempts = cfg.worker.max_retry_attempts;
+  s.retry_backoff.clear();
+  for (auto x : cfg.worker.retry_backoff_seconds)
+    s.retry_backoff.push_back(seconds{x});
+  s.dead_letter_on_final_failure = cfg.queue.max_receive_count > 0;
+  s.step_timeout = seconds{cfg.worker.step_timeout_seconds};
+  s.quality_threshold = cfg.transcription.ocr_quality_threshold;
+  s.max_file_bytes = static_cast<size_t>(cfg.transcription.max_file_bytes);
+  s.shutdown_grace = seconds{cfg.worker.shutdown_grace_seconds};
+  s.sweeper_interval = seconds{cfg.worker.sweeper_interval_seconds};
+  return s;
+}
+
+result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& cpu, runtime_parts parts) {
+  auto rt = std::make_unique<runtime>();
+  rt->http = std::make_shared<curl_engine>();
+  rt->retry_timer = std::make_unique<thread_timer>();
+
+  bool aws_needed = (parts.queue && cfg.queue.backend == "sqs") || (parts.storage && cfg.storage.backend == "s3");
+  aws::aws_credentials creds;
+  if (aws_needed) {
+    auto c = aws::credentials_from_env();
+    if (!c)
+      return c.error();
+    creds = *c;
+  }
+
+  if (parts.database)
+    rt->db = std::make_shared<pg_repository>(cfg.database.url, pg_repository_options{cfg.database.pool_size});
+
+  if (parts.queue) {
+    if (cfg.queue.backend == "postgres") {
+      postgres_queue_options opts;
+      opts.max_receive_count = cfg.queue.max_receive_count;
+      opts.dead_letter_queue = cfg.queue.max_receive_count > 0 ? cfg.queue.dead_letter_name : std::string{};
+      rt->ingest_queue = std::make_shared<postgres_queue>(cfg.database.url, cfg.queue.name, opts);
+    } else {
+      sqs_connection conn;
+      conn.credentials = creds;
+      conn.region = cfg.aws.region;
+      conn.endpoint = cfg.aws.endpoint;
+      auto url = cfg.queue.url;
+      if (url.empty()) {
+        sqs_client client{rt->http, conn};
+        auto found = wait_for<std::string>([&](auto cb) { client.get_queue_url(cfg.queue.name, cb); });
+        if (!found)
+          return error{found.error().cls, found.error().code,
+                       "looking up SQS queue " + cfg.queue.name + ": " + found.error().message};
+        url = *found;
+      }
+      rt->ingest_queue = std::make_shared<sqs_queue>(rt->http, sqs_queue_options{conn, url, cfg.queue.name});
+    }
+  }
+
+  if (parts.storage) {
+    if (cfg.storage.backend == "filesystem") {
+      rt->storage = std::make_shared<filesystem_store>(cfg.storage.root);
+    } else {
+      s3_options opts;
+      opts.credentials = creds;
+      opts.region = cfg.aws.region;
+      opts.endpoint = cfg.aws.endpoint;
+      opts.bucket = cfg.storage.bucket;
+      opts.path_style = cfg.storage.path_style;
+      rt->storage = std::make_shared<s3_store>(rt->http, opts);
+    }
+  }
+
+  if (cfg.transcription.provider == "tesseract") {
+    local_transcriber_options opts;
+    opts.tesseract.languages = cfg.transcription.languages;
+    opts.limits.max_file_bytes = static_cast<size_t>(cfg.transcription.max_file_bytes);
+    opts.limits.max_pages = cfg.transcription.max_pages;
+    opts.document_timeout = std::chrono::seconds{cfg.transcription.timeout_seconds};
+    rt->ocr = std::make_shared<local_transcriber>(cpu, opts);
+  } else {
+    if (cfg.secrets.document_ai_token.empty())
+      return error::make_permanent("config.secret_missing",
+                                   "transcription.provider is document_ai but INGESTD_DOCUMENT_AI_TOKEN is not set");
+    document_ai_options opts;
+    opts.endpoint = cfg.transcription.document_ai_endpoint;
+    opts.access_token = cfg.secrets.document_ai_token;
+    opts.timeout = std::chrono::seconds{cfg.transcription.timeout_seconds};
+    opts.max_file_bytes = static_cast<size_t>(cfg.transcription.max_file_bytes);
+    rt->ocr = std::make_shared<document_ai_transcriber>(*rt->http, opts);
+  }
+
+  if (cfg.extraction.provider == "local") {
+    rt->extract = std::make_shared<local_extractor>();
+  } else {
+    if (cfg.secrets.llm_api_key.empty())
+      log::warn("extraction.provider is llm and INGESTD_LLM_API_KEY is not set: requests go without a key");
+    openai_options opts;
+    opts.base_url = cfg.extraction.llm_base_url;
+    opts.api_key = cfg.secrets.llm_api_key;
+    opts.model = cfg.extraction.llm_model;
+    opts.request_timeout = std::chrono::seconds{cfg.extraction.timeout_seconds};
+    opts.max_attempts = cfg.extraction.max_attempts;
+    rt->extract = std::make_shared<openai_extractor>(*rt->http, *rt->retry_timer, opts);
+  }
+
+  if (!cfg.secrets.notify_webhook_url.empty()) {
+    webhook_options opts;
+    opts.url = cfg.secrets.notify_webhook_url;
+    if (!cfg.notify.link_template.empty())
+      opts.link_template = cfg.notify.link_template;
+    auto notifier = std::make_shared<webhook_notifier>(*rt->http, opts);
+    rt->on_failed = [notifier](const claimed_ingestion& c, const error& e, int32_t attempts) {
+      notifier->notify_failed(failure_notice{c.ingestion_id.str(), c.document_id.str(), c.tenant_id.str(),
+                                             e.describe(), std::string{to_string(e.cls)}, attempts},
+                              [](result<void>) {});
+    };
+  }
+  return rt;
+}
+
+} // namespace ingestd

@@ -1,0 +1,45 @@
+// The adapters a configuration asks for, built and owned in one place (used by `run` and the
+// one-document commands): the HTTP engine, the queue, storage, database, OCR and extraction.
+#pragma once
+
+#include <memory>
+
+#include "actors/worker_context.hpp"
+#include "config/config.hpp"
+
+namespace ingestd {
+
+class http_client;
+class timer;
+class cpu_executor;
+
+struct runtime {
+  // Declared first so they are destroyed last: the adapters below hold references to them.
+  std::shared_ptr<http_client> http;
+  std::unique_ptr<timer> retry_timer;
+  std::shared_ptr<queue> ingest_queue;
+  std::shared_ptr<object_store> storage;
+  std::shared_ptr<repository> db;
+  std::shared_ptr<transcriber> ocr;
+  std::shared_ptr<extractor> extract;
+  std::function<void(const claimed_ingestion&, const error&, int32_t)> on_failed;
+
+  ~runtime();
+};
+
+/// Which adapters to build: the one-document commands need neither queue nor database.
+struct runtime_parts {
+  bool queue = true;
+  bool database = true;
+  bool storage = true;
+};
+
+/// Builds the adapters of `cfg`. `cpu` runs local OCR (it must outlive the runtime). Blocking
+/// (it may look an SQS queue URL up): call it before the actors start.
+result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& cpu,
+                                              runtime_parts parts = {});
+
+/// The worker's settings from the configuration.
+worker_settings make_worker_settings(const config& cfg);
+
+} // namespace ingestd

@@ -1,0 +1,253 @@
+// Every path of the job actor, on the deterministic scheduler with the port fakes.
+#define CAF_SUITE job
+#include "caf/test/unit_test_impl.hpp"
+
+#include "adapters/ocr/transcription_json.hpp"
+#include "adapters/storage/object_store.hpp"
+#include "tests/actors/support/actor_fixture.hpp"
+
+using namespace ingestd;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct fixture : test::actor_fixture {
+  heartbeat_actor hb = heartbeat();
+
+  uuid add_document(const std::string& text = "Invoice INV-1 total 119.00", int attempts = 0) {
+    auto id = db->add("documents/d.txt", "text/plain", attempts);
+    store->set("documents/d.txt", text);
+    return id;
+  }
+
+  size_t events_with(const uuid& id, const std::string& step) {
+    size_t n = 0;
+    for (auto& e : db->events())
+      if (e.ingestion_id == id && e.step == step)
+        ++n;
+    return n;
+  }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(job_tests, fixture)
+
+CAF_TEST(an invalid body is deleted without touching the database) {
+  auto o = run_job("not-a-uuid", hb);
+  CAF_CHECK_EQUAL(o.result, job_result::invalid);
+  CAF_CHECK_EQUAL(queue->deleted_ids().size(), 1u);
+  CAF_CHECK(db->events().empty());
+  CAF_CHECK_EQUAL(ocr->calls(), 0);
+}
+
+CAF_TEST(success runs every step and deletes the message once the outcome is stored) {
+  auto id = add_document();
+  auto o = run_job(id.str(), hb);
+  CAF_CHECK_EQUAL(o.result, job_result::completed);
+  CAF_CHECK_EQUAL(o.ingestion_id, id);
+  auto row = db->row(id);
+  CAF_CHECK_EQUAL(row.status, "completed");
+  CAF_CHECK_EQUAL(row.completions, 1);
+  CAF_CHECK_EQUAL(row.transcription_file_path, storage_keys::transcription(id.str()));
+  CAF_CHECK(store->object(storage_keys::transcription(id.str())).has_value());
+  CAF_CHECK_EQUAL(queue->deleted_ids().size(), 1u);
+  for (auto step : {"claim", "resume", "fetch", "transcribe", "store_transcription",
+                    "record_transcription", "extract", "gate", "complete", "ack"})
+    CAF_CHECK_EQUAL(events_with(id, step), 1u);
+  CAF_CHECK(db->violations().empty());
+  CAF_CHECK(queue->violations().empty());
+}
+
+CAF_TEST(a stored transcription is reused instead of transcribing again) {
+  auto id = add_document();
+  transcription t;
+  t.text = "stored text";
+  t.pages.push_back(transcription_page{1, "stored text", 0.9, {}});
+  t.page_count = 1;
+  t.quality_score = 0.9;
+  t.provider = "earlier";
+  store->set(storage_keys::transcription(id.str()), to_json(t));
+  auto o = run_job(id.str(), hb);
+  CAF_CHECK_EQUAL(o.result, job_result::completed);
+  CAF_CHECK_EQUAL(ocr->calls(), 0);
+  CAF_CHECK_EQUAL(events_with(id, "fetch"), 0u);
+  CAF_CHECK_EQUAL(db->row(id).transcription_file_path, storage_keys::transcription(id.str()));
+}
+
+CAF_TEST(a finished ingestion is skipped and its duplicate message deleted) {
+  auto id = add_document();
+  CAF_CHECK_EQUAL(run_job(id.str(), hb).result, job_result::completed);
+  auto o = run_job(id.str(), hb);
+  CAF_CHECK_EQUAL(o.result, job_result::skipped);
+  CAF_CHECK_EQUAL(o.detail, "already completed");
+  CAF_CHECK_EQUAL(db->row(id).completions, 1);
+  CAF_CHECK_EQUAL(queue->deleted_ids().size(), 2u);
+}
+
+CAF_TEST(an ingestion another worker holds is left alone its message not deleted) {
+  auto id = add_document();
+  db->hold_by_other(id);
+  auto o = run_job(id.str(), hb);
+  CAF_CHECK_EQUAL(o.result, job_result::skipped);
+  CAF_CHECK(queue->deleted_ids().empty());
+  CAF_CHECK_EQUAL(ocr->calls(), 0);
+}
+
+CAF_TEST(an unknown ingestion id is deleted) {
+  auto o = run_job(uuid::v7().str(), hb);
+  CAF_CHECK_EQUAL(o.result, job_result::skipped);
+  CAF_CHECK_EQUAL(o.detail, "no such ingestion");
+  CAF_CHECK_EQUAL(queue->deleted_ids().size(), 1u);
+}
+
+CAF_TEST(a database error at claim leaves the message for redelivery) {
+  auto id = add_document();
+  db->fail_next("claim", error::make_transient("pg.57P01", "admin shutdown"));
+  auto o = run_job(id.str(), hb);
+  CAF_CHECK_EQUAL(o.result, job_result::abandoned);
+  CAF_CHECK(queue->deleted_ids().empty());
+}
+
+CAF_TEST(a transient failure backs off through the queue then the next delivery succeeds) {
+  auto id = add_document();
+  extract->fail_next("extract", error::make_transient("http_503", "upstream unavailable"));
+  auto first = run_job(id.str(), hb);
+  CAF_CHECK_EQUAL(first.result, job_result::retrying);
+  CAF_CHECK_EQUAL(db->row(id).ingestion.attempt_count, 1);
+  CAF_CHECK_EQUAL(db->row(id).error_class, "transient");
+  CAF_CHECK(queue->deleted_ids().empty());
+  auto calls = queue->visibility_calls();
+  CAF_REQUIRE(!calls.empty());
+  CAF_CHECK_EQUAL(calls.back().timeout, 300s);  // first entry of the backoff schedule
+  auto second = run_job(id.str(), hb);
+  CAF_CHECK_EQUAL(second.result, job_result::completed);
+  CAF_CHECK_EQUAL(db->row(id).completions, 1);
+  CAF_CHECK_EQUAL(ocr->calls(), 1);  // the first attempt's transcription was reused
+}
+
+CAF_TEST(the backoff grows with the attempts) {
+  auto id = add_document("text", 1);
+  extract->fail_next("extract", error::make_transient("http_429", "rate limited"));
+  CAF_CHECK_EQUAL(run_job(id.str(), hb).result, job_result::retrying);
+  CAF_CHECK_EQUAL(queue->visibility_calls().back().timeout, 1800s);
+}
+
+CAF_TEST(a permanent failure fails at once notifies and deletes the message) {
+  auto id = add_document();
+  ocr->fail_next("transcribe", error::make_permanent("ocr.corrupt_file", "not a PDF"));
+  auto o = run_job(id.str(), hb);
+  CAF_CHECK_EQUAL(o.result, job_result::failed);
+  CAF_CHECK_EQUAL(db->row(id).status, "failed");
+  CAF_CHECK_EQUAL(db->row(id).error_class, "permanent");
+  CAF_CHECK_EQUAL(db->row(id).ingestion.attempt_count, 1);
+  CAF_CHECK_EQUAL(queue->deleted_ids().size(), 1u);
+  CAF_CHECK_EQUAL(notified.size(), 1u);
+}
+
+CAF_TEST(the last attempt fails for good and deletes the message) {
+  auto id = add_document("text", 2);
+  extract->fail_next("extract", error::make_transient("http_500", "server error"));
+  auto o = run_job(id.str(), hb);
+  CAF_CHECK_EQUAL(o.result, job_result::failed);
+  CAF_CHECK_EQUAL(o.attempt_count, 3);
+  CAF_CHECK_EQUAL(db->row(id).status, "failed");
+  CAF_CHECK_EQUAL(queue->deleted_ids().size(), 1u);
+}
+
+CAF_TEST(with dead-letter redrive the last failure leaves the message to the queue) {
+  ctx->settings.dead_letter_on_final_failure = true;
+  auto id = add_document("text", 2);
+  extract->fail_next("extract", error::make_transient("http_500", "server error"));
+  CAF_CHECK_EQUAL(run_job(id.str(), hb).result, job_result::failed);
+  CAF_CHECK(queue->deleted_ids().empty());
+}
+
+CAF_TEST(a quality gate failure is a failed attempt that keeps the extracted data) {
+  auto id = add_document("text", 2);
+  auto bad = test::fake_extractor::valid_invoice();
+  bad.structured_data = R"({"subtotal":100.0,"vat_amount":19.0,"total":120.0})";
+  extract->next_result = bad;
+  ctx->ports.gate = [](const extraction&) { return gate_verdict{false, "totals do not reconcile"}; };
+  auto o = run_job(id.str(), hb);
+  CAF_CHECK_EQUAL(o.result, job_result::failed);
+  CAF_CHECK_EQUAL(db->row(id).structured_data, bad.structured_data);
+  CAF_CHECK(db->row(id).last_error.find("totals do not reconcile") != std::string::npos);
+}
+
+CAF_TEST(a fenced write rejected mid-way stops the job without side effects) {
+  auto id = add_document();
+  ocr->hold("transcribe");
+  spawn_job(sys, ctx, hb, deliver(id.str()));
+  sched.run();
+  db->steal_claim(id);  // the lease expired and another worker claimed it
+  ocr->unhold("transcribe");
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(outcomes.back().result, job_result::lost);
+  CAF_CHECK(queue->deleted_ids().empty());
+  CAF_CHECK_EQUAL(db->row(id).ingestion.attempt_count, 0);
+  CAF_CHECK_EQUAL(extract->calls(), 0);
+}
+
+CAF_TEST(a refused heartbeat stops the job and a late result is ignored) {
+  auto id = add_document();
+  ocr->hold("transcribe");
+  auto job = spawn_job(sys, ctx, hb, deliver(id.str()));
+  sched.run();
+  caf::anon_send(job, lost_atom_v, std::string{"visibility extension refused"});
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(outcomes.back().result, job_result::lost);
+  ocr->unhold("transcribe");
+  sched.run();
+  CAF_CHECK_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(extract->calls(), 0);
+  CAF_CHECK(queue->deleted_ids().empty());
+  CAF_CHECK_EQUAL(db->row(id).status, "in-progress");
+}
+
+CAF_TEST(shutdown while in flight releases the claim and the message) {
+  auto id = add_document();
+  ocr->hold("transcribe");
+  auto job = spawn_job(sys, ctx, hb, deliver(id.str()));
+  sched.run();
+  caf::anon_send(job, stop_atom_v);
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(outcomes.back().result, job_result::released);
+  CAF_CHECK(!db->row(id).lease_live);
+  auto calls = queue->visibility_calls();
+  CAF_REQUIRE(!calls.empty());
+  CAF_CHECK_EQUAL(calls.back().timeout, 0s);
+  CAF_CHECK(queue->deleted_ids().empty());
+  ocr->unhold("transcribe");
+  sched.run();
+  CAF_CHECK_EQUAL(outcomes.size(), 1u);
+}
+
+CAF_TEST(a step past its deadline is a transient failure) {
+  auto id = add_document();
+  extract->hold("extract");
+  spawn_job(sys, ctx, hb, deliver(id.str()));
+  sched.run();
+  CAF_CHECK(outcomes.empty());
+  advance_time(31s);
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(outcomes.back().result, job_result::retrying);
+  CAF_CHECK(db->row(id).last_error.find("step.timeout") != std::string::npos);
+  extract->unhold("extract");
+  sched.run();
+  CAF_CHECK_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(db->row(id).completions, 0);
+}
+
+CAF_TEST(a missing file fails permanently) {
+  auto id = db->add("documents/missing.pdf", "application/pdf");
+  auto o = run_job(id.str(), hb);
+  CAF_CHECK_EQUAL(o.result, job_result::failed);
+  CAF_CHECK(db->row(id).last_error.find("storage.not_found") != std::string::npos);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()

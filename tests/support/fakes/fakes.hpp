@@ -1,0 +1,190 @@
+// In-memory fakes of the ports for tests of logic (the actor tests): they keep the semantics the
+// real adapters promise (fenced writes, stale receipts, callbacks exactly once), record every
+// call, can be told to fail or to hold a call back, and list any misuse in violations().
+// Callbacks run inline on the caller's thread unless held.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "adapters/db/repository.hpp"
+#include "adapters/llm/extractor.hpp"
+#include "adapters/ocr/transcriber.hpp"
+#include "adapters/queue/queue.hpp"
+#include "adapters/storage/object_store.hpp"
+
+namespace ingestd::test {
+
+/// Errors to return, and calls to hold, by operation name ("claim", "complete", "get", ...).
+class fault_script {
+public:
+  /// The next call of `op` fails with `err` (queue several for several calls).
+  void fail_next(const std::string& op, error err);
+  /// Calls of `op` are held from now on until unhold(); their callbacks are not called.
+  void hold(const std::string& op);
+  /// Stops holding `op` and completes every held call of it (in order).
+  void unhold(const std::string& op);
+  size_t held(const std::string& op);
+
+protected:
+  std::optional<error> take_failure(const std::string& op);
+  /// true when the call was held (the continuation runs at release).
+  bool maybe_hold(const std::string& op, std::function<void()> continuation);
+  std::vector<std::string>& violations_ref() { return violations_; }
+
+  std::mutex mtx_;
+  std::vector<std::string> violations_;
+
+private:
+  std::map<std::string, std::deque<error>> failures_;
+  std::map<std::string, bool> holding_;
+  std::map<std::string, std::vector<std::function<void()>>> held_;
+};
+
+class fake_queue : public queue, public fault_script {
+public:
+  struct entry {
+    queue_message msg;
+    bool visible = true;
+    bool deleted = false;
+    std::chrono::seconds last_visibility{0};
+  };
+
+  /// Adds a message (visible at once); returns its id.
+  std::string push(const std::string& body);
+  /// Receives complete at once when messages are visible; otherwise they wait (the test
+  /// completes them with push() + deliver_pending()).
+  void receive(int max_messages, std::chrono::seconds wait, std::chrono::seconds visibility,
+               callback<std::vector<queue_message>> done) override;
+  void remove(std::vector<std::string> receipts, callback<std::vector<batch_entry_result>> done) override;
+  void change_visibility(std::vector<visibility_change> changes,
+                         callback<std::vector<batch_entry_result>> done) override;
+  void send(std::vector<outgoing_message> messages, callback<std::vector<batch_entry_result>> done) override;
+  void stats(callback<queue_stats> done) override;
+  std::string name() const override { return "fake"; }
+
+  /// Completes waiting receives with whatever is visible now.
+  void deliver_pending();
+  /// Makes a message visible again, as if its visibility timeout ran out.
+  void expire(const std::string& id);
+
+  std::vector<std::string> deleted_ids();
+  std::vector<visibility_change> visibility_calls();
+  std::vector<int> receive_sizes();
+  std::vector<std::string> sent_bodies();
+  size_t pending_receives();
+  std::vector<std::string> violations();
+
+  /// Receipts that visibility changes and deletes refuse (batch entry failures).
+  void refuse_receipt(const std::string& receipt);
+
+private:
+  std::vector<queue_message> take_visible(int max, std::chrono::seconds visibility);
+  std::map<std::string, entry> entries_;  // by id
+  std::vector<std::string> order_;
+  std::map<std::string, std::string> receipt_to_id_;
+  std::vector<std::pair<int, callback<std::vector<queue_message>>>> waiting_;
+  std::vector<std::string> deleted_;
+  std::vector<visibility_change> visibility_calls_;
+  std::vector<int> receive_sizes_;
+  std::vector<std::string> sent_;
+  std::vector<std::string> refused_;
+  int next_id_ = 0;
+  int next_receipt_ = 0;
+};
+
+class fake_store : public object_store, public fault_script {
+public:
+  void get(std::string key, size_t max_bytes, callback<std::string> done) override;
+  void put(std::string key, std::string bytes, std::string content_type, callback<void> done) override;
+  void exists(std::string key, callback<bool> done) override;
+  std::string name() const override { return "fake"; }
+
+  void set(const std::string& key, std::string bytes);
+  std::optional<std::string> object(const std::string& key);
+  int puts();
+
+private:
+  std::map<std::string, std::string> objects_;
+  int puts_ = 0;
+};
+
+/// One ingestion row as the fake database keeps it.
+struct fake_row {
+  claimed_ingestion ingestion;
+  std::string status = "in-progress";
+  std::optional<uuid> token;
+  bool lease_live = false;
+  std::string structured_data;
+  std::string last_error;
+  std::string error_class;
+  std::string transcription_file_path;
+  int completions = 0;
+};
+
+class fake_repository : public repository, public fault_script {
+public:
+  /// Adds an in-progress ingestion with its document; returns the ingestion id.
+  uuid add(const std::string& file_path, const std::string& mime_type = "text/plain", int attempts = 0);
+
+  void claim(std::vector<claim_request> requests, std::string worker_id, std::chrono::seconds lease,
+             callback<std::vector<std::optional<claimed_ingestion>>> done) override;
+  void states(std::vector<uuid> ids, callback<std::vector<ingestion_state>> done) override;
+  void record_transcription(lease_ref ref, transcription_record record, callback<void> done) override;
+  void complete(std::vector<completion> completions, callback<std::vector<result<void>>> done) override;
+  void record_failure(lease_ref ref, failure_record record, std::chrono::seconds retry_delay,
+                      callback<failure_outcome> done) override;
+  void renew_leases(std::vector<lease_ref> refs, std::chrono::seconds lease,
+                    callback<std::vector<lease_ref>> done) override;
+  void release(lease_ref ref, callback<void> done) override;
+  void append_events(std::vector<audit_event> events, callback<void> done) override;
+  void rescue_stranded(std::chrono::seconds stale_threshold, int limit,
+                       callback<std::vector<uuid>> done) override;
+
+  fake_row row(const uuid& id);
+  /// Another worker takes the claim over (as after an expired lease).
+  void steal_claim(const uuid& id);
+  /// Another worker holds a live claim.
+  void hold_by_other(const uuid& id);
+  std::vector<audit_event> events();
+  int renew_calls();
+  std::vector<size_t> renew_batch_sizes();
+  std::vector<std::string> violations();
+
+private:
+  bool fenced(const lease_ref& ref) const;
+  std::map<uuid, fake_row> rows_;
+  std::vector<audit_event> events_;
+  std::vector<size_t> renew_batches_;
+};
+
+class fake_transcriber : public transcriber, public fault_script {
+public:
+  /// The file's bytes are taken as its text; quality 0.95.
+  void transcribe(transcription_request request, callback<transcription> done) override;
+  std::string name() const override { return "fake"; }
+  int calls();
+
+private:
+  int calls_ = 0;
+};
+
+class fake_extractor : public extractor, public fault_script {
+public:
+  /// Answers `next_result` (a valid, reconciling invoice with high confidence by default).
+  void extract(std::string text, callback<extraction> done) override;
+  std::string name() const override { return "fake"; }
+  int calls();
+  extraction next_result = valid_invoice();
+  static extraction valid_invoice();
+
+private:
+  int calls_ = 0;
+};
+
+} // namespace ingestd::test
