@@ -73,6 +73,9 @@ std::string clean_value(std::string_view s) {
 
 std::string join_spaced_title(std::string line);
 
+constexpr size_t max_line_bytes = 2'000;
+constexpr size_t max_lines = 20'000;
+
 /// The text normalised to '\n'-separated lines: CR dropped, form feeds (page breaks) and
 /// tabs made into layout the rules understand, non-breaking and thin spaces made plain.
 std::vector<std::string> split_lines(std::string_view text) {
@@ -107,7 +110,16 @@ std::vector<std::string> split_lines(std::string_view text) {
     std::string line = norm.substr(pos, nl - pos);
     while (!line.empty() && (line.back() == ' '))
       line.pop_back();
+    // No invoice row is this long; the cap bounds the regex work on garbage input.
+    if (line.size() > max_line_bytes) {
+      size_t cut = max_line_bytes;
+      while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80)
+        --cut;
+      line.resize(cut);
+    }
     lines.push_back(join_spaced_title(std::move(line)));
+    if (lines.size() >= max_lines)
+      break;
     pos = nl + 1;
   }
   return lines;

@@ -1,5 +1,6 @@
 // The local rule-based extractor: number, date and currency rules, honest confidence, and the
 // per-field accuracy on the fixture corpus's text layer and on the texts in tests/unit/llm/texts/.
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 
@@ -208,4 +209,26 @@ TEST(local_extractor, own_texts_accuracy) {
     EXPECT_GE(rep[f].ratio(), 0.85) << f;
   for (const char* f : {"subtotal", "vat_amount", "due_date", "supplier_vat_id"})
     EXPECT_GE(rep[f].ratio(), 0.7) << f;
+}
+
+TEST(local_extractor, garbage_input_ends_quickly_with_a_valid_answer) {
+  local_extractor ex;
+  std::string noise;
+  uint32_t x = 12345;
+  for (int i = 0; i < 200'000; ++i) {
+    x = x * 1103515245u + 12345u;
+    noise += static_cast<char>((x >> 16) & 0xFF);
+  }
+  std::string long_line(100'000, '1');
+  for (size_t i = 3; i < long_line.size(); i += 4)
+    long_line[i] = (i % 8 == 3) ? ',' : '.';
+  std::string labels;
+  for (int i = 0; i < 5'000; ++i)
+    labels += "Total Subtotal VAT Invoice No. Datum 15.03.2024 1.234,56 EUR\n";
+  for (const auto* text : {&noise, &long_line, &labels}) {
+    auto start = std::chrono::steady_clock::now();
+    auto r = ex.run(*text);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds{10});
+    EXPECT_TRUE(validate_extraction_json(r.structured_data).ok()) << r.structured_data.substr(0, 200);
+  }
 }
