@@ -7,7 +7,8 @@
 //     └── full (max_in_flight jobs): no receive until a job ends (backpressure)
 //   stop ──► no new receive; the current one finishes and its messages still run; when no job
 //            is left: drained_atom to the listener
-//   force ──► stop_atom to every job (they give their work back)
+//   force ──► stop_atom to every job (they give their work back); messages of a receive still
+//             in progress are made visible again when it returns
 #include "actors/poller.hpp"
 
 #include <cmath>
@@ -36,6 +37,7 @@ struct poller_state {
   bool receiving = false;
   bool backing_off = false;
   bool stopping = false;
+  bool forced = false;
   caf::actor stop_listener;
   int error_streak = 0;
   std::mt19937 rng{std::random_device{}()};
@@ -73,6 +75,14 @@ void received(poller_ptr self, result<std::vector<queue_message>> r) {
   if (st.error_streak > 0) {
     log::info("queue receive recovered", {{"failed_attempts", st.error_streak}});
     st.error_streak = 0;
+  }
+  if (st.forced && !r->empty()) {
+    // Received while the worker gives its work back: make them visible again at once.
+    std::vector<visibility_change> back;
+    for (auto& msg : *r)
+      back.push_back({msg.receipt, std::chrono::seconds{0}});
+    st.ctx->ports.ingest_queue->change_visibility(std::move(back), [](auto) {});
+    return check_drained(self);
   }
   for (auto& msg : *r) {
     auto hb = st.heartbeats[st.next_heartbeat++ % st.heartbeats.size()];
@@ -123,6 +133,7 @@ poller_actor::behavior_type poller(poller_ptr self, std::shared_ptr<worker_conte
       check_drained(self);
     },
     [self](force_atom) {
+      self->state.forced = true;
       for (auto& [addr, job] : self->state.jobs)
         self->send(job, stop_atom_v);
     },

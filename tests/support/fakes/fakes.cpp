@@ -122,6 +122,16 @@ void fake_queue::deliver_pending() {
     cb(std::move(msgs));
 }
 
+void fake_queue::end_waits() {
+  std::vector<std::pair<int, callback<std::vector<queue_message>>>> waiting;
+  {
+    std::lock_guard guard{mtx_};
+    waiting.swap(waiting_);
+  }
+  for (auto& [max, cb] : waiting)
+    cb(std::vector<queue_message>{});
+}
+
 void fake_queue::expire(const std::string& id) {
   std::lock_guard guard{mtx_};
   entries_.at(id).visible = true;

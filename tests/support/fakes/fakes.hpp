@@ -70,6 +70,8 @@ public:
 
   /// Completes waiting receives with whatever is visible now.
   void deliver_pending();
+  /// Completes waiting receives with nothing, as when a long poll's wait runs out.
+  void end_waits();
   /// Makes a message visible again, as if its visibility timeout ran out.
   void expire(const std::string& id);
 

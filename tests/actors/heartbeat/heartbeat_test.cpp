@@ -1,0 +1,125 @@
+// The heartbeat's batching, incremental extension, the 12-hour limit and lost claims.
+#define CAF_SUITE heartbeat
+#include "caf/test/unit_test_impl.hpp"
+
+#include "tests/actors/support/actor_fixture.hpp"
+
+using namespace ingestd;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// Stands in for a job: records what the heartbeat tells it.
+struct fixture : test::actor_fixture {
+  std::vector<std::string> lost;
+  caf::actor job_stub = sys.spawn([this](caf::event_based_actor*) -> caf::behavior {
+    return {
+      [this](lost_atom, std::string& reason) { lost.push_back(reason); },
+    };
+  });
+
+  /// Claims an ingestion in the fake database and tracks it.
+  uuid track(heartbeat_actor hb, std::chrono::steady_clock::time_point received = std::chrono::steady_clock::now()) {
+    auto id = db->add("documents/x.txt");
+    auto msg = deliver(id.str());
+    lease_ref ref;
+    db->claim({claim_request{id, uuid::v7()}}, "w", 300s, [&](auto r) {
+      ref = lease_ref{id, (*r)[0]->claim_token};
+    });
+    caf::anon_send(hb, track_atom_v, tracked_claim{msg.receipt, ref, job_stub, received});
+    return id;
+  }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(heartbeat_tests, fixture)
+
+CAF_TEST(new claims are extended in one batch soon after tracking) {
+  ctx->settings.heartbeat_extension = 300s;
+  auto hb = heartbeat();
+  for (int i = 0; i < 25; ++i)
+    track(hb);
+  sched.run();
+  CAF_CHECK(queue->visibility_calls().empty());
+  advance_time(1s);
+  sched.run();
+  auto calls = queue->visibility_calls();
+  CAF_CHECK_EQUAL(calls.size(), 25u);
+  for (auto& c : calls)
+    CAF_CHECK_EQUAL(c.timeout, 300s);
+}
+
+CAF_TEST(each tick extends every claim and renews every lease in one statement) {
+  ctx->settings.heartbeat_rate = 60s;
+  auto hb = heartbeat();
+  for (int i = 0; i < 12; ++i)
+    track(hb);
+  sched.run();
+  advance_time(1s);
+  sched.run();
+  advance_time(60s);
+  sched.run();
+  CAF_CHECK_EQUAL(queue->visibility_calls().size(), 24u);
+  CAF_CHECK_EQUAL(db->renew_batch_sizes(), std::vector<size_t>{12});
+  advance_time(60s);
+  sched.run();
+  CAF_CHECK_EQUAL(db->renew_batch_sizes(), (std::vector<size_t>{12, 12}));
+  CAF_CHECK(lost.empty());
+}
+
+CAF_TEST(untracked claims are left alone) {
+  auto hb = heartbeat();
+  auto id = track(hb);
+  sched.run();
+  caf::anon_send(hb, untrack_atom_v, id);
+  sched.run();
+  advance_time(61s);
+  sched.run();
+  CAF_CHECK(queue->visibility_calls().empty());
+  CAF_CHECK_EQUAL(db->renew_calls(), 0);
+}
+
+CAF_TEST(a lost lease is told to the job) {
+  auto hb = heartbeat();
+  auto id = track(hb);
+  sched.run();
+  db->steal_claim(id);
+  advance_time(61s);
+  sched.run();
+  CAF_REQUIRE_EQUAL(lost.size(), 1u);
+  CAF_CHECK(lost[0].find("lease lost") != std::string::npos);
+}
+
+CAF_TEST(a refused extension is told to the job) {
+  auto hb = heartbeat();
+  auto id = track(hb);
+  (void) id;
+  sched.run();
+  for (auto& c : queue->visibility_calls())
+    queue->refuse_receipt(c.receipt);
+  // The receipt the heartbeat holds: the only message received so far.
+  queue->refuse_receipt("r1-m1");
+  advance_time(1s);
+  sched.run();
+  CAF_REQUIRE_EQUAL(lost.size(), 1u);
+  CAF_CHECK(lost[0].find("refused") != std::string::npos);
+}
+
+CAF_TEST(extension stops at the 12-hour visibility total of SQS) {
+  ctx->settings.heartbeat_extension = 300s;
+  auto hb = heartbeat();
+  auto now = std::chrono::steady_clock::now();
+  track(hb, now - 12h + 200s);  // 200 s left: one more extension of at most 200 s
+  track(hb, now - 12h + 30s);   // 30 s left: less than a heartbeat period
+  sched.run();
+  advance_time(1s);
+  sched.run();
+  auto calls = queue->visibility_calls();
+  CAF_REQUIRE_EQUAL(calls.size(), 1u);
+  CAF_CHECK(calls[0].timeout <= 200s && calls[0].timeout > 60s);
+  CAF_REQUIRE_EQUAL(lost.size(), 1u);
+  CAF_CHECK(lost[0].find("12-hour") != std::string::npos);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
