@@ -12,6 +12,32 @@
 
 namespace ingestd {
 
+namespace {
+
+/// 95th minus 5th percentile of an 8-bit image.
+double percentile_range(const cv::Mat& img) {
+  int hist[256] = {};
+  for (int r = 0; r < img.rows; ++r) {
+    const uint8_t* p = img.ptr<uint8_t>(r);
+    for (int c = 0; c < img.cols; ++c)
+      ++hist[p[c]];
+  }
+  double total = static_cast<double>(img.total()), acc = 0;
+  int lo = -1, hi = 255;
+  for (int v = 0; v < 256; ++v) {
+    acc += hist[v];
+    if (lo < 0 && acc >= total * 0.05)
+      lo = v;
+    if (acc >= total * 0.95) {
+      hi = v;
+      break;
+    }
+  }
+  return hi - std::max(lo, 0);
+}
+
+} // namespace
+
 preprocess_result preprocess_page(const cv::Mat& gray, int dpi, const image_measures& m) {
   preprocess_result out;
   out.dpi = dpi > 0 ? dpi : 300;
@@ -79,20 +105,32 @@ preprocess_result preprocess_page(const cv::Mat& gray, int dpi, const image_meas
     img = r;
     out.steps.emplace_back("sharpen");
   }
-  // Binarise: adaptive threshold with a window a few characters wide copes with uneven paper;
-  // Otsu decides on pages with too little text to size the window.
+  // Binarise. Otsu on evenly lit pages: an adaptive threshold there turns box edges and shaded
+  // bands into dotted lines that upset Tesseract's layout analysis. Adaptive (a window a few
+  // characters wide) only when the paper itself varies: its brightness estimated by a closing
+  // that removes the text differs by more than 40 grey levels across the page.
   cv::Mat bw;
   double th = m.text_height_px > 0 ? m.text_height_px * (img.cols / std::max(1.0, double(gray.cols)))
                                    : 0;
+  bool uneven = false;
   if (th >= 6) {
-    int block = static_cast<int>(th * 2) | 1;
-    block = std::clamp(block, 15, 101);
+    cv::Mat small, paper;
+    double f = std::min(1.0, 600.0 / std::max(img.cols, img.rows));
+    cv::resize(img, small, cv::Size(), f, f, cv::INTER_AREA);
+    int k = std::max(3, static_cast<int>(th * f * 3) | 1);
+    cv::morphologyEx(small, paper, cv::MORPH_CLOSE,
+                     cv::getStructuringElement(cv::MORPH_RECT, cv::Size(k, k)));
+    uneven = percentile_range(paper) > 40;
+  }
+  if (uneven) {
+    int block = std::clamp(static_cast<int>(th * 2) | 1, 15, 101);
     cv::adaptiveThreshold(img, bw, 255, cv::ADAPTIVE_THRESH_GAUSSIAN_C, cv::THRESH_BINARY, block,
                           15);
+    out.steps.emplace_back("binarise_adaptive");
   } else {
     cv::threshold(img, bw, 0, 255, cv::THRESH_BINARY | cv::THRESH_OTSU);
+    out.steps.emplace_back("binarise_otsu");
   }
-  out.steps.emplace_back("binarise");
   out.image = bw;
   return out;
 }

@@ -16,7 +16,7 @@ struct preprocess_result {
   cv::Mat image;
   /// The image's resolution after scaling (the input's dpi times the scale factor).
   int dpi = 300;
-  /// The steps applied, in order, e.g. {"deskew", "denoise", "clahe", "binarise"}.
+  /// The steps applied, in order, e.g. {"deskew", "denoise", "contrast", "binarise_otsu"}.
   std::vector<std::string> steps;
 };
 

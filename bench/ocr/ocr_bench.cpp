@@ -2,7 +2,7 @@
 // preprocessing, with the pipeline's rule (preprocess below 0.7) and with preprocessing forced;
 // (2) pages/s of local_transcriber on a 2-worker executor vs `tesseract` CLI via xargs -P$(nproc).
 //
-// Usage: bench_ocr [--accuracy-only | --throughput-only] [--repeat N]
+// Usage: bench_ocr [--accuracy-only | --throughput-only] [--only FILE-SUBSTRING] [--repeat N]
 
 #include <chrono>
 #include <cstdio>
@@ -49,7 +49,7 @@ run_result transcribe_one(cpu_executor& pool, const test::corpus_entry& e, doubl
                  r ? r->error().describe().c_str() : "timeout");
     return out;
   }
-  auto truth = test::truth_text(e.invoice);
+  auto truth = test::truth_text(e.invoice, e.pages);
   out.ok = true;
   out.cer = test::char_error_rate(truth, (*r)->text, true);
   out.cer_order = test::char_error_rate(truth, (*r)->text, false);
@@ -66,11 +66,13 @@ struct agg {
   int pre[3] = {0, 0, 0};
 };
 
-void accuracy(cpu_executor& pool) {
+void accuracy(cpu_executor& pool, const std::string& only) {
   std::map<std::string, agg> table;
   std::vector<std::string> order;
   for (const auto& e : test::corpus_manifest()) {
     if (e.kind != "clean_scan" && e.kind != "degraded_scan" && e.kind != "scanned_pdf")
+      continue;
+    if (!only.empty() && e.file.find(only) == std::string::npos)
       continue;
     std::string cls = e.kind == "degraded_scan" ? e.degradation : "clean";
     if (!table.count(cls))
@@ -173,19 +175,22 @@ int main(int argc, char** argv) {
     setenv("INGESTD_SOURCE_DIR", INGESTD_DEFAULT_SOURCE_DIR, 1);
   bool acc = true, thr = true;
   int repeat = 1;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--accuracy-only")
       thr = false;
     else if (a == "--throughput-only")
       acc = false;
+    else if (a == "--only" && i + 1 < argc)
+      only = argv[++i];
     else if (a == "--repeat" && i + 1 < argc)
       repeat = std::max(1, std::atoi(argv[++i]));
   }
   if (acc) {
     thread_pool_executor pool{2};
     std::printf("Per file: no preprocessing | rule (<0.7) | forced; * = preprocessed result kept\n");
-    accuracy(pool);
+    accuracy(pool, only);
   }
   if (thr)
     throughput(repeat);

@@ -104,9 +104,18 @@ std::vector<corpus_entry> corpus_manifest() {
   return out;
 }
 
-std::string truth_text(const std::string& invoice) {
+std::string truth_text(const std::string& invoice, int pages) {
   auto d = parse_file(corpus_dir() + "/truth/" + invoice + ".json");
-  return str(d, "text");
+  if (pages <= 0 || !d.HasMember("pages") || !d["pages"].IsArray() ||
+      static_cast<int>(d["pages"].Size()) <= pages)
+    return str(d, "text");
+  std::string out;
+  for (int i = 0; i < pages; ++i) {
+    if (!out.empty())
+      out += "\n\n";
+    out += d["pages"][static_cast<rapidjson::SizeType>(i)].GetString();
+  }
+  return out;
 }
 
 double char_error_rate(const std::string& reference, const std::string& hypothesis,

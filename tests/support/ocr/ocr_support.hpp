@@ -35,8 +35,9 @@ struct corpus_entry {
 /// manifest.json's entries.
 std::vector<corpus_entry> corpus_manifest();
 
-/// The ground-truth text of an invoice (truth/<invoice>.json "text").
-std::string truth_text(const std::string& invoice);
+/// The ground-truth text of an invoice (truth/<invoice>.json "text"); with `pages` > 0, only
+/// its first `pages` pages (for a scan of page 1 of a longer invoice).
+std::string truth_text(const std::string& invoice, int pages = 0);
 
 /// Character error rate: Levenshtein distance over Unicode code points / reference length, after
 /// collapsing every whitespace run to one space. With `order_insensitive`, words of both texts
