@@ -247,6 +247,31 @@ int32_t clamp_i32(int64_t v) {
   return static_cast<int32_t>(std::clamp<int64_t>(v, 0, INT32_MAX));
 }
 
+constexpr pg::statement reread_sql{"ingestd_reread_completions", R"sql(
+SELECT r.ord, i.status, i.claim_token
+  FROM unnest($1::uuid[]) WITH ORDINALITY AS r(id, ord)
+  LEFT JOIN ingestion AS i ON i.id = r.id
+ ORDER BY r.ord
+)sql"};
+
+/// After a completion whose outcome is unknown: (status, claim_token) per id, on a fresh
+/// connection; nullopt when the database cannot be read either.
+std::optional<std::vector<std::pair<std::string, std::string>>>
+reread_completions(pg::connection& conn, const std::vector<uuid>& ids) {
+  if (!conn.ensure(true))
+    return std::nullopt;
+  auto res = conn.exec(reread_sql, {uuids(ids)});
+  if (!res)
+    return std::nullopt;
+  std::vector<std::pair<std::string, std::string>> out(ids.size());
+  for (int r = 0; r < res->size(); ++r) {
+    auto index = res->i64(r, 0) - 1;
+    if (index >= 0 && index < static_cast<int64_t>(out.size()))
+      out[index] = {res->str(r, 1), res->str(r, 2)};
+  }
+  return out;
+}
+
 error claim_lost(const lease_ref& ref, std::string_view what) {
   return error::make_claim_lost(std::string{what} + ": ingestion " + ref.ingestion_id.str()
                                 + " is no longer held by claim " + ref.claim_token.str());
@@ -376,8 +401,28 @@ void pg_repository::complete(std::vector<completion> completions,
                           pg::array_literal(in_tok), pg::array_literal(out_tok),
                           pg::array_literal(model)});
     if (!res) {
+      // The connection broke (or 08007): the commit may or may not have happened. Re-read
+      // instead of redoing, so the caller learns which completions are final.
+      std::vector<uuid> sent_ids;
       for (auto i : sent)
-        out[i] = res.error();
+        sent_ids.push_back(completions[i].ref.ingestion_id);
+      auto reread = pg::is_connection_error(res.error()) || res.error().code == "pg.08007"
+                      ? reread_completions(conn, sent_ids)
+                      : std::nullopt;
+      for (size_t k = 0; k < sent.size(); ++k) {
+        auto i = sent[k];
+        if (!reread) {
+          out[i] = res.error();
+          continue;
+        }
+        auto& [status, token] = (*reread)[k];
+        if (status == "completed")
+          out[i] = result<void>{}; // Final; nothing to redo.
+        else if (status == "in-progress" && token == completions[i].ref.claim_token.str())
+          out[i] = res.error(); // Not applied and still ours: retrying is safe.
+        else
+          out[i] = claim_lost(completions[i].ref, "complete");
+      }
       return done(std::move(out));
     }
     // Matched by id and token: a batch may carry the same id with a stale and a live token.

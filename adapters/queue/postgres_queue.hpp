@@ -42,9 +42,8 @@ public:
   const std::string& queue_name() const;
   const std::string& dead_letter_queue() const;
 
-  struct impl;
-
 private:
+  struct impl;
   std::unique_ptr<impl> impl_;
 };
 

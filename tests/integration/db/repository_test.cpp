@@ -3,10 +3,12 @@
 // audit events, the sweeper's rescue, status figures, and surviving a terminated backend.
 #include <algorithm>
 #include <barrier>
+#include <future>
 #include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 
 #include "adapters/db/pg_repository.hpp"
 #include "tests/support/postgres/await.hpp"
@@ -660,6 +662,56 @@ TEST_F(repository_test, survives_a_terminated_backend) {
                                  "application_name = $1",
                                  {db->name()})),
             1);
+}
+
+TEST_F(repository_test, completion_cut_off_by_connection_loss_is_reread_not_redone) {
+  auto id = new_ingestion();
+  auto token = uuid::v4();
+  ASSERT_TRUE(claim_one(id, token));
+  // Another session holds the row so that the completion is in flight when its backend is
+  // terminated (the fixture's session watches pg_stat_activity, which a transaction would freeze).
+  auto holder = PQconnectdb(db->base_url().c_str());
+  ASSERT_EQ(PQstatus(holder), CONNECTION_OK);
+  auto run = [&](const char* sql, std::vector<const char*> params) {
+    auto r = PQexecParams(holder, sql, static_cast<int>(params.size()), nullptr, params.data(),
+                          nullptr, nullptr, 0);
+    auto status = PQresultStatus(r);
+    PQclear(r);
+    return status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK;
+  };
+  ASSERT_TRUE(run("SELECT set_config('search_path', $1, false)", {db->name().c_str()}));
+  ASSERT_TRUE(run("BEGIN", {}));
+  auto id_text = id.str();
+  ASSERT_TRUE(run("SELECT 1 FROM ingestion WHERE id = $1 FOR UPDATE", {id_text.c_str()}));
+  std::promise<result<std::vector<result<void>>>> promise;
+  auto future = promise.get_future();
+  repo->complete({make_completion({id, token})},
+                 [&](result<std::vector<result<void>>> r) { promise.set_value(std::move(r)); });
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (db->scalar("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND "
+                    "wait_event_type = 'Lock'",
+                    {db->name()})
+         == "0") {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the completion never blocked";
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_GE(db->terminate_adapter_backends(), 1);
+  ASSERT_EQ(future.wait_for(10s), std::future_status::ready);
+  run("ROLLBACK", {});
+  PQfinish(holder);
+  auto res = future.get();
+  ASSERT_TRUE(res) << res.error().describe();
+  ASSERT_EQ(res->size(), 1u);
+  // Re-read on a new connection: not applied and still ours, so a transient error (retry safe),
+  // not claim_lost.
+  ASSERT_FALSE(res->at(0));
+  EXPECT_TRUE(res->at(0).error().transient()) << res->at(0).error().describe();
+  EXPECT_EQ(column(id, "status"), "in-progress");
+  auto again = await<std::vector<result<void>>>(
+    [&](auto cb) { repo->complete({make_completion({id, token})}, cb); });
+  ASSERT_TRUE(again);
+  EXPECT_TRUE(again->at(0)) << again->at(0).error().describe();
+  EXPECT_EQ(column(id, "status"), "completed");
 }
 
 TEST(repository_errors, unreachable_database_is_a_transient_error) {
