@@ -73,6 +73,8 @@ shared_buffers = 512MB
 fsync = off
 synchronous_commit = off
 full_page_writes = off
+# The queue table's own autovacuum settings only help if the launcher looks often.
+autovacuum_naptime = 1s
 CONF
   fi
   run_as_db_user "$pg_bin/pg_ctl" -D "$dir/data" -o "-p $pg_port" -l "$dir/postgres.log" -w -t 60 \
