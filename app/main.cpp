@@ -1,4 +1,5 @@
 // ingestd's command line: parses the command and its options and hands over to the command.
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -25,6 +26,10 @@ Commands:
   migrate             apply the database migrations (a no-op when current)
   config check        validate the configuration and print it, secrets masked
   config defaults     print the built-in defaults (the content of config/ingestd.json)
+  transcribe FILE     transcribe one document with the configured provider and print the
+                      text, quality score and defects per page (--json: the whole result)
+  extract FILE        transcribe and extract one document and print the fields, confidence,
+                      missing fields and the quality gate's verdict (--json: the whole result)
   version             print the version
   help                print this help
 
@@ -76,6 +81,8 @@ int main(int argc, char** argv) {
     {"run", run_command},
     {"migrate", migrate_command},
     {"config", config_command},
+    {"transcribe", transcribe_command},
+    {"extract", extract_command},
     {"version", version_command},
   };
   arguments args;
@@ -121,5 +128,7 @@ int main(int argc, char** argv) {
 } // namespace ingestd::cli
 
 int main(int argc, char** argv) {
+  // A peer that closes a connection must not kill the daemon; writes report EPIPE instead.
+  std::signal(SIGPIPE, SIG_IGN);
   return ingestd::cli::main(argc, argv);
 }
