@@ -29,5 +29,7 @@ std::optional<config> load_or_report(const arguments& args);
 int migrate_command(const arguments& args);
 int run_command(const arguments& args);
 int config_command(const arguments& args);
+int transcribe_command(const arguments& args);
+int extract_command(const arguments& args);
 
 } // namespace ingestd::cli

@@ -1,0 +1,195 @@
+// `ingestd extract FILE [--json]`: one document transcribed and extracted with the configured
+// providers, then judged by the quality gate; no database or queue.
+#include <cstdio>
+#include <future>
+
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include "adapters/llm/extractor.hpp"
+#include "adapters/llm/local_extractor.hpp"
+#include "adapters/llm/quality_gate.hpp"
+#include "adapters/ocr/thread_pool_executor.hpp"
+#include "adapters/ocr/transcriber.hpp"
+#include "app/cli.hpp"
+#include "app/runtime.hpp"
+
+namespace ingestd::cli {
+
+// Defined in transcribe_command.cpp.
+result<transcription> transcribe_path(const config& cfg, const std::string& path);
+
+namespace {
+
+constexpr const char* scalar_fields[] = {"invoice_number", "invoice_date",  "due_date",
+                                         "supplier_name",  "supplier_address", "supplier_vat_id",
+                                         "customer_name",  "currency",      "subtotal",
+                                         "vat_amount",     "total"};
+
+std::string show(const rapidjson::Value& v) {
+  if (v.IsNull())
+    return "(none)";
+  if (v.IsString())
+    return v.GetString();
+  if (v.IsNumber()) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.2f", v.GetDouble());
+    return buf;
+  }
+  rapidjson::StringBuffer sb;
+  rapidjson::Writer<rapidjson::StringBuffer> w{sb};
+  v.Accept(w);
+  return sb.GetString();
+}
+
+result<extraction> run_extractor(const config& cfg, const std::string& text) {
+  if (cfg.extraction.provider == "local")
+    return local_extractor{}.run(text);
+  thread_pool_executor pool{1};
+  auto rt = make_runtime(cfg, pool, runtime_parts{false, false, false});
+  if (!rt)
+    return rt.error();
+  auto p = std::make_shared<std::promise<result<extraction>>>();
+  auto f = p->get_future();
+  (*rt)->extract->extract(text, [p](result<extraction> r) { p->set_value(std::move(r)); });
+  return f.get();
+}
+
+void print_human(const transcription& t, const extraction& x, const rapidjson::Document& d,
+                 const gate_verdict& v) {
+  std::printf("transcription: %s, %d page%s, quality %.2f%s%s\n", t.provider.c_str(), t.page_count,
+              t.page_count == 1 ? "" : "s", t.quality_score, t.native_text ? ", native PDF text" : "",
+              t.preprocessed ? ", preprocessed" : "");
+  std::printf("extractor: %s", x.model.c_str());
+  if (x.input_tokens || x.output_tokens)
+    std::printf(" (%lld input + %lld output tokens)", static_cast<long long>(x.input_tokens),
+                static_cast<long long>(x.output_tokens));
+  std::printf("\n\n");
+  if (d.IsObject()) {
+    for (auto* name : scalar_fields)
+      if (auto m = d.FindMember(name); m != d.MemberEnd())
+        std::printf("%-17s %s\n", (std::string{name} + ":").c_str(), show(m->value).c_str());
+    if (auto m = d.FindMember("line_items"); m != d.MemberEnd() && m->value.IsArray()) {
+      std::printf("line_items:       %u\n", m->value.Size());
+      for (auto& li : m->value.GetArray()) {
+        if (!li.IsObject())
+          continue;
+        auto get = [&](const char* k) {
+          auto i = li.FindMember(k);
+          return i == li.MemberEnd() ? std::string{"(none)"} : show(i->value);
+        };
+        std::printf("  - %s | qty %s | unit %s | amount %s\n", get("description").c_str(),
+                    get("quantity").c_str(), get("unit_price").c_str(), get("amount").c_str());
+      }
+    }
+  } else {
+    std::printf("structured data: (not a JSON object)\n");
+  }
+  std::printf("\nextraction_successful: %s\n", x.extraction_successful ? "yes" : "no");
+  std::printf("confidence: %s\n", x.confidence.c_str());
+  std::printf("missing fields: ");
+  if (x.missing_fields.empty())
+    std::printf("none");
+  for (size_t i = 0; i < x.missing_fields.size(); ++i)
+    std::printf("%s%s", i ? ", " : "", x.missing_fields[i].c_str());
+  std::printf("\n");
+  if (v.passed)
+    std::printf("gate: passed\n");
+  else
+    std::printf("gate: FAILED - %s\n(the pipeline would retry this document and, at max attempts, send it to human review)\n",
+                v.reason.c_str());
+}
+
+void print_json(const transcription& t, const extraction& x, const rapidjson::Document& d,
+                const gate_verdict& v) {
+  rapidjson::StringBuffer sb;
+  rapidjson::Writer<rapidjson::StringBuffer> w{sb};
+  w.StartObject();
+  w.Key("transcription");
+  w.StartObject();
+  w.Key("provider");
+  w.String(t.provider.c_str());
+  w.Key("page_count");
+  w.Int(t.page_count);
+  w.Key("quality_score");
+  w.Double(t.quality_score);
+  w.Key("native_text");
+  w.Bool(t.native_text);
+  w.Key("preprocessed");
+  w.Bool(t.preprocessed);
+  w.Key("duration_ms");
+  w.Int64(t.duration_ms);
+  w.EndObject();
+  w.Key("extraction");
+  w.StartObject();
+  w.Key("structured_data");
+  if (d.HasParseError())
+    w.Null();
+  else
+    d.Accept(w);
+  w.Key("extraction_successful");
+  w.Bool(x.extraction_successful);
+  w.Key("confidence");
+  w.String(x.confidence.c_str());
+  w.Key("missing_fields");
+  w.StartArray();
+  for (auto& m : x.missing_fields)
+    w.String(m.c_str());
+  w.EndArray();
+  w.Key("model");
+  w.String(x.model.c_str());
+  w.Key("input_tokens");
+  w.Int64(x.input_tokens);
+  w.Key("output_tokens");
+  w.Int64(x.output_tokens);
+  w.EndObject();
+  w.Key("gate");
+  w.StartObject();
+  w.Key("passed");
+  w.Bool(v.passed);
+  w.Key("reason");
+  w.String(v.reason.c_str());
+  w.EndObject();
+  w.EndObject();
+  std::printf("%s\n", sb.GetString());
+}
+
+} // namespace
+
+int extract_command(const arguments& args) {
+  if (args.positional.size() != 1) {
+    std::fprintf(stderr, "usage: ingestd extract FILE [--json]\n");
+    return usage;
+  }
+  for (auto& f : args.flags)
+    if (f != "--json") {
+      std::fprintf(stderr, "ingestd extract: unknown option %s\n", f.c_str());
+      return usage;
+    }
+  auto cfg = load_or_report(args);
+  if (!cfg)
+    return failure;
+  const auto& path = args.positional.front();
+  auto t = transcribe_path(*cfg, path);
+  if (!t) {
+    std::fprintf(stderr, "ingestd extract: %s: %s\n", path.c_str(), t.error().describe().c_str());
+    return failure;
+  }
+  auto x = run_extractor(*cfg, t->text);
+  if (!x) {
+    std::fprintf(stderr, "ingestd extract: %s: extraction failed: %s\n", path.c_str(),
+                 x.error().describe().c_str());
+    return failure;
+  }
+  auto verdict = evaluate(*x);
+  rapidjson::Document d;
+  d.Parse(x->structured_data.c_str());
+  if (args.has("--json"))
+    print_json(*t, *x, d, verdict);
+  else
+    print_human(*t, *x, d, verdict);
+  return ok;
+}
+
+} // namespace ingestd::cli
