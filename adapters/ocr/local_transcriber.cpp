@@ -142,6 +142,8 @@ result<page_result> process_page(doc_state& st, int index) {
   if (r.page.quality_score >= st.request.quality_threshold || !st.request.allow_preprocessing)
     return r;
   auto pre = preprocess_page(gray, content->dpi, measures);
+  if (pre.steps.empty()) // nothing to fix: a second pass would read the same pixels
+    return r;
   auto second = run_tesseract(pre.image, pre.dpi, st.options.tesseract, st.deadline);
   if (!second)
     return second.error();

@@ -1,5 +1,5 @@
 // OpenCV clean-up of a poor page before a second OCR pass (seed 000: preprocess when the score
-// is below the threshold): deskew, denoise, contrast, sharpen, upscale and binarise as needed.
+// is below the threshold): deskew, upscale, denoise, contrast, sharpen, binarise as needed.
 #pragma once
 
 #include <string>
@@ -12,15 +12,15 @@
 namespace ingestd {
 
 struct preprocess_result {
-  /// 8-bit grey (binarised) page, possibly rotated and scaled.
+  /// 8-bit grey page (binary when unevenly lit), possibly rotated and scaled.
   cv::Mat image;
   /// The image's resolution after scaling (the input's dpi times the scale factor).
   int dpi = 300;
-  /// The steps applied, in order, e.g. {"deskew", "denoise", "contrast", "binarise_otsu"}.
+  /// The steps applied, in order, e.g. {"deskew", "denoise", "contrast"}.
   std::vector<std::string> steps;
 };
 
-/// Applies the steps the measures call for; always ends with binarisation. Pure function.
+/// Applies the steps the measures call for (none for a clean page). Pure function.
 preprocess_result preprocess_page(const cv::Mat& gray, int dpi, const image_measures& m);
 
 /// PNG bytes of an 8-bit image (empty on failure).
