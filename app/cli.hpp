@@ -17,6 +17,9 @@ enum exit_code : int { ok = 0, failure = 1, usage = 2 };
 struct arguments {
   std::vector<std::string> positional;
   std::vector<std::string> flags;  // e.g. "--json"
+  /// Every argument after the command name, in order (without --config): for commands whose
+  /// options take values ("--tenant T").
+  std::vector<std::string> raw;
   std::optional<std::string> config_path;
 
   bool has(const std::string& flag) const;
@@ -29,6 +32,8 @@ std::optional<config> load_or_report(const arguments& args);
 int migrate_command(const arguments& args);
 int run_command(const arguments& args);
 int config_command(const arguments& args);
+int submit_command(const arguments& args);
+int status_command(const arguments& args);
 int transcribe_command(const arguments& args);
 int extract_command(const arguments& args);
 

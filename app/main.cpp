@@ -23,6 +23,8 @@ Usage: ingestd <command> [options]
 
 Commands:
   run                 run the worker until SIGTERM/SIGINT
+  submit FILE|DIR...  submit documents for ingestion (see 'ingestd submit --help')
+  status [--json]     counts by status, failures, review backlog, queue depth
   migrate             apply the database migrations (a no-op when current)
   config check        validate the configuration and print it, secrets masked
   config defaults     print the built-in defaults (the content of config/ingestd.json)
@@ -81,6 +83,8 @@ int main(int argc, char** argv) {
     {"run", run_command},
     {"migrate", migrate_command},
     {"config", config_command},
+    {"submit", submit_command},
+    {"status", status_command},
     {"transcribe", transcribe_command},
     {"extract", extract_command},
     {"version", version_command},
@@ -89,6 +93,10 @@ int main(int argc, char** argv) {
   std::string name;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    if ((a == "-h" || a == "--help") && !name.empty()) {
+      args.raw.push_back(a);  // the command's own help
+      continue;
+    }
     if (a == "-h" || a == "--help" || (name.empty() && a == "help")) {
       std::fputs(usage_text, stdout);
       return ok;
@@ -107,10 +115,13 @@ int main(int argc, char** argv) {
       }
     } else if (a.rfind("--", 0) == 0) {
       args.flags.push_back(a);
+      if (!name.empty())
+        args.raw.push_back(a);
     } else if (name.empty()) {
       name = a;
     } else {
       args.positional.push_back(a);
+      args.raw.push_back(a);
     }
   }
   if (name.empty()) {

@@ -4,6 +4,8 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <functional>
+#include <future>
 #include <thread>
 
 #include <caf/actor_system.hpp>
@@ -14,7 +16,10 @@
 #include "actors/cpu_pool.hpp"
 #include "actors/worker.hpp"
 #include "adapters/support/log.hpp"
+#include "app/admin_server.hpp"
 #include "app/cli.hpp"
+#include "app/intake.hpp"
+#include "app/intake_server.hpp"
 #include "app/runtime.hpp"
 
 namespace ingestd::cli {
@@ -25,7 +30,9 @@ namespace {
 /// the shutdown coordinator.
 class signal_forwarder {
 public:
-  explicit signal_forwarder(shutdown_actor coordinator) : coordinator_(std::move(coordinator)) {
+  /// `on_signal` runs first on each signal (the admin endpoint turns not-ready).
+  signal_forwarder(shutdown_actor coordinator, std::function<void()> on_signal)
+    : coordinator_(std::move(coordinator)), on_signal_(std::move(on_signal)) {
     thread_ = std::thread{[this] { loop(); }};
   }
   ~signal_forwarder() {
@@ -53,11 +60,14 @@ private:
       if (sig < 0)
         continue;
       log::info("signal received", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+      if (on_signal_)
+        on_signal_();
       caf::anon_send(coordinator_, shutdown_atom_v);
     }
   }
 
   shutdown_actor coordinator_;
+  std::function<void()> on_signal_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
@@ -102,14 +112,61 @@ int run_command(const arguments& args) {
                {"extractor", cfg->extraction.provider},
                {"max_in_flight", cfg->worker.max_in_flight},
                {"cpu_workers", cpu_pool_size(cfg->worker.preprocessing_pool_size_dec)}});
+    // Intake and admin endpoints, each on threads of its own (port 0: off).
+    intake_options intake_opts;
+    intake_opts.max_bytes = static_cast<size_t>(
+      std::min(cfg->transcription.max_file_bytes, cfg->storage.max_object_bytes));
+    auto intake = std::make_shared<intake_service>((*rt)->db, (*rt)->ingest_queue, (*rt)->storage,
+                                                   cfg->database.url, intake_opts);
+    std::unique_ptr<intake_server> intake_http;
+    if (cfg->intake.port != 0) {
+      intake_server_options o;
+      o.bind = cfg->intake.bind;
+      o.port = cfg->intake.port;
+      o.default_tenant = uuid::parse(cfg->intake.default_tenant);
+      o.bearer_token = cfg->secrets.intake_token;
+      intake_http = std::make_unique<intake_server>(intake, o);
+      if (auto started = intake_http->start(); !started) {
+        std::fprintf(stderr, "ingestd run: %s\n", started.error().describe().c_str());
+        caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
+        return failure;
+      }
+    }
+    std::unique_ptr<admin_server> admin;
+    if (cfg->admin.port != 0) {
+      admin_probes probes;
+      probes.database = [intake] { return intake->ping_database(); };
+      probes.queue = [q = (*rt)->ingest_queue]() -> result<queue_stats> {
+        auto p = std::make_shared<std::promise<result<queue_stats>>>();
+        auto f = p->get_future();
+        q->stats([p](result<queue_stats> r) { p->set_value(std::move(r)); });
+        if (f.wait_for(std::chrono::seconds{5}) != std::future_status::ready)
+          return error::make_transient("admin.timeout", "the queue did not answer within 5 s");
+        return f.get();
+      };
+      probes.metrics = [m = ctx->metrics] { return m->prometheus(); };
+      admin = std::make_unique<admin_server>(cfg->admin.bind, cfg->admin.port, probes);
+      if (auto started = admin->start(); !started) {
+        std::fprintf(stderr, "ingestd run: %s\n", started.error().describe().c_str());
+        caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
+        return failure;
+      }
+    }
     worker_options opts;
     opts.cpu_pool = pool;
     auto w = start_worker(sys, ctx, opts);
     {
-      signal_forwarder signals{w.coordinator};
+      signal_forwarder signals{w.coordinator, [a = admin.get()] {
+                                 if (a)
+                                   a->set_shutting_down();
+                               }};
       caf::scoped_actor self{sys};
       self->wait_for(w.coordinator);
     }
+    if (intake_http)
+      intake_http->stop();
+    if (admin)
+      admin->stop();
     log::info("ingestd stopped", {{"completed", static_cast<int64_t>(ctx->metrics->jobs("completed"))},
                                   {"failed", static_cast<int64_t>(ctx->metrics->jobs("failed"))}});
     // The adapters (and their threads) go before the actor system: late callbacks still find it.

@@ -1,0 +1,61 @@
+// The admin HTTP endpoint (DESIGN §6): /healthz, /readyz and /metrics on its own port, served by
+// cpp-httplib on its own threads (never on CAF's scheduler).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "adapters/queue/queue.hpp"
+#include "messages/result.hpp"
+
+namespace httplib {
+class Server;
+}
+
+namespace ingestd {
+
+/// How the admin endpoint learns what it reports. Each probe blocks (with its own deadline) on
+/// an HTTP server thread.
+struct admin_probes {
+  /// A cheap database round trip; an error makes /readyz answer 503.
+  std::function<result<void>()> database;
+  /// The ingest queue's depth; an error makes /readyz answer 503.
+  std::function<result<queue_stats>()> queue;
+  /// The worker's metrics in Prometheus text (may be empty).
+  std::function<std::string()> metrics;
+};
+
+/// The queue figures in Prometheus text: depth by state, oldest message age, and whether the
+/// queue answered (ingestd_queue_up).
+std::string queue_prometheus(const result<queue_stats>& stats);
+
+class admin_server {
+public:
+  admin_server(std::string bind, int port, admin_probes probes);
+  ~admin_server();
+  admin_server(const admin_server&) = delete;
+  admin_server& operator=(const admin_server&) = delete;
+
+  /// Binds (port 0: any free port) and starts serving on its own thread.
+  result<void> start();
+  /// The bound port (after start()).
+  int port() const { return bound_port_; }
+  /// From now on /readyz answers 503 "shutting down" (SIGTERM received).
+  void set_shutting_down() { shutting_down_ = true; }
+  /// Stops serving and joins the thread (idempotent).
+  void stop();
+
+private:
+  std::string bind_;
+  int port_;
+  int bound_port_ = 0;
+  admin_probes probes_;
+  std::atomic<bool> shutting_down_{false};
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+};
+
+} // namespace ingestd

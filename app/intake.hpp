@@ -1,0 +1,140 @@
+// Intake (seed 001's webhook handler), shared by `ingestd submit` and the HTTP intake server:
+// hash the file, find or create its document, store it once, create an ingestion and enqueue it.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "messages/result.hpp"
+#include "messages/uuid.hpp"
+
+namespace ingestd {
+
+class repository;
+class queue;
+class object_store;
+
+namespace pg {
+class connection;
+}
+
+/// A supported document type, recognised by its first bytes.
+struct file_type {
+  std::string mime;  // "application/pdf", "image/png", "image/jpeg", "image/tiff"
+  std::string ext;   // "pdf", "png", "jpg", "tiff"
+};
+
+/// PDF, PNG, JPEG and TIFF by magic bytes; nullopt for anything else.
+std::optional<file_type> detect_file_type(std::string_view bytes);
+
+/// Hex SHA-256 of `bytes` (OpenSSL).
+std::string sha256_hex(std::string_view bytes);
+
+/// Who sent the document: exactly one of the two ids (the schema's XOR).
+struct intake_source {
+  std::optional<uuid> uploaded_by;
+  std::optional<uuid> doc_source_id;
+};
+
+struct intake_item {
+  uuid tenant_id;
+  intake_source source;
+  std::string bytes;
+  /// The original file name, kept in the ingestion's source_metadata (may be empty).
+  std::string name;
+  /// Where it came from ("cli", "http"), kept in source_metadata.
+  std::string channel;
+};
+
+/// What intake did with one file.
+enum class intake_status {
+  /// A new document: stored, ingestion created and enqueued.
+  created,
+  /// A known document whose earlier ingestions all failed: a new ingestion was created.
+  reprocessing,
+  /// A known document that is ready or being processed: nothing new was created; the ids are
+  /// the existing document and its live (in-progress, else latest completed) ingestion.
+  duplicate,
+};
+
+std::string_view to_string(intake_status s);
+
+struct intake_outcome {
+  intake_status status = intake_status::created;
+  uuid document_id;
+  uuid ingestion_id;
+  /// The ingestion's status for duplicates ("in-progress" | "completed"); "in-progress" else.
+  std::string ingestion_status = "in-progress";
+  std::string file_path;
+  std::string mime_type;
+  /// false when the rows were written but the enqueue failed: the sweeper re-enqueues the
+  /// ingestion once it is overdue (it stays due in the database).
+  bool enqueued = true;
+  std::string enqueue_error;
+};
+
+struct intake_options {
+  /// Larger files are refused ("intake.too_large").
+  size_t max_bytes = 20u << 20;
+  /// Deadline for each port call (storage, database, queue).
+  std::chrono::seconds call_timeout{60};
+};
+
+/// Errors (all permanent unless a port reports a transient one): "intake.empty",
+/// "intake.too_large", "intake.unsupported_type", "intake.invalid_source",
+/// "intake.timeout" (transient). Thread-safe: call submit() from several threads at once.
+class intake_service {
+public:
+  /// `database_url` serves the advisory lock that serialises intake of one (tenant, content) and
+  /// the read-only look-ups; the ports do the writes.
+  intake_service(std::shared_ptr<repository> db, std::shared_ptr<queue> q,
+                 std::shared_ptr<object_store> storage, std::string database_url,
+                 intake_options opts = {});
+  ~intake_service();
+  intake_service(const intake_service&) = delete;
+  intake_service& operator=(const intake_service&) = delete;
+
+  /// Blocking: validates, deduplicates, stores, creates and enqueues (see intake_status).
+  /// Idempotent: the same bytes again for the same tenant are a duplicate with the same ids.
+  result<intake_outcome> submit(const intake_item& item);
+
+  /// A document as JSON (state, structured data, ingestions); nullopt when unknown.
+  result<std::optional<std::string>> document_json(uuid document_id);
+
+  /// An ingestion as JSON (status, attempts, errors, audit events); nullopt when unknown.
+  result<std::optional<std::string>> ingestion_json(uuid ingestion_id);
+
+  /// Documents flagged for human review (id, tenant, file name), newest last, as JSON array.
+  result<std::string> review_json(int limit);
+
+  /// One row per document (newest last): file name, state, key extracted fields, as JSON array.
+  result<std::string> documents_json(int limit);
+
+  /// A cheap round trip to the database ("SELECT 1").
+  result<void> ping_database();
+
+  const intake_options& options() const { return opts_; }
+
+private:
+  class lease;
+  std::unique_ptr<pg::connection> borrow();
+  void give_back(std::unique_ptr<pg::connection> conn);
+  result<std::optional<std::string>> json_query(const char* statement_name, const char* sql,
+                                                const std::vector<std::optional<std::string>>& params);
+
+  std::shared_ptr<repository> db_;
+  std::shared_ptr<queue> queue_;
+  std::shared_ptr<object_store> storage_;
+  std::string database_url_;
+  intake_options opts_;
+  std::mutex mtx_;
+  std::vector<std::unique_ptr<pg::connection>> idle_;
+};
+
+} // namespace ingestd

@@ -1,0 +1,63 @@
+// HTTP intake (seed 001's API/webhook entry): POST /v1/documents, GET /v1/documents/{id},
+// GET /v1/ingestions/{id}, over cpp-httplib on its own threads, bearer token when configured.
+//
+// POST /v1/documents takes the file as the raw body (any Content-Type; the type is decided by the
+// file's first bytes) or as multipart/form-data field "file". Tenant: header X-Tenant-Id (or form
+// field "tenant_id"), else the configured default tenant. Source: header X-Uploaded-By or
+// X-Doc-Source-Id (or form fields "uploaded_by" / "doc_source_id"), at most one; neither means
+// the nil UUID as uploader. Answers (JSON):
+//   202 {"status":"new"|"reprocessing", document_id, ingestion_id, enqueued}  work was created
+//   200 {"status":"duplicate", document_id, ingestion_id, ingestion_status}    the tenant already
+//       has this content, ready or in progress: nothing new is created (idempotent retries)
+//   400 missing/invalid tenant or source, empty body; 401 bad or missing token;
+//   413 over the size limit; 415 not PDF/PNG/JPEG/TIFF; 503 (Retry-After) database, storage or
+//   queue unavailable.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "app/intake.hpp"
+#include "messages/result.hpp"
+#include "messages/uuid.hpp"
+
+namespace httplib {
+class Server;
+}
+
+namespace ingestd {
+
+struct intake_server_options {
+  std::string bind = "127.0.0.1";
+  /// 0: any free port (tests).
+  int port = 0;
+  /// Used when a request names no tenant; nullopt: such a request is a 400.
+  std::optional<uuid> default_tenant;
+  /// Empty: no authentication (keep the bind on loopback then).
+  std::string bearer_token;
+};
+
+class intake_server {
+public:
+  intake_server(std::shared_ptr<intake_service> intake, intake_server_options opts);
+  ~intake_server();
+  intake_server(const intake_server&) = delete;
+  intake_server& operator=(const intake_server&) = delete;
+
+  /// Binds and starts serving on its own thread.
+  result<void> start();
+  int port() const { return bound_port_; }
+  /// Stops accepting, finishes the requests in progress, joins (idempotent).
+  void stop();
+
+private:
+  std::shared_ptr<intake_service> intake_;
+  intake_server_options opts_;
+  int bound_port_ = 0;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+};
+
+} // namespace ingestd

@@ -1,0 +1,183 @@
+// `ingestd status`: what the database and the queue hold now: ingestions by status, the oldest in
+// progress, failures by error class, documents awaiting review, queue depth; --json for scripts.
+#include <cstdio>
+#include <future>
+
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include "adapters/db/repository.hpp"
+#include "adapters/ocr/thread_pool_executor.hpp"
+#include "adapters/queue/queue.hpp"
+#include "app/cli.hpp"
+#include "app/intake.hpp"
+#include "app/runtime.hpp"
+
+namespace ingestd::cli {
+
+namespace {
+
+constexpr const char* status_usage = R"(Usage: ingestd status [--json] [--documents]
+
+  --json        one JSON object: ingestions by status, oldest_in_progress_seconds,
+                failures_by_error_class, documents_needing_review (count and ids), queue depth
+  --documents   also a table of the latest documents with what was extracted (with --json:
+                a "documents" array)
+)";
+
+template <class T, class Start>
+result<T> wait(Start start) {
+  auto p = std::make_shared<std::promise<result<T>>>();
+  auto f = p->get_future();
+  start([p](result<T> r) { p->set_value(std::move(r)); });
+  if (f.wait_for(std::chrono::seconds{60}) != std::future_status::ready)
+    return error::make_transient("status.timeout", "no answer within 60 s");
+  return f.get();
+}
+
+std::string field(const rapidjson::Value& v, const char* key) {
+  if (!v.IsObject() || !v.HasMember(key))
+    return "-";
+  auto& x = v[key];
+  if (x.IsString())
+    return x.GetString();
+  if (x.IsNumber()) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f", x.GetDouble());
+    return buf;
+  }
+  if (x.IsBool())
+    return x.GetBool() ? "yes" : "no";
+  return "-";
+}
+
+std::string clip(std::string s, size_t n) {
+  if (s.size() > n)
+    s = s.substr(0, n - 1) + "~";
+  return s;
+}
+
+} // namespace
+
+int status_command(const arguments& args) {
+  bool json = false, documents = false;
+  for (auto& a : args.raw) {
+    if (a == "-h" || a == "--help") {
+      std::fputs(status_usage, stdout);
+      return ok;
+    } else if (a == "--json") {
+      json = true;
+    } else if (a == "--documents") {
+      documents = true;
+    } else {
+      std::fprintf(stderr, "ingestd status: unknown argument %s\n%s", a.c_str(), status_usage);
+      return usage;
+    }
+  }
+  auto cfg = load_or_report(args);
+  if (!cfg)
+    return failure;
+  thread_pool_executor cpu{1};
+  auto rt = make_runtime(*cfg, cpu, runtime_parts{true, true, false});
+  if (!rt) {
+    std::fprintf(stderr, "ingestd status: %s\n", rt.error().describe().c_str());
+    return failure;
+  }
+  intake_service look{(*rt)->db, (*rt)->ingest_queue, nullptr, cfg->database.url};
+  auto summary = wait<status_summary>([&](auto cb) { (*rt)->db->summarize(cb); });
+  if (!summary) {
+    std::fprintf(stderr, "ingestd status: database: %s\n", summary.error().describe().c_str());
+    return failure;
+  }
+  auto qs = wait<queue_stats>([&](auto cb) { (*rt)->ingest_queue->stats(cb); });
+  if (!qs) {
+    std::fprintf(stderr, "ingestd status: queue: %s\n", qs.error().describe().c_str());
+    return failure;
+  }
+  auto review = look.review_json(100);
+  if (!review) {
+    std::fprintf(stderr, "ingestd status: database: %s\n", review.error().describe().c_str());
+    return failure;
+  }
+  result<std::string> docs = std::string{"[]"};
+  if (documents) {
+    docs = look.documents_json(1000);
+    if (!docs) {
+      std::fprintf(stderr, "ingestd status: database: %s\n", docs.error().describe().c_str());
+      return failure;
+    }
+  }
+  rapidjson::Document review_doc, docs_doc;
+  review_doc.Parse(review->c_str());
+  docs_doc.Parse(docs->c_str());
+
+  if (json) {
+    rapidjson::StringBuffer buf;
+    rapidjson::Writer<rapidjson::StringBuffer> w{buf};
+    w.StartObject();
+    w.Key("ingestions");
+    w.StartObject();
+    w.Key("in_progress"); w.Int64(summary->in_progress);
+    w.Key("completed"); w.Int64(summary->completed);
+    w.Key("failed"); w.Int64(summary->failed);
+    w.EndObject();
+    w.Key("oldest_in_progress_seconds"); w.Int64(summary->oldest_in_progress_seconds);
+    w.Key("failures_by_error_class");
+    w.StartObject();
+    for (auto& [cls, n] : summary->failures_by_error_class) {
+      w.Key(cls.empty() ? "unknown" : cls.c_str());
+      w.Int64(n);
+    }
+    w.EndObject();
+    w.Key("documents_needing_review"); w.Int64(summary->documents_needing_review);
+    w.Key("review");
+    review_doc.Accept(w);
+    w.Key("queue");
+    w.StartObject();
+    w.Key("name"); w.String(cfg->queue.name.c_str());
+    w.Key("visible"); w.Int64(qs->visible);
+    w.Key("in_flight"); w.Int64(qs->in_flight);
+    w.Key("delayed"); w.Int64(qs->delayed);
+    w.Key("oldest_age_seconds"); w.Int64(qs->oldest_age_seconds);
+    w.EndObject();
+    if (documents) {
+      w.Key("documents");
+      docs_doc.Accept(w);
+    }
+    w.EndObject();
+    std::printf("%s\n", buf.GetString());
+    return ok;
+  }
+
+  std::printf("ingestions   in progress %lld   completed %lld   failed %lld\n",
+              static_cast<long long>(summary->in_progress), static_cast<long long>(summary->completed),
+              static_cast<long long>(summary->failed));
+  std::printf("oldest in progress   %lld s\n", static_cast<long long>(summary->oldest_in_progress_seconds));
+  std::printf("failures by class   ");
+  if (summary->failures_by_error_class.empty())
+    std::printf(" none");
+  for (auto& [cls, n] : summary->failures_by_error_class)
+    std::printf(" %s %lld", cls.empty() ? "unknown" : cls.c_str(), static_cast<long long>(n));
+  std::printf("\nqueue %s   visible %lld   in flight %lld   delayed %lld   oldest %lld s\n",
+              cfg->queue.name.c_str(), static_cast<long long>(qs->visible),
+              static_cast<long long>(qs->in_flight), static_cast<long long>(qs->delayed),
+              static_cast<long long>(qs->oldest_age_seconds));
+  std::printf("documents awaiting review: %lld\n", static_cast<long long>(summary->documents_needing_review));
+  if (review_doc.IsArray())
+    for (auto& r : review_doc.GetArray())
+      std::printf("  %s  %s  %s\n", field(r, "document_id").c_str(), field(r, "file_name").c_str(),
+                  clip(field(r, "last_error"), 80).c_str());
+  if (documents && docs_doc.IsArray()) {
+    std::printf("\n%-34s %-12s %-6s %-16s %-26s %-10s %5s %12s\n", "FILE", "STATE", "REVIEW",
+                "INVOICE", "SUPPLIER", "DATE", "CUR", "TOTAL");
+    for (auto& d : docs_doc.GetArray())
+      std::printf("%-34s %-12s %-6s %-16s %-26s %-10s %5s %12s\n", clip(field(d, "file_name"), 34).c_str(),
+                  field(d, "state").c_str(), field(d, "needs_human_review").c_str(),
+                  clip(field(d, "invoice_number"), 16).c_str(), clip(field(d, "supplier_name"), 26).c_str(),
+                  field(d, "invoice_date").c_str(), field(d, "currency").c_str(), field(d, "total").c_str());
+  }
+  return ok;
+}
+
+} // namespace ingestd::cli
