@@ -1,0 +1,50 @@
+// Assertions shared by the end-to-end tests, as SQL over the fresh schema.
+#include "e2e_checks.hpp"
+
+#include <gtest/gtest.h>
+
+namespace ingestd::test {
+
+void expect_completed_exactly_once(e2e_setup& s, const std::vector<std::string>& ids) {
+  auto arr = pg_array(ids);
+  auto n = static_cast<int64_t>(ids.size());
+  // A job appends its last audit events after deleting its message: give them a moment to land.
+  await_complete_events(s, ids, std::chrono::seconds{30});
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE id = ANY($1::uuid[]) AND status = 'completed'", {arr}), n)
+    << s.logs();
+  // Exactly one successful completion per ingestion: none missing, none twice.
+  EXPECT_EQ(s.count("SELECT count(DISTINCT ingestion_id) FROM ingestion_event "
+                    "WHERE ingestion_id = ANY($1::uuid[]) AND step = 'complete' AND outcome = 'ok'", {arr}), n);
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion_event "
+                    "WHERE ingestion_id = ANY($1::uuid[]) AND step = 'complete' AND outcome = 'ok'", {arr}), n)
+    << "one complete event per ingestion: none missing, none twice";
+  // The trigger copied the result to the document.
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion i JOIN document d ON d.id = i.document_id "
+                    "WHERE i.id = ANY($1::uuid[]) AND d.structured_data IS NOT NULL "
+                    "AND d.structured_data = i.structured_data AND NOT d.needs_human_review", {arr}), n);
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE id = ANY($1::uuid[]) AND claim_token IS NOT NULL", {arr}), 0)
+    << "completed ingestions keep no claim";
+}
+
+bool await_complete_events(e2e_setup& s, const std::vector<std::string>& ids, std::chrono::seconds deadline) {
+  auto arr = pg_array(ids);
+  auto n = static_cast<int64_t>(ids.size());
+  auto events = [&] {
+    return s.count("SELECT count(DISTINCT ingestion_id) FROM ingestion_event "
+                   "WHERE ingestion_id = ANY($1::uuid[]) AND step = 'complete' AND outcome = 'ok'", {arr});
+  };
+  return wait_until([&] { return events() >= n; }, deadline, std::chrono::milliseconds{100});
+}
+
+bool await_completed(e2e_setup& s, int64_t n, std::chrono::seconds deadline) {
+  bool ok = wait_until([&] { return s.with_status("completed") >= n; }, deadline, std::chrono::milliseconds{200});
+  EXPECT_TRUE(ok) << s.with_status("completed") << " of " << n << " completed, "
+                  << s.with_status("failed") << " failed\n" << s.logs();
+  return ok;
+}
+
+int64_t queue_depth(e2e_setup& s) {
+  return s.count("SELECT count(*) FROM queue_message WHERE queue_name = $1", {s.queue_name()});
+}
+
+} // namespace ingestd::test
