@@ -1,0 +1,328 @@
+// Intake end to end on real services: one document and one stored object per (tenant, content)
+// however often and however concurrently it is submitted; bad files refused by name; a failed
+// enqueue caught by the real sweeper; `ingestd submit` over a directory of mixed files.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/send.hpp>
+
+#include "actors/sweeper.hpp"
+#include "adapters/db/pg_repository.hpp"
+#include "adapters/queue/postgres_queue.hpp"
+#include "adapters/storage/filesystem_store.hpp"
+#include "app/intake.hpp"
+#include "tests/support/environment.hpp"
+#include "tests/support/postgres/pg_fixture.hpp"
+
+namespace ingestd {
+namespace {
+
+namespace fs = std::filesystem;
+using test::pg_schema;
+
+std::string read_all(const std::string& path) {
+  std::ifstream in{path, std::ios::binary};
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string corpus(const std::string& name) {
+  return read_all(test::source_dir() + "/tests/fixtures/corpus/" + name);
+}
+
+/// A queue whose sends fail (transiently), as when SQS is unreachable after the rows are written.
+class failing_send_queue final : public queue {
+public:
+  explicit failing_send_queue(std::shared_ptr<queue> inner) : inner_(std::move(inner)) {}
+  void receive(int n, std::chrono::seconds w, std::chrono::seconds v,
+               callback<std::vector<queue_message>> done) override {
+    inner_->receive(n, w, v, std::move(done));
+  }
+  void remove(std::vector<std::string> r, callback<std::vector<batch_entry_result>> done) override {
+    inner_->remove(std::move(r), std::move(done));
+  }
+  void change_visibility(std::vector<visibility_change> c,
+                         callback<std::vector<batch_entry_result>> done) override {
+    inner_->change_visibility(std::move(c), std::move(done));
+  }
+  void send(std::vector<outgoing_message>, callback<std::vector<batch_entry_result>> done) override {
+    std::thread{[done = std::move(done)] {
+      done(error::make_transient("queue.unreachable", "connection refused"));
+    }}.detach();
+  }
+  void stats(callback<queue_stats> done) override { inner_->stats(std::move(done)); }
+  std::string name() const override { return "failing"; }
+
+private:
+  std::shared_ptr<queue> inner_;
+};
+
+class intake_test : public ::testing::Test {
+protected:
+  void SetUp() override {
+    db = std::make_unique<pg_schema>();
+    root = test::make_temp_dir("intake");
+    queue_name = test::unique_name("q");
+    repo = std::make_shared<pg_repository>(db->url());
+    q = std::make_shared<postgres_queue>(db->url(), queue_name);
+    store = std::make_shared<filesystem_store>(root);
+  }
+  void TearDown() override {
+    fs::remove_all(root);
+  }
+
+  std::unique_ptr<intake_service> make(size_t max_bytes = 20u << 20, std::shared_ptr<queue> with = {}) {
+    intake_options opts;
+    opts.max_bytes = max_bytes;
+    return std::make_unique<intake_service>(repo, with ? with : q, store, db->url(), opts);
+  }
+
+  intake_item item(std::string bytes, uuid tenant, std::string name = "f.pdf") {
+    intake_item it;
+    it.tenant_id = tenant;
+    it.source.uploaded_by = uploader;
+    it.bytes = std::move(bytes);
+    it.name = std::move(name);
+    it.channel = "test";
+    return it;
+  }
+
+  int64_t count(const std::string& sql) { return std::stoll(db->scalar(sql)); }
+
+  int64_t stored_documents() {
+    if (!fs::exists(root + "/documents"))
+      return 0;
+    int64_t n = 0;
+    for (auto& e : fs::directory_iterator(root + "/documents"))
+      n += e.is_regular_file() ? 1 : 0;
+    return n;
+  }
+
+  int64_t messages_for(const uuid& ingestion) {
+    return std::stoll(db->scalar("SELECT count(*) FROM queue_message WHERE queue_name = $1 AND body = $2",
+                                 {queue_name, ingestion.str()}));
+  }
+
+  std::unique_ptr<pg_schema> db;
+  std::string root, queue_name;
+  std::shared_ptr<pg_repository> repo;
+  std::shared_ptr<postgres_queue> q;
+  std::shared_ptr<filesystem_store> store;
+  uuid tenant_a = uuid::v7(), tenant_b = uuid::v7(), uploader = uuid::v7();
+};
+
+TEST_F(intake_test, detects_types_by_magic_bytes) {
+  EXPECT_EQ(detect_file_type(corpus("inv01_en_classic.pdf"))->ext, "pdf");
+  EXPECT_EQ(detect_file_type(corpus("inv01_en_classic_scan.png"))->mime, "image/png");
+  EXPECT_EQ(detect_file_type(corpus("inv04_de_classic_scan.jpg"))->ext, "jpg");
+  EXPECT_EQ(detect_file_type(corpus("inv03_en_compact_scan.tiff"))->ext, "tiff");
+  EXPECT_FALSE(detect_file_type("hello"));
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST_F(intake_test, new_file_is_stored_recorded_and_enqueued_and_again_is_a_duplicate) {
+  auto intake = make();
+  auto bytes = corpus("inv01_en_classic.pdf");
+  auto first = intake->submit(item(bytes, tenant_a));
+  ASSERT_TRUE(first) << first.error().describe();
+  EXPECT_EQ(first->status, intake_status::created);
+  EXPECT_TRUE(first->enqueued);
+  EXPECT_EQ(first->file_path, "documents/" + first->document_id.str() + ".pdf");
+  EXPECT_EQ(read_all(root + "/" + first->file_path), bytes);
+  EXPECT_EQ(messages_for(first->ingestion_id), 1);
+  EXPECT_EQ(db->scalar("SELECT content_hash FROM document"), sha256_hex(bytes));
+  EXPECT_EQ(db->scalar("SELECT uploaded_by::text FROM ingestion"), uploader.str());
+  EXPECT_EQ(db->scalar("SELECT source_metadata->>'file_name' FROM ingestion"), "f.pdf");
+
+  auto again = intake->submit(item(bytes, tenant_a));
+  ASSERT_TRUE(again) << again.error().describe();
+  EXPECT_EQ(again->status, intake_status::duplicate);
+  EXPECT_EQ(again->document_id, first->document_id);
+  EXPECT_EQ(again->ingestion_id, first->ingestion_id);
+  EXPECT_EQ(again->ingestion_status, "in-progress");
+  EXPECT_EQ(count("SELECT count(*) FROM document"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM ingestion"), 1);
+  EXPECT_EQ(stored_documents(), 1);
+  EXPECT_EQ(messages_for(first->ingestion_id), 1);
+
+  // Completed: still a duplicate, reported with the completed ingestion.
+  db->query("UPDATE ingestion SET status = 'completed', completed_at = now()");
+  auto done = intake->submit(item(bytes, tenant_a));
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->status, intake_status::duplicate);
+  EXPECT_EQ(done->ingestion_status, "completed");
+  EXPECT_EQ(count("SELECT count(*) FROM ingestion"), 1);
+}
+
+TEST_F(intake_test, concurrent_submissions_of_one_file_make_one_document_and_one_object) {
+  auto intake = make();
+  auto bytes = corpus("inv02_de_modern.pdf");
+  constexpr int clients = 8;
+  std::vector<result<intake_outcome>> results(clients, error::make_transient("unset", ""));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < clients; ++i)
+    threads.emplace_back([&, i] { results[i] = intake->submit(item(bytes, tenant_a)); });
+  for (auto& t : threads)
+    t.join();
+  int created = 0, duplicates = 0;
+  for (auto& r : results) {
+    ASSERT_TRUE(r) << r.error().describe();
+    created += r->status == intake_status::created;
+    duplicates += r->status == intake_status::duplicate;
+    EXPECT_EQ(r->document_id, results[0]->document_id);
+    EXPECT_EQ(r->ingestion_id, results[0]->ingestion_id);
+  }
+  EXPECT_EQ(created, 1);
+  EXPECT_EQ(duplicates, clients - 1);
+  EXPECT_EQ(count("SELECT count(*) FROM document"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM ingestion"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM queue_message"), 1);
+  EXPECT_EQ(stored_documents(), 1);
+}
+
+TEST_F(intake_test, concurrent_submissions_from_separate_services_are_serialised_by_the_database) {
+  // Two intake services (as two processes would have) with their own connections.
+  auto one = make(), two = make();
+  auto bytes = corpus("inv03_en_compact.pdf");
+  std::vector<result<intake_outcome>> results(6, error::make_transient("unset", ""));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 6; ++i)
+    threads.emplace_back([&, i] { results[i] = (i % 2 ? one : two)->submit(item(bytes, tenant_a)); });
+  for (auto& t : threads)
+    t.join();
+  for (auto& r : results)
+    ASSERT_TRUE(r) << r.error().describe();
+  EXPECT_EQ(count("SELECT count(*) FROM document"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM ingestion"), 1);
+  EXPECT_EQ(stored_documents(), 1);
+}
+
+TEST_F(intake_test, same_content_in_another_tenant_is_a_new_document) {
+  auto intake = make();
+  auto bytes = corpus("inv01_en_classic_scan.png");
+  auto a = intake->submit(item(bytes, tenant_a, "a.png"));
+  auto b = intake->submit(item(bytes, tenant_b, "b.png"));
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->status, intake_status::created);
+  EXPECT_EQ(b->status, intake_status::created);
+  EXPECT_NE(a->document_id, b->document_id);
+  EXPECT_EQ(b->file_path, "documents/" + b->document_id.str() + ".png");
+  EXPECT_EQ(count("SELECT count(*) FROM document"), 2);
+  EXPECT_EQ(stored_documents(), 2);
+}
+
+TEST_F(intake_test, empty_oversized_unsupported_and_sourceless_files_are_refused_by_name) {
+  auto intake = make(4096);
+  auto empty = intake->submit(item("", tenant_a));
+  ASSERT_FALSE(empty);
+  EXPECT_EQ(empty.error().code, "intake.empty");
+  EXPECT_EQ(empty.error().cls, error_class::permanent);
+  auto big = intake->submit(item("%PDF-1.4\n" + std::string(5000, 'x'), tenant_a));
+  ASSERT_FALSE(big);
+  EXPECT_EQ(big.error().code, "intake.too_large");
+  auto text = intake->submit(item(corpus("bad/notes.txt"), tenant_a));
+  ASSERT_FALSE(text);
+  EXPECT_EQ(text.error().code, "intake.unsupported_type");
+  auto no_source = item(corpus("inv01_en_classic.pdf"), tenant_a);
+  no_source.source = {};
+  auto r = intake->submit(no_source);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "intake.invalid_source");
+  EXPECT_EQ(count("SELECT count(*) FROM document"), 0);
+  EXPECT_EQ(stored_documents(), 0);
+}
+
+TEST_F(intake_test, a_document_whose_ingestions_failed_is_reprocessed_on_resubmission) {
+  auto intake = make();
+  auto bytes = corpus("inv04_de_classic.pdf");
+  auto first = intake->submit(item(bytes, tenant_a));
+  ASSERT_TRUE(first);
+  db->query("UPDATE ingestion SET status = 'failed', error_class = 'permanent', last_error = 'x'");
+  auto again = intake->submit(item(bytes, tenant_a));
+  ASSERT_TRUE(again) << again.error().describe();
+  EXPECT_EQ(again->status, intake_status::reprocessing);
+  EXPECT_EQ(again->document_id, first->document_id);
+  EXPECT_NE(again->ingestion_id, first->ingestion_id);
+  EXPECT_EQ(messages_for(again->ingestion_id), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM ingestion"), 2);
+  EXPECT_EQ(stored_documents(), 1);
+}
+
+TEST_F(intake_test, a_failed_enqueue_is_caught_by_the_sweeper) {
+  auto intake = make(20u << 20, std::make_shared<failing_send_queue>(q));
+  auto r = intake->submit(item(corpus("inv05_en_modern.pdf"), tenant_a));
+  ASSERT_TRUE(r) << r.error().describe();
+  EXPECT_FALSE(r->enqueued);
+  EXPECT_EQ(messages_for(r->ingestion_id), 0);
+  EXPECT_EQ(db->scalar("SELECT status FROM ingestion WHERE id = $1", {r->ingestion_id.str()}), "in-progress");
+
+  // The real sweeper with a short interval and stale threshold, over the real queue.
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  auto ctx = std::make_shared<worker_context>();
+  ctx->ports.db = repo;
+  ctx->ports.ingest_queue = q;
+  ctx->settings.sweeper_interval = std::chrono::seconds{1};
+  ctx->settings.stale_threshold = std::chrono::seconds{1};
+  auto sweeper = spawn_sweeper(sys, ctx);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{30};
+  while (messages_for(r->ingestion_id) == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds{100});
+  caf::anon_send_exit(sweeper, caf::exit_reason::user_shutdown);
+  EXPECT_EQ(messages_for(r->ingestion_id), 1);
+  EXPECT_GE(ctx->metrics->rescues.load(), 1);
+}
+
+/// Runs `ingestd submit` against this schema; returns (exit code, stdout+stderr).
+std::pair<int, std::string> run_submit(const pg_schema& db, const std::string& root,
+                                       const std::string& queue_name, const std::string& args) {
+  auto cmd = "INGESTD_DATABASE__URL='" + db.url() + "' INGESTD_STORAGE__ROOT='" + root
+             + "' INGESTD_QUEUE__NAME='" + queue_name + "' INGESTD_LOG__LEVEL=error '"
+             + test::ingestd_binary() + "' submit " + args + " 2>&1";
+  std::string out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof buf, p))
+    out.append(buf, n);
+  int status = ::pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST_F(intake_test, submit_command_walks_a_directory_of_mixed_files_and_reports_each_failure) {
+  auto dir = test::make_temp_dir("mixed");
+  fs::create_directories(dir + "/sub");
+  auto src = test::source_dir() + "/tests/fixtures/corpus/";
+  fs::copy_file(src + "inv01_en_classic.pdf", dir + "/a.pdf");
+  fs::copy_file(src + "inv02_de_modern_scan.png", dir + "/sub/b.png");
+  fs::copy_file(src + "inv04_de_classic_scan.jpg", dir + "/sub/c.jpg");
+  fs::copy_file(src + "bad/notes.txt", dir + "/notes.txt");
+  std::ofstream{dir + "/empty.pdf"};
+  auto [code, out] = run_submit(*db, root, queue_name, "'" + dir + "' '" + dir + "/missing.pdf'");
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("submitted 6 file(s)"), std::string::npos) << out;  // 5 in the dir, 1 missing
+  EXPECT_NE(out.find("3 new, 0 reprocessing, 0 duplicate, 3 failed"), std::string::npos) << out;
+  EXPECT_NE(out.find("notes.txt: intake.unsupported_type"), std::string::npos) << out;
+  EXPECT_NE(out.find("empty.pdf: intake.empty"), std::string::npos) << out;
+  EXPECT_NE(out.find("missing.pdf: intake.not_found"), std::string::npos) << out;
+  EXPECT_EQ(count("SELECT count(*) FROM document"), 3);
+
+  // Again: the three are duplicates; only the good files, so it succeeds.
+  fs::remove(dir + "/notes.txt");
+  fs::remove(dir + "/empty.pdf");
+  auto [code2, out2] = run_submit(*db, root, queue_name, "--tenant " + db->scalar("SELECT tenant_id::text FROM document LIMIT 1") + " '" + dir + "'");
+  EXPECT_EQ(code2, 0) << out2;
+  EXPECT_NE(out2.find("0 new, 0 reprocessing, 3 duplicate, 0 failed"), std::string::npos) << out2;
+  EXPECT_EQ(count("SELECT count(*) FROM document"), 3);
+  fs::remove_all(dir);
+}
+
+} // namespace
+} // namespace ingestd
