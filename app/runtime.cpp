@@ -110,7 +110,8 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
 
   if (parts.storage) {
     if (cfg.storage.backend == "filesystem") {
-      rt->storage = std::make_shared<filesystem_store>(cfg.storage.root);
+      // Local file I/O is quick: one thread keeps the thread count low.
+      rt->storage = std::make_shared<filesystem_store>(cfg.storage.root, 1);
     } else {
       s3_options opts;
       opts.credentials = creds;
