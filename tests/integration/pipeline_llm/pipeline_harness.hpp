@@ -1,0 +1,192 @@
+// The whole worker embedded in a test: a real caf::actor_system, postgres_queue and pg_repository
+// on a fresh schema, a filesystem_store in a temp dir, and the caller's OCR and extractor.
+// Shared by the pipeline_llm and pipeline_ocr integration tests.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
+
+#include <gtest/gtest.h>
+
+#include "actors/worker.hpp"
+#include "adapters/db/pg_repository.hpp"
+#include "adapters/queue/postgres_queue.hpp"
+#include "adapters/storage/filesystem_store.hpp"
+#include "messages/protocol.hpp"
+#include "tests/support/environment.hpp"
+#include "tests/support/ocr/ocr_support.hpp"
+#include "tests/support/postgres/await.hpp"
+#include "tests/support/postgres/pg_fixture.hpp"
+
+namespace ingestd::test {
+
+/// Settings that make a job's whole life (three attempts with queue back-off) take seconds.
+inline worker_settings fast_settings() {
+  using std::chrono::seconds;
+  worker_settings s;
+  s.worker_id = "pipeline-test";
+  s.max_in_flight = 16;
+  s.max_messages = 10;
+  s.wait_time = seconds{1};
+  s.visibility_timeout = seconds{60};
+  s.lease = seconds{60};
+  s.heartbeat_rate = seconds{1};
+  s.heartbeat_extension = seconds{60};
+  s.heartbeat_actors = 1;
+  s.max_attempts = 3;
+  s.retry_backoff = {seconds{1}};
+  s.step_timeout = seconds{60};
+  s.shutdown_grace = seconds{5};
+  s.sweeper_interval = seconds{3600};
+  s.stale_threshold = seconds{3600};
+  return s;
+}
+
+class pipeline {
+public:
+  pipeline()
+    : root_(make_temp_dir("pipeline")),
+      queue_name_(unique_name("q")),
+      repo_(std::make_shared<pg_repository>(db_.url())),
+      queue_(std::make_shared<postgres_queue>(db_.url(), queue_name_)),
+      store_(std::make_shared<filesystem_store>(root_)) {
+    ctx_->settings = fast_settings();
+    ctx_->observer = [this](const job_outcome& o) {
+      std::lock_guard<std::mutex> g{m_};
+      outcomes_.push_back(o);
+      cv_.notify_all();
+    };
+  }
+
+  ~pipeline() {
+    stop();
+    queue_.reset();
+    repo_.reset();
+    store_.reset();
+    ctx_.reset();
+    std::filesystem::remove_all(root_);
+  }
+
+  pg_schema& db() { return db_; }
+  worker_settings& settings() { return ctx_->settings; }
+  worker_ports& ports() { return ctx_->ports; }
+  const std::string& storage_root() const { return root_; }
+  const std::string& queue_name() const { return queue_name_; }
+  repository& repo() { return *repo_; }
+  object_store& store() { return *store_; }
+  caf::actor_system& system() { return sys_; }
+
+  /// Stores the corpus file as a new document, creates its ingestion and sends its message.
+  uuid submit(const std::string& corpus_file, const std::string& mime_type) {
+    auto bytes = read_binary(corpus_dir() + "/" + corpus_file);
+    intake_request r;
+    r.document_id = uuid::v7();
+    r.ingestion_id = uuid::v7();
+    r.tenant_id = uuid::v4();
+    r.content_hash = uuid::v4().str(); // unique: no deduplication between tests' documents
+    auto ext = corpus_file.substr(corpus_file.rfind('.') + 1);
+    r.file_path = "documents/" + r.document_id.str() + "." + ext;
+    r.mime_type = mime_type;
+    r.uploaded_by = uuid::v4();
+    auto created = await<intake_result>([&](auto cb) { repo_->create_ingestion(r, cb); });
+    EXPECT_TRUE(created) << created.error().describe();
+    auto put = await<void>([&](auto cb) { store_->put(r.file_path, bytes, mime_type, cb); });
+    EXPECT_TRUE(put) << put.error().describe();
+    auto sent = await<std::vector<batch_entry_result>>(
+      [&](auto cb) { queue_->send({outgoing_message{r.ingestion_id.str()}}, cb); });
+    EXPECT_TRUE(sent && sent->size() == 1 && !sent->front().failed);
+    return r.ingestion_id;
+  }
+
+  /// Starts the worker with the ports set so far (queue, storage and database are filled in).
+  void start(worker_options opts = {}) {
+    ctx_->ports.ingest_queue = queue_;
+    ctx_->ports.storage = store_;
+    ctx_->ports.db = repo_;
+    opts.sweeper = false;
+    handles_ = start_worker(sys_, ctx_, opts);
+    started_ = true;
+  }
+
+  /// Drains and stops the worker (idempotent).
+  void stop() {
+    if (!started_)
+      return;
+    started_ = false;
+    caf::anon_send(handles_.coordinator, shutdown_atom_v);
+    caf::scoped_actor self{sys_};
+    self->wait_for(handles_.coordinator);
+  }
+
+  /// The outcomes observed for `id` so far.
+  std::vector<job_outcome> outcomes(uuid id) {
+    std::lock_guard<std::mutex> g{m_};
+    std::vector<job_outcome> xs;
+    for (auto& o : outcomes_)
+      if (o.ingestion_id == id)
+        xs.push_back(o);
+    return xs;
+  }
+
+  /// Waits until `id` has an outcome for which `pred` holds; false at the deadline.
+  bool wait_for_outcome(uuid id, const std::function<bool(const job_outcome&)>& pred,
+                        std::chrono::seconds timeout = std::chrono::seconds{60}) {
+    std::unique_lock<std::mutex> g{m_};
+    return cv_.wait_for(g, timeout, [&] {
+      for (auto& o : outcomes_)
+        if (o.ingestion_id == id && pred(o))
+          return true;
+      return false;
+    });
+  }
+
+  /// Waits for an outcome that ends the ingestion's processing (completed or failed).
+  bool wait_until_final(uuid id, std::chrono::seconds timeout = std::chrono::seconds{60}) {
+    return wait_for_outcome(
+      id, [](const job_outcome& o) { return o.result == job_result::completed || o.result == job_result::failed; },
+      timeout);
+  }
+
+  ingestion_status status(uuid id) {
+    auto s = await<std::optional<ingestion_status>>([&](auto cb) { repo_->find_ingestion(id, cb); });
+    EXPECT_TRUE(s && s->has_value());
+    return s && s->has_value() ? **s : ingestion_status{};
+  }
+
+  /// Messages of this test's queue still in the table (visible or not).
+  int messages_left() { return std::stoi(db_.scalar("SELECT count(*) FROM queue_message WHERE queue_name = $1", {queue_name_})); }
+  /// Of those, the ones invisible now (left for back-off).
+  int messages_invisible() {
+    return std::stoi(db_.scalar("SELECT count(*) FROM queue_message WHERE queue_name = $1 AND visible_at > now()", {queue_name_}));
+  }
+
+private:
+  // Declared first so that it is destroyed last: adapters' late callbacks still find it.
+  caf::actor_system_config sys_cfg_;
+  caf::actor_system sys_{sys_cfg_};
+  pg_schema db_;
+  std::string root_;
+  std::string queue_name_;
+  std::shared_ptr<pg_repository> repo_;
+  std::shared_ptr<postgres_queue> queue_;
+  std::shared_ptr<filesystem_store> store_;
+  std::shared_ptr<worker_context> ctx_ = std::make_shared<worker_context>();
+  worker_handles handles_;
+  bool started_ = false;
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::vector<job_outcome> outcomes_;
+};
+
+} // namespace ingestd::test
