@@ -1,5 +1,7 @@
 // ingestd's command line: parses the command and its options and hands over to the command.
 #include <csignal>
+#include <cstdlib>
+#include <unistd.h>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -139,6 +141,14 @@ int main(int argc, char** argv) {
 } // namespace ingestd::cli
 
 int main(int argc, char** argv) {
+  // Tesseract parallelises inside a page with OpenMP, which only fights the CPU pool's own
+  // workers (one page per core): a single OpenMP thread is 2-3x faster overall. libgomp reads the
+  // variable when it loads, so set it and start again.
+  if (std::getenv("OMP_THREAD_LIMIT") == nullptr) {
+    ::setenv("OMP_THREAD_LIMIT", "1", 1);
+    ::execv("/proc/self/exe", argv);
+    // If the exec fails, carry on with OpenMP's defaults.
+  }
   // A peer that closes a connection must not kill the daemon; writes report EPIPE instead.
   std::signal(SIGPIPE, SIG_IGN);
   return ingestd::cli::main(argc, argv);
