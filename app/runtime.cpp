@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "adapters/aws/aws_credentials.hpp"
+#include "adapters/db/batching_repository.hpp"
 #include "adapters/db/pg_repository.hpp"
 #include "adapters/http/curl_engine.hpp"
 #include "adapters/llm/local_extractor.hpp"
@@ -82,7 +83,9 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
   }
 
   if (parts.database)
-    rt->db = std::make_shared<pg_repository>(cfg.database.url, pg_repository_options{cfg.database.pool_size});
+    // Claims, completions and audit events of concurrent jobs coalesced into few statements.
+    rt->db = std::make_shared<batching_repository>(
+      std::make_shared<pg_repository>(cfg.database.url, pg_repository_options{cfg.database.pool_size}));
 
   if (parts.queue) {
     if (cfg.queue.backend == "postgres") {

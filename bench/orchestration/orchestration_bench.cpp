@@ -3,7 +3,7 @@
 // pgbench replay of the same per-job SQL at the same database concurrency, and the ratio.
 //
 //   bench_orchestration [--ingestions 20000] [--in-flight 500] [--db-pool 4] [--queue-pool 2]
-//                       [--store memory|fs] [--pgbench /usr/lib/postgresql/15/bin/pgbench]
+//                       [--store memory|fs] [--batching on|off] [--pgbench /usr/lib/postgresql/15/bin/pgbench]
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -21,6 +21,7 @@
 #include <caf/send.hpp>
 
 #include "actors/worker.hpp"
+#include "adapters/db/batching_repository.hpp"
 #include "adapters/db/pg_repository.hpp"
 #include "adapters/queue/postgres_queue.hpp"
 #include "adapters/storage/filesystem_store.hpp"
@@ -154,6 +155,7 @@ int main(int argc, char** argv) {
   int db_pool = std::stoi(arg(argc, argv, "db-pool", "4"));
   int queue_pool = std::stoi(arg(argc, argv, "queue-pool", "2"));
   std::string store_kind = arg(argc, argv, "store", "memory");
+  bool batching = arg(argc, argv, "batching", "on") == "on";
   std::string pgbench = arg(argc, argv, "pgbench", "/usr/lib/postgresql/15/bin/pgbench");
 
   std::unique_ptr<test::pg_schema> db;
@@ -168,6 +170,7 @@ int main(int argc, char** argv) {
   std::printf("orchestration throughput: EMBEDDED worker (actors/worker.hpp in this process), real "
               "postgres_queue + pg_repository, %s object store, instant transcription and extraction\n",
               store_kind.c_str());
+  std::printf("  repository: pg_repository%s\n", batching ? " behind batching_repository (claim, complete and events coalesced for 1 ms)" : " (no batching)");
   std::printf("  ingestions %d, max_in_flight %d, repository connections %d, queue connections %d, "
               "load before: %s",
               n, in_flight, db_pool, queue_pool, sh("uptime").c_str());
@@ -198,7 +201,14 @@ int main(int argc, char** argv) {
     ctx->settings.step_timeout = std::chrono::seconds{120};
     ctx->ports.ingest_queue = std::make_shared<postgres_queue>(db->url(), queue_name,
                                                                postgres_queue_options{queue_pool});
-    ctx->ports.db = std::make_shared<pg_repository>(db->url(), pg_repository_options{db_pool});
+    auto pg = std::make_shared<pg_repository>(db->url(), pg_repository_options{db_pool});
+    std::shared_ptr<batching_repository> batched;
+    if (batching) {
+      batched = std::make_shared<batching_repository>(pg);
+      ctx->ports.db = batched;
+    } else {
+      ctx->ports.db = pg;
+    }
     if (store_kind == "fs")
       ctx->ports.storage = std::make_shared<filesystem_store>(root);
     else
@@ -238,6 +248,13 @@ int main(int argc, char** argv) {
                 other.load(), first_other.empty() ? "" : " (first: ", first_other.empty() ? "" : (first_other + ")").c_str(),
                 secs, worker_rate);
     std::printf("  load after worker run: %s", sh("uptime").c_str());
+    if (batched) {
+      auto c = batched->stats();
+      std::printf("  batching: claim %llu calls -> %llu statements, complete %llu -> %llu, events %llu -> %llu\n",
+                  (unsigned long long)c.claim_calls_in, (unsigned long long)c.claim_calls_out,
+                  (unsigned long long)c.complete_calls_in, (unsigned long long)c.complete_calls_out,
+                  (unsigned long long)c.event_calls_in, (unsigned long long)c.event_calls_out);
+    }
     caf::anon_send(w.coordinator, shutdown_atom_v);
     stopped.get_future().wait_for(std::chrono::seconds{60});
   }
