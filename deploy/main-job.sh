@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The main job, on a fresh Debian 12 machine: installs what is missing, builds, starts the local
+# stack, migrates, submits samples/, runs the worker until every document is processed, prints
+# what was extracted, and stops what it started. Safe to run again (the samples are duplicates
+# then, and their earlier results are shown).
+#
+# Environment: INGESTD_BINARY (use this binary: skips install and build), INGESTD_DATABASE__URL
+# and INGESTD_STORAGE__ROOT (another database/schema or storage root), MAIN_JOB_DEADLINE (s, 900).
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$here"
+deadline=${MAIN_JOB_DEADLINE:-900}
+
+if [[ -z "${INGESTD_BINARY:-}" ]]; then
+  echo "== installing missing packages"
+  deploy/install-deps.sh
+  echo "== building (cmake preset 'default', build/)"
+  cmake --preset default >/dev/null
+  cmake --build --preset default --target ingestd
+  INGESTD_BINARY=$here/build/app/ingestd
+fi
+ingestd=$INGESTD_BINARY
+
+started_stack=0
+stack_status=$(deploy/local-stack.sh status)  # captured first: grep -q would cut the pipe
+if [[ "$stack_status" != *"postgres: running"* ]]; then
+  echo "== starting the local stack"
+  deploy/local-stack.sh start
+  started_stack=1
+fi
+worker=""
+cleanup() {
+  if [[ -n "$worker" ]] && kill -0 "$worker" 2>/dev/null; then
+    kill -TERM "$worker"; wait "$worker" || true
+  fi
+  if ((started_stack)); then deploy/local-stack.sh stop >/dev/null || true; fi
+}
+trap cleanup EXIT
+
+# The embedded default: Postgres queue, filesystem storage, Tesseract, the local extractor.
+export INGESTD_QUEUE__WAIT_TIME_SECONDS=${INGESTD_QUEUE__WAIT_TIME_SECONDS:-1}
+export INGESTD_ADMIN__PORT=${INGESTD_ADMIN__PORT:-0}
+export INGESTD_LOG__FORMAT=${INGESTD_LOG__FORMAT:-text}
+export INGESTD_LOG__LEVEL=${INGESTD_LOG__LEVEL:-warn}
+export INGESTD_STORAGE__ROOT=${INGESTD_STORAGE__ROOT:-$here/.local/storage}
+
+echo "== migrating"
+"$ingestd" migrate
+echo "== submitting samples/"
+"$ingestd" submit samples/
+
+echo "== processing"
+log=$(mktemp /tmp/ingestd-main-job.XXXXXX.log)
+"$ingestd" run >"$log" 2>&1 &
+worker=$!
+end=$((SECONDS + deadline))
+while :; do
+  left=$("$ingestd" status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["ingestions"]["in_progress"])')
+  [[ "$left" == 0 ]] && break
+  if ((SECONDS > end)); then echo "main job: $left ingestion(s) still in progress after ${deadline}s; worker log: $log" >&2; exit 1; fi
+  if ! kill -0 "$worker" 2>/dev/null; then echo "main job: the worker stopped; log: $log" >&2; exit 1; fi
+  sleep 1
+done
+kill -TERM "$worker"; wait "$worker" || true
+worker=""
+
+echo "== results"
+"$ingestd" status --documents
