@@ -1,0 +1,122 @@
+// The local OCR provider inside the pipeline (issue 5): the worker embedded with the CPU pool
+// actor as the OCR executor, real Tesseract/OpenCV/poppler, PostgreSQL queue and repository and
+// filesystem storage, over corpus scans including a degraded one that gets preprocessed.
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+
+#include "actors/cpu_pool.hpp"
+#include "adapters/llm/local_extractor.hpp"
+#include "adapters/ocr/local_transcriber.hpp"
+#include "adapters/ocr/transcription_json.hpp"
+#include "tests/integration/pipeline_llm/pipeline_harness.hpp"
+#include "tests/support/llm/extraction_accuracy.hpp"
+
+using namespace ingestd;
+using namespace std::chrono_literals;
+
+namespace {
+
+class pipeline_ocr : public ::testing::Test {
+protected:
+  pipeline_ocr() {
+    pool_ = spawn_cpu_pool(p.system(), 2, 1000, std::make_shared<worker_metrics>());
+    executor_ = make_cpu_executor(pool_);
+    p.ports().ocr = std::make_shared<local_transcriber>(*executor_);
+    p.ports().extract = std::make_shared<local_extractor>();
+  }
+
+  // The worker stops before the executor the OCR provider uses goes.
+  ~pipeline_ocr() override { p.stop(); }
+
+  void start() {
+    worker_options o;
+    o.cpu_pool = pool_;
+    p.start(o);
+  }
+
+  std::string stored(const std::string& key) { return test::read_binary(p.storage_root() + "/" + key); }
+
+  test::pipeline p;
+  cpu_pool_actor pool_;
+  std::shared_ptr<cpu_executor> executor_;
+};
+
+TEST_F(pipeline_ocr, scans_complete_with_transcription_and_preprocessed_image_stored) {
+  p.settings().step_timeout = 300s;
+  start();
+  struct doc {
+    std::string file, mime, invoice;
+    bool degraded;
+    uuid id;
+  };
+  std::vector<doc> docs{{"inv01_en_classic_scan.png", "image/png", "inv01", false, {}},
+                        {"inv02_de_modern_scan.png", "image/png", "inv02", false, {}},
+                        {"inv01_en_classic_blur.png", "image/png", "inv01", true, {}}};
+  for (auto& d : docs)
+    d.id = p.submit(d.file, d.mime);
+  for (auto& d : docs) {
+    SCOPED_TRACE(d.file);
+    ASSERT_TRUE(p.wait_until_final(d.id, 600s));
+    auto s = p.status(d.id);
+    EXPECT_EQ(s.status, "completed") << s.last_error;
+    auto key = "ingestions/" + d.id.str() + "/transcription-output.json";
+    EXPECT_EQ(p.db().scalar("SELECT transcription_file_path FROM ingestion WHERE id = $1", {d.id.str()}), key);
+    auto t = transcription_from_json(stored(key));
+    ASSERT_TRUE(t) << t.error().describe();
+    EXPECT_FALSE(t->native_text);
+    EXPECT_EQ(t->provider, "tesseract");
+    rapidjson::Document truth;
+    truth.Parse(test::read_binary(test::corpus_dir() + "/truth/" + d.invoice + ".json").c_str());
+    EXPECT_NE(t->text.find(truth["invoice_number"].GetString()), std::string::npos) << t->text;
+    auto pre = p.db().scalar("SELECT coalesce(preprocessed_file_path, '') FROM ingestion WHERE id = $1", {d.id.str()});
+    if (d.degraded) {
+      EXPECT_TRUE(t->preprocessed);
+      auto pre_key = "ingestions/" + d.id.str() + "/preprocessed.png";
+      EXPECT_EQ(pre, pre_key);
+      auto png = stored(pre_key);
+      ASSERT_GT(png.size(), 8u);
+      EXPECT_EQ(png.substr(1, 3), "PNG");
+    } else {
+      EXPECT_FALSE(t->preprocessed);
+      EXPECT_EQ(pre, "");
+    }
+    EXPECT_NE(s.document_structured_data.find(truth["invoice_number"].GetString()), std::string::npos);
+  }
+}
+
+TEST_F(pipeline_ocr, local_extractor_accuracy_through_ocr) {
+  // Measured, not asserted: every scan of the corpus through the pipeline (OCR on the CPU pool,
+  // the local extractor), one attempt each; the stored structured data is compared to the truth.
+  p.settings().max_attempts = 1;
+  p.settings().step_timeout = 600s;
+  start();
+  std::map<std::string, uuid> ids;
+  std::vector<test::truth_pair> pairs;
+  for (auto& e : test::corpus_manifest()) {
+    if (e.kind != "clean_scan" && e.kind != "degraded_scan" && e.kind != "scanned_pdf")
+      continue;
+    ids[e.file] = p.submit(e.file, e.mime_type);
+    pairs.push_back({e.file, e.file, test::read_binary(test::corpus_dir() + "/truth/" + e.invoice + ".json")});
+  }
+  std::map<std::string, std::string> data;
+  int completed = 0;
+  for (auto& [file, id] : ids) {
+    ASSERT_TRUE(p.wait_until_final(id, 800s)) << file;
+    auto s = p.status(id);
+    completed += s.status == "completed";
+    data[file] = s.document_structured_data.empty() ? "{}" : s.document_structured_data;
+    std::printf("%-32s %-9s %s\n", file.c_str(), s.status.c_str(), s.last_error.c_str());
+  }
+  auto report = test::measure_accuracy(pairs, [&](const std::string& file) { return data[file]; });
+  std::printf("\nLocal extractor accuracy through OCR (%d scans, %d completed):\n%s\n", report.documents, completed,
+              report.table().c_str());
+  for (auto& m : report.misses)
+    std::printf("  miss: %s\n", m.c_str());
+  EXPECT_EQ(report.documents, static_cast<int>(ids.size()));
+}
+
+} // namespace
