@@ -155,9 +155,7 @@ void finish(job_ptr self, job_result result, std::string detail, std::string_vie
   self->quit();
 }
 
-/// Deletes the message (the outcome is final), then finishes.
-void ack(job_ptr self, job_result outcome, std::string detail, std::string error_class = "none") {
-  untrack(self);
+void delete_message(job_ptr self, job_result outcome, std::string detail, std::string error_class) {
   await<std::vector<batch_entry_result>>(
     self, "ack",
     [&](auto cb) { self->state.ctx->ports.ingest_queue->remove({self->state.msg.receipt}, std::move(cb)); },
@@ -171,6 +169,25 @@ void ack(job_ptr self, job_result outcome, std::string detail, std::string error
         step_done(self, "ok");
       }
       finish(self, outcome, detail, error_class);
+    });
+}
+
+/// Deletes the message (the outcome is final), then finishes. The audit trail is written first,
+/// so a crash after the delete loses no event of the finished ingestion but the ack's own.
+void ack(job_ptr self, job_result outcome, std::string detail, std::string error_class = "none") {
+  untrack(self);
+  auto& st = self->state;
+  if (st.events.empty())
+    return delete_message(self, outcome, std::move(detail), std::move(error_class));
+  auto events = std::move(st.events);
+  st.events.clear();
+  await<void>(
+    self, "events", [&](auto cb) { st.ctx->ports.db->append_events(std::move(events), std::move(cb)); },
+    [self, outcome, detail, error_class](result<void> r) {
+      if (!r)
+        log::warn("audit events not stored", {{"ingestion_id", self->state.ingestion_id.str()},
+                                              {"error", r.error().describe()}});
+      delete_message(self, outcome, detail, error_class);
     });
 }
 
@@ -368,6 +385,9 @@ void fail(job_ptr self, error err, std::string structured_data) {
   auto attempt = static_cast<size_t>(std::max(st.claim.attempt_count, 0));
   auto delay = s.retry_backoff.empty() ? std::chrono::seconds{0}
                                        : s.retry_backoff[std::min(attempt, s.retry_backoff.size() - 1)];
+  // A server that asked for a longer wait (Retry-After) gets it.
+  if (err.retry_after_ms > 0)
+    delay = std::max(delay, std::chrono::seconds{(err.retry_after_ms + 999) / 1000});
   failure_record rec{err, s.max_attempts, std::move(structured_data)};
   untrack(self);
   await<failure_outcome>(

@@ -2,6 +2,7 @@
 #include "actors/metrics.hpp"
 
 #include <cstdio>
+#include <limits>
 
 namespace ingestd {
 
@@ -55,6 +56,19 @@ void histogram::render(std::string& out, std::string_view name, std::string_view
   out += std::string{name} + "_bucket" + with("le=\"+Inf\"") + " " + std::to_string(count_) + "\n";
   out += std::string{name} + "_sum" + with("") + " " + number(sum_) + "\n";
   out += std::string{name} + "_count" + with("") + " " + std::to_string(count_) + "\n";
+}
+
+double histogram::quantile_upper_bound(double q) const {
+  auto target = static_cast<uint64_t>(q * static_cast<double>(count_) + 0.999999);
+  for (size_t i = 0; i < bounds.size(); ++i)
+    if (buckets_[i] >= target)
+      return bounds[i];
+  return std::numeric_limits<double>::infinity();
+}
+
+std::pair<double, uint64_t> worker_metrics::heartbeat_lateness_quantile(double q) const {
+  std::lock_guard guard{mtx_};
+  return {heartbeat_lateness_.quantile_upper_bound(q), heartbeat_lateness_.count()};
 }
 
 void worker_metrics::job_finished(std::string_view outcome, std::string_view error_class) {

@@ -20,6 +20,9 @@ public:
   void observe(double seconds);
   /// Appends the _bucket, _sum and _count lines of `name` with `labels` ("" or `step="claim"`).
   void render(std::string& out, std::string_view name, std::string_view labels) const;
+  /// The upper bound of the bucket holding quantile `q` (0..1); +inf beyond the last bucket.
+  double quantile_upper_bound(double q) const;
+  uint64_t count() const { return count_; }
 
 private:
   std::array<uint64_t, bounds.size()> buckets_{};
@@ -45,6 +48,9 @@ public:
   void claim_wait(double seconds);
   /// How late a heartbeat tick fired against its schedule.
   void heartbeat_lateness(double seconds);
+
+  /// Quantile `q` of the heartbeat lateness, as the upper bound of its bucket, and the ticks seen.
+  std::pair<double, uint64_t> heartbeat_lateness_quantile(double q) const;
 
   /// Counter of jobs with this outcome (all error classes), for tests and status.
   uint64_t jobs(std::string_view outcome) const;
