@@ -23,7 +23,17 @@
 
 namespace ingestd {
 
-runtime::~runtime() = default;
+runtime::~runtime() {
+  if (retry_timer)
+    retry_timer->shutdown();
+  on_failed = nullptr;
+  extract.reset();
+  ocr.reset();
+  db.reset();
+  storage.reset();
+  ingest_queue.reset();
+  http.reset();
+}
 
 namespace {
 

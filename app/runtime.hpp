@@ -10,13 +10,13 @@
 namespace ingestd {
 
 class http_client;
-class timer;
+class thread_timer;
 class cpu_executor;
 
 struct runtime {
   // Declared first so they are destroyed last: the adapters below hold references to them.
   std::shared_ptr<http_client> http;
-  std::unique_ptr<timer> retry_timer;
+  std::unique_ptr<thread_timer> retry_timer;
   std::shared_ptr<queue> ingest_queue;
   std::shared_ptr<object_store> storage;
   std::shared_ptr<repository> db;
@@ -24,6 +24,8 @@ struct runtime {
   std::shared_ptr<extractor> extract;
   std::function<void(const claimed_ingestion&, const error&, int32_t)> on_failed;
 
+  /// Tears down in the order that lets late callbacks find what they use: no new retries, then
+  /// the adapters, then the HTTP engine (which answers its calls still in flight), then the timer.
   ~runtime();
 };
 

@@ -13,6 +13,7 @@ find_package(GTest REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(Tesseract REQUIRED IMPORTED_TARGET tesseract lept)
 pkg_check_modules(Poppler REQUIRED IMPORTED_TARGET poppler-cpp)
+pkg_check_modules(CPP_HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 
 # RapidJSON's Debian config exports variables, not a target.
 if(NOT TARGET RapidJSON::RapidJSON)
