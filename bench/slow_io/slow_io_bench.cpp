@@ -1,0 +1,332 @@
+// Slow-I/O concurrency: the worker embedded in this process (actors/worker.hpp) with the real
+// postgres_queue and pg_repository (batched), instant transcription, and the REAL
+// openai_extractor over the curl engine against a stub chat-completions server (a forked
+// process, one epoll thread) that answers every request after a fixed delay. Prints throughput
+// against max_in_flight / delay, the process's OS threads over the run, and resident memory per
+// in-flight job.
+//
+//   bench_slow_io [--ingestions 30000] [--in-flight 10000] [--delay-ms 2000]
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/send.hpp>
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include "actors/worker.hpp"
+#include "adapters/db/batching_repository.hpp"
+#include "adapters/db/pg_repository.hpp"
+#include "adapters/http/curl_engine.hpp"
+#include "adapters/llm/extraction_schema.hpp"
+#include "adapters/llm/local_extractor.hpp"
+#include "adapters/llm/openai_extractor.hpp"
+#include "adapters/queue/postgres_queue.hpp"
+#include "adapters/support/timer.hpp"
+#include "tests/support/postgres/pg_fixture.hpp"
+
+using namespace ingestd;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+constexpr const char* invoice_text =
+  "ACME Supplies GmbH\nHauptstrasse 1, 10115 Berlin\nUSt-IdNr.: DE123456789\n\nINVOICE\n"
+  "Invoice No.: INV-2024-001\nInvoice Date: 2024-03-15\nDue Date: 2024-04-14\nBill to: Example Ltd\n\n"
+  "Description Qty Unit price Amount\nPaper A4 10 5.00 50.00\nToner 2 25.00 50.00\n\n"
+  "Subtotal 100.00 EUR\nVAT 19% 19.00 EUR\nTotal 119.00 EUR\n";
+
+std::string arg(int argc, char** argv, const std::string& name, const std::string& fallback) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (argv[i] == "--" + name)
+      return argv[i + 1];
+  return fallback;
+}
+
+void raise_fd_limit() {
+  rlimit lim{};
+  getrlimit(RLIMIT_NOFILE, &lim);
+  lim.rlim_cur = lim.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &lim);
+}
+
+/// The stub's answer: a chat completion whose content is a schema-valid invoice.
+std::string completion_response(const std::string& content) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w{buf};
+  w.StartObject();
+  w.Key("id"), w.String("stub"), w.Key("object"), w.String("chat.completion"), w.Key("model"), w.String("stub-model");
+  w.Key("choices"), w.StartArray(), w.StartObject();
+  w.Key("index"), w.Int(0), w.Key("message"), w.StartObject(), w.Key("role"), w.String("assistant");
+  w.Key("content"), w.String(content.c_str(), static_cast<rapidjson::SizeType>(content.size()));
+  w.EndObject(), w.Key("finish_reason"), w.String("stop"), w.EndObject(), w.EndArray();
+  w.Key("usage"), w.StartObject(), w.Key("prompt_tokens"), w.Int(120), w.Key("completion_tokens"), w.Int(80);
+  w.Key("total_tokens"), w.Int(200), w.EndObject(), w.EndObject();
+  std::string body = buf.GetString();
+  return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: keep-alive\r\nContent-Length: "
+         + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+/// The stub server (runs in a forked child): every complete request is answered `delay` later.
+[[noreturn]] void run_stub(int listen_fd, std::chrono::milliseconds delay, const std::string& response) {
+  int ep = epoll_create1(0);
+  epoll_event ev{EPOLLIN, {}};
+  ev.data.fd = listen_fd;
+  epoll_ctl(ep, EPOLL_CTL_ADD, listen_fd, &ev);
+  std::unordered_map<int, std::string> inbox;
+  std::deque<std::pair<clock_type::time_point, int>> due;
+  std::vector<epoll_event> events(1024);
+  for (;;) {
+    int timeout = -1;
+    if (!due.empty())
+      timeout = static_cast<int>(std::max<int64_t>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(due.front().first - clock_type::now()).count() + 1));
+    int n = epoll_wait(ep, events.data(), static_cast<int>(events.size()), timeout);
+    for (int i = 0; i < n; ++i) {
+      int fd = events[i].data.fd;
+      if (fd == listen_fd) {
+        for (;;) {
+          int c = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK);
+          if (c < 0)
+            break;
+          epoll_event cev{EPOLLIN, {}};
+          cev.data.fd = c;
+          epoll_ctl(ep, EPOLL_CTL_ADD, c, &cev);
+        }
+        continue;
+      }
+      char buf[16384];
+      ssize_t got;
+      while ((got = read(fd, buf, sizeof buf)) > 0)
+        inbox[fd].append(buf, static_cast<size_t>(got));
+      if (got == 0) {
+        close(fd);
+        inbox.erase(fd);
+        continue;
+      }
+      auto& in = inbox[fd];
+      auto head_end = in.find("\r\n\r\n");
+      if (head_end == std::string::npos)
+        continue;
+      size_t length = 0;
+      auto cl = in.find("Content-Length:");
+      if (cl == std::string::npos)
+        cl = in.find("content-length:");
+      if (cl != std::string::npos && cl < head_end)
+        length = std::strtoul(in.c_str() + cl + 15, nullptr, 10);
+      if (in.size() < head_end + 4 + length)
+        continue;
+      in.erase(0, head_end + 4 + length);
+      due.emplace_back(clock_type::now() + delay, fd);
+    }
+    auto now = clock_type::now();
+    while (!due.empty() && due.front().first <= now) {
+      int fd = due.front().second;
+      due.pop_front();
+      size_t off = 0;
+      while (off < response.size()) {
+        auto w = write(fd, response.data() + off, response.size() - off);
+        if (w <= 0)
+          break;
+        off += static_cast<size_t>(w);
+      }
+    }
+  }
+}
+
+int thread_count() {
+  int n = 0;
+  for ([[maybe_unused]] auto& e : std::filesystem::directory_iterator{"/proc/self/task"})
+    ++n;
+  return n;
+}
+
+long rss_kb() {
+  std::ifstream in{"/proc/self/status"};
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmRSS:", 0) == 0)
+      return std::atol(line.c_str() + 6);
+  return 0;
+}
+
+class memory_store : public object_store {
+public:
+  void get(std::string, size_t, callback<std::string> done) override { done(std::string{invoice_text}); }
+  void put(std::string, std::string, std::string, callback<void> done) override { done(result<void>{}); }
+  void exists(std::string, callback<bool> done) override { done(false); }
+  std::string name() const override { return "memory"; }
+};
+
+class instant_transcriber : public transcriber {
+public:
+  void transcribe(transcription_request request, callback<transcription> done) override {
+    transcription t;
+    t.text = request.bytes;
+    t.pages.push_back(transcription_page{1, request.bytes, 1.0, {}});
+    t.page_count = 1;
+    t.quality_score = 1.0;
+    t.provider = "instant";
+    done(std::move(t));
+  }
+  std::string name() const override { return "instant"; }
+};
+
+} // namespace
+
+int main(int argc, char** argv) {
+  int n = std::stoi(arg(argc, argv, "ingestions", "30000"));
+  int in_flight = std::stoi(arg(argc, argv, "in-flight", "10000"));
+  std::chrono::milliseconds delay{std::stoi(arg(argc, argv, "delay-ms", "2000"))};
+  raise_fd_limit();
+
+  auto invoice = local_extractor{}.run(invoice_text);
+  if (auto valid = validate_extraction_json(invoice.structured_data); !valid) {
+    std::fprintf(stderr, "the stub's invoice is not schema-valid: %s\n", valid.error().describe().c_str());
+    return 1;
+  }
+  // The stub goes into its own process before this one starts any thread.
+  int listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(listen_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  listen(listen_fd, 65535);
+  socklen_t len = sizeof addr;
+  getsockname(listen_fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  auto port = ntohs(addr.sin_port);
+  pid_t stub = fork();
+  if (stub == 0)
+    run_stub(listen_fd, delay, completion_response(invoice.structured_data));
+  close(listen_fd);
+
+  std::unique_ptr<test::pg_schema> db;
+  try {
+    db = std::make_unique<test::pg_schema>(true);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_slow_io: %s\n", e.what());
+    kill(stub, SIGKILL);
+    return 1;
+  }
+  db->query("INSERT INTO document (id, tenant_id, content_hash, file_path, mime_type) "
+            "SELECT d, gen_random_uuid(), d::text, 'documents/' || d || '.txt', 'text/plain' "
+            "FROM (SELECT gen_random_uuid() AS d FROM generate_series(1, $1::integer)) x",
+            {std::to_string(n)});
+  db->query("INSERT INTO ingestion (id, document_id, uploaded_by) SELECT gen_random_uuid(), id, gen_random_uuid() FROM document");
+  db->query("INSERT INTO queue_message (id, queue_name, body) SELECT gen_random_uuid(), 'slow', id::text FROM ingestion");
+  db->query("ANALYZE");
+
+  std::printf("slow-I/O concurrency: EMBEDDED worker, real postgres_queue + pg_repository (batched), instant "
+              "transcription, openai_extractor over the curl engine against a stub answering after %lld ms\n",
+              static_cast<long long>(delay.count()));
+  std::printf("  ingestions %d, max_in_flight %d\n", n, in_flight);
+  std::fflush(stdout);
+  long rss_before = rss_kb();
+  int threads_before = thread_count();
+  {
+    caf::actor_system_config cfg;
+    cfg.set("scheduler.max-threads", static_cast<size_t>(std::max(1u, std::thread::hardware_concurrency())));
+    caf::actor_system sys{cfg};
+    auto http = std::make_shared<curl_engine>();
+    thread_timer retry_timer;
+    openai_options o;
+    o.base_url = "http://127.0.0.1:" + std::to_string(port);
+    o.model = "stub-model";
+    o.request_timeout = std::chrono::seconds{120};
+    o.connect_timeout = std::chrono::seconds{30};
+    auto ctx = std::make_shared<worker_context>();
+    ctx->settings.worker_id = "bench";
+    ctx->settings.max_in_flight = in_flight;
+    ctx->settings.wait_time = std::chrono::seconds{1};
+    ctx->settings.step_timeout = std::chrono::seconds{300};
+    ctx->ports.ingest_queue = std::make_shared<postgres_queue>(db->url(), "slow", postgres_queue_options{2});
+    ctx->ports.db = std::make_shared<batching_repository>(std::make_shared<pg_repository>(db->url(), pg_repository_options{4}));
+    ctx->ports.storage = std::make_shared<memory_store>();
+    ctx->ports.ocr = std::make_shared<instant_transcriber>();
+    ctx->ports.extract = std::make_shared<openai_extractor>(*http, retry_timer, o);
+    std::atomic<int> completed{0}, other{0};
+    std::promise<void> all_done;
+    std::mutex mtx;
+    std::string first_other;
+    ctx->observer = [&](const job_outcome& x) {
+      if (x.result != job_result::completed) {
+        std::lock_guard g{mtx};
+        if (first_other.empty())
+          first_other = x.detail;
+        ++other;
+      } else {
+        ++completed;
+      }
+      if (completed + other == n)
+        all_done.set_value();
+    };
+    std::promise<void> stopped;
+    worker_options opts;
+    opts.sweeper = false;
+    opts.on_stopped = [&] { stopped.set_value(); };
+    auto t0 = clock_type::now();
+    auto w = start_worker(sys, ctx, opts);
+    auto done = all_done.get_future();
+    int threads_min = 1 << 30, threads_max = 0;
+    long rss_at_peak = 0;
+    int64_t peak_in_flight = 0;
+    while (done.wait_for(std::chrono::milliseconds{250}) != std::future_status::ready) {
+      auto t = thread_count();
+      threads_min = std::min(threads_min, t);
+      threads_max = std::max(threads_max, t);
+      auto f = ctx->metrics->in_flight.load();
+      if (f > peak_in_flight) {
+        peak_in_flight = f;
+        rss_at_peak = rss_kb();
+      }
+      if (clock_type::now() - t0 > std::chrono::minutes{10}) {
+        std::printf("  TIMEOUT after 10 min\n");
+        break;
+      }
+    }
+    double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
+    double rate = completed / secs;
+    double ideal = in_flight / (delay.count() / 1000.0);
+    std::printf("  %d completed, %d other%s%s in %.1f s = %.0f ingestions/s; in_flight/delay = %.0f/s; ratio %.2f "
+                "(target >= 0.9 until the database ceiling)\n",
+                completed.load(), other.load(), first_other.empty() ? "" : " (first: ",
+                first_other.empty() ? "" : (first_other + ")").c_str(), secs, rate, ideal, rate / ideal);
+    std::printf("  OS threads of the process: %d before the worker, %d..%d during the run (includes the "
+                "bench's own main thread; the stub is another process)\n",
+                threads_before, threads_min, threads_max);
+    std::printf("  resident memory: %ld kB before, %ld kB at the peak of %lld jobs in flight = %.1f kB per "
+                "in-flight job (each holds one HTTP/1.1 connection to the stub)\n",
+                rss_before, rss_at_peak, static_cast<long long>(peak_in_flight),
+                peak_in_flight > 0 ? static_cast<double>(rss_at_peak - rss_before) / peak_in_flight : 0.0);
+    caf::anon_send(w.coordinator, shutdown_atom_v);
+    stopped.get_future().wait_for(std::chrono::seconds{60});
+    retry_timer.shutdown();
+    ctx.reset();
+    http.reset();
+  }
+  kill(stub, SIGKILL);
+  waitpid(stub, nullptr, 0);
+  return 0;
+}
