@@ -30,6 +30,8 @@ admin_server::admin_server(std::string bind, int port, admin_probes probes)
   : bind_(std::move(bind)), port_(port), probes_(std::move(probes)),
     server_(std::make_unique<httplib::Server>()) {
   auto& svr = *server_;
+  // Probes and scrapes are few: two threads, not cpp-httplib's default of eight or more.
+  svr.new_task_queue = [] { return new httplib::ThreadPool(2); };
   svr.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });

@@ -67,6 +67,8 @@ bool authorised(const httplib::Request& req, const std::string& token) {
 intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_server_options opts)
   : intake_(std::move(intake)), opts_(std::move(opts)), server_(std::make_unique<httplib::Server>()) {
   auto& svr = *server_;
+  // Uploads are I/O bound and bounded by the database: four threads keep the daemon's count low.
+  svr.new_task_queue = [] { return new httplib::ThreadPool(4); };
   // Bodies over the limit (plus room for multipart framing) get 413 before they are read.
   svr.set_payload_max_length(intake_->options().max_bytes + 64 * 1024);
   svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
