@@ -45,7 +45,9 @@ inline worker_settings fast_settings() {
   s.heartbeat_extension = seconds{60};
   s.heartbeat_actors = 1;
   s.max_attempts = 3;
-  s.retry_backoff = {seconds{1}};
+  // The first back-off is long enough for a test to look at the state between attempts; later
+  // ones are short so the ingestion reaches its final state quickly.
+  s.retry_backoff = {seconds{5}, seconds{1}};
   s.step_timeout = seconds{60};
   s.shutdown_grace = seconds{5};
   s.sweeper_interval = seconds{3600};
@@ -65,6 +67,7 @@ public:
     ctx_->observer = [this](const job_outcome& o) {
       std::lock_guard<std::mutex> g{m_};
       outcomes_.push_back(o);
+      outcome_times_.push_back(std::chrono::system_clock::now());
       cv_.notify_all();
     };
   }
@@ -166,9 +169,22 @@ public:
 
   /// Messages of this test's queue still in the table (visible or not).
   int messages_left() { return std::stoi(db_.scalar("SELECT count(*) FROM queue_message WHERE queue_name = $1", {queue_name_})); }
-  /// Of those, the ones invisible now (left for back-off).
-  int messages_invisible() {
-    return std::stoi(db_.scalar("SELECT count(*) FROM queue_message WHERE queue_name = $1 AND visible_at > now()", {queue_name_}));
+  /// Of those, the ones that were hidden past the moment of `id`'s first outcome (left for a
+  /// back-off, or received again since): true however late the test looks.
+  int messages_hidden_after_first_outcome(uuid id) {
+    std::chrono::system_clock::time_point at{};
+    {
+      std::lock_guard<std::mutex> g{m_};
+      for (size_t i = 0; i < outcomes_.size(); ++i)
+        if (outcomes_[i].ingestion_id == id) {
+          at = outcome_times_[i];
+          break;
+        }
+    }
+    auto micros = std::chrono::duration_cast<std::chrono::microseconds>(at.time_since_epoch()).count();
+    return std::stoi(db_.scalar("SELECT count(*) FROM queue_message WHERE queue_name = $1 AND "
+                                "visible_at > to_timestamp($2::double precision / 1e6)",
+                                {queue_name_, std::to_string(micros)}));
   }
 
 private:
@@ -187,6 +203,7 @@ private:
   std::mutex m_;
   std::condition_variable cv_;
   std::vector<job_outcome> outcomes_;
+  std::vector<std::chrono::system_clock::time_point> outcome_times_;
 };
 
 } // namespace ingestd::test

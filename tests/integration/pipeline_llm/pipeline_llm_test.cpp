@@ -102,7 +102,7 @@ TEST_P(pipeline_llm, ends_in_the_right_state) {
     // After the first failed attempt the message stays, hidden for the queue's back-off.
     ASSERT_TRUE(p.wait_for_outcome(id, [](auto& o) { return o.result == job_result::retrying; }));
     EXPECT_EQ(p.messages_left(), 1);
-    EXPECT_EQ(p.messages_invisible(), 1);
+    EXPECT_EQ(p.messages_hidden_after_first_outcome(id), 1);
     auto s = p.status(id);
     EXPECT_EQ(s.status, "in-progress");
     EXPECT_EQ(s.attempt_count, 1);
