@@ -1,5 +1,5 @@
-// The curl-multi HTTP engine (see curl_engine.hpp): one thread owns a libcurl multi handle and every
-// easy handle; other threads only touch a mutex-protected inbox and wake the thread.
+// The curl-multi HTTP engine (see curl_engine.hpp): one thread owns the libcurl multi handles (lanes)
+// and every easy handle; other threads only touch a mutex-protected inbox and wake the thread.
 #include "adapters/http/curl_engine.hpp"
 
 #include <curl/curl.h>
@@ -22,6 +22,8 @@ namespace ingestd {
 
 namespace {
 
+struct lane;
+
 /// One request while the engine owns it. Heap-allocated and never moved: curl keeps pointers to
 /// the body, the error buffer and the transfer itself.
 struct transfer {
@@ -29,6 +31,8 @@ struct transfer {
   http_request request;
   callback<http_response> done;
   CURL* easy = nullptr;
+  /// The multi handle carrying it, once started.
+  lane* owner = nullptr;
   curl_slist* headers = nullptr;
   http_response response;
   bool too_large = false;
@@ -142,6 +146,22 @@ error classify(CURLcode code, const transfer& t) {
 
 std::once_flag global_init_once;
 
+/// One curl multi handle with its own connection cache and timer (see curl_engine_options::lanes).
+struct lane {
+  void* engine = nullptr;
+  uint32_t index = 0;
+  CURLM* multi = nullptr;
+  /// curl's next timeout for this handle; nullopt when curl wants none.
+  std::optional<std::chrono::steady_clock::time_point> timer;
+  size_t active = 0;
+};
+
+/// epoll's user data for a socket: the lane in the high half, the descriptor in the low half.
+uint64_t socket_key(const lane& l, curl_socket_t fd) {
+  return (static_cast<uint64_t>(l.index) << 32) | static_cast<uint32_t>(fd);
+}
+constexpr uint64_t wake_key = ~uint64_t{0};
+
 } // namespace
 
 // The event loop uses curl's socket interface (curl_multi_socket_action) on an epoll set rather
@@ -150,16 +170,14 @@ std::once_flag global_init_once;
 // set plays the role of curl_multi_wakeup for submit() and cancel().
 struct curl_engine::impl {
   curl_engine_options options;
-  CURLM* multi = nullptr;
-  /// TLS sessions shared by every transfer, so new connections to a host resume the session.
-  /// Only the engine thread uses it, hence no lock callbacks.
+  std::vector<std::unique_ptr<lane>> lanes;
+  /// TLS sessions and DNS answers shared by every transfer of every lane, so new connections to a
+  /// host resume the session. Only the engine thread uses it, hence no lock callbacks.
   CURLSH* share = nullptr;
   int epoll_fd = -1;
   int wake_fd = -1;
   std::thread thread;
   std::thread::id thread_id;
-  /// curl's next timeout (engine thread only); nullopt when curl wants none.
-  std::optional<std::chrono::steady_clock::time_point> timer;
 
   // Shared with submitting threads, guarded by mutex.
   std::mutex mutex;
@@ -235,6 +253,8 @@ struct curl_engine::impl {
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
                      static_cast<long>(std::max<int64_t>(1, r.total_timeout.count())));
     curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(r.max_response_bytes));
+    curl_easy_setopt(e, CURLOPT_BUFFERSIZE,
+                     static_cast<long>(std::clamp<size_t>(r.receive_buffer_bytes, 1024, CURL_MAX_READ_SIZE)));
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
@@ -267,13 +287,23 @@ struct curl_engine::impl {
     }
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, t.headers);
 
-    if (auto rc = curl_multi_add_handle(multi, e); rc != CURLM_OK) {
+    auto& l = **std::min_element(lanes.begin(), lanes.end(),
+                                 [](const auto& a, const auto& b) { return a->active < b->active; });
+    if (auto rc = curl_multi_add_handle(l.multi, e); rc != CURLM_OK) {
       deliver(t, error::make_transient("http.transport",
                                        std::string("curl_multi_add_handle: ")
                                          + curl_multi_strerror(rc)));
       return;
     }
+    t.owner = &l;
+    ++l.active;
     active.emplace(t.id, std::move(owned));
+  }
+
+  /// Takes a started transfer out of its lane.
+  static void detach(transfer& t) {
+    curl_multi_remove_handle(t.owner->multi, t.easy);
+    --t.owner->active;
   }
 
   void finish(CURL* easy, CURLcode code) {
@@ -282,7 +312,7 @@ struct curl_engine::impl {
     auto it = active.find(t->id);
     auto owned = std::move(it->second);
     active.erase(it);
-    curl_multi_remove_handle(multi, easy);
+    detach(*t);
     if (code == CURLE_OK) {
       curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &t->response.status);
       deliver(*t, std::move(t->response));
@@ -297,7 +327,7 @@ struct curl_engine::impl {
       return; // already completed: cancel is a no-op
     auto owned = std::move(it->second);
     active.erase(it);
-    curl_multi_remove_handle(multi, owned->easy);
+    detach(*owned);
     deliver(*owned, cancelled(*owned));
   }
 
@@ -320,13 +350,14 @@ struct curl_engine::impl {
   }
 
   static int on_socket(CURL*, curl_socket_t fd, int what, void* user, void* socket_data) {
-    auto* self = static_cast<impl*>(user);
+    auto* l = static_cast<lane*>(user);
+    auto* self = static_cast<impl*>(l->engine);
     if (what == CURL_POLL_REMOVE) {
       epoll_ctl(self->epoll_fd, EPOLL_CTL_DEL, fd, nullptr); // may be closed already: ignore
       return 0;
     }
     epoll_event ev{};
-    ev.data.fd = fd;
+    ev.data.u64 = socket_key(*l, fd);
     ev.events = ((what & CURL_POLL_IN) != 0 ? EPOLLIN : 0u)
                 | ((what & CURL_POLL_OUT) != 0 ? EPOLLOUT : 0u);
     // curl_multi_assign marks sockets we registered; ADD/MOD fall back on each other because a
@@ -338,24 +369,35 @@ struct curl_engine::impl {
         spdlog::error("http engine: epoll_ctl failed for socket {}", fd);
     }
     if (socket_data == nullptr)
-      curl_multi_assign(self->multi, fd, self);
+      curl_multi_assign(l->multi, fd, l);
     return 0;
   }
 
   static int on_timer(CURLM*, long timeout_ms, void* user) {
-    auto* self = static_cast<impl*>(user);
+    auto* l = static_cast<lane*>(user);
     if (timeout_ms < 0)
-      self->timer.reset();
+      l->timer.reset();
     else
-      self->timer = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+      l->timer = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     return 0;
   }
 
-  void read_completions() {
+  void read_completions(lane& l) {
     int left = 0;
-    while (CURLMsg* msg = curl_multi_info_read(multi, &left))
+    while (CURLMsg* msg = curl_multi_info_read(l.multi, &left))
       if (msg->msg == CURLMSG_DONE)
         finish(msg->easy_handle, msg->data.result);
+  }
+
+  /// Milliseconds until the earliest lane timer (0 if one is due), at most 1 s.
+  int next_wait_ms() const {
+    int64_t wait = 1000;
+    auto now = std::chrono::steady_clock::now();
+    for (const auto& l : lanes)
+      if (l->timer)
+        wait = std::min<int64_t>(
+          wait, std::chrono::duration_cast<std::chrono::milliseconds>(*l->timer - now).count());
+    return static_cast<int>(std::max<int64_t>(wait, 0));
   }
 
   void run() {
@@ -363,22 +405,17 @@ struct curl_engine::impl {
     epoll_event events[max_events];
     int running = 0;
     while (drain()) {
-      // curl's timer may have been set (to 0) by the handles just added.
-      int wait_ms = 1000;
-      if (timer) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      *timer - std::chrono::steady_clock::now())
-                      .count();
-        wait_ms = static_cast<int>(std::clamp<int64_t>(left, 0, 1000));
-      }
-      int n = epoll_wait(epoll_fd, events, max_events, wait_ms);
+      // curl's timers may have been set (to 0) by the handles just added.
+      int n = epoll_wait(epoll_fd, events, max_events, next_wait_ms());
       for (int i = 0; i < n; ++i) {
-        int fd = events[i].data.fd;
-        if (fd == wake_fd) {
+        auto key = events[i].data.u64;
+        if (key == wake_key) {
           uint64_t count = 0;
           [[maybe_unused]] auto r = read(wake_fd, &count, sizeof(count));
           continue;
         }
+        auto& l = *lanes[key >> 32];
+        auto fd = static_cast<curl_socket_t>(key & 0xffffffffu);
         int flags = 0;
         if ((events[i].events & EPOLLIN) != 0)
           flags |= CURL_CSELECT_IN;
@@ -386,13 +423,16 @@ struct curl_engine::impl {
           flags |= CURL_CSELECT_OUT;
         if ((events[i].events & (EPOLLERR | EPOLLHUP)) != 0)
           flags |= CURL_CSELECT_ERR;
-        curl_multi_socket_action(multi, fd, flags, &running);
+        curl_multi_socket_action(l.multi, fd, flags, &running);
       }
-      if (timer && *timer <= std::chrono::steady_clock::now()) {
-        timer.reset();
-        curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
+      auto now = std::chrono::steady_clock::now();
+      for (auto& l : lanes) {
+        if (l->timer && *l->timer <= now) {
+          l->timer.reset();
+          curl_multi_socket_action(l->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        }
+        read_completions(*l);
       }
-      read_completions();
     }
     shutdown();
   }
@@ -430,31 +470,42 @@ curl_engine::curl_engine(curl_engine_options options) : impl_(std::make_unique<i
       throw std::runtime_error("curl_global_init failed");
   });
   impl_->options = std::move(options);
-  impl_->multi = curl_multi_init();
-  if (impl_->multi == nullptr)
-    throw std::runtime_error("curl_multi_init failed");
-  auto* m = impl_->multi;
+  const auto& o = impl_->options;
+  bool bounded = o.max_total_connections > 0 || o.max_connections_per_host > 0;
+  int lane_count = bounded ? 1 : std::max(1, o.lanes);
   impl_->share = curl_share_init();
-  if (impl_->share != nullptr)
+  if (impl_->share != nullptr) {
     curl_share_setopt(impl_->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    curl_share_setopt(impl_->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+  }
+  for (int i = 0; i < lane_count; ++i) {
+    auto l = std::make_unique<lane>();
+    l->engine = impl_.get();
+    l->index = static_cast<uint32_t>(i);
+    l->multi = curl_multi_init();
+    if (l->multi == nullptr)
+      throw std::runtime_error("curl_multi_init failed");
+    auto* m = l->multi;
+    curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, &impl::on_socket);
+    curl_multi_setopt(m, CURLMOPT_SOCKETDATA, l.get());
+    curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, &impl::on_timer);
+    curl_multi_setopt(m, CURLMOPT_TIMERDATA, l.get());
+    if (o.max_total_connections > 0)
+      curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, o.max_total_connections);
+    if (o.max_connections_per_host > 0)
+      curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, o.max_connections_per_host);
+    if (o.connection_cache_size > 0)
+      curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, o.connection_cache_size);
+    impl_->lanes.push_back(std::move(l));
+  }
   impl_->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
   impl_->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (impl_->epoll_fd < 0 || impl_->wake_fd < 0)
     throw std::runtime_error("epoll_create1/eventfd failed");
   epoll_event ev{};
   ev.events = EPOLLIN;
-  ev.data.fd = impl_->wake_fd;
+  ev.data.u64 = wake_key;
   epoll_ctl(impl_->epoll_fd, EPOLL_CTL_ADD, impl_->wake_fd, &ev);
-  curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, &impl::on_socket);
-  curl_multi_setopt(m, CURLMOPT_SOCKETDATA, impl_.get());
-  curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, &impl::on_timer);
-  curl_multi_setopt(m, CURLMOPT_TIMERDATA, impl_.get());
-  if (impl_->options.max_total_connections > 0)
-    curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, impl_->options.max_total_connections);
-  if (impl_->options.max_connections_per_host > 0)
-    curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, impl_->options.max_connections_per_host);
-  if (impl_->options.connection_cache_size > 0)
-    curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, impl_->options.connection_cache_size);
   impl_->thread = std::thread([this] { impl_->run(); });
   impl_->thread_id = impl_->thread.get_id();
 }
@@ -466,7 +517,8 @@ curl_engine::~curl_engine() {
   }
   impl_->wake();
   impl_->thread.join();
-  curl_multi_cleanup(impl_->multi);
+  for (auto& l : impl_->lanes)
+    curl_multi_cleanup(l->multi);
   if (impl_->share != nullptr)
     curl_share_cleanup(impl_->share);
   close(impl_->epoll_fd);

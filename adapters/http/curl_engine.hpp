@@ -1,4 +1,4 @@
-// The process-wide HTTP engine: one thread runs a libcurl multi handle that carries every HTTP
+// The process-wide HTTP engine: one thread runs libcurl multi handles that carry every HTTP
 // request of the process concurrently (thousands in flight), behind the http_client port.
 #pragma once
 
@@ -13,12 +13,18 @@
 namespace ingestd {
 
 struct curl_engine_options {
+  /// curl multi handles the engine thread spreads transfers over (each new transfer goes to the
+  /// least busy). libcurl 7.88 walks every connection of a multi handle when a transfer ends and
+  /// when it looks for a connection to reuse, so one multi handle costs O(in flight) per request;
+  /// 16 lanes divide that by 16 at 10,000 in flight. Connections are reused within a lane.
+  int lanes = 16;
   /// Upper bound on open connections across all hosts (CURLMOPT_MAX_TOTAL_CONNECTIONS);
-  /// requests beyond it wait in curl's queue. 0 = unlimited.
+  /// requests beyond it wait in curl's queue. 0 = unlimited. Setting it (or the next one) puts
+  /// every transfer in one lane, so that the bound holds for the whole engine.
   long max_total_connections = 0;
   /// Upper bound on open connections to one host (CURLMOPT_MAX_HOST_CONNECTIONS). 0 = unlimited.
   long max_connections_per_host = 0;
-  /// Idle connections kept for reuse (CURLMOPT_MAXCONNECTS). 0 = curl's default.
+  /// Idle connections kept for reuse (CURLMOPT_MAXCONNECTS), per lane. 0 = curl's default.
   long connection_cache_size = 0;
   /// Sent as User-Agent unless the request sets its own.
   std::string user_agent = "ingestd/0.1";

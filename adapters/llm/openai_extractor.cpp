@@ -355,7 +355,9 @@ namespace {
 /// (a timer shut down with the retry pending) answers "llm.cancelled": exactly one answer.
 struct llm_call : std::enable_shared_from_this<llm_call> {
   std::shared_ptr<openai_extractor::shared> s;
-  std::string body;
+  /// The document's text; each attempt builds its request body from it, so a call waiting on a
+  /// slow server holds the body once (in the HTTP engine), not twice.
+  std::string text;
   callback<extraction> done;
   int attempt = 0;
   int64_t input_tokens = 0;
@@ -384,7 +386,9 @@ struct llm_call : std::enable_shared_from_this<llm_call> {
     req.headers = {{"Content-Type", "application/json"}, {"Accept", "application/json"}};
     if (!s->opts.api_key.empty())
       req.headers.emplace_back("Authorization", "Bearer " + s->opts.api_key);
-    req.body = body;
+    req.body = build_chat_request(s->opts, text);
+    // Answers are a few kB: a small receive buffer keeps thousands of waiting calls cheap.
+    req.receive_buffer_bytes = 1024;
     req.connect_timeout = s->opts.connect_timeout;
     req.total_timeout = s->opts.request_timeout;
     s->http.submit(std::move(req), [self = shared_from_this()](result<http_response> r) {
@@ -440,7 +444,7 @@ openai_extractor::~openai_extractor() = default;
 void openai_extractor::extract(std::string text, callback<extraction> done) {
   auto call = std::make_shared<llm_call>();
   call->s = shared_;
-  call->body = build_chat_request(shared_->opts, text);
+  call->text = std::move(text);
   call->done = std::move(done);
   call->start();
 }

@@ -5,7 +5,10 @@
 // against max_in_flight / delay, the process's OS threads over the run, and resident memory per
 // in-flight job.
 //
-//   bench_slow_io [--ingestions 30000] [--in-flight 10000] [--delay-ms 2000]
+// With --extractor timer, the extraction is a timer that answers after the same delay with no HTTP
+// at all: the difference between the two runs is what the HTTP layer costs per in-flight job.
+//
+//   bench_slow_io [--ingestions 30000] [--in-flight 10000] [--delay-ms 2000] [--extractor http|timer]
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -22,6 +25,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
@@ -172,6 +176,28 @@ long rss_kb() {
   return 0;
 }
 
+/// Bytes handed out by malloc and not freed yet (the heap part of the resident memory).
+long heap_kb() {
+  auto m = mallinfo2();
+  return static_cast<long>((m.uordblks + m.hblkhd) / 1024);
+}
+
+/// An extractor that answers after a fixed delay from a timer thread: the slow provider without HTTP.
+class timer_extractor : public extractor {
+public:
+  timer_extractor(timer& t, std::chrono::milliseconds delay, extraction answer)
+    : timer_{t}, delay_{delay}, answer_{std::move(answer)} {}
+  void extract(std::string, callback<extraction> done) override {
+    timer_.after(delay_, [this, done = std::move(done)]() mutable { done(answer_); });
+  }
+  std::string name() const override { return "timer"; }
+
+private:
+  timer& timer_;
+  std::chrono::milliseconds delay_;
+  extraction answer_;
+};
+
 class memory_store : public object_store {
 public:
   void get(std::string, size_t, callback<std::string> done) override { done(std::string{invoice_text}); }
@@ -200,6 +226,11 @@ int main(int argc, char** argv) {
   int n = std::stoi(arg(argc, argv, "ingestions", "30000"));
   int in_flight = std::stoi(arg(argc, argv, "in-flight", "10000"));
   std::chrono::milliseconds delay{std::stoi(arg(argc, argv, "delay-ms", "2000"))};
+  auto extractor_kind = arg(argc, argv, "extractor", "http");
+  if (extractor_kind != "http" && extractor_kind != "timer") {
+    std::fprintf(stderr, "--extractor must be http or timer, not %s\n", extractor_kind.c_str());
+    return 2;
+  }
   raise_fd_limit();
 
   auto invoice = local_extractor{}.run(invoice_text);
@@ -238,12 +269,18 @@ int main(int argc, char** argv) {
   db->query("INSERT INTO queue_message (id, queue_name, body) SELECT gen_random_uuid(), 'slow', id::text FROM ingestion");
   db->query("ANALYZE");
 
-  std::printf("slow-I/O concurrency: EMBEDDED worker, real postgres_queue + pg_repository (batched), instant "
-              "transcription, openai_extractor over the curl engine against a stub answering after %lld ms\n",
-              static_cast<long long>(delay.count()));
+  if (extractor_kind == "http")
+    std::printf("slow-I/O concurrency: EMBEDDED worker, real postgres_queue + pg_repository (batched), instant "
+                "transcription, openai_extractor over the curl engine against a stub answering after %lld ms\n",
+                static_cast<long long>(delay.count()));
+  else
+    std::printf("slow-I/O concurrency: EMBEDDED worker, real postgres_queue + pg_repository (batched), instant "
+                "transcription, an extractor that answers from a timer after %lld ms (no HTTP)\n",
+                static_cast<long long>(delay.count()));
   std::printf("  ingestions %d, max_in_flight %d\n", n, in_flight);
   std::fflush(stdout);
   long rss_before = rss_kb();
+  long heap_before = heap_kb();
   int threads_before = thread_count();
   {
     caf::actor_system_config cfg;
@@ -265,7 +302,10 @@ int main(int argc, char** argv) {
     ctx->ports.db = std::make_shared<batching_repository>(std::make_shared<pg_repository>(db->url(), pg_repository_options{4}));
     ctx->ports.storage = std::make_shared<memory_store>();
     ctx->ports.ocr = std::make_shared<instant_transcriber>();
-    ctx->ports.extract = std::make_shared<openai_extractor>(*http, retry_timer, o);
+    if (extractor_kind == "http")
+      ctx->ports.extract = std::make_shared<openai_extractor>(*http, retry_timer, o);
+    else
+      ctx->ports.extract = std::make_shared<timer_extractor>(retry_timer, delay, invoice);
     std::atomic<int> completed{0}, other{0};
     std::promise<void> all_done;
     std::mutex mtx;
@@ -290,7 +330,7 @@ int main(int argc, char** argv) {
     auto w = start_worker(sys, ctx, opts);
     auto done = all_done.get_future();
     int threads_min = 1 << 30, threads_max = 0;
-    long rss_at_peak = 0;
+    long rss_at_peak = 0, heap_at_peak = 0;
     int64_t peak_in_flight = 0;
     while (done.wait_for(std::chrono::milliseconds{250}) != std::future_status::ready) {
       auto t = thread_count();
@@ -300,6 +340,7 @@ int main(int argc, char** argv) {
       if (f > peak_in_flight) {
         peak_in_flight = f;
         rss_at_peak = rss_kb();
+        heap_at_peak = heap_kb();
       }
       if (clock_type::now() - t0 > std::chrono::minutes{10}) {
         std::printf("  TIMEOUT after 10 min\n");
@@ -316,10 +357,15 @@ int main(int argc, char** argv) {
     std::printf("  OS threads of the process: %d before the worker, %d..%d during the run (includes the "
                 "bench's own main thread; the stub is another process)\n",
                 threads_before, threads_min, threads_max);
+    auto per_job = [&](long before, long at_peak) {
+      return peak_in_flight > 0 ? static_cast<double>(at_peak - before) / static_cast<double>(peak_in_flight) : 0.0;
+    };
     std::printf("  resident memory: %ld kB before, %ld kB at the peak of %lld jobs in flight = %.1f kB per "
-                "in-flight job (each holds one HTTP/1.1 connection to the stub)\n",
-                rss_before, rss_at_peak, static_cast<long long>(peak_in_flight),
-                peak_in_flight > 0 ? static_cast<double>(rss_at_peak - rss_before) / peak_in_flight : 0.0);
+                "in-flight job%s\n",
+                rss_before, rss_at_peak, static_cast<long long>(peak_in_flight), per_job(rss_before, rss_at_peak),
+                extractor_kind == "http" ? " (each holds one HTTP/1.1 connection to the stub)" : "");
+    std::printf("  of which malloc'd heap: %ld kB before, %ld kB at the peak = %.1f kB per in-flight job\n",
+                heap_before, heap_at_peak, per_job(heap_before, heap_at_peak));
     caf::anon_send(w.coordinator, shutdown_atom_v);
     stopped.get_future().wait_for(std::chrono::seconds{60});
     retry_timer.shutdown();
