@@ -20,6 +20,10 @@
 //
 // (*) not deleted when the queue's dead-letter redrive is configured. Every step is a port call
 // with a deadline (settings.step_timeout); a late completion of an abandoned step is ignored.
+// The deadline is the actor's receive timeout: a step starts while the job handles a message and
+// ends with the next one, so "no message for step_timeout" is "the step ran past its deadline".
+// Unlike a delayed message per step, that is one cancellable clock entry per job, dropped when
+// the job ends, so finished jobs are freed at once rather than held until their deadlines pass.
 #include "actors/job.hpp"
 
 #include <caf/actor_system.hpp>
@@ -88,7 +92,6 @@ void await(job_ptr self, std::string step, Start start, Next next) {
   st.step = std::move(step);
   st.step_started = clock::now();
   st.on_timeout = [next](error e) mutable { next(result<T>{std::move(e)}); };
-  self->delayed_send(self, st.ctx->settings.step_timeout, timeout_atom_v, seq);
   auto me = caf::actor_cast<caf::actor>(self);
   start(callback<T>{[me, seq, next](result<T> r) mutable {
     caf::anon_send(me, resume_atom_v, seq,
@@ -537,16 +540,6 @@ job_actor::behavior_type job(job_ptr self, std::shared_ptr<worker_context> ctx, 
       if (seq == self->state.seq)
         c.fn();
     },
-    [self](timeout_atom, uint64_t seq) {
-      auto& st = self->state;
-      if (seq != st.seq || !st.on_timeout)
-        return;
-      ++st.seq;
-      auto secs = std::chrono::duration_cast<std::chrono::seconds>(st.ctx->settings.step_timeout).count();
-      auto handler = std::move(st.on_timeout);
-      handler(error::make_transient("step.timeout", st.step + " did not finish within "
-                                                        + std::to_string(secs) + " s"));
-    },
     [self](lost_atom, std::string& reason) {
       auto& st = self->state;
       if (st.finishing || st.releasing)
@@ -557,6 +550,17 @@ job_actor::behavior_type job(job_ptr self, std::shared_ptr<worker_context> ctx, 
       finish(self, job_result::lost, reason, "claim_lost");
     },
     [self](stop_atom) { release(self); },
+    caf::after(st.ctx->settings.step_timeout) >>
+      [self] {
+        auto& st = self->state;
+        if (!st.on_timeout)
+          return;
+        ++st.seq; // the step's completion, should it come, is stale now
+        auto secs = std::chrono::duration_cast<std::chrono::seconds>(st.ctx->settings.step_timeout).count();
+        auto handler = std::move(st.on_timeout);
+        handler(error::make_transient("step.timeout", st.step + " did not finish within "
+                                                          + std::to_string(secs) + " s"));
+      },
   };
 }
 

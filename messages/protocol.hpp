@@ -100,8 +100,6 @@ using job_actor = caf::typed_actor<
   /// A port call of this job completed; `seq` names the step it belongs to (stale ones are
   /// ignored after a step timed out).
   caf::reacts_to<resume_atom, uint64_t, continuation>,
-  /// The step with this sequence number ran past its deadline.
-  caf::reacts_to<timeout_atom, uint64_t>,
   /// The heartbeat could not keep the message or the claim: stop, write nothing more.
   caf::reacts_to<lost_atom, std::string>,
   /// Shutdown past its grace period: give the claim and the message back, then quit.

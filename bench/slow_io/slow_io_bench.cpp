@@ -348,6 +348,7 @@ int main(int argc, char** argv) {
       }
     }
     double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
+    long heap_at_end = heap_kb();
     double rate = completed / secs;
     double ideal = in_flight / (delay.count() / 1000.0);
     std::printf("  %d completed, %d other%s%s in %.1f s = %.0f ingestions/s; in_flight/delay = %.0f/s; ratio %.2f "
@@ -366,6 +367,7 @@ int main(int argc, char** argv) {
                 extractor_kind == "http" ? " (each holds one HTTP/1.1 connection to the stub)" : "");
     std::printf("  of which malloc'd heap: %ld kB before, %ld kB at the peak = %.1f kB per in-flight job\n",
                 heap_before, heap_at_peak, per_job(heap_before, heap_at_peak));
+    std::printf("  heap after the last job finished: %ld kB (what finished jobs leave behind)\n", heap_at_end);
     caf::anon_send(w.coordinator, shutdown_atom_v);
     stopped.get_future().wait_for(std::chrono::seconds{60});
     retry_timer.shutdown();
