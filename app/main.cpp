@@ -1,6 +1,7 @@
 // ingestd's command line: parses the command and its options and hands over to the command.
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <unistd.h>
 #include <cstdio>
 #include <cstring>
@@ -146,7 +147,10 @@ int main(int argc, char** argv) {
   // variable when it loads, so set it and start again.
   if (std::getenv("OMP_THREAD_LIMIT") == nullptr) {
     ::setenv("OMP_THREAD_LIMIT", "1", 1);
-    ::execv("/proc/self/exe", argv);
+    // The resolved path, not /proc/self/exe, so the process keeps its name ("ingestd", not "exe").
+    std::error_code ec;
+    auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    ::execv(ec ? "/proc/self/exe" : self.c_str(), argv);
     // If the exec fails, carry on with OpenMP's defaults.
   }
   // A peer that closes a connection must not kill the daemon; writes report EPIPE instead.

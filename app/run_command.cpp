@@ -10,7 +10,6 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
-#include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 
 #include "actors/cpu_pool.hpp"
@@ -26,57 +25,40 @@ namespace ingestd::cli {
 
 namespace {
 
-/// Waits for SIGTERM/SIGINT on its own thread (blocked everywhere else) and forwards each to
-/// the shutdown coordinator.
-class signal_forwarder {
-public:
-  /// `on_signal` runs first on each signal (the admin endpoint turns not-ready).
-  signal_forwarder(shutdown_actor coordinator, std::function<void()> on_signal)
-    : coordinator_(std::move(coordinator)), on_signal_(std::move(on_signal)) {
-    thread_ = std::thread{[this] { loop(); }};
-  }
-  ~signal_forwarder() {
-    stop_ = true;
-    thread_.join();
-  }
+/// SIGTERM and SIGINT are blocked in every thread and taken with sigtimedwait by the main
+/// thread, which has nothing else to do while the worker runs.
+sigset_t shutdown_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  return set;
+}
 
-  static void block_in_this_thread() {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+/// Forwards each signal to the shutdown coordinator until it terminates. `on_signal` runs first
+/// on each signal (the admin endpoint turns not-ready).
+void forward_signals_until_stopped(const shutdown_actor& coordinator, const std::function<void()>& on_signal) {
+  auto stopped = std::make_shared<std::atomic<bool>>(false);
+  caf::actor_cast<caf::abstract_actor*>(coordinator)->attach_functor([stopped] { *stopped = true; });
+  auto set = shutdown_signals();
+  timespec tick{0, 200'000'000};
+  while (!*stopped) {
+    int sig = sigtimedwait(&set, nullptr, &tick);
+    if (sig < 0)
+      continue;
+    log::info("signal received", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+    if (on_signal)
+      on_signal();
+    caf::anon_send(coordinator, shutdown_atom_v);
   }
-
-private:
-  void loop() {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    timespec tick{0, 200'000'000};
-    while (!stop_) {
-      int sig = sigtimedwait(&set, nullptr, &tick);
-      if (sig < 0)
-        continue;
-      log::info("signal received", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
-      if (on_signal_)
-        on_signal_();
-      caf::anon_send(coordinator_, shutdown_atom_v);
-    }
-  }
-
-  shutdown_actor coordinator_;
-  std::function<void()> on_signal_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
+}
 
 } // namespace
 
 int run_command(const arguments& args) {
   // Before any thread starts, so that every thread inherits the mask.
-  signal_forwarder::block_in_this_thread();
+  auto blocked = shutdown_signals();
+  pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
   auto cfg = load_or_report(args);
   if (!cfg)
     return failure;
@@ -158,14 +140,10 @@ int run_command(const arguments& args) {
     worker_options opts;
     opts.cpu_pool = pool;
     auto w = start_worker(sys, ctx, opts);
-    {
-      signal_forwarder signals{w.coordinator, [a = admin.get()] {
-                                 if (a)
-                                   a->set_shutting_down();
-                               }};
-      caf::scoped_actor self{sys};
-      self->wait_for(w.coordinator);
-    }
+    forward_signals_until_stopped(w.coordinator, [a = admin.get()] {
+      if (a)
+        a->set_shutting_down();
+    });
     if (intake_http)
       intake_http->stop();
     if (admin)

@@ -81,7 +81,6 @@ worker_settings make_worker_settings(const config& cfg) {
 result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& cpu, runtime_parts parts) {
   auto rt = std::make_unique<runtime>();
   rt->http = std::make_shared<curl_engine>();
-  rt->retry_timer = std::make_unique<thread_timer>();
 
   bool aws_needed = (parts.queue && cfg.queue.backend == "sqs") || (parts.storage && cfg.storage.backend == "s3");
   aws::aws_credentials creds;
@@ -166,6 +165,8 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     opts.model = cfg.extraction.llm_model;
     opts.request_timeout = std::chrono::seconds{cfg.extraction.timeout_seconds};
     opts.max_attempts = cfg.extraction.max_attempts;
+    // The retry back-off's thread exists only with the LLM client, its one user.
+    rt->retry_timer = std::make_unique<thread_timer>();
     rt->extract = std::make_shared<openai_extractor>(*rt->http, *rt->retry_timer, opts);
   }
 

@@ -2,6 +2,7 @@
 // its window (counted from its first call) ends or it is full; the wrapped repository's answer is
 // split back by position.
 #include "adapters/db/batching_repository.hpp"
+#include "adapters/support/thread_name.hpp"
 
 #include <condition_variable>
 #include <mutex>
@@ -134,6 +135,7 @@ struct batching_repository::impl {
   }
 
   void loop() {
+    name_this_thread("ingestd-batch");
     std::unique_lock lock{mtx};
     for (;;) {
       auto now = steady::now();

@@ -1,6 +1,7 @@
 // libpq connection handling shared by the repository, the Postgres queue and the migrator:
 // reconnect with backoff, prepared statements, SQLSTATE classification, the thread pool.
 #include "adapters/db/pg_connection.hpp"
+#include "adapters/support/thread_name.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -243,7 +244,7 @@ result<rows> connection::exec_simple(const std::string& sql) {
 
 // -- pool ------------------------------------------------------------------------------------
 
-pool::pool(std::string url, pool_options opts) : url_(std::move(url)) {
+pool::pool(std::string url, pool_options opts) : url_(std::move(url)), opts_(opts) {
   auto n = opts.size < 1 ? 1 : opts.size;
   for (int i = 0; i < n; ++i)
     threads_.emplace_back([this, i] { run(i); });
@@ -268,6 +269,7 @@ void pool::submit(task t) {
 }
 
 void pool::run(int) {
+  name_this_thread(opts_.thread_name);
   connection conn{url_};
   for (;;) {
     task t;

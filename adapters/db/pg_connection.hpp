@@ -114,6 +114,8 @@ private:
 struct pool_options {
   /// Threads, each owning one connection.
   int size = 2;
+  /// The threads' name (at most 15 characters), for `top -H`.
+  const char* thread_name = "ingestd-db";
 };
 
 /// A small pool of threads, each owning one connection. Tasks run in submission order per
@@ -134,6 +136,7 @@ private:
   void run(int index);
 
   std::string url_;
+  pool_options opts_;
   std::mutex mtx_;
   std::condition_variable cv_;
   std::deque<task> tasks_;

@@ -1,6 +1,7 @@
 // The curl-multi HTTP engine (see curl_engine.hpp): one thread owns the libcurl multi handles (lanes)
 // and every easy handle; other threads only touch a mutex-protected inbox and wake the thread.
 #include "adapters/http/curl_engine.hpp"
+#include "adapters/support/thread_name.hpp"
 
 #include <curl/curl.h>
 #include <sys/epoll.h>
@@ -401,6 +402,7 @@ struct curl_engine::impl {
   }
 
   void run() {
+    name_this_thread("ingestd-http");
     constexpr int max_events = 256;
     epoll_event events[max_events];
     int running = 0;

@@ -2,6 +2,7 @@
 // exactly once).
 
 #include "adapters/ocr/thread_pool_executor.hpp"
+#include "adapters/support/thread_name.hpp"
 
 #include <algorithm>
 
@@ -32,6 +33,7 @@ void thread_pool_executor::submit(cpu_job job) {
 }
 
 void thread_pool_executor::work() {
+  name_this_thread("ingestd-ocr");
   for (;;) {
     cpu_job job;
     {

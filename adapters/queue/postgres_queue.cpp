@@ -2,6 +2,7 @@
 // LOCKED; empty long polls park with a listener thread (LISTEN on its own connection) until a
 // notification, the next visibility expiry or their deadline, so nothing spins.
 #include "adapters/queue/postgres_queue.hpp"
+#include "adapters/support/thread_name.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -140,7 +141,7 @@ struct postgres_queue::impl {
     : url(std::move(url_in)), queue(std::move(queue_in)), opts(std::move(opts_in)) {
     dlq = opts.dead_letter_queue.empty() ? queue + "-dlq" : opts.dead_letter_queue;
     wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    pool = std::make_unique<pg::pool>(url, pg::pool_options{opts.pool_size});
+    pool = std::make_unique<pg::pool>(url, pg::pool_options{opts.pool_size, "ingestd-queue"});
     listener = std::thread([this] { listen_loop(); });
   }
 
@@ -254,6 +255,7 @@ struct postgres_queue::impl {
   // -- listener -----------------------------------------------------------------------------
 
   void listen_loop() {
+    name_this_thread("ingestd-listen");
     pg::connection conn{url};
     bool listening = false;
     for (;;) {

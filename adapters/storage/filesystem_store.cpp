@@ -1,5 +1,6 @@
 // Filesystem object store: validated keys, atomic writes, reads with a size limit.
 #include "adapters/storage/filesystem_store.hpp"
+#include "adapters/support/thread_name.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -71,6 +72,7 @@ void filesystem_store::post(std::function<void()> task) {
 }
 
 void filesystem_store::work() {
+  name_this_thread("ingestd-files");
   for (;;) {
     std::function<void()> task;
     {
