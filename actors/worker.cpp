@@ -3,6 +3,10 @@
 
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+
+#include <algorithm>
+#include <thread>
 
 #include "actors/heartbeat.hpp"
 #include "actors/poller.hpp"
@@ -11,6 +15,11 @@
 #include "adapters/support/log.hpp"
 
 namespace ingestd {
+
+void configure_scheduler(caf::actor_system_config& cfg) {
+  cfg.set("scheduler.max-threads", static_cast<size_t>(std::max(1u, std::thread::hardware_concurrency())));
+  cfg.set("scheduler.policy", caf::atom("sharing"));
+}
 
 worker_handles start_worker(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
                             worker_options options) {

@@ -63,9 +63,7 @@ int run_command(const arguments& args) {
   if (!cfg)
     return failure;
   caf::actor_system_config sys_cfg;
-  // CAF starts at least four scheduler threads by default; actors only coordinate here (the
-  // blocking and CPU work has threads of its own), so one per core is plenty.
-  sys_cfg.set("scheduler.max-threads", static_cast<size_t>(std::max(1u, std::thread::hardware_concurrency())));
+  configure_scheduler(sys_cfg);
   caf::actor_system sys{sys_cfg};
   int exit_code = ok;
   {

@@ -19,6 +19,7 @@
 
 #include "actors/cpu_pool.hpp"
 #include "actors/heartbeat.hpp"
+#include "actors/worker.hpp"
 #include "adapters/ocr/local_transcriber.hpp"
 
 using namespace ingestd;
@@ -87,7 +88,7 @@ int main(int argc, char** argv) {
   auto bytes = buf.str();
 
   caf::actor_system_config cfg;
-  cfg.set("scheduler.max-threads", static_cast<size_t>(std::max(1u, std::thread::hardware_concurrency())));
+  configure_scheduler(cfg); // as `ingestd run`
   caf::actor_system sys{cfg};
   auto ctx = std::make_shared<worker_context>();
   ctx->ports.ingest_queue = std::make_shared<instant_queue>();

@@ -16,6 +16,8 @@
 #include <string>
 #include <thread>
 
+#include <sys/resource.h>
+
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/send.hpp>
@@ -34,6 +36,13 @@ using clock_type = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
 namespace {
+
+double process_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  return secs(u.ru_utime) + secs(u.ru_stime);
+}
 
 constexpr const char* document_text = "INVOICE INV-1\nAcme Inc.\nTotal 119.00 EUR\n";
 
@@ -193,6 +202,7 @@ int main(int argc, char** argv) {
   double worker_rate = 0;
   {
     caf::actor_system_config cfg;
+    configure_scheduler(cfg); // as `ingestd run`
     caf::actor_system sys{cfg};
     auto ctx = std::make_shared<worker_context>();
     ctx->settings.worker_id = "bench";
@@ -237,16 +247,20 @@ int main(int argc, char** argv) {
     worker_options opts;
     opts.sweeper = false;
     opts.on_stopped = [&] { stopped.set_value(); };
+    auto cpu0 = process_cpu_seconds();
     auto t0 = clock_type::now();
     auto w = start_worker(sys, ctx, opts);
     auto done = all_done.get_future();
     if (done.wait_for(std::chrono::minutes{10}) != std::future_status::ready)
       std::printf("  TIMEOUT after 10 min: %d completed, %d other\n", completed.load(), other.load());
     double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
+    double cpu = process_cpu_seconds() - cpu0;
     worker_rate = completed.load() / secs;
     std::printf("  worker: %d completed, %d other%s%s in %.2f s = %.0f ingestions/s\n", completed.load(),
                 other.load(), first_other.empty() ? "" : " (first: ", first_other.empty() ? "" : (first_other + ")").c_str(),
                 secs, worker_rate);
+    std::printf("  worker process CPU (user + system, all threads): %.2f s = %.0f us per ingestion\n", cpu,
+                completed.load() > 0 ? cpu * 1e6 / completed.load() : 0.0);
     std::printf("  load after worker run: %s", sh("uptime").c_str());
     if (batched) {
       auto c = batched->stats();

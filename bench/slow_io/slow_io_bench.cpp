@@ -284,7 +284,7 @@ int main(int argc, char** argv) {
   int threads_before = thread_count();
   {
     caf::actor_system_config cfg;
-    cfg.set("scheduler.max-threads", static_cast<size_t>(std::max(1u, std::thread::hardware_concurrency())));
+    configure_scheduler(cfg); // as `ingestd run`
     caf::actor_system sys{cfg};
     auto http = std::make_shared<curl_engine>();
     thread_timer retry_timer;
