@@ -129,6 +129,17 @@ struct postgres_queue::impl {
   postgres_queue_options opts;
   std::unique_ptr<pg::pool> pool;
 
+  /// Deletes wait here while one runs, and go together in the next statement: under load, the
+  /// acknowledgements of many jobs cost one round trip; when idle, a delete goes at once.
+  struct pending_delete {
+    std::vector<std::string> receipts;
+    callback<std::vector<batch_entry_result>> done;
+  };
+  std::mutex delete_mtx;
+  std::vector<pending_delete> deletes;
+  bool delete_running = false;
+  std::atomic<uint64_t> delete_statements{0};
+
   // Shared with the listener thread.
   std::mutex mtx;
   std::vector<parked_poll> parked;
@@ -373,11 +384,27 @@ void postgres_queue::receive(int max_messages, std::chrono::seconds wait,
 
 void postgres_queue::remove(std::vector<std::string> receipts,
                             callback<std::vector<batch_entry_result>> done) {
-  impl_->pool->submit([this, receipts = std::move(receipts),
-                       done = std::move(done)](pg::connection& conn) {
-    std::vector<batch_entry_result> out;
-    std::vector<param> valid;
-    for (auto& r : receipts) {
+  {
+    std::lock_guard guard{impl_->delete_mtx};
+    impl_->deletes.push_back({std::move(receipts), std::move(done)});
+    if (impl_->delete_running)
+      return; // the running delete sends this one next
+    impl_->delete_running = true;
+  }
+  impl_->pool->submit([this](pg::connection& conn) { run_deletes(conn); });
+}
+
+void postgres_queue::run_deletes(pg::connection& conn) {
+  std::vector<impl::pending_delete> batch;
+  {
+    std::lock_guard guard{impl_->delete_mtx};
+    batch.swap(impl_->deletes);
+  }
+  std::vector<param> valid;
+  std::vector<std::vector<batch_entry_result>> outs;
+  for (auto& part : batch) {
+    auto& out = outs.emplace_back();
+    for (auto& r : part.receipts) {
       if (uuid::parse(r)) {
         valid.emplace_back(r);
         out.push_back(ok_entry(r));
@@ -386,18 +413,33 @@ void postgres_queue::remove(std::vector<std::string> receipts,
           r, error::make_permanent("queue.ReceiptHandleIsInvalid", "not a receipt: " + r)));
       }
     }
-    if (!valid.empty()) {
-      // A stale receipt matches no row: the message was received again or is gone, and the
-      // delete does nothing, as SQS does.
-      auto res = conn.exec(delete_sql, {impl_->queue, pg::array_literal(valid)});
-      if (!res) {
+  }
+  if (!valid.empty()) {
+    // A stale receipt matches no row: the message was received again or is gone, and the
+    // delete does nothing, as SQS does.
+    auto res = conn.exec(delete_sql, {impl_->queue, pg::array_literal(valid)});
+    if (!res)
+      for (auto& out : outs)
         for (auto& e : out)
           if (!e.failed)
             e = failed_entry(e.ref, res.error());
-      }
+  }
+  ++impl_->delete_statements;
+  for (size_t i = 0; i < batch.size(); ++i)
+    batch[i].done(std::move(outs[i]));
+  {
+    std::lock_guard guard{impl_->delete_mtx};
+    if (impl_->deletes.empty()) {
+      impl_->delete_running = false;
+      return;
     }
-    done(std::move(out));
-  });
+  }
+  // More arrived meanwhile: they go next, behind whatever else waits for a connection.
+  impl_->pool->submit([this](pg::connection& c) { run_deletes(c); });
+}
+
+uint64_t postgres_queue::delete_statements() const {
+  return impl_->delete_statements.load();
 }
 
 void postgres_queue::change_visibility(std::vector<visibility_change> changes,

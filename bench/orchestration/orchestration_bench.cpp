@@ -209,8 +209,8 @@ int main(int argc, char** argv) {
     ctx->settings.max_in_flight = in_flight;
     ctx->settings.wait_time = std::chrono::seconds{1};
     ctx->settings.step_timeout = std::chrono::seconds{120};
-    ctx->ports.ingest_queue = std::make_shared<postgres_queue>(db->url(), queue_name,
-                                                               postgres_queue_options{queue_pool});
+    auto pq = std::make_shared<postgres_queue>(db->url(), queue_name, postgres_queue_options{queue_pool});
+    ctx->ports.ingest_queue = pq;
     auto pg = std::make_shared<pg_repository>(db->url(), pg_repository_options{db_pool});
     std::shared_ptr<batching_repository> batched;
     if (batching) {
@@ -269,6 +269,8 @@ int main(int argc, char** argv) {
                   (unsigned long long)c.complete_calls_in, (unsigned long long)c.complete_calls_out,
                   (unsigned long long)c.event_calls_in, (unsigned long long)c.event_calls_out);
     }
+    std::printf("  queue deletes: %d acknowledgements -> %llu statements\n", completed.load() + other.load(),
+                (unsigned long long)pq->delete_statements());
     caf::anon_send(w.coordinator, shutdown_atom_v);
     stopped.get_future().wait_for(std::chrono::seconds{60});
   }

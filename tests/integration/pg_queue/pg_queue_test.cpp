@@ -1,6 +1,7 @@
 // postgres_queue on a fresh schema: SQS semantics (visibility, receipts, receive counts, delays,
 // DLQ redrive), concurrent consumers, long polls woken by NOTIFY, and a terminated backend.
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <set>
@@ -8,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "adapters/db/pg_connection.hpp"
 #include "adapters/queue/postgres_queue.hpp"
 #include "tests/support/environment.hpp"
 #include "tests/support/postgres/await.hpp"
@@ -240,6 +242,65 @@ TEST_F(pg_queue_test, stale_receipts_change_nothing) {
   EXPECT_TRUE(bad[0].error.permanent());
   EXPECT_FALSE(bad[1].failed);
   EXPECT_EQ(db->scalar("SELECT count(*) FROM queue_message"), "0");
+}
+
+TEST_F(pg_queue_test, deletes_arriving_while_one_runs_go_in_one_statement_each_answered_alone) {
+  auto q = make();
+  constexpr int n = 120;
+  std::vector<std::string> bodies;
+  for (int i = 0; i < n; ++i)
+    bodies.push_back("m" + std::to_string(i));
+  send(*q, bodies);
+  std::vector<std::string> receipts;
+  while (receipts.size() < static_cast<size_t>(n)) {
+    auto got = receive(*q, 10, 0s, 300s);
+    ASSERT_FALSE(got.empty());
+    for (auto& m : got)
+      receipts.push_back(m.receipt);
+  }
+  // Another session holds the table: the first DELETE waits for it while every other remove()
+  // arrives, so they can only go in the statement after it.
+  pg::connection locker{db->url()};
+  ASSERT_TRUE(locker.exec_simple("BEGIN"));
+  ASSERT_TRUE(locker.exec_simple("LOCK TABLE queue_message IN ACCESS EXCLUSIVE MODE"));
+  std::mutex mtx;
+  std::condition_variable cv;
+  std::map<std::string, entries> answers; // first receipt of the call -> its answer
+  int calls = 0;
+  auto part = [&](std::vector<std::string> rs) {
+    auto key = rs.front();
+    q->remove(std::move(rs), [&, key](result<entries> r) {
+      std::lock_guard g{mtx};
+      answers[key] = r ? *r : entries{};
+      ++calls;
+      cv.notify_all();
+    });
+  };
+  for (auto& r : receipts)
+    part({r});
+  part({"not-a-receipt"});
+  ASSERT_TRUE(locker.exec_simple("ROLLBACK"));
+  {
+    std::unique_lock g{mtx};
+    ASSERT_TRUE(cv.wait_for(g, 30s, [&] { return calls == n + 1; })) << calls << " of " << n + 1 << " answered";
+  }
+  for (auto& r : receipts) {
+    ASSERT_EQ(answers[r].size(), 1u);
+    EXPECT_EQ(answers[r][0].ref, r);
+    EXPECT_FALSE(answers[r][0].failed) << answers[r][0].error.describe();
+  }
+  ASSERT_EQ(answers["not-a-receipt"].size(), 1u);
+  EXPECT_TRUE(answers["not-a-receipt"][0].failed);
+  EXPECT_TRUE(answers["not-a-receipt"][0].error.permanent());
+  EXPECT_EQ(db->scalar("SELECT count(*) FROM queue_message"), "0");
+  EXPECT_LE(q->delete_statements(), 2u);
+  // When idle, a delete goes at once, alone.
+  send(*q, {"last"});
+  auto last = receive(*q, 1, 0s, 60s);
+  ASSERT_EQ(last.size(), 1u);
+  auto before = q->delete_statements();
+  EXPECT_FALSE(remove(*q, {last[0].receipt}).at(0).failed);
+  EXPECT_EQ(q->delete_statements(), before + 1);
 }
 
 TEST_F(pg_queue_test, visibility_expiry_redelivers_with_a_higher_receive_count) {
