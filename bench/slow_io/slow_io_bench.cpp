@@ -308,6 +308,8 @@ int main(int argc, char** argv) {
       ctx->ports.extract = std::make_shared<timer_extractor>(retry_timer, delay, invoice);
     std::atomic<int> completed{0}, other{0};
     std::promise<void> all_done;
+    // Steady state: from the 10th to the 90th percentile of completions (no ramp-up, no tail).
+    std::atomic<int64_t> t10_ns{0}, t90_ns{0};
     std::mutex mtx;
     std::string first_other;
     ctx->observer = [&](const job_outcome& x) {
@@ -319,7 +321,13 @@ int main(int argc, char** argv) {
       } else {
         ++completed;
       }
-      if (completed + other == n)
+      auto done_now = completed + other;
+      auto now_ns = clock_type::now().time_since_epoch().count();
+      if (done_now == n / 10)
+        t10_ns = now_ns;
+      if (done_now == n * 9 / 10)
+        t90_ns = now_ns;
+      if (done_now == n)
         all_done.set_value();
     };
     std::promise<void> stopped;
@@ -355,6 +363,11 @@ int main(int argc, char** argv) {
                 "(target >= 0.9 until the database ceiling)\n",
                 completed.load(), other.load(), first_other.empty() ? "" : " (first: ",
                 first_other.empty() ? "" : (first_other + ")").c_str(), secs, rate, ideal, rate / ideal);
+    if (t90_ns > t10_ns && t10_ns > 0) {
+      double steady = (n * 0.8) / (static_cast<double>(t90_ns - t10_ns) / 1e9);
+      std::printf("  steady state (10th to 90th percentile of completions): %.0f ingestions/s; ratio %.2f\n", steady,
+                  steady / ideal);
+    }
     std::printf("  OS threads of the process: %d before the worker, %d..%d during the run (includes the "
                 "bench's own main thread; the stub is another process)\n",
                 threads_before, threads_min, threads_max);
