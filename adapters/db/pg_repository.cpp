@@ -61,12 +61,16 @@ SELECT r.ord, i.status, i.claim_token IS NOT NULL AND i.lease_expires_at >= now(
  ORDER BY r.ord
 )sql"};
 
-constexpr pg::statement transcription_sql{"ingestd_record_transcription", R"sql(
-UPDATE ingestion
-   SET transcription_file_path = $3,
-       preprocessed_file_path = $4,
-       transcription_quality_score = $5::numeric
- WHERE id = $1 AND claim_token = $2 AND status = 'in-progress'
+// Fenced per row: a row whose claim token no longer matches is not updated and not returned.
+constexpr pg::statement transcription_sql{"ingestd_record_transcriptions", R"sql(
+UPDATE ingestion AS i
+   SET transcription_file_path = r.path,
+       preprocessed_file_path = r.preprocessed,
+       transcription_quality_score = r.score
+  FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::numeric[])
+       AS r(id, token, path, preprocessed, score)
+ WHERE i.id = r.id AND i.claim_token = r.token AND i.status = 'in-progress'
+RETURNING i.id, i.claim_token
 )sql"};
 
 // Seed 000 step 10 for a batch; the trigger copies the result to each document.
@@ -355,18 +359,58 @@ void pg_repository::states(std::vector<uuid> ids,
 
 void pg_repository::record_transcription(lease_ref ref, transcription_record record,
                                          callback<void> done) {
-  pool_->submit([ref, record = std::move(record), done = std::move(done)](pg::connection& conn) {
-    auto res = conn.exec(transcription_sql,
-                         {ref.ingestion_id.str(), ref.claim_token.str(),
-                          record.transcription_file_path,
-                          opt_text(record.preprocessed_file_path),
-                          std::to_string(record.quality_score)});
+  {
+    std::lock_guard guard{transcriptions_->mtx};
+    transcriptions_->waiting.push_back({ref, std::move(record), std::move(done)});
+    if (transcriptions_->running)
+      return; // the running statement sends this one next
+    transcriptions_->running = true;
+  }
+  pool_->submit([this](pg::connection& conn) { record_transcriptions(conn); });
+}
+
+void pg_repository::record_transcriptions(pg::connection& conn) {
+  std::vector<pending_transcription> batch;
+  {
+    std::lock_guard guard{transcriptions_->mtx};
+    batch.swap(transcriptions_->waiting);
+  }
+  std::vector<param> ids, tokens, paths, preprocessed, scores;
+  for (auto& p : batch) {
+    ids.emplace_back(p.ref.ingestion_id.str());
+    tokens.emplace_back(p.ref.claim_token.str());
+    paths.emplace_back(p.record.transcription_file_path);
+    preprocessed.push_back(opt_text(p.record.preprocessed_file_path));
+    scores.emplace_back(std::to_string(p.record.quality_score));
+  }
+  auto res = conn.exec(transcription_sql, {pg::array_literal(ids), pg::array_literal(tokens), pg::array_literal(paths),
+                                           pg::array_literal(preprocessed), pg::array_literal(scores)});
+  ++transcriptions_->statements;
+  std::set<std::pair<std::string, std::string>> updated;
+  if (res)
+    for (int r = 0; r < res->size(); ++r)
+      updated.emplace(res->str(r, 0), res->str(r, 1));
+  for (auto& p : batch) {
     if (!res)
-      return done(res.error());
-    if (res->affected() == 0)
-      return done(claim_lost(ref, "record_transcription"));
-    done(result<void>{});
-  });
+      p.done(res.error());
+    else if (updated.count({p.ref.ingestion_id.str(), p.ref.claim_token.str()}) == 0)
+      p.done(claim_lost(p.ref, "record_transcription"));
+    else
+      p.done(result<void>{});
+  }
+  {
+    std::lock_guard guard{transcriptions_->mtx};
+    if (transcriptions_->waiting.empty()) {
+      transcriptions_->running = false;
+      return;
+    }
+  }
+  // More arrived meanwhile: they go next, behind whatever else waits for a connection.
+  pool_->submit([this](pg::connection& c) { record_transcriptions(c); });
+}
+
+uint64_t pg_repository::transcription_statements() const {
+  return transcriptions_->statements.load();
 }
 
 void pg_repository::complete(std::vector<completion> completions,

@@ -2,14 +2,19 @@
 // that a batch is one round trip, run on a small pool of connection threads.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "adapters/db/repository.hpp"
 
 namespace ingestd {
 
 namespace pg {
+class connection;
 class pool;
 }
 
@@ -29,6 +34,7 @@ public:
              std::chrono::seconds lease,
              callback<std::vector<std::optional<claimed_ingestion>>> done) override;
   void states(std::vector<uuid> ids, callback<std::vector<ingestion_state>> done) override;
+  /// Records that arrive while one statement runs go together in the next one.
   void record_transcription(lease_ref ref, transcription_record record,
                             callback<void> done) override;
   void complete(std::vector<completion> completions,
@@ -46,7 +52,24 @@ public:
                       callback<std::optional<ingestion_status>> done) override;
   void summarize(callback<status_summary> done) override;
 
+  /// UPDATE statements sent for record_transcription (fewer than calls under load).
+  uint64_t transcription_statements() const;
+
 private:
+  struct pending_transcription {
+    lease_ref ref;
+    transcription_record record;
+    callback<void> done;
+  };
+  struct transcription_queue {
+    std::mutex mtx;
+    std::vector<pending_transcription> waiting;
+    bool running = false;
+    std::atomic<uint64_t> statements{0};
+  };
+  void record_transcriptions(pg::connection& conn);
+
+  std::unique_ptr<transcription_queue> transcriptions_ = std::make_unique<transcription_queue>();
   std::unique_ptr<pg::pool> pool_;
 };
 

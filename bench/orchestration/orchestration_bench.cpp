@@ -271,6 +271,8 @@ int main(int argc, char** argv) {
     }
     std::printf("  queue deletes: %d acknowledgements -> %llu statements\n", completed.load() + other.load(),
                 (unsigned long long)pq->delete_statements());
+    std::printf("  record_transcription: %d calls -> %llu statements\n", completed.load(),
+                (unsigned long long)pg->transcription_statements());
     caf::anon_send(w.coordinator, shutdown_atom_v);
     stopped.get_future().wait_for(std::chrono::seconds{60});
   }

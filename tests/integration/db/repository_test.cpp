@@ -3,6 +3,9 @@
 // audit events, the sweeper's rescue, status figures, and surviving a terminated backend.
 #include <algorithm>
 #include <barrier>
+#include <mutex>
+#include <map>
+#include <condition_variable>
 #include <future>
 #include <set>
 #include <thread>
@@ -10,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
 
+#include "adapters/db/pg_connection.hpp"
 #include "adapters/db/pg_repository.hpp"
 #include "tests/support/postgres/await.hpp"
 #include "tests/support/postgres/pg_fixture.hpp"
@@ -371,6 +375,50 @@ TEST_F(repository_test, reclaim_reuses_the_stored_transcription) {
   auto again = claim_one(id, uuid::v4());
   ASSERT_TRUE(again);
   EXPECT_EQ(again->transcription_file_path, tr.transcription_file_path);
+}
+
+TEST_F(repository_test, transcriptions_arriving_while_one_is_written_go_in_one_statement_each_fenced) {
+  constexpr int n = 40;
+  std::vector<std::pair<uuid, uuid>> held;
+  for (int i = 0; i < n; ++i) {
+    auto id = new_ingestion();
+    auto token = uuid::v4();
+    ASSERT_TRUE(claim_one(id, token));
+    held.emplace_back(id, token);
+  }
+  // Another session holds the table: the first UPDATE waits while the other calls arrive.
+  pg::connection locker{db->url()};
+  ASSERT_TRUE(locker.exec_simple("BEGIN"));
+  ASSERT_TRUE(locker.exec_simple("LOCK TABLE ingestion IN ACCESS EXCLUSIVE MODE"));
+  std::mutex mtx;
+  std::condition_variable cv;
+  std::map<std::string, result<void>> answers;
+  auto record = [&](uuid id, uuid token, std::string key) {
+    transcription_record tr{"ingestions/" + id.str() + "/transcription-output.json", "", 0.9};
+    repo->record_transcription({id, token}, tr, [&, key](result<void> r) {
+      std::lock_guard g{mtx};
+      answers.emplace(key, std::move(r));
+      cv.notify_all();
+    });
+  };
+  for (auto& [id, token] : held)
+    record(id, token, id.str());
+  record(held[0].first, uuid::v4(), "wrong token"); // fenced out, alone
+  ASSERT_TRUE(locker.exec_simple("ROLLBACK"));
+  {
+    std::unique_lock g{mtx};
+    ASSERT_TRUE(cv.wait_for(g, 30s, [&] { return answers.size() == n + 1; })) << answers.size();
+  }
+  for (auto& [id, token] : held) {
+    auto& r = answers.at(id.str());
+    EXPECT_TRUE(r) << r.error().describe();
+    EXPECT_EQ(db->scalar("SELECT transcription_file_path FROM ingestion WHERE id = $1", {id.str()}),
+              "ingestions/" + id.str() + "/transcription-output.json");
+  }
+  auto& fenced = answers.at("wrong token");
+  ASSERT_FALSE(fenced);
+  EXPECT_TRUE(fenced.error().claim_lost());
+  EXPECT_LE(repo->transcription_statements(), 2u);
 }
 
 TEST_F(repository_test, batch_complete_reports_each_entry_and_fires_the_trigger) {
