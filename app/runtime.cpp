@@ -80,7 +80,13 @@ worker_settings make_worker_settings(const config& cfg) {
 
 result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& cpu, runtime_parts parts) {
   auto rt = std::make_unique<runtime>();
-  rt->http = std::make_shared<curl_engine>();
+  // The HTTP engine's thread exists only when a backend speaks HTTP (SQS, S3, Document AI, the
+  // LLM, the webhook); the embedded default (Postgres, files, Tesseract, local rules) has none.
+  auto http = [&rt] {
+    if (!rt->http)
+      rt->http = std::make_shared<curl_engine>();
+    return rt->http;
+  };
 
   bool aws_needed = (parts.queue && cfg.queue.backend == "sqs") || (parts.storage && cfg.storage.backend == "s3");
   aws::aws_credentials creds;
@@ -109,14 +115,14 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
       conn.endpoint = cfg.aws.endpoint;
       auto url = cfg.queue.url;
       if (url.empty()) {
-        sqs_client client{rt->http, conn};
+        sqs_client client{http(), conn};
         auto found = wait_for<std::string>([&](auto cb) { client.get_queue_url(cfg.queue.name, cb); });
         if (!found)
           return error{found.error().cls, found.error().code,
                        "looking up SQS queue " + cfg.queue.name + ": " + found.error().message};
         url = *found;
       }
-      rt->ingest_queue = std::make_shared<sqs_queue>(rt->http, sqs_queue_options{conn, url, cfg.queue.name});
+      rt->ingest_queue = std::make_shared<sqs_queue>(http(), sqs_queue_options{conn, url, cfg.queue.name});
     }
   }
 
@@ -131,7 +137,7 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
       opts.endpoint = cfg.aws.endpoint;
       opts.bucket = cfg.storage.bucket;
       opts.path_style = cfg.storage.path_style;
-      rt->storage = std::make_shared<s3_store>(rt->http, opts);
+      rt->storage = std::make_shared<s3_store>(http(), opts);
     }
   }
 
@@ -151,7 +157,7 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     opts.access_token = cfg.secrets.document_ai_token;
     opts.timeout = std::chrono::seconds{cfg.transcription.timeout_seconds};
     opts.max_file_bytes = static_cast<size_t>(cfg.transcription.max_file_bytes);
-    rt->ocr = std::make_shared<document_ai_transcriber>(*rt->http, opts);
+    rt->ocr = std::make_shared<document_ai_transcriber>(*http(), opts);
   }
 
   if (cfg.extraction.provider == "local") {
@@ -167,7 +173,7 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     opts.max_attempts = cfg.extraction.max_attempts;
     // The retry back-off's thread exists only with the LLM client, its one user.
     rt->retry_timer = std::make_unique<thread_timer>();
-    rt->extract = std::make_shared<openai_extractor>(*rt->http, *rt->retry_timer, opts);
+    rt->extract = std::make_shared<openai_extractor>(*http(), *rt->retry_timer, opts);
   }
 
   if (!cfg.secrets.notify_webhook_url.empty()) {
@@ -175,7 +181,7 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     opts.url = cfg.secrets.notify_webhook_url;
     if (!cfg.notify.link_template.empty())
       opts.link_template = cfg.notify.link_template;
-    auto notifier = std::make_shared<webhook_notifier>(*rt->http, opts);
+    auto notifier = std::make_shared<webhook_notifier>(*http(), opts);
     rt->on_failed = [notifier](const claimed_ingestion& c, const error& e, int32_t attempts) {
       notifier->notify_failed(failure_notice{c.ingestion_id.str(), c.document_id.str(), c.tenant_id.str(),
                                              e.describe(), std::string{to_string(e.cls)}, attempts},

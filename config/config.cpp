@@ -41,7 +41,7 @@ const std::vector<key_spec>& schema() {
   using v = std::vector<int64_t>;
   static const std::vector<key_spec> all{
     {"database", "url", kind::string, std::string{"postgresql://ingestd@127.0.0.1:55432/ingestd"}},
-    {"database", "pool_size", kind::integer, int64_t{4}, 1, 64},
+    {"database", "pool_size", kind::integer, int64_t{2}, 1, 64},
     {"queue", "backend", kind::choice, std::string{"postgres"}, 0, 0, {"postgres", "sqs"}},
     {"queue", "name", kind::string, std::string{"ingestd-ingest"}},
     {"queue", "url", kind::string, std::string{}},

@@ -21,7 +21,7 @@ namespace ingestd {
 struct config {
   struct database_section {
     std::string url;
-    int pool_size = 4;
+    int pool_size = 2;
   } database;
 
   struct queue_section {
