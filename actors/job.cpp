@@ -59,6 +59,10 @@ struct job_state {
   bool tracked = false;
   bool finishing = false;
   bool releasing = false;
+  /// The ingestion's outcome (completed, failed or retrying) is in the database: the claim ended
+  /// with it, and a "lost" notice (a lease renewal that raced the completion finds the row no
+  /// longer in progress) or a stop no longer concerns this job, which only acks.
+  bool outcome_stored = false;
 
   /// The current step: its sequence number (stale completions are ignored), name, start, and
   /// what to do if its deadline passes first.
@@ -207,6 +211,7 @@ void complete(job_ptr self) {
         return fail(self, error::make_transient("db.no_result", "complete returned nothing"));
       if (auto& one = r->front(); !one)
         return fail(self, one.error(), self->state.fields.structured_data);
+      self->state.outcome_stored = true;
       step_done(self, "ok");
       ack(self, job_result::completed, "");
     });
@@ -407,6 +412,7 @@ void fail(job_ptr self, error err, std::string structured_data) {
         return finish(self, job_result::abandoned,
                       err.describe() + "; recording it failed: " + r.error().describe(), cls);
       }
+      st.outcome_stored = true;
       step_done(self, r->failed ? "failed" : "retrying", err.describe());
       auto detail = err.describe();
       if (r->failed) {
@@ -502,8 +508,8 @@ void parse(job_ptr self) {
 /// Shutdown past the grace period: give everything back so another worker can start at once.
 void release(job_ptr self) {
   auto& st = self->state;
-  if (st.finishing || st.releasing)
-    return;
+  if (st.finishing || st.releasing || st.outcome_stored)
+    return; // (after the outcome is stored, only the short ack or back-off is left)
   st.releasing = true;
   untrack(self);
   auto give_back_message = [self] {
@@ -542,7 +548,7 @@ job_actor::behavior_type job(job_ptr self, std::shared_ptr<worker_context> ctx, 
     },
     [self](lost_atom, std::string& reason) {
       auto& st = self->state;
-      if (st.finishing || st.releasing)
+      if (st.finishing || st.releasing || st.outcome_stored)
         return;
       st.tracked = false;  // the heartbeat dropped it already
       if (st.claimed)

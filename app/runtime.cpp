@@ -19,13 +19,10 @@
 #include "adapters/storage/filesystem_store.hpp"
 #include "adapters/storage/s3_store.hpp"
 #include "adapters/support/log.hpp"
-#include "adapters/support/timer.hpp"
 
 namespace ingestd {
 
 runtime::~runtime() {
-  if (retry_timer)
-    retry_timer->shutdown();
   on_failed = nullptr;
   extract.reset();
   ocr.reset();
@@ -171,9 +168,8 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     opts.model = cfg.extraction.llm_model;
     opts.request_timeout = std::chrono::seconds{cfg.extraction.timeout_seconds};
     opts.max_attempts = cfg.extraction.max_attempts;
-    // The retry back-off's thread exists only with the LLM client, its one user.
-    rt->retry_timer = std::make_unique<thread_timer>();
-    rt->extract = std::make_shared<openai_extractor>(*http(), *rt->retry_timer, opts);
+    // The engine's thread also runs the retry back-off.
+    rt->extract = std::make_shared<openai_extractor>(*http(), *http(), opts);
   }
 
   if (!cfg.secrets.notify_webhook_url.empty()) {

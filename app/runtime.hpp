@@ -9,14 +9,13 @@
 
 namespace ingestd {
 
-class http_client;
-class thread_timer;
+class curl_engine;
 class cpu_executor;
 
 struct runtime {
-  // Declared first so they are destroyed last: the adapters below hold references to them.
-  std::shared_ptr<http_client> http;
-  std::unique_ptr<thread_timer> retry_timer;
+  // Declared first so it is destroyed last: the adapters below hold references to it. Null when
+  // no backend speaks HTTP. It is also the LLM client's retry timer.
+  std::shared_ptr<curl_engine> http;
   std::shared_ptr<queue> ingest_queue;
   std::shared_ptr<object_store> storage;
   std::shared_ptr<repository> db;
@@ -24,8 +23,8 @@ struct runtime {
   std::shared_ptr<extractor> extract;
   std::function<void(const claimed_ingestion&, const error&, int32_t)> on_failed;
 
-  /// Tears down in the order that lets late callbacks find what they use: no new retries, then
-  /// the adapters, then the HTTP engine (which answers its calls still in flight), then the timer.
+  /// Tears down in the order that lets late callbacks find what they use: the adapters, then the
+  /// HTTP engine (which answers its calls still in flight and drops pending retries).
   ~runtime();
 };
 

@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <atomic>
 #include <deque>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -184,6 +186,7 @@ struct curl_engine::impl {
   std::mutex mutex;
   std::deque<std::unique_ptr<transfer>> inbox;
   std::vector<uint64_t> cancels;
+  std::vector<std::pair<std::chrono::steady_clock::time_point, std::function<void()>>> new_tasks;
   bool stopping = false;
   /// Set by the engine thread once it takes no more work: late submissions complete inline.
   bool closed = false;
@@ -195,6 +198,8 @@ struct curl_engine::impl {
 
   // Engine thread only.
   std::unordered_map<uint64_t, std::unique_ptr<transfer>> active;
+  /// Timer tasks by deadline (ties in submission order).
+  std::multimap<std::chrono::steady_clock::time_point, std::function<void()>> tasks;
 
   static error cancelled(const transfer& t) {
     return error::make_transient("http.cancelled", t.request.method + " " + t.request.url
@@ -336,13 +341,17 @@ struct curl_engine::impl {
   bool drain() {
     std::deque<std::unique_ptr<transfer>> incoming;
     std::vector<uint64_t> to_cancel;
+    std::vector<std::pair<std::chrono::steady_clock::time_point, std::function<void()>>> timed;
     bool stop = false;
     {
       std::lock_guard<std::mutex> guard(mutex);
       incoming.swap(inbox);
       to_cancel.swap(cancels);
+      timed.swap(new_tasks);
       stop = stopping;
     }
+    for (auto& [due, task] : timed)
+      tasks.emplace(due, std::move(task));
     for (auto& t : incoming)
       start(std::move(t));
     for (auto id : to_cancel)
@@ -390,10 +399,28 @@ struct curl_engine::impl {
         finish(msg->easy_handle, msg->data.result);
   }
 
-  /// Milliseconds until the earliest lane timer (0 if one is due), at most 1 s.
+  /// Runs the timer tasks that are due (each may submit requests or schedule tasks).
+  void run_due_tasks() {
+    auto now = std::chrono::steady_clock::now();
+    while (!tasks.empty() && tasks.begin()->first <= now) {
+      auto task = std::move(tasks.begin()->second);
+      tasks.erase(tasks.begin());
+      try {
+        task();
+      } catch (const std::exception& e) {
+        spdlog::error("http engine: a timer task threw: {}", e.what());
+      } catch (...) {
+        spdlog::error("http engine: a timer task threw a non-standard exception");
+      }
+    }
+  }
+
+  /// Milliseconds until the earliest lane timer or task (0 if one is due), at most 1 s.
   int next_wait_ms() const {
     int64_t wait = 1000;
     auto now = std::chrono::steady_clock::now();
+    if (!tasks.empty())
+      wait = std::chrono::duration_cast<std::chrono::milliseconds>(tasks.begin()->first - now).count() + 1;
     for (const auto& l : lanes)
       if (l->timer)
         wait = std::min<int64_t>(
@@ -435,6 +462,7 @@ struct curl_engine::impl {
         }
         read_completions(*l);
       }
+      run_due_tasks();
     }
     shutdown();
   }
@@ -463,6 +491,19 @@ struct curl_engine::impl {
       for (auto& t : incoming)
         deliver(*t, cancelled(*t));
     }
+    // Pending tasks are dropped without running; destroying one may answer its caller (the LLM
+    // client reports "cancelled"), which may submit or schedule: those complete or drop inline.
+    std::vector<std::function<void()>> dropped;
+    {
+      std::lock_guard<std::mutex> guard(mutex);
+      for (auto& [due, task] : new_tasks)
+        dropped.push_back(std::move(task));
+      new_tasks.clear();
+    }
+    for (auto& [due, task] : tasks)
+      dropped.push_back(std::move(task));
+    tasks.clear();
+    dropped.clear();
   }
 };
 
@@ -550,6 +591,21 @@ uint64_t curl_engine::submit(http_request request, callback<http_response> done)
   }
   impl_->wake();
   return id;
+}
+
+void curl_engine::after(std::chrono::milliseconds delay, std::function<void()> task) {
+  if (!task)
+    return;
+  auto due = std::chrono::steady_clock::now() + delay;
+  {
+    std::unique_lock<std::mutex> guard(impl_->mutex);
+    if (impl_->closed) {
+      guard.unlock();
+      return; // destroyed here, outside the lock, without running
+    }
+    impl_->new_tasks.emplace_back(due, std::move(task));
+  }
+  impl_->wake();
 }
 
 void curl_engine::cancel(uint64_t id) {

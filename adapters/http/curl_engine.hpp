@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "adapters/http/http_client.hpp"
+#include "adapters/support/timer.hpp"
 
 namespace ingestd {
 
@@ -46,7 +47,11 @@ struct curl_engine_stats {
 /// (including from a completion callback); callbacks run on the engine thread, exactly once per
 /// request, also for requests still in flight when the engine is destroyed ("http.cancelled").
 /// Callbacks must not block: they hold up every other request of the process.
-class curl_engine final : public http_client {
+///
+/// It is also a timer whose tasks run on the engine thread (the LLM client's retry back-off, which
+/// only submits the next request): one thread for both. Tasks pending when the engine is
+/// destroyed are destroyed without running, after the transfers are cancelled.
+class curl_engine final : public http_client, public timer {
 public:
   /// Starts the engine thread. Throws std::runtime_error only when libcurl cannot be initialised
   /// at all (an impossible condition on a working installation).
@@ -60,6 +65,7 @@ public:
 
   uint64_t submit(http_request request, callback<http_response> done) override;
   void cancel(uint64_t id) override;
+  void after(std::chrono::milliseconds delay, std::function<void()> task) override;
 
   curl_engine_stats stats() const;
   /// The id of the one thread that runs every transfer and every callback.

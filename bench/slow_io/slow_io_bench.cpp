@@ -287,7 +287,6 @@ int main(int argc, char** argv) {
     configure_scheduler(cfg); // as `ingestd run`
     caf::actor_system sys{cfg};
     auto http = std::make_shared<curl_engine>();
-    thread_timer retry_timer;
     openai_options o;
     o.base_url = "http://127.0.0.1:" + std::to_string(port);
     o.model = "stub-model";
@@ -303,9 +302,9 @@ int main(int argc, char** argv) {
     ctx->ports.storage = std::make_shared<memory_store>();
     ctx->ports.ocr = std::make_shared<instant_transcriber>();
     if (extractor_kind == "http")
-      ctx->ports.extract = std::make_shared<openai_extractor>(*http, retry_timer, o);
+      ctx->ports.extract = std::make_shared<openai_extractor>(*http, *http, o); // as ingestd run
     else
-      ctx->ports.extract = std::make_shared<timer_extractor>(retry_timer, delay, invoice);
+      ctx->ports.extract = std::make_shared<timer_extractor>(*http, delay, invoice);
     std::atomic<int> completed{0}, other{0};
     std::promise<void> all_done;
     // Steady state: from the 10th to the 90th percentile of completions (no ramp-up, no tail).
@@ -383,7 +382,6 @@ int main(int argc, char** argv) {
     std::printf("  heap after the last job finished: %ld kB (what finished jobs leave behind)\n", heap_at_end);
     caf::anon_send(w.coordinator, shutdown_atom_v);
     stopped.get_future().wait_for(std::chrono::seconds{60});
-    retry_timer.shutdown();
     ctx.reset();
     http.reset();
   }

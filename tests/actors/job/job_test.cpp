@@ -232,6 +232,23 @@ CAF_TEST(a refused heartbeat stops the job and a late result is ignored) {
   CAF_CHECK_EQUAL(db->row(id).status, "in-progress");
 }
 
+CAF_TEST(a lost notice racing a stored completion is ignored and the message deleted) {
+  // The heartbeat renewed leases just after the completion committed: the row is no longer
+  // in progress, so the renewal reports the claim as lost while the job is about to ack.
+  auto id = add_document();
+  db->hold("complete");
+  auto job = spawn_job(sys, ctx, hb, deliver(id.str()));
+  sched.run();
+  CAF_REQUIRE_EQUAL(db->row(id).status, "completed");
+  db->unhold("complete");
+  caf::anon_send(job, lost_atom_v, std::string{"lease lost: the claim was taken over"});
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(outcomes.back().result, job_result::completed);
+  CAF_CHECK_EQUAL(queue->deleted_ids().size(), 1u);
+  CAF_CHECK_EQUAL(db->row(id).completions, 1);
+}
+
 CAF_TEST(shutdown while in flight releases the claim and the message) {
   auto id = add_document();
   ocr->hold("transcribe");

@@ -3,7 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <vector>
+#include <thread>
+#include <mutex>
+#include <stdexcept>
+#include <condition_variable>
+#include <algorithm>
 #include <filesystem>
+#include <future>
 #include <memory>
 
 #include "adapters/http/curl_engine.hpp"
@@ -245,6 +252,59 @@ TEST_F(curl_engine_test, destroying_the_engine_cancels_every_request_in_flight_e
     ASSERT_FALSE(o.res->ok());
     EXPECT_EQ(o.res->error().code, "http.cancelled");
   }
+}
+
+TEST_F(curl_engine_test, timer_tasks_run_on_the_engine_thread_in_deadline_order_and_may_submit) {
+  std::mutex mtx;
+  std::condition_variable cv;
+  std::vector<std::string> order;
+  std::vector<std::thread::id> threads;
+  auto note = [&](std::string what) {
+    std::lock_guard g{mtx};
+    order.push_back(std::move(what));
+    threads.push_back(std::this_thread::get_id());
+    cv.notify_all();
+  };
+  engine_.after(60ms, [&] { note("second"); });
+  engine_.after(0ms, [&] {
+    note("first");
+    // A task may submit a request (what a retry does); its answer comes on the same thread.
+    engine_.submit(get("/status/204"), [&](result<http_response> r) {
+      note(r && r->status == 204 ? "answer" : "bad answer");
+    });
+  });
+  std::unique_lock g{mtx};
+  ASSERT_TRUE(cv.wait_for(g, 10s, [&] { return order.size() == 3; }));
+  EXPECT_EQ(order.front(), "first");
+  EXPECT_NE(std::find(order.begin(), order.end(), "answer"), order.end());
+  EXPECT_NE(std::find(order.begin(), order.end(), "second"), order.end());
+  for (auto& t : threads)
+    EXPECT_EQ(t, engine_.thread_id());
+}
+
+TEST_F(curl_engine_test, a_throwing_timer_task_does_not_stop_the_engine) {
+  std::promise<void> later;
+  engine_.after(0ms, [] { throw std::runtime_error("task failure"); });
+  engine_.after(10ms, [&later] { later.set_value(); });
+  EXPECT_EQ(later.get_future().wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(ok_response(get("/status/200")).status, 200);
+}
+
+TEST_F(curl_engine_test, destroying_the_engine_drops_pending_timer_tasks_without_running_them) {
+  struct probe {
+    std::atomic<int>* destroyed;
+    ~probe() { ++*destroyed; }
+  };
+  std::atomic<int> ran{0}, destroyed{0};
+  {
+    curl_engine engine;
+    for (int i = 0; i < 5; ++i) {
+      auto p = std::make_shared<probe>(&destroyed);
+      engine.after(1h, [&ran, p] { ++ran; });
+    }
+  }
+  EXPECT_EQ(ran.load(), 0);
+  EXPECT_EQ(destroyed.load(), 5);
 }
 
 } // namespace

@@ -8,7 +8,6 @@
 
 #include "adapters/http/curl_engine.hpp"
 #include "adapters/llm/openai_extractor.hpp"
-#include "adapters/support/timer.hpp"
 #include "tests/integration/llm/stub_client.hpp"
 #include "tests/support/llm/chat_stub.hpp"
 
@@ -40,7 +39,7 @@ protected:
     o.model = model;
     o.base_backoff = 10ms;
     o.request_timeout = timeout;
-    openai_extractor ex{engine_, timer_, o};
+    openai_extractor ex{engine_, engine_, o};
     auto p = std::make_shared<std::promise<result<extraction>>>();
     auto f = p->get_future();
     auto calls = std::make_shared<std::atomic<int>>(0);
@@ -74,8 +73,7 @@ protected:
   }
 
   static test::chat_stub* stub_;
-  curl_engine engine_;
-  thread_timer timer_;
+  curl_engine engine_; // also the retry timer, as in ingestd run
 };
 
 test::chat_stub* openai_stub::stub_ = nullptr;
@@ -142,7 +140,7 @@ TEST_F(openai_stub, a_dead_server_is_a_transient_connect_error) {
   openai_options o;
   o.base_url = "http://127.0.0.1:" + std::to_string(test::unused_port());
   o.base_backoff = 5ms;
-  openai_extractor ex{engine_, timer_, o};
+  openai_extractor ex{engine_, engine_, o};
   auto p = std::make_shared<std::promise<result<extraction>>>();
   auto f = p->get_future();
   ex.extract("x", [p](result<extraction> r) { p->set_value(std::move(r)); });

@@ -17,7 +17,6 @@
 #include "adapters/notify/webhook_notifier.hpp"
 #include "adapters/ocr/local_transcriber.hpp"
 #include "adapters/ocr/thread_pool_executor.hpp"
-#include "adapters/support/timer.hpp"
 #include "tests/integration/llm/stub_client.hpp"
 #include "tests/integration/pipeline_llm/pipeline_harness.hpp"
 #include "tests/support/llm/chat_stub.hpp"
@@ -73,7 +72,7 @@ protected:
     o.base_backoff = 10ms;
     o.request_timeout = request_timeout;
     o.max_attempts = 3;
-    p.ports().extract = std::make_shared<openai_extractor>(engine, timer, o);
+    p.ports().extract = std::make_shared<openai_extractor>(engine, engine, o); // the engine is the retry timer, as in ingestd run
   }
 
   int requests_seen(const std::string& scenario) {
@@ -83,7 +82,6 @@ protected:
   // Declared before the pipeline: the adapters it holds use them until it is gone.
   thread_pool_executor cpu{2};
   curl_engine engine;
-  thread_timer timer;
   test::pipeline p;
 
 public:

@@ -11,7 +11,7 @@
 #include <rapidjson/document.h>
 
 #include "adapters/llm/openai_extractor.hpp"
-#include "adapters/support/timer.hpp"
+#include "tests/support/llm/thread_timer.hpp"
 
 using namespace ingestd;
 using namespace std::chrono_literals;

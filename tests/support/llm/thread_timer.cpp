@@ -1,7 +1,6 @@
-// thread_timer: a deadline-ordered task map served by one thread. Tasks run outside the lock so a
+// thread_timer (tests): a deadline-ordered task map served by one thread. Tasks run outside the lock so a
 // task may schedule another; an exception from a task is logged and does not stop the thread.
-#include "adapters/support/timer.hpp"
-#include "adapters/support/thread_name.hpp"
+#include "tests/support/llm/thread_timer.hpp"
 
 #include <exception>
 #include <vector>
@@ -50,7 +49,6 @@ size_t thread_timer::pending() const {
 }
 
 void thread_timer::run() {
-  name_this_thread("ingestd-timer");
   std::unique_lock lock{mtx_};
   for (;;) {
     if (stopping_)
