@@ -550,6 +550,11 @@ job_actor::behavior_type job(job_ptr self, std::shared_ptr<worker_context> ctx, 
       auto& st = self->state;
       if (st.finishing || st.releasing || st.outcome_stored)
         return;
+      // The final write is fenced by the claim token: its own answer says whether the claim was
+      // really lost (a renewal that ran just after it committed reports "lost" for a row that is
+      // merely no longer in progress).
+      if (st.step == "complete" || st.step == "record_failure")
+        return;
       st.tracked = false;  // the heartbeat dropped it already
       if (st.claimed)
         st.ctx->ports.db->release(st.lease(), [](result<void>) {});

@@ -249,6 +249,21 @@ CAF_TEST(a lost notice racing a stored completion is ignored and the message del
   CAF_CHECK_EQUAL(db->row(id).completions, 1);
 }
 
+CAF_TEST(a lost notice during the fenced completion is left to the completion to decide) {
+  auto id = add_document();
+  db->hold("complete");
+  auto job = spawn_job(sys, ctx, hb, deliver(id.str()));
+  sched.run();
+  caf::anon_send(job, lost_atom_v, std::string{"lease lost: the claim was taken over"});
+  sched.run();
+  CAF_CHECK(outcomes.empty());
+  db->unhold("complete");
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(outcomes.back().result, job_result::completed);
+  CAF_CHECK_EQUAL(queue->deleted_ids().size(), 1u);
+}
+
 CAF_TEST(shutdown while in flight releases the claim and the message) {
   auto id = add_document();
   ocr->hold("transcribe");
