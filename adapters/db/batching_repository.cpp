@@ -1,26 +1,53 @@
-// Coalesces claim / complete / append_events across jobs: one flusher thread sends a batch when
-// its window (counted from its first call) ends or it is full; the wrapped repository's answer is
-// split back by position.
+// Coalesces claim / complete / append_events across jobs without a timer: while one statement of a
+// kind runs, calls of that kind wait, and they go together as the next statement when it returns.
+// Under load a batch forms during each round trip; when idle, a call goes at once. The wrapped
+// repository's answer is split back to the callers by position.
 #include "adapters/db/batching_repository.hpp"
-#include "adapters/support/thread_name.hpp"
 
 #include <condition_variable>
 #include <mutex>
-#include <thread>
 
 namespace ingestd {
 
 namespace {
 
-using steady = std::chrono::steady_clock;
-
 struct claim_part {
   size_t count;
   callback<std::vector<std::optional<claimed_ingestion>>> done;
 };
+
 struct complete_part {
   size_t count;
   callback<std::vector<result<void>>> done;
+};
+
+struct events_part {
+  size_t count;
+  callback<void> done;
+};
+
+/// The calls of one kind waiting for the running statement, and whether one runs.
+template <class Item, class Part>
+struct lane {
+  std::vector<Item> items;
+  std::vector<Part> parts;
+  bool running = false;
+
+  /// Takes whole calls, up to `max` items (at least one call), leaving the rest for later.
+  std::pair<std::vector<Item>, std::vector<Part>> take(size_t max) {
+    std::vector<Item> batch;
+    std::vector<Part> taken;
+    size_t used = 0, n = 0;
+    while (n < parts.size() && (n == 0 || used + parts[n].count <= max)) {
+      used += parts[n].count;
+      ++n;
+    }
+    batch.assign(std::make_move_iterator(items.begin()), std::make_move_iterator(items.begin() + static_cast<std::ptrdiff_t>(used)));
+    items.erase(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(used));
+    taken.assign(std::make_move_iterator(parts.begin()), std::make_move_iterator(parts.begin() + static_cast<std::ptrdiff_t>(n)));
+    parts.erase(parts.begin(), parts.begin() + static_cast<std::ptrdiff_t>(n));
+    return {std::move(batch), std::move(taken)};
+  }
 };
 
 } // namespace
@@ -29,53 +56,39 @@ struct batching_repository::impl {
   repository& inner;
   batching_options opts;
   std::mutex mtx;
-  std::condition_variable cv;
-  bool stopping = false;
-
+  std::condition_variable idle;
   // Claims are batched per (worker id, lease): in practice one key per worker.
-  std::vector<claim_request> claims;
-  std::vector<claim_part> claim_parts;
+  lane<claim_request, claim_part> claims;
   std::string claim_worker;
   std::chrono::seconds claim_lease{0};
-  std::optional<steady::time_point> claim_due;
-
-  std::vector<completion> completions;
-  std::vector<complete_part> complete_parts;
-  std::optional<steady::time_point> complete_due;
-
-  std::vector<audit_event> events;
-  std::vector<callback<void>> event_parts;
-  std::optional<steady::time_point> events_due;
-
+  lane<completion, complete_part> completions;
+  lane<audit_event, events_part> events;
   counters count;
-  std::thread flusher;
 
-  impl(repository& r, batching_options o) : inner(r), opts(o) {
-    flusher = std::thread{[this] { loop(); }};
-  }
+  impl(repository& r, batching_options o) : inner(r), opts(o) {}
 
+  /// Waits until no statement runs: their answers come back into this object.
   ~impl() {
-    {
-      std::lock_guard g{mtx};
-      stopping = true;
-    }
-    cv.notify_all();
-    flusher.join();
+    std::unique_lock lock{mtx};
+    idle.wait(lock, [this] { return !claims.running && !completions.running && !events.running; });
   }
 
-  // Called with the lock held; takes the batch out and sends it after unlocking.
-  void send_claims(std::unique_lock<std::mutex>& lock) {
-    auto reqs = std::move(claims);
-    auto parts = std::move(claim_parts);
+  /// Sends the next batch of claims if any waits, else marks the lane idle. Called with the lock
+  /// held; unlocks before calling the wrapped repository.
+  void next_claims(std::unique_lock<std::mutex>& lock) {
+    if (claims.parts.empty()) {
+      claims.running = false;
+      idle.notify_all();
+      return;
+    }
+    claims.running = true;
+    auto [reqs, parts] = claims.take(opts.max_batch);
     auto worker = claim_worker;
     auto lease = claim_lease;
-    claims.clear();
-    claim_parts.clear();
-    claim_due.reset();
     ++count.claim_calls_out;
     lock.unlock();
     inner.claim(std::move(reqs), std::move(worker), lease,
-                [parts = std::move(parts)](result<std::vector<std::optional<claimed_ingestion>>> r) {
+                [this, parts = std::move(parts)](result<std::vector<std::optional<claimed_ingestion>>> r) {
                   size_t at = 0;
                   for (const auto& p : parts) {
                     if (!r) {
@@ -88,19 +101,22 @@ struct batching_repository::impl {
                     }
                     at += p.count;
                   }
+                  std::unique_lock again{mtx};
+                  next_claims(again);
                 });
-    lock.lock();
   }
 
-  void send_completions(std::unique_lock<std::mutex>& lock) {
-    auto batch = std::move(completions);
-    auto parts = std::move(complete_parts);
-    completions.clear();
-    complete_parts.clear();
-    complete_due.reset();
+  void next_completions(std::unique_lock<std::mutex>& lock) {
+    if (completions.parts.empty()) {
+      completions.running = false;
+      idle.notify_all();
+      return;
+    }
+    completions.running = true;
+    auto [batch, parts] = completions.take(opts.max_batch);
     ++count.complete_calls_out;
     lock.unlock();
-    inner.complete(std::move(batch), [parts = std::move(parts)](result<std::vector<result<void>>> r) {
+    inner.complete(std::move(batch), [this, parts = std::move(parts)](result<std::vector<result<void>>> r) {
       size_t at = 0;
       for (const auto& p : parts) {
         if (!r) {
@@ -108,65 +124,34 @@ struct batching_repository::impl {
         } else {
           std::vector<result<void>> mine;
           for (size_t i = 0; i < p.count; ++i)
-            mine.push_back(at + i < r->size() ? (*r)[at + i]
-                                              : result<void>{error::make_transient("batch.short_answer",
-                                                                                   "no result for a completion")});
+            mine.push_back(at + i < r->size()
+                             ? (*r)[at + i]
+                             : result<void>{error::make_transient("batch.short_answer", "no result for a completion")});
           p.done(std::move(mine));
         }
         at += p.count;
       }
+      std::unique_lock again{mtx};
+      next_completions(again);
     });
-    lock.lock();
   }
 
-  void send_events(std::unique_lock<std::mutex>& lock) {
-    auto batch = std::move(events);
-    auto parts = std::move(event_parts);
-    events.clear();
-    event_parts.clear();
-    events_due.reset();
+  void next_events(std::unique_lock<std::mutex>& lock) {
+    if (events.parts.empty()) {
+      events.running = false;
+      idle.notify_all();
+      return;
+    }
+    events.running = true;
+    auto [batch, parts] = events.take(opts.max_batch);
     ++count.event_calls_out;
     lock.unlock();
-    inner.append_events(std::move(batch), [parts = std::move(parts)](result<void> r) {
-      for (const auto& done : parts)
-        done(r);
+    inner.append_events(std::move(batch), [this, parts = std::move(parts)](result<void> r) {
+      for (const auto& p : parts)
+        p.done(r);
+      std::unique_lock again{mtx};
+      next_events(again);
     });
-    lock.lock();
-  }
-
-  void loop() {
-    name_this_thread("ingestd-batch");
-    std::unique_lock lock{mtx};
-    for (;;) {
-      auto now = steady::now();
-      if (claim_due && (*claim_due <= now || stopping))
-        send_claims(lock);
-      if (complete_due && (*complete_due <= now || stopping))
-        send_completions(lock);
-      if (events_due && (*events_due <= now || stopping))
-        send_events(lock);
-      if (stopping && !claim_due && !complete_due && !events_due)
-        return;
-      std::optional<steady::time_point> next;
-      for (auto& d : {claim_due, complete_due, events_due})
-        if (d && (!next || *d < *next))
-          next = d;
-      if (next)
-        cv.wait_until(lock, *next);
-      else
-        cv.wait(lock);
-    }
-  }
-
-  /// Marks a batch due: after the window for its first entry, at once when full.
-  void arm(std::optional<steady::time_point>& due, size_t size) {
-    if (size >= opts.max_batch)
-      due = steady::now();
-    else if (!due)
-      due = steady::now() + opts.window;
-    else
-      return;
-    cv.notify_one();
   }
 };
 
@@ -184,14 +169,21 @@ void batching_repository::claim(std::vector<claim_request> requests, std::string
   }
   std::unique_lock lock{impl_->mtx};
   ++impl_->count.claim_calls_in;
-  if (!impl_->claims.empty() && (impl_->claim_worker != worker_id || impl_->claim_lease != lease))
-    impl_->send_claims(lock);
+  auto& lane = impl_->claims;
+  if (!lane.parts.empty() && (impl_->claim_worker != worker_id || impl_->claim_lease != lease)) {
+    // Another key than the calls waiting: it goes alone (not seen in practice).
+    ++impl_->count.claim_calls_out;
+    lock.unlock();
+    inner_->claim(std::move(requests), std::move(worker_id), lease, std::move(done));
+    return;
+  }
   impl_->claim_worker = std::move(worker_id);
   impl_->claim_lease = lease;
-  impl_->claim_parts.push_back({requests.size(), std::move(done)});
+  lane.parts.push_back({requests.size(), std::move(done)});
   for (auto& r : requests)
-    impl_->claims.push_back(std::move(r));
-  impl_->arm(impl_->claim_due, impl_->claims.size());
+    lane.items.push_back(std::move(r));
+  if (!lane.running)
+    impl_->next_claims(lock);
 }
 
 void batching_repository::complete(std::vector<completion> completions,
@@ -202,10 +194,12 @@ void batching_repository::complete(std::vector<completion> completions,
   }
   std::unique_lock lock{impl_->mtx};
   ++impl_->count.complete_calls_in;
-  impl_->complete_parts.push_back({completions.size(), std::move(done)});
+  auto& lane = impl_->completions;
+  lane.parts.push_back({completions.size(), std::move(done)});
   for (auto& c : completions)
-    impl_->completions.push_back(std::move(c));
-  impl_->arm(impl_->complete_due, impl_->completions.size());
+    lane.items.push_back(std::move(c));
+  if (!lane.running)
+    impl_->next_completions(lock);
 }
 
 void batching_repository::append_events(std::vector<audit_event> events, callback<void> done) {
@@ -215,10 +209,12 @@ void batching_repository::append_events(std::vector<audit_event> events, callbac
   }
   std::unique_lock lock{impl_->mtx};
   ++impl_->count.event_calls_in;
-  impl_->event_parts.push_back(std::move(done));
+  auto& lane = impl_->events;
+  lane.parts.push_back({events.size(), std::move(done)});
   for (auto& e : events)
-    impl_->events.push_back(std::move(e));
-  impl_->arm(impl_->events_due, impl_->events.size());
+    lane.items.push_back(std::move(e));
+  if (!lane.running)
+    impl_->next_events(lock);
 }
 
 batching_repository::counters batching_repository::stats() const {

@@ -1,9 +1,12 @@
 // A repository decorator that coalesces the pipeline's per-job writes across jobs: claim, complete
-// and append_events calls arriving within a short window (~1 ms) go to the wrapped repository as
-// one call each, and the results are split back to every caller.
+// and append_events calls that arrive while a statement of their kind runs go to the wrapped
+// repository together as the next one, and the results are split back to every caller. No timer:
+// under load batches form during each round trip; when idle, a call goes at once.
 #pragma once
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "adapters/db/repository.hpp"
@@ -11,16 +14,14 @@
 namespace ingestd {
 
 struct batching_options {
-  /// How long the first call of a batch waits for company.
-  std::chrono::microseconds window{1000};
-  /// A batch this large is sent at once.
-  size_t max_batch = 200;
+  /// Items (claims, completions, events) per statement at most; more wait for the next one.
+  size_t max_batch = 500;
 };
 
 /// Wraps `inner`: claim, complete and append_events are batched; every other call goes straight
-/// through. Each caller's callback is called exactly once (from the wrapped repository's thread, or
-/// from the destructor's flush). Thread-safe. The destructor sends what is pending and waits for it
-/// to be handed to `inner` (not for the answers).
+/// through. Each caller's callback is called exactly once, from the wrapped repository's thread (or
+/// the caller's, when the wrapped repository answers inline). Thread-safe. The destructor waits
+/// until the statements running and the calls waiting behind them are answered.
 class batching_repository : public repository {
 public:
   explicit batching_repository(std::shared_ptr<repository> inner, batching_options opts = {});

@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
   std::printf("orchestration throughput: EMBEDDED worker (actors/worker.hpp in this process), real "
               "postgres_queue + pg_repository, %s object store, instant transcription and extraction\n",
               store_kind.c_str());
-  std::printf("  repository: pg_repository%s\n", batching ? " behind batching_repository (claim, complete and events coalesced for 1 ms)" : " (no batching)");
+  std::printf("  repository: pg_repository%s\n", batching ? " behind batching_repository (claims, completions and events that arrive while one statement runs go in the next)" : " (no batching)");
   std::printf("  ingestions %d, max_in_flight %d, repository connections %d, queue connections %d, "
               "load before: %s",
               n, in_flight, db_pool, queue_pool, sh("uptime").c_str());
