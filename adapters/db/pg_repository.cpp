@@ -359,22 +359,12 @@ void pg_repository::states(std::vector<uuid> ids,
 
 void pg_repository::record_transcription(lease_ref ref, transcription_record record,
                                          callback<void> done) {
-  {
-    std::lock_guard guard{transcriptions_->mtx};
-    transcriptions_->waiting.push_back({ref, std::move(record), std::move(done)});
-    if (transcriptions_->running)
-      return; // the running statement sends this one next
-    transcriptions_->running = true;
-  }
-  pool_->submit([this](pg::connection& conn) { record_transcriptions(conn); });
+  if (transcriptions_->waiting.push({ref, std::move(record), std::move(done)}))
+    pool_->submit([this](pg::connection& conn) { record_transcriptions(conn); });
 }
 
 void pg_repository::record_transcriptions(pg::connection& conn) {
-  std::vector<pending_transcription> batch;
-  {
-    std::lock_guard guard{transcriptions_->mtx};
-    batch.swap(transcriptions_->waiting);
-  }
+  auto batch = transcriptions_->waiting.take();
   std::vector<param> ids, tokens, paths, preprocessed, scores;
   for (auto& p : batch) {
     ids.emplace_back(p.ref.ingestion_id.str());
@@ -398,15 +388,9 @@ void pg_repository::record_transcriptions(pg::connection& conn) {
     else
       p.done(result<void>{});
   }
-  {
-    std::lock_guard guard{transcriptions_->mtx};
-    if (transcriptions_->waiting.empty()) {
-      transcriptions_->running = false;
-      return;
-    }
-  }
   // More arrived meanwhile: they go next, behind whatever else waits for a connection.
-  pool_->submit([this](pg::connection& c) { record_transcriptions(c); });
+  if (transcriptions_->waiting.finish())
+    pool_->submit([this](pg::connection& c) { record_transcriptions(c); });
 }
 
 uint64_t pg_repository::transcription_statements() const {

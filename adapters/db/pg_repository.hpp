@@ -5,11 +5,11 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "adapters/db/repository.hpp"
+#include "adapters/support/coalescing_queue.hpp"
 
 namespace ingestd {
 
@@ -62,9 +62,7 @@ private:
     callback<void> done;
   };
   struct transcription_queue {
-    std::mutex mtx;
-    std::vector<pending_transcription> waiting;
-    bool running = false;
+    coalescing_queue<pending_transcription> waiting;
     std::atomic<uint64_t> statements{0};
   };
   void record_transcriptions(pg::connection& conn);

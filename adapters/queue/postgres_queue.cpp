@@ -2,6 +2,7 @@
 // LOCKED; empty long polls park with a listener thread (LISTEN on its own connection) until a
 // notification, the next visibility expiry or their deadline, so nothing spins.
 #include "adapters/queue/postgres_queue.hpp"
+#include "adapters/support/coalescing_queue.hpp"
 #include "adapters/support/thread_name.hpp"
 
 #include <algorithm>
@@ -135,9 +136,7 @@ struct postgres_queue::impl {
     std::vector<std::string> receipts;
     callback<std::vector<batch_entry_result>> done;
   };
-  std::mutex delete_mtx;
-  std::vector<pending_delete> deletes;
-  bool delete_running = false;
+  coalescing_queue<pending_delete> deletes;
   std::atomic<uint64_t> delete_statements{0};
 
   // Shared with the listener thread.
@@ -384,22 +383,12 @@ void postgres_queue::receive(int max_messages, std::chrono::seconds wait,
 
 void postgres_queue::remove(std::vector<std::string> receipts,
                             callback<std::vector<batch_entry_result>> done) {
-  {
-    std::lock_guard guard{impl_->delete_mtx};
-    impl_->deletes.push_back({std::move(receipts), std::move(done)});
-    if (impl_->delete_running)
-      return; // the running delete sends this one next
-    impl_->delete_running = true;
-  }
-  impl_->pool->submit([this](pg::connection& conn) { run_deletes(conn); });
+  if (impl_->deletes.push({std::move(receipts), std::move(done)}))
+    impl_->pool->submit([this](pg::connection& conn) { run_deletes(conn); });
 }
 
 void postgres_queue::run_deletes(pg::connection& conn) {
-  std::vector<impl::pending_delete> batch;
-  {
-    std::lock_guard guard{impl_->delete_mtx};
-    batch.swap(impl_->deletes);
-  }
+  auto batch = impl_->deletes.take();
   std::vector<param> valid;
   std::vector<std::vector<batch_entry_result>> outs;
   for (auto& part : batch) {
@@ -427,15 +416,9 @@ void postgres_queue::run_deletes(pg::connection& conn) {
   ++impl_->delete_statements;
   for (size_t i = 0; i < batch.size(); ++i)
     batch[i].done(std::move(outs[i]));
-  {
-    std::lock_guard guard{impl_->delete_mtx};
-    if (impl_->deletes.empty()) {
-      impl_->delete_running = false;
-      return;
-    }
-  }
   // More arrived meanwhile: they go next, behind whatever else waits for a connection.
-  impl_->pool->submit([this](pg::connection& c) { run_deletes(c); });
+  if (impl_->deletes.finish())
+    impl_->pool->submit([this](pg::connection& c) { run_deletes(c); });
 }
 
 uint64_t postgres_queue::delete_statements() const {
