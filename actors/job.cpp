@@ -34,6 +34,7 @@
 #include "adapters/llm/quality_gate.hpp"
 #include "adapters/ocr/transcription_json.hpp"
 #include "adapters/support/log.hpp"
+#include "messages/file_type.hpp"
 
 namespace ingestd {
 
@@ -296,25 +297,20 @@ void store_transcription(job_ptr self) {
     });
 }
 
-std::string mime_of(const claimed_ingestion& c) {
+/// The stored MIME type, or the one the fetched bytes show (ingestions written before intake
+/// recorded it); empty when neither: the transcriber then names the problem.
+std::string mime_of(const claimed_ingestion& c, std::string_view bytes) {
   if (!c.mime_type.empty())
     return c.mime_type;
-  auto dot = c.file_path.rfind('.');
-  auto ext = dot == std::string::npos ? std::string{} : c.file_path.substr(dot + 1);
-  if (ext == "pdf")
-    return "application/pdf";
-  if (ext == "png")
-    return "image/png";
-  if (ext == "jpg" || ext == "jpeg")
-    return "image/jpeg";
-  if (ext == "tif" || ext == "tiff")
-    return "image/tiff";
-  return "application/octet-stream";
+  auto type = detect_file_type(bytes);
+  return type ? std::string{type->mime} : std::string{};
 }
 
 void transcribe(job_ptr self) {
   auto& st = self->state;
-  transcription_request req{std::move(st.file), mime_of(st.claim), st.ctx->settings.quality_threshold, true};
+  auto mime = mime_of(st.claim, st.file);
+  transcription_request req{std::move(st.file), std::move(mime), st.ctx->settings.quality_threshold,
+                            true};
   await<transcription>(
     self, "transcribe", [&](auto cb) { st.ctx->ports.ocr->transcribe(std::move(req), std::move(cb)); },
     [self](result<transcription> r) {

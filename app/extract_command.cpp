@@ -1,7 +1,6 @@
 // `ingestd extract FILE [--json]`: one document transcribed and extracted with the configured
 // providers, then judged by the quality gate; no database or queue.
 #include <cstdio>
-#include <future>
 
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
@@ -12,6 +11,7 @@
 #include "adapters/llm/quality_gate.hpp"
 #include "adapters/ocr/thread_pool_executor.hpp"
 #include "adapters/ocr/transcriber.hpp"
+#include "adapters/support/blocking_call.hpp"
 #include "app/cli.hpp"
 #include "app/runtime.hpp"
 
@@ -50,10 +50,11 @@ result<extraction> run_extractor(const config& cfg, const std::string& text) {
   auto rt = make_runtime(cfg, pool, runtime_parts{false, false, false});
   if (!rt)
     return rt.error();
-  auto p = std::make_shared<std::promise<result<extraction>>>();
-  auto f = p->get_future();
-  (*rt)->extract->extract(text, [p](result<extraction> r) { p->set_value(std::move(r)); });
-  return f.get();
+  // Each attempt's deadline, and the in-process back-offs between attempts (2, 4, 8 s...).
+  auto deadline = std::chrono::seconds{cfg.extraction.timeout_seconds * cfg.extraction.max_attempts +
+                                       (2 << cfg.extraction.max_attempts) + 30};
+  return blocking_call<extraction>(deadline, "extract.timeout", "the extractor",
+                                   [&](auto cb) { (*rt)->extract->extract(text, cb); });
 }
 
 void print_human(const transcription& t, const extraction& x, const rapidjson::Document& d,

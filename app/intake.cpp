@@ -2,8 +2,6 @@
 // and the read-only look-ups that the HTTP server and `ingestd status` show.
 #include "app/intake.hpp"
 
-#include <future>
-
 #include <openssl/evp.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -12,6 +10,7 @@
 #include "adapters/db/repository.hpp"
 #include "adapters/queue/queue.hpp"
 #include "adapters/storage/object_store.hpp"
+#include "adapters/support/blocking_call.hpp"
 #include "adapters/support/log.hpp"
 
 namespace ingestd {
@@ -128,18 +127,6 @@ SELECT COALESCE(json_agg(json_build_object(
 
 constexpr pg::statement ping_sql{"ingestd_intake_ping", "SELECT 1"};
 
-/// Runs an asynchronous port call and waits for its callback, up to `timeout`.
-template <class T, class Start>
-result<T> await(std::chrono::seconds timeout, std::string_view what, Start start) {
-  auto p = std::make_shared<std::promise<result<T>>>();
-  auto f = p->get_future();
-  start([p](result<T> r) { p->set_value(std::move(r)); });
-  if (f.wait_for(timeout) != std::future_status::ready)
-    return error::make_transient("intake.timeout", std::string{what} + " did not answer within "
-                                                     + std::to_string(timeout.count()) + " s");
-  return f.get();
-}
-
 std::string source_metadata(const intake_item& item, size_t size, const file_type& type) {
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w{buf};
@@ -155,25 +142,12 @@ std::string source_metadata(const intake_item& item, size_t size, const file_typ
   w.Key("size");
   w.Uint64(size);
   w.Key("mime_type");
-  w.String(type.mime.c_str(), static_cast<rapidjson::SizeType>(type.mime.size()));
+  w.String(type.mime.data(), static_cast<rapidjson::SizeType>(type.mime.size()));
   w.EndObject();
   return buf.GetString();
 }
 
 } // namespace
-
-std::optional<file_type> detect_file_type(std::string_view b) {
-  auto starts = [&](std::string_view magic) { return b.substr(0, magic.size()) == magic; };
-  if (starts("%PDF-"))
-    return file_type{"application/pdf", "pdf"};
-  if (starts(std::string_view{"\x89PNG\r\n\x1a\n", 8}))
-    return file_type{"image/png", "png"};
-  if (starts(std::string_view{"\xFF\xD8\xFF", 3}))
-    return file_type{"image/jpeg", "jpg"};
-  if (starts(std::string_view{"II*\0", 4}) || starts(std::string_view{"MM\0*", 4}))
-    return file_type{"image/tiff", "tiff"};
-  return std::nullopt;
-}
 
 std::string sha256_hex(std::string_view bytes) {
   unsigned char digest[EVP_MAX_MD_SIZE];
@@ -295,14 +269,14 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
 
   // Writes the object unless it is there already (same content hash, so same bytes).
   auto ensure_stored = [&](const std::string& key) -> result<void> {
-    auto there = await<bool>(timeout, "storage", [&](auto cb) { storage_->exists(key, cb); });
+    auto there = blocking_call<bool>(timeout, "intake.timeout", "storage", [&](auto cb) { storage_->exists(key, cb); });
     if (!there)
       return there.error();
     if (*there)
       return {};
     log::warn("intake: restoring a missing document object", {{"file_path", key}});
-    return await<void>(timeout, "storage",
-                        [&](auto cb) { storage_->put(key, item.bytes, type->mime, cb); });
+    return blocking_call<void>(timeout, "intake.timeout", "storage",
+                        [&](auto cb) { storage_->put(key, item.bytes, std::string{type->mime}, cb); });
   };
 
   if (existing->size() > 0) {
@@ -326,15 +300,15 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
     // Store before the rows exist: a row never points at a missing object.
     out.status = intake_status::created;
     req.document_id = uuid::v7();
-    req.file_path = storage_keys::document(req.document_id.str(), type->ext);
-    auto put = await<void>(timeout, "storage", [&](auto cb) {
-      storage_->put(req.file_path, item.bytes, type->mime, cb);
+    req.file_path = storage_keys::document(req.document_id.str(), std::string{type->ext});
+    auto put = blocking_call<void>(timeout, "intake.timeout", "storage", [&](auto cb) {
+      storage_->put(req.file_path, item.bytes, std::string{type->mime}, cb);
     });
     if (!put)
       return put.error();
   }
 
-  auto created = await<intake_result>(timeout, "database",
+  auto created = blocking_call<intake_result>(timeout, "intake.timeout", "database",
                                       [&](auto cb) { db_->create_ingestion(req, cb); });
   if (!created)
     return created.error();
@@ -346,7 +320,7 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
   out.ingestion_id = created->ingestion_id;
   out.file_path = created->file_path;
 
-  auto sent = await<std::vector<batch_entry_result>>(timeout, "queue", [&](auto cb) {
+  auto sent = blocking_call<std::vector<batch_entry_result>>(timeout, "intake.timeout", "queue", [&](auto cb) {
     queue_->send({outgoing_message{out.ingestion_id.str(), std::chrono::seconds{0}}}, cb);
   });
   if (!sent || sent->empty() || sent->front().failed) {

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "messages/file_type.hpp"
 #include "messages/result.hpp"
 #include "messages/uuid.hpp"
 
@@ -23,15 +24,6 @@ class object_store;
 namespace pg {
 class connection;
 }
-
-/// A supported document type, recognised by its first bytes.
-struct file_type {
-  std::string mime;  // "application/pdf", "image/png", "image/jpeg", "image/tiff"
-  std::string ext;   // "pdf", "png", "jpg", "tiff"
-};
-
-/// PDF, PNG, JPEG and TIFF by magic bytes; nullopt for anything else.
-std::optional<file_type> detect_file_type(std::string_view bytes);
 
 /// Hex SHA-256 of `bytes` (OpenSSL).
 std::string sha256_hex(std::string_view bytes);

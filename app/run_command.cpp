@@ -5,7 +5,6 @@
 #include <csignal>
 #include <cstdio>
 #include <functional>
-#include <future>
 #include <thread>
 
 #include <caf/actor_system.hpp>
@@ -14,6 +13,7 @@
 
 #include "actors/cpu_pool.hpp"
 #include "actors/worker.hpp"
+#include "adapters/support/blocking_call.hpp"
 #include "adapters/support/log.hpp"
 #include "app/admin_server.hpp"
 #include "app/cli.hpp"
@@ -119,13 +119,9 @@ int run_command(const arguments& args) {
     if (cfg->admin.port != 0) {
       admin_probes probes;
       probes.database = [intake] { return intake->ping_database(); };
-      probes.queue = [q = (*rt)->ingest_queue]() -> result<queue_stats> {
-        auto p = std::make_shared<std::promise<result<queue_stats>>>();
-        auto f = p->get_future();
-        q->stats([p](result<queue_stats> r) { p->set_value(std::move(r)); });
-        if (f.wait_for(std::chrono::seconds{5}) != std::future_status::ready)
-          return error::make_transient("admin.timeout", "the queue did not answer within 5 s");
-        return f.get();
+      probes.queue = [q = (*rt)->ingest_queue]() {
+        return blocking_call<queue_stats>(std::chrono::seconds{5}, "admin.timeout", "the queue",
+                                          [&](auto cb) { q->stats(cb); });
       };
       probes.metrics = [m = ctx->metrics] { return m->prometheus(); };
       admin = std::make_unique<admin_server>(cfg->admin.bind, cfg->admin.port, probes);

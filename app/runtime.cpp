@@ -1,8 +1,6 @@
 // Builds the configured adapters.
 #include "app/runtime.hpp"
 
-#include <future>
-
 #include <unistd.h>
 
 #include "adapters/aws/aws_credentials.hpp"
@@ -18,6 +16,7 @@
 #include "adapters/queue/sqs_queue.hpp"
 #include "adapters/storage/filesystem_store.hpp"
 #include "adapters/storage/s3_store.hpp"
+#include "adapters/support/blocking_call.hpp"
 #include "adapters/support/log.hpp"
 
 namespace ingestd {
@@ -34,13 +33,6 @@ runtime::~runtime() {
 
 namespace {
 
-template <class T, class Start>
-result<T> wait_for(Start start) {
-  auto p = std::make_shared<std::promise<result<T>>>();
-  auto f = p->get_future();
-  start([p](result<T> r) { p->set_value(std::move(r)); });
-  return f.get();
-}
 
 } // namespace
 
@@ -113,7 +105,8 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
       auto url = cfg.queue.url;
       if (url.empty()) {
         sqs_client client{http(), conn};
-        auto found = wait_for<std::string>([&](auto cb) { client.get_queue_url(cfg.queue.name, cb); });
+        auto found = blocking_call<std::string>(std::chrono::seconds{60}, "sqs.timeout", "SQS GetQueueUrl",
+                                                [&](auto cb) { client.get_queue_url(cfg.queue.name, cb); });
         if (!found)
           return error{found.error().cls, found.error().code,
                        "looking up SQS queue " + cfg.queue.name + ": " + found.error().message};

@@ -1,7 +1,6 @@
 // `ingestd status`: what the database and the queue hold now: ingestions by status, the oldest in
 // progress, failures by error class, documents awaiting review, queue depth; --json for scripts.
 #include <cstdio>
-#include <future>
 
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
@@ -10,6 +9,7 @@
 #include "adapters/db/repository.hpp"
 #include "adapters/ocr/thread_pool_executor.hpp"
 #include "adapters/queue/queue.hpp"
+#include "adapters/support/blocking_call.hpp"
 #include "app/cli.hpp"
 #include "app/intake.hpp"
 #include "app/runtime.hpp"
@@ -25,16 +25,6 @@ constexpr const char* status_usage = R"(Usage: ingestd status [--json] [--docume
   --documents   also a table of the latest documents with what was extracted (with --json:
                 a "documents" array)
 )";
-
-template <class T, class Start>
-result<T> wait(Start start) {
-  auto p = std::make_shared<std::promise<result<T>>>();
-  auto f = p->get_future();
-  start([p](result<T> r) { p->set_value(std::move(r)); });
-  if (f.wait_for(std::chrono::seconds{60}) != std::future_status::ready)
-    return error::make_transient("status.timeout", "no answer within 60 s");
-  return f.get();
-}
 
 std::string field(const rapidjson::Value& v, const char* key) {
   if (!v.IsObject() || !v.HasMember(key))
@@ -85,12 +75,14 @@ int status_command(const arguments& args) {
     return failure;
   }
   intake_service look{(*rt)->db, (*rt)->ingest_queue, nullptr, cfg->database.url};
-  auto summary = wait<status_summary>([&](auto cb) { (*rt)->db->summarize(cb); });
+  auto summary = blocking_call<status_summary>(std::chrono::seconds{60}, "status.timeout", "the database",
+                                               [&](auto cb) { (*rt)->db->summarize(cb); });
   if (!summary) {
     std::fprintf(stderr, "ingestd status: database: %s\n", summary.error().describe().c_str());
     return failure;
   }
-  auto qs = wait<queue_stats>([&](auto cb) { (*rt)->ingest_queue->stats(cb); });
+  auto qs = blocking_call<queue_stats>(std::chrono::seconds{60}, "status.timeout", "the queue",
+                                      [&](auto cb) { (*rt)->ingest_queue->stats(cb); });
   if (!qs) {
     std::fprintf(stderr, "ingestd status: queue: %s\n", qs.error().describe().c_str());
     return failure;

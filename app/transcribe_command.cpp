@@ -2,7 +2,6 @@
 // (preprocessing when its quality calls for it), no database or queue. Users reach for it first.
 #include <cstdio>
 #include <fstream>
-#include <future>
 #include <sstream>
 #include <thread>
 
@@ -10,27 +9,14 @@
 #include "adapters/ocr/thread_pool_executor.hpp"
 #include "adapters/ocr/transcriber.hpp"
 #include "adapters/ocr/transcription_json.hpp"
+#include "adapters/support/blocking_call.hpp"
 #include "app/cli.hpp"
 #include "app/runtime.hpp"
+#include "messages/file_type.hpp"
 
 namespace ingestd::cli {
 
 namespace {
-
-/// The MIME type from the first bytes, for providers that need it given (Document AI); the local
-/// provider sniffs on its own. "" when unknown: the provider then names the problem.
-std::string sniff_mime(const std::string& b) {
-  auto starts = [&](std::string_view magic) { return b.compare(0, magic.size(), magic) == 0; };
-  if (b.substr(0, 1024).find("%PDF-") != std::string::npos)
-    return "application/pdf";
-  if (starts("\x89PNG\r\n\x1a\n"))
-    return "image/png";
-  if (starts("\xff\xd8\xff"))
-    return "image/jpeg";
-  if (starts(std::string_view{"II*\0", 4}) || starts(std::string_view{"MM\0*", 4}))
-    return "image/tiff";
-  return "";
-}
 
 result<std::string> read_file(const std::string& path) {
   std::ifstream in{path, std::ios::binary};
@@ -83,19 +69,18 @@ result<transcription> transcribe_path(const config& cfg, const std::string& path
     return bytes.error();
   if (bytes->empty())
     return error::make_permanent("ocr.empty_file", path + " is empty (0 bytes)");
-  auto mime = sniff_mime(*bytes);
-  if (mime.empty())
+  auto type = detect_file_type(*bytes);
+  if (!type)
     return error::make_permanent("ocr.unsupported_type",
                                  path + " is not a PDF, PNG, JPEG or TIFF file");
   thread_pool_executor pool{1};
   auto rt = make_runtime(cfg, pool, runtime_parts{false, false, false});
   if (!rt)
     return rt.error();
-  auto p = std::make_shared<std::promise<result<transcription>>>();
-  auto f = p->get_future();
-  (*rt)->ocr->transcribe(transcription_request{std::move(*bytes), mime, threshold, true},
-                         [p](result<transcription> r) { p->set_value(std::move(r)); });
-  return f.get();
+  transcription_request req{std::move(*bytes), std::string{type->mime}, threshold, true};
+  auto deadline = std::chrono::seconds{cfg.transcription.timeout_seconds + 30};
+  return blocking_call<transcription>(deadline, "ocr.timeout", "the OCR provider",
+                                      [&](auto cb) { (*rt)->ocr->transcribe(std::move(req), cb); });
 }
 
 int transcribe_command(const arguments& args) {

@@ -12,7 +12,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
-#include "adapters/ocr/document_source.hpp"
+#include "messages/file_type.hpp"
 
 namespace ingestd {
 
@@ -317,8 +317,8 @@ void document_ai_transcriber::transcribe(transcription_request request,
                                  std::to_string(options_.max_file_bytes)));
     return;
   }
-  auto kind = sniff_document(request.bytes);
-  if (kind == document_kind::unknown) {
+  auto type = detect_file_type(request.bytes);
+  if (!type) {
     done(error::make_permanent("ocr.unsupported_type",
                                "unsupported document type \"" + request.mime_type + "\""));
     return;
@@ -328,7 +328,7 @@ void document_ai_transcriber::transcribe(transcription_request request,
   req.url = options_.endpoint;
   req.headers = {{"Authorization", "Bearer " + options_.access_token},
                  {"Content-Type", "application/json; charset=utf-8"}};
-  req.body = document_ai_request_body(request.bytes, mime_of(kind), options_);
+  req.body = document_ai_request_body(request.bytes, type->mime, options_);
   req.total_timeout = options_.timeout;
   auto start = std::chrono::steady_clock::now();
   http_.submit(std::move(req), [done = std::move(done), start](result<http_response> r) {

@@ -105,7 +105,7 @@ public:
     : doc_(std::move(doc)), limits_(limits), pages_(doc_->pages()) {}
 
   int page_count() const override { return pages_; }
-  document_kind kind() const override { return document_kind::pdf; }
+  file_kind kind() const override { return file_kind::pdf; }
 
   result<page_content> page(int index) override {
     // poppler's document is not safe for concurrent use: one page at a time per document.
@@ -159,10 +159,10 @@ private:
 /// Images decoded at open time (a TIFF's pages are decoded one by one to honour the limits).
 class image_source final : public document_source {
 public:
-  image_source(document_kind kind, std::vector<page_content> pages)
+  image_source(file_kind kind, std::vector<page_content> pages)
     : kind_(kind), pages_(std::move(pages)) {}
   int page_count() const override { return static_cast<int>(pages_.size()); }
-  document_kind kind() const override { return kind_; }
+  file_kind kind() const override { return kind_; }
   result<page_content> page(int index) override {
     // Each page is handed out once; moving it out keeps memory flat on long TIFFs.
     std::lock_guard<std::mutex> guard{mtx_};
@@ -172,7 +172,7 @@ public:
   }
 
 private:
-  document_kind kind_;
+  file_kind kind_;
   std::vector<page_content> pages_;
   std::mutex mtx_;
 };
@@ -194,29 +194,6 @@ result<page_content> decode_pix(pix_ptr pix, const document_limits& limits, int 
 
 } // namespace
 
-document_kind sniff_document(std::string_view b) {
-  auto starts = [&](std::string_view m) { return b.substr(0, m.size()) == m; };
-  if (starts("\x89PNG\r\n\x1a\n"))
-    return document_kind::png;
-  if (starts("\xFF\xD8\xFF"))
-    return document_kind::jpeg;
-  if (starts(std::string_view{"II*\0", 4}) || starts(std::string_view{"MM\0*", 4}))
-    return document_kind::tiff;
-  if (b.substr(0, 1024).find("%PDF-") != std::string_view::npos)
-    return document_kind::pdf;
-  return document_kind::unknown;
-}
-
-const char* mime_of(document_kind kind) {
-  switch (kind) {
-    case document_kind::pdf: return "application/pdf";
-    case document_kind::png: return "image/png";
-    case document_kind::jpeg: return "image/jpeg";
-    case document_kind::tiff: return "image/tiff";
-    default: return "";
-  }
-}
-
 result<std::shared_ptr<document_source>>
 open_document(std::shared_ptr<const std::string> bytes, std::string_view mime_type,
               const document_limits& limits) {
@@ -228,18 +205,17 @@ open_document(std::shared_ptr<const std::string> bytes, std::string_view mime_ty
     return error::make_permanent("ocr.too_large", "the document has " + std::to_string(b.size()) +
                                                     " bytes; the limit is " +
                                                     std::to_string(limits.max_file_bytes));
-  auto kind = sniff_document(b);
-  if (kind == document_kind::unknown) {
+  auto type = detect_file_type(b);
+  if (!type) {
     // A declared type we support but bytes that are none of them: damaged, not unsupported.
-    bool declared_supported = mime_type == "application/pdf" || mime_type == "image/png" ||
-                              mime_type == "image/jpeg" || mime_type == "image/tiff";
-    if (declared_supported)
+    if (file_type_of_mime(mime_type))
       return corrupt("declared " + std::string{mime_type} + " but the bytes are not one");
     return error::make_permanent("ocr.unsupported_type",
                                  "unsupported document type \"" + std::string{mime_type} +
                                    "\" (PDF, PNG, JPEG and TIFF are supported)");
   }
-  if (kind == document_kind::pdf) {
+  auto kind = type->kind;
+  if (kind == file_kind::pdf) {
     if (b.size() > static_cast<size_t>(INT32_MAX))
       return error::make_permanent("ocr.too_large", "PDF too large for poppler");
     std::unique_ptr<poppler::document> doc{
@@ -260,12 +236,12 @@ open_document(std::shared_ptr<const std::string> bytes, std::string_view mime_ty
   auto data = reinterpret_cast<const l_uint8*>(b.data());
   l_int32 format = 0, w = 0, h = 0, bps = 0, spp = 0, cmap = 0;
   if (pixReadHeaderMem(data, b.size(), &format, &w, &h, &bps, &spp, &cmap) != 0)
-    return corrupt(std::string{"the "} + mime_of(kind) + " header cannot be read");
+    return corrupt("the " + std::string{type->mime} + " header cannot be read");
   if (int64_t{w} * h > limits.max_page_pixels)
     return error::make_permanent("ocr.too_large", "the image has " +
                                                     std::to_string(int64_t{w} * h) + " pixels");
   std::vector<page_content> pages;
-  if (kind == document_kind::tiff) {
+  if (kind == file_kind::tiff) {
     size_t offset = 0;
     do {
       if (static_cast<int>(pages.size()) >= limits.max_pages)

@@ -11,17 +11,10 @@
 #include <opencv2/core.hpp>
 
 #include "adapters/ocr/ocr_options.hpp"
+#include "messages/file_type.hpp"
 #include "messages/result.hpp"
 
 namespace ingestd {
-
-enum class document_kind { pdf, png, jpeg, tiff, unknown };
-
-/// From the first bytes only (a PDF header may follow up to 1 KiB of junk, as readers allow).
-document_kind sniff_document(std::string_view bytes);
-
-/// "application/pdf", "image/png", ... or "" for unknown.
-const char* mime_of(document_kind kind);
 
 struct page_content {
   bool native = false;
@@ -34,7 +27,7 @@ class document_source {
 public:
   virtual ~document_source() = default;
   virtual int page_count() const = 0;
-  virtual document_kind kind() const = 0;
+  virtual file_kind kind() const = 0;
   /// Page `index` (0-based). Thread-safe: pages may be fetched from several workers at once.
   virtual result<page_content> page(int index) = 0;
 };

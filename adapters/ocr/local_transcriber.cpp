@@ -16,6 +16,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "adapters/ocr/document_source.hpp"
+#include "messages/file_type.hpp"
 #include "adapters/ocr/image_quality.hpp"
 #include "adapters/ocr/tesseract_engine.hpp"
 #include "adapters/ocr/preprocess.hpp"
@@ -245,7 +246,8 @@ result<transcription> transcribe_file_blocking(const std::string& path,
     return error::make_permanent("ocr.read_failed", "cannot read " + path);
   transcription_request req;
   req.bytes = std::move(ss).str();
-  req.mime_type = mime_of(sniff_document(req.bytes));
+  if (auto type = detect_file_type(req.bytes))
+    req.mime_type = type->mime;
   req.quality_threshold = quality_threshold;
   req.allow_preprocessing = allow_preprocessing;
   if (threads == 0)
