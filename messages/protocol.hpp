@@ -15,7 +15,7 @@
 #include <caf/typed_actor.hpp>
 #include <caf/type_id.hpp>
 
-#include "adapters/support/cpu_executor.hpp"
+#include "messages/cpu_job.hpp"
 #include "messages/error.hpp"
 #include "messages/ingestion.hpp"
 #include "messages/queue_message.hpp"

@@ -2,20 +2,11 @@
 // plain thread in unit tests. Keeps adapters free of CAF and off CAF's scheduler threads.
 #pragma once
 
-#include <chrono>
-#include <functional>
+#include "messages/cpu_job.hpp"
 
 namespace ingestd {
 
-struct cpu_job {
-  /// The work; called on a worker thread.
-  std::function<void()> run;
-  /// Called instead of `run` when the deadline passes before a worker is free, or the backlog
-  /// is full. Exactly one of `run` and `expired` is called.
-  std::function<void()> expired;
-  std::chrono::steady_clock::time_point deadline;
-};
-
+/// Runs cpu_jobs off the caller's thread; honours each job's deadline.
 class cpu_executor {
 public:
   virtual ~cpu_executor() = default;

@@ -1,0 +1,21 @@
+# Fails when a file in messages/ includes a project header from outside messages/ (adapters/,
+# actors/, config/, ...): the protocol depends on nothing of the project. Run as a unit test:
+#   cmake -DSOURCE_DIR=<project root> -P cmake/CheckMessagesLayer.cmake
+file(GLOB_RECURSE _files "${SOURCE_DIR}/messages/*.hpp" "${SOURCE_DIR}/messages/*.cpp")
+if(NOT _files)
+  message(FATAL_ERROR "no sources found under ${SOURCE_DIR}/messages")
+endif()
+set(_offences "")
+foreach(_file IN LISTS _files)
+  file(STRINGS "${_file}" _includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+  foreach(_line IN LISTS _includes)
+    if(NOT _line MATCHES "^[ \t]*#[ \t]*include[ \t]*\"messages/")
+      file(RELATIVE_PATH _rel "${SOURCE_DIR}" "${_file}")
+      string(APPEND _offences "  ${_rel}: ${_line}\n")
+    endif()
+  endforeach()
+endforeach()
+if(_offences)
+  message(FATAL_ERROR "messages/ may include only messages/ and system headers:\n${_offences}")
+endif()
+message(STATUS "messages/ includes only messages/ and system headers")
