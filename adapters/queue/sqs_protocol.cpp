@@ -30,6 +30,29 @@ std::string finish(rapidjson::StringBuffer& buf) {
   return std::string{buf.GetString(), buf.GetSize()};
 }
 
+/// A batch call's body: {"QueueUrl": ..., "Entries": [{"Id": ..., <the entry's own members>}]}.
+template <class Entry, class WriteMembers>
+std::string batch_request(std::string_view queue_url, const std::vector<Entry>& entries,
+                          WriteMembers write_members) {
+  rapidjson::StringBuffer buf;
+  json_writer w{buf};
+  w.StartObject();
+  key(w, "QueueUrl");
+  str(w, queue_url);
+  key(w, "Entries");
+  w.StartArray();
+  for (auto& e : entries) {
+    w.StartObject();
+    key(w, "Id");
+    str(w, e.id);
+    write_members(w, e);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return finish(buf);
+}
+
 error bad_response(std::string what) {
   return error::make_transient("sqs.bad_response", "unexpected SQS answer: " + std::move(what));
 }
@@ -156,73 +179,31 @@ std::string receive_request(std::string_view queue_url, int max_messages, int wa
 
 std::string delete_batch_request(std::string_view queue_url,
                                  const std::vector<receipt_entry>& entries) {
-  rapidjson::StringBuffer buf;
-  json_writer w{buf};
-  w.StartObject();
-  key(w, "QueueUrl");
-  str(w, queue_url);
-  key(w, "Entries");
-  w.StartArray();
-  for (auto& e : entries) {
-    w.StartObject();
-    key(w, "Id");
-    str(w, e.id);
+  return batch_request(queue_url, entries, [](json_writer& w, const receipt_entry& e) {
     key(w, "ReceiptHandle");
     str(w, e.receipt);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.EndObject();
-  return finish(buf);
+  });
 }
 
 std::string change_visibility_batch_request(std::string_view queue_url,
                                             const std::vector<visibility_entry>& entries) {
-  rapidjson::StringBuffer buf;
-  json_writer w{buf};
-  w.StartObject();
-  key(w, "QueueUrl");
-  str(w, queue_url);
-  key(w, "Entries");
-  w.StartArray();
-  for (auto& e : entries) {
-    w.StartObject();
-    key(w, "Id");
-    str(w, e.id);
+  return batch_request(queue_url, entries, [](json_writer& w, const visibility_entry& e) {
     key(w, "ReceiptHandle");
     str(w, e.receipt);
     key(w, "VisibilityTimeout");
     w.Int(e.timeout_seconds);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.EndObject();
-  return finish(buf);
+  });
 }
 
 std::string send_batch_request(std::string_view queue_url, const std::vector<send_entry>& entries) {
-  rapidjson::StringBuffer buf;
-  json_writer w{buf};
-  w.StartObject();
-  key(w, "QueueUrl");
-  str(w, queue_url);
-  key(w, "Entries");
-  w.StartArray();
-  for (auto& e : entries) {
-    w.StartObject();
-    key(w, "Id");
-    str(w, e.id);
+  return batch_request(queue_url, entries, [](json_writer& w, const send_entry& e) {
     key(w, "MessageBody");
     str(w, e.body);
     if (e.delay_seconds > 0) {
       key(w, "DelaySeconds");
       w.Int(e.delay_seconds);
     }
-    w.EndObject();
-  }
-  w.EndArray();
-  w.EndObject();
-  return finish(buf);
+  });
 }
 
 std::string get_attributes_request(std::string_view queue_url,
