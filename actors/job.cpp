@@ -204,6 +204,12 @@ void step_done(job_ptr self, std::string_view outcome, std::string detail = {}) 
                                     std::move(detail), ms, st.ctx->settings.worker_id, unix_ms()});
 }
 
+/// The step's port call failed: the audit trail records the error, then the failure path runs.
+void step_failed(job_ptr self, const error& err) {
+  step_done(self, to_string(err.cls), err.describe());
+  fail(self, err);
+}
+
 // ---- the actor -----------------------------------------------------------------------------
 
 job_actor::behavior_type job(job_ptr self, std::shared_ptr<worker_context> ctx, heartbeat_actor hb,
@@ -379,10 +385,8 @@ void transcribe(job_ptr self) {
     self, job_step::transcribe, [&](auto cb) { st.ctx->ports.ocr->transcribe(std::move(req), std::move(cb)); },
     [self](result<transcription> r) {
       auto& st = self->state;
-      if (!r) {
-        step_done(self, to_string(r.error().cls), r.error().describe());
-        return fail(self, r.error());
-      }
+      if (!r)
+        return step_failed(self, r.error());
       st.text = std::move(*r);
       step_done(self, "ok",
                 "quality " + std::to_string(st.text.quality_score) + (st.text.preprocessed ? ", preprocessed" : "")
@@ -445,10 +449,8 @@ void extract(job_ptr self) {
     self, job_step::extract, [&](auto cb) { st.ctx->ports.extract->extract(st.text.text, std::move(cb)); },
     [self](result<extraction> r) {
       auto& st = self->state;
-      if (!r) {
-        step_done(self, to_string(r.error().cls), r.error().describe());
-        return fail(self, r.error());
-      }
+      if (!r)
+        return step_failed(self, r.error());
       st.fields = std::move(*r);
       st.ctx->metrics->llm_input_tokens += st.fields.input_tokens;
       st.ctx->metrics->llm_output_tokens += st.fields.output_tokens;
