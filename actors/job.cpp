@@ -24,6 +24,11 @@
 // ends with the next one, so "no message for step_timeout" is "the step ran past its deadline".
 // Unlike a delayed message per step, that is one cancellable clock entry per job, dropped when
 // the job ends, so finished jobs are freed at once rather than held until their deadlines pass.
+//
+// The phase (job_phase) runs parsing ─► claiming ─► working ─► storing_outcome ─► outcome_stored
+// ─► finished; a stop before the outcome is stored turns any of them into releasing. The file
+// reads in that order: the state, how a step runs, the actor's messages, each step from parse to
+// finish, then the failure path and the two ways out that come from outside (lost, stop).
 #include "actors/job.hpp"
 
 #include <caf/actor_system.hpp>
@@ -47,6 +52,62 @@ int64_t unix_ms() {
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
+/// Where the job is in its lifecycle; what a 'lost' notice or a stop still changes depends on it.
+enum class job_phase : uint8_t {
+  parsing,         ///< reading the message body
+  claiming,        ///< claiming the ingestion (or, refused, asking for its state)
+  working,         ///< claimed: resume or fetch, transcribe, store, record, extract, gate
+  storing_outcome, ///< the final write (complete or record_failure), fenced by the claim token
+  outcome_stored,  ///< the outcome is in the database: only the ack or the back-off is left
+  releasing,       ///< shutdown: the claim and the message are being given back
+  finished,        ///< done: the actor quits, and anything still in flight is stale
+};
+
+/// The job's steps: each port call it awaits, and the gate. Their names are those of the audit
+/// trail, the step metrics, the logs and the deadline message.
+enum class job_step : uint8_t {
+  parse,
+  claim,
+  states,
+  resume,
+  fetch,
+  transcribe,
+  store_transcription,
+  store_preprocessed,
+  record_transcription,
+  extract,
+  gate,
+  complete,
+  record_failure,
+  backoff,
+  events,
+  ack,
+  release,
+};
+
+std::string_view to_string(job_step x) {
+  switch (x) {
+    case job_step::parse: return "parse";
+    case job_step::claim: return "claim";
+    case job_step::states: return "states";
+    case job_step::resume: return "resume";
+    case job_step::fetch: return "fetch";
+    case job_step::transcribe: return "transcribe";
+    case job_step::store_transcription: return "store_transcription";
+    case job_step::store_preprocessed: return "store_preprocessed";
+    case job_step::record_transcription: return "record_transcription";
+    case job_step::extract: return "extract";
+    case job_step::gate: return "gate";
+    case job_step::complete: return "complete";
+    case job_step::record_failure: return "record_failure";
+    case job_step::backoff: return "backoff";
+    case job_step::events: return "events";
+    case job_step::ack: return "ack";
+    case job_step::release: return "release";
+  }
+  return "unknown";
+}
+
 struct job_state {
   static inline const char* name = "ingestd.job";
 
@@ -54,21 +115,21 @@ struct job_state {
   heartbeat_actor heartbeat;
   queue_message msg;
 
+  job_phase phase = job_phase::parsing;
   uuid ingestion_id;
   claimed_ingestion claim;
+  /// Two facts beside the phase, as neither follows from it. `claimed`: a claim was granted; it
+  /// stays true through releasing and finished, where it decides whether there is a claim to give
+  /// back, and from then on the audit trail is written. `tracked`: the heartbeat holds the claim;
+  /// within storing_outcome it is true while completing and false while recording a failure
+  /// (untracked first), and the heartbeat itself clears it when it reports the claim lost.
   bool claimed = false;
   bool tracked = false;
-  bool finishing = false;
-  bool releasing = false;
-  /// The ingestion's outcome (completed, failed or retrying) is in the database: the claim ended
-  /// with it, and a "lost" notice (a lease renewal that raced the completion finds the row no
-  /// longer in progress) or a stop no longer concerns this job, which only acks.
-  bool outcome_stored = false;
 
   /// The current step: its sequence number (stale completions are ignored), name, start, and
   /// what to do if its deadline passes first.
   uint64_t seq = 0;
-  std::string step;
+  job_step step = job_step::parse;
   clock::time_point step_started;
   std::function<void(error)> on_timeout;
 
@@ -84,18 +145,45 @@ struct job_state {
 
 using job_ptr = job_actor::stateful_pointer<job_state>;
 
+// The lifecycle, in the order this file defines it.
+void parse(job_ptr self);
+void claim(job_ptr self);
+void not_claimed(job_ptr self);
+void track(job_ptr self);
+void untrack(job_ptr self);
+void resume_or_fetch(job_ptr self);
+void fetch(job_ptr self);
+void transcribe(job_ptr self);
+void store_transcription(job_ptr self);
+void store_preprocessed(job_ptr self);
+void record_transcription(job_ptr self, std::string preprocessed_key);
+void extract(job_ptr self);
+void gate(job_ptr self);
+void complete(job_ptr self);
+void ack(job_ptr self, job_result outcome, std::string detail, std::string error_class = "none");
+void delete_message(job_ptr self, job_result outcome, std::string detail, std::string error_class);
 void finish(job_ptr self, job_result result, std::string detail, std::string_view error_class = "none");
 void fail(job_ptr self, error err, std::string structured_data = {});
+void back_off(job_ptr self, std::chrono::seconds delay, std::string detail, std::string error_class);
+void lost(job_ptr self, std::string reason);
+void release(job_ptr self);
+void deadline_passed(job_ptr self);
 
-/// Starts a port call as the job's current step. `start` gets the callback to hand to the port;
-/// `next` runs inside the actor with the result, or with a "step.timeout" error if the step's
-/// deadline passes first.
+// ---- how a step runs -----------------------------------------------------------------------
+
+void begin_step(job_state& st, job_step step) {
+  st.step = step;
+  st.step_started = clock::now();
+}
+
+/// Starts a port call as the job's current step and returns at once: `start` gets the callback
+/// to hand to the port; `next` runs later inside the actor with the result, or with a
+/// "step.timeout" error if the step's deadline passes first.
 template <class T, class Start, class Next>
-void await(job_ptr self, std::string step, Start start, Next next) {
+void request_step(job_ptr self, job_step step, Start start, Next next) {
   auto& st = self->state;
   auto seq = ++st.seq;
-  st.step = std::move(step);
-  st.step_started = clock::now();
+  begin_step(st, step);
   st.on_timeout = [next](error e) mutable { next(result<T>{std::move(e)}); };
   auto me = caf::actor_cast<caf::actor>(self);
   start(callback<T>{[me, seq, next](result<T> r) mutable {
@@ -109,10 +197,123 @@ void step_done(job_ptr self, std::string_view outcome, std::string detail = {}) 
   auto& st = self->state;
   auto elapsed = clock::now() - st.step_started;
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
-  st.ctx->metrics->step_duration(st.step, std::chrono::duration<double>(elapsed).count());
+  auto step = to_string(st.step);
+  st.ctx->metrics->step_duration(step, std::chrono::duration<double>(elapsed).count());
   if (st.claimed)
-    st.events.push_back(audit_event{st.ingestion_id, st.step, std::string{outcome},
+    st.events.push_back(audit_event{st.ingestion_id, std::string{step}, std::string{outcome},
                                     std::move(detail), ms, st.ctx->settings.worker_id, unix_ms()});
+}
+
+/// The step's port call failed: the audit trail records the error, then the failure path runs.
+void step_failed(job_ptr self, const error& err) {
+  step_done(self, to_string(err.cls), err.describe());
+  fail(self, err);
+}
+
+// ---- the actor -----------------------------------------------------------------------------
+
+job_actor::behavior_type job(job_ptr self, std::shared_ptr<worker_context> ctx, heartbeat_actor hb,
+                             queue_message msg) {
+  auto& st = self->state;
+  st.ctx = std::move(ctx);
+  st.heartbeat = std::move(hb);
+  st.msg = std::move(msg);
+  st.ctx->metrics->in_flight++;
+  self->attach_functor([metrics = st.ctx->metrics] { metrics->in_flight--; });
+  self->send(self, resume_atom_v, uint64_t{0}, continuation{[self] { parse(self); }});
+  return {
+    [self](resume_atom, uint64_t seq, continuation& c) {
+      auto& st = self->state;
+      if (seq != st.seq)
+        return; // the answer of a step abandoned (deadline, stop, lost)
+      if (log::enabled(log::level::trace))
+        log::write(log::level::trace, "job step answered",
+                   {{"message_id", st.msg.id}, {"step", to_string(st.step)}});
+      c.fn();
+    },
+    [self](lost_atom, std::string& reason) { lost(self, std::move(reason)); },
+    [self](stop_atom) { release(self); },
+    caf::after(st.ctx->settings.step_timeout) >> [self] { deadline_passed(self); },
+  };
+}
+
+// ---- the lifecycle, from the message to the outcome ----------------------------------------
+
+void parse(job_ptr self) {
+  auto& st = self->state;
+  std::string_view body = st.msg.body;
+  while (!body.empty() && std::isspace(static_cast<unsigned char>(body.back())))
+    body.remove_suffix(1);
+  while (!body.empty() && std::isspace(static_cast<unsigned char>(body.front())))
+    body.remove_prefix(1);
+  auto id = uuid::parse(body);
+  if (!id || id->is_nil()) {
+    auto shown = st.msg.body.substr(0, 80);
+    log::warn("message body is not an ingestion id; deleting it",
+              {{"message_id", st.msg.id}, {"body", shown}});
+    return ack(self, job_result::invalid, "body is not a UUID: \"" + shown + "\"");
+  }
+  st.ingestion_id = *id;
+  claim(self);
+}
+
+void claim(job_ptr self) {
+  auto& st = self->state;
+  st.phase = job_phase::claiming;
+  request_step<std::vector<std::optional<claimed_ingestion>>>(
+    self, job_step::claim,
+    [&](auto cb) {
+      st.ctx->ports.db->claim({claim_request{st.ingestion_id, uuid::v7()}}, st.ctx->settings.worker_id,
+                              st.ctx->settings.lease, std::move(cb));
+    },
+    [self](result<std::vector<std::optional<claimed_ingestion>>> r) {
+      auto& st = self->state;
+      if (!r)
+        return finish(self, job_result::abandoned, "claim failed: " + r.error().describe(),
+                      to_string(r.error().cls));
+      if (r->empty() || !r->front())
+        return not_claimed(self);
+      st.claim = std::move(*r->front());
+      st.claimed = true;
+      st.phase = job_phase::working;
+      if (st.msg.sent_at_ms > 0)
+        st.ctx->metrics->claim_wait(static_cast<double>(unix_ms() - st.msg.sent_at_ms) / 1000.0);
+      step_done(self, "ok", "attempt " + std::to_string(st.claim.attempt_count + 1));
+      track(self);
+    });
+}
+
+/// The claim did not succeed: delete the message only if the outcome is final or the id unknown.
+void not_claimed(job_ptr self) {
+  auto& st = self->state;
+  request_step<std::vector<ingestion_state>>(
+    self, job_step::states, [&](auto cb) { st.ctx->ports.db->states({st.ingestion_id}, std::move(cb)); },
+    [self](result<std::vector<ingestion_state>> r) {
+      if (!r || r->empty())
+        return finish(self, job_result::abandoned,
+                      "not claimed, and its state is unknown: " + (r ? std::string{"no answer"} : r.error().describe()),
+                      "transient");
+      switch (r->front()) {
+        case ingestion_state::completed:
+          return ack(self, job_result::skipped, "already completed");
+        case ingestion_state::failed:
+          return ack(self, job_result::skipped, "already failed");
+        case ingestion_state::unknown:
+          return ack(self, job_result::skipped, "no such ingestion");
+        case ingestion_state::held:
+          return finish(self, job_result::skipped, "held by another worker; message left to reappear");
+        case ingestion_state::claimable:
+          return finish(self, job_result::skipped, "claimable again; message left to reappear");
+      }
+    });
+}
+
+void track(job_ptr self) {
+  auto& st = self->state;
+  st.tracked = true;
+  self->send(st.heartbeat, track_atom_v,
+             tracked_claim{st.msg.receipt, st.lease(), caf::actor_cast<caf::actor>(self), st.started});
+  resume_or_fetch(self);
 }
 
 void untrack(job_ptr self) {
@@ -123,230 +324,12 @@ void untrack(job_ptr self) {
   }
 }
 
-void flush_events(job_ptr self) {
-  auto& st = self->state;
-  if (st.events.empty())
-    return;
-  auto id = st.ingestion_id.str();
-  st.ctx->ports.db->append_events(std::move(st.events), [id](result<void> r) {
-    if (!r)
-      log::warn("audit events not stored", {{"ingestion_id", id}, {"error", r.error().describe()}});
-  });
-  st.events.clear();
-}
-
-void finish(job_ptr self, job_result result, std::string detail, std::string_view error_class) {
-  auto& st = self->state;
-  if (st.finishing)
-    return;
-  st.finishing = true;
-  ++st.seq;  // anything still in flight is stale now
-  untrack(self);
-  flush_events(self);
-  auto elapsed = std::chrono::duration<double>(clock::now() - st.started).count();
-  auto outcome = to_string(result);
-  st.ctx->metrics->job_finished(outcome, error_class);
-  auto lvl = result == job_result::completed || result == job_result::skipped ? log::level::info
-                                                                             : log::level::warn;
-  log::write(lvl, "job finished",
-             {{"ingestion_id", st.ingestion_id.is_nil() ? std::string{} : st.ingestion_id.str()},
-              {"document_id", st.claimed ? st.claim.document_id.str() : std::string{}},
-              {"worker_id", st.ctx->settings.worker_id},
-              {"attempt", static_cast<int64_t>(st.claim.attempt_count + (st.claimed ? 1 : 0))},
-              {"message_id", st.msg.id},
-              {"status", std::string{outcome}},
-              {"detail", detail},
-              {"duration_ms", static_cast<int64_t>(elapsed * 1000)}});
-  if (st.ctx->observer)
-    st.ctx->observer(job_outcome{st.msg.id, st.ingestion_id, result, std::move(detail),
-                                 st.claim.attempt_count + (st.claimed ? 1 : 0)});
-  self->quit();
-}
-
-void delete_message(job_ptr self, job_result outcome, std::string detail, std::string error_class) {
-  await<std::vector<batch_entry_result>>(
-    self, "ack",
-    [&](auto cb) { self->state.ctx->ports.ingest_queue->remove({self->state.msg.receipt}, std::move(cb)); },
-    [self, outcome, detail, error_class](result<std::vector<batch_entry_result>> r) {
-      if (!r || (!r->empty() && r->front().failed)) {
-        auto why = !r ? r.error().describe() : r->front().error.describe();
-        // The outcome is already final in the database: a redelivery finds it and deletes.
-        log::warn("message not deleted", {{"message_id", self->state.msg.id}, {"error", why}});
-        step_done(self, "transient", why);
-      } else {
-        step_done(self, "ok");
-      }
-      finish(self, outcome, detail, error_class);
-    });
-}
-
-/// Deletes the message (the outcome is final), then finishes. The audit trail is written first,
-/// so a crash after the delete loses no event of the finished ingestion but the ack's own.
-void ack(job_ptr self, job_result outcome, std::string detail, std::string error_class = "none") {
-  untrack(self);
-  auto& st = self->state;
-  if (st.events.empty())
-    return delete_message(self, outcome, std::move(detail), std::move(error_class));
-  auto events = std::move(st.events);
-  st.events.clear();
-  await<void>(
-    self, "events", [&](auto cb) { st.ctx->ports.db->append_events(std::move(events), std::move(cb)); },
-    [self, outcome, detail, error_class](result<void> r) {
-      if (!r)
-        log::warn("audit events not stored", {{"ingestion_id", self->state.ingestion_id.str()},
-                                              {"error", r.error().describe()}});
-      delete_message(self, outcome, detail, error_class);
-    });
-}
-
-void complete(job_ptr self) {
-  auto& st = self->state;
-  completion c{st.lease(), completion_record{st.fields.structured_data, true, st.fields.input_tokens,
-                                              st.fields.output_tokens, st.fields.model}};
-  await<std::vector<result<void>>>(
-    self, "complete", [&](auto cb) { st.ctx->ports.db->complete({std::move(c)}, std::move(cb)); },
-    [self](result<std::vector<result<void>>> r) {
-      if (!r)
-        return fail(self, r.error(), self->state.fields.structured_data);
-      if (r->empty())
-        return fail(self, error::make_transient("db.no_result", "complete returned nothing"));
-      if (auto& one = r->front(); !one)
-        return fail(self, one.error(), self->state.fields.structured_data);
-      self->state.outcome_stored = true;
-      step_done(self, "ok");
-      ack(self, job_result::completed, "");
-    });
-}
-
-void gate(job_ptr self) {
-  auto& st = self->state;
-  st.step = "gate";
-  st.step_started = clock::now();
-  auto verdict = st.ctx->ports.gate ? st.ctx->ports.gate(st.fields) : evaluate(st.fields);
-  if (!verdict.passed) {
-    step_done(self, "failed", verdict.reason);
-    return fail(self, gate_error(verdict), st.fields.structured_data);
-  }
-  step_done(self, "ok");
-  complete(self);
-}
-
-void extract(job_ptr self) {
-  auto& st = self->state;
-  await<extraction>(
-    self, "extract", [&](auto cb) { st.ctx->ports.extract->extract(st.text.text, std::move(cb)); },
-    [self](result<extraction> r) {
-      auto& st = self->state;
-      if (!r) {
-        step_done(self, to_string(r.error().cls), r.error().describe());
-        return fail(self, r.error());
-      }
-      st.fields = std::move(*r);
-      st.ctx->metrics->llm_input_tokens += st.fields.input_tokens;
-      st.ctx->metrics->llm_output_tokens += st.fields.output_tokens;
-      step_done(self, "ok", "confidence " + st.fields.confidence + ", model " + st.fields.model);
-      gate(self);
-    });
-}
-
-void record_transcription(job_ptr self, std::string preprocessed_key) {
-  auto& st = self->state;
-  transcription_record rec{storage_keys::transcription(st.ingestion_id.str()), preprocessed_key,
-                           st.text.quality_score};
-  await<void>(
-    self, "record_transcription",
-    [&](auto cb) { st.ctx->ports.db->record_transcription(st.lease(), std::move(rec), std::move(cb)); },
-    [self](result<void> r) {
-      if (!r)
-        return fail(self, r.error());
-      step_done(self, "ok");
-      extract(self);
-    });
-}
-
-void store_preprocessed(job_ptr self) {
-  auto& st = self->state;
-  if (!st.text.preprocessed || st.text.preprocessed_image.empty())
-    return record_transcription(self, "");
-  auto ext = st.text.preprocessed_ext.empty() ? std::string{"png"} : st.text.preprocessed_ext;
-  auto key = storage_keys::preprocessed(st.ingestion_id.str(), ext);
-  await<void>(
-    self, "store_preprocessed",
-    [&](auto cb) {
-      st.ctx->ports.storage->put(key, std::move(st.text.preprocessed_image), "image/" + ext, std::move(cb));
-    },
-    [self, key](result<void> r) {
-      if (!r)
-        return fail(self, r.error());
-      step_done(self, "ok", key);
-      record_transcription(self, key);
-    });
-}
-
-void store_transcription(job_ptr self) {
-  auto& st = self->state;
-  auto key = storage_keys::transcription(st.ingestion_id.str());
-  await<void>(
-    self, "store_transcription",
-    [&](auto cb) { st.ctx->ports.storage->put(key, to_json(st.text), "application/json", std::move(cb)); },
-    [self, key](result<void> r) {
-      if (!r)
-        return fail(self, r.error());
-      step_done(self, "ok", key);
-      store_preprocessed(self);
-    });
-}
-
-/// The stored MIME type, or the one the fetched bytes show (ingestions written before intake
-/// recorded it); empty when neither: the transcriber then names the problem.
-std::string mime_of(const claimed_ingestion& c, std::string_view bytes) {
-  if (!c.mime_type.empty())
-    return c.mime_type;
-  auto type = detect_file_type(bytes);
-  return type ? std::string{type->mime} : std::string{};
-}
-
-void transcribe(job_ptr self) {
-  auto& st = self->state;
-  auto mime = mime_of(st.claim, st.file);
-  transcription_request req{std::move(st.file), std::move(mime), st.ctx->settings.quality_threshold,
-                            true};
-  await<transcription>(
-    self, "transcribe", [&](auto cb) { st.ctx->ports.ocr->transcribe(std::move(req), std::move(cb)); },
-    [self](result<transcription> r) {
-      auto& st = self->state;
-      if (!r) {
-        step_done(self, to_string(r.error().cls), r.error().describe());
-        return fail(self, r.error());
-      }
-      st.text = std::move(*r);
-      step_done(self, "ok",
-                "quality " + std::to_string(st.text.quality_score) + (st.text.preprocessed ? ", preprocessed" : "")
-                  + (st.text.native_text ? ", native text" : ""));
-      store_transcription(self);
-    });
-}
-
-void fetch(job_ptr self) {
-  auto& st = self->state;
-  await<std::string>(
-    self, "fetch",
-    [&](auto cb) { st.ctx->ports.storage->get(st.claim.file_path, st.ctx->settings.max_file_bytes, std::move(cb)); },
-    [self](result<std::string> r) {
-      if (!r)
-        return fail(self, r.error());
-      self->state.file = std::move(*r);
-      step_done(self, "ok", std::to_string(self->state.file.size()) + " bytes");
-      transcribe(self);
-    });
-}
-
 /// Crash resume (seed 000): a transcription stored by an earlier attempt is reused.
 void resume_or_fetch(job_ptr self) {
   auto& st = self->state;
   auto key = storage_keys::transcription(st.ingestion_id.str());
-  await<std::string>(
-    self, "resume", [&](auto cb) { st.ctx->ports.storage->get(key, 64u << 20, std::move(cb)); },
+  request_step<std::string>(
+    self, job_step::resume, [&](auto cb) { st.ctx->ports.storage->get(key, 64u << 20, std::move(cb)); },
     [self](result<std::string> r) {
       auto& st = self->state;
       if (!r) {
@@ -370,18 +353,226 @@ void resume_or_fetch(job_ptr self) {
     });
 }
 
-void track(job_ptr self) {
+void fetch(job_ptr self) {
   auto& st = self->state;
-  st.tracked = true;
-  self->send(st.heartbeat, track_atom_v,
-             tracked_claim{st.msg.receipt, st.lease(), caf::actor_cast<caf::actor>(self), st.started});
-  resume_or_fetch(self);
+  request_step<std::string>(
+    self, job_step::fetch,
+    [&](auto cb) { st.ctx->ports.storage->get(st.claim.file_path, st.ctx->settings.max_file_bytes, std::move(cb)); },
+    [self](result<std::string> r) {
+      if (!r)
+        return fail(self, r.error());
+      self->state.file = std::move(*r);
+      step_done(self, "ok", std::to_string(self->state.file.size()) + " bytes");
+      transcribe(self);
+    });
 }
 
-/// The failure path (DESIGN §5).
+/// The stored MIME type, or the one the fetched bytes show (ingestions written before intake
+/// recorded it); empty when neither: the transcriber then names the problem.
+std::string mime_of(const claimed_ingestion& c, std::string_view bytes) {
+  if (!c.mime_type.empty())
+    return c.mime_type;
+  auto type = detect_file_type(bytes);
+  return type ? std::string{type->mime} : std::string{};
+}
+
+void transcribe(job_ptr self) {
+  auto& st = self->state;
+  auto mime = mime_of(st.claim, st.file);
+  transcription_request req{std::move(st.file), std::move(mime), st.ctx->settings.quality_threshold,
+                            true};
+  request_step<transcription>(
+    self, job_step::transcribe, [&](auto cb) { st.ctx->ports.ocr->transcribe(std::move(req), std::move(cb)); },
+    [self](result<transcription> r) {
+      auto& st = self->state;
+      if (!r)
+        return step_failed(self, r.error());
+      st.text = std::move(*r);
+      step_done(self, "ok",
+                "quality " + std::to_string(st.text.quality_score) + (st.text.preprocessed ? ", preprocessed" : "")
+                  + (st.text.native_text ? ", native text" : ""));
+      store_transcription(self);
+    });
+}
+
+void store_transcription(job_ptr self) {
+  auto& st = self->state;
+  auto key = storage_keys::transcription(st.ingestion_id.str());
+  request_step<void>(
+    self, job_step::store_transcription,
+    [&](auto cb) { st.ctx->ports.storage->put(key, to_json(st.text), "application/json", std::move(cb)); },
+    [self, key](result<void> r) {
+      if (!r)
+        return fail(self, r.error());
+      step_done(self, "ok", key);
+      store_preprocessed(self);
+    });
+}
+
+void store_preprocessed(job_ptr self) {
+  auto& st = self->state;
+  if (!st.text.preprocessed || st.text.preprocessed_image.empty())
+    return record_transcription(self, "");
+  auto ext = st.text.preprocessed_ext.empty() ? std::string{"png"} : st.text.preprocessed_ext;
+  auto key = storage_keys::preprocessed(st.ingestion_id.str(), ext);
+  request_step<void>(
+    self, job_step::store_preprocessed,
+    [&](auto cb) {
+      st.ctx->ports.storage->put(key, std::move(st.text.preprocessed_image), "image/" + ext, std::move(cb));
+    },
+    [self, key](result<void> r) {
+      if (!r)
+        return fail(self, r.error());
+      step_done(self, "ok", key);
+      record_transcription(self, key);
+    });
+}
+
+void record_transcription(job_ptr self, std::string preprocessed_key) {
+  auto& st = self->state;
+  transcription_record rec{storage_keys::transcription(st.ingestion_id.str()), preprocessed_key,
+                           st.text.quality_score};
+  request_step<void>(
+    self, job_step::record_transcription,
+    [&](auto cb) { st.ctx->ports.db->record_transcription(st.lease(), std::move(rec), std::move(cb)); },
+    [self](result<void> r) {
+      if (!r)
+        return fail(self, r.error());
+      step_done(self, "ok");
+      extract(self);
+    });
+}
+
+void extract(job_ptr self) {
+  auto& st = self->state;
+  request_step<extraction>(
+    self, job_step::extract, [&](auto cb) { st.ctx->ports.extract->extract(st.text.text, std::move(cb)); },
+    [self](result<extraction> r) {
+      auto& st = self->state;
+      if (!r)
+        return step_failed(self, r.error());
+      st.fields = std::move(*r);
+      st.ctx->metrics->llm_input_tokens += st.fields.input_tokens;
+      st.ctx->metrics->llm_output_tokens += st.fields.output_tokens;
+      step_done(self, "ok", "confidence " + st.fields.confidence + ", model " + st.fields.model);
+      gate(self);
+    });
+}
+
+/// The quality gate runs in the actor: a step without a port call.
+void gate(job_ptr self) {
+  auto& st = self->state;
+  begin_step(st, job_step::gate);
+  auto verdict = st.ctx->ports.gate ? st.ctx->ports.gate(st.fields) : evaluate(st.fields);
+  if (!verdict.passed) {
+    step_done(self, "failed", verdict.reason);
+    return fail(self, gate_error(verdict), st.fields.structured_data);
+  }
+  step_done(self, "ok");
+  complete(self);
+}
+
+void complete(job_ptr self) {
+  auto& st = self->state;
+  st.phase = job_phase::storing_outcome;
+  completion c{st.lease(), completion_record{st.fields.structured_data, true, st.fields.input_tokens,
+                                              st.fields.output_tokens, st.fields.model}};
+  request_step<std::vector<result<void>>>(
+    self, job_step::complete, [&](auto cb) { st.ctx->ports.db->complete({std::move(c)}, std::move(cb)); },
+    [self](result<std::vector<result<void>>> r) {
+      if (!r)
+        return fail(self, r.error(), self->state.fields.structured_data);
+      if (r->empty())
+        return fail(self, error::make_transient("db.no_result", "complete returned nothing"));
+      if (auto& one = r->front(); !one)
+        return fail(self, one.error(), self->state.fields.structured_data);
+      self->state.phase = job_phase::outcome_stored;
+      step_done(self, "ok");
+      ack(self, job_result::completed, "");
+    });
+}
+
+/// Deletes the message (the outcome is final), then finishes. The audit trail is written first,
+/// so a crash after the delete loses no event of the finished ingestion but the ack's own.
+void ack(job_ptr self, job_result outcome, std::string detail, std::string error_class) {
+  untrack(self);
+  auto& st = self->state;
+  if (st.events.empty())
+    return delete_message(self, outcome, std::move(detail), std::move(error_class));
+  auto events = std::move(st.events);
+  st.events.clear();
+  request_step<void>(
+    self, job_step::events, [&](auto cb) { st.ctx->ports.db->append_events(std::move(events), std::move(cb)); },
+    [self, outcome, detail, error_class](result<void> r) {
+      if (!r)
+        log::warn("audit events not stored", {{"ingestion_id", self->state.ingestion_id.str()},
+                                              {"error", r.error().describe()}});
+      delete_message(self, outcome, detail, error_class);
+    });
+}
+
+void delete_message(job_ptr self, job_result outcome, std::string detail, std::string error_class) {
+  request_step<std::vector<batch_entry_result>>(
+    self, job_step::ack,
+    [&](auto cb) { self->state.ctx->ports.ingest_queue->remove({self->state.msg.receipt}, std::move(cb)); },
+    [self, outcome, detail, error_class](result<std::vector<batch_entry_result>> r) {
+      if (!r || (!r->empty() && r->front().failed)) {
+        auto why = !r ? r.error().describe() : r->front().error.describe();
+        // The outcome is already final in the database: a redelivery finds it and deletes.
+        log::warn("message not deleted", {{"message_id", self->state.msg.id}, {"error", why}});
+        step_done(self, "transient", why);
+      } else {
+        step_done(self, "ok");
+      }
+      finish(self, outcome, detail, error_class);
+    });
+}
+
+void flush_events(job_ptr self) {
+  auto& st = self->state;
+  if (st.events.empty())
+    return;
+  auto id = st.ingestion_id.str();
+  st.ctx->ports.db->append_events(std::move(st.events), [id](result<void> r) {
+    if (!r)
+      log::warn("audit events not stored", {{"ingestion_id", id}, {"error", r.error().describe()}});
+  });
+  st.events.clear();
+}
+
+void finish(job_ptr self, job_result result, std::string detail, std::string_view error_class) {
+  auto& st = self->state;
+  if (st.phase == job_phase::finished)
+    return;
+  st.phase = job_phase::finished;
+  ++st.seq;  // anything still in flight is stale now
+  untrack(self);
+  flush_events(self);
+  auto elapsed = std::chrono::duration<double>(clock::now() - st.started).count();
+  auto outcome = to_string(result);
+  st.ctx->metrics->job_finished(outcome, error_class);
+  auto lvl = result == job_result::completed || result == job_result::skipped ? log::level::info
+                                                                             : log::level::warn;
+  log::write(lvl, "job finished",
+             {{"ingestion_id", st.ingestion_id.is_nil() ? std::string{} : st.ingestion_id.str()},
+              {"document_id", st.claimed ? st.claim.document_id.str() : std::string{}},
+              {"worker_id", st.ctx->settings.worker_id},
+              {"attempt", static_cast<int64_t>(st.claim.attempt_count + (st.claimed ? 1 : 0))},
+              {"message_id", st.msg.id},
+              {"status", std::string{outcome}},
+              {"detail", detail},
+              {"duration_ms", static_cast<int64_t>(elapsed * 1000)}});
+  if (st.ctx->observer)
+    st.ctx->observer(job_outcome{st.msg.id, st.ingestion_id, result, std::move(detail),
+                                 st.claim.attempt_count + (st.claimed ? 1 : 0)});
+  self->quit();
+}
+
+// ---- the failure path (DESIGN §5) ----------------------------------------------------------
+
 void fail(job_ptr self, error err, std::string structured_data) {
   auto& st = self->state;
-  if (st.finishing || st.releasing)
+  if (st.phase == job_phase::releasing || st.phase == job_phase::finished)
     return;
   if (err.claim_lost())
     return finish(self, job_result::lost, err.describe(), "claim_lost");
@@ -394,8 +585,9 @@ void fail(job_ptr self, error err, std::string structured_data) {
     delay = std::max(delay, std::chrono::seconds{(err.retry_after_ms + 999) / 1000});
   failure_record rec{err, s.max_attempts, std::move(structured_data)};
   untrack(self);
-  await<failure_outcome>(
-    self, "record_failure",
+  st.phase = job_phase::storing_outcome;
+  request_step<failure_outcome>(
+    self, job_step::record_failure,
     [&](auto cb) { st.ctx->ports.db->record_failure(st.lease(), std::move(rec), delay, std::move(cb)); },
     [self, err, delay](result<failure_outcome> r) {
       auto& st = self->state;
@@ -408,105 +600,80 @@ void fail(job_ptr self, error err, std::string structured_data) {
         return finish(self, job_result::abandoned,
                       err.describe() + "; recording it failed: " + r.error().describe(), cls);
       }
-      st.outcome_stored = true;
+      st.phase = job_phase::outcome_stored;
       step_done(self, r->failed ? "failed" : "retrying", err.describe());
       auto detail = err.describe();
-      if (r->failed) {
-        st.claim.attempt_count = r->attempt_count - 1;
-        if (st.ctx->ports.on_failed)
-          st.ctx->ports.on_failed(st.claim, err, r->attempt_count);
-        if (st.ctx->settings.dead_letter_on_final_failure)
-          return finish(self, job_result::failed, detail, cls);
-        return ack(self, job_result::failed, detail, cls);
-      }
       st.claim.attempt_count = r->attempt_count - 1;
-      await<std::vector<batch_entry_result>>(
-        self, "backoff",
-        [&](auto cb) { st.ctx->ports.ingest_queue->change_visibility({{st.msg.receipt, delay}}, std::move(cb)); },
-        [self, detail, cls](result<std::vector<batch_entry_result>> v) {
-          if (!v || (!v->empty() && v->front().failed))
-            step_done(self, "transient", !v ? v.error().describe() : v->front().error.describe());
-          else
-            step_done(self, "ok");
-          finish(self, job_result::retrying, detail, cls);
-        });
+      if (!r->failed)
+        return back_off(self, delay, detail, cls);
+      if (st.ctx->ports.on_failed)
+        st.ctx->ports.on_failed(st.claim, err, r->attempt_count);
+      if (st.ctx->settings.dead_letter_on_final_failure)
+        return finish(self, job_result::failed, detail, cls);
+      ack(self, job_result::failed, detail, cls);
     });
 }
 
-/// The claim did not succeed: delete the message only if the outcome is final or the id unknown.
-void not_claimed(job_ptr self) {
+/// A transient failure is recorded: the message reappears after the back-off.
+void back_off(job_ptr self, std::chrono::seconds delay, std::string detail, std::string error_class) {
   auto& st = self->state;
-  await<std::vector<ingestion_state>>(
-    self, "states", [&](auto cb) { st.ctx->ports.db->states({st.ingestion_id}, std::move(cb)); },
-    [self](result<std::vector<ingestion_state>> r) {
-      if (!r || r->empty())
-        return finish(self, job_result::abandoned,
-                      "not claimed, and its state is unknown: " + (r ? std::string{"no answer"} : r.error().describe()),
-                      "transient");
-      switch (r->front()) {
-        case ingestion_state::completed:
-          return ack(self, job_result::skipped, "already completed");
-        case ingestion_state::failed:
-          return ack(self, job_result::skipped, "already failed");
-        case ingestion_state::unknown:
-          return ack(self, job_result::skipped, "no such ingestion");
-        case ingestion_state::held:
-          return finish(self, job_result::skipped, "held by another worker; message left to reappear");
-        case ingestion_state::claimable:
-          return finish(self, job_result::skipped, "claimable again; message left to reappear");
-      }
+  request_step<std::vector<batch_entry_result>>(
+    self, job_step::backoff,
+    [&](auto cb) { st.ctx->ports.ingest_queue->change_visibility({{st.msg.receipt, delay}}, std::move(cb)); },
+    [self, detail, error_class](result<std::vector<batch_entry_result>> v) {
+      if (!v || (!v->empty() && v->front().failed))
+        step_done(self, "transient", !v ? v.error().describe() : v->front().error.describe());
+      else
+        step_done(self, "ok");
+      finish(self, job_result::retrying, detail, error_class);
     });
 }
 
-void claim(job_ptr self) {
-  auto& st = self->state;
-  await<std::vector<std::optional<claimed_ingestion>>>(
-    self, "claim",
-    [&](auto cb) {
-      st.ctx->ports.db->claim({claim_request{st.ingestion_id, uuid::v7()}}, st.ctx->settings.worker_id,
-                              st.ctx->settings.lease, std::move(cb));
-    },
-    [self](result<std::vector<std::optional<claimed_ingestion>>> r) {
-      auto& st = self->state;
-      if (!r)
-        return finish(self, job_result::abandoned, "claim failed: " + r.error().describe(),
-                      to_string(r.error().cls));
-      if (r->empty() || !r->front())
-        return not_claimed(self);
-      st.claim = std::move(*r->front());
-      st.claimed = true;
-      if (st.msg.sent_at_ms > 0)
-        st.ctx->metrics->claim_wait(static_cast<double>(unix_ms() - st.msg.sent_at_ms) / 1000.0);
-      step_done(self, "ok", "attempt " + std::to_string(st.claim.attempt_count + 1));
-      track(self);
-    });
-}
+// ---- ways out from outside: the claim lost, the step's deadline, shutdown -------------------
 
-void parse(job_ptr self) {
+/// The heartbeat could not keep the message or the claim: stop, write nothing more.
+void lost(job_ptr self, std::string reason) {
   auto& st = self->state;
-  std::string_view body = st.msg.body;
-  while (!body.empty() && std::isspace(static_cast<unsigned char>(body.back())))
-    body.remove_suffix(1);
-  while (!body.empty() && std::isspace(static_cast<unsigned char>(body.front())))
-    body.remove_prefix(1);
-  auto id = uuid::parse(body);
-  if (!id || id->is_nil()) {
-    auto shown = st.msg.body.substr(0, 80);
-    log::warn("message body is not an ingestion id; deleting it",
-              {{"message_id", st.msg.id}, {"body", shown}});
-    st.step = "parse";
-    return ack(self, job_result::invalid, "body is not a UUID: \"" + shown + "\"");
+  switch (st.phase) {
+    case job_phase::parsing:
+    case job_phase::claiming:
+    case job_phase::working:
+      break;
+    case job_phase::storing_outcome:
+      // The final write is fenced by the claim token: its own answer says whether the claim was
+      // really lost (a renewal that ran just after it committed reports "lost" for a row that is
+      // merely no longer in progress).
+    case job_phase::outcome_stored:
+    case job_phase::releasing:
+    case job_phase::finished:
+      return;
   }
-  st.ingestion_id = *id;
-  claim(self);
+  st.tracked = false;  // the heartbeat dropped it already
+  if (st.claimed)
+    st.ctx->ports.db->release(st.lease(), [](result<void>) {});
+  finish(self, job_result::lost, std::move(reason), "claim_lost");
+}
+
+/// No message for step_timeout: the current step ran past its deadline and fails with it.
+void deadline_passed(job_ptr self) {
+  auto& st = self->state;
+  if (!st.on_timeout)
+    return;
+  ++st.seq; // the step's completion, should it come, is stale now
+  auto secs = std::chrono::duration_cast<std::chrono::seconds>(st.ctx->settings.step_timeout).count();
+  auto handler = std::move(st.on_timeout);
+  std::string what{to_string(st.step)};
+  what.append(" did not finish within ").append(std::to_string(secs)).append(" s");
+  handler(error::make_transient("step.timeout", std::move(what)));
 }
 
 /// Shutdown past the grace period: give everything back so another worker can start at once.
 void release(job_ptr self) {
   auto& st = self->state;
-  if (st.finishing || st.releasing || st.outcome_stored)
+  if (st.phase == job_phase::outcome_stored || st.phase == job_phase::releasing
+      || st.phase == job_phase::finished)
     return; // (after the outcome is stored, only the short ack or back-off is left)
-  st.releasing = true;
+  st.phase = job_phase::releasing;
   untrack(self);
   auto give_back_message = [self] {
     auto& st = self->state;
@@ -520,55 +687,12 @@ void release(job_ptr self) {
   }
   // The claim first, so that the message's next receiver can claim at once. Whatever step was
   // running becomes stale: its completion is ignored.
-  await<void>(
-    self, "release", [&](auto cb) { st.ctx->ports.db->release(st.lease(), std::move(cb)); },
+  request_step<void>(
+    self, job_step::release, [&](auto cb) { st.ctx->ports.db->release(st.lease(), std::move(cb)); },
     [self, give_back_message](result<void> r) {
       step_done(self, r ? "ok" : to_string(r.error().cls), r ? std::string{} : r.error().describe());
       give_back_message();
     });
-}
-
-job_actor::behavior_type job(job_ptr self, std::shared_ptr<worker_context> ctx, heartbeat_actor hb,
-                             queue_message msg) {
-  auto& st = self->state;
-  st.ctx = std::move(ctx);
-  st.heartbeat = std::move(hb);
-  st.msg = std::move(msg);
-  st.ctx->metrics->in_flight++;
-  self->attach_functor([metrics = st.ctx->metrics] { metrics->in_flight--; });
-  self->send(self, resume_atom_v, uint64_t{0}, continuation{[self] { parse(self); }});
-  return {
-    [self](resume_atom, uint64_t seq, continuation& c) {
-      if (seq == self->state.seq)
-        c.fn();
-    },
-    [self](lost_atom, std::string& reason) {
-      auto& st = self->state;
-      if (st.finishing || st.releasing || st.outcome_stored)
-        return;
-      // The final write is fenced by the claim token: its own answer says whether the claim was
-      // really lost (a renewal that ran just after it committed reports "lost" for a row that is
-      // merely no longer in progress).
-      if (st.step == "complete" || st.step == "record_failure")
-        return;
-      st.tracked = false;  // the heartbeat dropped it already
-      if (st.claimed)
-        st.ctx->ports.db->release(st.lease(), [](result<void>) {});
-      finish(self, job_result::lost, reason, "claim_lost");
-    },
-    [self](stop_atom) { release(self); },
-    caf::after(st.ctx->settings.step_timeout) >>
-      [self] {
-        auto& st = self->state;
-        if (!st.on_timeout)
-          return;
-        ++st.seq; // the step's completion, should it come, is stale now
-        auto secs = std::chrono::duration_cast<std::chrono::seconds>(st.ctx->settings.step_timeout).count();
-        auto handler = std::move(st.on_timeout);
-        handler(error::make_transient("step.timeout", st.step + " did not finish within "
-                                                          + std::to_string(secs) + " s"));
-      },
-  };
 }
 
 } // namespace

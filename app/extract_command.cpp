@@ -11,14 +11,13 @@
 #include "adapters/llm/quality_gate.hpp"
 #include "adapters/ocr/thread_pool_executor.hpp"
 #include "adapters/ocr/transcriber.hpp"
+#include "adapters/ocr/transcription_json.hpp"
 #include "adapters/support/blocking_call.hpp"
 #include "app/cli.hpp"
 #include "app/runtime.hpp"
+#include "app/transcribe_command.hpp"
 
 namespace ingestd::cli {
-
-// Defined in transcribe_command.cpp.
-result<transcription> transcribe_path(const config& cfg, const std::string& path);
 
 namespace {
 
@@ -108,20 +107,8 @@ void print_json(const transcription& t, const extraction& x, const rapidjson::Do
   rapidjson::Writer<rapidjson::StringBuffer> w{sb};
   w.StartObject();
   w.Key("transcription");
-  w.StartObject();
-  w.Key("provider");
-  w.String(t.provider.c_str());
-  w.Key("page_count");
-  w.Int(t.page_count);
-  w.Key("quality_score");
-  w.Double(t.quality_score);
-  w.Key("native_text");
-  w.Bool(t.native_text);
-  w.Key("preprocessed");
-  w.Bool(t.preprocessed);
-  w.Key("duration_ms");
-  w.Int64(t.duration_ms);
-  w.EndObject();
+  auto summary = to_summary_json(t);
+  w.RawValue(summary.data(), summary.size(), rapidjson::kObjectType);
   w.Key("extraction");
   w.StartObject();
   w.Key("structured_data");
@@ -159,27 +146,12 @@ void print_json(const transcription& t, const extraction& x, const rapidjson::Do
 } // namespace
 
 int extract_command(const arguments& args) {
-  if (args.positional.size() != 1) {
-    std::fprintf(stderr, "usage: ingestd extract FILE [--json]\n");
-    return usage;
-  }
-  for (auto& f : args.flags)
-    if (f != "--json") {
-      std::fprintf(stderr, "ingestd extract: unknown option %s\n", f.c_str());
-      return usage;
-    }
-  auto cfg = load_or_report(args);
-  if (!cfg)
-    return failure;
-  const auto& path = args.positional.front();
-  auto t = transcribe_path(*cfg, path);
-  if (!t) {
-    std::fprintf(stderr, "ingestd extract: %s: %s\n", path.c_str(), t.error().describe().c_str());
-    return failure;
-  }
-  auto x = run_extractor(*cfg, t->text);
+  transcribed_file file;
+  if (auto code = transcribe_argument(args, "extract", file); code != ok)
+    return code;
+  auto x = run_extractor(file.cfg, file.text.text);
   if (!x) {
-    std::fprintf(stderr, "ingestd extract: %s: extraction failed: %s\n", path.c_str(),
+    std::fprintf(stderr, "ingestd extract: %s: extraction failed: %s\n", file.path.c_str(),
                  x.error().describe().c_str());
     return failure;
   }
@@ -187,9 +159,9 @@ int extract_command(const arguments& args) {
   rapidjson::Document d;
   d.Parse(x->structured_data.c_str());
   if (args.has("--json"))
-    print_json(*t, *x, d, verdict);
+    print_json(file.text, *x, d, verdict);
   else
-    print_human(*t, *x, d, verdict);
+    print_human(file.text, *x, d, verdict);
   return ok;
 }
 

@@ -132,11 +132,9 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
   }
 
   if (cfg.transcription.provider == "tesseract") {
-    local_transcriber_options opts;
-    opts.tesseract.languages = cfg.transcription.languages;
-    opts.limits.max_file_bytes = static_cast<size_t>(cfg.transcription.max_file_bytes);
-    opts.limits.max_pages = cfg.transcription.max_pages;
-    opts.document_timeout = std::chrono::seconds{cfg.transcription.timeout_seconds};
+    auto opts = make_local_transcriber_options(
+      cfg.transcription.languages, static_cast<size_t>(cfg.transcription.max_file_bytes),
+      cfg.transcription.max_pages, std::chrono::seconds{cfg.transcription.timeout_seconds});
     rt->ocr = std::make_shared<local_transcriber>(cpu, opts);
   } else {
     if (cfg.secrets.document_ai_token.empty())

@@ -1,9 +1,6 @@
 // `ingestd transcribe FILE [--json]`: one document through the configured transcription provider
 // (preprocessing when its quality calls for it), no database or queue. Users reach for it first.
 #include <cstdio>
-#include <fstream>
-#include <sstream>
-#include <thread>
 
 #include "adapters/ocr/local_transcriber.hpp"
 #include "adapters/ocr/thread_pool_executor.hpp"
@@ -12,22 +9,12 @@
 #include "adapters/support/blocking_call.hpp"
 #include "app/cli.hpp"
 #include "app/runtime.hpp"
+#include "app/transcribe_command.hpp"
 #include "messages/file_type.hpp"
 
 namespace ingestd::cli {
 
 namespace {
-
-result<std::string> read_file(const std::string& path) {
-  std::ifstream in{path, std::ios::binary};
-  if (!in)
-    return error::make_permanent("ocr.read_failed", "cannot open " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad())
-    return error::make_permanent("ocr.read_failed", "cannot read " + path);
-  return std::move(ss).str();
-}
 
 void print_human(const std::string& path, const transcription& t) {
   std::printf("file: %s\n", path.c_str());
@@ -51,20 +38,16 @@ void print_human(const std::string& path, const transcription& t) {
   }
 }
 
-} // namespace
-
-/// Shared with `extract`: transcribes `path` with the provider `cfg` names.
+/// Transcribes `path` with the provider `cfg` names.
 result<transcription> transcribe_path(const config& cfg, const std::string& path) {
   double threshold = cfg.transcription.ocr_quality_threshold;
   if (cfg.transcription.provider == "tesseract") {
-    local_transcriber_options opts;
-    opts.tesseract.languages = cfg.transcription.languages;
-    opts.limits.max_file_bytes = static_cast<size_t>(cfg.transcription.max_file_bytes);
-    opts.limits.max_pages = cfg.transcription.max_pages;
-    opts.document_timeout = std::chrono::seconds{cfg.transcription.timeout_seconds};
+    auto opts = make_local_transcriber_options(
+      cfg.transcription.languages, static_cast<size_t>(cfg.transcription.max_file_bytes),
+      cfg.transcription.max_pages, std::chrono::seconds{cfg.transcription.timeout_seconds});
     return transcribe_file_blocking(path, opts, threshold, true);
   }
-  auto bytes = read_file(path);
+  auto bytes = read_document(path);
   if (!bytes)
     return bytes.error();
   if (bytes->empty())
@@ -83,29 +66,40 @@ result<transcription> transcribe_path(const config& cfg, const std::string& path
                                       [&](auto cb) { (*rt)->ocr->transcribe(std::move(req), cb); });
 }
 
-int transcribe_command(const arguments& args) {
+} // namespace
+
+int transcribe_argument(const arguments& args, const char* command, transcribed_file& out) {
   if (args.positional.size() != 1) {
-    std::fprintf(stderr, "usage: ingestd transcribe FILE [--json]\n");
+    std::fprintf(stderr, "usage: ingestd %s FILE [--json]\n", command);
     return usage;
   }
   for (auto& f : args.flags)
     if (f != "--json") {
-      std::fprintf(stderr, "ingestd transcribe: unknown option %s\n", f.c_str());
+      std::fprintf(stderr, "ingestd %s: unknown option %s\n", command, f.c_str());
       return usage;
     }
   auto cfg = load_or_report(args);
   if (!cfg)
     return failure;
-  const auto& path = args.positional.front();
-  auto t = transcribe_path(*cfg, path);
+  out.path = args.positional.front();
+  auto t = transcribe_path(*cfg, out.path);
   if (!t) {
-    std::fprintf(stderr, "ingestd transcribe: %s: %s\n", path.c_str(), t.error().describe().c_str());
+    std::fprintf(stderr, "ingestd %s: %s: %s\n", command, out.path.c_str(), t.error().describe().c_str());
     return failure;
   }
+  out.cfg = std::move(*cfg);
+  out.text = std::move(*t);
+  return ok;
+}
+
+int transcribe_command(const arguments& args) {
+  transcribed_file file;
+  if (auto code = transcribe_argument(args, "transcribe", file); code != ok)
+    return code;
   if (args.has("--json"))
-    std::printf("%s\n", to_json(*t).c_str());
+    std::printf("%s\n", to_json(file.text).c_str());
   else
-    print_human(path, *t);
+    print_human(file.path, file.text);
   return ok;
 }
 

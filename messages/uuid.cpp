@@ -4,19 +4,11 @@
 #include <chrono>
 #include <random>
 
+#include "messages/hex.hpp"
+
 namespace ingestd {
 
 namespace {
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
 
 uint64_t random_u64() {
   thread_local std::mt19937_64 gen{std::random_device{}()};
@@ -64,7 +56,6 @@ uuid uuid::v4() {
 }
 
 std::string uuid::str() const {
-  static constexpr char digits[] = "0123456789abcdef";
   std::string out;
   out.reserve(36);
   for (int i = 0; i < 32; ++i) {
@@ -72,7 +63,7 @@ std::string uuid::str() const {
       out.push_back('-');
     auto half = i < 16 ? hi : lo;
     auto shift = 60 - 4 * (i % 16);
-    out.push_back(digits[(half >> shift) & 0xF]);
+    out.push_back(hex_digit(static_cast<unsigned>(half >> shift)));
   }
   return out;
 }

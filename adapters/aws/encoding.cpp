@@ -26,16 +26,6 @@ bool unreserved(unsigned char c) {
          || c == '_' || c == '.' || c == '~';
 }
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
 } // namespace
 
 std::string sha256(std::string_view data) {
@@ -64,17 +54,6 @@ std::string md5_hex(std::string_view data) {
   return hex_encode(md5(data));
 }
 
-std::string hex_encode(std::string_view bytes) {
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (unsigned char c : bytes) {
-    out.push_back(digits[c >> 4]);
-    out.push_back(digits[c & 0xf]);
-  }
-  return out;
-}
-
 std::string base64_encode(std::string_view bytes) {
   std::string out(4 * ((bytes.size() + 2) / 3), '\0');
   int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
@@ -85,7 +64,6 @@ std::string base64_encode(std::string_view bytes) {
 }
 
 std::string uri_encode(std::string_view s, bool keep_slash) {
-  static constexpr char digits[] = "0123456789ABCDEF";
   std::string out;
   out.reserve(s.size());
   for (unsigned char c : s) {
@@ -93,8 +71,8 @@ std::string uri_encode(std::string_view s, bool keep_slash) {
       out.push_back(static_cast<char>(c));
     } else {
       out.push_back('%');
-      out.push_back(digits[c >> 4]);
-      out.push_back(digits[c & 0xf]);
+      out.push_back(hex_digit(c >> 4, true));
+      out.push_back(hex_digit(c, true));
     }
   }
   return out;

@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "messages/hex.hpp"
+
 namespace ingestd::aws {
 
 /// Raw 32-byte SHA-256 digest of `data`.
@@ -18,8 +20,8 @@ std::string md5(std::string_view data);
 /// Lower-case hex MD5 of `data`.
 std::string md5_hex(std::string_view data);
 
-/// Lower-case hex of arbitrary bytes.
-std::string hex_encode(std::string_view bytes);
+/// Lower-case hex of arbitrary bytes (the one codec in messages/hex.hpp).
+using ingestd::hex_encode;
 /// Standard base64 with padding.
 std::string base64_encode(std::string_view bytes);
 

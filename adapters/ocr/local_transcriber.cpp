@@ -233,10 +233,18 @@ void local_transcriber::transcribe(transcription_request request, callback<trans
   executor_.submit(std::move(job));
 }
 
-result<transcription> transcribe_file_blocking(const std::string& path,
-                                               const local_transcriber_options& options,
-                                               double quality_threshold, bool allow_preprocessing,
-                                               unsigned threads) {
+local_transcriber_options make_local_transcriber_options(std::string languages,
+                                                         size_t max_file_bytes, int max_pages,
+                                                         std::chrono::seconds document_timeout) {
+  local_transcriber_options opts;
+  opts.tesseract.languages = std::move(languages);
+  opts.limits.max_file_bytes = max_file_bytes;
+  opts.limits.max_pages = max_pages;
+  opts.document_timeout = document_timeout;
+  return opts;
+}
+
+result<std::string> read_document(const std::string& path) {
   std::ifstream in{path, std::ios::binary};
   if (!in)
     return error::make_permanent("ocr.read_failed", "cannot open " + path);
@@ -244,8 +252,18 @@ result<transcription> transcribe_file_blocking(const std::string& path,
   ss << in.rdbuf();
   if (in.bad())
     return error::make_permanent("ocr.read_failed", "cannot read " + path);
+  return std::move(ss).str();
+}
+
+result<transcription> transcribe_file_blocking(const std::string& path,
+                                               const local_transcriber_options& options,
+                                               double quality_threshold, bool allow_preprocessing,
+                                               unsigned threads) {
+  auto bytes = read_document(path);
+  if (!bytes)
+    return bytes.error();
   transcription_request req;
-  req.bytes = std::move(ss).str();
+  req.bytes = std::move(*bytes);
   if (auto type = detect_file_type(req.bytes))
     req.mime_type = type->mime;
   req.quality_threshold = quality_threshold;

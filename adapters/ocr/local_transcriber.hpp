@@ -25,6 +25,12 @@ struct local_transcriber_options {
   double defect_report_threshold = 0.25;
 };
 
+/// The options the configuration sets (transcription.languages, max_file_bytes, max_pages and
+/// timeout_seconds); the others keep their defaults. The daemon and `ingestd transcribe` share it.
+local_transcriber_options make_local_transcriber_options(std::string languages,
+                                                         size_t max_file_bytes, int max_pages,
+                                                         std::chrono::seconds document_timeout);
+
 /// Performance: Debian's libtesseract uses OpenMP inside each recognition; with one OCR per
 /// worker thread that oversubscribes the cores. Run the process with OMP_THREAD_LIMIT=1 (libgomp
 /// reads it at start-up): on 2 cores bench/ocr measured 0.89 pages/s without it, 2.57 with it.
@@ -44,6 +50,10 @@ private:
   cpu_executor& executor_;
   local_transcriber_options options_;
 };
+
+/// The whole file at `path`, for the command line; "ocr.read_failed" (permanent) when it cannot
+/// be opened or read.
+result<std::string> read_document(const std::string& path);
 
 /// For `ingestd transcribe FILE`: reads the file, runs the local provider on a temporary thread
 /// pool of `threads` workers (0 = all cores) and waits. The type comes from the bytes; a missing

@@ -72,30 +72,9 @@ struct reader {
   }
 };
 
-} // namespace
-
-std::string to_json(const transcription& x) {
-  rapidjson::StringBuffer buf;
-  writer_t w{buf};
-  w.StartObject();
-  w.Key("version");
-  w.Int(transcription_json_version);
-  put_string(w, "provider", x.provider);
-  w.Key("page_count");
-  w.Int(x.page_count);
-  w.Key("quality_score");
-  w.Double(x.quality_score);
-  w.Key("native_text");
-  w.Bool(x.native_text);
-  w.Key("preprocessed");
-  w.Bool(x.preprocessed);
-  put_string(w, "preprocessed_ext", x.preprocessed_ext);
-  w.Key("duration_ms");
-  w.Int64(x.duration_ms);
-  put_string(w, "text", x.text);
-  w.Key("pages");
+void put_pages(writer_t& w, const std::vector<transcription_page>& pages) {
   w.StartArray();
-  for (const auto& p : x.pages) {
+  for (const auto& p : pages) {
     w.StartObject();
     w.Key("number");
     w.Int(p.number);
@@ -115,8 +94,47 @@ std::string to_json(const transcription& x) {
     w.EndObject();
   }
   w.EndArray();
+}
+
+/// The stored form when `whole`, else its summary (see to_summary_json).
+std::string write_json(const transcription& x, bool whole) {
+  rapidjson::StringBuffer buf;
+  writer_t w{buf};
+  w.StartObject();
+  if (whole) {
+    w.Key("version");
+    w.Int(transcription_json_version);
+  }
+  put_string(w, "provider", x.provider);
+  w.Key("page_count");
+  w.Int(x.page_count);
+  w.Key("quality_score");
+  w.Double(x.quality_score);
+  w.Key("native_text");
+  w.Bool(x.native_text);
+  w.Key("preprocessed");
+  w.Bool(x.preprocessed);
+  if (whole)
+    put_string(w, "preprocessed_ext", x.preprocessed_ext);
+  w.Key("duration_ms");
+  w.Int64(x.duration_ms);
+  if (whole) {
+    put_string(w, "text", x.text);
+    w.Key("pages");
+    put_pages(w, x.pages);
+  }
   w.EndObject();
   return {buf.GetString(), buf.GetSize()};
+}
+
+} // namespace
+
+std::string to_json(const transcription& x) {
+  return write_json(x, true);
+}
+
+std::string to_summary_json(const transcription& x) {
+  return write_json(x, false);
 }
 
 result<transcription> transcription_from_json(std::string_view json) {

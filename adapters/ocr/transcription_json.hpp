@@ -17,6 +17,11 @@ inline constexpr int transcription_json_version = 1;
 /// ingestions/{id}/preprocessed.{ext}); preprocessed_ext is kept so a reader can find them.
 std::string to_json(const transcription& x);
 
+/// The same object without what only a reader of the stored form needs (version,
+/// preprocessed_ext, text, pages): provider, page_count, quality_score, native_text,
+/// preprocessed and duration_ms, in that order, for reports such as `ingestd extract --json`.
+std::string to_summary_json(const transcription& x);
+
 /// Parses what to_json wrote. Anything else (not JSON, wrong types, missing members, a score
 /// outside [0, 1], page_count not matching pages) is the permanent error
 /// "ocr.bad_transcription_json" naming the first problem.

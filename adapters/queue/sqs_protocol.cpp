@@ -26,8 +26,35 @@ void str(json_writer& w, std::string_view v) {
   w.String(v.data(), static_cast<rapidjson::SizeType>(v.size()));
 }
 
-std::string finish(rapidjson::StringBuffer& buf) {
+/// A JSON object whose members `write_members` writes: every request body here is one.
+template <class WriteMembers>
+std::string json_object(WriteMembers write_members) {
+  rapidjson::StringBuffer buf;
+  json_writer w{buf};
+  w.StartObject();
+  write_members(w);
+  w.EndObject();
   return std::string{buf.GetString(), buf.GetSize()};
+}
+
+/// A batch call's body: {"QueueUrl": ..., "Entries": [{"Id": ..., <the entry's own members>}]}.
+template <class Entry, class WriteMembers>
+std::string batch_request(std::string_view queue_url, const std::vector<Entry>& entries,
+                          WriteMembers write_members) {
+  return json_object([&](json_writer& w) {
+    key(w, "QueueUrl");
+    str(w, queue_url);
+    key(w, "Entries");
+    w.StartArray();
+    for (auto& e : entries) {
+      w.StartObject();
+      key(w, "Id");
+      str(w, e.id);
+      write_members(w, e);
+      w.EndObject();
+    }
+    w.EndArray();
+  });
 }
 
 error bad_response(std::string what) {
@@ -134,164 +161,104 @@ result<void> validate_body(std::string_view body) {
 
 std::string receive_request(std::string_view queue_url, int max_messages, int wait_seconds,
                             int visibility_seconds) {
-  rapidjson::StringBuffer buf;
-  json_writer w{buf};
-  w.StartObject();
-  key(w, "QueueUrl");
-  str(w, queue_url);
-  key(w, "MaxNumberOfMessages");
-  w.Int(max_messages);
-  key(w, "WaitTimeSeconds");
-  w.Int(wait_seconds);
-  key(w, "VisibilityTimeout");
-  w.Int(visibility_seconds);
-  key(w, "MessageSystemAttributeNames");
-  w.StartArray();
-  str(w, "ApproximateReceiveCount");
-  str(w, "SentTimestamp");
-  w.EndArray();
-  w.EndObject();
-  return finish(buf);
+  return json_object([&](json_writer& w) {
+    key(w, "QueueUrl");
+    str(w, queue_url);
+    key(w, "MaxNumberOfMessages");
+    w.Int(max_messages);
+    key(w, "WaitTimeSeconds");
+    w.Int(wait_seconds);
+    key(w, "VisibilityTimeout");
+    w.Int(visibility_seconds);
+    key(w, "MessageSystemAttributeNames");
+    w.StartArray();
+    str(w, "ApproximateReceiveCount");
+    str(w, "SentTimestamp");
+    w.EndArray();
+  });
 }
 
 std::string delete_batch_request(std::string_view queue_url,
                                  const std::vector<receipt_entry>& entries) {
-  rapidjson::StringBuffer buf;
-  json_writer w{buf};
-  w.StartObject();
-  key(w, "QueueUrl");
-  str(w, queue_url);
-  key(w, "Entries");
-  w.StartArray();
-  for (auto& e : entries) {
-    w.StartObject();
-    key(w, "Id");
-    str(w, e.id);
+  return batch_request(queue_url, entries, [](json_writer& w, const receipt_entry& e) {
     key(w, "ReceiptHandle");
     str(w, e.receipt);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.EndObject();
-  return finish(buf);
+  });
 }
 
 std::string change_visibility_batch_request(std::string_view queue_url,
                                             const std::vector<visibility_entry>& entries) {
-  rapidjson::StringBuffer buf;
-  json_writer w{buf};
-  w.StartObject();
-  key(w, "QueueUrl");
-  str(w, queue_url);
-  key(w, "Entries");
-  w.StartArray();
-  for (auto& e : entries) {
-    w.StartObject();
-    key(w, "Id");
-    str(w, e.id);
+  return batch_request(queue_url, entries, [](json_writer& w, const visibility_entry& e) {
     key(w, "ReceiptHandle");
     str(w, e.receipt);
     key(w, "VisibilityTimeout");
     w.Int(e.timeout_seconds);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.EndObject();
-  return finish(buf);
+  });
 }
 
 std::string send_batch_request(std::string_view queue_url, const std::vector<send_entry>& entries) {
-  rapidjson::StringBuffer buf;
-  json_writer w{buf};
-  w.StartObject();
-  key(w, "QueueUrl");
-  str(w, queue_url);
-  key(w, "Entries");
-  w.StartArray();
-  for (auto& e : entries) {
-    w.StartObject();
-    key(w, "Id");
-    str(w, e.id);
+  return batch_request(queue_url, entries, [](json_writer& w, const send_entry& e) {
     key(w, "MessageBody");
     str(w, e.body);
     if (e.delay_seconds > 0) {
       key(w, "DelaySeconds");
       w.Int(e.delay_seconds);
     }
-    w.EndObject();
-  }
-  w.EndArray();
-  w.EndObject();
-  return finish(buf);
+  });
 }
 
 std::string get_attributes_request(std::string_view queue_url,
                                    const std::vector<std::string>& names) {
-  rapidjson::StringBuffer buf;
-  json_writer w{buf};
-  w.StartObject();
-  key(w, "QueueUrl");
-  str(w, queue_url);
-  key(w, "AttributeNames");
-  w.StartArray();
-  for (auto& n : names)
-    str(w, n);
-  w.EndArray();
-  w.EndObject();
-  return finish(buf);
+  return json_object([&](json_writer& w) {
+    key(w, "QueueUrl");
+    str(w, queue_url);
+    key(w, "AttributeNames");
+    w.StartArray();
+    for (auto& n : names)
+      str(w, n);
+    w.EndArray();
+  });
 }
 
 std::string get_queue_url_request(std::string_view queue_name) {
-  rapidjson::StringBuffer buf;
-  json_writer w{buf};
-  w.StartObject();
-  key(w, "QueueName");
-  str(w, queue_name);
-  w.EndObject();
-  return finish(buf);
+  return json_object([&](json_writer& w) {
+    key(w, "QueueName");
+    str(w, queue_name);
+  });
 }
 
 std::string create_queue_request(std::string_view queue_name,
                                  const std::map<std::string, std::string>& attributes) {
-  rapidjson::StringBuffer buf;
-  json_writer w{buf};
-  w.StartObject();
-  key(w, "QueueName");
-  str(w, queue_name);
-  if (!attributes.empty()) {
-    key(w, "Attributes");
-    w.StartObject();
-    for (auto& [k, v] : attributes) {
-      key(w, k);
-      str(w, v);
+  return json_object([&](json_writer& w) {
+    key(w, "QueueName");
+    str(w, queue_name);
+    if (!attributes.empty()) {
+      key(w, "Attributes");
+      w.StartObject();
+      for (auto& [k, v] : attributes) {
+        key(w, k);
+        str(w, v);
+      }
+      w.EndObject();
     }
-    w.EndObject();
-  }
-  w.EndObject();
-  return finish(buf);
+  });
 }
 
 std::string delete_queue_request(std::string_view queue_url) {
-  rapidjson::StringBuffer buf;
-  json_writer w{buf};
-  w.StartObject();
-  key(w, "QueueUrl");
-  str(w, queue_url);
-  w.EndObject();
-  return finish(buf);
+  return json_object([&](json_writer& w) {
+    key(w, "QueueUrl");
+    str(w, queue_url);
+  });
 }
 
 std::string redrive_policy(std::string_view dead_letter_arn, int max_receive_count) {
-  rapidjson::StringBuffer buf;
-  json_writer w{buf};
-  w.StartObject();
-  key(w, "deadLetterTargetArn");
-  str(w, dead_letter_arn);
-  // A string, as the console and the SDK documentation write it; SQS accepts both.
-  key(w, "maxReceiveCount");
-  str(w, std::to_string(max_receive_count));
-  w.EndObject();
-  return finish(buf);
+  return json_object([&](json_writer& w) {
+    key(w, "deadLetterTargetArn");
+    str(w, dead_letter_arn);
+    // A string, as the console and the SDK documentation write it; SQS accepts both.
+    key(w, "maxReceiveCount");
+    str(w, std::to_string(max_receive_count));
+  });
 }
 
 result<std::vector<queue_message>> parse_receive(std::string_view body) {

@@ -76,6 +76,51 @@ error too_large(const std::string& key, size_t max_bytes, std::string detail) {
                                                       + detail);
 }
 
+/// One S3 call, what the calls differ in.
+struct s3_call {
+  std::string method;
+  std::chrono::milliseconds timeout;
+  /// Names the call in S3's error messages, e.g. "GET documents/a.pdf" or "CreateBucket".
+  std::string what;
+  /// A 404 without an S3 error code is the object's absence ("storage.not_found").
+  bool object_request = false;
+};
+
+/// Passes every error on.
+template <class T>
+struct keep_error {
+  result<T> operator()(error e) const { return e; }
+};
+
+/// The skeleton every call shares: an invalid URL is delivered before any I/O; otherwise the
+/// request goes to `url`, signed. A 2xx answer goes to `on_answer`, which makes the value; any
+/// other status becomes S3's error (s3::parse_error), and that or a transport error goes to
+/// `on_error`, which may turn it into a value (S3's "already so" answers).
+template <class T, class OnAnswer, class OnError = keep_error<T>>
+void send_call(const shared_ptr& sh, result<std::string> url, s3_call call, http_request req,
+               callback<T> done, OnAnswer on_answer, OnError on_error = {}) {
+  if (!url) {
+    deliver_later<T>(std::move(done), url.error());
+    return;
+  }
+  req.method = std::move(call.method);
+  req.url = std::move(*url);
+  req.total_timeout = call.timeout;
+  submit(sh, std::move(req),
+         [call = std::move(call), done = std::move(done), on_answer = std::move(on_answer),
+          on_error = std::move(on_error)](result<http_response> r) {
+           if (!r) {
+             done(on_error(std::move(r.error())));
+             return;
+           }
+           if (!success(r->status)) {
+             done(on_error(s3::parse_error(*r, call.object_request, call.what)));
+             return;
+           }
+           done(on_answer(*r));
+         });
+}
+
 } // namespace
 
 s3_store::s3_store(std::shared_ptr<http_client> http, s3_options options) {
@@ -94,113 +139,56 @@ const s3_options& s3_store::options() const {
 }
 
 void s3_store::get(std::string key, size_t max_bytes, callback<std::string> done) {
-  auto url = s3::object_url(shared_->addressing, key);
-  if (!url) {
-    deliver_later<std::string>(std::move(done), url.error());
-    return;
-  }
   http_request req;
-  req.method = "GET";
-  req.url = std::move(*url);
-  req.total_timeout = shared_->options.transfer_timeout;
   // The engine stops reading a body over this limit (from Content-Length when the server sends
   // it), so an oversized object is never held in memory.
   req.max_response_bytes = std::max(max_bytes, min_response_limit);
-  submit(shared_, std::move(req),
-         [key = std::move(key), max_bytes, done = std::move(done)](result<http_response> r) {
-           if (!r) {
-             if (r.error().code == "http.too_large") {
-               done(too_large(key, max_bytes, ""));
-               return;
-             }
-             done(std::move(r.error()));
-             return;
-           }
-           if (!success(r->status)) {
-             done(s3::parse_error(*r, true, "GET " + key));
-             return;
-           }
-           if (auto n = content_length(*r); n && *n > max_bytes) {
-             done(too_large(key, max_bytes, " (Content-Length " + std::to_string(*n) + ")"));
-             return;
-           }
-           if (r->body.size() > max_bytes) {
-             done(too_large(key, max_bytes, ""));
-             return;
-           }
-           done(std::move(r->body));
-         });
+  auto url = s3::object_url(shared_->addressing, key);
+  send_call<std::string>(
+    shared_, std::move(url), {"GET", shared_->options.transfer_timeout, "GET " + key, true},
+    std::move(req), std::move(done),
+    [key, max_bytes](http_response& r) -> result<std::string> {
+      if (auto n = content_length(r); n && *n > max_bytes)
+        return too_large(key, max_bytes, " (Content-Length " + std::to_string(*n) + ")");
+      if (r.body.size() > max_bytes)
+        return too_large(key, max_bytes, "");
+      return std::move(r.body);
+    },
+    [key, max_bytes](error e) -> result<std::string> {
+      if (e.code == "http.too_large")
+        return too_large(key, max_bytes, "");
+      return e;
+    });
 }
 
 void s3_store::put(std::string key, std::string bytes, std::string content_type,
                    callback<void> done) {
-  auto url = s3::object_url(shared_->addressing, key);
-  if (!url) {
-    deliver_later<void>(std::move(done), url.error());
-    return;
-  }
   http_request req;
-  req.method = "PUT";
-  req.url = std::move(*url);
-  req.total_timeout = shared_->options.transfer_timeout;
   req.headers.emplace_back("Content-Type",
                            content_type.empty() ? "application/octet-stream" : content_type);
   if (shared_->options.sign_payload)
     req.headers.emplace_back("Content-MD5", aws::base64_encode(aws::md5(bytes)));
   req.body = std::move(bytes);
-  submit(shared_, std::move(req),
-         [key = std::move(key), done = std::move(done)](result<http_response> r) {
-           if (!r) {
-             done(std::move(r.error()));
-             return;
-           }
-           if (!success(r->status)) {
-             done(s3::parse_error(*r, false, "PUT " + key));
-             return;
-           }
-           done(unit{});
-         });
+  auto url = s3::object_url(shared_->addressing, key);
+  send_call<void>(shared_, std::move(url), {"PUT", shared_->options.transfer_timeout, "PUT " + key},
+                  std::move(req), std::move(done), [](http_response&) -> result<void> { return unit{}; });
 }
 
 void s3_store::exists(std::string key, callback<bool> done) {
   auto url = s3::object_url(shared_->addressing, key);
-  if (!url) {
-    deliver_later<bool>(std::move(done), url.error());
-    return;
-  }
-  http_request req;
-  req.method = "HEAD";
-  req.url = std::move(*url);
-  req.total_timeout = shared_->options.call_timeout;
-  submit(shared_, std::move(req),
-         [key = std::move(key), done = std::move(done)](result<http_response> r) {
-           if (!r) {
-             done(std::move(r.error()));
-             return;
-           }
-           if (success(r->status)) {
-             done(true);
-             return;
-           }
-           // HEAD answers carry no body: a 404 is the object's absence.
-           if (r->status == 404) {
-             done(false);
-             return;
-           }
-           done(s3::parse_error(*r, false, "HEAD " + key));
-         });
+  // HEAD answers carry no body: a 404 is the object's absence.
+  send_call<bool>(
+    shared_, std::move(url), {"HEAD", shared_->options.call_timeout, "HEAD " + key, true}, {},
+    std::move(done), [](http_response&) -> result<bool> { return true; },
+    [](error e) -> result<bool> {
+      if (e.code == "storage.not_found")
+        return false;
+      return e;
+    });
 }
 
 void s3_store::create_bucket(callback<void> done) {
-  auto url = s3::bucket_url(shared_->addressing);
-  if (!url) {
-    deliver_later<void>(std::move(done), url.error());
-    return;
-  }
   http_request req;
-  req.method = "PUT";
-  req.url = std::move(*url);
-  req.total_timeout = shared_->options.call_timeout;
   // us-east-1 is the default location and must not be named.
   if (shared_->region != "us-east-1") {
     req.headers.emplace_back("Content-Type", "application/xml");
@@ -208,74 +196,32 @@ void s3_store::create_bucket(callback<void> done) {
                "<LocationConstraint>"
                + shared_->region + "</LocationConstraint></CreateBucketConfiguration>";
   }
-  submit(shared_, std::move(req), [done = std::move(done)](result<http_response> r) {
-    if (!r) {
-      done(std::move(r.error()));
-      return;
-    }
-    if (!success(r->status)) {
-      auto err = s3::parse_error(*r, false, "CreateBucket");
-      if (err.code == "s3.BucketAlreadyOwnedByYou") {
-        done(unit{});
-        return;
-      }
-      done(std::move(err));
-      return;
-    }
-    done(unit{});
-  });
+  send_call<void>(
+    shared_, s3::bucket_url(shared_->addressing), {"PUT", shared_->options.call_timeout, "CreateBucket"},
+    std::move(req), std::move(done), [](http_response&) -> result<void> { return unit{}; },
+    [](error e) -> result<void> {
+      if (e.code == "s3.BucketAlreadyOwnedByYou")
+        return unit{};
+      return e;
+    });
 }
 
 void s3_store::delete_bucket(callback<void> done) {
-  auto url = s3::bucket_url(shared_->addressing);
-  if (!url) {
-    deliver_later<void>(std::move(done), url.error());
-    return;
-  }
-  http_request req;
-  req.method = "DELETE";
-  req.url = std::move(*url);
-  req.total_timeout = shared_->options.call_timeout;
-  submit(shared_, std::move(req), [done = std::move(done)](result<http_response> r) {
-    if (!r) {
-      done(std::move(r.error()));
-      return;
-    }
-    if (!success(r->status)) {
-      done(s3::parse_error(*r, false, "DeleteBucket"));
-      return;
-    }
-    done(unit{});
-  });
+  send_call<void>(shared_, s3::bucket_url(shared_->addressing),
+                  {"DELETE", shared_->options.call_timeout, "DeleteBucket"}, {}, std::move(done),
+                  [](http_response&) -> result<void> { return unit{}; });
 }
 
 void s3_store::remove(std::string key, callback<void> done) {
   auto url = s3::object_url(shared_->addressing, key);
-  if (!url) {
-    deliver_later<void>(std::move(done), url.error());
-    return;
-  }
-  http_request req;
-  req.method = "DELETE";
-  req.url = std::move(*url);
-  req.total_timeout = shared_->options.call_timeout;
-  submit(shared_, std::move(req),
-         [key = std::move(key), done = std::move(done)](result<http_response> r) {
-           if (!r) {
-             done(std::move(r.error()));
-             return;
-           }
-           if (!success(r->status)) {
-             auto err = s3::parse_error(*r, true, "DELETE " + key);
-             if (err.code == "storage.not_found") {
-               done(unit{});
-               return;
-             }
-             done(std::move(err));
-             return;
-           }
-           done(unit{});
-         });
+  send_call<void>(
+    shared_, std::move(url), {"DELETE", shared_->options.call_timeout, "DELETE " + key, true}, {},
+    std::move(done), [](http_response&) -> result<void> { return unit{}; },
+    [](error e) -> result<void> {
+      if (e.code == "storage.not_found")
+        return unit{};
+      return e;
+    });
 }
 
 namespace {
@@ -289,33 +235,24 @@ struct listing {
 };
 
 void list_page(std::shared_ptr<listing> state, std::string token) {
-  http_request req;
-  req.method = "GET";
-  req.url = state->base_url + "?list-type=2&prefix=" + aws::uri_encode(state->prefix);
+  auto url = state->base_url + "?list-type=2&prefix=" + aws::uri_encode(state->prefix);
   if (!token.empty())
-    req.url += "&continuation-token=" + aws::uri_encode(token);
-  req.total_timeout = state->sh->options.call_timeout;
-  submit(state->sh, std::move(req), [state](result<http_response> r) {
-    if (!r) {
-      state->done(std::move(r.error()));
-      return;
-    }
-    if (!success(r->status)) {
-      state->done(s3::parse_error(*r, false, "ListObjectsV2"));
-      return;
-    }
-    auto page = s3::parse_list(r->body);
-    if (!page) {
-      state->done(std::move(page.error()));
-      return;
-    }
-    state->keys.insert(state->keys.end(), page->keys.begin(), page->keys.end());
-    if (page->next_token.empty()) {
-      state->done(std::move(state->keys));
-      return;
-    }
-    list_page(state, page->next_token);
-  });
+    url += "&continuation-token=" + aws::uri_encode(token);
+  send_call<s3::list_page>(
+    state->sh, std::move(url), {"GET", state->sh->options.call_timeout, "ListObjectsV2"}, {},
+    [state](result<s3::list_page> page) {
+      if (!page) {
+        state->done(std::move(page.error()));
+        return;
+      }
+      state->keys.insert(state->keys.end(), page->keys.begin(), page->keys.end());
+      if (page->next_token.empty()) {
+        state->done(std::move(state->keys));
+        return;
+      }
+      list_page(state, page->next_token);
+    },
+    [](http_response& r) { return s3::parse_list(r.body); });
 }
 
 } // namespace

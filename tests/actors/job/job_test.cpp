@@ -299,6 +299,8 @@ CAF_TEST(a step past its deadline is a transient failure) {
   CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
   CAF_CHECK_EQUAL(outcomes.back().result, job_result::retrying);
   CAF_CHECK(db->row(id).last_error.find("step.timeout") != std::string::npos);
+  // The deadline names the step that ran past it.
+  CAF_CHECK(db->row(id).last_error.find("extract did not finish within 30 s") != std::string::npos);
   extract->unhold("extract");
   sched.run();
   CAF_CHECK_EQUAL(outcomes.size(), 1u);

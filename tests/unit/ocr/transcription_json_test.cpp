@@ -103,3 +103,9 @@ TEST(transcription_json, garbage_is_a_permanent_named_error) {
       << "message \"" << r.error().message << "\" should mention " << needle;
   }
 }
+
+TEST(transcription_json, the_summary_is_the_stored_form_without_version_text_and_pages) {
+  EXPECT_EQ(to_summary_json(sample()),
+            "{\"provider\":\"tesseract\",\"page_count\":2,\"quality_score\":0.625,"
+            "\"native_text\":false,\"preprocessed\":true,\"duration_ms\":1234567890123}");
+}
