@@ -15,6 +15,7 @@
 #include "adapters/ocr/transcriber.hpp"
 #include "adapters/queue/queue.hpp"
 #include "adapters/storage/object_store.hpp"
+#include "config/config.hpp"
 #include "messages/extraction.hpp"
 
 namespace ingestd {
@@ -35,43 +36,52 @@ struct worker_ports {
   std::function<void(const claimed_ingestion&, const error&, int32_t attempts)> on_failed;
 };
 
+/// How a worker runs, taken from the configuration (make_worker_settings): no value here has a
+/// default of its own. Tests and benches start from default_worker_settings() and change a few.
 struct worker_settings {
-  std::string worker_id = "ingestd";
-  int max_in_flight = 1000;
-  int max_messages = 10;
-  std::chrono::seconds wait_time{20};
+  std::string worker_id;
+  int max_in_flight{};
+  int max_messages{};
+  std::chrono::seconds wait_time{};
   /// Visibility asked for at receive; the heartbeat extends it right after the claim.
-  std::chrono::seconds visibility_timeout{60};
+  std::chrono::seconds visibility_timeout{};
   /// How long a claim lasts without renewal (seed 000's stale threshold).
-  std::chrono::seconds lease{300};
-  std::chrono::seconds heartbeat_rate{60};
-  std::chrono::seconds heartbeat_extension{300};
-  int heartbeat_actors = 2;
-  int max_attempts = 3;
+  std::chrono::seconds lease{};
+  std::chrono::seconds heartbeat_rate{};
+  std::chrono::seconds heartbeat_extension{};
+  int heartbeat_actors{};
+  int max_attempts{};
   /// Visibility before the next attempt, by attempts so far (the last entry repeats).
-  std::vector<std::chrono::seconds> retry_backoff{std::chrono::seconds{300}, std::chrono::seconds{1800}};
+  std::vector<std::chrono::seconds> retry_backoff;
   /// true: at max attempts leave the message for the queue's dead-letter redrive instead of
   /// deleting it.
-  bool dead_letter_on_final_failure = false;
+  bool dead_letter_on_final_failure{};
   /// Deadline of any single step of a job (one port call).
-  std::chrono::seconds step_timeout{300};
-  double quality_threshold = 0.7;
-  size_t max_file_bytes = 20u << 20;
-  std::chrono::seconds shutdown_grace{600};
-  std::chrono::seconds sweeper_interval{60};
+  std::chrono::seconds step_timeout{};
+  double quality_threshold{};
+  size_t max_file_bytes{};
+  std::chrono::seconds shutdown_grace{};
+  std::chrono::seconds sweeper_interval{};
   /// Ingestions due longer ago than this with nobody holding them are re-enqueued.
-  std::chrono::seconds stale_threshold{300};
-  /// CPU pool workers.
-  int cpu_workers = 1;
-  int cpu_backlog = 10000;
+  std::chrono::seconds stale_threshold{};
+  /// CPU pool workers, and how many items may wait for one.
+  int cpu_workers{};
+  int cpu_backlog{};
 };
+
+/// The worker's settings from the configuration (an empty worker.id becomes hostname-pid).
+worker_settings make_worker_settings(const config& cfg);
+
+/// make_worker_settings(default_config()).
+worker_settings default_worker_settings();
 
 /// Receives every job's outcome (from an actor thread: keep it short and thread-safe).
 using worker_observer = std::function<void(const job_outcome&)>;
 
 struct worker_context {
   worker_ports ports;
-  worker_settings settings;
+  /// The configuration's defaults until the embedding program sets them.
+  worker_settings settings = default_worker_settings();
   std::shared_ptr<worker_metrics> metrics = std::make_shared<worker_metrics>();
   worker_observer observer;
 };

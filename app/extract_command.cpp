@@ -53,7 +53,7 @@ result<extraction> run_extractor(const config& cfg, const std::string& text) {
   auto deadline = std::chrono::seconds{cfg.extraction.timeout_seconds * cfg.extraction.max_attempts +
                                        (2 << cfg.extraction.max_attempts) + 30};
   return blocking_call<extraction>(deadline, "extract.timeout", "the extractor",
-                                   [&](auto cb) { (*rt)->extract->extract(text, cb); });
+                                   [&](auto cb) { (*rt)->ports.extract->extract(text, cb); });
 }
 
 void print_human(const transcription& t, const extraction& x, const rapidjson::Document& d,

@@ -69,8 +69,8 @@ int run_command(const arguments& args) {
   {
     auto ctx = std::make_shared<worker_context>();
     ctx->settings = make_worker_settings(*cfg);
-    auto pool = spawn_cpu_pool(sys, cpu_pool_size(cfg->worker.preprocessing_pool_size_dec),
-                               ctx->settings.cpu_backlog, ctx->metrics);
+    auto pool =
+      spawn_cpu_pool(sys, ctx->settings.cpu_workers, ctx->settings.cpu_backlog, ctx->metrics);
     auto executor = make_cpu_executor(pool);
     auto rt = make_runtime(*cfg, *executor);
     if (!rt) {
@@ -79,12 +79,7 @@ int run_command(const arguments& args) {
       caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
       return failure;
     }
-    ctx->ports.ingest_queue = (*rt)->ingest_queue;
-    ctx->ports.storage = (*rt)->storage;
-    ctx->ports.db = (*rt)->db;
-    ctx->ports.ocr = (*rt)->ocr;
-    ctx->ports.extract = (*rt)->extract;
-    ctx->ports.on_failed = (*rt)->on_failed;
+    ctx->ports = (*rt)->ports;
     log::info("ingestd starting",
               {{"worker_id", ctx->settings.worker_id},
                {"queue_backend", cfg->queue.backend},
@@ -94,13 +89,13 @@ int run_command(const arguments& args) {
                {"ocr", cfg->transcription.provider},
                {"extractor", cfg->extraction.provider},
                {"max_in_flight", cfg->worker.max_in_flight},
-               {"cpu_workers", cpu_pool_size(cfg->worker.preprocessing_pool_size_dec)}});
+               {"cpu_workers", ctx->settings.cpu_workers}});
     // Intake and admin endpoints, each on threads of its own (port 0: off).
     intake_options intake_opts;
     intake_opts.max_bytes = static_cast<size_t>(
       std::min(cfg->transcription.max_file_bytes, cfg->storage.max_object_bytes));
-    auto intake = std::make_shared<intake_service>((*rt)->db, (*rt)->ingest_queue, (*rt)->storage,
-                                                   cfg->database.url, intake_opts);
+    auto intake = std::make_shared<intake_service>((*rt)->ports.db, (*rt)->ports.ingest_queue,
+                                                   (*rt)->ports.storage, cfg->database.url, intake_opts);
     std::unique_ptr<intake_server> intake_http;
     if (cfg->intake.port != 0) {
       intake_server_options o;
@@ -119,7 +114,7 @@ int run_command(const arguments& args) {
     if (cfg->admin.port != 0) {
       admin_probes probes;
       probes.database = [intake] { return intake->ping_database(); };
-      probes.queue = [q = (*rt)->ingest_queue]() {
+      probes.queue = [q = (*rt)->ports.ingest_queue]() {
         return blocking_call<queue_stats>(std::chrono::seconds{5}, "admin.timeout", "the queue",
                                           [&](auto cb) { q->stats(cb); });
       };

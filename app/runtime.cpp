@@ -1,8 +1,6 @@
 // Builds the configured adapters.
 #include "app/runtime.hpp"
 
-#include <unistd.h>
-
 #include "adapters/aws/aws_credentials.hpp"
 #include "adapters/db/batching_repository.hpp"
 #include "adapters/db/pg_repository.hpp"
@@ -21,51 +19,8 @@
 
 namespace ingestd {
 
-runtime::~runtime() {
-  on_failed = nullptr;
-  extract.reset();
-  ocr.reset();
-  db.reset();
-  storage.reset();
-  ingest_queue.reset();
-  http.reset();
-}
-
-namespace {
-
-
-} // namespace
-
-worker_settings make_worker_settings(const config& cfg) {
-  using std::chrono::seconds;
-  worker_settings s;
-  s.worker_id = cfg.worker.id;
-  if (s.worker_id.empty()) {
-    char host[256] = {};
-    ::gethostname(host, sizeof host - 1);
-    s.worker_id = std::string{host} + "-" + std::to_string(::getpid());
-  }
-  s.max_in_flight = cfg.worker.max_in_flight;
-  s.max_messages = cfg.queue.max_messages;
-  s.wait_time = seconds{cfg.queue.wait_time_seconds};
-  s.visibility_timeout = seconds{cfg.queue.visibility_timeout_seconds};
-  s.lease = seconds{cfg.worker.stale_ingestion_threshold_minutes * 60};
-  s.stale_threshold = s.lease;
-  s.heartbeat_rate = seconds{cfg.worker.heartbeat_rate_seconds};
-  s.heartbeat_extension = seconds{cfg.worker.heartbeat_extension_seconds};
-  s.heartbeat_actors = cfg.worker.heartbeat_pool_size;
-  s.max_attempts = cfg.worker.max_retry_attempts;
-  s.retry_backoff.clear();
-  for (auto x : cfg.worker.retry_backoff_seconds)
-    s.retry_backoff.push_back(seconds{x});
-  s.dead_letter_on_final_failure = cfg.queue.max_receive_count > 0;
-  s.step_timeout = seconds{cfg.worker.step_timeout_seconds};
-  s.quality_threshold = cfg.transcription.ocr_quality_threshold;
-  s.max_file_bytes = static_cast<size_t>(cfg.transcription.max_file_bytes);
-  s.shutdown_grace = seconds{cfg.worker.shutdown_grace_seconds};
-  s.sweeper_interval = seconds{cfg.worker.sweeper_interval_seconds};
-  return s;
-}
+// Members go in reverse order of declaration: `ports` (its own members in reverse), then `http`.
+runtime::~runtime() = default;
 
 result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& cpu, runtime_parts parts) {
   auto rt = std::make_unique<runtime>();
@@ -88,7 +43,7 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
 
   if (parts.database)
     // Claims, completions and audit events of concurrent jobs coalesced into few statements.
-    rt->db = std::make_shared<batching_repository>(
+    rt->ports.db = std::make_shared<batching_repository>(
       std::make_shared<pg_repository>(cfg.database.url, pg_repository_options{cfg.database.pool_size}));
 
   if (parts.queue) {
@@ -96,7 +51,7 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
       postgres_queue_options opts;
       opts.max_receive_count = cfg.queue.max_receive_count;
       opts.dead_letter_queue = cfg.queue.max_receive_count > 0 ? cfg.queue.dead_letter_name : std::string{};
-      rt->ingest_queue = std::make_shared<postgres_queue>(cfg.database.url, cfg.queue.name, opts);
+      rt->ports.ingest_queue = std::make_shared<postgres_queue>(cfg.database.url, cfg.queue.name, opts);
     } else {
       sqs_connection conn;
       conn.credentials = creds;
@@ -112,14 +67,14 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
                        "looking up SQS queue " + cfg.queue.name + ": " + found.error().message};
         url = *found;
       }
-      rt->ingest_queue = std::make_shared<sqs_queue>(http(), sqs_queue_options{conn, url, cfg.queue.name});
+      rt->ports.ingest_queue = std::make_shared<sqs_queue>(http(), sqs_queue_options{conn, url, cfg.queue.name});
     }
   }
 
   if (parts.storage) {
     if (cfg.storage.backend == "filesystem") {
       // Local file I/O is quick: one thread keeps the thread count low.
-      rt->storage = std::make_shared<filesystem_store>(cfg.storage.root, 1);
+      rt->ports.storage = std::make_shared<filesystem_store>(cfg.storage.root, 1);
     } else {
       s3_options opts;
       opts.credentials = creds;
@@ -127,7 +82,7 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
       opts.endpoint = cfg.aws.endpoint;
       opts.bucket = cfg.storage.bucket;
       opts.path_style = cfg.storage.path_style;
-      rt->storage = std::make_shared<s3_store>(http(), opts);
+      rt->ports.storage = std::make_shared<s3_store>(http(), opts);
     }
   }
 
@@ -135,7 +90,7 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     auto opts = make_local_transcriber_options(
       cfg.transcription.languages, static_cast<size_t>(cfg.transcription.max_file_bytes),
       cfg.transcription.max_pages, std::chrono::seconds{cfg.transcription.timeout_seconds});
-    rt->ocr = std::make_shared<local_transcriber>(cpu, opts);
+    rt->ports.ocr = std::make_shared<local_transcriber>(cpu, opts);
   } else {
     if (cfg.secrets.document_ai_token.empty())
       return error::make_permanent("config.secret_missing",
@@ -145,11 +100,11 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     opts.access_token = cfg.secrets.document_ai_token;
     opts.timeout = std::chrono::seconds{cfg.transcription.timeout_seconds};
     opts.max_file_bytes = static_cast<size_t>(cfg.transcription.max_file_bytes);
-    rt->ocr = std::make_shared<document_ai_transcriber>(*http(), opts);
+    rt->ports.ocr = std::make_shared<document_ai_transcriber>(*http(), opts);
   }
 
   if (cfg.extraction.provider == "local") {
-    rt->extract = std::make_shared<local_extractor>();
+    rt->ports.extract = std::make_shared<local_extractor>();
   } else {
     if (cfg.secrets.llm_api_key.empty())
       log::warn("extraction.provider is llm and INGESTD_LLM_API_KEY is not set: requests go without a key");
@@ -160,7 +115,7 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     opts.request_timeout = std::chrono::seconds{cfg.extraction.timeout_seconds};
     opts.max_attempts = cfg.extraction.max_attempts;
     // The engine's thread also runs the retry back-off.
-    rt->extract = std::make_shared<openai_extractor>(*http(), *http(), opts);
+    rt->ports.extract = std::make_shared<openai_extractor>(*http(), *http(), opts);
   }
 
   if (!cfg.secrets.notify_webhook_url.empty()) {
@@ -169,7 +124,7 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     if (!cfg.notify.link_template.empty())
       opts.link_template = cfg.notify.link_template;
     auto notifier = std::make_shared<webhook_notifier>(*http(), opts);
-    rt->on_failed = [notifier](const claimed_ingestion& c, const error& e, int32_t attempts) {
+    rt->ports.on_failed = [notifier](const claimed_ingestion& c, const error& e, int32_t attempts) {
       notifier->notify_failed(failure_notice{c.ingestion_id.str(), c.document_id.str(), c.tenant_id.str(),
                                              e.describe(), std::string{to_string(e.cls)}, attempts},
                               [](result<void>) {});

@@ -13,18 +13,15 @@ class curl_engine;
 class cpu_executor;
 
 struct runtime {
-  // Declared first so it is destroyed last: the adapters below hold references to it. Null when
-  // no backend speaks HTTP. It is also the LLM client's retry timer.
+  // Declared first so it is destroyed last: the adapters in `ports` hold references to it. Null
+  // when no backend speaks HTTP. It is also the LLM client's retry timer.
   std::shared_ptr<curl_engine> http;
-  std::shared_ptr<queue> ingest_queue;
-  std::shared_ptr<object_store> storage;
-  std::shared_ptr<repository> db;
-  std::shared_ptr<transcriber> ocr;
-  std::shared_ptr<extractor> extract;
-  std::function<void(const claimed_ingestion&, const error&, int32_t)> on_failed;
+  /// The adapters, handed to the worker as they are (`gate` stays empty: the default gate).
+  worker_ports ports;
 
-  /// Tears down in the order that lets late callbacks find what they use: the adapters, then the
-  /// HTTP engine (which answers its calls still in flight and drops pending retries).
+  /// Tears down in the order that lets late callbacks find what they use: the adapters (the
+  /// failure notifier first, the queue last: worker_ports' members in reverse), then the HTTP
+  /// engine (which answers its calls still in flight and drops pending retries).
   ~runtime();
 };
 
@@ -39,8 +36,5 @@ struct runtime_parts {
 /// (it may look an SQS queue URL up): call it before the actors start.
 result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& cpu,
                                               runtime_parts parts = {});
-
-/// The worker's settings from the configuration.
-worker_settings make_worker_settings(const config& cfg);
 
 } // namespace ingestd

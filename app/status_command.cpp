@@ -74,15 +74,15 @@ int status_command(const arguments& args) {
     std::fprintf(stderr, "ingestd status: %s\n", rt.error().describe().c_str());
     return failure;
   }
-  intake_service look{(*rt)->db, (*rt)->ingest_queue, nullptr, cfg->database.url};
+  intake_service look{(*rt)->ports.db, (*rt)->ports.ingest_queue, nullptr, cfg->database.url};
   auto summary = blocking_call<status_summary>(std::chrono::seconds{60}, "status.timeout", "the database",
-                                               [&](auto cb) { (*rt)->db->summarize(cb); });
+                                               [&](auto cb) { (*rt)->ports.db->summarize(cb); });
   if (!summary) {
     std::fprintf(stderr, "ingestd status: database: %s\n", summary.error().describe().c_str());
     return failure;
   }
   auto qs = blocking_call<queue_stats>(std::chrono::seconds{60}, "status.timeout", "the queue",
-                                      [&](auto cb) { (*rt)->ingest_queue->stats(cb); });
+                                      [&](auto cb) { (*rt)->ports.ingest_queue->stats(cb); });
   if (!qs) {
     std::fprintf(stderr, "ingestd status: queue: %s\n", qs.error().describe().c_str());
     return failure;

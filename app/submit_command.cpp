@@ -201,7 +201,8 @@ int submit_command(const arguments& args) {
   intake_options opts;
   opts.max_bytes = static_cast<size_t>(
     std::min(cfg->transcription.max_file_bytes, cfg->storage.max_object_bytes));
-  intake_service intake{(*rt)->db, (*rt)->ingest_queue, (*rt)->storage, cfg->database.url, opts};
+  intake_service intake{(*rt)->ports.db, (*rt)->ports.ingest_queue, (*rt)->ports.storage,
+                        cfg->database.url, opts};
 
   auto files = collect(paths);
   bool tty = ::isatty(STDERR_FILENO) == 1 && !quiet;

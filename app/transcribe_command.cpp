@@ -63,7 +63,7 @@ result<transcription> transcribe_path(const config& cfg, const std::string& path
   transcription_request req{std::move(*bytes), std::string{type->mime}, threshold, true};
   auto deadline = std::chrono::seconds{cfg.transcription.timeout_seconds + 30};
   return blocking_call<transcription>(deadline, "ocr.timeout", "the OCR provider",
-                                      [&](auto cb) { (*rt)->ocr->transcribe(std::move(req), cb); });
+                                      [&](auto cb) { (*rt)->ports.ocr->transcribe(std::move(req), cb); });
 }
 
 } // namespace

@@ -1,5 +1,6 @@
-// The configuration loader: a table of every key (type, default, range), a JSON file and
-// environment overrides on top of the defaults, and validation that names the key.
+// The configuration loader: one table of every key (its field, default, accepted values and the
+// rules that make it required) drives the defaults, the JSON file, the environment overrides,
+// validation that names the key, and printing.
 #include "config/config.hpp"
 
 #include "messages/uuid.hpp"
@@ -9,7 +10,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <sstream>
+#include <type_traits>
 #include <variant>
 
 #include <rapidjson/document.h>
@@ -25,8 +28,13 @@ namespace {
 
 enum class kind { integer, number, boolean, string, choice, integer_list };
 
+/// A key's value as parsed and printed; integers of any width are int64_t here.
 using value = std::variant<int64_t, double, bool, std::string, std::vector<int64_t>>;
 
+/// A rule over the loaded configuration for one key's value: what was expected when it fails.
+using rule = std::function<std::optional<std::string>(const config&, const value&)>;
+
+/// One configuration key: the only place its name, field, default and rules are written.
 struct key_spec {
   std::string section;
   std::string key;
@@ -34,62 +42,238 @@ struct key_spec {
   value fallback;
   double min = 0;
   double max = 0;
-  std::vector<std::string> choices = {};
+  std::vector<std::string> choices;
+  rule check;
+  /// A URL whose password is replaced by "****" wherever the value is shown.
+  bool masked = false;
+  std::function<value(const config&)> get;
+  std::function<void(config&, const value&)> set;
 };
 
-const std::vector<key_spec>& schema() {
-  using v = std::vector<int64_t>;
-  static const std::vector<key_spec> all{
-    {"database", "url", kind::string, std::string{"postgresql://ingestd@127.0.0.1:55432/ingestd"}},
-    {"database", "pool_size", kind::integer, int64_t{2}, 1, 64},
-    {"queue", "backend", kind::choice, std::string{"postgres"}, 0, 0, {"postgres", "sqs"}},
-    {"queue", "name", kind::string, std::string{"ingestd-ingest"}},
-    {"queue", "url", kind::string, std::string{}},
-    {"queue", "dead_letter_name", kind::string, std::string{"ingestd-ingest-dlq"}},
-    {"queue", "max_receive_count", kind::integer, int64_t{0}, 0, 1000},
-    {"queue", "wait_time_seconds", kind::integer, int64_t{20}, 0, 20},
-    {"queue", "max_messages", kind::integer, int64_t{10}, 1, 10},
-    {"queue", "visibility_timeout_seconds", kind::integer, int64_t{60}, 1, 43200},
-    {"aws", "region", kind::string, std::string{"eu-central-1"}},
-    {"aws", "endpoint", kind::string, std::string{}},
-    {"storage", "backend", kind::choice, std::string{"filesystem"}, 0, 0, {"filesystem", "s3"}},
-    {"storage", "root", kind::string, std::string{".local/storage"}},
-    {"storage", "bucket", kind::string, std::string{"ingestd-storage"}},
-    {"storage", "path_style", kind::boolean, true},
-    {"storage", "max_object_bytes", kind::integer, int64_t{100} << 20, 1, double(int64_t{1} << 34)},
-    {"worker", "id", kind::string, std::string{}},
-    {"worker", "max_in_flight", kind::integer, int64_t{1000}, 1, 100000},
-    {"worker", "heartbeat_pool_size", kind::integer, int64_t{2}, 1, 16},
-    {"worker", "preprocessing_pool_size_dec", kind::integer, int64_t{1}, 0, 256},
-    {"worker", "shutdown_grace_seconds", kind::integer, int64_t{600}, 0, 86400},
-    {"worker", "heartbeat_rate_seconds", kind::integer, int64_t{60}, 1, 3600},
-    {"worker", "heartbeat_extension_seconds", kind::integer, int64_t{300}, 1, 43200},
-    {"worker", "stale_ingestion_threshold_minutes", kind::integer, int64_t{5}, 1, 1440},
-    {"worker", "max_retry_attempts", kind::integer, int64_t{3}, 1, 100},
-    {"worker", "retry_backoff_seconds", kind::integer_list, v{300, 1800}, 0, 43200},
-    {"worker", "step_timeout_seconds", kind::integer, int64_t{300}, 1, 86400},
-    {"worker", "sweeper_interval_seconds", kind::integer, int64_t{60}, 1, 86400},
-    {"transcription", "provider", kind::choice, std::string{"tesseract"}, 0, 0, {"tesseract", "document_ai"}},
-    {"transcription", "ocr_quality_threshold", kind::number, 0.7, 0, 1},
-    {"transcription", "languages", kind::string, std::string{"eng+deu"}},
-    {"transcription", "max_file_bytes", kind::integer, int64_t{20} << 20, 1, double(int64_t{1} << 32)},
-    {"transcription", "max_pages", kind::integer, int64_t{30}, 1, 10000},
-    {"transcription", "timeout_seconds", kind::integer, int64_t{300}, 1, 86400},
-    {"transcription", "document_ai_endpoint", kind::string, std::string{}},
-    {"extraction", "provider", kind::choice, std::string{"local"}, 0, 0, {"local", "llm"}},
-    {"extraction", "llm_base_url", kind::string, std::string{"https://api.openai.com"}},
-    {"extraction", "llm_model", kind::string, std::string{"gpt-4o-mini"}},
-    {"extraction", "timeout_seconds", kind::integer, int64_t{120}, 1, 3600},
-    {"extraction", "max_attempts", kind::integer, int64_t{3}, 1, 10},
-    {"notify", "link_template", kind::string, std::string{}},
-    {"admin", "bind", kind::string, std::string{"127.0.0.1"}},
-    {"admin", "port", kind::integer, int64_t{9464}, 0, 65535},
-    {"intake", "bind", kind::string, std::string{"127.0.0.1"}},
-    {"intake", "port", kind::integer, int64_t{0}, 0, 65535},
-    {"intake", "default_tenant", kind::string, std::string{"00000000-0000-7000-8000-000000000001"}},
-    {"log", "format", kind::choice, std::string{"json"}, 0, 0, {"json", "text"}},
-    {"log", "level", kind::choice, std::string{"info"}, 0, 0, {"trace", "debug", "info", "warn", "error"}},
+/// Appends the keys of one section of `config` to a table, each bound to its field.
+template <class Section>
+class section_keys {
+public:
+  section_keys(std::vector<key_spec>& table, std::string name, Section config::*section)
+    : table_(table), name_(std::move(name)), section_(section) {}
+
+  template <class T>
+  section_keys& integer(const char* key, T Section::*field, int64_t fallback, int64_t min,
+                        int64_t max, rule check = {}) {
+    static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>);
+    return add(key, field, kind::integer, fallback, double(min), double(max), {}, std::move(check));
+  }
+
+  section_keys& number(const char* key, double Section::*field, double fallback, double min,
+                       double max) {
+    return add(key, field, kind::number, fallback, min, max, {}, {});
+  }
+
+  section_keys& boolean(const char* key, bool Section::*field, bool fallback) {
+    return add(key, field, kind::boolean, fallback, 0, 0, {}, {});
+  }
+
+  section_keys& text(const char* key, std::string Section::*field, std::string fallback,
+                     rule check = {}) {
+    return add(key, field, kind::string, std::move(fallback), 0, 0, {}, std::move(check));
+  }
+
+  section_keys& choice(const char* key, std::string Section::*field, std::string fallback,
+                       std::vector<std::string> choices) {
+    return add(key, field, kind::choice, std::move(fallback), 0, 0, std::move(choices), {});
+  }
+
+  /// A non-empty list, each item in [min, max].
+  section_keys& integer_list(const char* key, std::vector<int64_t> Section::*field,
+                             std::vector<int64_t> fallback, int64_t min, int64_t max) {
+    return add(key, field, kind::integer_list, std::move(fallback), double(min), double(max), {},
+               {});
+  }
+
+  /// The last key holds a URL whose password must never be shown.
+  section_keys& masked() {
+    table_.back().masked = true;
+    return *this;
+  }
+
+private:
+  template <class T>
+  section_keys& add(const char* key, T Section::*field, kind type, value fallback, double min,
+                    double max, std::vector<std::string> choices, rule check) {
+    // Every integer field is an int64_t in a `value`.
+    using stored =
+      std::conditional_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int64_t, T>;
+    key_spec spec{name_, key, type, std::move(fallback), min, max, std::move(choices),
+                  std::move(check)};
+    spec.get = [section = section_, field](const config& c) -> value {
+      return stored((c.*section).*field);
+    };
+    spec.set = [section = section_, field](config& c, const value& v) {
+      (c.*section).*field = static_cast<T>(std::get<stored>(v));
+    };
+    table_.push_back(std::move(spec));
+    return *this;
+  }
+
+  std::vector<key_spec>& table_;
+  std::string name_;
+  Section config::*section_;
+};
+
+template <class Section>
+section_keys<Section> keys(std::vector<key_spec>& table, std::string name,
+                           Section config::*section) {
+  return {table, std::move(name), section};
+}
+
+/// The string must be non-empty, when `applies` holds (always when it is null).
+rule required(std::string expected, bool (*applies)(const config&) = nullptr) {
+  return [expected = std::move(expected),
+          applies](const config& c, const value& v) -> std::optional<std::string> {
+    if ((applies == nullptr || applies(c)) && std::get<std::string>(v).empty())
+      return expected;
+    return std::nullopt;
   };
+}
+
+/// The string must start with one of `schemes`, when `applies` holds (always when it is null).
+rule url_of(std::vector<std::string> schemes, std::string expected,
+            bool (*applies)(const config&) = nullptr) {
+  return [schemes = std::move(schemes), expected = std::move(expected),
+          applies](const config& c, const value& v) -> std::optional<std::string> {
+    if (applies != nullptr && !applies(c))
+      return std::nullopt;
+    auto& url = std::get<std::string>(v);
+    for (auto& scheme : schemes)
+      if (url.rfind(scheme, 0) == 0)
+        return std::nullopt;
+    return expected;
+  };
+}
+
+/// The whole table, section by section in the order `ingestd config` prints them.
+const std::vector<key_spec>& schema() {
+  static const std::vector<key_spec> all = [] {
+    std::vector<key_spec> t;
+
+    using database = config::database_section;
+    keys(t, "database", &config::database)
+      .text("url", &database::url, "postgresql://ingestd@127.0.0.1:55432/ingestd",
+            url_of({"postgresql://", "postgres://"}, "a postgresql:// URL"))
+      .masked()
+      .integer("pool_size", &database::pool_size, 2, 1, 64);
+
+    using queue = config::queue_section;
+    keys(t, "queue", &config::queue)
+      .choice("backend", &queue::backend, "postgres", {"postgres", "sqs"})
+      .text("name", &queue::name, "ingestd-ingest", required("a non-empty queue name"))
+      // The SQS queue URL; looked up by the name when empty.
+      .text("url", &queue::url, "")
+      .text("dead_letter_name", &queue::dead_letter_name, "ingestd-ingest-dlq")
+      // 0: no dead-letter redrive; failed ingestions are acked.
+      .integer("max_receive_count", &queue::max_receive_count, 0, 0, 1000)
+      .integer("wait_time_seconds", &queue::wait_time_seconds, 20, 0, 20)
+      .integer("max_messages", &queue::max_messages, 10, 1, 10)
+      .integer("visibility_timeout_seconds", &queue::visibility_timeout_seconds, 60, 1, 43200);
+
+    using aws = config::aws_section;
+    keys(t, "aws", &config::aws)
+      .text("region", &aws::region, "eu-central-1")
+      // E.g. a local emulator; empty for AWS itself.
+      .text("endpoint", &aws::endpoint, "");
+
+    using storage = config::storage_section;
+    keys(t, "storage", &config::storage)
+      .choice("backend", &storage::backend, "filesystem", {"filesystem", "s3"})
+      .text("root", &storage::root, ".local/storage",
+            required("a directory for the filesystem store",
+                     [](const config& c) { return c.storage.backend == "filesystem"; }))
+      .text("bucket", &storage::bucket, "ingestd-storage",
+            required("a bucket name for the s3 store",
+                     [](const config& c) { return c.storage.backend == "s3"; }))
+      .boolean("path_style", &storage::path_style, true)
+      .integer("max_object_bytes", &storage::max_object_bytes, int64_t{100} << 20, 1,
+               int64_t{1} << 34);
+
+    using worker = config::worker_section;
+    keys(t, "worker", &config::worker)
+      // Empty: hostname-pid.
+      .text("id", &worker::id, "")
+      .integer("max_in_flight", &worker::max_in_flight, 1000, 1, 100000)
+      .integer("heartbeat_pool_size", &worker::heartbeat_pool_size, 2, 1, 16)
+      // CPU pool workers: the cores less this many.
+      .integer("preprocessing_pool_size_dec", &worker::preprocessing_pool_size_dec, 1, 0, 256)
+      .integer("shutdown_grace_seconds", &worker::shutdown_grace_seconds, 600, 0, 86400)
+      .integer("heartbeat_rate_seconds", &worker::heartbeat_rate_seconds, 60, 1, 3600,
+               [](const config& c, const value&) -> std::optional<std::string> {
+                 if (c.worker.heartbeat_rate_seconds < c.worker.heartbeat_extension_seconds)
+                   return std::nullopt;
+                 std::string expected = "less than worker.heartbeat_extension_seconds (";
+                 expected.append(std::to_string(c.worker.heartbeat_extension_seconds))
+                   .append("), or messages become visible between heartbeats");
+                 return expected;
+               })
+      .integer("heartbeat_extension_seconds", &worker::heartbeat_extension_seconds, 300, 1, 43200)
+      .integer("stale_ingestion_threshold_minutes", &worker::stale_ingestion_threshold_minutes, 5,
+               1, 1440)
+      .integer("max_retry_attempts", &worker::max_retry_attempts, 3, 1, 100)
+      // Visibility before the next attempt, by attempts so far (the last entry repeats).
+      .integer_list("retry_backoff_seconds", &worker::retry_backoff_seconds, {300, 1800}, 0, 43200)
+      .integer("step_timeout_seconds", &worker::step_timeout_seconds, 300, 1, 86400)
+      .integer("sweeper_interval_seconds", &worker::sweeper_interval_seconds, 60, 1, 86400);
+
+    using transcription = config::transcription_section;
+    keys(t, "transcription", &config::transcription)
+      .choice("provider", &transcription::provider, "tesseract", {"tesseract", "document_ai"})
+      .number("ocr_quality_threshold", &transcription::ocr_quality_threshold, 0.7, 0, 1)
+      .text("languages", &transcription::languages, "eng+deu")
+      .integer("max_file_bytes", &transcription::max_file_bytes, int64_t{20} << 20, 1,
+               int64_t{1} << 32)
+      .integer("max_pages", &transcription::max_pages, 30, 1, 10000)
+      .integer("timeout_seconds", &transcription::timeout_seconds, 300, 1, 86400)
+      .text("document_ai_endpoint", &transcription::document_ai_endpoint, "",
+            required("the processor's :process URL when transcription.provider is document_ai",
+                     [](const config& c) { return c.transcription.provider == "document_ai"; }));
+
+    using extraction = config::extraction_section;
+    keys(t, "extraction", &config::extraction)
+      .choice("provider", &extraction::provider, "local", {"local", "llm"})
+      .text("llm_base_url", &extraction::llm_base_url, "https://api.openai.com",
+            url_of({"http://", "https://"},
+                   "an http:// or https:// URL when extraction.provider is llm",
+                   [](const config& c) { return c.extraction.provider == "llm"; }))
+      .text("llm_model", &extraction::llm_model, "gpt-4o-mini")
+      .integer("timeout_seconds", &extraction::timeout_seconds, 120, 1, 3600)
+      .integer("max_attempts", &extraction::max_attempts, 3, 1, 10);
+
+    using notify = config::notify_section;
+    keys(t, "notify", &config::notify).text("link_template", &notify::link_template, "");
+
+    using admin = config::admin_section;
+    keys(t, "admin", &config::admin)
+      .text("bind", &admin::bind, "127.0.0.1")
+      // 0: disabled.
+      .integer("port", &admin::port, 9464, 0, 65535);
+
+    using intake = config::intake_section;
+    keys(t, "intake", &config::intake)
+      .text("bind", &intake::bind, "127.0.0.1")
+      // 0: disabled.
+      .integer("port", &intake::port, 0, 0, 65535)
+      .text("default_tenant", &intake::default_tenant, "00000000-0000-7000-8000-000000000001",
+            [](const config&, const value& v) -> std::optional<std::string> {
+              auto& tenant = std::get<std::string>(v);
+              if (tenant.empty() || uuid::parse(tenant))
+                return std::nullopt;
+              return "a UUID";
+            });
+
+    using log = config::log_section;
+    keys(t, "log", &config::log)
+      .choice("format", &log::format, "json", {"json", "text"})
+      .choice("level", &log::level, "info", {"trace", "debug", "info", "warn", "error"});
+    return t;
+  }();
   return all;
 }
 
@@ -122,7 +306,8 @@ std::string full_name(const key_spec& spec) { return spec.section + "." + spec.k
 std::string expected_text(const key_spec& spec) {
   auto range = [&](const char* what) {
     std::ostringstream out;
-    out << what << " from " << static_cast<int64_t>(spec.min) << " to " << static_cast<int64_t>(spec.max);
+    out << what << " from " << static_cast<int64_t>(spec.min) << " to "
+        << static_cast<int64_t>(spec.max);
     return out.str();
   };
   switch (spec.type) {
@@ -149,6 +334,46 @@ std::string expected_text(const key_spec& spec) {
   return "";
 }
 
+void put_value(rapidjson::Writer<rapidjson::StringBuffer>& w, const value& v) {
+  std::visit(
+    [&](auto& x) {
+      using t = std::decay_t<decltype(x)>;
+      if constexpr (std::is_same_v<t, int64_t>)
+        w.Int64(x);
+      else if constexpr (std::is_same_v<t, double>)
+        w.Double(x);
+      else if constexpr (std::is_same_v<t, bool>)
+        w.Bool(x);
+      else if constexpr (std::is_same_v<t, std::string>)
+        w.String(x.c_str(), static_cast<rapidjson::SizeType>(x.size()));
+      else {
+        w.StartArray();
+        for (auto i : x)
+          w.Int64(i);
+        w.EndArray();
+      }
+    },
+    v);
+}
+
+/// The key's value as it may be shown: a URL's password masked.
+value shown_value(const key_spec& spec, const config& c) {
+  auto v = spec.get(c);
+  if (spec.masked)
+    v = mask_url_password(std::get<std::string>(v));
+  return v;
+}
+
+/// A value in a problem: strings quoted as given, everything else as JSON.
+std::string shown_text(const value& v) {
+  if (auto s = std::get_if<std::string>(&v))
+    return "\"" + *s + "\"";
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> writer{buf};
+  put_value(writer, v);
+  return buf.GetString();
+}
+
 std::string json_text(const rapidjson::Value& v) {
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> writer{buf};
@@ -156,212 +381,124 @@ std::string json_text(const rapidjson::Value& v) {
   return buf.GetString();
 }
 
-/// Calls f(name, member) for every configuration key of `c`: the one list that ties key names
-/// to the fields of `config`.
-template <class Config, class F>
-void for_each_field(Config& c, F&& f) {
-  f("database.url", c.database.url);
-  f("database.pool_size", c.database.pool_size);
-  f("queue.backend", c.queue.backend);
-  f("queue.name", c.queue.name);
-  f("queue.url", c.queue.url);
-  f("queue.dead_letter_name", c.queue.dead_letter_name);
-  f("queue.max_receive_count", c.queue.max_receive_count);
-  f("queue.wait_time_seconds", c.queue.wait_time_seconds);
-  f("queue.max_messages", c.queue.max_messages);
-  f("queue.visibility_timeout_seconds", c.queue.visibility_timeout_seconds);
-  f("aws.region", c.aws.region);
-  f("aws.endpoint", c.aws.endpoint);
-  f("storage.backend", c.storage.backend);
-  f("storage.root", c.storage.root);
-  f("storage.bucket", c.storage.bucket);
-  f("storage.path_style", c.storage.path_style);
-  f("storage.max_object_bytes", c.storage.max_object_bytes);
-  f("worker.id", c.worker.id);
-  f("worker.max_in_flight", c.worker.max_in_flight);
-  f("worker.heartbeat_pool_size", c.worker.heartbeat_pool_size);
-  f("worker.preprocessing_pool_size_dec", c.worker.preprocessing_pool_size_dec);
-  f("worker.shutdown_grace_seconds", c.worker.shutdown_grace_seconds);
-  f("worker.heartbeat_rate_seconds", c.worker.heartbeat_rate_seconds);
-  f("worker.heartbeat_extension_seconds", c.worker.heartbeat_extension_seconds);
-  f("worker.stale_ingestion_threshold_minutes", c.worker.stale_ingestion_threshold_minutes);
-  f("worker.max_retry_attempts", c.worker.max_retry_attempts);
-  f("worker.retry_backoff_seconds", c.worker.retry_backoff_seconds);
-  f("worker.step_timeout_seconds", c.worker.step_timeout_seconds);
-  f("worker.sweeper_interval_seconds", c.worker.sweeper_interval_seconds);
-  f("transcription.provider", c.transcription.provider);
-  f("transcription.ocr_quality_threshold", c.transcription.ocr_quality_threshold);
-  f("transcription.languages", c.transcription.languages);
-  f("transcription.max_file_bytes", c.transcription.max_file_bytes);
-  f("transcription.max_pages", c.transcription.max_pages);
-  f("transcription.timeout_seconds", c.transcription.timeout_seconds);
-  f("transcription.document_ai_endpoint", c.transcription.document_ai_endpoint);
-  f("extraction.provider", c.extraction.provider);
-  f("extraction.llm_base_url", c.extraction.llm_base_url);
-  f("extraction.llm_model", c.extraction.llm_model);
-  f("extraction.timeout_seconds", c.extraction.timeout_seconds);
-  f("extraction.max_attempts", c.extraction.max_attempts);
-  f("notify.link_template", c.notify.link_template);
-  f("admin.bind", c.admin.bind);
-  f("admin.port", c.admin.port);
-  f("intake.bind", c.intake.bind);
-  f("intake.port", c.intake.port);
-  f("intake.default_tenant", c.intake.default_tenant);
-  f("log.format", c.log.format);
-  f("log.level", c.log.level);
+bool in_range(const key_spec& spec, double x) { return x >= spec.min && x <= spec.max; }
+
+bool is_choice(const key_spec& spec, const std::string& s) {
+  for (auto& c : spec.choices)
+    if (c == s)
+      return true;
+  return false;
 }
 
+std::optional<int64_t> parse_int(const std::string& s) {
+  if (s.empty())
+    return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  auto x = std::strtoll(s.c_str(), &end, 10);
+  if (errno != 0 || end != s.c_str() + s.size())
+    return std::nullopt;
+  return x;
+}
+
+/// The value of a key in the config file, when it is of the key's type and in its range.
+std::optional<value> from_json(const key_spec& spec, const rapidjson::Value& v) {
+  switch (spec.type) {
+    case kind::integer:
+      if (v.IsInt64() && in_range(spec, static_cast<double>(v.GetInt64())))
+        return v.GetInt64();
+      return std::nullopt;
+    case kind::number:
+      if (v.IsNumber() && std::isfinite(v.GetDouble()) && in_range(spec, v.GetDouble()))
+        return v.GetDouble();
+      return std::nullopt;
+    case kind::boolean:
+      if (v.IsBool())
+        return v.GetBool();
+      return std::nullopt;
+    case kind::string:
+      if (v.IsString())
+        return std::string{v.GetString(), v.GetStringLength()};
+      return std::nullopt;
+    case kind::choice:
+      if (v.IsString() && is_choice(spec, v.GetString()))
+        return std::string{v.GetString()};
+      return std::nullopt;
+    case kind::integer_list: {
+      if (!v.IsArray() || v.Empty())
+        return std::nullopt;
+      std::vector<int64_t> list;
+      for (auto& item : v.GetArray()) {
+        if (!item.IsInt64() || !in_range(spec, static_cast<double>(item.GetInt64())))
+          return std::nullopt;
+        list.push_back(item.GetInt64());
+      }
+      return list;
+    }
+  }
+  return std::nullopt;
+}
+
+/// The value of a key in an environment variable (lists comma-separated), when valid.
+std::optional<value> from_env(const key_spec& spec, const std::string& text) {
+  switch (spec.type) {
+    case kind::integer: {
+      auto x = parse_int(text);
+      if (x && in_range(spec, static_cast<double>(*x)))
+        return *x;
+      return std::nullopt;
+    }
+    case kind::number: {
+      errno = 0;
+      char* end = nullptr;
+      auto x = std::strtod(text.c_str(), &end);
+      if (!text.empty() && errno == 0 && end == text.c_str() + text.size() && std::isfinite(x)
+          && in_range(spec, x))
+        return x;
+      return std::nullopt;
+    }
+    case kind::boolean:
+      if (text == "true" || text == "1")
+        return true;
+      if (text == "false" || text == "0")
+        return false;
+      return std::nullopt;
+    case kind::string:
+      return text;
+    case kind::choice:
+      if (is_choice(spec, text))
+        return text;
+      return std::nullopt;
+    case kind::integer_list: {
+      std::vector<int64_t> list;
+      std::stringstream in{text};
+      std::string item;
+      while (std::getline(in, item, ',')) {
+        auto x = parse_int(item);
+        if (!x || !in_range(spec, static_cast<double>(*x)))
+          return std::nullopt;
+        list.push_back(*x);
+      }
+      if (list.empty())
+        return std::nullopt;
+      return list;
+    }
+  }
+  return std::nullopt;
+}
+
+const key_spec* find_key(const std::string& section, const std::string& key) {
+  for (auto& spec : schema())
+    if (spec.section == section && spec.key == key)
+      return &spec;
+  return nullptr;
+}
+
+/// The defaults, then the file, then the environment, collecting every problem.
 class loader {
 public:
-  std::map<std::string, value> values;
+  config values = default_config();
   std::vector<std::string> problems;
-
-  loader() {
-    for (auto& spec : schema())
-      values[full_name(spec)] = spec.fallback;
-  }
-
-  void problem(const key_spec& spec, const std::string& shown, const std::string& origin) {
-    problems.push_back(full_name(spec) + " = " + shown + " (" + origin + "): expected "
-                       + expected_text(spec));
-  }
-
-  bool in_range(const key_spec& spec, double x) const { return x >= spec.min && x <= spec.max; }
-
-  void set_from_json(const key_spec& spec, const rapidjson::Value& v, const std::string& origin) {
-    auto shown = json_text(v);
-    auto& slot = values[full_name(spec)];
-    switch (spec.type) {
-      case kind::integer:
-        if (v.IsInt64() && in_range(spec, static_cast<double>(v.GetInt64())))
-          slot = v.GetInt64();
-        else
-          problem(spec, shown, origin);
-        return;
-      case kind::number:
-        if (v.IsNumber() && std::isfinite(v.GetDouble()) && in_range(spec, v.GetDouble()))
-          slot = v.GetDouble();
-        else
-          problem(spec, shown, origin);
-        return;
-      case kind::boolean:
-        if (v.IsBool())
-          slot = v.GetBool();
-        else
-          problem(spec, shown, origin);
-        return;
-      case kind::string:
-        if (v.IsString())
-          slot = std::string{v.GetString(), v.GetStringLength()};
-        else
-          problem(spec, shown, origin);
-        return;
-      case kind::choice:
-        if (v.IsString() && is_choice(spec, v.GetString()))
-          slot = std::string{v.GetString()};
-        else
-          problem(spec, shown, origin);
-        return;
-      case kind::integer_list: {
-        std::vector<int64_t> list;
-        bool good = v.IsArray() && !v.Empty();
-        if (good) {
-          for (auto& item : v.GetArray()) {
-            if (!item.IsInt64() || !in_range(spec, static_cast<double>(item.GetInt64()))) {
-              good = false;
-              break;
-            }
-            list.push_back(item.GetInt64());
-          }
-        }
-        if (good)
-          slot = list;
-        else
-          problem(spec, shown, origin);
-        return;
-      }
-    }
-  }
-
-  static bool is_choice(const key_spec& spec, const std::string& s) {
-    for (auto& c : spec.choices)
-      if (c == s)
-        return true;
-    return false;
-  }
-
-  static std::optional<int64_t> parse_int(const std::string& s) {
-    if (s.empty())
-      return std::nullopt;
-    errno = 0;
-    char* end = nullptr;
-    auto x = std::strtoll(s.c_str(), &end, 10);
-    if (errno != 0 || end != s.c_str() + s.size())
-      return std::nullopt;
-    return x;
-  }
-
-  void set_from_env(const key_spec& spec, const std::string& text) {
-    auto origin = "environment " + env_name(spec);
-    auto shown = "\"" + text + "\"";
-    auto& slot = values[full_name(spec)];
-    switch (spec.type) {
-      case kind::integer: {
-        auto x = parse_int(text);
-        if (x && in_range(spec, static_cast<double>(*x)))
-          slot = *x;
-        else
-          problem(spec, shown, origin);
-        return;
-      }
-      case kind::number: {
-        errno = 0;
-        char* end = nullptr;
-        auto x = std::strtod(text.c_str(), &end);
-        if (!text.empty() && errno == 0 && end == text.c_str() + text.size() && std::isfinite(x)
-            && in_range(spec, x))
-          slot = x;
-        else
-          problem(spec, shown, origin);
-        return;
-      }
-      case kind::boolean:
-        if (text == "true" || text == "1")
-          slot = true;
-        else if (text == "false" || text == "0")
-          slot = false;
-        else
-          problem(spec, shown, origin);
-        return;
-      case kind::string:
-        slot = text;
-        return;
-      case kind::choice:
-        if (is_choice(spec, text))
-          slot = text;
-        else
-          problem(spec, shown, origin);
-        return;
-      case kind::integer_list: {
-        std::vector<int64_t> list;
-        std::stringstream in{text};
-        std::string item;
-        bool good = !text.empty();
-        while (good && std::getline(in, item, ',')) {
-          auto x = parse_int(item);
-          if (!x || !in_range(spec, static_cast<double>(*x)))
-            good = false;
-          else
-            list.push_back(*x);
-        }
-        if (good && !list.empty())
-          slot = list;
-        else
-          problem(spec, shown, origin);
-        return;
-      }
-    }
-  }
 
   void load_file(const std::string& path) {
     std::ifstream in{path, std::ios::binary};
@@ -396,9 +533,11 @@ public:
         std::string key = entry.name.GetString();
         if (key.rfind("_", 0) == 0)
           continue;  // "_comment"-style annotations
-        auto spec = find(section_name, key);
-        if (spec != nullptr) {
-          set_from_json(*spec, entry.value, "config file");
+        if (auto spec = find_key(section_name, key)) {
+          if (auto v = from_json(*spec, entry.value))
+            spec->set(values, *v);
+          else
+            problem(*spec, json_text(entry.value), "config file");
           continue;
         }
         std::string why = "unknown key";
@@ -411,13 +550,6 @@ public:
     }
   }
 
-  static const key_spec* find(const std::string& section, const std::string& key) {
-    for (auto& spec : schema())
-      if (spec.section == section && spec.key == key)
-        return &spec;
-    return nullptr;
-  }
-
   void load_env(const environment& env) {
     for (auto& [name, text] : env) {
       if (name.rfind("INGESTD_", 0) != 0 || name.find("__") == std::string::npos)
@@ -425,7 +557,10 @@ public:
       bool known = false;
       for (auto& spec : schema()) {
         if (env_name(spec) == name) {
-          set_from_env(spec, text);
+          if (auto v = from_env(spec, text))
+            spec.set(values, *v);
+          else
+            problem(spec, "\"" + text + "\"", "environment " + name);
           known = true;
           break;
         }
@@ -433,56 +568,61 @@ public:
       if (!known)
         problems.push_back(name + " (environment): unknown configuration key");
     }
-  }
-
-  config build(const environment& env) const {
-    config c;
-    for_each_field(c, [&](const char* name, auto& member) {
-      using t = std::decay_t<decltype(member)>;
-      auto& v = values.at(name);
-      if constexpr (std::is_same_v<t, int>)
-        member = static_cast<int>(std::get<int64_t>(v));
-      else
-        member = std::get<t>(v);
-    });
     for (auto& secret : secret_specs)
       if (auto i = env.find(secret.env); i != env.end())
-        c.secrets.*secret.member = i->second;
-    return c;
+        values.secrets.*secret.member = i->second;
+  }
+
+  /// The rules that need more than a type and a range ("must be given", across keys).
+  void check_rules() {
+    for (auto& spec : schema()) {
+      if (!spec.check)
+        continue;
+      if (auto expected = spec.check(values, spec.get(values)))
+        problems.push_back(full_name(spec) + " = " + shown_text(shown_value(spec, values))
+                           + ": expected " + *expected);
+    }
+  }
+
+private:
+  void problem(const key_spec& spec, const std::string& shown, const std::string& origin) {
+    problems.push_back(full_name(spec) + " = " + shown + " (" + origin + "): expected "
+                       + expected_text(spec));
   }
 };
 
-/// Rules that span keys, or need more than a type and a range.
-void cross_check(const config& c, std::vector<std::string>& problems) {
-  auto require = [&](bool ok, const std::string& text) {
-    if (!ok)
-      problems.push_back(text);
-  };
-  require(c.database.url.rfind("postgresql://", 0) == 0 || c.database.url.rfind("postgres://", 0) == 0,
-          "database.url = \"" + mask_url_password(c.database.url)
-            + "\": expected a postgresql:// URL");
-  require(!c.queue.name.empty(), "queue.name = \"\": expected a non-empty queue name");
-  require(c.worker.heartbeat_rate_seconds < c.worker.heartbeat_extension_seconds,
-          "worker.heartbeat_rate_seconds = " + std::to_string(c.worker.heartbeat_rate_seconds)
-            + ": expected less than worker.heartbeat_extension_seconds ("
-            + std::to_string(c.worker.heartbeat_extension_seconds)
-            + "), or messages become visible between heartbeats");
-  if (c.storage.backend == "filesystem")
-    require(!c.storage.root.empty(), "storage.root = \"\": expected a directory for the filesystem store");
-  if (c.storage.backend == "s3")
-    require(!c.storage.bucket.empty(), "storage.bucket = \"\": expected a bucket name for the s3 store");
-  if (c.transcription.provider == "document_ai")
-    require(!c.transcription.document_ai_endpoint.empty(),
-            "transcription.document_ai_endpoint = \"\": expected the processor's :process URL when "
-            "transcription.provider is document_ai");
-  if (c.extraction.provider == "llm")
-    require(c.extraction.llm_base_url.rfind("http://", 0) == 0
-              || c.extraction.llm_base_url.rfind("https://", 0) == 0,
-            "extraction.llm_base_url = \"" + c.extraction.llm_base_url
-              + "\": expected an http:// or https:// URL when extraction.provider is llm");
-  if (!c.intake.default_tenant.empty())
-    require(uuid::parse(c.intake.default_tenant).has_value(),
-            "intake.default_tenant = \"" + c.intake.default_tenant + "\": expected a UUID");
+/// The configuration as pretty JSON, section by section; with the secrets' set/unset state when
+/// `secrets` is given.
+std::string render(const config& c, const config::secrets_section* secrets) {
+  rapidjson::StringBuffer buf;
+  rapidjson::PrettyWriter<rapidjson::StringBuffer> w{buf};
+  w.SetIndent(' ', 2);
+  w.StartObject();
+  std::string section;
+  for (auto& spec : schema()) {
+    if (spec.section != section) {
+      if (!section.empty())
+        w.EndObject();
+      section = spec.section;
+      w.Key(section.c_str());
+      w.StartObject();
+    }
+    w.Key(spec.key.c_str());
+    // Through the base writer: each value compact on its key's line, as config/ingestd.json has it.
+    put_value(w, shown_value(spec, c));
+  }
+  w.EndObject();
+  if (secrets != nullptr) {
+    w.Key("secrets (environment only)");
+    w.StartObject();
+    for (auto& secret : secret_specs) {
+      w.Key(secret.env);
+      w.String((secrets->*secret.member).empty() ? "(unset)" : "(set)");
+    }
+    w.EndObject();
+  }
+  w.EndObject();
+  return std::string{buf.GetString()} + "\n";
 }
 
 } // namespace
@@ -498,16 +638,22 @@ environment process_environment() {
   return env;
 }
 
+config default_config() {
+  config c;
+  for (auto& spec : schema())
+    spec.set(c, spec.fallback);
+  return c;
+}
+
 result<config> load_config(const std::optional<std::string>& path, const environment& env) {
   loader l;
   if (path)
     l.load_file(*path);
   l.load_env(env);
   if (l.problems.empty()) {
-    auto c = l.build(env);
-    cross_check(c, l.problems);
+    l.check_rules();
     if (l.problems.empty())
-      return c;
+      return std::move(l.values);
   }
   std::string text;
   for (auto& p : l.problems)
@@ -528,79 +674,8 @@ std::string mask_url_password(const std::string& url) {
   return url.substr(0, colon + 1) + "****" + url.substr(at);
 }
 
-namespace {
+std::string default_config_json() { return render(default_config(), nullptr); }
 
-void put_value(rapidjson::Writer<rapidjson::StringBuffer>& w, const value& v) {
-  std::visit(
-    [&](auto& x) {
-      using t = std::decay_t<decltype(x)>;
-      if constexpr (std::is_same_v<t, int64_t>)
-        w.Int64(x);
-      else if constexpr (std::is_same_v<t, double>)
-        w.Double(x);
-      else if constexpr (std::is_same_v<t, bool>)
-        w.Bool(x);
-      else if constexpr (std::is_same_v<t, std::string>)
-        w.String(x.c_str(), static_cast<rapidjson::SizeType>(x.size()));
-      else {
-        w.StartArray();
-        for (auto i : x)
-          w.Int64(i);
-        w.EndArray();
-      }
-    },
-    v);
-}
-
-std::string render(const std::map<std::string, value>& values, const config* secrets_of) {
-  rapidjson::StringBuffer buf;
-  rapidjson::PrettyWriter<rapidjson::StringBuffer> w{buf};
-  w.SetIndent(' ', 2);
-  w.StartObject();
-  std::string section;
-  for (auto& spec : schema()) {
-    if (spec.section != section) {
-      if (!section.empty())
-        w.EndObject();
-      section = spec.section;
-      w.Key(section.c_str());
-      w.StartObject();
-    }
-    w.Key(spec.key.c_str());
-    put_value(w, values.at(full_name(spec)));
-  }
-  w.EndObject();
-  if (secrets_of != nullptr) {
-    w.Key("secrets (environment only)");
-    w.StartObject();
-    for (auto& secret : secret_specs) {
-      w.Key(secret.env);
-      w.String((secrets_of->secrets.*secret.member).empty() ? "(unset)" : "(set)");
-    }
-    w.EndObject();
-  }
-  w.EndObject();
-  return std::string{buf.GetString()} + "\n";
-}
-
-} // namespace
-
-std::string default_config_json() {
-  loader l;
-  return render(l.values, nullptr);
-}
-
-std::string config::to_json() const {
-  loader l;
-  for_each_field(*this, [&](const char* name, const auto& member) {
-    using t = std::decay_t<decltype(member)>;
-    if constexpr (std::is_same_v<t, int>)
-      l.values[name] = int64_t{member};
-    else
-      l.values[name] = member;
-  });
-  l.values["database.url"] = mask_url_password(database.url);
-  return render(l.values, this);
-}
+std::string config::to_json() const { return render(*this, &secrets); }
 
 } // namespace ingestd

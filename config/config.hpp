@@ -18,67 +18,70 @@
 
 namespace ingestd {
 
+/// The typed configuration. Every key's name, default, accepted values and the rules that make it
+/// required are in one table (config.cpp); a `config` comes from load_config() or default_config(),
+/// never from its own constructor.
 struct config {
   struct database_section {
     std::string url;
-    int pool_size = 2;
+    int pool_size{};
   } database;
 
   struct queue_section {
-    std::string backend;  // "postgres" | "sqs"
+    std::string backend;
     std::string name;
-    std::string url;  // SQS queue URL; derived from the name when empty
+    std::string url;
     std::string dead_letter_name;
-    int max_receive_count = 0;  // 0: no dead-letter redrive; failed ingestions are acked
-    int wait_time_seconds = 20;
-    int max_messages = 10;
-    int visibility_timeout_seconds = 60;
+    int max_receive_count{};
+    int wait_time_seconds{};
+    int max_messages{};
+    int visibility_timeout_seconds{};
   } queue;
 
   struct aws_section {
     std::string region;
-    std::string endpoint;  // e.g. a local emulator; empty for AWS itself
+    std::string endpoint;
   } aws;
 
   struct storage_section {
-    std::string backend;  // "filesystem" | "s3"
-    std::string root;     // filesystem: the directory holding the objects
-    std::string bucket;   // s3
-    bool path_style = true;
-    int64_t max_object_bytes = 0;
+    std::string backend;
+    std::string root;
+    std::string bucket;
+    bool path_style{};
+    int64_t max_object_bytes{};
   } storage;
 
   struct worker_section {
-    std::string id;  // empty: hostname-pid
-    int max_in_flight = 1000;
-    int heartbeat_pool_size = 2;
-    int preprocessing_pool_size_dec = 1;
-    int shutdown_grace_seconds = 600;
-    int heartbeat_rate_seconds = 60;
-    int heartbeat_extension_seconds = 300;
-    int stale_ingestion_threshold_minutes = 5;
-    int max_retry_attempts = 3;
+    std::string id;
+    int max_in_flight{};
+    int heartbeat_pool_size{};
+    int preprocessing_pool_size_dec{};
+    int shutdown_grace_seconds{};
+    int heartbeat_rate_seconds{};
+    int heartbeat_extension_seconds{};
+    int stale_ingestion_threshold_minutes{};
+    int max_retry_attempts{};
     std::vector<int64_t> retry_backoff_seconds;
-    int step_timeout_seconds = 300;
-    int sweeper_interval_seconds = 60;
+    int step_timeout_seconds{};
+    int sweeper_interval_seconds{};
   } worker;
 
   struct transcription_section {
-    std::string provider;  // "tesseract" | "document_ai"
-    double ocr_quality_threshold = 0.7;
+    std::string provider;
+    double ocr_quality_threshold{};
     std::string languages;
-    int64_t max_file_bytes = 0;
-    int max_pages = 0;
-    int timeout_seconds = 300;
+    int64_t max_file_bytes{};
+    int max_pages{};
+    int timeout_seconds{};
     std::string document_ai_endpoint;
   } transcription;
 
   struct extraction_section {
-    std::string provider;  // "local" | "llm"
+    std::string provider;
     std::string llm_base_url;
     std::string llm_model;
-    int timeout_seconds = 120;
-    int max_attempts = 3;
+    int timeout_seconds{};
+    int max_attempts{};
   } extraction;
 
   struct notify_section {
@@ -87,18 +90,18 @@ struct config {
 
   struct admin_section {
     std::string bind;
-    int port = 0;  // 0: disabled
+    int port{};
   } admin;
 
   struct intake_section {
     std::string bind;
-    int port = 0;  // 0: disabled
+    int port{};
     std::string default_tenant;
   } intake;
 
   struct log_section {
-    std::string format;  // "json" | "text"
-    std::string level;   // "trace" | "debug" | "info" | "warn" | "error"
+    std::string format;
+    std::string level;
   } log;
 
   /// Read from the environment only; never printed.
@@ -122,6 +125,9 @@ environment process_environment();
 /// Loads the file at `path` (or only the defaults when nullopt), applies the environment's
 /// overrides and validates everything. The error lists every problem, one per line.
 result<config> load_config(const std::optional<std::string>& path, const environment& env);
+
+/// The built-in defaults (no file, no environment).
+config default_config();
 
 /// The built-in defaults as the JSON text of config/ingestd.json.
 std::string default_config_json();

@@ -31,10 +31,11 @@
 
 namespace ingestd::test {
 
-/// Settings that make a job's whole life (three attempts with queue back-off) take seconds.
+/// Settings that make a job's whole life (three attempts with queue back-off) take seconds: the
+/// configuration's defaults with shorter times.
 inline worker_settings fast_settings() {
   using std::chrono::seconds;
-  worker_settings s;
+  auto s = default_worker_settings();
   s.worker_id = "pipeline-test";
   s.max_in_flight = 16;
   s.max_messages = 10;

@@ -1,8 +1,10 @@
 // Configuration loading: defaults, file, environment overrides, and every validation error.
+#include <cctype>
 #include <fstream>
 #include <filesystem>
 
 #include <gtest/gtest.h>
+#include <rapidjson/document.h>
 
 #include "config/config.hpp"
 #include "tests/support/environment.hpp"
@@ -61,6 +63,51 @@ TEST_F(config_test, committed_default_file_holds_every_key_with_its_default) {
     << "regenerate it with: ingestd config defaults > config/ingestd.json";
   auto cfg = load_config(test::source_dir() + "/config/ingestd.json", {});
   EXPECT_TRUE(cfg) << cfg.error().message;
+}
+
+TEST_F(config_test, every_printed_key_has_an_environment_override) {
+  // Each key of the defaults, set through INGESTD_<SECTION>__<KEY> (to another value where any
+  // will do), is accepted and printed back: the file, the environment and printing share one table.
+  rapidjson::Document defaults;
+  defaults.Parse(default_config_json().c_str());
+  ASSERT_TRUE(defaults.IsObject());
+  auto upper = [](std::string s) {
+    for (auto& c : s)
+      c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return s;
+  };
+  int keys = 0;
+  for (auto& section : defaults.GetObject()) {
+    for (auto& key : section.value.GetObject()) {
+      std::string env_name = "INGESTD_" + upper(section.name.GetString());
+      env_name.append("__").append(upper(key.name.GetString()));
+      std::string text, printed;
+      auto& v = key.value;
+      if (v.IsBool()) {
+        text = v.GetBool() ? "false" : "true";
+        printed = text;
+      } else if (v.IsInt64()) {
+        text = std::to_string(v.GetInt64() == 0 ? 1 : v.GetInt64() - 1);
+        printed = text;
+      } else if (v.IsDouble()) {
+        text = "0.5";
+        printed = text;
+      } else if (v.IsArray()) {
+        text = "7,8";
+        printed = "[7,8]";
+      } else {
+        text = v.GetString();  // its default: strings' rules and choices differ by key
+        printed = "\"" + text + "\"";
+      }
+      ++keys;
+      auto cfg = load_config(std::nullopt, {{env_name, text}});
+      ASSERT_TRUE(cfg) << env_name << "=" << text << ": " << cfg.error().message;
+      auto json = cfg->to_json();
+      auto line = "\"" + std::string{key.name.GetString()} + "\":" + printed;
+      EXPECT_NE(json.find(line), std::string::npos) << env_name << " not applied: " << json;
+    }
+  }
+  EXPECT_GT(keys, 40);
 }
 
 TEST_F(config_test, file_values_and_environment_overrides_apply) {
