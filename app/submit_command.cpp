@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include "adapters/db/pg_intake_repository.hpp"
 #include "adapters/ocr/thread_pool_executor.hpp"
 #include "app/cli.hpp"
 #include "app/intake.hpp"
@@ -193,7 +194,8 @@ int submit_command(const arguments& args) {
     src.uploaded_by = uploaded_by.value_or(uuid{});
 
   thread_pool_executor cpu{1};
-  auto rt = make_runtime(*cfg, cpu, runtime_parts{});
+  // The worker's repository is not needed: intake has its own port.
+  auto rt = make_runtime(*cfg, cpu, runtime_parts{true, false, true});
   if (!rt) {
     std::fprintf(stderr, "ingestd submit: %s\n", rt.error().describe().c_str());
     return failure;
@@ -201,7 +203,8 @@ int submit_command(const arguments& args) {
   intake_options opts;
   opts.max_bytes = static_cast<size_t>(
     std::min(cfg->transcription.max_file_bytes, cfg->storage.max_object_bytes));
-  intake_service intake{(*rt)->db, (*rt)->ingest_queue, (*rt)->storage, cfg->database.url, opts};
+  intake_service intake{std::make_shared<pg_intake_repository>(cfg->database.url), (*rt)->ingest_queue,
+                        (*rt)->storage, opts};
 
   auto files = collect(paths);
   bool tty = ::isatty(STDERR_FILENO) == 1 && !quiet;

@@ -14,6 +14,8 @@
 #include <caf/send.hpp>
 
 #include "actors/sweeper.hpp"
+#include "adapters/aws/encoding.hpp"
+#include "adapters/db/pg_intake_repository.hpp"
 #include "adapters/db/pg_repository.hpp"
 #include "adapters/ocr/document_source.hpp"
 #include "adapters/queue/postgres_queue.hpp"
@@ -73,6 +75,7 @@ protected:
     root = test::make_temp_dir("intake");
     queue_name = test::unique_name("q");
     repo = std::make_shared<pg_repository>(db->url());
+    intake_db = std::make_shared<pg_intake_repository>(db->url());
     q = std::make_shared<postgres_queue>(db->url(), queue_name);
     store = std::make_shared<filesystem_store>(root);
   }
@@ -83,7 +86,7 @@ protected:
   std::unique_ptr<intake_service> make(size_t max_bytes = 20u << 20, std::shared_ptr<queue> with = {}) {
     intake_options opts;
     opts.max_bytes = max_bytes;
-    return std::make_unique<intake_service>(repo, with ? with : q, store, db->url(), opts);
+    return std::make_unique<intake_service>(intake_db, with ? with : q, store, opts);
   }
 
   intake_item item(std::string bytes, uuid tenant, std::string name = "f.pdf") {
@@ -115,14 +118,11 @@ protected:
   std::unique_ptr<pg_schema> db;
   std::string root, queue_name;
   std::shared_ptr<pg_repository> repo;
+  std::shared_ptr<pg_intake_repository> intake_db;
   std::shared_ptr<postgres_queue> q;
   std::shared_ptr<filesystem_store> store;
   uuid tenant_a = uuid::v7(), tenant_b = uuid::v7(), uploader = uuid::v7();
 };
-
-TEST_F(intake_test, hashes_with_sha256) {
-  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-}
 
 // One rule for both ends of the pipeline: every file the OCR provider can open, intake takes
 // (including a PDF whose header follows some junk, which readers accept), and what intake
@@ -160,7 +160,7 @@ TEST_F(intake_test, new_file_is_stored_recorded_and_enqueued_and_again_is_a_dupl
   EXPECT_EQ(first->file_path, "documents/" + first->document_id.str() + ".pdf");
   EXPECT_EQ(read_all(root + "/" + first->file_path), bytes);
   EXPECT_EQ(messages_for(first->ingestion_id), 1);
-  EXPECT_EQ(db->scalar("SELECT content_hash FROM document"), sha256_hex(bytes));
+  EXPECT_EQ(db->scalar("SELECT content_hash FROM document"), aws::sha256_hex(bytes));
   EXPECT_EQ(db->scalar("SELECT uploaded_by::text FROM ingestion"), uploader.str());
   EXPECT_EQ(db->scalar("SELECT source_metadata->>'file_name' FROM ingestion"), "f.pdf");
 
