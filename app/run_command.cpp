@@ -16,11 +16,11 @@
 #include "adapters/db/pg_intake_repository.hpp"
 #include "adapters/support/blocking_call.hpp"
 #include "adapters/support/log.hpp"
-#include "app/admin_server.hpp"
+#include "admin/admin_server.hpp"
 #include "app/cli.hpp"
-#include "app/intake.hpp"
-#include "app/intake_server.hpp"
 #include "app/runtime.hpp"
+#include "intake/intake_server.hpp"
+#include "intake/intake_service.hpp"
 
 namespace ingestd::cli {
 

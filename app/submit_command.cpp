@@ -15,8 +15,8 @@
 #include "adapters/db/pg_intake_repository.hpp"
 #include "adapters/ocr/thread_pool_executor.hpp"
 #include "app/cli.hpp"
-#include "app/intake.hpp"
 #include "app/runtime.hpp"
+#include "intake/intake_service.hpp"
 
 namespace ingestd::cli {
 

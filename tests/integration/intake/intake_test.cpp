@@ -20,7 +20,7 @@
 #include "adapters/ocr/document_source.hpp"
 #include "adapters/queue/postgres_queue.hpp"
 #include "adapters/storage/filesystem_store.hpp"
-#include "app/intake.hpp"
+#include "intake/intake_service.hpp"
 #include "tests/support/environment.hpp"
 #include "tests/support/postgres/pg_fixture.hpp"
 

@@ -1,6 +1,6 @@
-// Intake: validation, deduplication under a per-content advisory lock, store-before-rows, enqueue;
-// and the read-only look-ups that the HTTP server and `ingestd status` show.
-#include "app/intake.hpp"
+// Intake: validation, deduplication under the repository's per-content lock, store-before-rows,
+// enqueue; and the document and ingestion look-ups that the HTTP server shows.
+#include "intake/intake_service.hpp"
 
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>

@@ -1,5 +1,6 @@
-// Intake (seed 001's webhook handler), shared by `ingestd submit` and the HTTP intake server:
-// hash the file, find or create its document, store it once, create an ingestion and enqueue it.
+// The intake service (seed 001's webhook handler), shared by `ingestd submit` and the HTTP intake
+// server: hash the file, find or create its document, store it once, create an ingestion and
+// enqueue it. Business logic over ports only (intake_repository, object_store, queue): no SQL here.
 #pragma once
 
 #include <chrono>
