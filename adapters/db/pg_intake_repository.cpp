@@ -5,9 +5,8 @@
 #include <algorithm>
 #include <utility>
 
-#include <rapidjson/document.h>
-
 #include "adapters/db/pg_connection.hpp"
+#include "adapters/db/pg_values.hpp"
 #include "adapters/support/blocking_call.hpp"
 
 namespace ingestd {
@@ -177,22 +176,6 @@ SELECT 'review', '', count(*) FROM document WHERE needs_human_review
 constexpr pg::statement timeout_sql{"ingestd_intake_timeout",
                                     "SELECT set_config('statement_timeout', $1, false)"};
 
-// -- helpers ---------------------------------------------------------------------------------
-
-param opt_text(const std::string& s) {
-  return s.empty() ? param{} : param{s};
-}
-
-uuid parse_uuid(std::string_view text) {
-  return uuid::parse(text).value_or(uuid{});
-}
-
-bool valid_json(const std::string& text) {
-  rapidjson::Document doc;
-  doc.Parse(text.data(), text.size());
-  return !doc.HasParseError();
-}
-
 } // namespace
 
 // -- connections -----------------------------------------------------------------------------
@@ -286,11 +269,11 @@ public:
     if (rows.size() == 0)
       return std::optional<known_document>{};
     known_document d;
-    d.document_id = parse_uuid(rows.text(0, 0));
+    d.document_id = pg::parse_uuid(rows.text(0, 0));
     d.file_path = rows.str(0, 1);
     d.mime_type = rows.str(0, 2);
     if (!rows.is_null(0, 3)) {
-      d.live_ingestion_id = parse_uuid(rows.text(0, 3));
+      d.live_ingestion_id = pg::parse_uuid(rows.text(0, 3));
       d.live_ingestion_status = rows.str(0, 4);
     }
     return std::optional<known_document>{std::move(d)};
@@ -328,17 +311,17 @@ result<intake_result> pg_intake_repository::create_ingestion(const intake_reques
   if (request.content_hash.empty() || request.file_path.empty())
     return error::make_permanent("pg.invalid_intake",
                                  "content_hash and file_path must not be empty");
-  if (!request.source_metadata.empty() && !valid_json(request.source_metadata))
+  if (!request.source_metadata.empty() && !pg::valid_json(request.source_metadata))
     return error::make_permanent("pg.invalid_json", "source_metadata is not valid JSON");
   std::vector<param> params{request.document_id.str(),
                             request.tenant_id.str(),
                             request.content_hash,
                             request.file_path,
-                            opt_text(request.mime_type),
+                            pg::opt_text(request.mime_type),
                             request.ingestion_id.str(),
                             request.doc_source_id ? param{request.doc_source_id->str()} : param{},
                             request.uploaded_by ? param{request.uploaded_by->str()} : param{},
-                            opt_text(request.source_metadata)};
+                            pg::opt_text(request.source_metadata)};
   borrowed s{*this};
   // Two tries: the second sees a document that a concurrent intake committed meanwhile.
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -348,7 +331,7 @@ result<intake_result> pg_intake_repository::create_ingestion(const intake_reques
     if (res->size() == 0)
       continue;
     intake_result out;
-    out.document_id = parse_uuid(res->text(0, 0));
+    out.document_id = pg::parse_uuid(res->text(0, 0));
     out.ingestion_id = request.ingestion_id;
     out.file_path = res->str(0, 1);
     out.document_created = res->boolean(0, 2);
@@ -404,8 +387,8 @@ result<std::optional<ingestion_status>> pg_intake_repository::find_ingestion(uui
     return std::optional<ingestion_status>{};
   auto& rows = *res;
   ingestion_status st;
-  st.ingestion_id = parse_uuid(rows.text(0, 0));
-  st.document_id = parse_uuid(rows.text(0, 1));
+  st.ingestion_id = pg::parse_uuid(rows.text(0, 0));
+  st.document_id = pg::parse_uuid(rows.text(0, 1));
   st.status = rows.str(0, 2);
   st.attempt_count = static_cast<int32_t>(rows.i64(0, 3));
   st.last_error = rows.str(0, 4);

@@ -6,15 +6,17 @@
 #include <set>
 #include <utility>
 
-#include <rapidjson/document.h>
-
 #include "adapters/db/pg_connection.hpp"
+#include "adapters/db/pg_values.hpp"
 
 namespace ingestd {
 
 namespace {
 
+using pg::opt_text;
 using pg::param;
+using pg::parse_uuid;
+using pg::valid_json;
 
 // -- statements ------------------------------------------------------------------------------
 // Every statement takes its values as parameters; batches arrive as arrays and are unnested.
@@ -179,26 +181,12 @@ RETURNING i.id
 
 // -- helpers ---------------------------------------------------------------------------------
 
-param opt_text(const std::string& s) {
-  return s.empty() ? param{} : param{s};
-}
-
 std::string uuids(const std::vector<uuid>& ids) {
   std::vector<param> items;
   items.reserve(ids.size());
   for (auto& id : ids)
     items.emplace_back(id.str());
   return pg::array_literal(items);
-}
-
-uuid parse_uuid(std::string_view text) {
-  return uuid::parse(text).value_or(uuid{});
-}
-
-bool valid_json(const std::string& text) {
-  rapidjson::Document doc;
-  doc.Parse(text.data(), text.size());
-  return !doc.HasParseError();
 }
 
 int32_t clamp_i32(int64_t v) {

@@ -12,6 +12,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/send.hpp>
+#include <rapidjson/document.h>
 
 #include "actors/sweeper.hpp"
 #include "adapters/aws/encoding.hpp"
@@ -75,7 +76,6 @@ protected:
     root = test::make_temp_dir("intake");
     queue_name = test::unique_name("q");
     repo = std::make_shared<pg_repository>(db->url());
-    intake_db = std::make_shared<pg_intake_repository>(db->url());
     q = std::make_shared<postgres_queue>(db->url(), queue_name);
     store = std::make_shared<filesystem_store>(root);
   }
@@ -83,10 +83,14 @@ protected:
     fs::remove_all(root);
   }
 
-  std::unique_ptr<intake_service> make(size_t max_bytes = 20u << 20, std::shared_ptr<queue> with = {}) {
+  /// A service with a repository (and so connections) of its own, as another process would have.
+  std::unique_ptr<intake_service> make(size_t max_bytes = 20u << 20, std::shared_ptr<queue> with = {},
+                                       std::chrono::seconds call_timeout = std::chrono::seconds{60}) {
     intake_options opts;
     opts.max_bytes = max_bytes;
-    return std::make_unique<intake_service>(intake_db, with ? with : q, store, opts);
+    opts.call_timeout = call_timeout;
+    return std::make_unique<intake_service>(std::make_shared<pg_intake_repository>(db->url()),
+                                            with ? with : q, store, opts);
   }
 
   intake_item item(std::string bytes, uuid tenant, std::string name = "f.pdf") {
@@ -118,7 +122,6 @@ protected:
   std::unique_ptr<pg_schema> db;
   std::string root, queue_name;
   std::shared_ptr<pg_repository> repo;
-  std::shared_ptr<pg_intake_repository> intake_db;
   std::shared_ptr<postgres_queue> q;
   std::shared_ptr<filesystem_store> store;
   uuid tenant_a = uuid::v7(), tenant_b = uuid::v7(), uploader = uuid::v7();
@@ -276,6 +279,73 @@ TEST_F(intake_test, a_document_whose_ingestions_failed_is_reprocessed_on_resubmi
   EXPECT_EQ(messages_for(again->ingestion_id), 1);
   EXPECT_EQ(count("SELECT count(*) FROM ingestion"), 2);
   EXPECT_EQ(stored_documents(), 1);
+}
+
+// The content lock waits no longer than the call's deadline, reports it as intake always has, and
+// is not left behind: once the holder lets go, the same content goes in.
+TEST_F(intake_test, a_held_content_lock_makes_intake_fail_at_its_deadline_and_leaves_no_lock) {
+  auto intake = make(20u << 20, {}, std::chrono::seconds{1});
+  auto bytes = corpus("inv05_en_modern.pdf");
+  pg_intake_repository holder{db->url()};
+  auto held = holder.lock_content(tenant_a, aws::sha256_hex(bytes), std::chrono::seconds{10});
+  ASSERT_TRUE(held) << held.error().describe();
+  auto waited = intake->submit(item(bytes, tenant_a));
+  ASSERT_FALSE(waited);
+  EXPECT_EQ(waited.error().code, "intake.timeout");
+  EXPECT_EQ(waited.error().message, "database did not answer within 1 s");
+  EXPECT_TRUE(waited.error().transient());
+  EXPECT_EQ(count("SELECT count(*) FROM document"), 0);
+  EXPECT_EQ(stored_documents(), 0);
+  held->reset();
+  auto again = intake->submit(item(bytes, tenant_a));
+  ASSERT_TRUE(again) << again.error().describe();
+  EXPECT_EQ(again->status, intake_status::created);
+}
+
+// The look-ups that the HTTP intake, `ingestd status` and the admin endpoint show.
+TEST_F(intake_test, repository_look_ups_show_documents_ingestions_and_the_review_list) {
+  auto intake = make();
+  auto first = intake->submit(item(corpus("inv01_en_classic.pdf"), tenant_a, "a.pdf"));
+  ASSERT_TRUE(first) << first.error().describe();
+  pg_intake_repository look{db->url()};
+  constexpr auto t = std::chrono::seconds{10};
+  ASSERT_TRUE(look.ping(t));
+
+  auto parse = [](const std::string& text) {
+    rapidjson::Document d;
+    d.Parse(text.c_str());
+    EXPECT_FALSE(d.HasParseError()) << text;
+    return d;
+  };
+  auto doc = intake->document_json(first->document_id);
+  ASSERT_TRUE(doc && *doc);
+  auto d = parse(**doc);
+  EXPECT_STREQ(d["state"].GetString(), "processing");
+  EXPECT_EQ(d["ingestions"].Size(), 1u);
+  auto ing = intake->ingestion_json(first->ingestion_id);
+  ASSERT_TRUE(ing && *ing);
+  EXPECT_STREQ(parse(**ing)["status"].GetString(), "in-progress");
+  auto unknown = intake->document_json(uuid::v7());
+  ASSERT_TRUE(unknown);
+  EXPECT_FALSE(*unknown);
+
+  auto documents = look.documents_json(10, t);
+  ASSERT_TRUE(documents) << documents.error().describe();
+  auto list = parse(*documents);
+  ASSERT_EQ(list.Size(), 1u);
+  EXPECT_STREQ(list[0]["file_name"].GetString(), "a.pdf");
+  auto review = look.review_json(10, t);
+  ASSERT_TRUE(review);
+  EXPECT_EQ(parse(*review).Size(), 0u);
+  db->query("UPDATE ingestion SET status = 'failed', last_error = 'llm.refused: no'");
+  db->query("UPDATE document SET needs_human_review = true");
+  review = look.review_json(10, t);
+  ASSERT_TRUE(review);
+  auto flagged = parse(*review);
+  ASSERT_EQ(flagged.Size(), 1u);
+  EXPECT_EQ(flagged[0]["document_id"].GetString(), first->document_id.str());
+  EXPECT_STREQ(flagged[0]["last_error"].GetString(), "llm.refused: no");
+  EXPECT_STREQ(parse(*look.documents_json(10, t))[0]["state"].GetString(), "needs_review");
 }
 
 TEST_F(intake_test, a_failed_enqueue_is_caught_by_the_sweeper) {
