@@ -13,13 +13,14 @@
 
 #include "actors/cpu_pool.hpp"
 #include "actors/worker.hpp"
+#include "adapters/db/pg_intake_repository.hpp"
 #include "adapters/support/blocking_call.hpp"
 #include "adapters/support/log.hpp"
-#include "app/admin_server.hpp"
+#include "admin/admin_server.hpp"
 #include "app/cli.hpp"
-#include "app/intake.hpp"
-#include "app/intake_server.hpp"
 #include "app/runtime.hpp"
+#include "intake/intake_server.hpp"
+#include "intake/intake_service.hpp"
 
 namespace ingestd::cli {
 
@@ -94,8 +95,9 @@ int run_command(const arguments& args) {
     intake_options intake_opts;
     intake_opts.max_bytes = static_cast<size_t>(
       std::min(cfg->transcription.max_file_bytes, cfg->storage.max_object_bytes));
-    auto intake = std::make_shared<intake_service>((*rt)->ports.db, (*rt)->ports.ingest_queue,
-                                                   (*rt)->ports.storage, cfg->database.url, intake_opts);
+    auto intake_db = std::make_shared<pg_intake_repository>(cfg->database.url);
+    auto intake = std::make_shared<intake_service>(intake_db, (*rt)->ports.ingest_queue, (*rt)->ports.storage,
+                                                   intake_opts);
     std::unique_ptr<intake_server> intake_http;
     if (cfg->intake.port != 0) {
       intake_server_options o;
@@ -113,7 +115,7 @@ int run_command(const arguments& args) {
     std::unique_ptr<admin_server> admin;
     if (cfg->admin.port != 0) {
       admin_probes probes;
-      probes.database = [intake] { return intake->ping_database(); };
+      probes.database = [intake_db] { return intake_db->ping(std::chrono::seconds{5}); };
       probes.queue = [q = (*rt)->ports.ingest_queue]() {
         return blocking_call<queue_stats>(std::chrono::seconds{5}, "admin.timeout", "the queue",
                                           [&](auto cb) { q->stats(cb); });

@@ -6,12 +6,11 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
-#include "adapters/db/repository.hpp"
+#include "adapters/db/pg_intake_repository.hpp"
 #include "adapters/ocr/thread_pool_executor.hpp"
 #include "adapters/queue/queue.hpp"
 #include "adapters/support/blocking_call.hpp"
 #include "app/cli.hpp"
-#include "app/intake.hpp"
 #include "app/runtime.hpp"
 
 namespace ingestd::cli {
@@ -42,6 +41,16 @@ std::string field(const rapidjson::Value& v, const char* key) {
   return "-";
 }
 
+/// The deadline of each look-up.
+constexpr std::chrono::seconds status_timeout{60};
+
+/// A database deadline reads as every other deadline of this command.
+error database_error(error e) {
+  if (e.code == intake_repository::timeout_code)
+    return timeout_error("status.timeout", "the database", status_timeout);
+  return e;
+}
+
 std::string clip(std::string s, size_t n) {
   if (s.size() > n)
     s = s.substr(0, n - 1) + "~";
@@ -69,34 +78,33 @@ int status_command(const arguments& args) {
   if (!cfg)
     return failure;
   thread_pool_executor cpu{1};
-  auto rt = make_runtime(*cfg, cpu, runtime_parts{true, true, false});
+  auto rt = make_runtime(*cfg, cpu, runtime_parts{true, false, false});
   if (!rt) {
     std::fprintf(stderr, "ingestd status: %s\n", rt.error().describe().c_str());
     return failure;
   }
-  intake_service look{(*rt)->ports.db, (*rt)->ports.ingest_queue, nullptr, cfg->database.url};
-  auto summary = blocking_call<status_summary>(std::chrono::seconds{60}, "status.timeout", "the database",
-                                               [&](auto cb) { (*rt)->ports.db->summarize(cb); });
+  pg_intake_repository look{cfg->database.url};
+  auto summary = look.summarize(status_timeout);
   if (!summary) {
-    std::fprintf(stderr, "ingestd status: database: %s\n", summary.error().describe().c_str());
+    std::fprintf(stderr, "ingestd status: database: %s\n", database_error(summary.error()).describe().c_str());
     return failure;
   }
-  auto qs = blocking_call<queue_stats>(std::chrono::seconds{60}, "status.timeout", "the queue",
+  auto qs = blocking_call<queue_stats>(status_timeout, "status.timeout", "the queue",
                                       [&](auto cb) { (*rt)->ports.ingest_queue->stats(cb); });
   if (!qs) {
     std::fprintf(stderr, "ingestd status: queue: %s\n", qs.error().describe().c_str());
     return failure;
   }
-  auto review = look.review_json(100);
+  auto review = look.review_json(100, status_timeout);
   if (!review) {
-    std::fprintf(stderr, "ingestd status: database: %s\n", review.error().describe().c_str());
+    std::fprintf(stderr, "ingestd status: database: %s\n", database_error(review.error()).describe().c_str());
     return failure;
   }
   result<std::string> docs = std::string{"[]"};
   if (documents) {
-    docs = look.documents_json(1000);
+    docs = look.documents_json(1000, status_timeout);
     if (!docs) {
-      std::fprintf(stderr, "ingestd status: database: %s\n", docs.error().describe().c_str());
+      std::fprintf(stderr, "ingestd status: database: %s\n", database_error(docs.error()).describe().c_str());
       return failure;
     }
   }

@@ -12,10 +12,11 @@
 
 #include <unistd.h>
 
+#include "adapters/db/pg_intake_repository.hpp"
 #include "adapters/ocr/thread_pool_executor.hpp"
 #include "app/cli.hpp"
-#include "app/intake.hpp"
 #include "app/runtime.hpp"
+#include "intake/intake_service.hpp"
 
 namespace ingestd::cli {
 
@@ -193,7 +194,8 @@ int submit_command(const arguments& args) {
     src.uploaded_by = uploaded_by.value_or(uuid{});
 
   thread_pool_executor cpu{1};
-  auto rt = make_runtime(*cfg, cpu, runtime_parts{});
+  // The worker's repository is not needed: intake has its own port.
+  auto rt = make_runtime(*cfg, cpu, runtime_parts{true, false, true});
   if (!rt) {
     std::fprintf(stderr, "ingestd submit: %s\n", rt.error().describe().c_str());
     return failure;
@@ -201,8 +203,8 @@ int submit_command(const arguments& args) {
   intake_options opts;
   opts.max_bytes = static_cast<size_t>(
     std::min(cfg->transcription.max_file_bytes, cfg->storage.max_object_bytes));
-  intake_service intake{(*rt)->ports.db, (*rt)->ports.ingest_queue, (*rt)->ports.storage,
-                        cfg->database.url, opts};
+  intake_service intake{std::make_shared<pg_intake_repository>(cfg->database.url), (*rt)->ports.ingest_queue,
+                        (*rt)->ports.storage, opts};
 
   auto files = collect(paths);
   bool tty = ::isatty(STDERR_FILENO) == 1 && !quiet;

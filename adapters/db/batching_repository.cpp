@@ -241,12 +241,5 @@ void batching_repository::rescue_stranded(std::chrono::seconds stale_threshold, 
                                           callback<std::vector<uuid>> done) {
   inner_->rescue_stranded(stale_threshold, limit, std::move(done));
 }
-void batching_repository::create_ingestion(intake_request request, callback<intake_result> done) {
-  inner_->create_ingestion(std::move(request), std::move(done));
-}
-void batching_repository::find_ingestion(uuid ingestion_id, callback<std::optional<ingestion_status>> done) {
-  inner_->find_ingestion(ingestion_id, std::move(done));
-}
-void batching_repository::summarize(callback<status_summary> done) { inner_->summarize(std::move(done)); }
 
 } // namespace ingestd

@@ -1,20 +1,22 @@
 // pg_repository: the fenced claim, the writes that carry its token, the heartbeat's lease renewal,
-// the audit trail, the sweeper's rescue, and the intake and status look-ups, as prepared statements.
+// the audit trail and the sweeper's rescue, as prepared statements.
 #include "adapters/db/pg_repository.hpp"
 
 #include <algorithm>
 #include <set>
 #include <utility>
 
-#include <rapidjson/document.h>
-
 #include "adapters/db/pg_connection.hpp"
+#include "adapters/db/pg_values.hpp"
 
 namespace ingestd {
 
 namespace {
 
+using pg::opt_text;
 using pg::param;
+using pg::parse_uuid;
+using pg::valid_json;
 
 // -- statements ------------------------------------------------------------------------------
 // Every statement takes its values as parameters; batches arrive as arrays and are unnested.
@@ -177,57 +179,7 @@ UPDATE ingestion AS i SET due_at = now()
 RETURNING i.id
 )sql"};
 
-// Intake: insert-or-find the document by (tenant_id, content_hash) and add an ingestion.
-// A concurrent intake of the same content may commit between the insert and the read: then no
-// row comes back and the caller runs the statement again (it sees the committed document).
-constexpr pg::statement intake_sql{"ingestd_create_ingestion", R"sql(
-WITH new_doc AS (
-  INSERT INTO document (id, tenant_id, content_hash, file_path, mime_type)
-  VALUES ($1, $2, $3, $4, $5)
-  ON CONFLICT (tenant_id, content_hash) DO NOTHING
-  RETURNING id, file_path
-), doc AS (
-  SELECT id, file_path, true AS created FROM new_doc
-  UNION ALL
-  SELECT d.id, d.file_path, false FROM document AS d
-   WHERE d.tenant_id = $2 AND d.content_hash = $3 AND NOT EXISTS (SELECT 1 FROM new_doc)
-), new_ing AS (
-  INSERT INTO ingestion (id, document_id, doc_source_id, uploaded_by, source_metadata)
-  SELECT $6, doc.id, $7, $8, $9::jsonb FROM doc
-  ON CONFLICT (id) DO NOTHING
-  RETURNING id, document_id
-)
-SELECT COALESCE((SELECT document_id FROM new_ing),
-                (SELECT document_id FROM ingestion WHERE id = $6), doc.id),
-       doc.file_path, doc.created, EXISTS (SELECT 1 FROM new_ing)
-  FROM doc
-)sql"};
-
-constexpr pg::statement find_sql{"ingestd_find_ingestion", R"sql(
-SELECT i.id, i.document_id, i.status, i.attempt_count, i.last_error, i.error_class,
-       i.claimed_by, i.claim_token IS NOT NULL AND i.lease_expires_at >= now(),
-       d.needs_human_review, d.structured_data::text
-  FROM ingestion AS i JOIN document AS d ON d.id = i.document_id
- WHERE i.id = $1
-)sql"};
-
-constexpr pg::statement summary_sql{"ingestd_summarize", R"sql(
-SELECT 'status' AS kind, status AS key, count(*) AS n FROM ingestion GROUP BY status
-UNION ALL
-SELECT 'class', COALESCE(error_class, ''), count(*) FROM ingestion
- WHERE status = 'failed' GROUP BY error_class
-UNION ALL
-SELECT 'oldest', '', COALESCE(floor(extract(epoch FROM now() - min(created_at))), 0)::bigint
-  FROM ingestion WHERE status = 'in-progress'
-UNION ALL
-SELECT 'review', '', count(*) FROM document WHERE needs_human_review
-)sql"};
-
 // -- helpers ---------------------------------------------------------------------------------
-
-param opt_text(const std::string& s) {
-  return s.empty() ? param{} : param{s};
-}
 
 std::string uuids(const std::vector<uuid>& ids) {
   std::vector<param> items;
@@ -235,16 +187,6 @@ std::string uuids(const std::vector<uuid>& ids) {
   for (auto& id : ids)
     items.emplace_back(id.str());
   return pg::array_literal(items);
-}
-
-uuid parse_uuid(std::string_view text) {
-  return uuid::parse(text).value_or(uuid{});
-}
-
-bool valid_json(const std::string& text) {
-  rapidjson::Document doc;
-  doc.Parse(text.data(), text.size());
-  return !doc.HasParseError();
 }
 
 int32_t clamp_i32(int64_t v) {
@@ -559,98 +501,6 @@ void pg_repository::rescue_stranded(std::chrono::seconds stale_threshold, int li
     for (int r = 0; r < res->size(); ++r)
       ids.push_back(parse_uuid(res->text(r, 0)));
     done(std::move(ids));
-  });
-}
-
-void pg_repository::create_ingestion(intake_request request, callback<intake_result> done) {
-  pool_->submit([request = std::move(request), done = std::move(done)](pg::connection& conn) {
-    if (request.doc_source_id.has_value() == request.uploaded_by.has_value())
-      return done(error::make_permanent(
-        "pg.invalid_intake", "exactly one of doc_source_id and uploaded_by must be set"));
-    if (request.content_hash.empty() || request.file_path.empty())
-      return done(error::make_permanent("pg.invalid_intake",
-                                        "content_hash and file_path must not be empty"));
-    if (!request.source_metadata.empty() && !valid_json(request.source_metadata))
-      return done(error::make_permanent("pg.invalid_json", "source_metadata is not valid JSON"));
-    std::vector<param> params{request.document_id.str(),
-                              request.tenant_id.str(),
-                              request.content_hash,
-                              request.file_path,
-                              opt_text(request.mime_type),
-                              request.ingestion_id.str(),
-                              request.doc_source_id ? param{request.doc_source_id->str()} : param{},
-                              request.uploaded_by ? param{request.uploaded_by->str()} : param{},
-                              opt_text(request.source_metadata)};
-    // Two tries: the second sees a document that a concurrent intake committed meanwhile.
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      auto res = conn.exec(intake_sql, params);
-      if (!res)
-        return done(res.error());
-      if (res->size() == 0)
-        continue;
-      intake_result out;
-      out.document_id = parse_uuid(res->text(0, 0));
-      out.ingestion_id = request.ingestion_id;
-      out.file_path = res->str(0, 1);
-      out.document_created = res->boolean(0, 2);
-      out.ingestion_created = res->boolean(0, 3);
-      return done(std::move(out));
-    }
-    done(error::make_transient("pg.intake_race",
-                               "the document was neither inserted nor found; retry"));
-  });
-}
-
-void pg_repository::find_ingestion(uuid ingestion_id,
-                                   callback<std::optional<ingestion_status>> done) {
-  pool_->submit([ingestion_id, done = std::move(done)](pg::connection& conn) {
-    auto res = conn.exec(find_sql, {ingestion_id.str()});
-    if (!res)
-      return done(res.error());
-    if (res->size() == 0)
-      return done(std::optional<ingestion_status>{});
-    auto& rows = *res;
-    ingestion_status s;
-    s.ingestion_id = parse_uuid(rows.text(0, 0));
-    s.document_id = parse_uuid(rows.text(0, 1));
-    s.status = rows.str(0, 2);
-    s.attempt_count = static_cast<int32_t>(rows.i64(0, 3));
-    s.last_error = rows.str(0, 4);
-    s.error_class = rows.str(0, 5);
-    s.claimed_by = rows.str(0, 6);
-    s.claimed = rows.boolean(0, 7);
-    s.needs_human_review = rows.boolean(0, 8);
-    s.document_structured_data = rows.str(0, 9);
-    done(std::optional<ingestion_status>{std::move(s)});
-  });
-}
-
-void pg_repository::summarize(callback<status_summary> done) {
-  pool_->submit([done = std::move(done)](pg::connection& conn) {
-    auto res = conn.exec(summary_sql, {});
-    if (!res)
-      return done(res.error());
-    status_summary s;
-    for (int r = 0; r < res->size(); ++r) {
-      auto kind = res->text(r, 0);
-      auto key = res->str(r, 1);
-      auto n = res->i64(r, 2);
-      if (kind == "status") {
-        if (key == "in-progress")
-          s.in_progress = n;
-        else if (key == "completed")
-          s.completed = n;
-        else if (key == "failed")
-          s.failed = n;
-      } else if (kind == "class") {
-        s.failures_by_error_class.emplace_back(key, n);
-      } else if (kind == "oldest") {
-        s.oldest_in_progress_seconds = n;
-      } else if (kind == "review") {
-        s.documents_needing_review = n;
-      }
-    }
-    done(std::move(s));
   });
 }
 

@@ -47,10 +47,6 @@ public:
   void append_events(std::vector<audit_event> events, callback<void> done) override;
   void rescue_stranded(std::chrono::seconds stale_threshold, int limit,
                        callback<std::vector<uuid>> done) override;
-  void create_ingestion(intake_request request, callback<intake_result> done) override;
-  void find_ingestion(uuid ingestion_id,
-                      callback<std::optional<ingestion_status>> done) override;
-  void summarize(callback<status_summary> done) override;
 
   /// UPDATE statements sent for record_transcription (fewer than calls under load).
   uint64_t transcription_statements() const;

@@ -1,6 +1,6 @@
-// The database port: every read and write the pipeline makes on PostgreSQL, in the shape of
-// seed 000's statements made fenced (DESIGN §5). Implemented by pg_repository over a small pool
-// of libpq connections on their own threads.
+// The worker's database port: every read and write the pipeline's actors make on PostgreSQL, in
+// the shape of seed 000's statements made fenced (DESIGN §5); intake and status have their own
+// (intake_repository.hpp). Implemented by pg_repository over a pool of connection threads.
 #pragma once
 
 #include <chrono>
@@ -24,63 +24,6 @@ struct claim_request {
 struct completion {
   lease_ref ref;
   completion_record record;
-};
-
-/// Intake: a document (deduplicated by tenant and content hash) and a new ingestion of it.
-struct intake_request {
-  /// Proposed ids (UUIDv7); the document id is used only when the document is new.
-  uuid document_id;
-  uuid ingestion_id;
-  uuid tenant_id;
-  /// SHA-256 of the content, hex.
-  std::string content_hash;
-  /// Storage key for the proposed document id, e.g. "documents/{document_id}.pdf".
-  std::string file_path;
-  std::string mime_type;
-  /// Exactly one of the two is set (the schema's XOR check).
-  std::optional<uuid> doc_source_id;
-  std::optional<uuid> uploaded_by;
-  /// A JSON object, or empty.
-  std::string source_metadata;
-};
-
-/// What intake created or found.
-struct intake_result {
-  uuid document_id;
-  uuid ingestion_id;
-  /// The document's storage key (the existing one when the document was already known).
-  std::string file_path;
-  /// true when this call inserted the document (the caller stores the file).
-  bool document_created = false;
-  /// false when an ingestion with this id already existed (a retried intake).
-  bool ingestion_created = false;
-};
-
-/// One ingestion as `ingestd status ID` and tests see it.
-struct ingestion_status {
-  uuid ingestion_id;
-  uuid document_id;
-  std::string status;
-  int32_t attempt_count = 0;
-  std::string last_error;
-  std::string error_class;
-  std::string claimed_by;
-  bool claimed = false;
-  /// The document's flag and structured data (JSON text, empty when NULL).
-  bool needs_human_review = false;
-  std::string document_structured_data;
-};
-
-/// Figures for `ingestd status` and metrics.
-struct status_summary {
-  int64_t in_progress = 0;
-  int64_t completed = 0;
-  int64_t failed = 0;
-  /// Age of the oldest in-progress ingestion in seconds (0 when none).
-  int64_t oldest_in_progress_seconds = 0;
-  /// Failed ingestions per error_class ("transient", "permanent", "" when unknown).
-  std::vector<std::pair<std::string, int64_t>> failures_by_error_class;
-  int64_t documents_needing_review = 0;
 };
 
 /// Asynchronous: every call returns at once and calls its callback exactly once, from a
@@ -134,26 +77,6 @@ public:
   /// due now and returns their ids for re-enqueueing. Empty when another node holds the lock.
   virtual void rescue_stranded(std::chrono::seconds stale_threshold, int limit,
                                callback<std::vector<uuid>> done) = 0;
-
-  // Intake and status look-ups. Not pure so that fakes that do not need them still compile;
-  // the defaults answer a permanent "repository.unsupported" error.
-
-  /// Creates the document (or finds it by tenant_id and content_hash) and a new in-progress
-  /// ingestion of it, in one statement; retrying with the same ingestion id creates nothing new.
-  virtual void create_ingestion(intake_request /*request*/, callback<intake_result> done) {
-    done(error::make_permanent("repository.unsupported", "create_ingestion"));
-  }
-
-  /// One ingestion with its document's review flag; nullopt when unknown.
-  virtual void find_ingestion(uuid /*ingestion_id*/,
-                              callback<std::optional<ingestion_status>> done) {
-    done(error::make_permanent("repository.unsupported", "find_ingestion"));
-  }
-
-  /// Counts by status, the oldest in-progress ingestion, failures by class, review backlog.
-  virtual void summarize(callback<status_summary> done) {
-    done(error::make_permanent("repository.unsupported", "summarize"));
-  }
 };
 
 } // namespace ingestd

@@ -14,6 +14,7 @@
 #include <libpq-fe.h>
 
 #include "adapters/db/pg_connection.hpp"
+#include "adapters/db/pg_intake_repository.hpp"
 #include "adapters/db/pg_repository.hpp"
 #include "tests/support/postgres/await.hpp"
 #include "tests/support/postgres/pg_fixture.hpp"
@@ -31,10 +32,12 @@ protected:
     if (HasFatalFailure())
       return;
     repo = std::make_unique<pg_repository>(db->url());
+    intake_repo = std::make_unique<pg_intake_repository>(db->url());
   }
 
   void TearDown() override {
     repo.reset();
+    intake_repo.reset();
     postgres_test::TearDown();
   }
 
@@ -53,8 +56,7 @@ protected:
 
   /// A new in-progress ingestion of a new document.
   uuid new_ingestion() {
-    auto res = await<intake_result>(
-      [&](auto cb) { repo->create_ingestion(intake(uuid::v4().str()), cb); });
+    auto res = intake_repo->create_ingestion(intake(uuid::v4().str()), 30s);
     EXPECT_TRUE(res) << res.error().describe();
     return res->ingestion_id;
   }
@@ -91,6 +93,8 @@ protected:
 
   static inline const uuid tenant_ = uuid::v4();
   std::unique_ptr<pg_repository> repo;
+  /// Creates the ingestions that the worker's repository works on, and the status look-ups.
+  std::unique_ptr<pg_intake_repository> intake_repo;
 };
 
 completion make_completion(lease_ref ref, std::string data = R"({"invoice_number": "A-1"})") {
@@ -108,7 +112,7 @@ completion make_completion(lease_ref ref, std::string data = R"({"invoice_number
 
 TEST_F(repository_test, intake_deduplicates_documents_by_content_hash) {
   auto first = intake("hash-1");
-  auto a = await<intake_result>([&](auto cb) { repo->create_ingestion(first, cb); });
+  auto a = intake_repo->create_ingestion(first, 30s);
   ASSERT_TRUE(a) << a.error().describe();
   EXPECT_TRUE(a->document_created);
   EXPECT_TRUE(a->ingestion_created);
@@ -116,7 +120,7 @@ TEST_F(repository_test, intake_deduplicates_documents_by_content_hash) {
   EXPECT_EQ(a->file_path, first.file_path);
 
   auto second = intake("hash-1");
-  auto b = await<intake_result>([&](auto cb) { repo->create_ingestion(second, cb); });
+  auto b = intake_repo->create_ingestion(second, 30s);
   ASSERT_TRUE(b) << b.error().describe();
   EXPECT_FALSE(b->document_created);
   EXPECT_TRUE(b->ingestion_created);
@@ -127,7 +131,7 @@ TEST_F(repository_test, intake_deduplicates_documents_by_content_hash) {
             "2");
 
   // A retried intake (same ingestion id) creates nothing new.
-  auto again = await<intake_result>([&](auto cb) { repo->create_ingestion(second, cb); });
+  auto again = intake_repo->create_ingestion(second, 30s);
   ASSERT_TRUE(again) << again.error().describe();
   EXPECT_FALSE(again->document_created);
   EXPECT_FALSE(again->ingestion_created);
@@ -135,7 +139,7 @@ TEST_F(repository_test, intake_deduplicates_documents_by_content_hash) {
 
   // Another tenant with the same content gets its own document.
   auto other = intake("hash-1", uuid::v4());
-  auto c = await<intake_result>([&](auto cb) { repo->create_ingestion(other, cb); });
+  auto c = intake_repo->create_ingestion(other, 30s);
   ASSERT_TRUE(c);
   EXPECT_TRUE(c->document_created);
   EXPECT_EQ(column(second.ingestion_id, "source_metadata->>'channel'"), "test");
@@ -145,12 +149,12 @@ TEST_F(repository_test, intake_deduplicates_documents_by_content_hash) {
 TEST_F(repository_test, intake_rejects_bad_input_as_permanent) {
   auto both = intake("h");
   both.doc_source_id = uuid::v4();
-  auto res = await<intake_result>([&](auto cb) { repo->create_ingestion(both, cb); });
+  auto res = intake_repo->create_ingestion(both, 30s);
   ASSERT_FALSE(res);
   EXPECT_TRUE(res.error().permanent());
   auto bad_json = intake("h2");
   bad_json.source_metadata = "{not json";
-  res = await<intake_result>([&](auto cb) { repo->create_ingestion(bad_json, cb); });
+  res = intake_repo->create_ingestion(bad_json, 30s);
   ASSERT_FALSE(res);
   EXPECT_TRUE(res.error().permanent());
   EXPECT_EQ(db->scalar("SELECT count(*) FROM document"), "0");
@@ -160,14 +164,13 @@ TEST_F(repository_test, concurrent_intake_of_the_same_content_makes_one_document
   std::vector<intake_request> requests;
   for (int i = 0; i < 8; ++i)
     requests.push_back(intake("same-content"));
-  pg_repository other{db->url(), {4}};
+  pg_intake_repository other{db->url()};
   std::vector<std::thread> threads;
   std::vector<std::optional<result<intake_result>>> results(requests.size());
   for (size_t i = 0; i < requests.size(); ++i)
     threads.emplace_back([&, i] {
-      repository& r = i % 2 == 0 ? static_cast<repository&>(*repo) : other;
-      results[i].emplace(
-        await<intake_result>([&](auto cb) { r.create_ingestion(requests[i], cb); }));
+      intake_repository& r = i % 2 == 0 ? static_cast<intake_repository&>(*intake_repo) : other;
+      results[i].emplace(r.create_ingestion(requests[i], 30s));
     });
   for (auto& t : threads)
     t.join();
@@ -185,7 +188,7 @@ TEST_F(repository_test, concurrent_intake_of_the_same_content_makes_one_document
 
 TEST_F(repository_test, claim_returns_the_ingestion_joined_with_its_document) {
   auto req = intake("claim-join");
-  ASSERT_TRUE(await<intake_result>([&](auto cb) { repo->create_ingestion(req, cb); }));
+  ASSERT_TRUE(intake_repo->create_ingestion(req, 30s));
   auto token = uuid::v4();
   auto c = claim_one(req.ingestion_id, token);
   ASSERT_TRUE(c);
@@ -657,7 +660,7 @@ TEST_F(repository_test, find_and_summarize_for_status) {
   db->query("UPDATE ingestion SET created_at = now() - interval '100 s' WHERE id = $1",
             {busy.str()});
 
-  auto s = await<status_summary>([&](auto cb) { repo->summarize(cb); });
+  auto s = intake_repo->summarize(30s);
   ASSERT_TRUE(s) << s.error().describe();
   EXPECT_EQ(s->in_progress, 1);
   EXPECT_EQ(s->completed, 1);
@@ -669,7 +672,7 @@ TEST_F(repository_test, find_and_summarize_for_status) {
   EXPECT_EQ(s->failures_by_error_class[0].second, 1);
   EXPECT_EQ(s->documents_needing_review, 1);
 
-  auto f = await<std::optional<ingestion_status>>([&](auto cb) { repo->find_ingestion(bad, cb); });
+  auto f = intake_repo->find_ingestion(bad, 30s);
   ASSERT_TRUE(f);
   ASSERT_TRUE(*f);
   EXPECT_EQ((*f)->status, "failed");
@@ -678,11 +681,10 @@ TEST_F(repository_test, find_and_summarize_for_status) {
   EXPECT_EQ((*f)->last_error, "llm.context_length_exceeded: too long");
   EXPECT_TRUE((*f)->needs_human_review);
   EXPECT_FALSE((*f)->claimed);
-  auto g = await<std::optional<ingestion_status>>([&](auto cb) { repo->find_ingestion(ok, cb); });
+  auto g = intake_repo->find_ingestion(ok, 30s);
   ASSERT_TRUE(g && *g);
   EXPECT_EQ((*g)->document_structured_data, R"({"invoice_number": "A-1"})");
-  auto missing = await<std::optional<ingestion_status>>(
-    [&](auto cb) { repo->find_ingestion(uuid::v7(), cb); });
+  auto missing = intake_repo->find_ingestion(uuid::v7(), 30s);
   ASSERT_TRUE(missing);
   EXPECT_FALSE(*missing);
 }
@@ -691,17 +693,16 @@ TEST_F(repository_test, survives_a_terminated_backend) {
   auto id = new_ingestion();
   // The pool has connected.
   for (int i = 0; i < 4; ++i)
-    ASSERT_TRUE(await<std::optional<ingestion_status>>(
-      [&](auto cb) { repo->find_ingestion(id, cb); }));
+    ASSERT_TRUE(await<std::vector<ingestion_state>>([&](auto cb) { repo->states({id}, cb); }));
   auto killed = db->terminate_adapter_backends();
   ASSERT_GE(killed, 1);
   // The next calls reconnect and succeed, on every pool thread.
   for (int i = 0; i < 4; ++i) {
     auto token = uuid::v4();
-    auto res = await<std::optional<ingestion_status>>(
-      [&](auto cb) { repo->find_ingestion(id, cb); });
+    auto res = await<std::vector<ingestion_state>>([&](auto cb) { repo->states({id}, cb); });
     ASSERT_TRUE(res) << res.error().describe();
-    ASSERT_TRUE(*res);
+    ASSERT_EQ(res->size(), 1u);
+    EXPECT_EQ(res->front(), ingestion_state::claimable);
     (void) token;
   }
   auto token = uuid::v4();
@@ -764,13 +765,13 @@ TEST_F(repository_test, completion_cut_off_by_connection_loss_is_reread_not_redo
 
 TEST(repository_errors, unreachable_database_is_a_transient_error) {
   pg_repository repo{"postgresql://ingestd@127.0.0.1:1/none?connect_timeout=2"};
-  auto res = await<status_summary>([&](auto cb) { repo.summarize(cb); });
+  auto res = await<std::vector<ingestion_state>>([&](auto cb) { repo.states({uuid::v4()}, cb); });
   ASSERT_FALSE(res);
   EXPECT_TRUE(res.error().transient());
   EXPECT_EQ(res.error().code, "pg.connection");
   // While backing off, calls fail fast rather than queueing behind connect attempts.
   auto t0 = std::chrono::steady_clock::now();
-  auto again = await<status_summary>([&](auto cb) { repo.summarize(cb); });
+  auto again = await<std::vector<ingestion_state>>([&](auto cb) { repo.states({uuid::v4()}, cb); });
   ASSERT_FALSE(again);
   EXPECT_TRUE(again.error().transient());
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);

@@ -12,13 +12,16 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/send.hpp>
+#include <rapidjson/document.h>
 
 #include "actors/sweeper.hpp"
+#include "adapters/aws/encoding.hpp"
+#include "adapters/db/pg_intake_repository.hpp"
 #include "adapters/db/pg_repository.hpp"
 #include "adapters/ocr/document_source.hpp"
 #include "adapters/queue/postgres_queue.hpp"
 #include "adapters/storage/filesystem_store.hpp"
-#include "app/intake.hpp"
+#include "intake/intake_service.hpp"
 #include "tests/support/environment.hpp"
 #include "tests/support/postgres/pg_fixture.hpp"
 
@@ -80,10 +83,14 @@ protected:
     fs::remove_all(root);
   }
 
-  std::unique_ptr<intake_service> make(size_t max_bytes = 20u << 20, std::shared_ptr<queue> with = {}) {
+  /// A service with a repository (and so connections) of its own, as another process would have.
+  std::unique_ptr<intake_service> make(size_t max_bytes = 20u << 20, std::shared_ptr<queue> with = {},
+                                       std::chrono::seconds call_timeout = std::chrono::seconds{60}) {
     intake_options opts;
     opts.max_bytes = max_bytes;
-    return std::make_unique<intake_service>(repo, with ? with : q, store, db->url(), opts);
+    opts.call_timeout = call_timeout;
+    return std::make_unique<intake_service>(std::make_shared<pg_intake_repository>(db->url()),
+                                            with ? with : q, store, opts);
   }
 
   intake_item item(std::string bytes, uuid tenant, std::string name = "f.pdf") {
@@ -119,10 +126,6 @@ protected:
   std::shared_ptr<filesystem_store> store;
   uuid tenant_a = uuid::v7(), tenant_b = uuid::v7(), uploader = uuid::v7();
 };
-
-TEST_F(intake_test, hashes_with_sha256) {
-  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-}
 
 // One rule for both ends of the pipeline: every file the OCR provider can open, intake takes
 // (including a PDF whose header follows some junk, which readers accept), and what intake
@@ -160,7 +163,7 @@ TEST_F(intake_test, new_file_is_stored_recorded_and_enqueued_and_again_is_a_dupl
   EXPECT_EQ(first->file_path, "documents/" + first->document_id.str() + ".pdf");
   EXPECT_EQ(read_all(root + "/" + first->file_path), bytes);
   EXPECT_EQ(messages_for(first->ingestion_id), 1);
-  EXPECT_EQ(db->scalar("SELECT content_hash FROM document"), sha256_hex(bytes));
+  EXPECT_EQ(db->scalar("SELECT content_hash FROM document"), aws::sha256_hex(bytes));
   EXPECT_EQ(db->scalar("SELECT uploaded_by::text FROM ingestion"), uploader.str());
   EXPECT_EQ(db->scalar("SELECT source_metadata->>'file_name' FROM ingestion"), "f.pdf");
 
@@ -276,6 +279,73 @@ TEST_F(intake_test, a_document_whose_ingestions_failed_is_reprocessed_on_resubmi
   EXPECT_EQ(messages_for(again->ingestion_id), 1);
   EXPECT_EQ(count("SELECT count(*) FROM ingestion"), 2);
   EXPECT_EQ(stored_documents(), 1);
+}
+
+// The content lock waits no longer than the call's deadline, reports it as intake always has, and
+// is not left behind: once the holder lets go, the same content goes in.
+TEST_F(intake_test, a_held_content_lock_makes_intake_fail_at_its_deadline_and_leaves_no_lock) {
+  auto intake = make(20u << 20, {}, std::chrono::seconds{1});
+  auto bytes = corpus("inv05_en_modern.pdf");
+  pg_intake_repository holder{db->url()};
+  auto held = holder.lock_content(tenant_a, aws::sha256_hex(bytes), std::chrono::seconds{10});
+  ASSERT_TRUE(held) << held.error().describe();
+  auto waited = intake->submit(item(bytes, tenant_a));
+  ASSERT_FALSE(waited);
+  EXPECT_EQ(waited.error().code, "intake.timeout");
+  EXPECT_EQ(waited.error().message, "database did not answer within 1 s");
+  EXPECT_TRUE(waited.error().transient());
+  EXPECT_EQ(count("SELECT count(*) FROM document"), 0);
+  EXPECT_EQ(stored_documents(), 0);
+  held->reset();
+  auto again = intake->submit(item(bytes, tenant_a));
+  ASSERT_TRUE(again) << again.error().describe();
+  EXPECT_EQ(again->status, intake_status::created);
+}
+
+// The look-ups that the HTTP intake, `ingestd status` and the admin endpoint show.
+TEST_F(intake_test, repository_look_ups_show_documents_ingestions_and_the_review_list) {
+  auto intake = make();
+  auto first = intake->submit(item(corpus("inv01_en_classic.pdf"), tenant_a, "a.pdf"));
+  ASSERT_TRUE(first) << first.error().describe();
+  pg_intake_repository look{db->url()};
+  constexpr auto t = std::chrono::seconds{10};
+  ASSERT_TRUE(look.ping(t));
+
+  auto parse = [](const std::string& text) {
+    rapidjson::Document d;
+    d.Parse(text.c_str());
+    EXPECT_FALSE(d.HasParseError()) << text;
+    return d;
+  };
+  auto doc = intake->document_json(first->document_id);
+  ASSERT_TRUE(doc && *doc);
+  auto d = parse(**doc);
+  EXPECT_STREQ(d["state"].GetString(), "processing");
+  EXPECT_EQ(d["ingestions"].Size(), 1u);
+  auto ing = intake->ingestion_json(first->ingestion_id);
+  ASSERT_TRUE(ing && *ing);
+  EXPECT_STREQ(parse(**ing)["status"].GetString(), "in-progress");
+  auto unknown = intake->document_json(uuid::v7());
+  ASSERT_TRUE(unknown);
+  EXPECT_FALSE(*unknown);
+
+  auto documents = look.documents_json(10, t);
+  ASSERT_TRUE(documents) << documents.error().describe();
+  auto list = parse(*documents);
+  ASSERT_EQ(list.Size(), 1u);
+  EXPECT_STREQ(list[0]["file_name"].GetString(), "a.pdf");
+  auto review = look.review_json(10, t);
+  ASSERT_TRUE(review);
+  EXPECT_EQ(parse(*review).Size(), 0u);
+  db->query("UPDATE ingestion SET status = 'failed', last_error = 'llm.refused: no'");
+  db->query("UPDATE document SET needs_human_review = true");
+  review = look.review_json(10, t);
+  ASSERT_TRUE(review);
+  auto flagged = parse(*review);
+  ASSERT_EQ(flagged.Size(), 1u);
+  EXPECT_EQ(flagged[0]["document_id"].GetString(), first->document_id.str());
+  EXPECT_STREQ(flagged[0]["last_error"].GetString(), "llm.refused: no");
+  EXPECT_STREQ(parse(*look.documents_json(10, t))[0]["state"].GetString(), "needs_review");
 }
 
 TEST_F(intake_test, a_failed_enqueue_is_caught_by_the_sweeper) {

@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "actors/worker.hpp"
+#include "adapters/db/pg_intake_repository.hpp"
 #include "adapters/db/pg_repository.hpp"
 #include "adapters/queue/postgres_queue.hpp"
 #include "adapters/storage/filesystem_store.hpp"
@@ -62,6 +63,7 @@ public:
     : root_(make_temp_dir("pipeline")),
       queue_name_(unique_name("q")),
       repo_(std::make_shared<pg_repository>(db_.url())),
+      intake_repo_(std::make_shared<pg_intake_repository>(db_.url())),
       queue_(std::make_shared<postgres_queue>(db_.url(), queue_name_)),
       store_(std::make_shared<filesystem_store>(root_)) {
     ctx_->settings = fast_settings();
@@ -77,6 +79,7 @@ public:
     stop();
     queue_.reset();
     repo_.reset();
+    intake_repo_.reset();
     store_.reset();
     ctx_.reset();
     std::filesystem::remove_all(root_);
@@ -103,7 +106,7 @@ public:
     r.file_path = "documents/" + r.document_id.str() + "." + ext;
     r.mime_type = mime_type;
     r.uploaded_by = uuid::v4();
-    auto created = await<intake_result>([&](auto cb) { repo_->create_ingestion(r, cb); });
+    auto created = intake_repo_->create_ingestion(r, std::chrono::seconds{30});
     EXPECT_TRUE(created) << created.error().describe();
     auto put = await<void>([&](auto cb) { store_->put(r.file_path, bytes, mime_type, cb); });
     EXPECT_TRUE(put) << put.error().describe();
@@ -163,7 +166,7 @@ public:
   }
 
   ingestion_status status(uuid id) {
-    auto s = await<std::optional<ingestion_status>>([&](auto cb) { repo_->find_ingestion(id, cb); });
+    auto s = intake_repo_->find_ingestion(id, std::chrono::seconds{30});
     EXPECT_TRUE(s && s->has_value());
     return s && s->has_value() ? **s : ingestion_status{};
   }
@@ -196,6 +199,7 @@ private:
   std::string root_;
   std::string queue_name_;
   std::shared_ptr<pg_repository> repo_;
+  std::shared_ptr<pg_intake_repository> intake_repo_;
   std::shared_ptr<postgres_queue> queue_;
   std::shared_ptr<filesystem_store> store_;
   std::shared_ptr<worker_context> ctx_ = std::make_shared<worker_context>();

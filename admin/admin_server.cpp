@@ -1,6 +1,6 @@
 // The admin endpoint over cpp-httplib: liveness, readiness (database and queue reachable, not
 // shutting down) and the Prometheus exposition (worker metrics plus the queue's figures).
-#include "app/admin_server.hpp"
+#include "admin/admin_server.hpp"
 
 #include <httplib.h>
 

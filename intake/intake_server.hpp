@@ -19,7 +19,7 @@
 #include <string>
 #include <thread>
 
-#include "app/intake.hpp"
+#include "intake/intake_service.hpp"
 #include "messages/result.hpp"
 #include "messages/uuid.hpp"
 

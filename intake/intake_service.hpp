@@ -1,15 +1,14 @@
-// Intake (seed 001's webhook handler), shared by `ingestd submit` and the HTTP intake server:
-// hash the file, find or create its document, store it once, create an ingestion and enqueue it.
+// The intake service (seed 001's webhook handler), shared by `ingestd submit` and the HTTP intake
+// server: hash the file, find or create its document, store it once, create an ingestion and
+// enqueue it. Business logic over ports only (intake_repository, object_store, queue): no SQL here.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "messages/file_type.hpp"
 #include "messages/result.hpp"
@@ -17,16 +16,9 @@
 
 namespace ingestd {
 
-class repository;
+class intake_repository;
 class queue;
 class object_store;
-
-namespace pg {
-class connection;
-}
-
-/// Hex SHA-256 of `bytes` (OpenSSL).
-std::string sha256_hex(std::string_view bytes);
 
 /// Who sent the document: exactly one of the two ids (the schema's XOR).
 struct intake_source {
@@ -83,11 +75,9 @@ struct intake_options {
 /// "intake.timeout" (transient). Thread-safe: call submit() from several threads at once.
 class intake_service {
 public:
-  /// `database_url` serves the advisory lock that serialises intake of one (tenant, content) and
-  /// the read-only look-ups; the ports do the writes.
-  intake_service(std::shared_ptr<repository> db, std::shared_ptr<queue> q,
-                 std::shared_ptr<object_store> storage, std::string database_url,
-                 intake_options opts = {});
+  /// `db` also serialises the intake of one (tenant, content) across processes.
+  intake_service(std::shared_ptr<intake_repository> db, std::shared_ptr<queue> q,
+                 std::shared_ptr<object_store> storage, intake_options opts = {});
   ~intake_service();
   intake_service(const intake_service&) = delete;
   intake_service& operator=(const intake_service&) = delete;
@@ -102,31 +92,13 @@ public:
   /// An ingestion as JSON (status, attempts, errors, audit events); nullopt when unknown.
   result<std::optional<std::string>> ingestion_json(uuid ingestion_id);
 
-  /// Documents flagged for human review (id, tenant, file name), newest last, as JSON array.
-  result<std::string> review_json(int limit);
-
-  /// One row per document (newest last): file name, state, key extracted fields, as JSON array.
-  result<std::string> documents_json(int limit);
-
-  /// A cheap round trip to the database ("SELECT 1").
-  result<void> ping_database();
-
   const intake_options& options() const { return opts_; }
 
 private:
-  class lease;
-  std::unique_ptr<pg::connection> borrow();
-  void give_back(std::unique_ptr<pg::connection> conn);
-  result<std::optional<std::string>> json_query(const char* statement_name, const char* sql,
-                                                const std::vector<std::optional<std::string>>& params);
-
-  std::shared_ptr<repository> db_;
+  std::shared_ptr<intake_repository> db_;
   std::shared_ptr<queue> queue_;
   std::shared_ptr<object_store> storage_;
-  std::string database_url_;
   intake_options opts_;
-  std::mutex mtx_;
-  std::vector<std::unique_ptr<pg::connection>> idle_;
 };
 
 } // namespace ingestd

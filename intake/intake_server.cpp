@@ -1,6 +1,6 @@
 // HTTP intake over cpp-httplib: request parsing, authentication and the mapping of intake's
 // errors to status codes (see intake_server.hpp for the contract).
-#include "app/intake_server.hpp"
+#include "intake/intake_server.hpp"
 
 #include <httplib.h>
 #include <openssl/crypto.h>

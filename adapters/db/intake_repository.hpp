@@ -1,0 +1,142 @@
+// The intake and status side of the database (the worker's side is repository.hpp): documents and
+// ingestions created by intake under a per-content lock, and the look-ups that the HTTP intake,
+// `ingestd status` and the admin endpoint show. Implemented by pg_intake_repository.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "messages/result.hpp"
+#include "messages/uuid.hpp"
+
+namespace ingestd {
+
+/// Intake: a document (deduplicated by tenant and content hash) and a new ingestion of it.
+struct intake_request {
+  /// Proposed ids (UUIDv7); the document id is used only when the document is new.
+  uuid document_id;
+  uuid ingestion_id;
+  uuid tenant_id;
+  /// SHA-256 of the content, hex.
+  std::string content_hash;
+  /// Storage key for the proposed document id, e.g. "documents/{document_id}.pdf".
+  std::string file_path;
+  std::string mime_type;
+  /// Exactly one of the two is set (the schema's XOR check).
+  std::optional<uuid> doc_source_id;
+  std::optional<uuid> uploaded_by;
+  /// A JSON object, or empty.
+  std::string source_metadata;
+};
+
+/// What intake created or found.
+struct intake_result {
+  uuid document_id;
+  uuid ingestion_id;
+  /// The document's storage key (the existing one when the document was already known).
+  std::string file_path;
+  /// true when this call inserted the document (the caller stores the file).
+  bool document_created = false;
+  /// false when an ingestion with this id already existed (a retried intake).
+  bool ingestion_created = false;
+};
+
+/// A tenant's document with a given content, as intake finds it before creating anything.
+struct known_document {
+  uuid document_id;
+  std::string file_path;
+  /// Empty when the row has none.
+  std::string mime_type;
+  /// Its in-progress ingestion, else its latest completed one; nullopt when all failed.
+  std::optional<uuid> live_ingestion_id;
+  /// "in-progress" | "completed"; empty without a live ingestion.
+  std::string live_ingestion_status;
+};
+
+/// One ingestion as `ingestd status ID` and tests see it.
+struct ingestion_status {
+  uuid ingestion_id;
+  uuid document_id;
+  std::string status;
+  int32_t attempt_count = 0;
+  std::string last_error;
+  std::string error_class;
+  std::string claimed_by;
+  bool claimed = false;
+  /// The document's flag and structured data (JSON text, empty when NULL).
+  bool needs_human_review = false;
+  std::string document_structured_data;
+};
+
+/// Figures for `ingestd status` and metrics.
+struct status_summary {
+  int64_t in_progress = 0;
+  int64_t completed = 0;
+  int64_t failed = 0;
+  /// Age of the oldest in-progress ingestion in seconds (0 when none).
+  int64_t oldest_in_progress_seconds = 0;
+  /// Failed ingestions per error_class ("transient", "permanent", "" when unknown).
+  std::vector<std::pair<std::string, int64_t>> failures_by_error_class;
+  int64_t documents_needing_review = 0;
+};
+
+/// Blocking, for request threads and command-line tools (never inside an actor); thread-safe.
+/// Every call has a deadline: a statement still running when it passes is cancelled and the
+/// call fails with the transient error `timeout_code`. Connection problems are transient errors
+/// ("pg.connection", "pg.<SQLSTATE>").
+class intake_repository {
+public:
+  using timeout = std::chrono::milliseconds;
+  /// The code of a call that passed its deadline.
+  static constexpr std::string_view timeout_code = "db.timeout";
+
+  /// Held while one (tenant, content) is taken in, so that concurrent intakes of the same
+  /// content (in any process) see each other's rows. Destroying it releases the lock.
+  class content_lock {
+  public:
+    virtual ~content_lock() = default;
+    /// The tenant's document with this content, including what an earlier holder committed.
+    virtual result<std::optional<known_document>> find_document(timeout t) = 0;
+  };
+
+  virtual ~intake_repository() = default;
+
+  /// Waits until no one else holds the lock of (tenant_id, content_hash), then holds it.
+  virtual result<std::unique_ptr<content_lock>> lock_content(uuid tenant_id,
+                                                             const std::string& content_hash,
+                                                             timeout t) = 0;
+
+  /// Creates the document (or finds it by tenant_id and content_hash) and a new in-progress
+  /// ingestion of it, in one statement; retrying with the same ingestion id creates nothing new.
+  virtual result<intake_result> create_ingestion(const intake_request& request, timeout t) = 0;
+
+  /// A document as JSON (state, structured data, ingestions); nullopt when unknown.
+  virtual result<std::optional<std::string>> document_json(uuid document_id, timeout t) = 0;
+
+  /// An ingestion as JSON (status, attempts, errors, audit events); nullopt when unknown.
+  virtual result<std::optional<std::string>> ingestion_json(uuid ingestion_id, timeout t) = 0;
+
+  /// Documents flagged for human review (id, tenant, file name), newest last, as a JSON array.
+  virtual result<std::string> review_json(int limit, timeout t) = 0;
+
+  /// One row per document (newest last): file name, state, key extracted fields, as JSON array.
+  virtual result<std::string> documents_json(int limit, timeout t) = 0;
+
+  /// One ingestion with its document's review flag; nullopt when unknown.
+  virtual result<std::optional<ingestion_status>> find_ingestion(uuid ingestion_id,
+                                                                 timeout t) = 0;
+
+  /// Counts by status, the oldest in-progress ingestion, failures by class, review backlog.
+  virtual result<status_summary> summarize(timeout t) = 0;
+
+  /// A cheap round trip to the database.
+  virtual result<void> ping(timeout t) = 0;
+};
+
+} // namespace ingestd

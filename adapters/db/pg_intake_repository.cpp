@@ -1,0 +1,438 @@
+// pg_intake_repository: intake's per-content advisory lock, document look-up and insert-or-find,
+// and the JSON and status look-ups, as prepared statements on borrowed connections.
+#include "adapters/db/pg_intake_repository.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "adapters/db/pg_connection.hpp"
+#include "adapters/db/pg_values.hpp"
+#include "adapters/support/blocking_call.hpp"
+
+namespace ingestd {
+
+namespace {
+
+using pg::param;
+
+// -- statements ------------------------------------------------------------------------------
+
+// Session-level, so that it is held across the statements and calls of one intake; the server
+// drops it if this connection dies. Two statements (not one): a statement's snapshot is
+// taken before it waits for the lock and would miss what the previous holder committed.
+constexpr pg::statement lock_sql{"ingestd_intake_lock",
+                                 "SELECT pg_advisory_lock(hashtextextended($1 || ':' || $2, 0))"};
+constexpr pg::statement unlock_sql{"ingestd_intake_unlock",
+                                   "SELECT pg_advisory_unlock(hashtextextended($1 || ':' || $2, 0))"};
+
+constexpr pg::statement existing_sql{"ingestd_intake_existing", R"sql(
+SELECT d.id, d.file_path, COALESCE(d.mime_type, ''), live.id, live.status
+  FROM document AS d
+  LEFT JOIN LATERAL (
+    SELECT i.id, i.status FROM ingestion AS i
+     WHERE i.document_id = d.id AND i.status IN ('in-progress', 'completed')
+     ORDER BY i.status = 'in-progress' DESC, i.created_at DESC, i.id DESC
+     LIMIT 1) AS live ON true
+ WHERE d.tenant_id = $1 AND d.content_hash = $2
+)sql"};
+
+constexpr pg::statement document_json_sql{"ingestd_intake_document", R"sql(
+SELECT json_build_object(
+  'id', d.id, 'tenant_id', d.tenant_id, 'content_hash', d.content_hash,
+  'file_path', d.file_path, 'mime_type', d.mime_type,
+  'state', CASE
+    WHEN EXISTS (SELECT 1 FROM ingestion AS i
+                  WHERE i.document_id = d.id AND i.status = 'in-progress') THEN 'processing'
+    WHEN d.needs_human_review THEN 'needs_review'
+    WHEN d.structured_data IS NOT NULL THEN 'ready'
+    ELSE 'unprocessed' END,
+  'needs_human_review', d.needs_human_review,
+  'structured_data', d.structured_data,
+  'created_at', d.created_at, 'updated_at', d.updated_at,
+  'ingestions', COALESCE((
+    SELECT json_agg(json_build_object('id', i.id, 'status', i.status,
+                                      'attempt_count', i.attempt_count,
+                                      'created_at', i.created_at,
+                                      'completed_at', i.completed_at)
+                    ORDER BY i.created_at, i.id)
+      FROM ingestion AS i WHERE i.document_id = d.id), '[]'::json))::text
+  FROM document AS d WHERE d.id = $1
+)sql"};
+
+constexpr pg::statement ingestion_json_sql{"ingestd_intake_ingestion", R"sql(
+SELECT json_build_object(
+  'id', i.id, 'document_id', i.document_id, 'status', i.status,
+  'attempt_count', i.attempt_count,
+  'uploaded_by', i.uploaded_by, 'doc_source_id', i.doc_source_id,
+  'source_metadata', i.source_metadata,
+  'last_error', i.last_error, 'error_class', i.error_class,
+  'claimed_by', i.claimed_by,
+  'claimed', i.claim_token IS NOT NULL AND i.lease_expires_at >= now(),
+  'transcription_file_path', i.transcription_file_path,
+  'preprocessed_file_path', i.preprocessed_file_path,
+  'transcription_quality_score', i.transcription_quality_score,
+  'structured_data', i.structured_data,
+  'valid_structured_data', i.valid_structured_data,
+  'extraction_model', i.extraction_model,
+  'extraction_input_tokens', i.extraction_input_tokens,
+  'extraction_output_tokens', i.extraction_output_tokens,
+  'created_at', i.created_at, 'started_at', i.started_at, 'completed_at', i.completed_at,
+  'due_at', i.due_at,
+  'events', COALESCE((
+    SELECT json_agg(json_build_object('step', e.step, 'outcome', e.outcome, 'detail', e.detail,
+                                      'duration_ms', e.duration_ms, 'worker_id', e.worker_id,
+                                      'at', e.at)
+                    ORDER BY e.at, e.id)
+      FROM ingestion_event AS e WHERE e.ingestion_id = i.id), '[]'::json))::text
+  FROM ingestion AS i WHERE i.id = $1
+)sql"};
+
+constexpr pg::statement review_json_sql{"ingestd_intake_review", R"sql(
+SELECT COALESCE(json_agg(json_build_object(
+         'document_id', r.id, 'tenant_id', r.tenant_id, 'file_name', r.file_name,
+         'last_error', r.last_error, 'updated_at', r.updated_at) ORDER BY r.updated_at, r.id),
+       '[]'::json)::text
+  FROM (SELECT d.id, d.tenant_id, d.updated_at,
+               (SELECT i.source_metadata->>'file_name' FROM ingestion AS i
+                 WHERE i.document_id = d.id ORDER BY i.created_at DESC LIMIT 1) AS file_name,
+               (SELECT i.last_error FROM ingestion AS i
+                 WHERE i.document_id = d.id ORDER BY i.created_at DESC LIMIT 1) AS last_error
+          FROM document AS d WHERE d.needs_human_review
+         ORDER BY d.updated_at DESC, d.id DESC LIMIT $1) AS r
+)sql"};
+
+constexpr pg::statement documents_json_sql{"ingestd_intake_documents", R"sql(
+SELECT COALESCE(json_agg(json_build_object(
+         'document_id', r.id, 'file_name', r.file_name, 'state', r.state,
+         'needs_human_review', r.needs_human_review, 'last_error', r.last_error,
+         'invoice_number', r.sd->'invoice_number', 'invoice_date', r.sd->'invoice_date',
+         'supplier_name', r.sd->'supplier_name', 'customer_name', r.sd->'customer_name',
+         'currency', r.sd->'currency', 'total', r.sd->'total',
+         'confidence', r.sd->'confidence') ORDER BY r.created_at, r.id), '[]'::json)::text
+  FROM (SELECT d.id, d.created_at, d.needs_human_review, d.structured_data AS sd,
+               latest.file_name, latest.last_error,
+               CASE WHEN EXISTS (SELECT 1 FROM ingestion AS i
+                                  WHERE i.document_id = d.id AND i.status = 'in-progress')
+                      THEN 'processing'
+                    WHEN d.needs_human_review THEN 'needs_review'
+                    WHEN d.structured_data IS NOT NULL THEN 'ready'
+                    ELSE 'unprocessed' END AS state
+          FROM document AS d
+          LEFT JOIN LATERAL (
+            SELECT i.source_metadata->>'file_name' AS file_name, i.last_error
+              FROM ingestion AS i WHERE i.document_id = d.id
+             ORDER BY i.created_at DESC LIMIT 1) AS latest ON true
+         ORDER BY d.created_at DESC, d.id DESC LIMIT $1) AS r
+)sql"};
+
+constexpr pg::statement ping_sql{"ingestd_intake_ping", "SELECT 1"};
+
+// Intake: insert-or-find the document by (tenant_id, content_hash) and add an ingestion.
+// A concurrent intake of the same content may commit between the insert and the read: then no
+// row comes back and the caller runs the statement again (it sees the committed document).
+constexpr pg::statement intake_sql{"ingestd_create_ingestion", R"sql(
+WITH new_doc AS (
+  INSERT INTO document (id, tenant_id, content_hash, file_path, mime_type)
+  VALUES ($1, $2, $3, $4, $5)
+  ON CONFLICT (tenant_id, content_hash) DO NOTHING
+  RETURNING id, file_path
+), doc AS (
+  SELECT id, file_path, true AS created FROM new_doc
+  UNION ALL
+  SELECT d.id, d.file_path, false FROM document AS d
+   WHERE d.tenant_id = $2 AND d.content_hash = $3 AND NOT EXISTS (SELECT 1 FROM new_doc)
+), new_ing AS (
+  INSERT INTO ingestion (id, document_id, doc_source_id, uploaded_by, source_metadata)
+  SELECT $6, doc.id, $7, $8, $9::jsonb FROM doc
+  ON CONFLICT (id) DO NOTHING
+  RETURNING id, document_id
+)
+SELECT COALESCE((SELECT document_id FROM new_ing),
+                (SELECT document_id FROM ingestion WHERE id = $6), doc.id),
+       doc.file_path, doc.created, EXISTS (SELECT 1 FROM new_ing)
+  FROM doc
+)sql"};
+
+constexpr pg::statement find_sql{"ingestd_find_ingestion", R"sql(
+SELECT i.id, i.document_id, i.status, i.attempt_count, i.last_error, i.error_class,
+       i.claimed_by, i.claim_token IS NOT NULL AND i.lease_expires_at >= now(),
+       d.needs_human_review, d.structured_data::text
+  FROM ingestion AS i JOIN document AS d ON d.id = i.document_id
+ WHERE i.id = $1
+)sql"};
+
+constexpr pg::statement summary_sql{"ingestd_summarize", R"sql(
+SELECT 'status' AS kind, status AS key, count(*) AS n FROM ingestion GROUP BY status
+UNION ALL
+SELECT 'class', COALESCE(error_class, ''), count(*) FROM ingestion
+ WHERE status = 'failed' GROUP BY error_class
+UNION ALL
+SELECT 'oldest', '', COALESCE(floor(extract(epoch FROM now() - min(created_at))), 0)::bigint
+  FROM ingestion WHERE status = 'in-progress'
+UNION ALL
+SELECT 'review', '', count(*) FROM document WHERE needs_human_review
+)sql"};
+
+constexpr pg::statement timeout_sql{"ingestd_intake_timeout",
+                                    "SELECT set_config('statement_timeout', $1, false)"};
+
+} // namespace
+
+// -- connections -----------------------------------------------------------------------------
+
+struct pg_intake_repository::session {
+  explicit session(const std::string& url) : conn(url) {}
+
+  /// Runs `st` with the deadline `t`, connecting first (waiting out the backoff of earlier
+  /// failures only when `wait_backoff`). A statement cancelled by the deadline is timeout_code.
+  result<pg::rows> run(const pg::statement& st, const std::vector<param>& params, timeout t,
+                       bool wait_backoff = false) {
+    if (auto ok = conn.ensure(wait_backoff); !ok)
+      return ok.error();
+    auto ms = std::max<int64_t>(t.count(), 1);
+    // The setting lives in the session: set again after a reconnect or for another deadline.
+    if (timeout_set_on != conn.connects() || timeout_ms != ms) {
+      if (auto set = conn.exec(timeout_sql, {std::to_string(ms)}); !set)
+        return set.error();
+      timeout_set_on = conn.connects();
+      timeout_ms = ms;
+    }
+    auto res = conn.exec(st, params);
+    if (!res && res.error().code == "pg.57014")
+      return timeout_error(timeout_code, "the database", t);
+    return res;
+  }
+
+  pg::connection conn;
+  /// conn.connects() when statement_timeout was set, and its value (ms).
+  int64_t timeout_set_on = -1;
+  int64_t timeout_ms = -1;
+};
+
+class pg_intake_repository::borrowed {
+public:
+  explicit borrowed(pg_intake_repository& owner) : owner_(owner), session_(owner.borrow()) {}
+  ~borrowed() { owner_.give_back(std::move(session_)); }
+  borrowed(const borrowed&) = delete;
+  borrowed& operator=(const borrowed&) = delete;
+  session* operator->() { return session_.get(); }
+
+private:
+  pg_intake_repository& owner_;
+  std::unique_ptr<session> session_;
+};
+
+pg_intake_repository::pg_intake_repository(std::string database_url)
+  : database_url_(std::move(database_url)) {
+}
+
+pg_intake_repository::~pg_intake_repository() = default;
+
+std::unique_ptr<pg_intake_repository::session> pg_intake_repository::borrow() {
+  {
+    std::lock_guard guard{mtx_};
+    if (!idle_.empty()) {
+      auto s = std::move(idle_.back());
+      idle_.pop_back();
+      return s;
+    }
+  }
+  return std::make_unique<session>(database_url_);
+}
+
+void pg_intake_repository::give_back(std::unique_ptr<session> s) {
+  std::lock_guard guard{mtx_};
+  idle_.push_back(std::move(s));
+}
+
+// -- the content lock ------------------------------------------------------------------------
+
+/// A session holding the advisory lock of one (tenant, content hash) until destroyed.
+class pg_intake_repository::pg_content_lock final : public content_lock {
+public:
+  pg_content_lock(pg_intake_repository& owner, std::unique_ptr<session> s, std::string tenant,
+                  std::string hash)
+    : owner_(owner), session_(std::move(s)), tenant_(std::move(tenant)), hash_(std::move(hash)) {
+  }
+
+  ~pg_content_lock() override {
+    if (!session_->run(unlock_sql, {tenant_, hash_}, timeout{session_->timeout_ms}))
+      session_->conn.drop();  // the server releases a dead session's locks
+    owner_.give_back(std::move(session_));
+  }
+
+  result<std::optional<known_document>> find_document(timeout t) override {
+    auto res = session_->run(existing_sql, {tenant_, hash_}, t);
+    if (!res)
+      return res.error();
+    auto& rows = *res;
+    if (rows.size() == 0)
+      return std::optional<known_document>{};
+    known_document d;
+    d.document_id = pg::parse_uuid(rows.text(0, 0));
+    d.file_path = rows.str(0, 1);
+    d.mime_type = rows.str(0, 2);
+    if (!rows.is_null(0, 3)) {
+      d.live_ingestion_id = pg::parse_uuid(rows.text(0, 3));
+      d.live_ingestion_status = rows.str(0, 4);
+    }
+    return std::optional<known_document>{std::move(d)};
+  }
+
+private:
+  pg_intake_repository& owner_;
+  std::unique_ptr<session> session_;
+  std::string tenant_;
+  std::string hash_;
+};
+
+result<std::unique_ptr<intake_repository::content_lock>>
+pg_intake_repository::lock_content(uuid tenant_id, const std::string& content_hash, timeout t) {
+  auto s = borrow();
+  auto tenant = tenant_id.str();
+  if (auto res = s->run(lock_sql, {tenant, content_hash}, t, true); !res) {
+    // A lock statement cancelled at its deadline may have taken the lock all the same: ending
+    // the session releases it.
+    s->conn.drop();
+    give_back(std::move(s));
+    return res.error();
+  }
+  return std::unique_ptr<content_lock>{
+    std::make_unique<pg_content_lock>(*this, std::move(s), std::move(tenant), content_hash)};
+}
+
+// -- writes and look-ups ---------------------------------------------------------------------
+
+result<intake_result> pg_intake_repository::create_ingestion(const intake_request& request,
+                                                             timeout t) {
+  if (request.doc_source_id.has_value() == request.uploaded_by.has_value())
+    return error::make_permanent("pg.invalid_intake",
+                                 "exactly one of doc_source_id and uploaded_by must be set");
+  if (request.content_hash.empty() || request.file_path.empty())
+    return error::make_permanent("pg.invalid_intake",
+                                 "content_hash and file_path must not be empty");
+  if (!request.source_metadata.empty() && !pg::valid_json(request.source_metadata))
+    return error::make_permanent("pg.invalid_json", "source_metadata is not valid JSON");
+  std::vector<param> params{request.document_id.str(),
+                            request.tenant_id.str(),
+                            request.content_hash,
+                            request.file_path,
+                            pg::opt_text(request.mime_type),
+                            request.ingestion_id.str(),
+                            request.doc_source_id ? param{request.doc_source_id->str()} : param{},
+                            request.uploaded_by ? param{request.uploaded_by->str()} : param{},
+                            pg::opt_text(request.source_metadata)};
+  borrowed s{*this};
+  // Two tries: the second sees a document that a concurrent intake committed meanwhile.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto res = s->run(intake_sql, params, t);
+    if (!res)
+      return res.error();
+    if (res->size() == 0)
+      continue;
+    intake_result out;
+    out.document_id = pg::parse_uuid(res->text(0, 0));
+    out.ingestion_id = request.ingestion_id;
+    out.file_path = res->str(0, 1);
+    out.document_created = res->boolean(0, 2);
+    out.ingestion_created = res->boolean(0, 3);
+    return out;
+  }
+  return error::make_transient("pg.intake_race",
+                               "the document was neither inserted nor found; retry");
+}
+
+result<std::optional<std::string>>
+pg_intake_repository::json_query(const pg::statement& st, std::string param, timeout t) {
+  borrowed s{*this};
+  auto res = s->run(st, {std::move(param)}, t);
+  if (!res)
+    return res.error();
+  if (res->size() == 0 || res->is_null(0, 0))
+    return std::optional<std::string>{};
+  return std::optional<std::string>{res->str(0, 0)};
+}
+
+result<std::optional<std::string>> pg_intake_repository::document_json(uuid document_id,
+                                                                       timeout t) {
+  return json_query(document_json_sql, document_id.str(), t);
+}
+
+result<std::optional<std::string>> pg_intake_repository::ingestion_json(uuid ingestion_id,
+                                                                        timeout t) {
+  return json_query(ingestion_json_sql, ingestion_id.str(), t);
+}
+
+result<std::string> pg_intake_repository::review_json(int limit, timeout t) {
+  auto r = json_query(review_json_sql, std::to_string(limit), t);
+  if (!r)
+    return r.error();
+  return r->value_or("[]");
+}
+
+result<std::string> pg_intake_repository::documents_json(int limit, timeout t) {
+  auto r = json_query(documents_json_sql, std::to_string(limit), t);
+  if (!r)
+    return r.error();
+  return r->value_or("[]");
+}
+
+result<std::optional<ingestion_status>> pg_intake_repository::find_ingestion(uuid ingestion_id,
+                                                                             timeout t) {
+  borrowed s{*this};
+  auto res = s->run(find_sql, {ingestion_id.str()}, t);
+  if (!res)
+    return res.error();
+  if (res->size() == 0)
+    return std::optional<ingestion_status>{};
+  auto& rows = *res;
+  ingestion_status st;
+  st.ingestion_id = pg::parse_uuid(rows.text(0, 0));
+  st.document_id = pg::parse_uuid(rows.text(0, 1));
+  st.status = rows.str(0, 2);
+  st.attempt_count = static_cast<int32_t>(rows.i64(0, 3));
+  st.last_error = rows.str(0, 4);
+  st.error_class = rows.str(0, 5);
+  st.claimed_by = rows.str(0, 6);
+  st.claimed = rows.boolean(0, 7);
+  st.needs_human_review = rows.boolean(0, 8);
+  st.document_structured_data = rows.str(0, 9);
+  return std::optional<ingestion_status>{std::move(st)};
+}
+
+result<status_summary> pg_intake_repository::summarize(timeout t) {
+  borrowed s{*this};
+  auto res = s->run(summary_sql, {}, t);
+  if (!res)
+    return res.error();
+  status_summary out;
+  for (int r = 0; r < res->size(); ++r) {
+    auto kind = res->text(r, 0);
+    auto key = res->str(r, 1);
+    auto n = res->i64(r, 2);
+    if (kind == "status") {
+      if (key == "in-progress")
+        out.in_progress = n;
+      else if (key == "completed")
+        out.completed = n;
+      else if (key == "failed")
+        out.failed = n;
+    } else if (kind == "class") {
+      out.failures_by_error_class.emplace_back(key, n);
+    } else if (kind == "oldest") {
+      out.oldest_in_progress_seconds = n;
+    } else if (kind == "review") {
+      out.documents_needing_review = n;
+    }
+  }
+  return out;
+}
+
+result<void> pg_intake_repository::ping(timeout t) {
+  borrowed s{*this};
+  if (auto res = s->run(ping_sql, {}, t); !res)
+    return res.error();
+  return {};
+}
+
+} // namespace ingestd

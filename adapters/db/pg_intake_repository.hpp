@@ -1,0 +1,58 @@
+// The intake repository over PostgreSQL: the per-content advisory lock, the document look-up and
+// the insert-or-find of intake, and the JSON look-ups, run on the calling thread.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "adapters/db/intake_repository.hpp"
+
+namespace ingestd {
+
+namespace pg {
+struct statement;
+}
+
+/// Each call borrows an idle connection (or opens one) and gives it back; a content_lock keeps
+/// its connection until it is destroyed, because the advisory lock belongs to that session.
+/// Deadlines are the server's statement_timeout, set on a connection when it changes.
+/// A content_lock must not outlive the repository. Not pg::pool: its threads would add a hand-off per statement to callers that block anyway,
+/// and lock holders could queue behind lock waiters on them.
+class pg_intake_repository final : public intake_repository {
+public:
+  explicit pg_intake_repository(std::string database_url);
+  ~pg_intake_repository() override;
+  pg_intake_repository(const pg_intake_repository&) = delete;
+  pg_intake_repository& operator=(const pg_intake_repository&) = delete;
+
+  result<std::unique_ptr<content_lock>> lock_content(uuid tenant_id, const std::string& content_hash,
+                                                     timeout t) override;
+  result<intake_result> create_ingestion(const intake_request& request, timeout t) override;
+  result<std::optional<std::string>> document_json(uuid document_id, timeout t) override;
+  result<std::optional<std::string>> ingestion_json(uuid ingestion_id, timeout t) override;
+  result<std::string> review_json(int limit, timeout t) override;
+  result<std::string> documents_json(int limit, timeout t) override;
+  result<std::optional<ingestion_status>> find_ingestion(uuid ingestion_id, timeout t) override;
+  result<status_summary> summarize(timeout t) override;
+  result<void> ping(timeout t) override;
+
+private:
+  /// One connection and the statement_timeout last set on it.
+  struct session;
+  /// A session taken from the idle ones for one call, given back when it goes.
+  class borrowed;
+  class pg_content_lock;
+
+  std::unique_ptr<session> borrow();
+  void give_back(std::unique_ptr<session> s);
+  result<std::optional<std::string>> json_query(const pg::statement& st, std::string param,
+                                                timeout t);
+
+  std::string database_url_;
+  std::mutex mtx_;
+  std::vector<std::unique_ptr<session>> idle_;
+};
+
+} // namespace ingestd

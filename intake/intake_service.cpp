@@ -1,0 +1,184 @@
+// Intake: validation, deduplication under the repository's per-content lock, store-before-rows,
+// enqueue; and the document and ingestion look-ups that the HTTP server shows.
+#include "intake/intake_service.hpp"
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include "adapters/aws/encoding.hpp"
+#include "adapters/db/intake_repository.hpp"
+#include "adapters/queue/queue.hpp"
+#include "adapters/storage/object_store.hpp"
+#include "adapters/support/blocking_call.hpp"
+#include "adapters/support/log.hpp"
+
+namespace ingestd {
+
+namespace {
+
+std::string source_metadata(const intake_item& item, size_t size, const file_type& type) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w{buf};
+  w.StartObject();
+  if (!item.name.empty()) {
+    w.Key("file_name");
+    w.String(item.name.c_str(), static_cast<rapidjson::SizeType>(item.name.size()));
+  }
+  if (!item.channel.empty()) {
+    w.Key("channel");
+    w.String(item.channel.c_str(), static_cast<rapidjson::SizeType>(item.channel.size()));
+  }
+  w.Key("size");
+  w.Uint64(size);
+  w.Key("mime_type");
+  w.String(type.mime.data(), static_cast<rapidjson::SizeType>(type.mime.size()));
+  w.EndObject();
+  return buf.GetString();
+}
+
+/// The database's deadline keeps the code and text that intake gives every port's deadline.
+error database_error(error e, std::chrono::milliseconds timeout) {
+  if (e.code == intake_repository::timeout_code)
+    return timeout_error("intake.timeout", "database", timeout);
+  return e;
+}
+
+} // namespace
+
+std::string_view to_string(intake_status s) {
+  switch (s) {
+    case intake_status::created:
+      return "new";
+    case intake_status::reprocessing:
+      return "reprocessing";
+    case intake_status::duplicate:
+      return "duplicate";
+  }
+  return "unknown";
+}
+
+intake_service::intake_service(std::shared_ptr<intake_repository> db, std::shared_ptr<queue> q,
+                               std::shared_ptr<object_store> storage, intake_options opts)
+  : db_(std::move(db)), queue_(std::move(q)), storage_(std::move(storage)), opts_(opts) {
+}
+
+intake_service::~intake_service() = default;
+
+result<intake_outcome> intake_service::submit(const intake_item& item) {
+  if (item.bytes.empty())
+    return error::make_permanent("intake.empty", "the file is empty");
+  if (item.bytes.size() > opts_.max_bytes)
+    return error::make_permanent("intake.too_large",
+                                 "the file has " + std::to_string(item.bytes.size())
+                                   + " bytes; the limit is " + std::to_string(opts_.max_bytes));
+  auto type = detect_file_type(item.bytes);
+  if (!type)
+    return error::make_permanent("intake.unsupported_type",
+                                 "not a PDF, PNG, JPEG or TIFF file (by its first bytes)");
+  if (item.source.uploaded_by.has_value() == item.source.doc_source_id.has_value())
+    return error::make_permanent("intake.invalid_source",
+                                 "exactly one of uploaded_by and doc_source_id must be given");
+  auto hash = aws::sha256_hex(item.bytes);
+  auto timeout = opts_.call_timeout;
+
+  // Held until the end: a concurrent intake of the same content waits, then finds these rows.
+  auto lock = db_->lock_content(item.tenant_id, hash, timeout);
+  if (!lock)
+    return database_error(lock.error(), timeout);
+  auto existing = (*lock)->find_document(timeout);
+  if (!existing)
+    return database_error(existing.error(), timeout);
+
+  intake_outcome out;
+  out.mime_type = type->mime;
+  intake_request req;
+  req.tenant_id = item.tenant_id;
+  req.content_hash = hash;
+  req.mime_type = type->mime;
+  req.doc_source_id = item.source.doc_source_id;
+  req.uploaded_by = item.source.uploaded_by;
+  req.source_metadata = source_metadata(item, item.bytes.size(), *type);
+  req.ingestion_id = uuid::v7();
+
+  // Writes the object unless it is there already (same content hash, so same bytes).
+  auto ensure_stored = [&](const std::string& key) -> result<void> {
+    auto there = blocking_call<bool>(timeout, "intake.timeout", "storage", [&](auto cb) { storage_->exists(key, cb); });
+    if (!there)
+      return there.error();
+    if (*there)
+      return {};
+    log::warn("intake: restoring a missing document object", {{"file_path", key}});
+    return blocking_call<void>(timeout, "intake.timeout", "storage",
+                        [&](auto cb) { storage_->put(key, item.bytes, std::string{type->mime}, cb); });
+  };
+
+  if (*existing) {
+    auto& known = **existing;
+    out.document_id = known.document_id;
+    out.file_path = known.file_path;
+    if (!known.mime_type.empty())
+      out.mime_type = known.mime_type;
+    if (auto ok = ensure_stored(out.file_path); !ok)
+      return ok.error();
+    if (known.live_ingestion_id) {
+      out.status = intake_status::duplicate;
+      out.ingestion_id = *known.live_ingestion_id;
+      out.ingestion_status = known.live_ingestion_status;
+      return out;
+    }
+    out.status = intake_status::reprocessing;
+    req.document_id = out.document_id;
+    req.file_path = out.file_path;
+  } else {
+    // Store before the rows exist: a row never points at a missing object.
+    out.status = intake_status::created;
+    req.document_id = uuid::v7();
+    req.file_path = storage_keys::document(req.document_id.str(), std::string{type->ext});
+    auto put = blocking_call<void>(timeout, "intake.timeout", "storage", [&](auto cb) {
+      storage_->put(req.file_path, item.bytes, std::string{type->mime}, cb);
+    });
+    if (!put)
+      return put.error();
+  }
+
+  auto created = db_->create_ingestion(req, timeout);
+  if (!created)
+    return database_error(created.error(), timeout);
+  if (out.status == intake_status::created && !created->document_created)
+    // Someone inserted the document without this lock (another tool): theirs wins.
+    log::warn("intake: the document appeared meanwhile; its stored object is used",
+              {{"document_id", created->document_id.str()}, {"orphan", req.file_path}});
+  out.document_id = created->document_id;
+  out.ingestion_id = created->ingestion_id;
+  out.file_path = created->file_path;
+
+  auto sent = blocking_call<std::vector<batch_entry_result>>(timeout, "intake.timeout", "queue", [&](auto cb) {
+    queue_->send({outgoing_message{out.ingestion_id.str(), std::chrono::seconds{0}}}, cb);
+  });
+  if (!sent || sent->empty() || sent->front().failed) {
+    // The ingestion stays due in the database: the sweeper re-enqueues it once it is overdue.
+    out.enqueued = false;
+    out.enqueue_error = !sent ? sent.error().describe()
+                              : sent->empty() ? std::string{"no result"}
+                                              : sent->front().error.describe();
+    log::warn("intake: enqueue failed; the sweeper will re-enqueue the ingestion",
+              {{"ingestion_id", out.ingestion_id.str()}, {"error", out.enqueue_error}});
+  }
+  return out;
+}
+
+result<std::optional<std::string>> intake_service::document_json(uuid document_id) {
+  auto r = db_->document_json(document_id, opts_.call_timeout);
+  if (!r)
+    return database_error(r.error(), opts_.call_timeout);
+  return r;
+}
+
+result<std::optional<std::string>> intake_service::ingestion_json(uuid ingestion_id) {
+  auto r = db_->ingestion_json(ingestion_id, opts_.call_timeout);
+  if (!r)
+    return database_error(r.error(), opts_.call_timeout);
+  return r;
+}
+
+} // namespace ingestd
