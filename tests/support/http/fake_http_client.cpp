@@ -1,5 +1,5 @@
 // The scripted http_client for unit tests: one worker thread answers requests in order.
-#include "tests/support/fauxqs/fake_http_client.hpp"
+#include "tests/support/http/fake_http_client.hpp"
 
 #include <algorithm>
 #include <cctype>
