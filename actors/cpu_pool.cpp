@@ -56,12 +56,17 @@ struct cpu_pool_state {
 using cpu_pool_ptr = cpu_pool_actor::stateful_pointer<cpu_pool_state>;
 
 cpu_pool_actor::behavior_type cpu_pool(cpu_pool_ptr self, int workers, int backlog,
-                                       std::shared_ptr<worker_metrics> metrics) {
+                                       std::shared_ptr<worker_metrics> metrics, cpu_workers mode) {
   auto& st = self->state;
   st.max_backlog = static_cast<size_t>(std::max(backlog, 0));
   st.metrics = std::move(metrics);
-  for (int i = 0; i < std::max(workers, 1); ++i)
-    self->spawn<caf::detached + caf::linked>(cpu_worker, caf::actor_cast<caf::actor>(self));
+  auto master = caf::actor_cast<caf::actor>(self);
+  for (int i = 0; i < std::max(workers, 1); ++i) {
+    if (mode == cpu_workers::detached)
+      self->spawn<caf::detached + caf::linked>(cpu_worker, master);
+    else
+      self->spawn<caf::linked>(cpu_worker, master);
+  }
   return {
     [self](run_atom, cpu_job& job) {
       auto& st = self->state;
@@ -110,8 +115,8 @@ private:
 } // namespace
 
 cpu_pool_actor spawn_cpu_pool(caf::actor_system& sys, int workers, int backlog,
-                              std::shared_ptr<worker_metrics> metrics) {
-  return sys.spawn(cpu_pool, workers, backlog, std::move(metrics));
+                              std::shared_ptr<worker_metrics> metrics, cpu_workers mode) {
+  return sys.spawn(cpu_pool, workers, backlog, std::move(metrics), mode);
 }
 
 std::shared_ptr<cpu_executor> make_cpu_executor(cpu_pool_actor pool) {

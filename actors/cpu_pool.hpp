@@ -12,9 +12,14 @@
 
 namespace ingestd {
 
-/// Spawns the master and `workers` detached workers (at least 1); at most `backlog` items wait.
+/// Where the workers run: each on its own thread (the daemon), or on the actor system's scheduler
+/// (tests on CAF's deterministic scheduler, which detached actors escape).
+enum class cpu_workers { detached, scheduled };
+
+/// Spawns the master and `workers` workers (at least 1); at most `backlog` items wait.
 cpu_pool_actor spawn_cpu_pool(caf::actor_system& sys, int workers, int backlog,
-                              std::shared_ptr<worker_metrics> metrics);
+                              std::shared_ptr<worker_metrics> metrics,
+                              cpu_workers mode = cpu_workers::detached);
 
 /// The pool as the cpu_executor that adapters (the local OCR provider) submit work to.
 std::shared_ptr<cpu_executor> make_cpu_executor(cpu_pool_actor pool);

@@ -8,7 +8,7 @@
 
 #include "adapters/http/curl_engine.hpp"
 #include "adapters/llm/openai_extractor.hpp"
-#include "tests/integration/llm/stub_client.hpp"
+#include "tests/support/llm/stub_client.hpp"
 #include "tests/support/llm/chat_stub.hpp"
 
 using namespace ingestd;

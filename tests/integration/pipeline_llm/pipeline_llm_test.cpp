@@ -17,7 +17,7 @@
 #include "adapters/notify/webhook_notifier.hpp"
 #include "adapters/ocr/local_transcriber.hpp"
 #include "adapters/ocr/thread_pool_executor.hpp"
-#include "tests/integration/llm/stub_client.hpp"
+#include "tests/support/llm/stub_client.hpp"
 #include "tests/integration/pipeline_llm/pipeline_harness.hpp"
 #include "tests/support/llm/chat_stub.hpp"
 

@@ -197,6 +197,13 @@ void fake_queue::change_visibility(std::vector<visibility_change> changes,
 }
 
 void fake_queue::send(std::vector<outgoing_message> messages, callback<std::vector<batch_entry_result>> done) {
+  std::optional<error> failure;
+  {
+    std::lock_guard guard{mtx_};
+    failure = take_failure("send");
+  }
+  if (failure)
+    return done(*failure);
   std::vector<batch_entry_result> out;
   for (auto& m : messages) {
     auto id = push(m.body);
@@ -489,15 +496,36 @@ void fake_repository::append_events(std::vector<audit_event> events, callback<vo
   done(result<void>{});
 }
 
-void fake_repository::rescue_stranded(std::chrono::seconds, int limit, callback<std::vector<uuid>> done) {
-  std::vector<uuid> out;
+void fake_repository::rescue_stranded(std::chrono::seconds stale_threshold, int limit,
+                                      callback<std::vector<uuid>> done) {
+  result<std::vector<uuid>> r = std::vector<uuid>{};
   {
     std::lock_guard guard{mtx_};
-    for (auto& [id, row] : rows_)
-      if (row.status == "in-progress" && !row.lease_live && static_cast<int>(out.size()) < limit)
-        out.push_back(id);
+    if (stale_threshold.count() <= 0 || limit < 1)
+      violations_.push_back("rescue_stranded with a threshold of " + std::to_string(stale_threshold.count())
+                            + " s and a limit of " + std::to_string(limit));
+    rescue_calls_.push_back(stale_threshold);
+    if (auto err = take_failure("rescue_stranded")) {
+      r = *err;
+    } else if (!sweep_lock_elsewhere_) {
+      for (auto& [id, row] : rows_)
+        if (row.status == "in-progress" && !row.lease_live && static_cast<int>(r->size()) < limit)
+          r->push_back(id);
+    }
+    if (maybe_hold("rescue_stranded", [done, r] { done(r); }))
+      return;
   }
-  done(std::move(out));
+  done(std::move(r));
+}
+
+void fake_repository::hold_sweep_lock_elsewhere(bool held) {
+  std::lock_guard guard{mtx_};
+  sweep_lock_elsewhere_ = held;
+}
+
+std::vector<std::chrono::seconds> fake_repository::rescue_calls() {
+  std::lock_guard guard{mtx_};
+  return rescue_calls_;
 }
 
 fake_row fake_repository::row(const uuid& id) {

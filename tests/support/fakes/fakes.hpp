@@ -64,6 +64,7 @@ public:
   void remove(std::vector<std::string> receipts, callback<std::vector<batch_entry_result>> done) override;
   void change_visibility(std::vector<visibility_change> changes,
                          callback<std::vector<batch_entry_result>> done) override;
+  /// Sends every message (fail_next("send") fails the whole call).
   void send(std::vector<outgoing_message> messages, callback<std::vector<batch_entry_result>> done) override;
   void stats(callback<queue_stats> done) override;
   std::string name() const override { return "fake"; }
@@ -145,6 +146,8 @@ public:
                     callback<std::vector<lease_ref>> done) override;
   void release(lease_ref ref, callback<void> done) override;
   void append_events(std::vector<audit_event> events, callback<void> done) override;
+  /// Every in-progress ingestion without a live lease, up to `limit` (the fake keeps no due
+  /// times); nothing while another node holds the sweep lock. Can fail or be held.
   void rescue_stranded(std::chrono::seconds stale_threshold, int limit,
                        callback<std::vector<uuid>> done) override;
 
@@ -156,6 +159,10 @@ public:
   std::vector<audit_event> events();
   int renew_calls();
   std::vector<size_t> renew_batch_sizes();
+  /// Another node holds (true) or releases (false) the cluster-wide lock that sweeps run under.
+  void hold_sweep_lock_elsewhere(bool held);
+  /// The stale threshold of every rescue_stranded call so far.
+  std::vector<std::chrono::seconds> rescue_calls();
   std::vector<std::string> violations();
 
 private:
@@ -163,6 +170,8 @@ private:
   std::map<uuid, fake_row> rows_;
   std::vector<audit_event> events_;
   std::vector<size_t> renew_batches_;
+  std::vector<std::chrono::seconds> rescue_calls_;
+  bool sweep_lock_elsewhere_ = false;
 };
 
 class fake_transcriber : public transcriber, public fault_script {

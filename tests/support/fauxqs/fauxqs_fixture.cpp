@@ -11,7 +11,7 @@
 
 #include "adapters/aws/aws_credentials.hpp"
 #include "tests/support/environment.hpp"
-#include "tests/support/fauxqs/await.hpp"
+#include "tests/support/await.hpp"
 
 namespace ingestd::test {
 

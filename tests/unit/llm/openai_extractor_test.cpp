@@ -1,59 +1,22 @@
-// openai_extractor against a fake http_client: request shape, parsing and classification of
+// openai_extractor against the fake http_client: request shape, parsing and classification of
 // every answer the servers send, retries with back-off and Retry-After, exactly one callback.
-#include <condition_variable>
-#include <deque>
-#include <functional>
+#include <atomic>
 #include <future>
-#include <mutex>
 #include <thread>
 
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
 #include "adapters/llm/openai_extractor.hpp"
+#include "tests/support/http/fake_http_client.hpp"
 #include "tests/support/llm/thread_timer.hpp"
 
 using namespace ingestd;
 using namespace std::chrono_literals;
+using test::fake_http_client;
+using test::make_response;
 
 namespace {
-
-/// Answers each request from a script, on its own thread (the port's contract: another thread).
-class fake_http final : public http_client {
-public:
-  using responder = std::function<result<http_response>(const http_request&)>;
-  explicit fake_http(responder r) : respond_(std::move(r)) {}
-  ~fake_http() override {
-    for (auto& t : threads_)
-      t.join();
-  }
-  uint64_t submit(http_request req, callback<http_response> done) override {
-    std::lock_guard lock{mtx_};
-    requests_.push_back(req);
-    auto id = requests_.size();
-    threads_.emplace_back([this, req = std::move(req), done = std::move(done)] { done(respond_(req)); });
-    return id;
-  }
-  void cancel(uint64_t) override {}
-  std::vector<http_request> requests() {
-    std::lock_guard lock{mtx_};
-    return requests_;
-  }
-
-private:
-  responder respond_;
-  std::mutex mtx_;
-  std::vector<http_request> requests_;
-  std::vector<std::thread> threads_;
-};
-
-http_response json_response(long status, std::string body, http_headers headers = {}) {
-  http_response r;
-  r.status = status;
-  r.body = std::move(body);
-  r.headers = std::move(headers);
-  return r;
-}
 
 const std::string invoice_json =
   R"({"invoice_number":"INV-1","invoice_date":"2024-03-15","due_date":null,"supplier_name":"Acme",)"
@@ -93,7 +56,7 @@ openai_options fast_options() {
   return o;
 }
 
-result<extraction> run(fake_http& http, openai_options opts = fast_options()) {
+result<extraction> run(fake_http_client& http, openai_options opts = fast_options()) {
   thread_timer t;
   openai_extractor ex{http, t, opts};
   std::promise<result<extraction>> p;
@@ -112,7 +75,7 @@ result<extraction> run(fake_http& http, openai_options opts = fast_options()) {
 }
 
 result<extraction> once(long status, std::string body, http_headers headers = {}) {
-  return parse_chat_response(json_response(status, std::move(body), std::move(headers)), fast_options());
+  return parse_chat_response(make_response(status, std::move(body), std::move(headers)), fast_options());
 }
 
 } // namespace
@@ -135,7 +98,7 @@ TEST(openai_request, has_model_messages_and_strict_schema) {
 }
 
 TEST(openai_request, posts_to_chat_completions_with_bearer_key) {
-  fake_http http{[](const http_request&) { return json_response(200, completion(quoted(invoice_json))); }};
+  fake_http_client http{[](const http_request&) { return make_response(200, completion(quoted(invoice_json))); }};
   auto o = fast_options();
   o.base_url = "http://llm.test/v1/";
   auto r = run(http, o);
@@ -185,7 +148,7 @@ TEST(openai_parse, broken_answers_are_transient) {
 TEST(openai_parse, refusal_can_be_made_permanent) {
   auto o = fast_options();
   o.refusal_is_permanent = true;
-  auto r = parse_chat_response(json_response(200, completion("null", "stop", "\"no\"")), o);
+  auto r = parse_chat_response(make_response(200, completion("null", "stop", "\"no\"")), o);
   EXPECT_TRUE(r.error().permanent());
 }
 
@@ -224,15 +187,15 @@ TEST(openai_parse, error_bodies_are_classified) {
 }
 
 TEST(openai_parse, retry_after_headers) {
-  EXPECT_EQ(retry_after_ms(json_response(429, "", {{"retry-after-ms", "250"}, {"retry-after", "9"}})), 250);
-  EXPECT_EQ(retry_after_ms(json_response(429, "", {{"retry-after", "1.5"}})), 1500);
-  EXPECT_EQ(retry_after_ms(json_response(429, "", {{"retry-after", "Wed, 21 Oct 2015 07:28:00 GMT"}})), 0);
-  EXPECT_EQ(retry_after_ms(json_response(429, "", {{"retry-after", "soon"}})), -1);
-  EXPECT_EQ(retry_after_ms(json_response(429, "")), -1);
+  EXPECT_EQ(retry_after_ms(make_response(429, "", {{"retry-after-ms", "250"}, {"retry-after", "9"}})), 250);
+  EXPECT_EQ(retry_after_ms(make_response(429, "", {{"retry-after", "1.5"}})), 1500);
+  EXPECT_EQ(retry_after_ms(make_response(429, "", {{"retry-after", "Wed, 21 Oct 2015 07:28:00 GMT"}})), 0);
+  EXPECT_EQ(retry_after_ms(make_response(429, "", {{"retry-after", "soon"}})), -1);
+  EXPECT_EQ(retry_after_ms(make_response(429, "")), -1);
 }
 
 TEST(openai_retry, transient_errors_are_retried_three_times_in_total) {
-  fake_http http{[](const http_request&) { return json_response(500, R"({"error":{"message":"boom"}})"); }};
+  fake_http_client http{[](const http_request&) { return make_response(500, R"({"error":{"message":"boom"}})"); }};
   auto r = run(http);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, "llm.server_error");
@@ -242,7 +205,7 @@ TEST(openai_retry, transient_errors_are_retried_three_times_in_total) {
 }
 
 TEST(openai_retry, permanent_errors_are_not_retried) {
-  fake_http http{[](const http_request&) { return json_response(401, R"({"error":{"message":"bad key","code":"invalid_api_key"}})"); }};
+  fake_http_client http{[](const http_request&) { return make_response(401, R"({"error":{"message":"bad key","code":"invalid_api_key"}})"); }};
   auto r = run(http);
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.error().permanent());
@@ -251,10 +214,10 @@ TEST(openai_retry, permanent_errors_are_not_retried) {
 
 TEST(openai_retry, recovers_and_sums_tokens_over_attempts) {
   std::atomic<int> n{0};
-  fake_http http{[&](const http_request&) {
+  fake_http_client http{[&](const http_request&) {
     if (++n == 1)
-      return json_response(200, completion(quoted(invoice_json.substr(0, 40)), "length"));
-    return json_response(200, completion(quoted(invoice_json)));
+      return make_response(200, completion(quoted(invoice_json.substr(0, 40)), "length"));
+    return make_response(200, completion(quoted(invoice_json)));
   }};
   auto r = run(http);
   ASSERT_TRUE(r.ok()) << r.error().describe();
@@ -264,7 +227,7 @@ TEST(openai_retry, recovers_and_sums_tokens_over_attempts) {
 }
 
 TEST(openai_retry, transport_errors_are_transient_and_retried) {
-  fake_http http{[](const http_request&) -> result<http_response> {
+  fake_http_client http{[](const http_request&) -> result<http_response> {
     return error::make_transient("http.timeout", "operation timed out after 100 ms");
   }};
   auto r = run(http);
@@ -278,10 +241,10 @@ TEST(openai_retry, honours_retry_after_and_hands_long_waits_to_the_queue) {
   auto o = fast_options();
   o.base_backoff = 10s; // would time the test out if the header were ignored
   std::atomic<int> n{0};
-  fake_http http{[&](const http_request&) {
+  fake_http_client http{[&](const http_request&) {
     if (++n == 1)
-      return json_response(429, R"({"error":{"code":"rate_limit_exceeded","message":"slow down"}})", {{"retry-after-ms", "30"}});
-    return json_response(200, completion(quoted(invoice_json)));
+      return make_response(429, R"({"error":{"code":"rate_limit_exceeded","message":"slow down"}})", {{"retry-after-ms", "30"}});
+    return make_response(200, completion(quoted(invoice_json)));
   }};
   auto start = std::chrono::steady_clock::now();
   auto r = run(http, o);
@@ -289,8 +252,8 @@ TEST(openai_retry, honours_retry_after_and_hands_long_waits_to_the_queue) {
   EXPECT_GE(std::chrono::steady_clock::now() - start, 30ms);
   EXPECT_EQ(http.requests().size(), 2u);
 
-  fake_http slow{[](const http_request&) {
-    return json_response(429, R"({"error":{"code":"rate_limit_exceeded","message":"slow down"}})", {{"retry-after", "600"}});
+  fake_http_client slow{[](const http_request&) {
+    return make_response(429, R"({"error":{"code":"rate_limit_exceeded","message":"slow down"}})", {{"retry-after", "600"}});
   }};
   auto r2 = run(slow, fast_options());
   ASSERT_FALSE(r2.ok());
@@ -299,7 +262,7 @@ TEST(openai_retry, honours_retry_after_and_hands_long_waits_to_the_queue) {
 }
 
 TEST(openai_retry, a_stopped_timer_still_answers_once) {
-  fake_http http{[](const http_request&) { return json_response(500, "{}"); }};
+  fake_http_client http{[](const http_request&) { return make_response(500, "{}"); }};
   auto o = fast_options();
   o.base_backoff = 10min;
   std::promise<result<extraction>> p;

@@ -1,57 +1,37 @@
 // webhook_notifier: the Slack-compatible payload, the link template, and failures reported to the
 // callback (classified), never thrown; an empty URL disables it.
-#include <functional>
-#include <mutex>
-#include <vector>
+#include <optional>
 
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
 #include "adapters/notify/webhook_notifier.hpp"
+#include "tests/support/await.hpp"
+#include "tests/support/http/fake_http_client.hpp"
 
 using namespace ingestd;
+using test::await;
+using test::fake_http_client;
 
 namespace {
-
-/// Answers inline from a script; records requests.
-class fake_http final : public http_client {
-public:
-  std::function<result<http_response>(const http_request&)> respond;
-  std::vector<http_request> requests;
-  uint64_t submit(http_request req, callback<http_response> done) override {
-    requests.push_back(req);
-    done(respond(req));
-    return requests.size();
-  }
-  void cancel(uint64_t) override {}
-};
 
 failure_notice notice() {
   return failure_notice{"0190a1b2-0000-7000-8000-000000000001", "0190a1b2-0000-7000-8000-0000000000d0",
                         "tenant-42", "extraction.gate_failed: totals do not reconcile", "transient", 3};
 }
 
-http_response status(long s) {
-  http_response r;
-  r.status = s;
-  r.body = "ok";
-  return r;
-}
+http_response status(long s) { return test::make_response(s, "ok"); }
 
 } // namespace
 
 TEST(webhook_notifier, posts_slack_compatible_json) {
-  fake_http http;
-  http.respond = [](const http_request&) { return status(200); };
+  fake_http_client http{[](const http_request&) { return status(200); }};
   webhook_notifier n{http, {"https://hooks.slack.test/services/T0/B0/secret", "https://admin.example/t/{tenant_id}/documents/{document_id}"}};
-  int calls = 0;
-  n.notify_failed(notice(), [&](result<void> r) {
-    ++calls;
-    EXPECT_TRUE(r.ok());
-  });
-  EXPECT_EQ(calls, 1);
-  ASSERT_EQ(http.requests.size(), 1u);
-  const auto& req = http.requests[0];
+  auto r = await<void>([&](auto cb) { n.notify_failed(notice(), std::move(cb)); });
+  EXPECT_TRUE(r.ok());
+  auto requests = http.requests();
+  ASSERT_EQ(requests.size(), 1u);
+  const auto& req = requests[0];
   EXPECT_EQ(req.method, "POST");
   EXPECT_EQ(req.url, "https://hooks.slack.test/services/T0/B0/secret");
   rapidjson::Document d;
@@ -73,18 +53,14 @@ TEST(webhook_notifier, posts_slack_compatible_json) {
 }
 
 TEST(webhook_notifier, failures_are_reported_not_thrown) {
-  fake_http http;
+  fake_http_client http;
   webhook_notifier n{http, {"https://hooks.slack.test/x"}};
-  auto outcome = [&](std::function<result<http_response>(const http_request&)> f) {
-    http.respond = std::move(f);
+  auto outcome = [&](fake_http_client::responder f) {
+    http.set_responder(std::move(f));
     std::optional<ingestd::error> err;
-    int calls = 0;
-    n.notify_failed(notice(), [&](result<void> r) {
-      ++calls;
-      if (!r)
-        err = r.error();
-    });
-    EXPECT_EQ(calls, 1);
+    auto r = await<void>([&](auto cb) { n.notify_failed(notice(), std::move(cb)); });
+    if (!r)
+      err = r.error();
     return err;
   };
   auto e500 = outcome([](const http_request&) { return status(500); });
@@ -103,13 +79,13 @@ TEST(webhook_notifier, failures_are_reported_not_thrown) {
 }
 
 TEST(webhook_notifier, an_empty_url_disables_it) {
-  fake_http http;
+  fake_http_client http;
   webhook_notifier n{http, {}};
-  int calls = 0;
+  int calls = 0;  // answered at once, without a request
   n.notify_failed(notice(), [&](result<void> r) {
     ++calls;
     EXPECT_TRUE(r.ok());
   });
   EXPECT_EQ(calls, 1);
-  EXPECT_TRUE(http.requests.empty());
+  EXPECT_EQ(http.request_count(), 0u);
 }

@@ -1,41 +1,17 @@
 // Document AI adapter logic without a network: request body, proto3 JSON response forms, the
 // legacy quality entity, defect names and error classification; plus the adapter over a fake
-// http_client that checks the request it gets.
+// http_client (tests/support/http) that records the request it gets.
 
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
 #include "adapters/ocr/document_ai_transcriber.hpp"
+#include "tests/support/http/fake_http_client.hpp"
 #include "tests/support/ocr/ocr_support.hpp"
 
 using namespace ingestd;
 
-namespace {
-
-/// A fake http_client that records the request and answers at once with a canned response.
-class canned_http final : public http_client {
-public:
-  http_response response;
-  http_request last;
-  int calls = 0;
-  uint64_t submit(http_request request, callback<http_response> done) override {
-    last = std::move(request);
-    ++calls;
-    done(response);
-    return static_cast<uint64_t>(calls);
-  }
-  void cancel(uint64_t) override {}
-};
-
-http_response make_response(long status, std::string body, http_headers headers = {}) {
-  http_response r;
-  r.status = status;
-  r.body = std::move(body);
-  r.headers = std::move(headers);
-  return r;
-}
-
-} // namespace
+using test::make_response;
 
 TEST(document_ai, request_body_has_base64_content_and_ocr_config) {
   document_ai_options opts;
@@ -149,9 +125,9 @@ TEST(document_ai, errors_are_classified) {
 }
 
 TEST(document_ai, adapter_sends_the_token_and_sniffed_mime_type) {
-  canned_http http;
-  http.response = make_response(200, R"({"document":{"text":"hi","pages":[{"pageNumber":1,
-    "imageQualityScores":{"qualityScore":0.9}}]}})");
+  test::fake_http_client http;
+  http.respond_with(make_response(200, R"({"document":{"text":"hi","pages":[{"pageNumber":1,
+    "imageQualityScores":{"qualityScore":0.9}}]}})"));
   document_ai_options opts;
   opts.endpoint = "http://127.0.0.1:1/v1/projects/p/locations/eu/processors/x:process";
   opts.access_token = "ya29.secret-token";
@@ -163,23 +139,25 @@ TEST(document_ai, adapter_sends_the_token_and_sniffed_mime_type) {
   ASSERT_TRUE(r.has_value());
   ASSERT_TRUE(r->ok()) << r->error().describe();
   EXPECT_DOUBLE_EQ((*r)->quality_score, 0.9);
-  EXPECT_EQ(http.last.method, "POST");
-  EXPECT_EQ(http.last.url, opts.endpoint);
+  ASSERT_EQ(http.request_count(), 1u);
+  auto last = http.requests().back();
+  EXPECT_EQ(last.method, "POST");
+  EXPECT_EQ(last.url, opts.endpoint);
   bool auth = false;
-  for (const auto& [k, v] : http.last.headers)
+  for (const auto& [k, v] : last.headers)
     auth = auth || (k == "Authorization" && v == "Bearer ya29.secret-token");
   EXPECT_TRUE(auth);
-  EXPECT_NE(http.last.body.find(R"("mimeType":"image/png")"), std::string::npos);
+  EXPECT_NE(last.body.find(R"("mimeType":"image/png")"), std::string::npos);
 
   // Errors never carry the token.
-  http.response = make_response(401, R"({"error":{"code":401,"message":"bad","status":"UNAUTHENTICATED"}})");
+  http.respond_with(make_response(401, R"({"error":{"code":401,"message":"bad","status":"UNAUTHENTICATED"}})"));
   auto denied = test::transcribe_and_wait(t, req, std::chrono::seconds(5));
   ASSERT_TRUE(denied.has_value());
   ASSERT_FALSE(denied->ok());
   EXPECT_EQ(denied->error().describe().find("secret"), std::string::npos);
 
   // Local checks before any request.
-  int before = http.calls;
+  auto before = http.request_count();
   transcription_request empty;
   auto e = test::transcribe_and_wait(t, empty, std::chrono::seconds(5));
   ASSERT_TRUE(e.has_value());
@@ -193,5 +171,5 @@ TEST(document_ai, adapter_sends_the_token_and_sniffed_mime_type) {
   document_ai_transcriber small{http, opts};
   auto big = test::transcribe_and_wait(small, req, std::chrono::seconds(5));
   EXPECT_EQ(big->error().code, "ocr.too_large");
-  EXPECT_EQ(http.calls, before);
+  EXPECT_EQ(http.request_count(), before);
 }

@@ -7,7 +7,7 @@
 
 #include "adapters/http/curl_engine.hpp"
 #include "adapters/notify/webhook_notifier.hpp"
-#include "tests/integration/llm/stub_client.hpp"
+#include "tests/support/llm/stub_client.hpp"
 #include "tests/support/llm/chat_stub.hpp"
 
 using namespace ingestd;

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "adapters/aws/encoding.hpp"
-#include "tests/support/fauxqs/await.hpp"
+#include "tests/support/await.hpp"
 #include "tests/support/fauxqs/fauxqs_fixture.hpp"
 
 using namespace ingestd;

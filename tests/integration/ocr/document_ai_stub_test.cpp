@@ -31,7 +31,7 @@ public:
   stub_server() {
     dir_ = test::make_temp_dir("docai_stub");
     auto port_file = dir_ + "/port";
-    auto script = test::source_dir() + "/tests/integration/document_ai/document_ai_stub.py";
+    auto script = test::source_dir() + "/tests/integration/ocr/document_ai_stub.py";
     std::string py = "python3";
     std::vector<std::string> args = {py, script, port_file};
     std::vector<char*> argv;

@@ -1,8 +1,10 @@
-// The scripted http_client for unit tests: one worker thread answers requests in order.
-#include "tests/support/fauxqs/fake_http_client.hpp"
+// The fake of the http_client port: one worker thread answers requests in order.
+#include "tests/support/http/fake_http_client.hpp"
 
 #include <algorithm>
 #include <cctype>
+
+#include <gtest/gtest.h>
 
 namespace ingestd::test {
 
@@ -13,6 +15,17 @@ std::string lower(std::string_view s) {
   std::transform(out.begin(), out.end(), out.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
+}
+
+/// What is wrong with a request a real engine would refuse or misread, or "".
+std::string malformed(const http_request& r) {
+  if (r.method.empty())
+    return "a request without a method";
+  if (r.url.empty())
+    return "a request without a URL";
+  if (r.connect_timeout.count() <= 0 || r.total_timeout.count() <= 0)
+    return "a request to " + r.url + " with a timeout of zero";
+  return {};
 }
 
 } // namespace
@@ -45,6 +58,8 @@ fake_http_client::~fake_http_client() {
   }
   cv_.notify_all();
   worker_.join();
+  for (auto& v : violations_)
+    ADD_FAILURE() << "fake_http_client: " << v;
 }
 
 void fake_http_client::set_responder(responder answer) {
@@ -52,9 +67,17 @@ void fake_http_client::set_responder(responder answer) {
   answer_ = std::move(answer);
 }
 
+void fake_http_client::respond_with(result<http_response> answer) {
+  set_responder([answer = std::move(answer)](const http_request&) { return answer; });
+}
+
 uint64_t fake_http_client::submit(http_request request, callback<http_response> done) {
   std::lock_guard guard{mu_};
   auto id = next_id_++;
+  if (stop_)
+    violations_.push_back("submit() to " + request.url + " while the client is being destroyed");
+  if (auto why = malformed(request); !why.empty())
+    violations_.push_back(why);
   log_.push_back(request);
   queue_.push_back({id, std::move(request), std::move(done)});
   cv_.notify_all();
@@ -63,6 +86,8 @@ uint64_t fake_http_client::submit(http_request request, callback<http_response> 
 
 void fake_http_client::cancel(uint64_t id) {
   std::lock_guard guard{mu_};
+  if (id == 0 || id >= next_id_)
+    violations_.push_back("cancel() of id " + std::to_string(id) + ", never returned by submit()");
   for (auto& p : queue_)
     if (p.id == id)
       p.cancelled = true;
@@ -76,6 +101,11 @@ std::vector<http_request> fake_http_client::requests() const {
 size_t fake_http_client::request_count() const {
   std::lock_guard guard{mu_};
   return log_.size();
+}
+
+std::vector<std::string> fake_http_client::violations() const {
+  std::lock_guard guard{mu_};
+  return violations_;
 }
 
 void fake_http_client::run() {

@@ -1,11 +1,13 @@
-// A scripted http_client for unit tests of the AWS clients: records every request and answers
-// from its own thread (as the real engine does) with whatever the test's responder says.
+// The one fake of the http_client port (adapters/http/http_client.hpp) for the unit tests of every
+// HTTP-speaking adapter: scripted answers from its own thread, as the real engine gives them.
 #pragma once
 
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -17,17 +19,25 @@ namespace ingestd::test {
 /// as the engine does).
 http_response make_response(long status, std::string body = {}, http_headers headers = {});
 
-/// Enforces the http_client contract from the caller's side: submit() never calls back inside
-/// itself, every callback runs exactly once on the fake's own thread, cancel() of an unknown id
-/// is a no-op.
+/// Keeps the http_client contract as the real engine does: submit() never calls back inside
+/// itself; every callback runs exactly once, in submission order, on the fake's own thread; a
+/// request cancelled while queued, or still queued when the fake is destroyed, gets
+/// "http.cancelled"; cancel() of a finished request is a no-op. Records every request. Lists the
+/// caller's misuse in violations() (a request without method or URL or with a timeout of zero, a
+/// cancel() of an id it never issued, a submit() once destruction has begun) and reports each one
+/// as a test failure when it is destroyed.
 class fake_http_client final : public http_client {
 public:
+  /// Computes the answer to one request (called on the fake's thread, one request at a time).
   using responder = std::function<result<http_response>(const http_request&)>;
 
+  /// Without a responder every request fails with a transient "http.connect".
   explicit fake_http_client(responder answer = {});
   ~fake_http_client() override;
 
   void set_responder(responder answer);
+  /// Every later request gets `answer`.
+  void respond_with(result<http_response> answer);
 
   uint64_t submit(http_request request, callback<http_response> done) override;
   void cancel(uint64_t id) override;
@@ -37,6 +47,8 @@ public:
   size_t request_count() const;
   /// The thread that runs the callbacks.
   std::thread::id thread_id() const { return worker_.get_id(); }
+  /// The caller's misuse so far (see the class comment).
+  std::vector<std::string> violations() const;
 
 private:
   struct pending {
@@ -52,6 +64,7 @@ private:
   responder answer_;
   std::deque<pending> queue_;
   std::vector<http_request> log_;
+  std::vector<std::string> violations_;
   uint64_t next_id_ = 1;
   bool stop_ = false;
   std::thread worker_;

@@ -9,8 +9,8 @@
 #include "adapters/aws/encoding.hpp"
 #include "adapters/storage/s3_protocol.hpp"
 #include "adapters/storage/s3_store.hpp"
-#include "tests/support/fauxqs/await.hpp"
-#include "tests/support/fauxqs/fake_http_client.hpp"
+#include "tests/support/await.hpp"
+#include "tests/support/http/fake_http_client.hpp"
 
 using namespace ingestd;
 using namespace std::chrono_literals;

@@ -8,7 +8,7 @@
 
 #include "adapters/aws/encoding.hpp"
 #include "tests/support/environment.hpp"
-#include "tests/support/fauxqs/await.hpp"
+#include "tests/support/await.hpp"
 #include "tests/support/fauxqs/fauxqs_fixture.hpp"
 
 using namespace ingestd;

@@ -1,0 +1,139 @@
+// The sweeper on the deterministic scheduler with the port fakes: stranded ingestions re-enqueued
+// at start and on every interval, nothing while another node sweeps, errors retried at the next
+// interval, never two sweeps at once, and no sweep after it stops.
+#define CAF_SUITE sweeper
+#include "caf/test/unit_test_impl.hpp"
+
+#include <algorithm>
+
+#include "actors/sweeper.hpp"
+#include "tests/actors/support/actor_fixture.hpp"
+
+using namespace ingestd;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct fixture : test::actor_fixture {
+  fixture() {
+    ctx->settings.sweeper_interval = 60s;
+    ctx->settings.stale_threshold = 300s;
+  }
+
+  /// Spawns the sweeper; it sweeps once at start.
+  sweeper_actor sweeper() {
+    auto s = spawn_sweeper(sys, ctx);
+    periodic.push_back(caf::actor_cast<caf::actor>(s));
+    sched.run();
+    return s;
+  }
+
+  /// Bodies sent to the queue so far, sorted (the fake returns rows in id order).
+  std::vector<std::string> sent() {
+    auto bodies = queue->sent_bodies();
+    std::sort(bodies.begin(), bodies.end());
+    return bodies;
+  }
+
+  static std::vector<std::string> ids(std::vector<uuid> xs) {
+    std::vector<std::string> out;
+    for (auto& x : xs)
+      out.push_back(x.str());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(sweeper_tests, fixture)
+
+CAF_TEST(stranded ingestions are re - enqueued at start and on every interval) {
+  auto a = db->add("documents/a.txt");
+  auto b = db->add("documents/b.txt");
+  auto held = db->add("documents/held.txt");
+  db->hold_by_other(held);  // a worker holds a live lease on it: not stranded
+  sweeper();
+  CAF_CHECK_EQUAL(sent(), ids({a, b}));
+  CAF_CHECK_EQUAL(ctx->metrics->rescues.load(), 2);
+  CAF_CHECK_EQUAL(db->rescue_calls(), std::vector<std::chrono::seconds>{300s});
+  db->hold_by_other(a);  // workers claim the two re-enqueued ones
+  db->hold_by_other(b);
+  auto c = db->add("documents/c.txt");
+  advance_time(59s);
+  sched.run();
+  CAF_CHECK_EQUAL(db->rescue_calls().size(), 1u);  // not yet
+  advance_time(1s);
+  sched.run();
+  CAF_CHECK_EQUAL(db->rescue_calls().size(), 2u);
+  CAF_CHECK_EQUAL(sent(), ids({a, b, c}));
+  CAF_CHECK_EQUAL(ctx->metrics->rescues.load(), 3);
+  CAF_CHECK(db->violations().empty());
+}
+
+CAF_TEST(nothing is sent while another node holds the sweep lock) {
+  auto a = db->add("documents/a.txt");
+  db->hold_sweep_lock_elsewhere(true);
+  sweeper();
+  advance_time(60s);
+  sched.run();
+  CAF_CHECK_EQUAL(db->rescue_calls().size(), 2u);
+  CAF_CHECK(queue->sent_bodies().empty());
+  CAF_CHECK_EQUAL(ctx->metrics->rescues.load(), 0);
+  db->hold_sweep_lock_elsewhere(false);  // that node stopped: this one takes over
+  advance_time(60s);
+  sched.run();
+  CAF_CHECK_EQUAL(sent(), ids({a}));
+}
+
+CAF_TEST(a failed sweep is tried again at the next interval) {
+  auto a = db->add("documents/a.txt");
+  db->fail_next("rescue_stranded", error::make_transient("pg.connection", "connection refused"));
+  sweeper();
+  CAF_CHECK(queue->sent_bodies().empty());
+  advance_time(60s);
+  sched.run();
+  CAF_CHECK_EQUAL(sent(), ids({a}));
+}
+
+CAF_TEST(a failed re - enqueue leaves the ingestions for the next sweep) {
+  auto a = db->add("documents/a.txt");
+  queue->fail_next("send", error::make_transient("sqs.unavailable", "service unavailable"));
+  sweeper();
+  CAF_CHECK(queue->sent_bodies().empty());
+  CAF_CHECK_EQUAL(ctx->metrics->rescues.load(), 0);
+  advance_time(60s);
+  sched.run();
+  CAF_CHECK_EQUAL(sent(), ids({a}));
+  CAF_CHECK_EQUAL(ctx->metrics->rescues.load(), 1);
+}
+
+CAF_TEST(a sweep still running at the next interval is not started twice) {
+  auto a = db->add("documents/a.txt");
+  db->hold("rescue_stranded");
+  sweeper();
+  advance_time(60s);
+  sched.run();
+  CAF_CHECK_EQUAL(db->rescue_calls().size(), 1u);  // the tick found the first sweep running
+  db->unhold("rescue_stranded");
+  sched.run();
+  CAF_CHECK_EQUAL(sent(), ids({a}));
+  db->hold_by_other(a);
+  advance_time(60s);
+  sched.run();
+  CAF_CHECK_EQUAL(db->rescue_calls().size(), 2u);  // the one after it sweeps again
+}
+
+CAF_TEST(a stopped sweeper sweeps no more) {
+  db->add("documents/a.txt");
+  auto s = sweeper();
+  CAF_CHECK_EQUAL(db->rescue_calls().size(), 1u);
+  caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+  sched.run();
+  advance_time(10min);
+  sched.run();
+  CAF_CHECK_EQUAL(db->rescue_calls().size(), 1u);
+  CAF_CHECK_EQUAL(queue->sent_bodies().size(), 1u);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
