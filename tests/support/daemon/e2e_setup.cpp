@@ -120,6 +120,7 @@ std::vector<std::string> e2e_setup::add_documents(int n, doc_kind kind, const ob
     }
     docs.push_back(doc);
     ings.push_back(uuid::v7().str());
+    sources_[ings.back()] = f.path.filename().string();
     tenants.push_back(uuid::v4().str());
     paths.push_back(key);
     mimes.push_back(f.mime);
@@ -161,6 +162,11 @@ std::unique_ptr<daemon_process> e2e_setup::start(const std::map<std::string, std
     env[k] = v;
   auto log = root_ + "/daemon-" + std::to_string(++daemons_) + ".log";
   return std::make_unique<daemon_process>(env, log);
+}
+
+std::string e2e_setup::source_of(const std::string& ingestion_id) const {
+  auto i = sources_.find(ingestion_id);
+  return i == sources_.end() ? std::string{} : i->second;
 }
 
 int64_t e2e_setup::count(const std::string& sql, const std::vector<std::optional<std::string>>& params) {

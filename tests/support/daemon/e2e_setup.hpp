@@ -46,6 +46,10 @@ public:
   /// document and in-progress ingestion rows. Returns the ingestion ids (not enqueued).
   std::vector<std::string> add_documents(int n, doc_kind kind, const object_writer& write = {});
 
+  /// The corpus file name (e.g. "inv01_en_classic.pdf") an ingestion of add_documents() was made
+  /// from; "" for any other id.
+  std::string source_of(const std::string& ingestion_id) const;
+
   /// Inserts one Postgres-queue message per body into this queue.
   void enqueue(const std::vector<std::string>& bodies);
 
@@ -65,6 +69,7 @@ private:
   std::string root_;
   std::string queue_;
   int daemons_ = 0;
+  std::map<std::string, std::string> sources_;
 };
 
 /// "{a,b,c}": a text[] / uuid[] parameter.

@@ -24,6 +24,15 @@ std::string quote_ident(PGconn* conn, const std::string& name) {
   return out;
 }
 
+std::string quote_literal(PGconn* conn, const std::string& text) {
+  auto quoted = PQescapeLiteral(conn, text.c_str(), text.size());
+  if (quoted == nullptr)
+    throw std::runtime_error("cannot quote literal " + text);
+  std::string out{quoted};
+  PQfreemem(quoted);
+  return out;
+}
+
 } // namespace
 
 std::string with_search_path(const std::string& url, const std::string& schema) {
@@ -71,6 +80,25 @@ pg_schema::~pg_schema() {
   PQfinish(conn_);
 }
 
+bool pg_schema::reconnect() {
+  // The server restarted or ended this session (fault tests): connect again, with a deadline, and
+  // restore the session's settings.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{60};
+  for (;;) {
+    PQreset(conn_);
+    if (PQstatus(conn_) == CONNECTION_OK)
+      break;
+    if (std::chrono::steady_clock::now() > deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds{200});
+  }
+  PQclear(PQexec(conn_, "SET client_min_messages = warning"));
+  auto set = "SELECT set_config('search_path', " + quote_literal(conn_, quote_ident(conn_, name_))
+             + ", false)";
+  PQclear(PQexec(conn_, set.c_str()));
+  return true;
+}
+
 std::vector<pg_row> pg_schema::query(const std::string& sql,
                                      const std::vector<std::optional<std::string>>& params) {
   std::vector<const char*> values;
@@ -79,6 +107,13 @@ std::vector<pg_row> pg_schema::query(const std::string& sql,
   auto res = PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr,
                           values.data(), nullptr, nullptr, 0);
   auto status = PQresultStatus(res);
+  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK && PQstatus(conn_) != CONNECTION_OK
+      && reconnect()) {
+    PQclear(res);
+    res = PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr,
+                       values.data(), nullptr, nullptr, 0);
+    status = PQresultStatus(res);
+  }
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
     std::string msg = PQresultErrorMessage(res);
     std::string state = PQresultErrorField(res, PG_DIAG_SQLSTATE) != nullptr

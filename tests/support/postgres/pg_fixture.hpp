@@ -35,7 +35,8 @@ public:
   const std::string& url() const { return url_; }
 
   /// Runs SQL with text parameters ($1, ...) on the fixture's own connection (search_path set);
-  /// throws std::runtime_error on failure, with the server's message.
+  /// throws std::runtime_error on failure, with the server's message. A connection lost to a
+  /// server restart or a terminated session is made again (within 60 s) and the SQL run again.
   std::vector<pg_row> query(const std::string& sql,
                             const std::vector<std::optional<std::string>>& params = {});
   /// The first column of the first row ("" when NULL; throws when there is no row).
@@ -48,6 +49,8 @@ public:
   int terminate_adapter_backends();
 
 private:
+  bool reconnect();
+
   std::string base_url_;
   std::string name_;
   std::string url_;

@@ -1,0 +1,291 @@
+// Chaos: three `ingestd run` nodes on one Postgres queue while documents keep arriving, and faults
+// on a random (seeded, printed) schedule: kill -9 and restart, SIGSTOP longer than the lease then
+// SIGCONT, PostgreSQL restarted, the nodes' database sessions terminated, and their database
+// sessions stalled (the server's backends for them paused, then resumed). Afterwards every
+// document is completed exactly once with the right result, and nothing is left in progress or in
+// the queue. "Exactly once" is counted by a trigger this test installs, not by ingestd's own audit
+// trail.
+//
+//   INGESTD_CHAOS_SECONDS   how long faults are injected (default 45: the CTest entry)
+//   INGESTD_CHAOS_SEED      the schedule's seed (default: random; printed either way)
+// tests/chaos/run-long.sh runs the same test for 10 minutes.
+#include <algorithm>
+#include <csignal>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+
+#include "tests/support/daemon/e2e_setup.hpp"
+#include "tests/support/environment.hpp"
+
+using namespace std::chrono_literals;
+using namespace ingestd::test;
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+/// The lease the nodes run with (worker.stale_ingestion_threshold_minutes = 1): a node stopped
+/// longer than this loses its claims to the others.
+constexpr auto lease = 60s;
+
+std::string truth_invoice_number(const std::string& source) {
+  // inv01_en_classic.pdf -> truth/inv01.json
+  auto path = source_dir() + "/tests/fixtures/corpus/truth/" + source.substr(0, 5) + ".json";
+  std::ifstream in{path};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  rapidjson::Document d;
+  d.Parse(ss.str().c_str());
+  if (d.HasParseError() || !d.IsObject() || !d.HasMember("invoice_number"))
+    throw std::runtime_error("cannot read the invoice number from " + path);
+  return d["invoice_number"].GetString();
+}
+
+/// Runs a command line through the shell; its exit status.
+int shell(const std::string& command) {
+  return std::system(command.c_str());  // NOLINT(cert-env33-c): the test's own fixed commands
+}
+
+struct node {
+  std::string id;
+  std::unique_ptr<daemon_process> proc;
+  /// Set while SIGSTOPped: when to send SIGCONT.
+  std::optional<clock_type::time_point> resume_at;
+};
+
+class chaos {
+public:
+  chaos(e2e_setup& s, uint32_t seed) : s_(s), rng_(seed) {}
+
+  void start_nodes(int n) {
+    for (int i = 0; i < n; ++i) {
+      nodes_.push_back(node{"chaos-" + std::to_string(i + 1), nullptr, std::nullopt});
+      start(nodes_.back());
+    }
+  }
+
+  void start(node& n) { n.proc = s_.start({{"INGESTD_WORKER__ID", n.id}}); }
+
+  /// Documents arriving during the run: a few text PDFs, now and then a scan.
+  void arrive() {
+    auto ids = s_.add_documents(pick(2, 6), doc_kind::text_pdf);
+    if (pick(0, 3) == 0) {
+      auto scans = s_.add_documents(1, doc_kind::scan_png);
+      ids.insert(ids.end(), scans.begin(), scans.end());
+    }
+    s_.enqueue(ids);
+    total_ += static_cast<int64_t>(ids.size());
+  }
+
+  /// One fault, chosen at random.
+  void fault() {
+    switch (pick(0, 4)) {
+      case 0: kill_and_restart(); break;
+      case 1: stop_past_the_lease(); break;
+      case 2: restart_postgres(); break;
+      case 3: terminate_sessions(); break;
+      default: stall_sessions(); break;
+    }
+  }
+
+  /// Waits `d`, resuming nodes whose stop has lasted long enough.
+  void wait(std::chrono::milliseconds d) {
+    auto until = clock_type::now() + d;
+    while (clock_type::now() < until) {
+      resume_due();
+      std::this_thread::sleep_for(100ms);
+    }
+  }
+
+  /// The time between two faults: 1.5 to 4 s.
+  void pause() { wait(std::chrono::milliseconds{pick(1500, 4000)}); }
+
+  /// Ends every fault: stopped nodes resumed once their stop has outlasted the lease, dead ones
+  /// started again.
+  void heal() {
+    while (std::any_of(nodes_.begin(), nodes_.end(), [](const node& n) { return n.resume_at; }))
+      wait(200ms);
+    for (auto& n : nodes_)
+      if (!n.proc->running()) {
+        log("start " + n.id + " again (it had exited)");
+        start(n);
+      }
+  }
+
+  /// SIGTERM to every node; each must exit 0.
+  void stop_all() {
+    for (auto& n : nodes_)
+      n.proc->signal(SIGTERM);
+    for (auto& n : nodes_) {
+      auto rc = n.proc->wait_exit(120s);
+      ASSERT_TRUE(rc.has_value()) << n.id << " did not stop\n" << n.proc->log_tail();
+      EXPECT_EQ(*rc, 0) << n.id << "\n" << n.proc->log_tail();
+    }
+  }
+
+  int64_t total() const { return total_; }
+  const std::string& journal() const { return journal_; }
+
+private:
+  int pick(int lo, int hi) { return std::uniform_int_distribution<int>{lo, hi}(rng_); }
+
+  void log(const std::string& what) {
+    journal_ += what + "\n";
+    std::printf("chaos: %s\n", what.c_str());
+    std::fflush(stdout);
+  }
+
+  node* running_node() {
+    std::vector<node*> up;
+    for (auto& n : nodes_)
+      if (!n.resume_at && n.proc->running())
+        up.push_back(&n);
+    if (up.empty())
+      return nullptr;
+    return up[static_cast<size_t>(pick(0, static_cast<int>(up.size()) - 1))];
+  }
+
+  void resume_due() {
+    for (auto& n : nodes_)
+      if (n.resume_at && clock_type::now() >= *n.resume_at) {
+        n.proc->signal(SIGCONT);
+        n.resume_at.reset();
+        log("SIGCONT " + n.id);
+      }
+  }
+
+  void kill_and_restart() {
+    auto* n = running_node();
+    if (n == nullptr)
+      return;
+    log("kill -9 " + n->id);
+    n->proc->signal(SIGKILL);
+    ASSERT_TRUE(n->proc->wait_exit(30s).has_value());
+    wait(std::chrono::milliseconds{pick(200, 2000)});
+    log("start " + n->id + " again");
+    start(*n);
+  }
+
+  void stop_past_the_lease() {
+    auto* n = running_node();
+    if (n == nullptr)
+      return;
+    log("SIGSTOP " + n->id + " for the lease + 3 s");
+    n->proc->signal(SIGSTOP);
+    n->resume_at = clock_type::now() + lease + 3s;
+  }
+
+  void restart_postgres() {
+    auto data = s_.db().scalar("SHOW data_directory");
+    auto bindir = s_.db().scalar("SELECT setting FROM pg_config WHERE name = 'BINDIR'");
+    auto logfile = data + "/../postgres.log";
+    std::string as_owner = ::geteuid() == 0 ? "runuser -u postgres -- " : "";
+    log("restart PostgreSQL");
+    auto rc = shell(as_owner + bindir + "/pg_ctl -D " + data + " -l " + logfile
+                    + " -m fast -w -t 60 restart >/dev/null");
+    ASSERT_EQ(rc, 0) << "pg_ctl restart failed";
+  }
+
+  void terminate_sessions() {
+    log("terminate the nodes' database sessions: "
+        + std::to_string(s_.db().terminate_adapter_backends()));
+  }
+
+  void stall_sessions() {
+    // The server's processes for the nodes' sessions paused: to the nodes, a database that stops
+    // answering (as over a stalled network) and then answers again.
+    auto pids = s_.db().query("SELECT pid FROM pg_stat_activity WHERE application_name = $1",
+                              {s_.db().name()});
+    if (pids.empty())
+      return;
+    auto ms = pick(2000, 8000);
+    log("stall " + std::to_string(pids.size()) + " database sessions for " + std::to_string(ms)
+        + " ms");
+    for (auto& p : pids)
+      ::kill(std::stoi(*p[0]), SIGSTOP);
+    wait(std::chrono::milliseconds{ms});
+    for (auto& p : pids)
+      ::kill(std::stoi(*p[0]), SIGCONT);
+  }
+
+  e2e_setup& s_;
+  std::mt19937 rng_;
+  std::vector<node> nodes_;
+  int64_t total_ = 0;
+  std::string journal_;
+};
+
+} // namespace
+
+TEST(chaos, three_nodes_under_faults_complete_every_document_exactly_once) {
+  auto seconds = std::stoi(env_or("INGESTD_CHAOS_SECONDS", "45"));
+  auto seed_text = env_or("INGESTD_CHAOS_SEED", "");
+  auto seed = seed_text.empty() ? std::random_device{}() : static_cast<uint32_t>(std::stoul(seed_text));
+  std::printf("chaos: seed %u (INGESTD_CHAOS_SEED=%u repeats this schedule), %d s of faults\n",
+              seed, seed, seconds);
+  RecordProperty("seed", std::to_string(seed));
+
+  e2e_setup s;
+  // Independent accounting: every transition to `completed`, as the database saw it.
+  s.db().query("CREATE TABLE chaos_completion (ingestion_id uuid NOT NULL, "
+               "at timestamptz NOT NULL DEFAULT clock_timestamp())");
+  s.db().query(R"sql(
+CREATE FUNCTION chaos_record_completion() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.status = 'completed' AND OLD.status IS DISTINCT FROM 'completed' THEN
+    INSERT INTO chaos_completion (ingestion_id) VALUES (NEW.id);
+  END IF;
+  RETURN NEW;
+END $$)sql");
+  s.db().query("CREATE TRIGGER chaos_record_completion AFTER UPDATE OF status ON ingestion "
+               "FOR EACH ROW EXECUTE FUNCTION chaos_record_completion()");
+
+  chaos c{s, seed};
+  c.arrive();
+  c.start_nodes(3);
+  auto end = clock_type::now() + std::chrono::seconds{seconds};
+  int faults = 0;
+  while (clock_type::now() < end && !::testing::Test::HasFatalFailure()) {
+    c.pause();
+    c.arrive();
+    c.fault();
+    ++faults;
+  }
+  ASSERT_FALSE(::testing::Test::HasFatalFailure()) << c.journal();
+  c.heal();
+
+  // Everything finishes once the faults stop: within the lease (claims of killed nodes) plus the
+  // time to work off what is left.
+  auto n = c.total();
+  auto done = wait_until([&] { return s.with_status("completed") >= n; }, lease + 240s, 500ms);
+  ASSERT_TRUE(done) << s.with_status("completed") << " of " << n << " completed\n"
+                    << c.journal() << s.logs();
+  ASSERT_TRUE(wait_until([&] {
+    return s.count("SELECT count(*) FROM queue_message WHERE queue_name = $1", {s.queue_name()}) == 0;
+  }, 60s, 200ms)) << "messages left in the queue\n" << s.logs();
+  c.stop_all();
+
+  std::printf("chaos: %lld documents, %d faults\n", static_cast<long long>(n), faults);
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE status <> 'completed'"), 0);
+  EXPECT_EQ(s.count("SELECT count(*) FROM chaos_completion"), n)
+    << "transitions to completed: one per document, none twice\n" << c.journal();
+  EXPECT_EQ(s.count("SELECT count(DISTINCT ingestion_id) FROM chaos_completion"), n);
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE claim_token IS NOT NULL"), 0);
+  // The right result: each document's extraction carries its file's invoice number.
+  int checked = 0;
+  for (auto& row : s.db().query("SELECT i.id::text, d.structured_data->>'invoice_number', "
+                                "d.needs_human_review FROM ingestion i "
+                                "JOIN document d ON d.id = i.document_id")) {
+    auto source = s.source_of(*row[0]);
+    ASSERT_FALSE(source.empty()) << *row[0];
+    EXPECT_EQ(row[1].value_or("(none)"), truth_invoice_number(source)) << source;
+    EXPECT_EQ(row[2].value_or(""), "f") << source << " needs review";
+    ++checked;
+  }
+  EXPECT_EQ(checked, n);
+}

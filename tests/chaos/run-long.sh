@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The long chaos run: the chaos test with 10 minutes of faults (or SECONDS given), against the
+# local stack, with the built binaries of build/.
+#   tests/chaos/run-long.sh [SECONDS] [SEED]
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$root"
+deploy/local-stack.sh start >/dev/null
+eval "$(deploy/local-stack.sh env)"
+export INGESTD_SOURCE_DIR="$root" INGESTD_BINARY="$root/build/app/ingestd"
+export INGESTD_CHAOS_SECONDS=${1:-600}
+[[ -z "${2:-}" ]] || export INGESTD_CHAOS_SEED=$2
+exec build/tests/chaos/chaos_pg
