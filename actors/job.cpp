@@ -17,6 +17,8 @@
 //                      └─error or timeout──────────► untrack ─► done (abandoned; message and lease expire)
 //   claim_lost anywhere, or lost from the heartbeat ─► untrack (release) ─► done (lost)
 //   stop (shutdown) ─► untrack ─► release claim ─► visibility 0 ─► done (released)
+//                     (a stop during the claim waits for its answer and gives back what it granted:
+//                      a claim left to expire counts as a crash)
 //
 // (*) not deleted when the queue's dead-letter redrive is configured. Every step is a port call
 // with a deadline (settings.step_timeout); a late completion of an abandoned step is ignored.
@@ -167,6 +169,7 @@ void fail(job_ptr self, error err, std::string structured_data = {});
 void back_off(job_ptr self, std::chrono::seconds delay, std::string detail, std::string error_class);
 void lost(job_ptr self, std::string reason);
 void release(job_ptr self);
+void give_back(job_ptr self);
 void deadline_passed(job_ptr self);
 
 // ---- how a step runs -----------------------------------------------------------------------
@@ -263,22 +266,27 @@ void claim(job_ptr self) {
   request_step<std::vector<std::optional<claimed_ingestion>>>(
     self, job_step::claim,
     [&](auto cb) {
-      st.ctx->ports.db->claim({claim_request{st.ingestion_id, uuid::v7()}}, st.ctx->settings.worker_id,
-                              st.ctx->settings.lease, std::move(cb));
+      st.ctx->ports.db->claim({claim_request{st.ingestion_id, uuid::v7(), st.ctx->settings.max_attempts}},
+                              st.ctx->settings.worker_id, st.ctx->settings.lease, std::move(cb));
     },
     [self](result<std::vector<std::optional<claimed_ingestion>>> r) {
       auto& st = self->state;
       if (!r)
         return finish(self, job_result::abandoned, "claim failed: " + r.error().describe(),
                       to_string(r.error().cls));
-      if (r->empty() || !r->front())
+      bool granted = !r->empty() && r->front();
+      if (granted) {
+        st.claim = std::move(*r->front());
+        st.claimed = true;
+        step_done(self, "ok", "attempt " + std::to_string(st.claim.attempt_count + 1));
+      }
+      if (st.phase == job_phase::releasing)
+        return give_back(self);  // a stop came while the claim ran
+      if (!granted)
         return not_claimed(self);
-      st.claim = std::move(*r->front());
-      st.claimed = true;
       st.phase = job_phase::working;
       if (st.msg.sent_at_ms > 0)
         st.ctx->metrics->claim_wait(static_cast<double>(unix_ms() - st.msg.sent_at_ms) / 1000.0);
-      step_done(self, "ok", "attempt " + std::to_string(st.claim.attempt_count + 1));
       track(self);
     });
 }
@@ -673,8 +681,18 @@ void release(job_ptr self) {
   if (st.phase == job_phase::outcome_stored || st.phase == job_phase::releasing
       || st.phase == job_phase::finished)
     return; // (after the outcome is stored, only the short ack or back-off is left)
+  auto claim_running = st.phase == job_phase::claiming && st.step == job_step::claim;
   st.phase = job_phase::releasing;
   untrack(self);
+  // A claim granted in the database but never released would expire and count as a crash:
+  // its answer gives back what it granted (claim()), or its deadline ends the job.
+  if (!claim_running)
+    give_back(self);
+}
+
+/// Releases the claim, if one was granted, then makes the message visible again.
+void give_back(job_ptr self) {
+  auto& st = self->state;
   auto give_back_message = [self] {
     auto& st = self->state;
     st.ctx->ports.ingest_queue->change_visibility({{st.msg.receipt, std::chrono::seconds{0}}},

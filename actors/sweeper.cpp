@@ -1,11 +1,16 @@
 // The sweeper actor. Every sweeper_interval: under the cluster-wide advisory lock (one node at a
-// time), find `in-progress` ingestions with no live lease that were due longer ago than the
-// stale threshold, mark them due now and send their ids to the queue again. A duplicate message
-// is harmless: the claim lets one job through.
+// time), find `in-progress` ingestions that nobody holds and that truly have no queue message,
+// mark them due now and send their ids to the queue again. A duplicate message is harmless (the
+// claim lets one job through) but a backlog must not get one at every sweep: see the rescue
+// statement in adapters/db/pg_repository.cpp for how "no message" is told.
 //
-//   tick (re-armed first) ──► rescue_stranded ──ids──► send ──► counted, logged
-//                                   └─none / lock held elsewhere / error (logged)
+//   tick (re-armed first) ──► queue stats ──visible or delayed messages: a backlog──► skip
+//                                 │         └─error (logged)──────────────────────────► skip
+//                                 └─none waiting──► rescue_stranded ──ids──► send ──► counted, logged
+//                                                          └─none / lock held elsewhere / error (logged)
 #include "actors/sweeper.hpp"
+
+#include <algorithm>
 
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
@@ -53,6 +58,51 @@ void enqueue(sweeper_ptr self, std::vector<uuid> ids) {
     }));
 }
 
+/// Longer than any invisibility the queue gives a message (a receive, a heartbeat extension), so
+/// that a message that still exists has been seen within it; never shorter than the configured
+/// stale threshold. The margin covers the queue's approximate counts and clock differences.
+std::chrono::seconds stale_after(const worker_settings& s) {
+  constexpr std::chrono::seconds margin{60};
+  return std::max(s.stale_threshold, std::max(s.visibility_timeout, s.heartbeat_extension) + margin);
+}
+
+void rescue(sweeper_ptr self) {
+  auto& st = self->state;
+  st.ctx->ports.db->rescue_stranded(
+    stale_after(st.ctx->settings), batch_limit,
+    in_actor<std::vector<uuid>>(self, [self](result<std::vector<uuid>> r) {
+      if (!r) {
+        self->state.sweeping = false;
+        log::warn("sweep failed", {{"error", r.error().describe()}});
+        return;
+      }
+      if (r->empty()) {
+        self->state.sweeping = false;
+        return;
+      }
+      enqueue(self, std::move(*r));
+    }));
+}
+
+/// A message waiting unreceived in the queue is one the database cannot see (SQS): while any
+/// waits, an ingestion that looks stranded may be among them, so the sweep waits for the backlog.
+void sweep(sweeper_ptr self) {
+  auto& st = self->state;
+  st.ctx->ports.ingest_queue->stats(in_actor<queue_stats>(self, [self](result<queue_stats> r) {
+    if (!r) {
+      self->state.sweeping = false;
+      log::warn("sweep skipped: queue depth unknown", {{"error", r.error().describe()}});
+      return;
+    }
+    if (r->visible + r->delayed > 0) {
+      self->state.sweeping = false;
+      log::debug("sweep skipped: messages wait in the queue", {{"visible", r->visible}, {"delayed", r->delayed}});
+      return;
+    }
+    rescue(self);
+  }));
+}
+
 sweeper_actor::behavior_type sweeper(sweeper_ptr self, std::shared_ptr<worker_context> ctx) {
   self->state.ctx = std::move(ctx);
   self->send(self, tick_atom_v);
@@ -63,20 +113,7 @@ sweeper_actor::behavior_type sweeper(sweeper_ptr self, std::shared_ptr<worker_co
       if (st.sweeping)
         return;
       st.sweeping = true;
-      st.ctx->ports.db->rescue_stranded(
-        st.ctx->settings.stale_threshold, batch_limit,
-        in_actor<std::vector<uuid>>(self, [self](result<std::vector<uuid>> r) {
-          if (!r) {
-            self->state.sweeping = false;
-            log::warn("sweep failed", {{"error", r.error().describe()}});
-            return;
-          }
-          if (r->empty()) {
-            self->state.sweeping = false;
-            return;
-          }
-          enqueue(self, std::move(*r));
-        }));
+      sweep(self);
     },
     [](resume_atom, uint64_t, continuation& c) { c.fn(); },
   };

@@ -26,33 +26,69 @@ using pg::valid_json;
 // Batch statements lock their rows in id order (the `lock` CTEs) so that two batches over
 // overlapping ingestions (a duplicate delivery, the heartbeat beside a completion) wait for each
 // other instead of deadlocking.
+//
+// Crashes count. Every deliberate end of a claim clears its token (complete, record_failure,
+// release: a give-back at shutdown, on a lost heartbeat or for work never started), so a token
+// still set on an expired lease means its holder died without an outcome (a decoder crash, the
+// OOM killer, kill -9). Taking such a claim over counts that attempt; the crash that reaches the
+// request's max_attempts ($5) fails the ingestion with class `poison` instead of claiming it (the
+// trigger flags the document for review), so a document that kills its worker cannot loop. Both
+// leave an audit event. Every in-progress row asked for, claimable or not, records that its
+// message was seen (message_seen_at: see the sweeper's statement).
 constexpr pg::statement claim_sql{"ingestd_claim", R"sql(
 WITH req AS (
-  SELECT DISTINCT ON (r.id) r.id, r.token
-    FROM unnest($1::uuid[], $2::uuid[]) AS r(id, token)
+  SELECT DISTINCT ON (r.id) r.id, r.token, greatest(r.max_attempts, 1) AS max_attempts
+    FROM unnest($1::uuid[], $2::uuid[], $5::integer[]) AS r(id, token, max_attempts)
    ORDER BY r.id
 ), lock AS (
-  SELECT i.id, req.token FROM ingestion AS i JOIN req ON req.id = i.id
+  SELECT i.id, req.token, req.max_attempts,
+         i.claim_token IS NULL OR i.lease_expires_at IS NULL OR i.lease_expires_at < now()
+           AS claimable,
+         i.claim_token IS NOT NULL AND (i.lease_expires_at IS NULL OR i.lease_expires_at < now())
+           AS crashed,
+         i.claim_token IS NOT NULL AND (i.lease_expires_at IS NULL OR i.lease_expires_at < now())
+           AND i.attempt_count + 1 >= req.max_attempts AS poison
+    FROM ingestion AS i JOIN req ON req.id = i.id
    WHERE i.status = 'in-progress'
-     AND (i.claim_token IS NULL OR i.lease_expires_at IS NULL OR i.lease_expires_at < now())
    ORDER BY i.id
    FOR UPDATE OF i
-), claimed AS (
+), changed AS (
   UPDATE ingestion AS i
-     SET claim_token = lock.token,
-         claimed_by = $3,
-         started_at = now(),
-         lease_expires_at = now() + make_interval(secs => $4::double precision)
+     SET message_seen_at = now(),
+         attempt_count = i.attempt_count + CASE WHEN lock.crashed THEN 1 ELSE 0 END,
+         status = CASE WHEN lock.poison THEN 'failed' ELSE i.status END,
+         completed_at = CASE WHEN lock.poison THEN now() ELSE i.completed_at END,
+         valid_structured_data = CASE WHEN lock.poison THEN false ELSE i.valid_structured_data END,
+         last_error = CASE WHEN lock.crashed
+                           THEN CASE WHEN lock.poison THEN 'poison: ' ELSE 'worker.crash: ' END
+                                || 'the claim of ' || coalesce(i.claimed_by, 'a worker')
+                                || ' expired without an outcome or give-back (attempt '
+                                || (i.attempt_count + 1) || ' of ' || lock.max_attempts || ')'
+                           ELSE i.last_error END,
+         error_class = CASE WHEN lock.poison THEN 'poison' ELSE i.error_class END,
+         claim_token = CASE WHEN lock.poison THEN NULL
+                            WHEN lock.claimable THEN lock.token ELSE i.claim_token END,
+         claimed_by = CASE WHEN lock.claimable AND NOT lock.poison THEN $3 ELSE i.claimed_by END,
+         started_at = CASE WHEN lock.claimable AND NOT lock.poison THEN now() ELSE i.started_at END,
+         lease_expires_at = CASE WHEN lock.poison THEN NULL
+                                 WHEN lock.claimable
+                                 THEN now() + make_interval(secs => $4::double precision)
+                                 ELSE i.lease_expires_at END
     FROM lock
-   WHERE i.id = lock.id
-     AND i.status = 'in-progress'
-     AND (i.claim_token IS NULL OR i.lease_expires_at IS NULL OR i.lease_expires_at < now())
-  RETURNING i.id, i.document_id, i.claim_token, i.attempt_count, i.transcription_file_path
+   WHERE i.id = lock.id AND i.status = 'in-progress'
+  RETURNING i.id, i.document_id, i.claim_token, i.attempt_count, i.transcription_file_path,
+            lock.claimable AND NOT lock.poison AS granted, lock.crashed, lock.poison, i.last_error
+), audit AS (
+  INSERT INTO ingestion_event (ingestion_id, step, outcome, detail, worker_id)
+  SELECT c.id, 'claim', CASE WHEN c.poison THEN 'poison' ELSE 'crash' END, c.last_error, $3
+    FROM changed AS c
+   WHERE c.crashed
 )
 SELECT c.id, c.document_id, d.tenant_id, c.claim_token, c.attempt_count, d.file_path,
        d.mime_type, c.transcription_file_path
-  FROM claimed AS c
+  FROM changed AS c
   JOIN document AS d ON d.id = c.document_id
+ WHERE c.granted
 )sql"};
 
 // Where each ingestion stands, in request order; a missing row is an unknown id.
@@ -125,7 +161,8 @@ UPDATE ingestion
 RETURNING attempt_count, status
 )sql"};
 
-// One statement for the heartbeat's whole batch; answers the claims that were lost.
+// One statement for the heartbeat's whole batch; answers the claims that were lost. The heartbeat
+// extends the message's visibility at the same tick: the message is seen.
 constexpr pg::statement renew_sql{"ingestd_renew_leases", R"sql(
 WITH r AS (
   SELECT r.id, r.token FROM unnest($1::uuid[], $2::uuid[]) AS r(id, token)
@@ -136,7 +173,8 @@ WITH r AS (
    FOR UPDATE OF i
 ), renewed AS (
   UPDATE ingestion AS i
-     SET lease_expires_at = now() + make_interval(secs => $3::double precision)
+     SET lease_expires_at = now() + make_interval(secs => $3::double precision),
+         message_seen_at = now()
     FROM lock
    WHERE i.id = lock.id AND i.claim_token = lock.claim_token AND i.status = 'in-progress'
   RETURNING i.id, i.claim_token
@@ -145,9 +183,11 @@ SELECT r.id, r.token FROM r
  WHERE NOT EXISTS (SELECT 1 FROM renewed AS n WHERE n.id = r.id AND n.claim_token = r.token)
 )sql"};
 
+// A give-back: the cleared token records it (the next claim counts no crash), and the message,
+// made visible again by the caller, is seen.
 constexpr pg::statement release_sql{"ingestd_release", R"sql(
 UPDATE ingestion
-   SET claim_token = NULL, lease_expires_at = NULL, due_at = now()
+   SET claim_token = NULL, lease_expires_at = NULL, due_at = now(), message_seen_at = now()
  WHERE id = $1 AND claim_token = $2 AND status = 'in-progress'
 )sql"};
 
@@ -161,6 +201,22 @@ SELECT e.ingestion_id, e.step, e.outcome, e.detail, e.duration_ms, e.worker_id,
 
 // The sweeper's net, one per cluster: the transaction-scoped advisory lock (keyed by the schema,
 // which is the cluster's namespace) lets one of several concurrent sweepers through.
+//
+// It rescues only ingestions that truly have no message; re-enqueueing one that merely waits in
+// a backlog would duplicate it at every sweep. Nobody holds it (no live lease), it is past due
+// (a transient failure's back-off has run out) and no message exists:
+// - Postgres queue: every message is a row of queue_message until it is deleted, visible or
+//   not, in the ingestion queue or a dead-letter queue (any queue_name). The anti-join is exact.
+//   (With SQS the table is empty and the condition holds.)
+// - SQS: the database cannot look into the queue, so message_seen_at stands in. Each receive
+//   refreshes it (the claim, granted or not), so does each visibility extension (the lease
+//   renewal) and each give-back, and the rescue re-enqueue and the intake's insert set it. The
+//   caller passes a threshold longer than any invisibility the queue gives a message (receive
+//   visibility, heartbeat extension; a back-off is covered by due_at), so a message that was
+//   received and still exists has been seen within it. A message that waits unreceived in a
+//   backlog is never seen: the sweeper does not sweep while the queue reports visible or delayed
+//   messages (actors/sweeper.cpp).
+// A failed ingestion, poison included, is never in progress again: nothing revives it.
 constexpr pg::statement rescue_sql{"ingestd_rescue_stranded", R"sql(
 WITH lock AS (
   SELECT pg_try_advisory_xact_lock(1769104, hashtext(current_schema())) AS held
@@ -170,11 +226,13 @@ WITH lock AS (
      AND i.status = 'in-progress'
      AND (i.claim_token IS NULL OR i.lease_expires_at < now())
      AND i.due_at < now() - make_interval(secs => $1::double precision)
+     AND i.message_seen_at < now() - make_interval(secs => $1::double precision)
+     AND NOT EXISTS (SELECT 1 FROM queue_message AS q WHERE lower(btrim(q.body)) = i.id::text)
    ORDER BY i.due_at
    LIMIT $2
    FOR UPDATE SKIP LOCKED
 )
-UPDATE ingestion AS i SET due_at = now()
+UPDATE ingestion AS i SET due_at = now(), message_seen_at = now()
   FROM stranded WHERE i.id = stranded.id
 RETURNING i.id
 )sql"};
@@ -241,12 +299,15 @@ void pg_repository::claim(std::vector<claim_request> requests, std::string worke
     if (requests.empty())
       return done(std::move(out));
     std::vector<uuid> ids, tokens;
+    std::vector<param> max_attempts;
     for (auto& r : requests) {
       ids.push_back(r.ingestion_id);
       tokens.push_back(r.claim_token);
+      max_attempts.emplace_back(std::to_string(r.max_attempts));
     }
     auto res = conn.exec(claim_sql, {uuids(ids), uuids(tokens), worker_id,
-                                     std::to_string(lease.count())});
+                                     std::to_string(lease.count()),
+                                     pg::array_literal(max_attempts)});
     if (!res)
       return done(res.error());
     auto& rows = *res;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -19,6 +20,8 @@ struct claim_request {
   uuid ingestion_id;
   /// A fresh token the claimer generated; the claim stores it.
   uuid claim_token;
+  /// Attempts after which a crash fails the ingestion as poison (worker.max_retry_attempts).
+  int32_t max_attempts = 3;
 };
 
 struct completion {
@@ -37,6 +40,10 @@ public:
   /// unclaimed or its lease has expired. A success sets claim_token, claimed_by, started_at,
   /// lease_expires_at = now() + lease, and returns the ingestion joined with its document;
   /// nullopt means not claimable (claimed by a live worker, finished, or unknown id).
+  /// A lease that expired with its token still set was a crash (every deliberate end clears the
+  /// token): it counts as an attempt, and the crash that reaches the request's max_attempts fails
+  /// the ingestion with error class `poison` instead of claiming it (nullopt: it is finished).
+  /// Every in-progress ingestion asked for records that its message was seen.
   virtual void claim(std::vector<claim_request> requests, std::string worker_id,
                      std::chrono::seconds lease,
                      callback<std::vector<std::optional<claimed_ingestion>>> done) = 0;
@@ -66,15 +73,20 @@ public:
   virtual void renew_leases(std::vector<lease_ref> refs, std::chrono::seconds lease,
                             callback<std::vector<lease_ref>> done) = 0;
 
-  /// Gives a claim up without recording an attempt (shutdown): another worker may claim at once.
+  /// Gives a claim up without recording an attempt (shutdown, drain, work never started): the
+  /// cleared token records the give-back, so the expiry of nothing is taken for a crash, and
+  /// another worker may claim at once.
   virtual void release(lease_ref ref, callback<void> done) = 0;
 
   /// Appends audit events in one statement.
   virtual void append_events(std::vector<audit_event> events, callback<void> done) = 0;
 
   /// The sweeper's net: under a cluster-wide advisory lock, finds `in-progress` ingestions that
-  /// nobody holds (no live lease) and that were due more than `stale_threshold` ago, marks them
-  /// due now and returns their ids for re-enqueueing. Empty when another node holds the lock.
+  /// nobody holds (no live lease), that were due more than `stale_threshold` ago, whose message
+  /// was last seen more than `stale_threshold` ago and that no message of the Postgres queue
+  /// names; marks them due and seen now and returns their ids for re-enqueueing. Empty when
+  /// another node holds the lock. The caller makes `stale_threshold` longer than any
+  /// invisibility the queue gives a message.
   virtual void rescue_stranded(std::chrono::seconds stale_threshold, int limit,
                                callback<std::vector<uuid>> done) = 0;
 };

@@ -126,6 +126,39 @@ CAF_TEST(an unknown ingestion id is deleted) {
   CAF_CHECK_EQUAL(queue->deleted_ids().size(), 1u);
 }
 
+CAF_TEST(a crash below the limit counts as an attempt and the next worker carries on) {
+  ctx->settings.max_attempts = 2;
+  auto id = add_document();
+  db->steal_claim(id);
+  db->crash_holder(id);  // its worker died holding it
+  auto o = run_job(id.str(), hb);
+  CAF_CHECK_EQUAL(o.result, job_result::completed);
+  CAF_CHECK_EQUAL(o.attempt_count, 2);
+  CAF_CHECK_EQUAL(db->row(id).status, "completed");
+  CAF_CHECK(db->violations().empty());
+}
+
+CAF_TEST(a message whose ingestion the claim failed as poison is deleted without processing) {
+  // The worker's own limit, not the port's default, decides: at 2, the second crash is the last.
+  ctx->settings.max_attempts = 2;
+  auto id = add_document("Invoice INV-1 total 119.00", 1);
+  db->steal_claim(id);
+  db->crash_holder(id);
+  auto o = run_job(id.str(), hb);
+  auto row = db->row(id);
+  CAF_CHECK_EQUAL(row.status, "failed");
+  CAF_CHECK_EQUAL(row.error_class, "poison");
+  CAF_CHECK_EQUAL(row.ingestion.attempt_count, 2);
+  // Finished: the path of any finished ingestion acknowledges the message.
+  CAF_CHECK_EQUAL(o.result, job_result::skipped);
+  CAF_CHECK_EQUAL(o.detail, "already failed");
+  CAF_CHECK_EQUAL(queue->deleted_ids().size(), 1u);
+  CAF_CHECK_EQUAL(ocr->calls(), 0);
+  CAF_CHECK_EQUAL(extract->calls(), 0);
+  CAF_CHECK(!row.token.has_value());
+  CAF_CHECK(db->violations().empty());
+}
+
 CAF_TEST(a database error at claim leaves the message for redelivery) {
   auto id = add_document();
   db->fail_next("claim", error::make_transient("pg.57P01", "admin shutdown"));
@@ -281,6 +314,31 @@ CAF_TEST(shutdown while in flight releases the claim and the message) {
   ocr->unhold("transcribe");
   sched.run();
   CAF_CHECK_EQUAL(outcomes.size(), 1u);
+}
+
+CAF_TEST(shutdown during the claim gives back what the claim granted) {
+  // Left alone, a claim granted after the stop would expire and count as a crash.
+  auto id = add_document();
+  db->hold("claim");
+  auto job = spawn_job(sys, ctx, hb, deliver(id.str()));
+  sched.run();
+  CAF_REQUIRE_EQUAL(db->held("claim"), 1u);
+  CAF_REQUIRE(outcomes.empty());
+  caf::anon_send(job, stop_atom_v);
+  sched.run();
+  db->unhold("claim");
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(outcomes.back().result, job_result::released);
+  auto row = db->row(id);
+  CAF_CHECK(!row.token.has_value());
+  CAF_CHECK(!row.lease_live);
+  CAF_CHECK_EQUAL(row.ingestion.attempt_count, 0);
+  auto calls = queue->visibility_calls();
+  CAF_REQUIRE(!calls.empty());
+  CAF_CHECK_EQUAL(calls.back().timeout, 0s);
+  CAF_CHECK(queue->deleted_ids().empty());
+  CAF_CHECK_EQUAL(ocr->calls(), 0);
 }
 
 CAF_TEST(a step past its deadline is a transient failure) {

@@ -1,6 +1,7 @@
 // The sweeper on the deterministic scheduler with the port fakes: stranded ingestions re-enqueued
-// at start and on every interval, nothing while another node sweeps, errors retried at the next
-// interval, never two sweeps at once, and no sweep after it stops.
+// at start and on every interval, nothing while messages wait in the queue or another node
+// sweeps, errors retried at the next interval, never two sweeps at once, and no sweep after it
+// stops.
 #define CAF_SUITE sweeper
 #include "caf/test/unit_test_impl.hpp"
 
@@ -18,6 +19,13 @@ struct fixture : test::actor_fixture {
   fixture() {
     ctx->settings.sweeper_interval = 60s;
     ctx->settings.stale_threshold = 300s;
+    ctx->settings.visibility_timeout = 60s;
+    ctx->settings.heartbeat_extension = 120s;
+  }
+
+  /// Workers receive every message waiting in the queue.
+  void receive_all() {
+    queue->receive(10, 0s, 60s, [](result<std::vector<queue_message>>) {});
   }
 
   /// Spawns the sweeper; it sweeps once at start.
@@ -57,7 +65,8 @@ CAF_TEST(stranded ingestions are re - enqueued at start and on every interval) {
   CAF_CHECK_EQUAL(sent(), ids({a, b}));
   CAF_CHECK_EQUAL(ctx->metrics->rescues.load(), 2);
   CAF_CHECK_EQUAL(db->rescue_calls(), std::vector<std::chrono::seconds>{300s});
-  db->hold_by_other(a);  // workers claim the two re-enqueued ones
+  receive_all();  // workers receive and claim the two re-enqueued ones
+  db->hold_by_other(a);
   db->hold_by_other(b);
   auto c = db->add("documents/c.txt");
   advance_time(59s);
@@ -69,6 +78,31 @@ CAF_TEST(stranded ingestions are re - enqueued at start and on every interval) {
   CAF_CHECK_EQUAL(sent(), ids({a, b, c}));
   CAF_CHECK_EQUAL(ctx->metrics->rescues.load(), 3);
   CAF_CHECK(db->violations().empty());
+}
+
+CAF_TEST(nothing is rescued while messages wait in the queue) {
+  // An SQS backlog is invisible to the database: an ingestion whose message waits unreceived
+  // looks stranded, and re-enqueueing it would duplicate it at every sweep.
+  auto waiting = db->add("documents/waiting.txt");
+  queue->push(waiting.str());
+  sweeper();
+  advance_time(60s);
+  sched.run();
+  CAF_CHECK(db->rescue_calls().empty());
+  CAF_CHECK(queue->sent_bodies().empty());
+  receive_all();  // the backlog is worked off: only what truly has no message is left
+  db->hold_by_other(waiting);
+  auto lost = db->add("documents/lost.txt");
+  advance_time(60s);
+  sched.run();
+  CAF_CHECK_EQUAL(db->rescue_calls().size(), 1u);
+  CAF_CHECK_EQUAL(sent(), ids({lost}));
+}
+
+CAF_TEST(the threshold outlasts any invisibility the queue gives a message) {
+  ctx->settings.heartbeat_extension = 600s;
+  sweeper();
+  CAF_CHECK_EQUAL(db->rescue_calls(), std::vector<std::chrono::seconds>{660s});
 }
 
 CAF_TEST(nothing is sent while another node holds the sweep lock) {
@@ -86,10 +120,15 @@ CAF_TEST(nothing is sent while another node holds the sweep lock) {
   CAF_CHECK_EQUAL(sent(), ids({a}));
 }
 
-CAF_TEST(a failed sweep is tried again at the next interval) {
+CAF_TEST(a failed sweep or an unknown queue depth is tried again at the next interval) {
   auto a = db->add("documents/a.txt");
   db->fail_next("rescue_stranded", error::make_transient("pg.connection", "connection refused"));
-  sweeper();
+  queue->fail_next("stats", error::make_transient("sqs.unavailable", "service unavailable"));
+  sweeper();  // the queue depth is unknown: no sweep
+  CAF_CHECK(db->rescue_calls().empty());
+  advance_time(60s);
+  sched.run();  // the sweep fails
+  CAF_CHECK_EQUAL(db->rescue_calls().size(), 1u);
   CAF_CHECK(queue->sent_bodies().empty());
   advance_time(60s);
   sched.run();
@@ -118,6 +157,7 @@ CAF_TEST(a sweep still running at the next interval is not started twice) {
   db->unhold("rescue_stranded");
   sched.run();
   CAF_CHECK_EQUAL(sent(), ids({a}));
+  receive_all();
   db->hold_by_other(a);
   advance_time(60s);
   sched.run();

@@ -1,6 +1,10 @@
 // kill -9 mid-run: a second daemon finishes everything, nothing is completed twice, and the dead
-// daemon's claims are taken over once their lease (1 minute) expires.
+// daemon's claims are taken over once their lease (1 minute) expires. A document whose worker is
+// killed every time it processes it ends `failed` as poison after max_retry_attempts crashes.
 #include <csignal>
+#include <filesystem>
+
+#include <sys/stat.h>
 
 #include <gtest/gtest.h>
 
@@ -66,4 +70,65 @@ TEST(e2e_daemon_crash, sigkill_mid_run_then_restart_completes_everything_exactly
             static_cast<int64_t>(held_ids.size()));
   EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE id = ANY($1::uuid[]) AND claimed_by IS DISTINCT FROM NULL "
                     "AND claimed_by <> 'e2e-second'", {arr}), 0);
+}
+
+TEST(e2e_daemon_crash, a_document_that_kills_its_worker_every_time_ends_failed_as_poison) {
+  constexpr int max_attempts = 3;
+  e2e_setup s;
+  auto ids = s.add_documents(1, doc_kind::text_pdf);
+  auto id = ids.front();
+  // Its file is a FIFO nobody writes: reading it never returns, so every worker that takes the
+  // document is still processing it when it is killed (a decoder crash, the OOM killer).
+  auto file = s.root() + "/"
+              + s.db().scalar("SELECT d.file_path FROM document d JOIN ingestion i ON i.document_id = d.id "
+                              "WHERE i.id = $1",
+                              {id});
+  std::filesystem::remove(file);
+  ASSERT_EQ(::mkfifo(file.c_str(), 0600), 0);
+  s.enqueue(ids);
+  std::map<std::string, std::string> env{{"INGESTD_WORKER__MAX_RETRY_ATTEMPTS", std::to_string(max_attempts)}};
+
+  for (int crash = 0; crash < max_attempts; ++crash) {
+    auto worker = "e2e-crash-" + std::to_string(crash);
+    env["INGESTD_WORKER__ID"] = worker;
+    auto d = s.start(env);
+    ASSERT_TRUE(wait_until([&] {
+      return s.count("SELECT count(*) FROM ingestion WHERE id = $1 AND claim_token IS NOT NULL "
+                     "AND claimed_by = $2",
+                     {id, worker}) == 1;
+    }, 60s, 10ms)) << s.logs();
+    d->signal(SIGKILL);
+    ASSERT_EQ(d->wait_exit(30s), 128 + SIGKILL);
+    EXPECT_EQ(s.with_status("in-progress"), 1) << "crash " << crash;
+    EXPECT_EQ(s.count("SELECT attempt_count FROM ingestion WHERE id = $1", {id}), crash);
+    // The 1-minute lease runs out (instead of waiting for it); the message reappears by itself
+    // once the 5-second visibility extension ends.
+    s.db().query("UPDATE ingestion SET lease_expires_at = now() - interval '1 second' WHERE id = $1", {id});
+  }
+
+  // The next worker's claim counts the last crash and fails the document for review instead of
+  // taking it, and the message is acknowledged: nothing loops.
+  env["INGESTD_WORKER__ID"] = "e2e-after";
+  auto after = s.start(env);
+  ASSERT_TRUE(wait_until([&] { return s.with_status("failed") == 1 && queue_depth(s) == 0; }, 60s)) << s.logs();
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE id = $1 AND error_class = 'poison' "
+                    "AND attempt_count = $2 AND claim_token IS NULL",
+                    {id, std::to_string(max_attempts)}),
+            1);
+  EXPECT_EQ(s.count("SELECT count(*) FROM document d JOIN ingestion i ON i.document_id = d.id "
+                    "WHERE i.id = $1 AND d.needs_human_review",
+                    {id}),
+            1);
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1 AND step = 'claim' "
+                    "AND outcome = 'crash'",
+                    {id}),
+            max_attempts - 1);
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1 AND step = 'claim' "
+                    "AND outcome = 'poison' AND worker_id = 'e2e-after'",
+                    {id}),
+            1);
+  after->signal(SIGTERM);
+  auto rc = after->wait_exit(60s);
+  ASSERT_TRUE(rc.has_value()) << after->log_tail();
+  EXPECT_EQ(*rc, 0) << after->log_tail();
 }

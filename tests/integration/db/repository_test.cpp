@@ -63,10 +63,10 @@ protected:
 
   std::optional<claimed_ingestion> claim_one(uuid id, uuid token, repository* r = nullptr,
                                              std::chrono::seconds lease = 300s,
-                                             std::string worker = "w1") {
+                                             std::string worker = "w1", int32_t max_attempts = 3) {
     auto& target = r != nullptr ? *r : *repo;
     auto res = await<std::vector<std::optional<claimed_ingestion>>>([&](auto cb) {
-      target.claim({claim_request{id, token}}, worker, lease, cb);
+      target.claim({claim_request{id, token, max_attempts}}, worker, lease, cb);
     });
     EXPECT_TRUE(res) << res.error().describe();
     EXPECT_EQ(res->size(), 1u);
@@ -77,6 +77,26 @@ protected:
   void expire_lease(uuid id) {
     db->query("UPDATE ingestion SET lease_expires_at = now() - interval '1 minute' WHERE id = $1",
               {id.str()});
+  }
+
+  /// Simulates an hour without a due time or a sign of the ingestion's message.
+  void long_forgotten(const std::string& where) {
+    db->query("UPDATE ingestion SET due_at = now() - interval '1 hour', "
+              "message_seen_at = now() - interval '1 hour' WHERE " + where);
+  }
+
+  /// A message of the Postgres queue whose body names `id`.
+  void queue_message_for(uuid id, const std::string& queue_name = "ingest") {
+    db->query("INSERT INTO queue_message (id, queue_name, body, visible_at, sent_at) "
+              "VALUES ($1, $2, $3, now() - interval '2 hours', now() - interval '2 hours')",
+              {uuid::v4().str(), queue_name, id.str()});
+  }
+
+  std::vector<uuid> rescue(int limit = 100, pg_repository* r = nullptr) {
+    auto& target = r != nullptr ? *r : *repo;
+    auto got = await<std::vector<uuid>>([&](auto cb) { target.rescue_stranded(60s, limit, cb); });
+    EXPECT_TRUE(got) << got.error().describe();
+    return got ? *got : std::vector<uuid>{};
   }
 
   std::string column(uuid id, const std::string& expr) {
@@ -340,9 +360,9 @@ TEST_F(repository_test, expired_lease_is_reclaimed_and_the_old_holder_is_fenced_
   auto rel = await<void>([&](auto cb) { repo->release(stale, cb); });
   ASSERT_FALSE(rel);
   EXPECT_TRUE(rel.error().claim_lost());
-  // Nothing of the stale holder's reached the row.
+  // Nothing of the stale holder's reached the row; the reclaim counted its crash.
   EXPECT_EQ(column(id, "status"), "in-progress");
-  EXPECT_EQ(column(id, "attempt_count"), "0");
+  EXPECT_EQ(column(id, "attempt_count"), "1");
   EXPECT_EQ(column(id, "transcription_file_path IS NULL"), "t");
   EXPECT_EQ(column(id, "claim_token"), new_token.str());
 
@@ -551,6 +571,94 @@ TEST_F(repository_test, release_lets_another_worker_claim_at_once) {
   EXPECT_TRUE(again.error().claim_lost());
 }
 
+TEST_F(repository_test, claims_that_expire_without_an_outcome_count_and_the_last_fails_as_poison) {
+  constexpr int32_t max_attempts = 3;
+  auto req = intake("poison");
+  ASSERT_TRUE(intake_repo->create_ingestion(req, 30s));
+  auto id = req.ingestion_id;
+  // Each worker that claims it dies: the lease runs out with the token still set.
+  for (int32_t crashes = 0; crashes < max_attempts; ++crashes) {
+    auto c = claim_one(id, uuid::v4(), nullptr, 300s, "w" + std::to_string(crashes), max_attempts);
+    ASSERT_TRUE(c) << "crash " << crashes;
+    EXPECT_EQ(c->attempt_count, crashes);
+    EXPECT_EQ(column(id, "attempt_count"), std::to_string(crashes));
+    expire_lease(id);
+  }
+  // The claim after the N-th crash fails it instead of handing it out again.
+  EXPECT_FALSE(claim_one(id, uuid::v4(), nullptr, 300s, "w-next", max_attempts));
+  EXPECT_EQ(column(id, "status"), "failed");
+  EXPECT_EQ(column(id, "error_class"), "poison");
+  EXPECT_EQ(column(id, "attempt_count"), std::to_string(max_attempts));
+  EXPECT_EQ(column(id, "claim_token IS NULL AND lease_expires_at IS NULL AND completed_at IS NOT NULL"),
+            "t");
+  EXPECT_EQ(column(id, "last_error"),
+            "poison: the claim of w2 expired without an outcome or give-back (attempt 3 of 3)");
+  EXPECT_EQ(db->scalar("SELECT needs_human_review FROM document WHERE id = $1", {req.document_id.str()}),
+            "t");
+  auto states = await<std::vector<ingestion_state>>([&](auto cb) { repo->states({id}, cb); });
+  ASSERT_TRUE(states);
+  EXPECT_EQ(states->at(0), ingestion_state::failed);
+  // The audit trail says what happened and who noticed.
+  auto events = db->query("SELECT outcome, worker_id FROM ingestion_event WHERE ingestion_id = $1 "
+                          "AND step = 'claim' ORDER BY id",
+                          {id.str()});
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0][0].value(), "crash");
+  EXPECT_EQ(events[0][1].value(), "w1");
+  EXPECT_EQ(events[2][0].value(), "poison");
+  EXPECT_EQ(events[2][1].value(), "w-next");
+  // Final: no claim, no more attempts, and the sweeper never revives it however old it gets.
+  EXPECT_FALSE(claim_one(id, uuid::v4(), nullptr, 300s, "w-later", max_attempts));
+  EXPECT_EQ(column(id, "attempt_count"), std::to_string(max_attempts));
+  long_forgotten("true");
+  EXPECT_TRUE(rescue().empty());
+  EXPECT_EQ(column(id, "status"), "failed");
+}
+
+TEST_F(repository_test, give_backs_and_recorded_outcomes_are_not_crashes) {
+  // Released (shutdown, drain, work never started) as often as you like: nothing is counted.
+  auto released = new_ingestion();
+  for (int i = 0; i < 5; ++i) {
+    auto token = uuid::v4();
+    auto c = claim_one(released, token, nullptr, 300s, "w1", 2);
+    ASSERT_TRUE(c) << "round " << i;
+    EXPECT_EQ(c->attempt_count, 0);
+    ASSERT_TRUE(await<void>([&](auto cb) { repo->release({released, token}, cb); }));
+    expire_lease(released);  // nothing to expire: the give-back cleared the claim
+  }
+  EXPECT_EQ(column(released, "attempt_count"), "0");
+  EXPECT_EQ(column(released, "status"), "in-progress");
+  EXPECT_EQ(db->scalar("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1", {released.str()}),
+            "0");
+
+  // A recorded failure counts once, not again as a crash; a crash after it reaches the limit.
+  auto failing = new_ingestion();
+  auto t1 = uuid::v4();
+  ASSERT_TRUE(claim_one(failing, t1, nullptr, 300s, "w1", 2));
+  auto f = fail({failing, t1}, error::make_transient("http_503", "unavailable"), 2, 0s);
+  ASSERT_TRUE(f);
+  EXPECT_FALSE(f->failed);
+  auto again = claim_one(failing, uuid::v4(), nullptr, 300s, "w1", 2);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->attempt_count, 1);
+  expire_lease(failing);
+  EXPECT_FALSE(claim_one(failing, uuid::v4(), nullptr, 300s, "w2", 2));
+  EXPECT_EQ(column(failing, "status || ' ' || error_class || ' ' || attempt_count"), "failed poison 2");
+
+  // A live claim of another worker is neither taken nor counted.
+  auto held = new_ingestion();
+  ASSERT_TRUE(claim_one(held, uuid::v4(), nullptr, 300s, "w1", 1));
+  EXPECT_FALSE(claim_one(held, uuid::v4(), nullptr, 300s, "w2", 1));
+  EXPECT_EQ(column(held, "status || ' ' || attempt_count"), "in-progress 0");
+  // A completion is final, not a crash.
+  auto done = new_ingestion();
+  auto td = uuid::v4();
+  ASSERT_TRUE(claim_one(done, td, nullptr, 300s, "w1", 1));
+  ASSERT_TRUE(await<std::vector<result<void>>>([&](auto cb) { repo->complete({make_completion({done, td})}, cb); }));
+  EXPECT_FALSE(claim_one(done, uuid::v4(), nullptr, 300s, "w2", 1));
+  EXPECT_EQ(column(done, "status || ' ' || attempt_count || ' ' || (error_class IS NULL)"), "completed 0 true");
+}
+
 TEST_F(repository_test, events_are_appended_in_one_call) {
   auto id = new_ingestion();
   std::vector<audit_event> events;
@@ -589,8 +697,7 @@ TEST_F(repository_test, rescue_stranded_finds_only_unheld_overdue_ingestions) {
   ASSERT_TRUE(claim_one(done, td));
   ASSERT_TRUE(await<std::vector<result<void>>>(
     [&](auto cb) { repo->complete({make_completion({done, td})}, cb); }));
-  db->query("UPDATE ingestion SET due_at = now() - interval '1 hour' WHERE id <> $1",
-            {recent.str()});
+  long_forgotten("id <> '" + recent.str() + "'");
 
   // Another node holds the sweeper lock: nothing for us.
   auto lock_key = "SELECT pg_advisory_lock(1769104, hashtext($1))";
@@ -610,8 +717,7 @@ TEST_F(repository_test, rescue_stranded_finds_only_unheld_overdue_ingestions) {
   ASSERT_TRUE(again);
   EXPECT_TRUE(again->empty());
   // The limit bounds one sweep.
-  db->query("UPDATE ingestion SET due_at = now() - interval '1 hour' WHERE status = "
-            "'in-progress'");
+  long_forgotten("status = 'in-progress'");
   auto limited = await<std::vector<uuid>>([&](auto cb) { repo->rescue_stranded(60s, 2, cb); });
   ASSERT_TRUE(limited);
   EXPECT_EQ(limited->size(), 2u);
@@ -623,7 +729,7 @@ TEST_F(repository_test, only_one_of_two_concurrent_sweepers_gets_rows) {
     expected.insert(new_ingestion());
   pg_repository other{db->url()};
   for (int round = 0; round < 5; ++round) {
-    db->query("UPDATE ingestion SET due_at = now() - interval '1 hour'");
+    long_forgotten("true");
     std::barrier go{2};
     std::optional<result<std::vector<uuid>>> a, b;
     std::thread ta{[&] {
@@ -644,6 +750,64 @@ TEST_F(repository_test, only_one_of_two_concurrent_sweepers_gets_rows) {
     EXPECT_EQ(all, expected);
     EXPECT_EQ((*a)->size() + (*b)->size(), expected.size());
   }
+}
+
+TEST_F(repository_test, rescue_stranded_leaves_ingestions_with_a_queue_message_alone) {
+  // A backlog in the Postgres queue: messages that waited an hour, never received.
+  auto waiting = new_ingestion();
+  queue_message_for(waiting);
+  // One whose message went to a dead-letter queue: not stranded either.
+  auto dead_lettered = new_ingestion();
+  queue_message_for(dead_lettered, "ingest-dlq");
+  // One whose message is gone.
+  auto lost = new_ingestion();
+  long_forgotten("true");
+  EXPECT_EQ(rescue(), std::vector<uuid>{lost});
+  // However long the backlog waits, every sweep leaves it alone.
+  for (int sweep = 0; sweep < 3; ++sweep) {
+    long_forgotten("true");
+    auto got = rescue();
+    EXPECT_EQ(std::count(got.begin(), got.end(), waiting), 0) << "sweep " << sweep;
+    EXPECT_EQ(std::count(got.begin(), got.end(), dead_lettered), 0) << "sweep " << sweep;
+  }
+  // Once its message is deleted without an outcome, the net catches it.
+  db->query("DELETE FROM queue_message WHERE body = $1", {waiting.str()});
+  long_forgotten("true");
+  auto got = rescue();
+  EXPECT_EQ(std::count(got.begin(), got.end(), waiting), 1);
+}
+
+TEST_F(repository_test, rescue_stranded_waits_while_the_message_was_seen_recently) {
+  // SQS: the database cannot see the queue, so a receive, a renewal or a give-back says the
+  // message is still there; the sweeper's threshold outlasts any invisibility.
+  auto received = new_ingestion();
+  auto renewed = new_ingestion();
+  auto given_back = new_ingestion();
+  auto forgotten = new_ingestion();
+  auto tr = uuid::v4(), tg = uuid::v4();
+  ASSERT_TRUE(claim_one(renewed, tr));
+  ASSERT_TRUE(claim_one(given_back, tg));
+  long_forgotten("true");
+  db->query("UPDATE ingestion SET lease_expires_at = now() - interval '1 minute' WHERE claim_token IS NOT NULL");
+  // A delivery of `received` while another worker holds it: not claimed, but its message seen.
+  auto other = uuid::v4();
+  db->query("UPDATE ingestion SET claim_token = $2, lease_expires_at = now() + interval '1 minute' "
+            "WHERE id = $1",
+            {received.str(), other.str()});
+  EXPECT_FALSE(claim_one(received, uuid::v4()));
+  db->query("UPDATE ingestion SET lease_expires_at = now() - interval '1 minute' WHERE id = $1",
+            {received.str()});
+  auto lost = await<std::vector<lease_ref>>([&](auto cb) { repo->renew_leases({{renewed, tr}}, 60s, cb); });
+  ASSERT_TRUE(lost);
+  EXPECT_TRUE(lost->empty());
+  expire_lease(renewed);
+  ASSERT_TRUE(await<void>([&](auto cb) { repo->release({given_back, tg}, cb); }));
+  db->query("UPDATE ingestion SET due_at = now() - interval '1 hour'");
+  EXPECT_EQ(rescue(), std::vector<uuid>{forgotten});
+  // Rescued: seen now (a message was just sent), so not again within the threshold.
+  EXPECT_EQ(column(forgotten, "message_seen_at > now() - interval '10 s'"), "t");
+  db->query("UPDATE ingestion SET due_at = now() - interval '1 hour'");
+  EXPECT_TRUE(rescue().empty());
 }
 
 TEST_F(repository_test, find_and_summarize_for_status) {

@@ -364,6 +364,8 @@ TEST_F(intake_test, a_failed_enqueue_is_caught_by_the_sweeper) {
   ctx->ports.ingest_queue = q;
   ctx->settings.sweeper_interval = std::chrono::seconds{1};
   ctx->settings.stale_threshold = std::chrono::seconds{1};
+  // An hour without a sign of a message: longer than the queue keeps one invisible.
+  db->query("UPDATE ingestion SET due_at = now() - interval '1 hour', message_seen_at = now() - interval '1 hour'");
   auto sweeper = spawn_sweeper(sys, ctx);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{30};
   while (messages_for(r->ingestion_id) == 0 && std::chrono::steady_clock::now() < deadline)

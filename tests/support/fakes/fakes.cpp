@@ -215,14 +215,18 @@ void fake_queue::send(std::vector<outgoing_message> messages, callback<std::vect
 }
 
 void fake_queue::stats(callback<queue_stats> done) {
-  queue_stats s;
+  result<queue_stats> r = queue_stats{};
   {
     std::lock_guard guard{mtx_};
-    for (auto& [id, e] : entries_)
-      if (!e.deleted)
-        (e.visible ? s.visible : s.in_flight)++;
+    if (auto err = take_failure("stats")) {
+      r = *err;
+    } else {
+      for (auto& [id, e] : entries_)
+        if (!e.deleted)
+          (e.visible ? r->visible : r->in_flight)++;
+    }
   }
-  done(s);
+  done(std::move(r));
 }
 
 void fake_queue::refuse_receipt(const std::string& receipt) {
@@ -355,6 +359,20 @@ void fake_repository::claim(std::vector<claim_request> requests, std::string, st
           r->push_back(std::nullopt);
           continue;
         }
+        if (i->second.token) {
+          // The lease expired with the token set: its holder crashed, and that counts.
+          auto& row = i->second;
+          row.ingestion.attempt_count++;
+          row.last_error = "worker.crash: a claim expired without an outcome or give-back";
+          if (row.ingestion.attempt_count >= std::max(req.max_attempts, 1)) {
+            row.status = "failed";
+            row.error_class = "poison";
+            row.last_error = "poison: a claim expired without an outcome or give-back";
+            row.token.reset();
+            r->push_back(std::nullopt);
+            continue;
+          }
+        }
         i->second.token = req.claim_token;
         i->second.lease_live = true;
         auto c = i->second.ingestion;
@@ -363,6 +381,8 @@ void fake_repository::claim(std::vector<claim_request> requests, std::string, st
         r->push_back(c);
       }
     }
+    if (maybe_hold("claim", [done, r] { done(r); }))
+      return;
   }
   done(std::move(r));
 }
@@ -541,6 +561,14 @@ void fake_repository::steal_claim(const uuid& id) {
 }
 
 void fake_repository::hold_by_other(const uuid& id) { steal_claim(id); }
+
+void fake_repository::crash_holder(const uuid& id) {
+  std::lock_guard guard{mtx_};
+  auto& row = rows_.at(id);
+  if (!row.token || !row.lease_live)
+    violations_.push_back("crash_holder on an ingestion nobody holds");
+  row.lease_live = false;
+}
 
 std::vector<audit_event> fake_repository::events() {
   std::lock_guard guard{mtx_};

@@ -66,6 +66,7 @@ public:
                          callback<std::vector<batch_entry_result>> done) override;
   /// Sends every message (fail_next("send") fails the whole call).
   void send(std::vector<outgoing_message> messages, callback<std::vector<batch_entry_result>> done) override;
+  /// Visible and in-flight counts (fail_next("stats") fails it).
   void stats(callback<queue_stats> done) override;
   std::string name() const override { return "fake"; }
 
@@ -135,6 +136,7 @@ public:
   /// Adds an in-progress ingestion with its document; returns the ingestion id.
   uuid add(const std::string& file_path, const std::string& mime_type = "text/plain", int attempts = 0);
 
+  /// Can fail or be held.
   void claim(std::vector<claim_request> requests, std::string worker_id, std::chrono::seconds lease,
              callback<std::vector<std::optional<claimed_ingestion>>> done) override;
   void states(std::vector<uuid> ids, callback<std::vector<ingestion_state>> done) override;
@@ -156,6 +158,9 @@ public:
   void steal_claim(const uuid& id);
   /// Another worker holds a live claim.
   void hold_by_other(const uuid& id);
+  /// The holder of the claim died: its lease runs out with its token still set, so the next
+  /// claim counts a crash (and fails the ingestion as poison at max_attempts).
+  void crash_holder(const uuid& id);
   std::vector<audit_event> events();
   int renew_calls();
   std::vector<size_t> renew_batch_sizes();
