@@ -54,6 +54,13 @@ void forward_signals_until_stopped(const shutdown_actor& coordinator, const std:
   }
 }
 
+/// Why the daemon does not start, in its log and as the command line's own message.
+int refuse_to_start(const error& e) {
+  log::error("cannot start", {{"error", e.describe()}});
+  std::fprintf(stderr, "ingestd run: %s\n", e.describe().c_str());
+  return failure;
+}
+
 } // namespace
 
 int run_command(const arguments& args) {
@@ -63,6 +70,10 @@ int run_command(const arguments& args) {
   auto cfg = load_or_report(args);
   if (!cfg)
     return failure;
+  // Before anything connects: an open intake without a token is a configuration error.
+  if (cfg->intake.port != 0)
+    if (auto exposed = check_intake_exposure(cfg->intake.bind, cfg->secrets.intake_token); !exposed)
+      return refuse_to_start(exposed.error());
   caf::actor_system_config sys_cfg;
   configure_scheduler(sys_cfg);
   caf::actor_system sys{sys_cfg};
@@ -107,9 +118,8 @@ int run_command(const arguments& args) {
       o.bearer_token = cfg->secrets.intake_token;
       intake_http = std::make_unique<intake_server>(intake, o);
       if (auto started = intake_http->start(); !started) {
-        std::fprintf(stderr, "ingestd run: %s\n", started.error().describe().c_str());
         caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
-        return failure;
+        return refuse_to_start(started.error());
       }
     }
     std::unique_ptr<admin_server> admin;

@@ -2,6 +2,11 @@
 // errors to status codes (see intake_server.hpp for the contract).
 #include "intake/intake_server.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <thread>
+
 #include <httplib.h>
 #include <openssl/crypto.h>
 #include <rapidjson/stringbuffer.h>
@@ -52,6 +57,22 @@ std::string value_of(const httplib::Request& req, const char* header, const char
   return {};
 }
 
+/// The caller's tenant: X-Tenant-Id (or form field tenant_id), else the default tenant. Answers
+/// 400 and returns nullopt when there is none or it is not a UUID.
+std::optional<uuid> caller_tenant(const httplib::Request& req, httplib::Response& res,
+                                  const std::optional<uuid>& default_tenant) {
+  auto text = value_of(req, "X-Tenant-Id", "tenant_id");
+  if (text.empty()) {
+    if (!default_tenant)
+      send_error(res, 400, "intake.missing_tenant", "no X-Tenant-Id header (or tenant_id field)");
+    return default_tenant;
+  }
+  auto tenant = uuid::parse(text);
+  if (!tenant)
+    send_error(res, 400, "intake.invalid_tenant", "X-Tenant-Id is not a UUID");
+  return tenant;
+}
+
 bool authorised(const httplib::Request& req, const std::string& token) {
   if (token.empty())
     return true;
@@ -63,6 +84,29 @@ bool authorised(const httplib::Request& req, const std::string& token) {
 }
 
 } // namespace
+
+bool is_loopback_bind(std::string_view bind) {
+  if (bind == "localhost")
+    return true;
+  std::string text{bind};
+  in_addr v4{};
+  if (inet_pton(AF_INET, text.c_str(), &v4) == 1)
+    return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, text.c_str(), &v6) == 1)
+    return IN6_IS_ADDR_LOOPBACK(&v6) || (IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127);
+  return false;
+}
+
+result<void> check_intake_exposure(std::string_view bind, std::string_view bearer_token) {
+  if (!bearer_token.empty() || is_loopback_bind(bind))
+    return {};
+  std::string msg = "intake.bind is ";
+  msg.append(bind.empty() ? std::string_view{"empty"} : bind);
+  msg.append(", not a loopback address, and no intake token is set: set INGESTD_INTAKE_TOKEN, "
+             "or bind the intake to 127.0.0.1");
+  return error::make_permanent("intake.unauthenticated", std::move(msg));
+}
 
 intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_server_options opts)
   : intake_(std::move(intake)), opts_(std::move(opts)), server_(std::make_unique<httplib::Server>()) {
@@ -81,16 +125,10 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
   svr.Post("/v1/documents", [this](const httplib::Request& req, httplib::Response& res) {
     intake_item item;
     item.channel = "http";
-    auto tenant_text = value_of(req, "X-Tenant-Id", "tenant_id");
-    if (tenant_text.empty()) {
-      if (!opts_.default_tenant)
-        return send_error(res, 400, "intake.missing_tenant", "no X-Tenant-Id header (or tenant_id field)");
-      item.tenant_id = *opts_.default_tenant;
-    } else if (auto t = uuid::parse(tenant_text)) {
-      item.tenant_id = *t;
-    } else {
-      return send_error(res, 400, "intake.invalid_tenant", "X-Tenant-Id is not a UUID");
-    }
+    auto tenant = caller_tenant(req, res, opts_.default_tenant);
+    if (!tenant)
+      return;
+    item.tenant_id = *tenant;
     auto uploaded = value_of(req, "X-Uploaded-By", "uploaded_by");
     auto source = value_of(req, "X-Doc-Source-Id", "doc_source_id");
     if (!uploaded.empty() && !source.empty())
@@ -142,7 +180,11 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
       auto id = uuid::parse(req.matches[1].str());
       if (!id)
         return send_error(res, 400, "intake.invalid_id", std::string{what} + " id is not a UUID");
-      auto r = (intake_.get()->*lookup)(*id);
+      // Scoped to the caller's tenant: another tenant's id is "no such" (404), as an unknown one.
+      auto tenant = caller_tenant(req, res, opts_.default_tenant);
+      if (!tenant)
+        return;
+      auto r = (intake_.get()->*lookup)(*tenant, *id);
       if (!r) {
         res.set_header("Retry-After", "5");
         return send_error(res, 503, r.error().code, r.error().message);
@@ -161,6 +203,8 @@ intake_server::~intake_server() {
 }
 
 result<void> intake_server::start() {
+  if (auto exposed = check_intake_exposure(opts_.bind, opts_.bearer_token); !exposed)
+    return exposed;
   auto& svr = *server_;
   if (opts_.port == 0)
     bound_port_ = svr.bind_to_any_port(opts_.bind.c_str());
@@ -169,7 +213,14 @@ result<void> intake_server::start() {
   if (bound_port_ <= 0)
     return error::make_permanent("intake.bind", "cannot listen on " + opts_.bind + ":"
                                                   + std::to_string(opts_.port));
-  thread_ = std::thread{[this] { server_->listen_after_bind(); }};
+  thread_ = std::thread{[this] {
+    server_->listen_after_bind();
+    listen_returned_ = true;
+  }};
+  // httplib's stop() does nothing before the accept loop runs: wait for it, so that a stop()
+  // right after start() is not lost (and its join does not hang).
+  while (!server_->is_running() && !listen_returned_)
+    std::this_thread::yield();
   log::info("intake endpoint listening", {{"bind", opts_.bind}, {"port", bound_port_},
                                           {"auth", opts_.bearer_token.empty() ? "none" : "bearer"}});
   return {};

@@ -1,5 +1,6 @@
 // HTTP intake (seed 001's API/webhook entry): POST /v1/documents, GET /v1/documents/{id},
-// GET /v1/ingestions/{id}, over cpp-httplib on its own threads, bearer token when configured.
+// GET /v1/ingestions/{id}, over cpp-httplib on its own threads, bearer token when configured
+// (required unless the bind is loopback).
 //
 // POST /v1/documents takes the file as the raw body (any Content-Type; the type is decided by the
 // file's first bytes) or as multipart/form-data field "file". Tenant: header X-Tenant-Id (or form
@@ -12,11 +13,15 @@
 //   400 missing/invalid tenant or source, empty body; 401 bad or missing token;
 //   413 over the size limit; 415 not PDF/PNG/JPEG/TIFF; 503 (Retry-After) database, storage or
 //   queue unavailable.
+// GET answers only within the caller's tenant (X-Tenant-Id, else the default tenant): another
+// tenant's document or ingestion is a 404 like an unknown one, so its existence does not leak.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "intake/intake_service.hpp"
@@ -35,9 +40,18 @@ struct intake_server_options {
   int port = 0;
   /// Used when a request names no tenant; nullopt: such a request is a 400.
   std::optional<uuid> default_tenant;
-  /// Empty: no authentication (keep the bind on loopback then).
+  /// Empty: no authentication, allowed on a loopback bind only (see check_intake_exposure).
   std::string bearer_token;
 };
+
+/// Whether `bind` reaches this host only: 127.0.0.0/8, ::1 (also IPv4-mapped) or "localhost".
+/// Any other address, a wildcard (0.0.0.0, ::) or a host name is not.
+bool is_loopback_bind(std::string_view bind);
+
+/// An intake without a bearer token would take documents for any tenant from anyone who reaches
+/// it: "intake.unauthenticated" (permanent, naming intake.bind and INGESTD_INTAKE_TOKEN) unless
+/// `bind` is loopback or `bearer_token` is set.
+result<void> check_intake_exposure(std::string_view bind, std::string_view bearer_token);
 
 class intake_server {
 public:
@@ -46,7 +60,8 @@ public:
   intake_server(const intake_server&) = delete;
   intake_server& operator=(const intake_server&) = delete;
 
-  /// Binds and starts serving on its own thread.
+  /// Binds and starts serving on its own thread. Refuses (check_intake_exposure) a non-loopback
+  /// bind without a bearer token.
   result<void> start();
   int port() const { return bound_port_; }
   /// Stops accepting, finishes the requests in progress, joins (idempotent).
@@ -58,6 +73,8 @@ private:
   int bound_port_ = 0;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
+  /// Set by the server thread when httplib's accept loop has returned.
+  std::atomic<bool> listen_returned_{false};
 };
 
 } // namespace ingestd

@@ -167,15 +167,15 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
   return out;
 }
 
-result<std::optional<std::string>> intake_service::document_json(uuid document_id) {
-  auto r = db_->document_json(document_id, opts_.call_timeout);
+result<std::optional<std::string>> intake_service::document_json(uuid tenant_id, uuid document_id) {
+  auto r = db_->document_json(tenant_id, document_id, opts_.call_timeout);
   if (!r)
     return database_error(r.error(), opts_.call_timeout);
   return r;
 }
 
-result<std::optional<std::string>> intake_service::ingestion_json(uuid ingestion_id) {
-  auto r = db_->ingestion_json(ingestion_id, opts_.call_timeout);
+result<std::optional<std::string>> intake_service::ingestion_json(uuid tenant_id, uuid ingestion_id) {
+  auto r = db_->ingestion_json(tenant_id, ingestion_id, opts_.call_timeout);
   if (!r)
     return database_error(r.error(), opts_.call_timeout);
   return r;

@@ -86,11 +86,13 @@ public:
   /// Idempotent: the same bytes again for the same tenant are a duplicate with the same ids.
   result<intake_outcome> submit(const intake_item& item);
 
-  /// A document as JSON (state, structured data, ingestions); nullopt when unknown.
-  result<std::optional<std::string>> document_json(uuid document_id);
+  /// The tenant's document as JSON (state, structured data, ingestions); nullopt when unknown
+  /// or another tenant's.
+  result<std::optional<std::string>> document_json(uuid tenant_id, uuid document_id);
 
-  /// An ingestion as JSON (status, attempts, errors, audit events); nullopt when unknown.
-  result<std::optional<std::string>> ingestion_json(uuid ingestion_id);
+  /// An ingestion of the tenant's as JSON (status, attempts, errors, audit events); nullopt when
+  /// unknown or another tenant's.
+  result<std::optional<std::string>> ingestion_json(uuid tenant_id, uuid ingestion_id);
 
   const intake_options& options() const { return opts_; }
 

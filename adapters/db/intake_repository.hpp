@@ -116,11 +116,15 @@ public:
   /// ingestion of it, in one statement; retrying with the same ingestion id creates nothing new.
   virtual result<intake_result> create_ingestion(const intake_request& request, timeout t) = 0;
 
-  /// A document as JSON (state, structured data, ingestions); nullopt when unknown.
-  virtual result<std::optional<std::string>> document_json(uuid document_id, timeout t) = 0;
+  /// The tenant's document as JSON (state, structured data, ingestions); nullopt when unknown
+  /// or another tenant's (so that a caller cannot tell the two apart).
+  virtual result<std::optional<std::string>> document_json(uuid tenant_id, uuid document_id,
+                                                           timeout t) = 0;
 
-  /// An ingestion as JSON (status, attempts, errors, audit events); nullopt when unknown.
-  virtual result<std::optional<std::string>> ingestion_json(uuid ingestion_id, timeout t) = 0;
+  /// An ingestion of the tenant's documents as JSON (status, attempts, errors, audit events);
+  /// nullopt when unknown or another tenant's.
+  virtual result<std::optional<std::string>> ingestion_json(uuid tenant_id, uuid ingestion_id,
+                                                            timeout t) = 0;
 
   /// Documents flagged for human review (id, tenant, file name), newest last, as a JSON array.
   virtual result<std::string> review_json(int limit, timeout t) = 0;

@@ -56,7 +56,7 @@ SELECT json_build_object(
                                       'completed_at', i.completed_at)
                     ORDER BY i.created_at, i.id)
       FROM ingestion AS i WHERE i.document_id = d.id), '[]'::json))::text
-  FROM document AS d WHERE d.id = $1
+  FROM document AS d WHERE d.id = $1 AND d.tenant_id = $2
 )sql"};
 
 constexpr pg::statement ingestion_json_sql{"ingestd_intake_ingestion", R"sql(
@@ -84,7 +84,8 @@ SELECT json_build_object(
                                       'at', e.at)
                     ORDER BY e.at, e.id)
       FROM ingestion_event AS e WHERE e.ingestion_id = i.id), '[]'::json))::text
-  FROM ingestion AS i WHERE i.id = $1
+  FROM ingestion AS i JOIN document AS d ON d.id = i.document_id
+ WHERE i.id = $1 AND d.tenant_id = $2
 )sql"};
 
 constexpr pg::statement review_json_sql{"ingestd_intake_review", R"sql(
@@ -343,9 +344,10 @@ result<intake_result> pg_intake_repository::create_ingestion(const intake_reques
 }
 
 result<std::optional<std::string>>
-pg_intake_repository::json_query(const pg::statement& st, std::string param, timeout t) {
+pg_intake_repository::json_query(const pg::statement& st, std::vector<std::string> params,
+                                 timeout t) {
   borrowed s{*this};
-  auto res = s->run(st, {std::move(param)}, t);
+  auto res = s->run(st, {params.begin(), params.end()}, t);
   if (!res)
     return res.error();
   if (res->size() == 0 || res->is_null(0, 0))
@@ -353,25 +355,25 @@ pg_intake_repository::json_query(const pg::statement& st, std::string param, tim
   return std::optional<std::string>{res->str(0, 0)};
 }
 
-result<std::optional<std::string>> pg_intake_repository::document_json(uuid document_id,
-                                                                       timeout t) {
-  return json_query(document_json_sql, document_id.str(), t);
+result<std::optional<std::string>>
+pg_intake_repository::document_json(uuid tenant_id, uuid document_id, timeout t) {
+  return json_query(document_json_sql, {document_id.str(), tenant_id.str()}, t);
 }
 
-result<std::optional<std::string>> pg_intake_repository::ingestion_json(uuid ingestion_id,
-                                                                        timeout t) {
-  return json_query(ingestion_json_sql, ingestion_id.str(), t);
+result<std::optional<std::string>>
+pg_intake_repository::ingestion_json(uuid tenant_id, uuid ingestion_id, timeout t) {
+  return json_query(ingestion_json_sql, {ingestion_id.str(), tenant_id.str()}, t);
 }
 
 result<std::string> pg_intake_repository::review_json(int limit, timeout t) {
-  auto r = json_query(review_json_sql, std::to_string(limit), t);
+  auto r = json_query(review_json_sql, {std::to_string(limit)}, t);
   if (!r)
     return r.error();
   return r->value_or("[]");
 }
 
 result<std::string> pg_intake_repository::documents_json(int limit, timeout t) {
-  auto r = json_query(documents_json_sql, std::to_string(limit), t);
+  auto r = json_query(documents_json_sql, {std::to_string(limit)}, t);
   if (!r)
     return r.error();
   return r->value_or("[]");

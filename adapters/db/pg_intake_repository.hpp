@@ -30,8 +30,10 @@ public:
   result<std::unique_ptr<content_lock>> lock_content(uuid tenant_id, const std::string& content_hash,
                                                      timeout t) override;
   result<intake_result> create_ingestion(const intake_request& request, timeout t) override;
-  result<std::optional<std::string>> document_json(uuid document_id, timeout t) override;
-  result<std::optional<std::string>> ingestion_json(uuid ingestion_id, timeout t) override;
+  result<std::optional<std::string>> document_json(uuid tenant_id, uuid document_id,
+                                                   timeout t) override;
+  result<std::optional<std::string>> ingestion_json(uuid tenant_id, uuid ingestion_id,
+                                                    timeout t) override;
   result<std::string> review_json(int limit, timeout t) override;
   result<std::string> documents_json(int limit, timeout t) override;
   result<std::optional<ingestion_status>> find_ingestion(uuid ingestion_id, timeout t) override;
@@ -47,8 +49,8 @@ private:
 
   std::unique_ptr<session> borrow();
   void give_back(std::unique_ptr<session> s);
-  result<std::optional<std::string>> json_query(const pg::statement& st, std::string param,
-                                                timeout t);
+  result<std::optional<std::string>> json_query(const pg::statement& st,
+                                                std::vector<std::string> params, timeout t);
 
   std::string database_url_;
   std::mutex mtx_;

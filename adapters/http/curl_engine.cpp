@@ -1,6 +1,7 @@
 // The curl-multi HTTP engine (see curl_engine.hpp): one thread owns the libcurl multi handles (lanes)
 // and every easy handle; other threads only touch a mutex-protected inbox and wake the thread.
 #include "adapters/http/curl_engine.hpp"
+#include "adapters/support/log.hpp"
 #include "adapters/support/thread_name.hpp"
 
 #include <curl/curl.h>
@@ -19,7 +20,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include <spdlog/spdlog.h>
 
 namespace ingestd {
 
@@ -212,9 +212,9 @@ struct curl_engine::impl {
     try {
       done(std::move(r));
     } catch (const std::exception& e) {
-      spdlog::error("http engine: a completion callback threw: {}", e.what());
+      log::error("http engine: a completion callback threw", {{"error", e.what()}});
     } catch (...) {
-      spdlog::error("http engine: a completion callback threw a non-standard exception");
+      log::error("http engine: a completion callback threw a non-standard exception");
     }
   }
 
@@ -376,7 +376,7 @@ struct curl_engine::impl {
     if (epoll_ctl(self->epoll_fd, op, fd, &ev) != 0) {
       op = op == EPOLL_CTL_ADD ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
       if (epoll_ctl(self->epoll_fd, op, fd, &ev) != 0)
-        spdlog::error("http engine: epoll_ctl failed for socket {}", fd);
+        log::error("http engine: epoll_ctl failed", {{"socket", fd}});
     }
     if (socket_data == nullptr)
       curl_multi_assign(l->multi, fd, l);
@@ -408,9 +408,9 @@ struct curl_engine::impl {
       try {
         task();
       } catch (const std::exception& e) {
-        spdlog::error("http engine: a timer task threw: {}", e.what());
+        log::error("http engine: a timer task threw", {{"error", e.what()}});
       } catch (...) {
-        spdlog::error("http engine: a timer task threw a non-standard exception");
+        log::error("http engine: a timer task threw a non-standard exception");
       }
     }
   }

@@ -12,9 +12,9 @@
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
-#include <spdlog/spdlog.h>
 
 #include "adapters/llm/extraction_schema.hpp"
+#include "adapters/support/log.hpp"
 
 namespace ingestd {
 
@@ -421,15 +421,15 @@ struct llm_call : std::enable_shared_from_this<llm_call> {
     bool too_long = err.retry_after_ms > s->opts.max_retry_after.count();
     if (err.permanent() || attempt >= max_attempts || too_long) {
       err.message += " (attempt " + std::to_string(attempt) + " of " + std::to_string(max_attempts) + ")";
-      spdlog::warn("llm extraction failed: {} [{}]", err.describe(), to_string(err.cls));
+      log::warn("llm extraction failed", {{"error", err.describe()}, {"error_class", to_string(err.cls)}});
       finish(std::move(outcome));
       return;
     }
     auto wait = err.retry_after_ms >= 0 ? std::chrono::milliseconds{err.retry_after_ms}
                                         : s->backoff(attempt);
     ++s->retries;
-    spdlog::info("llm attempt {} of {} failed ({}); retrying in {} ms", attempt, max_attempts,
-                 err.code, wait.count());
+    log::info("llm attempt failed; retrying", {{"attempt", attempt}, {"max_attempts", max_attempts},
+                                           {"error", err.code}, {"retry_in_ms", static_cast<int64_t>(wait.count())}});
     s->tmr.after(wait, [self = shared_from_this()] { self->start(); });
   }
 };

@@ -2,11 +2,13 @@
 // which Slack renders as a table) and adds an "ingestd" object with the raw values for machines.
 #include "adapters/notify/webhook_notifier.hpp"
 
+#include <algorithm>
 #include <exception>
 
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
-#include <spdlog/spdlog.h>
+
+#include "adapters/support/log.hpp"
 
 namespace ingestd {
 
@@ -17,15 +19,44 @@ void replace_all(std::string& s, std::string_view from, std::string_view to) {
     s.replace(p, from.size(), to);
 }
 
-/// "https://hooks.slack.com" of a webhook URL: the path is the secret part.
-std::string loggable(std::string_view url) {
+/// The replacement of everything after the host in logged text.
+constexpr std::string_view redacted = "/<redacted>";
+
+/// Where the authority (user@host:port) of `url` begins.
+size_t authority_start(std::string_view url) {
   auto scheme = url.find("://");
-  auto start = scheme == std::string_view::npos ? 0 : scheme + 3;
-  auto slash = url.find('/', start);
-  return std::string{url.substr(0, slash)};
+  return scheme == std::string_view::npos ? 0 : scheme + 3;
+}
+
+/// Where the path, query or fragment of `url` begins (its size when none).
+size_t path_start(std::string_view url) {
+  return std::min(url.size(), url.find_first_of("/?#", authority_start(url)));
 }
 
 } // namespace
+
+std::string webhook_notifier::loggable(std::string_view url) {
+  auto start = authority_start(url);
+  auto authority = url.substr(start, path_start(url) - start);
+  // user:password@ is as secret as the path.
+  if (auto at = authority.rfind('@'); at != std::string_view::npos)
+    authority.remove_prefix(at + 1);
+  bool bracketed = !authority.empty() && authority.front() == '[';  // an IPv6 literal
+  auto host_end = bracketed ? authority.find(']') + 1 : authority.rfind(':');
+  std::string out{url.substr(0, start)};
+  out.append(authority.substr(0, host_end));
+  return out;
+}
+
+std::string webhook_notifier::scrub(std::string text) const {
+  replace_all(text, opts_.url, loggable(opts_.url));
+  // Whatever follows the host (path, query, fragment) is the secret: replace it wherever a
+  // transport or a server quoted it on its own.
+  auto secret = std::string_view{opts_.url}.substr(path_start(opts_.url));
+  if (secret.size() > 1)
+    replace_all(text, secret, redacted);
+  return text;
+}
 
 webhook_notifier::webhook_notifier(http_client& http, webhook_options opts)
   : http_(http), opts_(std::move(opts)) {}
@@ -119,31 +150,35 @@ void webhook_notifier::notify_failed(failure_notice notice, callback<void> done)
   req.max_response_bytes = 64 * 1024;
   auto where = loggable(opts_.url);
   auto document_id = notice.document_id;
+  auto failed = [this, where, document_id](const error& e) {
+    auto err = e;
+    err.message = scrub(err.message);
+    log::warn("webhook notification failed", {{"document_id", document_id}, {"webhook", where},
+                                               {"error", err.describe()}});
+    return err;
+  };
   try {
-    http_.submit(std::move(req), [done = std::move(done), where, document_id](result<http_response> r) {
+    http_.submit(std::move(req), [done = std::move(done), where, document_id,
+                                  failed](result<http_response> r) {
       if (!r) {
-        spdlog::warn("webhook notification for document {} to {} failed: {}", document_id, where,
-                     r.error().describe());
-        done(r.error());
+        done(failed(r.error()));
         return;
       }
       long status = r->status;
       if (status >= 200 && status < 300) {
-        spdlog::info("webhook notification for document {} delivered to {}", document_id, where);
+        log::info("webhook notification delivered", {{"document_id", document_id}, {"webhook", where}});
         done(result<void>{});
         return;
       }
       auto msg = "webhook answered HTTP " + std::to_string(status);
       auto code = "notify.http_" + std::to_string(status);
-      auto err = status == 429 || status >= 500 ? error::make_transient(code, msg)
-                                                : error::make_permanent(code, msg);
-      spdlog::warn("webhook notification for document {} to {} failed: {}", document_id, where,
-                   err.describe());
-      done(std::move(err));
+      done(failed(status == 429 || status >= 500 ? error::make_transient(code, msg)
+                                                 : error::make_permanent(code, msg)));
     });
   } catch (const std::exception& e) {
     // The port does not throw; this guards the "never affects the ingestion" promise anyway.
-    spdlog::warn("webhook notification for document {} not submitted: {}", document_id, e.what());
+    log::warn("webhook notification not submitted",
+              {{"document_id", document_id}, {"webhook", where}, {"error", scrub(e.what())}});
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 
 #include "adapters/http/http_client.hpp"
 #include "adapters/notify/notifier.hpp"
@@ -25,7 +26,8 @@ public:
   webhook_notifier(http_client& http, webhook_options opts);
 
   /// Errors: "notify.http_<status>" (transient for 429/5xx, permanent for other statuses) or the
-  /// transport's error ("http.connect", "http.timeout": transient). Logged with spdlog, never thrown.
+  /// transport's error ("http.connect", "http.timeout": transient), with the URL in its message
+  /// replaced by loggable(url). Logged through log::, never thrown.
   void notify_failed(failure_notice notice, callback<void> done) override;
 
   /// The request body for `notice` (exposed for tests).
@@ -34,7 +36,14 @@ public:
   /// The admin link for `notice`.
   std::string link(const failure_notice& notice) const;
 
+  /// "https://hooks.slack.com" of a webhook URL: its scheme and host, without user, port, path,
+  /// query or fragment (the secret parts).
+  static std::string loggable(std::string_view url);
+
 private:
+  /// `text` with the webhook URL, and its part after the host, replaced by redacted forms.
+  std::string scrub(std::string text) const;
+
   http_client& http_;
   webhook_options opts_;
 };

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <mutex>
 
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
@@ -15,6 +16,11 @@ namespace {
 
 std::atomic<bool> json_format{false};
 std::atomic<int> min_level{static_cast<int>(level::info)};
+
+// The test seam (see log::capture): checked with one relaxed load per line when no test runs.
+std::atomic<bool> capturing{false};
+std::mutex captured_mtx;
+std::vector<std::string> captured;
 
 std::shared_ptr<spdlog::logger> logger() {
   static auto instance = [] {
@@ -111,7 +117,29 @@ void write(level lvl, std::string_view message, std::initializer_list<field> fie
       line += quote ? "\"" + f.value + "\"" : f.value;
     }
   }
+  if (capturing.load(std::memory_order_relaxed)) {
+    std::lock_guard g{captured_mtx};
+    captured.push_back(std::move(line));
+    return;
+  }
   logger()->info(line);
+}
+
+capture::capture() {
+  std::lock_guard g{captured_mtx};
+  captured.clear();
+  capturing = true;
+}
+
+capture::~capture() {
+  std::lock_guard g{captured_mtx};
+  capturing = false;
+  captured.clear();
+}
+
+std::vector<std::string> capture::lines() const {
+  std::lock_guard g{captured_mtx};
+  return captured;
 }
 
 } // namespace ingestd::log

@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ingestd::log {
 
@@ -37,5 +38,18 @@ inline void debug(std::string_view m, std::initializer_list<field> f = {}) { wri
 inline void info(std::string_view m, std::initializer_list<field> f = {}) { write(level::info, m, f); }
 inline void warn(std::string_view m, std::initializer_list<field> f = {}) { write(level::warn, m, f); }
 inline void error(std::string_view m, std::initializer_list<field> f = {}) { write(level::error, m, f); }
+
+/// Test seam: while one is alive, every line (as formatted for standard error) is kept here
+/// instead of being written. One at a time; not for production code.
+class capture {
+public:
+  capture();
+  ~capture();
+  capture(const capture&) = delete;
+  capture& operator=(const capture&) = delete;
+
+  /// The lines written so far, oldest first.
+  std::vector<std::string> lines() const;
+};
 
 } // namespace ingestd::log

@@ -105,6 +105,20 @@ TEST(e2e_cli, config_check_with_defaults_succeeds) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
+TEST(e2e_cli, run_refuses_an_intake_on_a_non_loopback_bind_without_a_token) {
+  // The database is never reached: the refusal comes before anything connects.
+  for (const char* bind : {"0.0.0.0", "::", "192.0.2.10"}) {
+    auto r = run({"run"}, {"INGESTD_INTAKE__PORT=" + std::to_string(ingestd::test::unused_port()),
+                           std::string{"INGESTD_INTAKE__BIND="} + bind, "INGESTD_INTAKE_TOKEN=",
+                           "INGESTD_DATABASE__URL=postgresql://nobody@127.0.0.1:"
+                             + std::to_string(ingestd::test::unused_port()) + "/none"});
+    EXPECT_EQ(r.exit_code, 1) << bind << "\n" << r.out << r.err;
+    EXPECT_CONTAINS(r.err, "intake.bind is " + std::string{bind});
+    EXPECT_CONTAINS(r.err, "INGESTD_INTAKE_TOKEN");
+    EXPECT_EQ(r.err.find("pg."), std::string::npos) << r.err;  // refused before connecting
+  }
+}
+
 TEST(e2e_cli, an_unknown_command_is_a_usage_error) {
   auto r = run({"frobnicate"});
   EXPECT_EQ(r.exit_code, 2);

@@ -330,22 +330,66 @@ TEST_F(admin_test, http_intake_answers_every_status_code) {
     EXPECT_EQ(r.status, 413) << size << " " << r.body;
   }
 
-  auto got = curl(auth + intake("/v1/documents/" + doc));
+  auto got = curl(auth + tenant + intake("/v1/documents/" + doc));
   EXPECT_EQ(got.status, 200) << got.body;
   EXPECT_NE(got.body.find("\"state\""), std::string::npos) << got.body;
   EXPECT_NE(got.body.find("\"structured_data\""), std::string::npos) << got.body;
-  auto gi = curl(auth + intake("/v1/ingestions/" + ing));
+  auto gi = curl(auth + tenant + intake("/v1/ingestions/" + ing));
   EXPECT_EQ(gi.status, 200) << gi.body;
   EXPECT_NE(gi.body.find("\"events\""), std::string::npos) << gi.body;
   EXPECT_NE(gi.body.find("\"attempt_count\""), std::string::npos) << gi.body;
-  EXPECT_EQ(curl(auth + intake("/v1/documents/0190a8c4-1111-7000-8000-00000000ffff")).status, 404);
-  EXPECT_EQ(curl(auth + intake("/v1/ingestions/not-a-uuid")).status, 400);
+  EXPECT_EQ(curl(auth + tenant + intake("/v1/documents/0190a8c4-1111-7000-8000-00000000ffff")).status, 404);
+  EXPECT_EQ(curl(auth + tenant + intake("/v1/ingestions/not-a-uuid")).status, 400);
+  // A read names its tenant (there is no default tenant here).
+  auto unscoped = curl(auth + intake("/v1/documents/" + doc));
+  EXPECT_EQ(unscoped.status, 400) << unscoped.body;
+  EXPECT_NE(unscoped.body.find("intake.missing_tenant"), std::string::npos) << unscoped.body;
 
   // The local pipeline completes the document; GET shows it ready with its data.
   ASSERT_TRUE(wait_until([&] {
-    return curl(auth + intake("/v1/documents/" + doc)).body.find("\"state\" : \"ready\"") != std::string::npos
-           || curl(auth + intake("/v1/documents/" + doc)).body.find("\"state\":\"ready\"") != std::string::npos;
-  }, 60s)) << curl(auth + intake("/v1/documents/" + doc)).body << d.log();
+    auto body = curl(auth + tenant + intake("/v1/documents/" + doc)).body;
+    return body.find("\"state\" : \"ready\"") != std::string::npos
+           || body.find("\"state\":\"ready\"") != std::string::npos;
+  }, 60s)) << curl(auth + tenant + intake("/v1/documents/" + doc)).body << d.log();
+
+  d.signal(SIGTERM);
+  ASSERT_TRUE(wait_until([&] { return !d.running(); }, 30s)) << d.log();
+  EXPECT_EQ(d.code(), 0) << d.log();
+}
+
+// Reads are scoped to the caller's tenant (X-Tenant-Id, else the default tenant): another
+// tenant's document or ingestion answers 404 exactly as an unknown id does, so that its existence
+// does not leak.
+TEST_F(admin_test, another_tenants_documents_and_ingestions_are_not_found) {
+  const std::string tenant_a = "0190a8c4-aaaa-7000-8000-00000000000a";
+  const std::string tenant_b = "0190a8c4-bbbb-7000-8000-00000000000b";
+  auto e = env(db->url());
+  e["INGESTD_INTAKE_TOKEN"] = "s3cret-token";
+  e["INGESTD_INTAKE__DEFAULT_TENANT"] = tenant_b;
+  daemon d{e, root + "/daemon.log"};
+  wait_ready(d);
+  const std::string auth = " -H 'Authorization: Bearer s3cret-token' ";
+  const std::string as_a = auth + " -H 'X-Tenant-Id: " + tenant_a + "' ";
+  const std::string as_b = auth + " -H 'X-Tenant-Id: " + tenant_b + "' ";
+  auto created = curl(as_a + " --data-binary '@" + corpus + "inv01_en_classic.pdf' " + intake("/v1/documents"));
+  ASSERT_EQ(created.status, 202) << created.body << d.log();
+  auto doc = json_string(created.body, "document_id");
+  auto ing = json_string(created.body, "ingestion_id");
+  ASSERT_FALSE(doc.empty());
+
+  EXPECT_EQ(curl(as_a + intake("/v1/documents/" + doc)).status, 200);
+  EXPECT_EQ(curl(as_a + intake("/v1/ingestions/" + ing)).status, 200);
+  auto unknown = curl(as_b + intake("/v1/documents/0190a8c4-1111-7000-8000-00000000ffff"));
+  ASSERT_EQ(unknown.status, 404) << unknown.body;
+  for (const auto& caller : {as_b, auth}) {  // tenant B by header, and by default
+    auto foreign_doc = curl(caller + intake("/v1/documents/" + doc));
+    EXPECT_EQ(foreign_doc.status, 404) << foreign_doc.body;
+    EXPECT_EQ(foreign_doc.body, unknown.body);
+    EXPECT_EQ(foreign_doc.body.find(doc), std::string::npos) << foreign_doc.body;
+    auto foreign_ing = curl(caller + intake("/v1/ingestions/" + ing));
+    EXPECT_EQ(foreign_ing.status, 404) << foreign_ing.body;
+    EXPECT_EQ(foreign_ing.body.find(ing), std::string::npos) << foreign_ing.body;
+  }
 
   d.signal(SIGTERM);
   ASSERT_TRUE(wait_until([&] { return !d.running(); }, 30s)) << d.log();

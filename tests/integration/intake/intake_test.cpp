@@ -21,6 +21,7 @@
 #include "adapters/ocr/document_source.hpp"
 #include "adapters/queue/postgres_queue.hpp"
 #include "adapters/storage/filesystem_store.hpp"
+#include "intake/intake_server.hpp"
 #include "intake/intake_service.hpp"
 #include "tests/support/environment.hpp"
 #include "tests/support/postgres/pg_fixture.hpp"
@@ -302,6 +303,32 @@ TEST_F(intake_test, a_held_content_lock_makes_intake_fail_at_its_deadline_and_le
   EXPECT_EQ(again->status, intake_status::created);
 }
 
+// An intake that anyone who reaches it could use for any tenant does not start.
+TEST_F(intake_test, the_server_refuses_a_non_loopback_bind_without_a_token) {
+  for (const char* bind : {"127.0.0.1", "127.0.0.53", "::1", "::ffff:127.0.0.1", "localhost"})
+    EXPECT_TRUE(is_loopback_bind(bind)) << bind;
+  for (const char* bind : {"0.0.0.0", "::", "10.0.0.7", "::ffff:10.0.0.7", "example.com", ""})
+    EXPECT_FALSE(is_loopback_bind(bind)) << bind;
+
+  std::shared_ptr<intake_service> intake = make();
+  intake_server open{intake, {"0.0.0.0", 0, std::nullopt, ""}};
+  auto refused = open.start();
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, "intake.unauthenticated");
+  EXPECT_NE(refused.error().message.find("intake.bind"), std::string::npos) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("INGESTD_INTAKE_TOKEN"), std::string::npos);
+  EXPECT_EQ(open.port(), 0);  // nothing was bound
+
+  intake_server guarded{intake, {"0.0.0.0", 0, std::nullopt, "a-token"}};
+  auto started = guarded.start();
+  ASSERT_TRUE(started) << started.error().describe();
+  EXPECT_GT(guarded.port(), 0);
+  guarded.stop();
+  intake_server local{intake, {"127.0.0.1", 0, std::nullopt, ""}};
+  EXPECT_TRUE(local.start());
+  local.stop();
+}
+
 // The look-ups that the HTTP intake, `ingestd status` and the admin endpoint show.
 TEST_F(intake_test, repository_look_ups_show_documents_ingestions_and_the_review_list) {
   auto intake = make();
@@ -317,17 +344,24 @@ TEST_F(intake_test, repository_look_ups_show_documents_ingestions_and_the_review
     EXPECT_FALSE(d.HasParseError()) << text;
     return d;
   };
-  auto doc = intake->document_json(first->document_id);
+  auto doc = intake->document_json(tenant_a, first->document_id);
   ASSERT_TRUE(doc && *doc);
   auto d = parse(**doc);
   EXPECT_STREQ(d["state"].GetString(), "processing");
   EXPECT_EQ(d["ingestions"].Size(), 1u);
-  auto ing = intake->ingestion_json(first->ingestion_id);
+  auto ing = intake->ingestion_json(tenant_a, first->ingestion_id);
   ASSERT_TRUE(ing && *ing);
   EXPECT_STREQ(parse(**ing)["status"].GetString(), "in-progress");
-  auto unknown = intake->document_json(uuid::v7());
+  auto unknown = intake->document_json(tenant_a, uuid::v7());
   ASSERT_TRUE(unknown);
   EXPECT_FALSE(*unknown);
+  // Another tenant's rows are as unknown as rows that do not exist.
+  auto foreign_doc = intake->document_json(tenant_b, first->document_id);
+  ASSERT_TRUE(foreign_doc) << foreign_doc.error().describe();
+  EXPECT_FALSE(*foreign_doc);
+  auto foreign_ing = intake->ingestion_json(tenant_b, first->ingestion_id);
+  ASSERT_TRUE(foreign_ing) << foreign_ing.error().describe();
+  EXPECT_FALSE(*foreign_ing);
 
   auto documents = look.documents_json(10, t);
   ASSERT_TRUE(documents) << documents.error().describe();

@@ -1,11 +1,13 @@
 // webhook_notifier: the Slack-compatible payload, the link template, and failures reported to the
-// callback (classified), never thrown; an empty URL disables it.
+// callback (classified), never thrown; an empty URL disables it; the URL's secret part (path,
+// query, user) never reaches a log line or a reported error, and the lines follow log.format.
 #include <optional>
 
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
 #include "adapters/notify/webhook_notifier.hpp"
+#include "adapters/support/log.hpp"
 #include "tests/support/await.hpp"
 #include "tests/support/http/fake_http_client.hpp"
 
@@ -88,4 +90,56 @@ TEST(webhook_notifier, an_empty_url_disables_it) {
   });
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(http.request_count(), 0u);
+}
+
+TEST(webhook_notifier, loggable_keeps_only_the_scheme_and_host) {
+  EXPECT_EQ(webhook_notifier::loggable("https://hooks.slack.test/services/T0/B0/secret"),
+            "https://hooks.slack.test");
+  EXPECT_EQ(webhook_notifier::loggable("https://user:pw@hooks.test:8443?token=secret#frag"),
+            "https://hooks.test");
+  EXPECT_EQ(webhook_notifier::loggable("http://[::1]:9000/hook/secret"), "http://[::1]");
+  EXPECT_EQ(webhook_notifier::loggable("hooks.test/secret"), "hooks.test");
+}
+
+TEST(webhook_notifier, failure_lines_are_json_and_carry_no_secret_part_of_the_url) {
+  const std::string url = "https://hooks.slack.test/services/T0/B0/s3cr3t?token=q5ecret";
+  log::setup("json", "info");
+  log::capture captured;
+  fake_http_client http;
+  webhook_notifier n{http, {url}};
+  std::vector<ingestd::error> reported;
+  auto outcome = [&](fake_http_client::responder f) {
+    http.set_responder(std::move(f));
+    auto r = await<void>([&](auto cb) { n.notify_failed(notice(), std::move(cb)); });
+    ASSERT_FALSE(r.ok());
+    reported.push_back(r.error());
+  };
+  // The transport quotes the request as the curl engine does ("POST <url>: <detail>"); a server
+  // may echo the path alone.
+  outcome([&](const http_request& req) -> result<http_response> {
+    return error::make_transient("http.connect", req.method + " " + req.url + ": Connection refused");
+  });
+  outcome([](const http_request&) -> result<http_response> {
+    return error::make_transient("http.transport", "no route for /services/T0/B0/s3cr3t?token=q5ecret");
+  });
+  outcome([](const http_request&) { return status(500); });
+  auto lines = captured.lines();
+  log::setup("text", "info");
+  ASSERT_EQ(lines.size(), 3u);
+  for (const auto& line : lines) {
+    rapidjson::Document d;
+    d.Parse(line.c_str());
+    ASSERT_FALSE(d.HasParseError()) << line;
+    ASSERT_TRUE(d.IsObject()) << line;
+    EXPECT_STREQ(d["level"].GetString(), "warn") << line;
+    EXPECT_STREQ(d["webhook"].GetString(), "https://hooks.slack.test") << line;
+    EXPECT_STREQ(d["document_id"].GetString(), "0190a1b2-0000-7000-8000-0000000000d0") << line;
+    for (const char* secret : {"/services", "s3cr3t", "token=", "q5ecret"})
+      EXPECT_EQ(line.find(secret), std::string::npos) << secret << " in " << line;
+  }
+  EXPECT_NE(lines[0].find("Connection refused"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[2].find("notify.http_500"), std::string::npos) << lines[2];
+  for (const auto& e : reported)
+    for (const char* secret : {"/services", "s3cr3t", "q5ecret"})
+      EXPECT_EQ(e.describe().find(secret), std::string::npos) << secret << " in " << e.describe();
 }
