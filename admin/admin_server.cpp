@@ -75,7 +75,14 @@ result<void> admin_server::start() {
     bound_port_ = svr.bind_to_port(bind_.c_str(), port_) ? port_ : -1;
   if (bound_port_ <= 0)
     return error::make_permanent("admin.bind", "cannot listen on " + bind_ + ":" + std::to_string(port_));
-  thread_ = std::thread{[this] { server_->listen_after_bind(); }};
+  thread_ = std::thread{[this] {
+    server_->listen_after_bind();
+    listen_returned_ = true;
+  }};
+  // httplib's stop() does nothing before the accept loop runs: wait for it, so that a SIGTERM
+  // right after start-up is not lost (and the join in stop() does not hang).
+  while (!server_->is_running() && !listen_returned_)
+    std::this_thread::yield();
   log::info("admin endpoint listening", {{"bind", bind_}, {"port", bound_port_}});
   return {};
 }

@@ -54,6 +54,7 @@ private:
   int bound_port_ = 0;
   admin_probes probes_;
   std::atomic<bool> shutting_down_{false};
+  std::atomic<bool> listen_returned_{false};
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
 };
