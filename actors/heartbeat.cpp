@@ -54,6 +54,7 @@ void drop_as_lost(heartbeat_ptr self, const uuid& id, const std::string& reason)
   self->send(caf::actor_cast<job_actor>(i->second.claim.job), lost_atom_v, reason);
   st.tracked.erase(i);
   st.ctx->metrics->tracked_claims--;
+  st.ctx->claims->remove(id);
 }
 
 /// Extends the visibility of the given claims in one batch call.
@@ -140,16 +141,20 @@ heartbeat_actor::behavior_type heartbeat(heartbeat_ptr self, std::shared_ptr<wor
       auto& st = self->state;
       auto id = claim.lease.ingestion_id;
       auto until = claim.received_at + st.ctx->settings.visibility_timeout;
-      if (st.tracked.insert_or_assign(id, heartbeat_state::entry{std::move(claim), until, true}).second)
+      if (st.tracked.insert_or_assign(id, heartbeat_state::entry{std::move(claim), until, true}).second) {
         st.ctx->metrics->tracked_claims++;
+        st.ctx->claims->add(id);
+      }
       if (!st.flush_pending) {
         st.flush_pending = true;
         self->delayed_send(self, std::chrono::seconds{1}, flush_atom_v);
       }
     },
     [self](untrack_atom, uuid& id) {
-      if (self->state.tracked.erase(id) > 0)
+      if (self->state.tracked.erase(id) > 0) {
         self->state.ctx->metrics->tracked_claims--;
+        self->state.ctx->claims->remove(id);
+      }
     },
     [self](flush_atom) {
       auto& st = self->state;

@@ -42,6 +42,7 @@
 #include "adapters/ocr/transcription_json.hpp"
 #include "adapters/support/log.hpp"
 #include "messages/file_type.hpp"
+#include "messages/text.hpp"
 
 namespace ingestd {
 
@@ -251,7 +252,7 @@ void parse(job_ptr self) {
     body.remove_prefix(1);
   auto id = uuid::parse(body);
   if (!id || id->is_nil()) {
-    auto shown = st.msg.body.substr(0, 80);
+    auto shown = std::string{utf8_prefix(st.msg.body, 80)};
     log::warn("message body is not an ingestion id; deleting it",
               {{"message_id", st.msg.id}, {"body", shown}});
     return ack(self, job_result::invalid, "body is not a UUID: \"" + shown + "\"");

@@ -6,6 +6,8 @@
 //            and makes its message visible again, then quits ──drained──► stopping ──► done
 #include "actors/shutdown.hpp"
 
+#include <unistd.h>
+
 #include <caf/actor_system.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/stateful_actor.hpp>
@@ -80,6 +82,63 @@ shutdown_actor spawn_shutdown(caf::actor_system& sys, std::shared_ptr<worker_con
                               poller_actor poller, std::vector<caf::actor> others,
                               std::function<void()> done) {
   return sys.spawn(shutdown, std::move(ctx), std::move(poller), std::move(others), std::move(done));
+}
+
+// -- watchdog --------------------------------------------------------------------------------
+
+namespace {
+
+/// Items named in the log line at most: enough to look them up, bounded for a node with
+/// thousands of claims.
+constexpr size_t max_named = 100;
+
+/// The first max_named items, comma-separated.
+template <class T, class Text>
+std::string named(const std::vector<T>& items, Text text) {
+  std::string out;
+  for (size_t i = 0; i < items.size() && i < max_named; ++i)
+    out.append(i == 0 ? "" : ", ").append(text(items[i]));
+  return out;
+}
+
+} // namespace
+
+shutdown_watchdog::~shutdown_watchdog() {
+  {
+    std::lock_guard guard{mtx_};
+    disarmed_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable())
+    thread_.join();
+}
+
+void shutdown_watchdog::arm(std::chrono::seconds after, std::shared_ptr<const worker_context> ctx) {
+  std::lock_guard guard{mtx_};
+  if (thread_.joinable() || disarmed_)
+    return;
+  auto deadline = std::chrono::steady_clock::now() + after;
+  thread_ = std::thread{[this, deadline, after, ctx = std::move(ctx)] { watch(deadline, after, ctx); }};
+}
+
+void shutdown_watchdog::watch(std::chrono::steady_clock::time_point deadline, std::chrono::seconds after,
+                              const std::shared_ptr<const worker_context>& ctx) {
+  {
+    std::unique_lock guard{mtx_};
+    if (cv_.wait_until(guard, deadline, [this] { return disarmed_; }))
+      return;
+  }
+  auto held = ctx->claims->ids();
+  auto calls = calls_in_progress_ ? calls_in_progress_() : std::vector<std::string>{};
+  log::error("shutdown did not finish in time: exiting without releasing what is still held",
+             {{"deadline_seconds", static_cast<int64_t>(after.count())},
+              {"stage", stage_.load()},
+              {"jobs_in_flight", ctx->metrics->in_flight.load()},
+              {"claims_held", static_cast<int64_t>(held.size())},
+              {"ingestion_ids", named(held, [](const uuid& id) { return id.str(); })},
+              {"calls_in_progress", named(calls, [](const std::string& c) { return c; })}});
+  // Destructors would join the threads that are stuck: leave at once (the log flushes per line).
+  ::_exit(exit_code_);
 }
 
 } // namespace ingestd

@@ -2,6 +2,8 @@
 // a worker setting.
 #include "actors/worker_context.hpp"
 
+#include <algorithm>
+
 #include <unistd.h>
 
 #include "actors/cpu_pool.hpp"
@@ -12,6 +14,10 @@ namespace {
 
 /// Work items that may wait for a CPU pool worker: a bound on memory, not a tuning knob.
 constexpr int cpu_backlog_limit = 10000;
+
+/// The sweeper's threshold is at least this: it rescues ingestions that lost their message, and a
+/// healthy message may wait in a backlog far longer than a lease.
+constexpr std::chrono::minutes min_stale_threshold{5};
 
 } // namespace
 
@@ -28,8 +34,8 @@ worker_settings make_worker_settings(const config& cfg) {
   s.max_messages = cfg.queue.max_messages;
   s.wait_time = seconds{cfg.queue.wait_time_seconds};
   s.visibility_timeout = seconds{cfg.queue.visibility_timeout_seconds};
-  s.lease = seconds{cfg.worker.stale_ingestion_threshold_minutes * 60};
-  s.stale_threshold = s.lease;
+  s.lease = seconds{cfg.worker.lease_seconds};
+  s.stale_threshold = std::max<seconds>(s.lease, min_stale_threshold);
   s.heartbeat_rate = seconds{cfg.worker.heartbeat_rate_seconds};
   s.heartbeat_extension = seconds{cfg.worker.heartbeat_extension_seconds};
   s.heartbeat_actors = cfg.worker.heartbeat_pool_size;
@@ -48,5 +54,20 @@ worker_settings make_worker_settings(const config& cfg) {
 }
 
 worker_settings default_worker_settings() { return make_worker_settings(default_config()); }
+
+void held_claims::add(const uuid& id) {
+  std::lock_guard guard{mtx_};
+  ids_.insert(id);
+}
+
+void held_claims::remove(const uuid& id) {
+  std::lock_guard guard{mtx_};
+  ids_.erase(id);
+}
+
+std::vector<uuid> held_claims::ids() const {
+  std::lock_guard guard{mtx_};
+  return {ids_.begin(), ids_.end()};
+}
 
 } // namespace ingestd

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "actors/metrics.hpp"
@@ -17,6 +19,7 @@
 #include "adapters/storage/object_store.hpp"
 #include "config/config.hpp"
 #include "messages/extraction.hpp"
+#include "messages/uuid.hpp"
 
 namespace ingestd {
 
@@ -45,7 +48,8 @@ struct worker_settings {
   std::chrono::seconds wait_time{};
   /// Visibility asked for at receive; the heartbeat extends it right after the claim.
   std::chrono::seconds visibility_timeout{};
-  /// How long a claim lasts without renewal (seed 000's stale threshold).
+  /// How long a claim lasts without renewal (worker.lease_seconds); the heartbeat renews it every
+  /// heartbeat_rate and extends the message's visibility in step (heartbeat_extension).
   std::chrono::seconds lease{};
   std::chrono::seconds heartbeat_rate{};
   std::chrono::seconds heartbeat_extension{};
@@ -62,7 +66,8 @@ struct worker_settings {
   size_t max_file_bytes{};
   std::chrono::seconds shutdown_grace{};
   std::chrono::seconds sweeper_interval{};
-  /// Ingestions due longer ago than this with nobody holding them are re-enqueued.
+  /// Ingestions due longer ago than this with nobody holding them are re-enqueued (the lease,
+  /// at least 5 minutes).
   std::chrono::seconds stale_threshold{};
   /// CPU pool workers, and how many items may wait for one.
   int cpu_workers{};
@@ -75,6 +80,19 @@ worker_settings make_worker_settings(const config& cfg);
 /// make_worker_settings(default_config()).
 worker_settings default_worker_settings();
 
+/// The ingestions whose claims this node holds, as its heartbeats track them; readable from any
+/// thread (a shutdown that runs out of time names them).
+class held_claims {
+public:
+  void add(const uuid& id);
+  void remove(const uuid& id);
+  std::vector<uuid> ids() const;
+
+private:
+  mutable std::mutex mtx_;
+  std::unordered_set<uuid, uuid_hash> ids_;
+};
+
 /// Receives every job's outcome (from an actor thread: keep it short and thread-safe).
 using worker_observer = std::function<void(const job_outcome&)>;
 
@@ -83,6 +101,7 @@ struct worker_context {
   /// The configuration's defaults until the embedding program sets them.
   worker_settings settings = default_worker_settings();
   std::shared_ptr<worker_metrics> metrics = std::make_shared<worker_metrics>();
+  std::shared_ptr<held_claims> claims = std::make_shared<held_claims>();
   worker_observer observer;
 };
 

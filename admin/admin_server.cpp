@@ -2,11 +2,50 @@
 // shutting down) and the Prometheus exposition (worker metrics plus the queue's figures).
 #include "admin/admin_server.hpp"
 
+#include <future>
+#include <mutex>
+#include <optional>
+
 #include <httplib.h>
 
+#include "adapters/support/blocking_call.hpp"
 #include "adapters/support/log.hpp"
 
 namespace ingestd {
+
+/// Runs the probe on a detached thread and hands out its answer as a shared future. A call while
+/// a run is under way gets that run's future instead of starting another: a dependency that never
+/// answers holds one thread, however many requests wait on it, and none of the server's threads.
+template <class T>
+class admin_server::background_probe {
+public:
+  explicit background_probe(std::function<result<T>()> probe) : probe_(std::move(probe)) {}
+
+  /// The answer of the run under way, or of a new one.
+  std::shared_future<result<T>> run() {
+    std::lock_guard guard{mtx_};
+    if (running_ && running_->wait_for(std::chrono::seconds{0}) != std::future_status::ready)
+      return *running_;
+    auto done = std::make_shared<std::promise<result<T>>>();
+    running_ = done->get_future().share();
+    // The thread owns a copy of the probe: it may outlive the server when the probe hangs.
+    std::thread{[probe = probe_, done] { done->set_value(probe()); }}.detach();
+    return *running_;
+  }
+
+  /// The probe's answer, or a transient error when `until` passes first.
+  result<T> answer(const std::shared_future<result<T>>& f, std::chrono::steady_clock::time_point until,
+                   std::chrono::milliseconds deadline, std::string_view what) {
+    if (f.wait_until(until) != std::future_status::ready)
+      return timeout_error("admin.timeout", what, deadline);
+    return f.get();
+  }
+
+private:
+  std::function<result<T>()> probe_;
+  std::mutex mtx_;
+  std::optional<std::shared_future<result<T>>> running_;
+};
 
 std::string queue_prometheus(const result<queue_stats>& stats) {
   std::string out;
@@ -29,6 +68,10 @@ std::string queue_prometheus(const result<queue_stats>& stats) {
 admin_server::admin_server(std::string bind, int port, admin_probes probes)
   : bind_(std::move(bind)), port_(port), probes_(std::move(probes)),
     server_(std::make_unique<httplib::Server>()) {
+  if (probes_.database)
+    database_ = std::make_shared<background_probe<void>>(probes_.database);
+  if (probes_.queue)
+    queue_ = std::make_shared<background_probe<queue_stats>>(probes_.queue);
   auto& svr = *server_;
   // Probes and scrapes are few: two threads, not cpp-httplib's default of eight or more.
   svr.new_task_queue = [] { return new httplib::ThreadPool(2); };
@@ -42,11 +85,19 @@ admin_server::admin_server(std::string bind, int port, admin_probes probes)
     };
     if (shutting_down_)
       return not_ready("shutting down");
-    if (probes_.database)
-      if (auto ok = probes_.database(); !ok)
+    // Both probes run at once under one deadline.
+    auto until = std::chrono::steady_clock::now() + probes_.deadline;
+    std::optional<std::shared_future<result<void>>> database;
+    std::optional<std::shared_future<result<queue_stats>>> queue;
+    if (database_)
+      database = database_->run();
+    if (queue_)
+      queue = queue_->run();
+    if (database)
+      if (auto ok = database_->answer(*database, until, probes_.deadline, "the database"); !ok)
         return not_ready("database: " + ok.error().describe());
-    if (probes_.queue)
-      if (auto q = probes_.queue(); !q)
+    if (queue)
+      if (auto q = queue_->answer(*queue, until, probes_.deadline, "the queue"); !q)
         return not_ready("queue: " + q.error().describe());
     if (shutting_down_)
       return not_ready("shutting down");
@@ -54,8 +105,9 @@ admin_server::admin_server(std::string bind, int port, admin_probes probes)
   });
   svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     std::string out = probes_.metrics ? probes_.metrics() : std::string{};
-    if (probes_.queue)
-      out += queue_prometheus(probes_.queue());
+    if (queue_)
+      out += queue_prometheus(queue_->answer(queue_->run(), std::chrono::steady_clock::now() + probes_.deadline,
+                                             probes_.deadline, "the queue"));
     out += "# HELP ingestd_shutting_down Whether the node is draining (SIGTERM received).\n";
     out += "# TYPE ingestd_shutting_down gauge\n";
     out += "ingestd_shutting_down " + std::string{shutting_down_ ? "1" : "0"} + "\n";

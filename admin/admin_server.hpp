@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -17,8 +18,8 @@ class Server;
 
 namespace ingestd {
 
-/// How the admin endpoint learns what it reports. Each probe blocks (with its own deadline) on
-/// an HTTP server thread.
+/// How the admin endpoint learns what it reports. The database and queue probes may block: each
+/// runs on a thread of its own, and a request waits for them up to `deadline`.
 struct admin_probes {
   /// A cheap database round trip; an error makes /readyz answer 503.
   std::function<result<void>()> database;
@@ -26,6 +27,9 @@ struct admin_probes {
   std::function<result<queue_stats>()> queue;
   /// The worker's metrics in Prometheus text (may be empty).
   std::function<std::string()> metrics;
+  /// How long /readyz (and the queue figures of /metrics) wait for the database and the queue
+  /// together; a probe that has not answered by then counts as failed.
+  std::chrono::milliseconds deadline{std::chrono::seconds{5}};
 };
 
 /// The queue figures in Prometheus text: depth by state, oldest message age, and whether the
@@ -49,10 +53,16 @@ public:
   void stop();
 
 private:
+  /// A probe that runs on a thread of its own, at most one run at a time.
+  template <class T>
+  class background_probe;
+
   std::string bind_;
   int port_;
   int bound_port_ = 0;
   admin_probes probes_;
+  std::shared_ptr<background_probe<void>> database_;
+  std::shared_ptr<background_probe<queue_stats>> queue_;
   std::atomic<bool> shutting_down_{false};
   std::atomic<bool> listen_returned_{false};
   std::unique_ptr<httplib::Server> server_;

@@ -1,6 +1,7 @@
 // `ingestd run`: the worker daemon. Runs until SIGTERM or SIGINT, then drains (DESIGN §3): the
 // poller stops, jobs finish within the grace period or give their work back, the process exits 0.
-// A second signal gives the work back at once.
+// A second signal gives the work back at once. Whatever hangs, the process ends within the grace
+// period plus shutdown_margin of the first signal (exit 1, naming what it could not release).
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -12,7 +13,9 @@
 #include <caf/send.hpp>
 
 #include "actors/cpu_pool.hpp"
+#include "actors/shutdown.hpp"
 #include "actors/worker.hpp"
+#include "adapters/db/pg_connection.hpp"
 #include "adapters/db/pg_intake_repository.hpp"
 #include "adapters/support/blocking_call.hpp"
 #include "adapters/support/log.hpp"
@@ -74,6 +77,8 @@ int run_command(const arguments& args) {
   if (cfg->intake.port != 0)
     if (auto exposed = check_intake_exposure(cfg->intake.bind, cfg->secrets.intake_token); !exposed)
       return refuse_to_start(exposed.error());
+  // Before the actor system: it bounds the system's shutdown too (it waits for every actor).
+  shutdown_watchdog watchdog{failure, pg::statements_in_progress};
   caf::actor_system_config sys_cfg;
   configure_scheduler(sys_cfg);
   caf::actor_system sys{sys_cfg};
@@ -141,10 +146,12 @@ int run_command(const arguments& args) {
     worker_options opts;
     opts.cpu_pool = pool;
     auto w = start_worker(sys, ctx, opts);
-    forward_signals_until_stopped(w.coordinator, [a = admin.get()] {
+    forward_signals_until_stopped(w.coordinator, [a = admin.get(), &watchdog, ctx] {
+      watchdog.arm(ctx->settings.shutdown_grace + shutdown_margin, ctx);
       if (a)
         a->set_shutting_down();
     });
+    watchdog.set_stage("stopping the endpoints and adapters");
     if (intake_http)
       intake_http->stop();
     if (admin)
@@ -153,6 +160,7 @@ int run_command(const arguments& args) {
                                   {"failed", static_cast<int64_t>(ctx->metrics->jobs("failed"))}});
     // The adapters (and their threads) go before the actor system: late callbacks still find it.
   }
+  watchdog.set_stage("stopping the actor system");
   return exit_code;
 }
 

@@ -41,16 +41,20 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     creds = *c;
   }
 
+  pg::session_options session{std::chrono::seconds{cfg.database.statement_timeout_seconds},
+                              std::chrono::seconds{cfg.database.lock_timeout_seconds},
+                              std::chrono::seconds{cfg.database.tcp_user_timeout_seconds}};
   if (parts.database)
     // Claims, completions and audit events of concurrent jobs coalesced into few statements.
-    rt->ports.db = std::make_shared<batching_repository>(
-      std::make_shared<pg_repository>(cfg.database.url, pg_repository_options{cfg.database.pool_size}));
+    rt->ports.db = std::make_shared<batching_repository>(std::make_shared<pg_repository>(
+      cfg.database.url, pg_repository_options{cfg.database.pool_size, session}));
 
   if (parts.queue) {
     if (cfg.queue.backend == "postgres") {
       postgres_queue_options opts;
       opts.max_receive_count = cfg.queue.max_receive_count;
       opts.dead_letter_queue = cfg.queue.max_receive_count > 0 ? cfg.queue.dead_letter_name : std::string{};
+      opts.session = session;
       rt->ports.ingest_queue = std::make_shared<postgres_queue>(cfg.database.url, cfg.queue.name, opts);
     } else {
       sqs_connection conn;

@@ -12,6 +12,7 @@
 #include "adapters/support/blocking_call.hpp"
 #include "app/cli.hpp"
 #include "app/runtime.hpp"
+#include "messages/text.hpp"
 
 namespace ingestd::cli {
 
@@ -53,7 +54,7 @@ error database_error(error e) {
 
 std::string clip(std::string s, size_t n) {
   if (s.size() > n)
-    s = s.substr(0, n - 1) + "~";
+    s = std::string{utf8_prefix(s, n - 1)} + "~";
   return s;
 }
 

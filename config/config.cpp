@@ -5,12 +5,14 @@
 
 #include "messages/uuid.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <sstream>
 #include <type_traits>
 #include <variant>
@@ -46,6 +48,12 @@ struct key_spec {
   rule check;
   /// A URL whose password is replaced by "****" wherever the value is shown.
   bool masked = false;
+  /// An integer key whose 0 means "derived": its value from the other keys.
+  std::function<int64_t(const config&)> derive;
+  /// An older name of the key `alias_for` (full name), never printed: when it is given and the
+  /// newer key is not, `adopt` sets the newer key from it.
+  std::string alias_for;
+  std::function<void(config&)> adopt;
   std::function<value(const config&)> get;
   std::function<void(config&, const value&)> set;
 };
@@ -93,6 +101,19 @@ public:
   /// The last key holds a URL whose password must never be shown.
   section_keys& masked() {
     table_.back().masked = true;
+    return *this;
+  }
+
+  /// The last (integer) key's 0 means "derived by `derive` from the other keys".
+  section_keys& derived(std::function<int64_t(const config&)> derive) {
+    table_.back().derive = std::move(derive);
+    return *this;
+  }
+
+  /// The last key is an older name of `newer` (full name), kept working but never printed.
+  section_keys& alias_of(std::string newer, std::function<void(config&)> adopt) {
+    table_.back().alias_for = std::move(newer);
+    table_.back().adopt = std::move(adopt);
     return *this;
   }
 
@@ -151,6 +172,29 @@ rule url_of(std::vector<std::string> schemes, std::string expected,
   };
 }
 
+/// Padding of the receive visibility and of each extension over the lease: a crashed node's
+/// message reappears this long after its claim has expired, so that the next node can claim it.
+constexpr int64_t visibility_padding_seconds = 15;
+/// SQS keeps a message invisible for at most 12 hours.
+constexpr int64_t max_visibility_seconds = 43200;
+
+/// The message visibility that agrees with the lease: the lease plus the padding.
+int64_t visibility_for_lease(const config& c) {
+  return std::min<int64_t>(c.worker.lease_seconds + visibility_padding_seconds, max_visibility_seconds);
+}
+
+/// The value must be at least worker.lease_seconds: a message stays hidden while its claim lasts.
+rule covers_lease() {
+  return [](const config& c, const value& v) -> std::optional<std::string> {
+    if (std::get<int64_t>(v) >= c.worker.lease_seconds)
+      return std::nullopt;
+    std::string expected = "at least worker.lease_seconds (";
+    expected.append(std::to_string(c.worker.lease_seconds))
+      .append("), or a message becomes visible to other nodes while its claim lasts");
+    return expected;
+  };
+}
+
 /// The whole table, section by section in the order `ingestd config` prints them.
 const std::vector<key_spec>& schema() {
   static const std::vector<key_spec> all = [] {
@@ -161,7 +205,14 @@ const std::vector<key_spec>& schema() {
       .text("url", &database::url, "postgresql://ingestd@127.0.0.1:55432/ingestd",
             url_of({"postgresql://", "postgres://"}, "a postgresql:// URL"))
       .masked()
-      .integer("pool_size", &database::pool_size, 2, 1, 64);
+      .integer("pool_size", &database::pool_size, 2, 1, 64)
+      // Deadlines of every statement and lock wait on the server (0: none); a call that exceeds
+      // one fails as a transient error instead of holding a connection thread.
+      .integer("statement_timeout_seconds", &database::statement_timeout_seconds, 30, 0, 86400)
+      .integer("lock_timeout_seconds", &database::lock_timeout_seconds, 10, 0, 86400)
+      // Unacknowledged data older than this drops the connection (a silent network stall; 0: the
+      // system's default).
+      .integer("tcp_user_timeout_seconds", &database::tcp_user_timeout_seconds, 30, 0, 3600);
 
     using queue = config::queue_section;
     keys(t, "queue", &config::queue)
@@ -174,7 +225,10 @@ const std::vector<key_spec>& schema() {
       .integer("max_receive_count", &queue::max_receive_count, 0, 0, 1000)
       .integer("wait_time_seconds", &queue::wait_time_seconds, 20, 0, 20)
       .integer("max_messages", &queue::max_messages, 10, 1, 10)
-      .integer("visibility_timeout_seconds", &queue::visibility_timeout_seconds, 60, 1, 43200);
+      // Visibility at receive; 0: worker.lease_seconds plus a padding.
+      .integer("visibility_timeout_seconds", &queue::visibility_timeout_seconds, 0, 0,
+               max_visibility_seconds, covers_lease())
+      .derived(visibility_for_lease);
 
     using aws = config::aws_section;
     keys(t, "aws", &config::aws)
@@ -204,18 +258,30 @@ const std::vector<key_spec>& schema() {
       // CPU pool workers: the cores less this many.
       .integer("preprocessing_pool_size_dec", &worker::preprocessing_pool_size_dec, 1, 0, 256)
       .integer("shutdown_grace_seconds", &worker::shutdown_grace_seconds, 600, 0, 86400)
-      .integer("heartbeat_rate_seconds", &worker::heartbeat_rate_seconds, 60, 1, 3600,
-               [](const config& c, const value&) -> std::optional<std::string> {
-                 if (c.worker.heartbeat_rate_seconds < c.worker.heartbeat_extension_seconds)
+      // A crashed node's claims are taken over this long after its last heartbeat.
+      .integer("lease_seconds", &worker::lease_seconds, 30, 2, max_visibility_seconds)
+      // 0: a third of the lease.
+      .integer("heartbeat_rate_seconds", &worker::heartbeat_rate_seconds, 0, 0, 3600,
+               [](const config& c, const value& v) -> std::optional<std::string> {
+                 if (2 * std::get<int64_t>(v) <= c.worker.lease_seconds)
                    return std::nullopt;
-                 std::string expected = "less than worker.heartbeat_extension_seconds (";
-                 expected.append(std::to_string(c.worker.heartbeat_extension_seconds))
-                   .append("), or messages become visible between heartbeats");
+                 std::string expected = "at most half of worker.lease_seconds (";
+                 expected.append(std::to_string(c.worker.lease_seconds))
+                   .append("), or one late heartbeat loses live claims");
                  return expected;
                })
-      .integer("heartbeat_extension_seconds", &worker::heartbeat_extension_seconds, 300, 1, 43200)
-      .integer("stale_ingestion_threshold_minutes", &worker::stale_ingestion_threshold_minutes, 5,
-               1, 1440)
+      .derived([](const config& c) { return std::max<int64_t>(c.worker.lease_seconds / 3, 1); })
+      // Visibility set by each extension; 0: worker.lease_seconds plus a padding.
+      .integer("heartbeat_extension_seconds", &worker::heartbeat_extension_seconds, 0, 0,
+               max_visibility_seconds, covers_lease())
+      .derived(visibility_for_lease)
+      .integer("stale_ingestion_threshold_minutes", &worker::stale_ingestion_threshold_minutes, 0,
+               0, max_visibility_seconds / 60)
+      .alias_of("worker.lease_seconds",
+                [](config& c) {
+                  if (c.worker.stale_ingestion_threshold_minutes > 0)
+                    c.worker.lease_seconds = c.worker.stale_ingestion_threshold_minutes * 60;
+                })
       .integer("max_retry_attempts", &worker::max_retry_attempts, 3, 1, 100)
       // Visibility before the next attempt, by attempts so far (the last entry repeats).
       .integer_list("retry_backoff_seconds", &worker::retry_backoff_seconds, {300, 1800}, 0, 43200)
@@ -494,11 +560,32 @@ const key_spec* find_key(const std::string& section, const std::string& key) {
   return nullptr;
 }
 
+/// The table's defaults as written: derived keys still 0, aliases unset.
+config written_defaults() {
+  config c;
+  for (auto& spec : schema())
+    spec.set(c, spec.fallback);
+  return c;
+}
+
+/// Applies the aliases given without their newer key, then gives every derived key left at 0
+/// its value. `given` holds the full names of the keys the file or the environment set.
+void resolve(config& c, const std::set<std::string>& given) {
+  for (auto& spec : schema())
+    if (!spec.alias_for.empty() && given.contains(full_name(spec)) && !given.contains(spec.alias_for))
+      spec.adopt(c);
+  for (auto& spec : schema())
+    if (spec.derive && std::get<int64_t>(spec.get(c)) == 0)
+      spec.set(c, spec.derive(c));
+}
+
 /// The defaults, then the file, then the environment, collecting every problem.
 class loader {
 public:
-  config values = default_config();
+  config values = written_defaults();
   std::vector<std::string> problems;
+  /// Full names of the keys the file or the environment set.
+  std::set<std::string> given;
 
   void load_file(const std::string& path) {
     std::ifstream in{path, std::ios::binary};
@@ -534,9 +621,10 @@ public:
         if (key.rfind("_", 0) == 0)
           continue;  // "_comment"-style annotations
         if (auto spec = find_key(section_name, key)) {
-          if (auto v = from_json(*spec, entry.value))
+          if (auto v = from_json(*spec, entry.value)) {
             spec->set(values, *v);
-          else
+            given.insert(full_name(*spec));
+          } else
             problem(*spec, json_text(entry.value), "config file");
           continue;
         }
@@ -557,9 +645,10 @@ public:
       bool known = false;
       for (auto& spec : schema()) {
         if (env_name(spec) == name) {
-          if (auto v = from_env(spec, text))
+          if (auto v = from_env(spec, text)) {
             spec.set(values, *v);
-          else
+            given.insert(full_name(spec));
+          } else
             problem(spec, "\"" + text + "\"", "environment " + name);
           known = true;
           break;
@@ -600,6 +689,8 @@ std::string render(const config& c, const config::secrets_section* secrets) {
   w.StartObject();
   std::string section;
   for (auto& spec : schema()) {
+    if (!spec.alias_for.empty())
+      continue;  // an older name: accepted, never advertised
     if (spec.section != section) {
       if (!section.empty())
         w.EndObject();
@@ -639,9 +730,8 @@ environment process_environment() {
 }
 
 config default_config() {
-  config c;
-  for (auto& spec : schema())
-    spec.set(c, spec.fallback);
+  auto c = written_defaults();
+  resolve(c, {});
   return c;
 }
 
@@ -651,6 +741,7 @@ result<config> load_config(const std::optional<std::string>& path, const environ
     l.load_file(*path);
   l.load_env(env);
   if (l.problems.empty()) {
+    resolve(l.values, l.given);
     l.check_rules();
     if (l.problems.empty())
       return std::move(l.values);
@@ -674,7 +765,7 @@ std::string mask_url_password(const std::string& url) {
   return url.substr(0, colon + 1) + "****" + url.substr(at);
 }
 
-std::string default_config_json() { return render(default_config(), nullptr); }
+std::string default_config_json() { return render(written_defaults(), nullptr); }
 
 std::string config::to_json() const { return render(*this, &secrets); }
 

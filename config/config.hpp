@@ -25,6 +25,11 @@ struct config {
   struct database_section {
     std::string url;
     int pool_size{};
+    /// Server-side deadlines of every statement and lock wait, and the TCP user timeout that
+    /// bounds a silent network stall (0: none).
+    int statement_timeout_seconds{};
+    int lock_timeout_seconds{};
+    int tcp_user_timeout_seconds{};
   } database;
 
   struct queue_section {
@@ -35,6 +40,7 @@ struct config {
     int max_receive_count{};
     int wait_time_seconds{};
     int max_messages{};
+    /// 0 in the file: derived from worker.lease_seconds (see config.cpp).
     int visibility_timeout_seconds{};
   } queue;
 
@@ -57,8 +63,11 @@ struct config {
     int heartbeat_pool_size{};
     int preprocessing_pool_size_dec{};
     int shutdown_grace_seconds{};
+    /// How long a claim lasts without renewal; the heartbeat keys derive from it.
+    int lease_seconds{};
     int heartbeat_rate_seconds{};
     int heartbeat_extension_seconds{};
+    /// The lease's older name, in minutes (0: not given); worker.lease_seconds wins over it.
     int stale_ingestion_threshold_minutes{};
     int max_retry_attempts{};
     std::vector<int64_t> retry_backoff_seconds;
@@ -123,13 +132,15 @@ using environment = std::map<std::string, std::string>;
 environment process_environment();
 
 /// Loads the file at `path` (or only the defaults when nullopt), applies the environment's
-/// overrides and validates everything. The error lists every problem, one per line.
+/// overrides, resolves older key names and derived keys (0: derived), and validates everything.
+/// The error lists every problem, one per line.
 result<config> load_config(const std::optional<std::string>& path, const environment& env);
 
-/// The built-in defaults (no file, no environment).
+/// The built-in defaults (no file, no environment), derived keys resolved.
 config default_config();
 
-/// The built-in defaults as the JSON text of config/ingestd.json.
+/// The built-in defaults as the JSON text of config/ingestd.json: a derived key shows 0 ("derived
+/// from the keys it depends on"), so that changing those keys alone keeps the file consistent.
 std::string default_config_json();
 
 /// "postgresql://user:****@host/db" for "postgresql://user:secret@host/db".

@@ -26,6 +26,18 @@ struct events_part {
   callback<void> done;
 };
 
+/// The answers of items [at, at + count) of a batch; a transient error for any that the wrapped
+/// repository left out.
+std::vector<result<void>> slice(const std::vector<result<void>>& all, size_t at, size_t count,
+                                const char* what) {
+  std::vector<result<void>> mine;
+  for (size_t i = at; i < at + count; ++i)
+    mine.push_back(i < all.size() ? all[i]
+                                  : result<void>{error::make_transient("batch.short_answer",
+                                                                       std::string{"no result for "} + what)});
+  return mine;
+}
+
 /// The calls of one kind waiting for the running statement, and whether one runs.
 template <class Item, class Part>
 struct lane {
@@ -119,16 +131,10 @@ struct batching_repository::impl {
     inner.complete(std::move(batch), [this, parts = std::move(parts)](result<std::vector<result<void>>> r) {
       size_t at = 0;
       for (const auto& p : parts) {
-        if (!r) {
+        if (!r)
           p.done(r.error());
-        } else {
-          std::vector<result<void>> mine;
-          for (size_t i = 0; i < p.count; ++i)
-            mine.push_back(at + i < r->size()
-                             ? (*r)[at + i]
-                             : result<void>{error::make_transient("batch.short_answer", "no result for a completion")});
-          p.done(std::move(mine));
-        }
+        else
+          p.done(slice(*r, at, p.count, "a completion"));
         at += p.count;
       }
       std::unique_lock again{mtx};
@@ -146,9 +152,17 @@ struct batching_repository::impl {
     auto [batch, parts] = events.take(opts.max_batch);
     ++count.event_calls_out;
     lock.unlock();
-    inner.append_events(std::move(batch), [this, parts = std::move(parts)](result<void> r) {
-      for (const auto& p : parts)
-        p.done(r);
+    // An answer per event, so that an event the database refuses fails only its own caller.
+    inner.append_events_each(std::move(batch), [this, parts = std::move(parts)](
+                                                 result<std::vector<result<void>>> r) {
+      size_t at = 0;
+      for (const auto& p : parts) {
+        if (!r)
+          p.done(r.error());
+        else
+          p.done(all_stored(slice(*r, at, p.count, "an event")));
+        at += p.count;
+      }
       std::unique_lock again{mtx};
       next_events(again);
     });

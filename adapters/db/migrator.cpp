@@ -75,7 +75,8 @@ result<migrate_report> migrate_locked(pg::connection& conn,
 
 result<migrate_report> migrate(const std::string& database_url,
                                const std::vector<migration>& migrations) {
-  pg::connection conn{database_url};
+  // Migrations may rightly run long and wait for other migrators: no statement deadline.
+  pg::connection conn{database_url, pg::session_options::tcp_only()};
   if (auto ok = conn.ensure(); !ok)
     return ok.error();
   auto schema = conn.exec(current_schema_sql, {});

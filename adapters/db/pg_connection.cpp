@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <list>
+#include <mutex>
 
 #include <libpq-fe.h>
 #include <poll.h>
@@ -16,6 +18,65 @@ namespace {
 
 constexpr std::chrono::milliseconds initial_backoff{100};
 constexpr std::chrono::milliseconds max_backoff{5000};
+
+std::string milliseconds_text(std::chrono::seconds s) {
+  return std::to_string(std::chrono::milliseconds{s}.count());
+}
+
+/// The `options` startup parameter: the session's deadlines (in ms), then whatever options the
+/// URL carries, so that the URL's own settings win.
+std::string startup_options(const std::string& url, const session_options& session) {
+  std::string out = "-c statement_timeout=";
+  out.append(milliseconds_text(session.statement_timeout))
+    .append(" -c lock_timeout=")
+    .append(milliseconds_text(session.lock_timeout));
+  char* message = nullptr;
+  if (PQconninfoOption* parsed = PQconninfoParse(url.c_str(), &message)) {
+    for (auto o = parsed; o->keyword != nullptr; ++o)
+      if (std::strcmp(o->keyword, "options") == 0 && o->val != nullptr && *o->val != '\0')
+        out.append(" ").append(o->val);
+    PQconninfoFree(parsed);
+  }
+  // An unparsable URL fails again, and is reported, when it is used to connect.
+  PQfreemem(message);
+  return out;
+}
+
+/// Statements in progress: registered while a connection waits for the server's answer.
+struct running_statement {
+  std::string name;
+  std::chrono::steady_clock::time_point since;
+};
+struct running_statements {
+  std::mutex mtx;
+  std::list<running_statement> list;
+};
+
+/// Never destroyed: a detached thread may still run a statement while the process exits.
+running_statements& running() {
+  static auto* all = new running_statements;
+  return *all;
+}
+
+/// Registers a statement for as long as it waits for the server.
+class in_progress {
+public:
+  explicit in_progress(std::string name) {
+    auto& r = running();
+    std::lock_guard guard{r.mtx};
+    entry_ = r.list.insert(r.list.end(), {std::move(name), std::chrono::steady_clock::now()});
+  }
+  ~in_progress() {
+    auto& r = running();
+    std::lock_guard guard{r.mtx};
+    r.list.erase(entry_);
+  }
+  in_progress(const in_progress&) = delete;
+  in_progress& operator=(const in_progress&) = delete;
+
+private:
+  std::list<running_statement>::iterator entry_;
+};
 
 std::string trimmed(const char* text) {
   std::string out = text != nullptr ? text : "";
@@ -101,6 +162,25 @@ error classify(const ::pg_result* res, const ::pg_conn* conn, std::string_view c
   return error::make_permanent(code, message);
 }
 
+std::vector<std::string> statements_in_progress() {
+  std::vector<running_statement> now;
+  {
+    auto& r = running();
+    std::lock_guard guard{r.mtx};
+    now.assign(r.list.begin(), r.list.end());
+  }
+  // Oldest (longest running) first: the list is in start order.
+  auto t = std::chrono::steady_clock::now();
+  std::vector<std::string> out;
+  out.reserve(now.size());
+  for (auto& r : now) {
+    auto secs = std::chrono::duration_cast<std::chrono::seconds>(t - r.since).count();
+    out.push_back(r.name);
+    out.back().append(" (").append(std::to_string(secs)).append(" s)");
+  }
+  return out;
+}
+
 bool is_connection_error(const error& err) {
   return err.code == "pg.connection" || err.code.rfind("pg.08", 0) == 0 || err.code == "pg.57P01"
          || err.code == "pg.57P02" || err.code == "pg.57P03";
@@ -131,7 +211,9 @@ std::string array_literal(const std::vector<param>& items) {
 
 // -- connection ------------------------------------------------------------------------------
 
-connection::connection(std::string url) : url_(std::move(url)) {
+connection::connection(std::string url, session_options session)
+  : url_(std::move(url)), startup_options_(startup_options(url_, session)),
+    tcp_user_timeout_(milliseconds_text(session.tcp_user_timeout)) {
 }
 
 connection::~connection() {
@@ -173,10 +255,13 @@ result<void> connection::ensure(bool wait_backoff) {
       return error::make_transient("pg.connection", "reconnecting after a failure (backing off)");
     std::this_thread::sleep_for(next_attempt_ - now);
   }
-  // Defaults first: the URL (expanded from dbname) overrides them.
+  // Defaults first: the URL (expanded from dbname) overrides them. The startup options come
+  // after it: they already hold the URL's own.
   const char* keys[] = {"connect_timeout", "application_name", "keepalives_idle",
-                        "keepalives_interval", "keepalives_count", "dbname", nullptr};
-  const char* values[] = {"5", "ingestd", "30", "10", "3", url_.c_str(), nullptr};
+                        "keepalives_interval", "keepalives_count", "tcp_user_timeout",
+                        "dbname", "options", nullptr};
+  const char* values[] = {"5", "ingestd", "30", "10", "3", tcp_user_timeout_.c_str(),
+                          url_.c_str(), startup_options_.c_str(), nullptr};
   conn_ = PQconnectdbParams(keys, values, 1);
   if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) {
     auto err = classify(nullptr, conn_, "connect");
@@ -221,6 +306,7 @@ result<rows> connection::check(::pg_result* res, std::string_view context) {
 result<rows> connection::exec(const statement& st, const std::vector<param>& params) {
   if (auto ok = ensure(); !ok)
     return ok.error();
+  in_progress registered{st.name};
   if (!prepared_.contains(st.name)) {
     auto res = check(PQprepare(conn_, st.name, st.sql, 0, nullptr), st.name);
     if (!res)
@@ -239,6 +325,8 @@ result<rows> connection::exec(const statement& st, const std::vector<param>& par
 result<rows> connection::exec_simple(const std::string& sql) {
   if (auto ok = ensure(); !ok)
     return ok.error();
+  // Named by its first words (BEGIN, LISTEN, a migration's first line).
+  in_progress registered{sql.substr(0, std::min(sql.find('\n'), size_t{40}))};
   return check(PQexec(conn_, sql.c_str()), "");
 }
 
@@ -270,7 +358,7 @@ void pool::submit(task t) {
 
 void pool::run(int) {
   name_this_thread(opts_.thread_name);
-  connection conn{url_};
+  connection conn{url_, opts_.session};
   for (;;) {
     task t;
     {

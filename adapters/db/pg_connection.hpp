@@ -64,13 +64,33 @@ error classify(const ::pg_result* res, const ::pg_conn* conn, std::string_view c
 /// True for the error codes after which the connection should be dropped and reopened.
 bool is_connection_error(const error& err);
 
+/// The statements waiting for the server now, on every connection of the process, longest first,
+/// each as "name (N s)": what a shutdown that runs out of time names as stuck.
+std::vector<std::string> statements_in_progress();
+
 /// Renders a PostgreSQL array literal of text elements (quoted and escaped; nullopt is NULL).
 std::string array_literal(const std::vector<param>& items);
+
+/// The deadlines every call on a connection runs under, set when it connects (0: none). The
+/// server cancels a statement or a lock wait that runs over (SQLSTATE 57014 or 55P03, both
+/// transient); the TCP user timeout drops a connection whose sent data stays unacknowledged
+/// (a silent network stall), which ends the call with a transient connection error.
+struct session_options {
+  std::chrono::seconds statement_timeout{30};
+  std::chrono::seconds lock_timeout{10};
+  std::chrono::seconds tcp_user_timeout{30};
+
+  /// Only the TCP user timeout: for callers that set a deadline per statement themselves, or
+  /// whose statements may rightly run and wait long (migrations).
+  static session_options tcp_only() { return {std::chrono::seconds{0}, std::chrono::seconds{0}}; }
+};
 
 /// A blocking libpq connection; use from one thread at a time.
 class connection {
 public:
-  explicit connection(std::string url);
+  /// `url` may carry startup options of its own (`options=-c ...`): they come after the
+  /// session's deadlines, so a setting given there wins.
+  explicit connection(std::string url, session_options session = {});
   ~connection();
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
@@ -102,6 +122,9 @@ private:
   result<rows> check(::pg_result* res, std::string_view context);
 
   std::string url_;
+  /// The startup `options`: the session's deadlines, then the URL's own options.
+  std::string startup_options_;
+  std::string tcp_user_timeout_;
   ::pg_conn* conn_ = nullptr;
   std::unordered_set<std::string> prepared_;
   std::chrono::steady_clock::time_point next_attempt_{};
@@ -116,6 +139,8 @@ struct pool_options {
   int size = 2;
   /// The threads' name (at most 15 characters), for `top -H`.
   const char* thread_name = "ingestd-db";
+  /// The deadlines of every connection's calls.
+  session_options session = {};
 };
 
 /// A small pool of threads, each owning one connection. Tasks run in submission order per

@@ -182,7 +182,8 @@ constexpr pg::statement timeout_sql{"ingestd_intake_timeout",
 // -- connections -----------------------------------------------------------------------------
 
 struct pg_intake_repository::session {
-  explicit session(const std::string& url) : conn(url) {}
+  // Each call sets its own deadline (statement_timeout), lock waits included.
+  explicit session(const std::string& url) : conn(url, pg::session_options::tcp_only()) {}
 
   /// Runs `st` with the deadline `t`, connecting first (waiting out the backoff of earlier
   /// failures only when `wait_backoff`). A statement cancelled by the deadline is timeout_code.

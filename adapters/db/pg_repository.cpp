@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "adapters/db/pg_batch.hpp"
 #include "adapters/db/pg_connection.hpp"
 #include "adapters/db/pg_values.hpp"
 
@@ -13,6 +14,8 @@ namespace ingestd {
 
 namespace {
 
+using pg::clean;
+using pg::opt_clean;
 using pg::opt_text;
 using pg::param;
 using pg::parse_uuid;
@@ -101,13 +104,22 @@ SELECT r.ord, i.status, i.claim_token IS NOT NULL AND i.lease_expires_at >= now(
 
 // Fenced per row: a row whose claim token no longer matches is not updated and not returned.
 constexpr pg::statement transcription_sql{"ingestd_record_transcriptions", R"sql(
+WITH r AS (
+  SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::numeric[])
+           AS r(id, token, path, preprocessed, score)
+), lock AS (
+  SELECT i.id FROM ingestion AS i JOIN r ON r.id = i.id AND r.token = i.claim_token
+   WHERE i.status = 'in-progress'
+   ORDER BY i.id
+   FOR UPDATE OF i
+)
 UPDATE ingestion AS i
    SET transcription_file_path = r.path,
        preprocessed_file_path = r.preprocessed,
        transcription_quality_score = r.score
-  FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::numeric[])
-       AS r(id, token, path, preprocessed, score)
+  FROM r
  WHERE i.id = r.id AND i.claim_token = r.token AND i.status = 'in-progress'
+   AND i.id IN (SELECT id FROM lock)
 RETURNING i.id, i.claim_token
 )sql"};
 
@@ -281,11 +293,69 @@ error claim_lost(const lease_ref& ref, std::string_view what) {
                                 + " is no longer held by claim " + ref.claim_token.str());
 }
 
+/// One complete statement over `batch`: a result per completion, or the statement's error when
+/// PostgreSQL refused it outright.
+result<std::vector<result<void>>> complete_batch(pg::connection& conn,
+                                                 const std::vector<const completion*>& batch) {
+  std::vector<param> ids, tokens, data, valid, in_tok, out_tok, model;
+  for (auto* c : batch) {
+    ids.emplace_back(c->ref.ingestion_id.str());
+    tokens.emplace_back(c->ref.claim_token.str());
+    data.push_back(opt_text(c->record.structured_data)); // cleaned by the caller
+    valid.emplace_back(c->record.valid_structured_data ? "t" : "f");
+    in_tok.emplace_back(std::to_string(clamp_i32(c->record.input_tokens)));
+    out_tok.emplace_back(std::to_string(clamp_i32(c->record.output_tokens)));
+    model.push_back(opt_clean(c->record.model));
+  }
+  auto res = conn.exec(complete_sql,
+                       {pg::array_literal(ids), pg::array_literal(tokens), pg::array_literal(data),
+                        pg::array_literal(valid), pg::array_literal(in_tok),
+                        pg::array_literal(out_tok), pg::array_literal(model)});
+  if (!res) {
+    if (!pg::is_connection_error(res.error()) && res.error().code != "pg.08007")
+      return res.error();
+    // The connection broke (or 08007): the commit may or may not have happened. Re-read
+    // instead of redoing, so the caller learns which completions are final.
+    std::vector<uuid> sent_ids;
+    sent_ids.reserve(batch.size());
+    for (auto* c : batch)
+      sent_ids.push_back(c->ref.ingestion_id);
+    auto reread = reread_completions(conn, sent_ids);
+    std::vector<result<void>> out;
+    for (size_t k = 0; k < batch.size(); ++k) {
+      if (!reread) {
+        out.emplace_back(res.error());
+        continue;
+      }
+      auto& [status, token] = (*reread)[k];
+      if (status == "completed")
+        out.emplace_back(); // Final; nothing to redo.
+      else if (status == "in-progress" && token == batch[k]->ref.claim_token.str())
+        out.emplace_back(res.error()); // Not applied and still ours: retrying is safe.
+      else
+        out.emplace_back(claim_lost(batch[k]->ref, "complete"));
+    }
+    return out;
+  }
+  // Matched by id and token: a batch may carry the same id with a stale and a live token.
+  std::set<std::pair<uuid, uuid>> updated;
+  for (int r = 0; r < res->size(); ++r)
+    updated.emplace(parse_uuid(res->text(r, 0)), parse_uuid(res->text(r, 1)));
+  std::vector<result<void>> out;
+  for (auto* c : batch) {
+    if (updated.erase({c->ref.ingestion_id, c->ref.claim_token}) == 0)
+      out.emplace_back(claim_lost(c->ref, "complete"));
+    else
+      out.emplace_back();
+  }
+  return out;
+}
+
 } // namespace
 
 pg_repository::pg_repository(std::string database_url, pg_repository_options opts)
   : pool_(std::make_unique<pg::pool>(std::move(database_url),
-                                     pg::pool_options{opts.pool_size})) {
+                                     pg::pool_options{opts.pool_size, "ingestd-db", opts.session})) {
 }
 
 pg_repository::~pg_repository() = default;
@@ -368,29 +438,38 @@ void pg_repository::record_transcription(lease_ref ref, transcription_record rec
 
 void pg_repository::record_transcriptions(pg::connection& conn) {
   auto batch = transcriptions_->waiting.take();
-  std::vector<param> ids, tokens, paths, preprocessed, scores;
-  for (auto& p : batch) {
-    ids.emplace_back(p.ref.ingestion_id.str());
-    tokens.emplace_back(p.ref.claim_token.str());
-    paths.emplace_back(p.record.transcription_file_path);
-    preprocessed.push_back(opt_text(p.record.preprocessed_file_path));
-    scores.emplace_back(std::to_string(p.record.quality_score));
-  }
-  auto res = conn.exec(transcription_sql, {pg::array_literal(ids), pg::array_literal(tokens), pg::array_literal(paths),
-                                           pg::array_literal(preprocessed), pg::array_literal(scores)});
-  ++transcriptions_->statements;
-  std::set<std::pair<std::string, std::string>> updated;
-  if (res)
+  // Paths are storage keys, sent as they are: a key that cleaning changed would name nothing.
+  auto answers = pg::run_batch<void>(batch.size(), [&](const std::vector<size_t>& items)
+                                                     -> result<std::vector<result<void>>> {
+    std::vector<param> ids, tokens, paths, preprocessed, scores;
+    for (auto i : items) {
+      auto& p = batch[i];
+      ids.emplace_back(p.ref.ingestion_id.str());
+      tokens.emplace_back(p.ref.claim_token.str());
+      paths.emplace_back(p.record.transcription_file_path);
+      preprocessed.push_back(opt_text(p.record.preprocessed_file_path));
+      scores.emplace_back(std::to_string(p.record.quality_score));
+    }
+    auto res = conn.exec(transcription_sql, {pg::array_literal(ids), pg::array_literal(tokens), pg::array_literal(paths),
+                                             pg::array_literal(preprocessed), pg::array_literal(scores)});
+    ++transcriptions_->statements;
+    if (!res)
+      return res.error();
+    std::set<std::pair<std::string, std::string>> updated;
     for (int r = 0; r < res->size(); ++r)
       updated.emplace(res->str(r, 0), res->str(r, 1));
-  for (auto& p : batch) {
-    if (!res)
-      p.done(res.error());
-    else if (updated.count({p.ref.ingestion_id.str(), p.ref.claim_token.str()}) == 0)
-      p.done(claim_lost(p.ref, "record_transcription"));
-    else
-      p.done(result<void>{});
-  }
+    std::vector<result<void>> out;
+    for (auto i : items) {
+      auto& ref = batch[i].ref;
+      if (updated.count({ref.ingestion_id.str(), ref.claim_token.str()}) == 0)
+        out.emplace_back(claim_lost(ref, "record_transcription"));
+      else
+        out.emplace_back();
+    }
+    return out;
+  });
+  for (size_t i = 0; i < batch.size(); ++i)
+    batch[i].done(std::move(answers[i]));
   // More arrived meanwhile: they go next, behind whatever else waits for a connection.
   if (transcriptions_->waiting.finish())
     pool_->submit([this](pg::connection& c) { record_transcriptions(c); });
@@ -403,68 +482,31 @@ uint64_t pg_repository::transcription_statements() const {
 void pg_repository::complete(std::vector<completion> completions,
                              callback<std::vector<result<void>>> done) {
   pool_->submit([completions = std::move(completions),
-                 done = std::move(done)](pg::connection& conn) {
+                 done = std::move(done)](pg::connection& conn) mutable {
     std::vector<result<void>> out(completions.size());
-    std::vector<param> ids, tokens, data, valid, in_tok, out_tok, model;
     std::vector<size_t> sent;
     for (size_t i = 0; i < completions.size(); ++i) {
-      auto& c = completions[i];
-      if (!c.record.structured_data.empty() && !valid_json(c.record.structured_data)) {
+      auto& rec = completions[i].record;
+      rec.structured_data = clean_json(rec.structured_data);
+      if (!rec.structured_data.empty() && !valid_json(rec.structured_data)) {
         out[i] = error::make_permanent("pg.invalid_json",
                                        "structured_data is not valid JSON for ingestion "
-                                         + c.ref.ingestion_id.str());
+                                         + completions[i].ref.ingestion_id.str());
         continue;
       }
       sent.push_back(i);
-      ids.emplace_back(c.ref.ingestion_id.str());
-      tokens.emplace_back(c.ref.claim_token.str());
-      data.push_back(opt_text(c.record.structured_data));
-      valid.emplace_back(c.record.valid_structured_data ? "t" : "f");
-      in_tok.emplace_back(std::to_string(clamp_i32(c.record.input_tokens)));
-      out_tok.emplace_back(std::to_string(clamp_i32(c.record.output_tokens)));
-      model.push_back(opt_text(c.record.model));
     }
     if (sent.empty())
       return done(std::move(out));
-    auto res = conn.exec(complete_sql,
-                         {pg::array_literal(ids), pg::array_literal(tokens),
-                          pg::array_literal(data), pg::array_literal(valid),
-                          pg::array_literal(in_tok), pg::array_literal(out_tok),
-                          pg::array_literal(model)});
-    if (!res) {
-      // The connection broke (or 08007): the commit may or may not have happened. Re-read
-      // instead of redoing, so the caller learns which completions are final.
-      std::vector<uuid> sent_ids;
-      for (auto i : sent)
-        sent_ids.push_back(completions[i].ref.ingestion_id);
-      auto reread = pg::is_connection_error(res.error()) || res.error().code == "pg.08007"
-                      ? reread_completions(conn, sent_ids)
-                      : std::nullopt;
-      for (size_t k = 0; k < sent.size(); ++k) {
-        auto i = sent[k];
-        if (!reread) {
-          out[i] = res.error();
-          continue;
-        }
-        auto& [status, token] = (*reread)[k];
-        if (status == "completed")
-          out[i] = result<void>{}; // Final; nothing to redo.
-        else if (status == "in-progress" && token == completions[i].ref.claim_token.str())
-          out[i] = res.error(); // Not applied and still ours: retrying is safe.
-        else
-          out[i] = claim_lost(completions[i].ref, "complete");
-      }
-      return done(std::move(out));
-    }
-    // Matched by id and token: a batch may carry the same id with a stale and a live token.
-    std::set<std::pair<uuid, uuid>> updated;
-    for (int r = 0; r < res->size(); ++r)
-      updated.emplace(parse_uuid(res->text(r, 0)), parse_uuid(res->text(r, 1)));
-    for (auto i : sent) {
-      auto& ref = completions[i].ref;
-      if (updated.erase({ref.ingestion_id, ref.claim_token}) == 0)
-        out[i] = claim_lost(ref, "complete");
-    }
+    auto answers = pg::run_batch<void>(sent.size(), [&](const std::vector<size_t>& items) {
+      std::vector<const completion*> batch;
+      batch.reserve(items.size());
+      for (auto k : items)
+        batch.push_back(&completions[sent[k]]);
+      return complete_batch(conn, batch);
+    });
+    for (size_t k = 0; k < sent.size(); ++k)
+      out[sent[k]] = std::move(answers[k]);
     done(std::move(out));
   });
 }
@@ -476,13 +518,13 @@ void pg_repository::record_failure(lease_ref ref, failure_record record,
                  done = std::move(done)](pg::connection& conn) {
     // Output kept for the reviewer must not make the failure itself unrecordable.
     param data;
-    if (!record.structured_data.empty() && valid_json(record.structured_data))
-      data = record.structured_data;
+    if (auto json = clean_json(record.structured_data); !json.empty() && valid_json(json))
+      data = std::move(json);
     auto max_attempts = std::max<int32_t>(record.max_attempts, 1);
     auto res = conn.exec(failure_sql,
                          {ref.ingestion_id.str(), ref.claim_token.str(),
                           record.error.permanent() ? "t" : "f", std::to_string(max_attempts),
-                          record.error.describe(), std::string{to_string(record.error.cls)},
+                          clean(record.error.describe()), std::string{to_string(record.error.cls)},
                           data, std::to_string(std::max<int64_t>(retry_delay.count(), 0))});
     if (!res)
       return done(res.error());
@@ -527,27 +569,39 @@ void pg_repository::release(lease_ref ref, callback<void> done) {
 }
 
 void pg_repository::append_events(std::vector<audit_event> events, callback<void> done) {
+  append_events_each(std::move(events),
+                     [done = std::move(done)](result<std::vector<result<void>>> r) {
+                       done(r ? all_stored(*r) : result<void>{r.error()});
+                     });
+}
+
+void pg_repository::append_events_each(std::vector<audit_event> events,
+                                       callback<std::vector<result<void>>> done) {
   pool_->submit([events = std::move(events), done = std::move(done)](pg::connection& conn) {
     if (events.empty())
-      return done(result<void>{});
-    std::vector<param> ids, steps, outcomes, details, durations, workers, ats;
-    for (auto& e : events) {
-      ids.emplace_back(e.ingestion_id.str());
-      steps.emplace_back(e.step);
-      outcomes.emplace_back(e.outcome);
-      details.push_back(opt_text(e.detail));
-      durations.emplace_back(std::to_string(e.duration_ms));
-      workers.push_back(opt_text(e.worker_id));
-      ats.emplace_back(std::to_string(e.at_ms));
-    }
-    auto res = conn.exec(events_sql,
-                         {pg::array_literal(ids), pg::array_literal(steps),
-                          pg::array_literal(outcomes), pg::array_literal(details),
-                          pg::array_literal(durations), pg::array_literal(workers),
-                          pg::array_literal(ats)});
-    if (!res)
-      return done(res.error());
-    done(result<void>{});
+      return done(std::vector<result<void>>{});
+    done(pg::run_batch<void>(events.size(), [&](const std::vector<size_t>& items)
+                                                -> result<std::vector<result<void>>> {
+      std::vector<param> ids, steps, outcomes, details, durations, workers, ats;
+      for (auto i : items) {
+        auto& e = events[i];
+        ids.emplace_back(e.ingestion_id.str());
+        steps.push_back(clean(e.step));
+        outcomes.push_back(clean(e.outcome));
+        details.push_back(opt_clean(e.detail));
+        durations.emplace_back(std::to_string(e.duration_ms));
+        workers.push_back(opt_clean(e.worker_id));
+        ats.emplace_back(std::to_string(e.at_ms));
+      }
+      auto res = conn.exec(events_sql,
+                           {pg::array_literal(ids), pg::array_literal(steps),
+                            pg::array_literal(outcomes), pg::array_literal(details),
+                            pg::array_literal(durations), pg::array_literal(workers),
+                            pg::array_literal(ats)});
+      if (!res)
+        return res.error();
+      return std::vector<result<void>>(items.size());
+    }));
   });
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "adapters/db/pg_connection.hpp"
 #include "adapters/db/repository.hpp"
 #include "adapters/support/coalescing_queue.hpp"
 
@@ -21,6 +22,8 @@ class pool;
 struct pg_repository_options {
   /// Connection threads (each owns one libpq connection).
   int pool_size = 2;
+  /// The deadlines of every statement.
+  pg::session_options session = {};
 };
 
 /// Callbacks run on the pool's threads. Destroying the repository runs the calls already made,
@@ -45,6 +48,9 @@ public:
                     callback<std::vector<lease_ref>> done) override;
   void release(lease_ref ref, callback<void> done) override;
   void append_events(std::vector<audit_event> events, callback<void> done) override;
+  /// An event PostgreSQL refuses fails alone; the others of the statement are stored.
+  void append_events_each(std::vector<audit_event> events,
+                          callback<std::vector<result<void>>> done) override;
   void rescue_stranded(std::chrono::seconds stale_threshold, int limit,
                        callback<std::vector<uuid>> done) override;
 

@@ -29,6 +29,14 @@ struct completion {
   completion_record record;
 };
 
+/// The answer for a group of items: the first item's error, or success when every item succeeded.
+inline result<void> all_stored(const std::vector<result<void>>& answers) {
+  for (auto& a : answers)
+    if (!a)
+      return a;
+  return {};
+}
+
 /// Asynchronous: every call returns at once and calls its callback exactly once, from a
 /// database thread. Connection problems are transient errors (code "pg.<SQLSTATE>" or
 /// "pg.connection"); a fenced write that matches no row is an error of class claim_lost.
@@ -80,6 +88,17 @@ public:
 
   /// Appends audit events in one statement.
   virtual void append_events(std::vector<audit_event> events, callback<void> done) = 0;
+
+  /// append_events with an answer per event, for a caller that puts several callers' events in
+  /// one call (batching_repository): an event that fails, fails alone. By default every event
+  /// gets the answer of append_events.
+  virtual void append_events_each(std::vector<audit_event> events,
+                                  callback<std::vector<result<void>>> done) {
+    auto n = events.size();
+    append_events(std::move(events), [n, done = std::move(done)](result<void> r) {
+      done(std::vector<result<void>>(n, r));
+    });
+  }
 
   /// The sweeper's net: under a cluster-wide advisory lock, finds `in-progress` ingestions that
   /// nobody holds (no live lease), that were due more than `stale_threshold` ago, whose message

@@ -12,6 +12,8 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "messages/text.hpp"
+
 namespace ingestd {
 
 namespace {
@@ -111,12 +113,8 @@ std::vector<std::string> split_lines(std::string_view text) {
     while (!line.empty() && (line.back() == ' '))
       line.pop_back();
     // No invoice row is this long; the cap bounds the regex work on garbage input.
-    if (line.size() > max_line_bytes) {
-      size_t cut = max_line_bytes;
-      while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80)
-        --cut;
-      line.resize(cut);
-    }
+    if (line.size() > max_line_bytes)
+      line.resize(utf8_prefix(line, max_line_bytes).size());
     lines.push_back(join_spaced_title(std::move(line)));
     if (lines.size() >= max_lines)
       break;

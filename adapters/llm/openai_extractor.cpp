@@ -15,6 +15,7 @@
 
 #include "adapters/llm/extraction_schema.hpp"
 #include "adapters/support/log.hpp"
+#include "messages/text.hpp"
 
 namespace ingestd {
 
@@ -54,7 +55,7 @@ std::string scrub(std::string text, const std::string& secret) {
     for (auto p = text.find(secret); p != std::string::npos; p = text.find(secret, p))
       text.replace(p, secret.size(), "[redacted]");
   if (text.size() > 400)
-    text = text.substr(0, 400) + "...";
+    text = std::string{utf8_prefix(text, 400)} + "...";
   return text;
 }
 
@@ -102,7 +103,7 @@ error_body read_error_body(std::string_view body) {
   rapidjson::Document doc;
   doc.Parse(body.data(), body.size());
   if (doc.HasParseError() || !doc.IsObject()) {
-    out.message = std::string{body.substr(0, 300)};
+    out.message = std::string{utf8_prefix(body, 300)};
     return out;
   }
   auto err = doc.FindMember("error");

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "adapters/db/pg_connection.hpp"
+#include "messages/text.hpp"
 #include "messages/uuid.hpp"
 
 namespace ingestd {
@@ -151,7 +152,7 @@ struct postgres_queue::impl {
     : url(std::move(url_in)), queue(std::move(queue_in)), opts(std::move(opts_in)) {
     dlq = opts.dead_letter_queue.empty() ? queue + "-dlq" : opts.dead_letter_queue;
     wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    pool = std::make_unique<pg::pool>(url, pg::pool_options{opts.pool_size, "ingestd-queue"});
+    pool = std::make_unique<pg::pool>(url, pg::pool_options{opts.pool_size, "ingestd-queue", opts.session});
     listener = std::thread([this] { listen_loop(); });
   }
 
@@ -266,7 +267,7 @@ struct postgres_queue::impl {
 
   void listen_loop() {
     name_this_thread("ingestd-listen");
-    pg::connection conn{url};
+    pg::connection conn{url, opts.session};
     bool listening = false;
     for (;;) {
       if (!listening) {
@@ -481,9 +482,11 @@ void postgres_queue::send(std::vector<outgoing_message> messages,
     std::vector<batch_entry_result> out;
     std::vector<param> ids, bodies, delays;
     for (auto& m : messages) {
-      if (m.body.find('\0') != std::string::npos) {
+      if (clean_text(m.body) != m.body) {
+        // Refused alone (as SQS does) rather than failing the statement of the whole batch.
         out.push_back(failed_entry(
-          "", error::make_permanent("queue.InvalidMessageContents", "body contains NUL")));
+          "", error::make_permanent("queue.InvalidMessageContents",
+                                    "body contains NUL or bytes that are not UTF-8")));
       } else if (m.delay.count() < 0 || m.delay.count() > 900) {
         out.push_back(failed_entry(
           "", error::make_permanent("queue.InvalidParameterValue", "delay must be 0..900 s")));

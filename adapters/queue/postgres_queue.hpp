@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "adapters/db/pg_connection.hpp"
 #include "adapters/queue/queue.hpp"
 
 namespace ingestd {
@@ -22,6 +23,9 @@ struct postgres_queue_options {
   int max_receive_count = 0;
   /// The dead-letter queue's name (rows of the same table); empty means "<queue>-dlq".
   std::string dead_letter_queue;
+  /// The deadlines of every statement. A parked long poll waits on the client, not in a
+  /// statement, so it needs no longer one.
+  pg::session_options session = {};
 };
 
 /// Callbacks run on the adapter's threads. Destroying the queue answers pending long polls

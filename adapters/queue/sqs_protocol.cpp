@@ -11,6 +11,7 @@
 #include <rapidjson/writer.h>
 
 #include "adapters/aws/encoding.hpp"
+#include "messages/text.hpp"
 
 namespace ingestd::sqs {
 
@@ -441,7 +442,7 @@ error parse_error(const http_response& response) {
       message = string_member(doc, "Message");
   } else if (!response.body.empty()) {
     // A proxy or load balancer answered (HTML, plain text): keep a short excerpt.
-    message = response.body.substr(0, 200);
+    message = std::string{utf8_prefix(response.body, 200)};
   }
   if (code.empty())
     code = "http_" + std::to_string(response.status);

@@ -29,9 +29,9 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-/// The lease the nodes run with (worker.stale_ingestion_threshold_minutes = 1): a node stopped
-/// longer than this loses its claims to the others.
-constexpr auto lease = 60s;
+/// The lease the nodes run with (worker.lease_seconds of the end-to-end environment): a node
+/// stopped longer than this loses its claims to the others.
+constexpr auto lease = 10s;
 
 std::string truth_invoice_number(const std::string& source) {
   // inv01_en_classic.pdf -> truth/inv01.json

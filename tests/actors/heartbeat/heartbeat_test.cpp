@@ -52,6 +52,7 @@ CAF_TEST(new claims are extended in one batch soon after tracking) {
 
 CAF_TEST(each tick extends every claim and renews every lease in one statement) {
   ctx->settings.heartbeat_rate = 60s;
+  ctx->settings.heartbeat_extension = 300s;
   auto hb = heartbeat();
   for (int i = 0; i < 12; ++i)
     track(hb);
@@ -72,8 +73,11 @@ CAF_TEST(untracked claims are left alone) {
   auto hb = heartbeat();
   auto id = track(hb);
   sched.run();
+  // Listed as held (for a shutdown that runs out of time) until untracked.
+  CAF_CHECK(ctx->claims->ids() == std::vector<uuid>{id});
   caf::anon_send(hb, untrack_atom_v, id);
   sched.run();
+  CAF_CHECK(ctx->claims->ids().empty());
   advance_time(61s);
   sched.run();
   CAF_CHECK(queue->visibility_calls().empty());
@@ -89,6 +93,7 @@ CAF_TEST(a lost lease is told to the job) {
   sched.run();
   CAF_REQUIRE_EQUAL(lost.size(), 1u);
   CAF_CHECK(lost[0].find("lease lost") != std::string::npos);
+  CAF_CHECK(ctx->claims->ids().empty());
 }
 
 CAF_TEST(a refused extension is told to the job) {
@@ -107,6 +112,7 @@ CAF_TEST(a refused extension is told to the job) {
 }
 
 CAF_TEST(extension stops at the 12-hour visibility total of SQS) {
+  ctx->settings.heartbeat_rate = 60s;
   ctx->settings.heartbeat_extension = 300s;
   auto hb = heartbeat();
   auto now = std::chrono::steady_clock::now();

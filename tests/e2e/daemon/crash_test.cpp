@@ -1,6 +1,6 @@
 // kill -9 mid-run: a second daemon finishes everything, nothing is completed twice, and the dead
-// daemon's claims are taken over once their lease (1 minute) expires. A document whose worker is
-// killed every time it processes it ends `failed` as poison after max_retry_attempts crashes.
+// daemon's claims are taken over once their lease expires. A document whose worker is killed every
+// time it processes it ends `failed` as poison after max_retry_attempts crashes.
 #include <csignal>
 #include <filesystem>
 

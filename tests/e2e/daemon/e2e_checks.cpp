@@ -1,6 +1,13 @@
 // Assertions shared by the end-to-end tests, as SQL over the fresh schema.
 #include "e2e_checks.hpp"
 
+#include <stdexcept>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 namespace ingestd::test {
@@ -45,6 +52,33 @@ bool await_completed(e2e_setup& s, int64_t n, std::chrono::seconds deadline) {
 
 int64_t queue_depth(e2e_setup& s) {
   return s.count("SELECT count(*) FROM queue_message WHERE queue_name = $1", {s.queue_name()});
+}
+
+silent_server::silent_server() {
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(fd_, 16) != 0
+      || ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    throw std::runtime_error("cannot listen on 127.0.0.1");
+  port_ = ntohs(a.sin_port);
+}
+
+silent_server::~silent_server() {
+  ::close(fd_);
+}
+
+std::string silent_server::url() const {
+  return "http://127.0.0.1:" + std::to_string(port_);
+}
+
+bool await_waiting_on_extraction(e2e_setup& s, std::chrono::seconds deadline) {
+  return wait_until([&] {
+    return s.count("SELECT count(*) FROM ingestion WHERE status = 'in-progress' AND claim_token IS NOT NULL "
+                   "AND transcription_file_path IS NOT NULL") == 1;
+  }, deadline);
 }
 
 } // namespace ingestd::test

@@ -1,4 +1,5 @@
-// Assertions shared by the end-to-end tests: every ingestion completed exactly once.
+// Assertions shared by the end-to-end tests: every ingestion completed exactly once; and a silent
+// server that keeps a job in flight.
 #pragma once
 
 #include <chrono>
@@ -21,5 +22,25 @@ bool await_completed(e2e_setup& s, int64_t n, std::chrono::seconds deadline);
 
 /// Messages left in the setup's queue.
 int64_t queue_depth(e2e_setup& s);
+
+/// A TCP listener on 127.0.0.1 that never answers: as the LLM's URL it keeps a job in flight, its
+/// claim held, for as long as the request's timeout.
+class silent_server {
+public:
+  silent_server();
+  ~silent_server();
+  silent_server(const silent_server&) = delete;
+  silent_server& operator=(const silent_server&) = delete;
+
+  std::string url() const;
+
+private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+/// Waits (deadline) until the one in-progress ingestion is claimed and transcribed: its job waits
+/// on the extractor.
+bool await_waiting_on_extraction(e2e_setup& s, std::chrono::seconds deadline);
 
 } // namespace ingestd::test

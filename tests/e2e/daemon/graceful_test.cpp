@@ -52,7 +52,7 @@ TEST(e2e_daemon_graceful, a_grace_shorter_than_the_jobs_releases_them_and_a_seco
     << "the unfinished jobs' messages are visible again at once\n" << first->log_tail();
 
   auto second = s.start({{"INGESTD_WORKER__ID", "e2e-second"}});
-  // Visible and unclaimed: the second daemon takes them at once, far within the 1 minute lease.
+  // Visible and unclaimed: the second daemon takes them at once, long before the lease would have expired.
   ASSERT_TRUE(await_completed(s, 6, 300s));
   ASSERT_TRUE(wait_until([&] { return queue_depth(s) == 0; }, 60s)) << s.logs();
   ASSERT_TRUE(await_complete_events(s, ids, 30s)) << s.logs();

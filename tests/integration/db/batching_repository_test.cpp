@@ -21,15 +21,9 @@ using namespace std::chrono_literals;
 namespace {
 
 std::vector<uuid> add_ingestions(pg_schema& db, int n) {
-  auto rows = db.query("WITH d AS (INSERT INTO document (id, tenant_id, content_hash, file_path) "
-                       "SELECT g, gen_random_uuid(), g::text, 'documents/' || g FROM "
-                       "(SELECT gen_random_uuid() AS g FROM generate_series(1, $1::integer)) x RETURNING id) "
-                       "INSERT INTO ingestion (id, document_id, uploaded_by) "
-                       "SELECT gen_random_uuid(), id, gen_random_uuid() FROM d RETURNING id",
-                       {std::to_string(n)});
   std::vector<uuid> ids;
-  for (auto& r : rows)
-    ids.push_back(*uuid::parse(*r[0]));
+  for (auto& id : db.add_ingestions(n))
+    ids.push_back(*uuid::parse(id));
   return ids;
 }
 

@@ -152,6 +152,26 @@ TEST_F(pg_queue_test, batch_is_at_most_ten) {
     EXPECT_FALSE(seen.contains(m.body));
 }
 
+TEST_F(pg_queue_test, a_body_postgresql_would_refuse_fails_alone) {
+  auto q = make();
+  std::vector<outgoing_message> out{{"m0", 0s}, {"cut \xE2\x82", 0s}, {std::string{"nul \0 inside", 12}, 0s},
+                                    {"m3 \xE2\x82\xAC", 0s}};
+  auto res = await<entries>([&](auto cb) { q->send(out, cb); });
+  ASSERT_TRUE(res) << res.error().describe();
+  ASSERT_EQ(res->size(), 4u);
+  for (size_t i : {1u, 2u}) {
+    EXPECT_TRUE(res->at(i).failed) << i;
+    EXPECT_EQ(res->at(i).error.code, "queue.InvalidMessageContents");
+  }
+  EXPECT_FALSE(res->at(0).failed) << res->at(0).error.describe();
+  EXPECT_FALSE(res->at(3).failed) << res->at(3).error.describe();
+  auto got = receive(*q, 10, 0s, 60s);
+  std::set<std::string> bodies;
+  for (auto& m : got)
+    bodies.insert(m.body);
+  EXPECT_EQ(bodies, (std::set<std::string>{"m0", "m3 \xE2\x82\xAC"}));
+}
+
 TEST_F(pg_queue_test, concurrent_consumers_receive_every_message_once) {
   constexpr int messages_total = 400;
   constexpr int consumers = 4;

@@ -145,6 +145,19 @@ std::string pg_schema::scalar(const std::string& sql,
   return rows[0][0].value_or("");
 }
 
+std::vector<std::string> pg_schema::add_ingestions(int n) {
+  auto rows = query("WITH d AS (INSERT INTO document (id, tenant_id, content_hash, file_path) "
+                    "SELECT g, gen_random_uuid(), g::text, 'documents/' || g FROM "
+                    "(SELECT gen_random_uuid() AS g FROM generate_series(1, $1::integer)) x RETURNING id) "
+                    "INSERT INTO ingestion (id, document_id, uploaded_by) "
+                    "SELECT gen_random_uuid(), id, gen_random_uuid() FROM d RETURNING id",
+                    {std::to_string(n)});
+  std::vector<std::string> ids;
+  for (auto& r : rows)
+    ids.push_back(r.at(0).value_or(""));
+  return ids;
+}
+
 int pg_schema::terminate_adapter_backends() {
   // Materialized first: the planner may otherwise call pg_terminate_backend() before the
   // application_name filter and end other tests' connections.

@@ -43,6 +43,10 @@ public:
   std::string scalar(const std::string& sql,
                      const std::vector<std::optional<std::string>>& params = {});
 
+  /// Creates `n` new documents, each with one in-progress ingestion nobody holds; returns the
+  /// ingestions' ids.
+  std::vector<std::string> add_ingestions(int n);
+
   /// Terminates the backends of the adapters under test (url() sets application_name to the
   /// schema's name), as an administrator or a crashed server would, and waits until the server
   /// has ended them; returns how many.

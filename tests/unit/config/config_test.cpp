@@ -43,11 +43,18 @@ TEST_F(config_test, defaults_match_seed_001) {
   EXPECT_EQ(cfg->extraction.provider, "local");
   EXPECT_EQ(cfg->queue.wait_time_seconds, 20);
   EXPECT_EQ(cfg->queue.max_messages, 10);
-  EXPECT_EQ(cfg->worker.heartbeat_rate_seconds, 60);
-  EXPECT_EQ(cfg->worker.heartbeat_extension_seconds, 300);
+  // The lease and what derives from it: visibility and extension the lease + 15 s, the
+  // heartbeat every third of it.
+  EXPECT_EQ(cfg->worker.lease_seconds, 30);
+  EXPECT_EQ(cfg->queue.visibility_timeout_seconds, 45);
+  EXPECT_EQ(cfg->worker.heartbeat_rate_seconds, 10);
+  EXPECT_EQ(cfg->worker.heartbeat_extension_seconds, 45);
   EXPECT_EQ(cfg->worker.heartbeat_pool_size, 2);
   EXPECT_EQ(cfg->worker.max_retry_attempts, 3);
-  EXPECT_EQ(cfg->worker.stale_ingestion_threshold_minutes, 5);
+  EXPECT_EQ(cfg->worker.stale_ingestion_threshold_minutes, 0);
+  EXPECT_EQ(cfg->database.statement_timeout_seconds, 30);
+  EXPECT_EQ(cfg->database.lock_timeout_seconds, 10);
+  EXPECT_EQ(cfg->database.tcp_user_timeout_seconds, 30);
   EXPECT_EQ(cfg->worker.shutdown_grace_seconds, 600);
   EXPECT_DOUBLE_EQ(cfg->transcription.ocr_quality_threshold, 0.7);
   EXPECT_EQ(cfg->worker.retry_backoff_seconds, (std::vector<int64_t>{300, 1800}));
@@ -68,9 +75,14 @@ TEST_F(config_test, committed_default_file_holds_every_key_with_its_default) {
 TEST_F(config_test, every_printed_key_has_an_environment_override) {
   // Each key of the defaults, set through INGESTD_<SECTION>__<KEY> (to another value where any
   // will do), is accepted and printed back: the file, the environment and printing share one table.
+  // A derived integer (0 in the defaults) takes one less than its effective value, which agrees
+  // with the keys it derives from.
   rapidjson::Document defaults;
   defaults.Parse(default_config_json().c_str());
   ASSERT_TRUE(defaults.IsObject());
+  rapidjson::Document effective;
+  effective.Parse(default_config().to_json().c_str());
+  ASSERT_TRUE(effective.IsObject());
   auto upper = [](std::string s) {
     for (auto& c : s)
       c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -87,7 +99,8 @@ TEST_F(config_test, every_printed_key_has_an_environment_override) {
         text = v.GetBool() ? "false" : "true";
         printed = text;
       } else if (v.IsInt64()) {
-        text = std::to_string(v.GetInt64() == 0 ? 1 : v.GetInt64() - 1);
+        auto x = effective[section.name.GetString()][key.name.GetString()].GetInt64();
+        text = std::to_string(x == 0 ? 1 : x - 1);
         printed = text;
       } else if (v.IsDouble()) {
         text = "0.5";
@@ -129,7 +142,7 @@ TEST_F(config_test, file_values_and_environment_overrides_apply) {
 TEST_F(config_test, out_of_range_value_names_key_value_and_range) {
   auto text = failure(write(R"({"worker": {"heartbeat_rate_seconds": -5}})"));
   EXPECT_NE(text.find("worker.heartbeat_rate_seconds = -5"), std::string::npos) << text;
-  EXPECT_NE(text.find("expected an integer from 1 to 3600"), std::string::npos) << text;
+  EXPECT_NE(text.find("expected an integer from 0 to 3600"), std::string::npos) << text;
 }
 
 TEST_F(config_test, wrong_types_are_rejected) {
@@ -218,4 +231,89 @@ TEST_F(config_test, effective_configuration_masks_secrets) {
   auto secret_line = json.substr(json.find("\"INGESTD_LLM_API_KEY\""));
   EXPECT_EQ(secret_line.substr(0, secret_line.find('\n')).find("(set)") == std::string::npos, false) << json;
   EXPECT_EQ(mask_url_password("postgresql://ingestd@127.0.0.1/x"), "postgresql://ingestd@127.0.0.1/x");
+}
+
+TEST_F(config_test, heartbeat_keys_and_visibility_derive_from_the_lease) {
+  auto cfg = load_config(std::nullopt, {{"INGESTD_WORKER__LEASE_SECONDS", "60"}});
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_EQ(cfg->worker.lease_seconds, 60);
+  EXPECT_EQ(cfg->queue.visibility_timeout_seconds, 75);
+  EXPECT_EQ(cfg->worker.heartbeat_extension_seconds, 75);
+  EXPECT_EQ(cfg->worker.heartbeat_rate_seconds, 20);
+  // The printed configuration shows what derives; the defaults file keeps 0 ("derived").
+  EXPECT_NE(cfg->to_json().find("\"heartbeat_rate_seconds\":20"), std::string::npos);
+  EXPECT_NE(default_config_json().find("\"heartbeat_rate_seconds\":0"), std::string::npos);
+  // The shortest lease still has a heartbeat of at least one second.
+  cfg = load_config(std::nullopt, {{"INGESTD_WORKER__LEASE_SECONDS", "2"}});
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_EQ(cfg->worker.heartbeat_rate_seconds, 1);
+  // The visibility stays within SQS's 12 hours.
+  cfg = load_config(std::nullopt, {{"INGESTD_WORKER__LEASE_SECONDS", "43200"}});
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_EQ(cfg->queue.visibility_timeout_seconds, 43200);
+}
+
+TEST_F(config_test, given_values_that_agree_with_the_lease_win) {
+  auto cfg = load_config(write(R"({"worker": {"lease_seconds": 20, "heartbeat_rate_seconds": 10,
+                                               "heartbeat_extension_seconds": 20},
+                                   "queue": {"visibility_timeout_seconds": 600}})"),
+                         {});
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_EQ(cfg->worker.heartbeat_rate_seconds, 10);
+  EXPECT_EQ(cfg->worker.heartbeat_extension_seconds, 20);
+  EXPECT_EQ(cfg->queue.visibility_timeout_seconds, 600);
+}
+
+TEST_F(config_test, the_old_stale_threshold_is_an_alias_of_the_lease) {
+  auto cfg = load_config(write(R"({"worker": {"stale_ingestion_threshold_minutes": 2}})"), {});
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_EQ(cfg->worker.lease_seconds, 120);
+  EXPECT_EQ(cfg->queue.visibility_timeout_seconds, 135);
+  EXPECT_EQ(cfg->worker.heartbeat_rate_seconds, 40);
+  cfg = load_config(std::nullopt, {{"INGESTD_WORKER__STALE_INGESTION_THRESHOLD_MINUTES", "3"}});
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_EQ(cfg->worker.lease_seconds, 180);
+  // Both given: the lease wins, even when it equals its default.
+  cfg = load_config(write(R"({"worker": {"stale_ingestion_threshold_minutes": 2, "lease_seconds": 30}})"), {});
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_EQ(cfg->worker.lease_seconds, 30);
+  cfg = load_config(write(R"({"worker": {"stale_ingestion_threshold_minutes": 2}})"),
+                    {{"INGESTD_WORKER__LEASE_SECONDS", "40"}});
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_EQ(cfg->worker.lease_seconds, 40);
+  // An older name is accepted but not advertised.
+  EXPECT_EQ(default_config_json().find("stale_ingestion_threshold_minutes"), std::string::npos);
+}
+
+TEST_F(config_test, a_heartbeat_not_well_below_the_lease_is_refused_by_name) {
+  EXPECT_EQ(failure(std::nullopt, {{"INGESTD_WORKER__HEARTBEAT_RATE_SECONDS", "16"}}),
+            "worker.heartbeat_rate_seconds = 16: expected at most half of worker.lease_seconds (30), "
+            "or one late heartbeat loses live claims");
+  EXPECT_TRUE(load_config(std::nullopt, {{"INGESTD_WORKER__HEARTBEAT_RATE_SECONDS", "15"}}));
+}
+
+TEST_F(config_test, an_extension_or_visibility_shorter_than_the_lease_is_refused_by_name) {
+  EXPECT_EQ(failure(write(R"({"worker": {"lease_seconds": 60, "heartbeat_extension_seconds": 59},
+                              "queue": {"visibility_timeout_seconds": 30}})")),
+            "queue.visibility_timeout_seconds = 30: expected at least worker.lease_seconds (60), or a "
+            "message becomes visible to other nodes while its claim lasts\n"
+            "worker.heartbeat_extension_seconds = 59: expected at least worker.lease_seconds (60), or a "
+            "message becomes visible to other nodes while its claim lasts");
+  // The lease set through the older name is checked the same way.
+  EXPECT_EQ(failure(std::nullopt, {{"INGESTD_WORKER__STALE_INGESTION_THRESHOLD_MINUTES", "1"},
+                                   {"INGESTD_WORKER__HEARTBEAT_EXTENSION_SECONDS", "45"}}),
+            "worker.heartbeat_extension_seconds = 45: expected at least worker.lease_seconds (60), or a "
+            "message becomes visible to other nodes while its claim lasts");
+}
+
+TEST_F(config_test, lease_and_database_timeouts_are_range_checked) {
+  auto text = failure(std::nullopt, {{"INGESTD_WORKER__LEASE_SECONDS", "1"},
+                                     {"INGESTD_DATABASE__STATEMENT_TIMEOUT_SECONDS", "-1"},
+                                     {"INGESTD_DATABASE__LOCK_TIMEOUT_SECONDS", "x"},
+                                     {"INGESTD_DATABASE__TCP_USER_TIMEOUT_SECONDS", "3601"}});
+  for (auto line : {"worker.lease_seconds = \"1\" (environment INGESTD_WORKER__LEASE_SECONDS): expected an "
+                    "integer from 2 to 43200",
+                    "database.statement_timeout_seconds = \"-1\"", "database.lock_timeout_seconds = \"x\"",
+                    "database.tcp_user_timeout_seconds = \"3601\""})
+    EXPECT_NE(text.find(line), std::string::npos) << line << " in:\n" << text;
 }

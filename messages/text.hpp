@@ -1,0 +1,24 @@
+// Text made safe for storage: a byte-count limit that never cuts a UTF-8 character in half, and
+// the cleaning of strings and JSON that PostgreSQL would refuse (NUL, bytes that are not UTF-8).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace ingestd {
+
+/// The longest prefix of `s` of at most `max_bytes` bytes that ends on a character boundary:
+/// the limit for every message, excerpt and detail that is cut to a length.
+std::string_view utf8_prefix(std::string_view s, size_t max_bytes);
+
+/// `s` as a text column accepts it: NUL bytes dropped, every byte that does not belong to a
+/// well-formed UTF-8 character replaced by U+FFFD. Clean text comes back unchanged.
+std::string clean_text(std::string_view s);
+
+/// JSON text as a jsonb column accepts it: clean_text, and inside strings the escape \u0000
+/// dropped and an unpaired surrogate escape replaced by \ufffd. Valid JSON stays valid JSON;
+/// clean JSON comes back unchanged.
+std::string clean_json(std::string_view json);
+
+} // namespace ingestd

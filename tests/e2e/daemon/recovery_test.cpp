@@ -1,0 +1,55 @@
+// kill -9 with the defaults' lease (30 s) and nothing else set: the message's visibility follows
+// the lease (lease + 15 s), so another node takes the work over once the lease has run out and
+// finishes it within about 45 s of the kill, not minutes.
+#include <chrono>
+#include <csignal>
+
+#include <gtest/gtest.h>
+
+#include "e2e_checks.hpp"
+
+using namespace std::chrono_literals;
+using namespace ingestd::test;
+
+TEST(e2e_daemon_recovery, a_killed_nodes_document_is_finished_by_another_within_the_lease_and_padding) {
+  // The defaults' relation: the lease, and the heartbeat and visibility derived from it (0).
+  const std::map<std::string, std::string> default_lease{{"INGESTD_WORKER__LEASE_SECONDS", "30"},
+                                                         {"INGESTD_WORKER__HEARTBEAT_RATE_SECONDS", "0"}};
+  const auto lease = 30s;
+  const auto padding = 15s;  // of the receive visibility and each extension over the lease
+  const auto slack = 15s;    // a poll, the claim and a text PDF's processing on a loaded machine
+  e2e_setup s;
+  silent_server llm;
+  auto ids = s.add_documents(1, doc_kind::text_pdf);
+  s.enqueue(ids);
+  auto first_env = default_lease;
+  first_env.insert({{"INGESTD_WORKER__ID", "e2e-first"},
+                    {"INGESTD_EXTRACTION__PROVIDER", "llm"},
+                    {"INGESTD_EXTRACTION__LLM_BASE_URL", llm.url()}});
+  auto first = s.start(first_env);
+  // Claimed and transcribed: the job waits on the silent LLM, its claim kept alive.
+  ASSERT_TRUE(await_waiting_on_extraction(s, 120s)) << s.logs();
+  first->signal(SIGKILL);
+  auto killed = std::chrono::steady_clock::now();
+  auto rc = first->wait_exit(30s);
+  ASSERT_TRUE(rc.has_value());
+  EXPECT_EQ(*rc, 128 + SIGKILL);
+
+  auto second_env = default_lease;
+  second_env.insert({"INGESTD_WORKER__ID", "e2e-second"});
+  auto second = s.start(second_env);
+  ASSERT_TRUE(await_completed(s, 1, std::chrono::duration_cast<std::chrono::seconds>(lease + padding + slack + 60s)));
+  auto took = std::chrono::steady_clock::now() - killed;
+  EXPECT_LE(took, lease + padding + slack)
+    << "finished " << std::chrono::duration<double>(took).count() << " s after the kill\n" << s.logs();
+  // Not before the dead node's lease had run out: the message stayed hidden that long.
+  EXPECT_GE(took, lease) << std::chrono::duration<double>(took).count() << " s\n" << s.logs();
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1::uuid AND step = 'complete' "
+                    "AND outcome = 'ok' AND worker_id = 'e2e-second'", {ids[0]}),
+            1);
+  second->signal(SIGTERM);
+  rc = second->wait_exit(60s);
+  ASSERT_TRUE(rc.has_value()) << second->log_tail();
+  EXPECT_EQ(*rc, 0) << second->log_tail();
+  expect_completed_exactly_once(s, ids);
+}

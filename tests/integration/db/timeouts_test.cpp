@@ -1,0 +1,152 @@
+// Every database call has a deadline: a table locked by another session makes repository and
+// queue calls fail as transient errors within the lock timeout (or the statement timeout), and a
+// connection carries the configured deadlines together with the URL's own options.
+#include <chrono>
+
+#include <gtest/gtest.h>
+#include <libpq-fe.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include "adapters/db/pg_connection.hpp"
+#include "adapters/db/pg_repository.hpp"
+#include "adapters/queue/postgres_queue.hpp"
+#include "tests/support/environment.hpp"
+#include "tests/support/postgres/await.hpp"
+#include "tests/support/postgres/pg_fixture.hpp"
+
+using namespace ingestd;
+using namespace std::chrono_literals;
+using ingestd::test::await;
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+/// Room for scheduling and round trips on a loaded machine: far below "for ever", which is what
+/// a blocked call took without deadlines.
+constexpr auto slack = 10s;
+
+/// Seconds since `start`.
+double since(clock_type::time_point start) {
+  return std::chrono::duration<double>(clock_type::now() - start).count();
+}
+
+/// `r` is the transient error `code`, after about `deadline` (`took` seconds), not much later.
+template <class T>
+void expect_ended_by_deadline(const result<T>& r, double took, const std::string& code,
+                              std::chrono::seconds deadline) {
+  ASSERT_FALSE(r) << "the call went through a locked table";
+  EXPECT_TRUE(r.error().transient()) << r.error().describe();
+  EXPECT_EQ(r.error().code, code) << r.error().describe();
+  EXPECT_GE(took, std::chrono::duration<double>(deadline).count() - 0.1);
+  EXPECT_LT(took, std::chrono::duration<double>(deadline + slack).count());
+}
+
+class timeouts_test : public ingestd::test::postgres_test {
+protected:
+  /// A second session holding `table` in ACCESS EXCLUSIVE mode until the test ends.
+  void lock_table(const std::string& table) {
+    locker = std::make_unique<pg::connection>(db->url());
+    ASSERT_TRUE(locker->exec_simple("BEGIN"));
+    ASSERT_TRUE(locker->exec_simple("LOCK TABLE " + table + " IN ACCESS EXCLUSIVE MODE"));
+  }
+
+  void unlock() { ASSERT_TRUE(locker->exec_simple("ROLLBACK")); }
+
+  std::string show(pg::connection& conn, const std::string& setting) {
+    auto rows = conn.exec_simple("SHOW " + setting);
+    EXPECT_TRUE(rows) << rows.error().describe();
+    return rows && rows->size() == 1 ? rows->str(0, 0) : std::string{};
+  }
+
+  /// A repository call (states) made while `ingestion` is locked by another session, on a
+  /// repository whose connection has `session`'s deadlines: its answer and how long it took (s).
+  /// The same connection must serve the next call once the lock is gone.
+  std::pair<result<std::vector<ingestion_state>>, double> states_on_locked_ingestion(pg::session_options session) {
+    pg_repository repo{db->url(), pg_repository_options{1, session}};
+    auto states = [&] {
+      return await<std::vector<ingestion_state>>([&](auto cb) { repo.states({uuid::v7()}, cb); }, 60s);
+    };
+    // A first call connects before the lock, so that the measured time is the lock wait alone.
+    EXPECT_TRUE(states());
+    lock_table("ingestion");
+    auto start = clock_type::now();
+    auto r = states();
+    auto took = since(start);
+    unlock();
+    auto again = states();
+    EXPECT_TRUE(again) << again.error().describe();
+    return {std::move(r), took};
+  }
+
+  std::unique_ptr<pg::connection> locker;
+};
+
+
+} // namespace
+
+TEST_F(timeouts_test, a_connection_carries_its_deadlines_and_keeps_the_urls_options) {
+  pg::connection conn{db->url(), pg::session_options{7s, 3s, 20s}};
+  EXPECT_EQ(show(conn, "statement_timeout"), "7s");
+  EXPECT_EQ(show(conn, "lock_timeout"), "3s");
+  // The fixture's URL sets the search_path through its own options: they still apply.
+  EXPECT_EQ(show(conn, "search_path"), db->name());
+  int tcp_timeout = 0;
+  socklen_t len = sizeof tcp_timeout;
+  sockaddr_storage peer{};
+  socklen_t peer_len = sizeof peer;
+  ASSERT_EQ(::getpeername(PQsocket(conn.raw()), reinterpret_cast<sockaddr*>(&peer), &peer_len), 0);
+  if (peer.ss_family == AF_INET || peer.ss_family == AF_INET6) {
+    ASSERT_EQ(::getsockopt(PQsocket(conn.raw()), IPPROTO_TCP, TCP_USER_TIMEOUT, &tcp_timeout, &len), 0);
+    EXPECT_EQ(tcp_timeout, 20000);
+  }
+  // The defaults bound every call too; the tcp_only sessions leave the server's deadlines off.
+  pg::connection defaults{db->url()};
+  EXPECT_EQ(show(defaults, "statement_timeout"), "30s");
+  EXPECT_EQ(show(defaults, "lock_timeout"), "10s");
+  pg::connection unbounded{db->url(), pg::session_options::tcp_only()};
+  EXPECT_EQ(show(unbounded, "statement_timeout"), "0");
+  EXPECT_EQ(show(unbounded, "lock_timeout"), "0");
+}
+
+TEST_F(timeouts_test, a_setting_in_the_urls_options_wins_over_the_session_deadline) {
+  auto url = db->url() + "&options=-csearch_path%3D" + db->name() + "%20-clock_timeout%3D4s";
+  pg::connection conn{url, pg::session_options{7s, 3s, 20s}};
+  EXPECT_EQ(show(conn, "lock_timeout"), "4s");
+  EXPECT_EQ(show(conn, "statement_timeout"), "7s");
+}
+
+TEST_F(timeouts_test, a_repository_call_on_a_locked_table_fails_transiently_within_the_lock_timeout) {
+  auto [r, took] = states_on_locked_ingestion(pg::session_options{30s, 1s, 30s});
+  expect_ended_by_deadline(r, took, "pg.55P03", 1s);
+}
+
+TEST_F(timeouts_test, without_a_lock_timeout_the_statement_timeout_ends_the_wait) {
+  auto [r, took] = states_on_locked_ingestion(pg::session_options{2s, 0s, 30s});
+  expect_ended_by_deadline(r, took, "pg.57014", 2s);
+}
+
+TEST_F(timeouts_test, a_queue_call_on_a_locked_table_fails_transiently_within_the_lock_timeout) {
+  postgres_queue_options opts;
+  opts.session = pg::session_options{30s, 1s, 30s};
+  postgres_queue q{db->url(), test::unique_name("q"), opts};
+  ASSERT_TRUE(await<queue_stats>([&](auto cb) { q.stats(cb); }));
+  lock_table("queue_message");
+  auto start = clock_type::now();
+  auto stats = await<queue_stats>([&](auto cb) { q.stats(cb); }, 60s);
+  expect_ended_by_deadline(stats, since(start), "pg.55P03", 1s);
+  // A send is refused the same way rather than hanging: the caller learns it may retry.
+  auto sent = await<std::vector<batch_entry_result>>(
+    [&](auto cb) { q.send({outgoing_message{"body", 0s}}, cb); }, 60s);
+  if (sent) {
+    ASSERT_EQ(sent->size(), 1u);
+    EXPECT_TRUE((*sent)[0].failed);
+    EXPECT_TRUE((*sent)[0].error.transient()) << (*sent)[0].error.describe();
+  } else {
+    EXPECT_TRUE(sent.error().transient()) << sent.error().describe();
+  }
+  unlock();
+  EXPECT_TRUE(await<queue_stats>([&](auto cb) { q.stats(cb); }));
+}
