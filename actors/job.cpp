@@ -12,9 +12,11 @@
 //     │                                                   ▼
 //     │                                      extract ─► gate ─► complete ─► untrack ─► ack ─► done (completed)
 //     │
-//   any error ─► fail: record_failure ──failed──► notify ─► untrack ─► ack* ─► done (failed)
-//                      │             └─in progress─► untrack ─► visibility = backoff ─► done (retrying)
-//                      └─error or timeout──────────► untrack ─► done (abandoned; message and lease expire)
+//   database unavailable (connection lost mid-job) ─► untrack ─► release claim ─► visibility 0
+//                                                      ─► done (released; no attempt counted)
+//   any other error ─► fail: record_failure ──failed──► notify ─► untrack ─► ack* ─► done (failed)
+//                            │             └─in progress─► untrack ─► visibility = backoff ─► done (retrying)
+//                            └─error or timeout──────────► untrack ─► done (abandoned; message and lease expire)
 //   claim_lost anywhere, or lost from the heartbeat ─► untrack (release) ─► done (lost)
 //   stop (shutdown) ─► untrack ─► release claim ─► visibility 0 ─► done (released)
 //                     (a stop during the claim waits for its answer and gives back what it granted:
@@ -170,7 +172,7 @@ void fail(job_ptr self, error err, std::string structured_data = {});
 void back_off(job_ptr self, std::chrono::seconds delay, std::string detail, std::string error_class);
 void lost(job_ptr self, std::string reason);
 void release(job_ptr self);
-void give_back(job_ptr self);
+void give_back(job_ptr self, std::string reason);
 void deadline_passed(job_ptr self);
 
 // ---- how a step runs -----------------------------------------------------------------------
@@ -282,7 +284,7 @@ void claim(job_ptr self) {
         step_done(self, "ok", "attempt " + std::to_string(st.claim.attempt_count + 1));
       }
       if (st.phase == job_phase::releasing)
-        return give_back(self);  // a stop came while the claim ran
+        return give_back(self, "shutdown");  // a stop came while the claim ran
       if (!granted)
         return not_claimed(self);
       st.phase = job_phase::working;
@@ -585,6 +587,15 @@ void fail(job_ptr self, error err, std::string structured_data) {
     return;
   if (err.claim_lost())
     return finish(self, job_result::lost, err.describe(), "claim_lost");
+  if (database_unavailable(err)) {
+    // The database went away under the job: the system's failure, not the document's. No
+    // attempt is counted and no back-off waited out; the work is given back and starts again as
+    // soon as the database answers. (If the give-back cannot reach it either, the message
+    // reappears after its visibility timeout and the expired claim counts as a crash.)
+    st.phase = job_phase::releasing;
+    untrack(self);
+    return give_back(self, "database unavailable: " + err.describe());
+  }
   auto& s = st.ctx->settings;
   auto attempt = static_cast<size_t>(std::max(st.claim.attempt_count, 0));
   auto delay = s.retry_backoff.empty() ? std::chrono::seconds{0}
@@ -688,17 +699,17 @@ void release(job_ptr self) {
   // A claim granted in the database but never released would expire and count as a crash:
   // its answer gives back what it granted (claim()), or its deadline ends the job.
   if (!claim_running)
-    give_back(self);
+    give_back(self, "shutdown");
 }
 
 /// Releases the claim, if one was granted, then makes the message visible again.
-void give_back(job_ptr self) {
+void give_back(job_ptr self, std::string reason) {
   auto& st = self->state;
-  auto give_back_message = [self] {
+  auto give_back_message = [self, reason = std::move(reason)] {
     auto& st = self->state;
     st.ctx->ports.ingest_queue->change_visibility({{st.msg.receipt, std::chrono::seconds{0}}},
                                                  [](result<std::vector<batch_entry_result>>) {});
-    finish(self, job_result::released, "shutdown: claim and message given back");
+    finish(self, job_result::released, reason + ": claim and message given back");
   };
   if (!st.claimed) {
     ++st.seq;

@@ -1,6 +1,7 @@
 // libpq connection handling shared by the repository, the Postgres queue and the migrator:
 // reconnect with backoff, prepared statements, SQLSTATE classification, the thread pool.
 #include "adapters/db/pg_connection.hpp"
+#include "adapters/db/repository.hpp"
 #include "adapters/support/thread_name.hpp"
 
 #include <algorithm>
@@ -181,11 +182,6 @@ std::vector<std::string> statements_in_progress() {
   return out;
 }
 
-bool is_connection_error(const error& err) {
-  return err.code == "pg.connection" || err.code.rfind("pg.08", 0) == 0 || err.code == "pg.57P01"
-         || err.code == "pg.57P02" || err.code == "pg.57P03";
-}
-
 std::string array_literal(const std::vector<param>& items) {
   std::string out = "{";
   bool first = true;
@@ -298,7 +294,7 @@ result<rows> connection::check(::pg_result* res, std::string_view context) {
   auto err = classify(res, conn_, context);
   if (res != nullptr)
     PQclear(res);
-  if (is_connection_error(err) || PQstatus(conn_) != CONNECTION_OK)
+  if (database_unavailable(err) || PQstatus(conn_) != CONNECTION_OK)
     drop();
   return err;
 }

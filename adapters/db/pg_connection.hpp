@@ -61,8 +61,6 @@ private:
 /// 08007 is transient with advice to re-read; 23505 and data/definition errors are permanent.
 error classify(const ::pg_result* res, const ::pg_conn* conn, std::string_view context);
 
-/// True for the error codes after which the connection should be dropped and reopened.
-bool is_connection_error(const error& err);
 
 /// The statements waiting for the server now, on every connection of the process, longest first,
 /// each as "name (N s)": what a shutdown that runs out of time names as stuck.

@@ -312,7 +312,7 @@ result<std::vector<result<void>>> complete_batch(pg::connection& conn,
                         pg::array_literal(valid), pg::array_literal(in_tok),
                         pg::array_literal(out_tok), pg::array_literal(model)});
   if (!res) {
-    if (!pg::is_connection_error(res.error()) && res.error().code != "pg.08007")
+    if (!database_unavailable(res.error()) && res.error().code != "pg.08007")
       return res.error();
     // The connection broke (or 08007): the commit may or may not have happened. Re-read
     // instead of redoing, so the caller learns which completions are final.

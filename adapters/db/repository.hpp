@@ -37,6 +37,13 @@ inline result<void> all_stored(const std::vector<result<void>>& answers) {
   return {};
 }
 
+/// True when the database could not be reached or went away during the call (connection loss,
+/// a server shutting down or starting up): the system's own failure, never the document's.
+inline bool database_unavailable(const error& err) {
+  return err.code == "pg.connection" || err.code.rfind("pg.08", 0) == 0 || err.code == "pg.57P01"
+         || err.code == "pg.57P02" || err.code == "pg.57P03";
+}
+
 /// Asynchronous: every call returns at once and calls its callback exactly once, from a
 /// database thread. Connection problems are transient errors (code "pg.<SQLSTATE>" or
 /// "pg.connection"); a fenced write that matches no row is an error of class claim_lost.

@@ -225,6 +225,24 @@ private:
   std::string journal_;
 };
 
+/// The ingestions not completed, with their claim and their queue message: what a failure shows.
+std::string unfinished(e2e_setup& s) {
+  std::string out = "not completed (ingestion: status attempts claim lease_expires message_seen due_at "
+                    "next_attempt | message: receive_count visible_at):\n";
+  for (auto& r : s.db().query(
+         "SELECT i.id::text, i.status, i.attempt_count::text, coalesce(i.claim_token::text, '-'), "
+         "coalesce(i.lease_expires_at::text, '-'), i.message_seen_at::text, "
+         "i.due_at::text, coalesce(i.last_error, '-'), "
+         "coalesce((SELECT string_agg(m.receive_count || ' ' || m.visible_at, '; ') "
+         "          FROM queue_message m WHERE m.body LIKE '%' || i.id || '%'), 'no message'), "
+         "now()::text FROM ingestion i WHERE i.status <> 'completed'")) {
+    for (auto& v : r)
+      out += v.value_or("NULL") + " | ";
+    out += "\n";
+  }
+  return out;
+}
+
 } // namespace
 
 TEST(chaos, three_nodes_under_faults_complete_every_document_exactly_once) {
@@ -269,7 +287,7 @@ END $$)sql");
   auto n = c.total();
   auto done = wait_until([&] { return s.with_status("completed") >= n; }, lease + 240s, 500ms);
   ASSERT_TRUE(done) << s.with_status("completed") << " of " << n << " completed\n"
-                    << c.journal() << s.logs();
+                    << unfinished(s) << c.journal() << s.logs();
   ASSERT_TRUE(wait_until([&] {
     return s.count("SELECT count(*) FROM queue_message WHERE queue_name = $1", {s.queue_name()}) == 0;
   }, 60s, 200ms)) << "messages left in the queue\n" << s.logs();

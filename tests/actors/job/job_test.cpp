@@ -184,6 +184,27 @@ CAF_TEST(a transient failure backs off through the queue then the next delivery 
   CAF_CHECK_EQUAL(ocr->calls(), 1);  // the first attempt's transcription was reused
 }
 
+CAF_TEST(a database lost mid-job gives the work back without counting an attempt) {
+  // The system's own failure, not the document's: no back-off to wait out, the next delivery
+  // starts at once.
+  auto id = add_document();
+  db->fail_next("record_transcription",
+                error::make_transient("pg.connection", "server closed the connection unexpectedly"));
+  auto first = run_job(id.str(), hb);
+  CAF_CHECK_EQUAL(first.result, job_result::released);
+  CAF_CHECK_EQUAL(db->row(id).ingestion.attempt_count, 0);
+  CAF_CHECK_EQUAL(db->row(id).error_class, "");
+  CAF_CHECK(!db->row(id).lease_live);
+  CAF_CHECK(!db->row(id).token.has_value());
+  auto calls = queue->visibility_calls();
+  CAF_REQUIRE(!calls.empty());
+  CAF_CHECK_EQUAL(calls.back().timeout, 0s);
+  CAF_CHECK(queue->deleted_ids().empty());
+  auto second = run_job(id.str(), hb);
+  CAF_CHECK_EQUAL(second.result, job_result::completed);
+  CAF_CHECK_EQUAL(db->row(id).completions, 1);
+}
+
 CAF_TEST(the backoff grows with the attempts) {
   auto id = add_document("text", 1);
   extract->fail_next("extract", error::make_transient("http_429", "rate limited"));
