@@ -1,7 +1,8 @@
 // The CPU pool: a master actor with a bounded backlog and detached worker actors.
 //
 //   run ──► an idle worker? ──yes──► send it the item
-//                └─no──► backlog full? ──yes──► item.expired() ──no──► queue it
+//                └─no──► backlog full? ──yes──► item.expired() ──no──► queue it (work that
+//                        continues a started document ahead of new work, each in arrival order)
 //   idle (a worker finished) ──► next item whose deadline has not passed (expired() for the
 //                                others) ──► that worker; none ──► remember the worker as idle
 // A worker checks the deadline once more before it starts. The workers are linked to the master:
@@ -23,15 +24,25 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-caf::behavior cpu_worker(caf::event_based_actor* self, caf::actor master) {
+/// Folds one run time into the moving average the poller's admission reads (weight 1/8).
+void record_run_time(worker_metrics& m, clock::duration took) {
+  auto us = std::max<int64_t>(std::chrono::duration_cast<std::chrono::microseconds>(took).count(), 1);
+  auto avg = m.cpu_item_us.load();
+  m.cpu_item_us = avg == 0 ? us : avg + (us - avg) / 8;
+}
+
+caf::behavior cpu_worker(caf::event_based_actor* self, caf::actor master,
+                         std::shared_ptr<worker_metrics> metrics) {
   self->send(master, idle_atom_v, caf::actor{self});
   return {
-    [self, master](run_atom, cpu_job& job) {
-      if (clock::now() > job.deadline) {
+    [self, master, metrics](run_atom, cpu_job& job) {
+      auto start = clock::now();
+      if (start > job.deadline) {
         if (job.expired)
           job.expired();
       } else {
         job.run();
+        record_run_time(*metrics, clock::now() - start);
       }
       self->send(master, idle_atom_v, caf::actor{self});
     },
@@ -41,6 +52,8 @@ caf::behavior cpu_worker(caf::event_based_actor* self, caf::actor master) {
 struct cpu_pool_state {
   static inline const char* name = "ingestd.cpu_pool";
   std::deque<cpu_job> backlog;
+  /// The first `continuing` items of the backlog continue started work.
+  size_t continuing = 0;
   std::vector<caf::actor> idle;
   size_t max_backlog = 0;
   std::shared_ptr<worker_metrics> metrics;
@@ -63,9 +76,9 @@ cpu_pool_actor::behavior_type cpu_pool(cpu_pool_ptr self, int workers, int backl
   auto master = caf::actor_cast<caf::actor>(self);
   for (int i = 0; i < std::max(workers, 1); ++i) {
     if (mode == cpu_workers::detached)
-      self->spawn<caf::detached + caf::linked>(cpu_worker, master);
+      self->spawn<caf::detached + caf::linked>(cpu_worker, master, st.metrics);
     else
-      self->spawn<caf::linked>(cpu_worker, master);
+      self->spawn<caf::linked>(cpu_worker, master, st.metrics);
   }
   return {
     [self](run_atom, cpu_job& job) {
@@ -78,7 +91,12 @@ cpu_pool_actor::behavior_type cpu_pool(cpu_pool_ptr self, int workers, int backl
         if (job.expired)
           job.expired();
       } else {
-        st.backlog.push_back(std::move(job));
+        if (job.continues_started_work) {
+          st.backlog.insert(st.backlog.begin() + static_cast<std::ptrdiff_t>(st.continuing), std::move(job));
+          ++st.continuing;
+        } else {
+          st.backlog.push_back(std::move(job));
+        }
         st.metrics->cpu_backlog = static_cast<int64_t>(st.backlog.size());
       }
     },
@@ -88,6 +106,8 @@ cpu_pool_actor::behavior_type cpu_pool(cpu_pool_ptr self, int workers, int backl
       while (!st.backlog.empty()) {
         auto job = std::move(st.backlog.front());
         st.backlog.pop_front();
+        if (st.continuing > 0)
+          --st.continuing;
         st.metrics->cpu_backlog = static_cast<int64_t>(st.backlog.size());
         if (now > job.deadline) {
           if (job.expired)

@@ -12,8 +12,8 @@
 //     │                                                   ▼
 //     │                                      extract ─► gate ─► complete ─► untrack ─► ack ─► done (completed)
 //     │
-//   database unavailable (connection lost mid-job) ─► untrack ─► release claim ─► visibility 0
-//                                                      ─► done (released; no attempt counted)
+//   database unavailable (connection lost mid-job), or no CPU worker in time ─► untrack
+//     ─► release claim ─► visibility 0 ─► done (released; no attempt counted)
 //   any other error ─► fail: record_failure ──failed──► notify ─► untrack ─► ack* ─► done (failed)
 //                            │             └─in progress─► untrack ─► visibility = backoff ─► done (retrying)
 //                            └─error or timeout──────────► untrack ─► done (abandoned; message and lease expire)
@@ -137,6 +137,9 @@ struct job_state {
   job_step step = job_step::parse;
   clock::time_point step_started;
   std::function<void(error)> on_timeout;
+  /// The step waits for a CPU worker: its deadline does not run yet (the CPU pool answers a
+  /// document that waits too long with never_started()).
+  bool waiting_for_cpu = false;
 
   clock::time_point started = clock::now();
   std::string file;
@@ -391,11 +394,24 @@ void transcribe(job_ptr self) {
   auto& st = self->state;
   auto mime = mime_of(st.claim, st.file);
   transcription_request req{std::move(st.file), std::move(mime), st.ctx->settings.quality_threshold,
-                            true};
+                            true, {}};
   request_step<transcription>(
-    self, job_step::transcribe, [&](auto cb) { st.ctx->ports.ocr->transcribe(std::move(req), std::move(cb)); },
+    self, job_step::transcribe,
+    [&](auto cb) {
+      if (st.ctx->ports.ocr->waits_for_cpu()) {
+        // The step's deadline starts when a CPU worker does: the notice is a message to the
+        // job, which restarts its receive timeout.
+        st.waiting_for_cpu = true;
+        req.started = [me = caf::actor_cast<caf::actor>(self), seq = st.seq, self] {
+          caf::anon_send(me, resume_atom_v, seq,
+                         continuation{[self] { self->state.waiting_for_cpu = false; }});
+        };
+      }
+      st.ctx->ports.ocr->transcribe(std::move(req), std::move(cb));
+    },
     [self](result<transcription> r) {
       auto& st = self->state;
+      st.waiting_for_cpu = false;
       if (!r)
         return step_failed(self, r.error());
       st.text = std::move(*r);
@@ -587,14 +603,17 @@ void fail(job_ptr self, error err, std::string structured_data) {
     return;
   if (err.claim_lost())
     return finish(self, job_result::lost, err.describe(), "claim_lost");
-  if (database_unavailable(err)) {
-    // The database went away under the job: the system's failure, not the document's. No
-    // attempt is counted and no back-off waited out; the work is given back and starts again as
-    // soon as the database answers. (If the give-back cannot reach it either, the message
-    // reappears after its visibility timeout and the expired claim counts as a crash.)
+  if (database_unavailable(err) || never_started(err)) {
+    // The database went away under the job, or the node had no CPU worker for it in time: the
+    // system's failure, not the document's. No attempt is counted and no back-off waited out;
+    // the work is given back and starts again as soon as the database answers or a worker is
+    // free (the poller admits work by what the CPU pool can finish). If the give-back cannot
+    // reach the database either, the message reappears after its visibility timeout and the
+    // expired claim counts as a crash.
     st.phase = job_phase::releasing;
     untrack(self);
-    return give_back(self, "database unavailable: " + err.describe());
+    return give_back(self, (never_started(err) ? "node busy: " : "database unavailable: ")
+                             + err.describe());
   }
   auto& s = st.ctx->settings;
   auto attempt = static_cast<size_t>(std::max(st.claim.attempt_count, 0));
@@ -677,7 +696,7 @@ void lost(job_ptr self, std::string reason) {
 /// No message for step_timeout: the current step ran past its deadline and fails with it.
 void deadline_passed(job_ptr self) {
   auto& st = self->state;
-  if (!st.on_timeout)
+  if (!st.on_timeout || st.waiting_for_cpu)
     return;
   ++st.seq; // the step's completion, should it come, is stale now
   auto secs = std::chrono::duration_cast<std::chrono::seconds>(st.ctx->settings.step_timeout).count();

@@ -122,6 +122,11 @@ std::string worker_metrics::prometheus() const {
   gauge(out, "ingestd_jobs_in_flight", "Jobs running now.", in_flight.load());
   gauge(out, "ingestd_tracked_claims", "Claims the heartbeat keeps alive.", tracked_claims.load());
   gauge(out, "ingestd_cpu_pool_backlog", "Work items waiting for a CPU pool worker.", cpu_backlog.load());
+  header(out, "ingestd_cpu_item_seconds", "gauge", "Moving average of a CPU pool item's run time.");
+  out += "ingestd_cpu_item_seconds " + std::to_string(static_cast<double>(cpu_item_us.load()) / 1e6) + "\n";
+  gauge(out, "ingestd_cpu_admission_waits_total",
+        "Polls held back because the CPU pool could not finish more work within its deadline.",
+        cpu_admission_waits.load(), "counter");
   gauge(out, "ingestd_sweeper_rescues_total", "Stranded ingestions re-enqueued by the sweeper.",
         rescues.load(), "counter");
   gauge(out, "ingestd_queue_receive_errors_total", "Failed queue receives.",

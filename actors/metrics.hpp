@@ -34,6 +34,10 @@ class worker_metrics {
 public:
   std::atomic<int64_t> in_flight{0};
   std::atomic<int64_t> cpu_backlog{0};
+  /// How long a CPU pool item runs, in microseconds: a moving average (0 until one ran).
+  std::atomic<int64_t> cpu_item_us{0};
+  /// Polls the poller held back because the CPU pool could not finish more work in time.
+  std::atomic<int64_t> cpu_admission_waits{0};
   std::atomic<int64_t> rescues{0};
   std::atomic<int64_t> llm_input_tokens{0};
   std::atomic<int64_t> llm_output_tokens{0};

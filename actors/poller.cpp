@@ -4,7 +4,9 @@
 //     ▲                                │
 //     │                                └─error──► backoff (exponential with jitter, logged
 //     │                                           once per streak) ──► poll
-//     └── full (max_in_flight jobs): no receive until a job ends (backpressure)
+//     ├── full (max_in_flight jobs): no receive until a job ends (backpressure)
+//     └── CPU pool saturated (its backlog needs more than half the OCR deadline): no receive,
+//         look again in a second
 //   stop ──► no new receive; the current one finishes and its messages still run; when no job
 //            is left: drained_atom to the listener
 //   force ──► stop_atom to every job (they give their work back); messages of a receive still
@@ -94,11 +96,30 @@ void received(poller_ptr self, result<std::vector<queue_message>> r) {
   check_drained(self);
 }
 
+/// The CPU pool's backlog would take more than half the OCR deadline to work off: a document
+/// admitted now would wait for a worker past its deadline and only be given back.
+bool cpu_saturated(const poller_state& st) {
+  auto& m = *st.ctx->metrics;
+  auto backlog = m.cpu_backlog.load();
+  auto item_us = m.cpu_item_us.load();
+  if (backlog <= 0 || item_us <= 0)
+    return false;
+  auto wait_us = backlog * item_us / std::max(st.ctx->settings.cpu_workers, 1);
+  return wait_us > std::chrono::duration_cast<std::chrono::microseconds>(st.ctx->settings.cpu_deadline).count() / 2;
+}
+
 void poll_queue(poller_ptr self) {
   auto& st = self->state;
   auto room = st.ctx->settings.max_in_flight - static_cast<int>(st.jobs.size());
   if (st.stopping || st.receiving || st.backing_off || room <= 0)
     return;
+  if (cpu_saturated(st)) {
+    // Admission by what the CPU pool can finish: look again in a second.
+    st.ctx->metrics->cpu_admission_waits++;
+    st.backing_off = true;
+    self->delayed_send(self, std::chrono::seconds{1}, poll_atom_v);
+    return;
+  }
   st.receiving = true;
   auto& s = st.ctx->settings;
   st.ctx->ports.ingest_queue->receive(std::min(s.max_messages, room), s.wait_time, s.visibility_timeout,

@@ -50,6 +50,7 @@ worker_settings make_worker_settings(const config& cfg) {
   s.sweeper_interval = seconds{cfg.worker.sweeper_interval_seconds};
   s.cpu_workers = cpu_pool_size(cfg.worker.preprocessing_pool_size_dec);
   s.cpu_backlog = cpu_backlog_limit;
+  s.cpu_deadline = seconds{cfg.transcription.timeout_seconds};
   return s;
 }
 

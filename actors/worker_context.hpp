@@ -72,6 +72,9 @@ struct worker_settings {
   /// CPU pool workers, and how many items may wait for one.
   int cpu_workers{};
   int cpu_backlog{};
+  /// The OCR deadline (transcription.timeout_seconds): the poller admits work only while the CPU
+  /// pool's backlog can be worked off within half of it.
+  std::chrono::seconds cpu_deadline{};
 };
 
 /// The worker's settings from the configuration (an empty worker.id becomes hostname-pid).

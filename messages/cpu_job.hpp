@@ -15,6 +15,9 @@ struct cpu_job {
   /// is full. Exactly one of `run` and `expired` is called.
   std::function<void()> expired;
   std::chrono::steady_clock::time_point deadline;
+  /// Part of work already started (a page of an opened document): it waits ahead of new work,
+  /// so a started document finishes before others begin.
+  bool continues_started_work = false;
 };
 
 } // namespace ingestd

@@ -60,7 +60,7 @@ struct doc_state {
 
 error busy() {
   return error::make_transient("ocr.busy",
-                               "the document deadline passed while waiting for a CPU worker");
+                               "no CPU worker was free within the document deadline");
 }
 
 std::string trim_text(std::string s) {
@@ -183,6 +183,10 @@ void run_page(const std::shared_ptr<doc_state>& st, int index) {
 }
 
 void open_and_fan_out(const std::shared_ptr<doc_state>& st) {
+  // A worker has the document now: its deadline counts from here, not from the wait for one.
+  st->deadline = clock_type::now() + st->options.document_timeout;
+  if (st->request.started)
+    st->request.started();
   result<std::shared_ptr<document_source>> src = error::make_permanent("ocr.internal", "");
   try {
     src = open_document(st->bytes, st->request.mime_type, st->options.limits);
@@ -202,6 +206,7 @@ void open_and_fan_out(const std::shared_ptr<doc_state>& st) {
   for (int i = 0; i < n; ++i) {
     cpu_job job;
     job.deadline = st->deadline;
+    job.continues_started_work = true;
     job.run = [st, i] { run_page(st, i); };
     job.expired = [st] {
       st->fail(busy());

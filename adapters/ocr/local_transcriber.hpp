@@ -43,6 +43,7 @@ public:
   /// runs on the executor thread that finished the last page.
   void transcribe(transcription_request request, callback<transcription> done) override;
   std::string name() const override { return "tesseract"; }
+  bool waits_for_cpu() const override { return true; }
 
   const local_transcriber_options& options() const { return options_; }
 

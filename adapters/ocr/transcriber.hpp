@@ -2,6 +2,7 @@
 // the local provider (poppler, Tesseract, OpenCV on the CPU pool) and document_ai.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "messages/result.hpp"
@@ -17,15 +18,26 @@ struct transcription_request {
   double quality_threshold = 0.7;
   /// false when the document was already preprocessed.
   bool allow_preprocessing = true;
+  /// A provider that waits_for_cpu() calls this (from a CPU worker) when a worker starts on the
+  /// document, before `done`: the caller's deadline for the work starts then, not while the
+  /// document waits for a free worker.
+  std::function<void()> started;
 };
 
+/// True for the error of a document (or one of its pages) that did not get a CPU worker before
+/// its deadline (code "ocr.busy"): the node was loaded, the document is not at fault.
+inline bool never_started(const error& err) { return err.code == "ocr.busy"; }
+
 /// Asynchronous: returns at once, calls `done` exactly once from another thread. Corrupt,
-/// unsupported or over-limit input is a permanent error naming the problem.
+/// unsupported or over-limit input is a permanent error naming the problem; a document that
+/// waited for a CPU worker past its deadline is never_started().
 class transcriber {
 public:
   virtual ~transcriber() = default;
   virtual void transcribe(transcription_request request, callback<transcription> done) = 0;
   virtual std::string name() const = 0;
+  /// true: the work waits for a CPU worker first, and the request's `started` is called.
+  virtual bool waits_for_cpu() const { return false; }
 };
 
 } // namespace ingestd

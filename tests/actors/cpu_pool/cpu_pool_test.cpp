@@ -41,9 +41,10 @@ struct fixture : test_coordinator_fixture<> {
     sched.run();
   }
 
-  void submit(const std::string& name, clock::time_point deadline = clock::now() + 1h) {
+  void submit(const std::string& name, clock::time_point deadline = clock::now() + 1h,
+              bool continues = false) {
     executor->submit(cpu_job{[this, name] { ran.push_back(name); },
-                             [this, name] { expired.push_back(name); }, deadline});
+                             [this, name] { expired.push_back(name); }, deadline, continues});
   }
 
   /// Runs the master's messages only: what it handed to a worker stays in that worker's
@@ -82,6 +83,28 @@ CAF_TEST(work waits in the backlog while every worker is busy and runs in order)
   CAF_CHECK_EQUAL(ran, (std::vector<std::string>{"a", "b", "c"}));
   CAF_CHECK(expired.empty());
   CAF_CHECK_EQUAL(metrics->cpu_backlog.load(), 0);
+}
+
+CAF_TEST(work that continues a started document waits ahead of new work) {
+  // Pages of an opened document run before the next documents open, so a started document
+  // finishes within its deadline instead of queueing behind everything admitted after it.
+  start(1, 8);
+  submit("busy");
+  submit("open-b");
+  submit("open-c");
+  submit("page-a1", clock::now() + 1h, true);
+  submit("page-a2", clock::now() + 1h, true);
+  run_master();
+  CAF_CHECK_EQUAL(metrics->cpu_backlog.load(), 4);
+  sched.run();
+  CAF_CHECK_EQUAL(ran, (std::vector<std::string>{"busy", "page-a1", "page-a2", "open-b", "open-c"}));
+}
+
+CAF_TEST(a worker measures how long items run) {
+  start(1, 4);
+  submit("a");
+  sched.run();
+  CAF_CHECK(metrics->cpu_item_us.load() > 0);
 }
 
 CAF_TEST(work whose deadline passes before a worker is free expires instead of running) {

@@ -386,6 +386,60 @@ CAF_TEST(a step past its deadline is a transient failure) {
   CAF_CHECK_EQUAL(db->row(id).completions, 0);
 }
 
+CAF_TEST(the step deadline does not run while the document waits for a CPU worker) {
+  auto id = add_document();
+  ocr->wait_for_cpu(true);
+  auto job = spawn_job(sys, ctx, hb, deliver(id.str()));
+  sched.run();
+  for (int i = 0; i < 4; ++i) {  // four step deadlines (30 s each) pass while it waits
+    advance_time(31s);
+    sched.run();
+  }
+  CAF_CHECK(outcomes.empty());
+  ocr->start_waiting();
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(outcomes.back().result, job_result::completed);
+}
+
+CAF_TEST(the step deadline runs once a CPU worker has started) {
+  auto id = add_document();
+  ocr->wait_for_cpu(true);
+  extract->hold("extract");
+  auto job = spawn_job(sys, ctx, hb, deliver(id.str()));
+  sched.run();
+  advance_time(61s);
+  sched.run();
+  ocr->start_waiting();
+  sched.run();
+  CAF_CHECK(outcomes.empty());
+  advance_time(31s);
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK(db->row(id).last_error.find("extract did not finish within 30 s") != std::string::npos);
+  extract->unhold("extract");
+  sched.run();
+}
+
+CAF_TEST(a document that got no CPU worker in time is given back without counting an attempt) {
+  // Load is not the document's fault: a bulk import never sends documents to review because the
+  // node admitted more OCR work than its cores could finish.
+  auto id = add_document();
+  ocr->wait_for_cpu(true);
+  spawn_job(sys, ctx, hb, deliver(id.str()));
+  sched.run();
+  ocr->expire_waiting();
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(outcomes.back().result, job_result::released);
+  CAF_CHECK_EQUAL(db->row(id).ingestion.attempt_count, 0);
+  CAF_CHECK(!db->row(id).token.has_value());
+  CAF_REQUIRE(!queue->visibility_calls().empty());
+  CAF_CHECK_EQUAL(queue->visibility_calls().back().timeout, 0s);
+  ocr->wait_for_cpu(false);
+  CAF_CHECK_EQUAL(run_job(id.str(), hb).result, job_result::completed);
+}
+
 CAF_TEST(a missing file fails permanently) {
   auto id = db->add("documents/missing.pdf", "application/pdf");
   auto o = run_job(id.str(), hb);

@@ -41,6 +41,26 @@ CAF_TEST(a receive asks for at most ten messages) {
     CAF_CHECK_EQUAL(n, 10);
 }
 
+CAF_TEST(the poller admits no work while the CPU pool cannot finish its backlog in time) {
+  // 40 items of 10 s on 2 workers: 200 s of backlog, more than half the 300 s OCR deadline.
+  ctx->settings.cpu_workers = 2;
+  ctx->settings.cpu_deadline = 300s;
+  ctx->metrics->cpu_item_us = 10'000'000;
+  ctx->metrics->cpu_backlog = 40;
+  add_documents(2);
+  auto p = poller();
+  sched.run();
+  CAF_CHECK(queue->receive_sizes().empty());
+  CAF_CHECK_EQUAL(ctx->metrics->cpu_admission_waits.load(), 1);
+  advance_time(1s);
+  sched.run();
+  CAF_CHECK(queue->receive_sizes().empty());  // still saturated: looked again, received nothing
+  ctx->metrics->cpu_backlog = 20;             // 100 s: within half the deadline
+  advance_time(1s);
+  sched.run();
+  CAF_CHECK_EQUAL(outcomes.size(), 2u);
+}
+
 CAF_TEST(receive errors back off instead of spinning) {
   queue->fail_next("receive", error::make_transient("pg.connection", "connection refused"));
   queue->fail_next("receive", error::make_transient("pg.connection", "connection refused"));

@@ -607,10 +607,42 @@ void fake_transcriber::transcribe(transcription_request request, callback<transc
       t.quality_score = 0.95;
       t.provider = "fake";
     }
+    if (cpu_) {
+      waiting_.push_back(waiting{std::move(request.started), std::move(done), std::move(r)});
+      return;
+    }
     if (maybe_hold("transcribe", [done, r] { done(r); }))
       return;
   }
   done(std::move(r));
+}
+
+void fake_transcriber::wait_for_cpu(bool on) {
+  std::lock_guard guard{mtx_};
+  cpu_ = on;
+}
+
+void fake_transcriber::start_waiting() {
+  std::vector<waiting> now;
+  {
+    std::lock_guard guard{mtx_};
+    now.swap(waiting_);
+  }
+  for (auto& w : now) {
+    if (w.started)
+      w.started();
+    w.done(std::move(w.answer));
+  }
+}
+
+void fake_transcriber::expire_waiting() {
+  std::vector<waiting> now;
+  {
+    std::lock_guard guard{mtx_};
+    now.swap(waiting_);
+  }
+  for (auto& w : now)
+    w.done(error::make_transient("ocr.busy", "no CPU worker was free within the document deadline"));
 }
 
 int fake_transcriber::calls() {

@@ -184,10 +184,24 @@ public:
   /// The file's bytes are taken as its text; quality 0.95.
   void transcribe(transcription_request request, callback<transcription> done) override;
   std::string name() const override { return "fake"; }
+  bool waits_for_cpu() const override { return cpu_; }
   int calls();
 
+  /// From now on (true) requests wait for a CPU worker, as with the local provider, until
+  /// start_waiting() (`started`, then the answer) or expire_waiting() (ocr.busy).
+  void wait_for_cpu(bool on);
+  void start_waiting();
+  void expire_waiting();
+
 private:
+  struct waiting {
+    std::function<void()> started;
+    callback<transcription> done;
+    result<transcription> answer;
+  };
   int calls_ = 0;
+  bool cpu_ = false;
+  std::vector<waiting> waiting_;
 };
 
 class fake_extractor : public extractor, public fault_script {

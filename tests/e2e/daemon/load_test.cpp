@@ -1,0 +1,34 @@
+// Load never becomes failure: more scans than one node's CPU pool can finish within the OCR
+// deadline, all at once, with a single attempt allowed. A document that waits for a CPU worker
+// past its deadline is given back without counting an attempt, and the poller admits work only
+// while the pool can finish its backlog in time, so every document completes and none fails.
+#include <chrono>
+#include <csignal>
+
+#include <gtest/gtest.h>
+
+#include "e2e_checks.hpp"
+
+using namespace std::chrono_literals;
+using namespace ingestd::test;
+
+TEST(e2e_daemon_load, a_burst_of_scans_beyond_the_cpu_pool_completes_without_failures) {
+  e2e_setup s;
+  auto ids = s.add_documents(24, doc_kind::scan_png);
+  s.enqueue(ids);
+  auto node = s.start({{"INGESTD_WORKER__ID", "e2e-load"},
+                       {"INGESTD_WORKER__PREPROCESSING_POOL_SIZE_DEC", "256"},  // one CPU worker
+                       {"INGESTD_TRANSCRIPTION__TIMEOUT_SECONDS", "3"},
+                       {"INGESTD_WORKER__STEP_TIMEOUT_SECONDS", "3"},
+                       {"INGESTD_WORKER__MAX_RETRY_ATTEMPTS", "1"}});
+  ASSERT_TRUE(await_completed(s, static_cast<int64_t>(ids.size()), 240s))
+    << s.with_status("completed") << " completed, " << s.with_status("failed") << " failed\n"
+    << s.logs();
+  EXPECT_EQ(s.with_status("failed"), 0);
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE attempt_count > 1"), 0);
+  node->signal(SIGTERM);
+  auto rc = node->wait_exit(60s);
+  ASSERT_TRUE(rc.has_value()) << node->log_tail();
+  EXPECT_EQ(*rc, 0) << node->log_tail();
+  expect_completed_exactly_once(s, ids);
+}
