@@ -5,6 +5,8 @@
 //          renew leases, each in one batch; a refused entry, a lost lease or the 12-hour
 //          visibility total ──► lost_atom to the job, dropped
 //   untrack ──► dropped
+//   the job ends without untracking (it died) ──► dropped, so the lease expires and the next
+//          claim counts the crash
 //
 // The tick re-arms itself first, so a slow batch never delays the schedule; lateness against
 // the schedule is a metric.
@@ -39,6 +41,8 @@ struct heartbeat_state {
 
   std::shared_ptr<worker_context> ctx;
   std::unordered_map<uuid, entry, uuid_hash> tracked;
+  /// The claim each monitored job was tracked for (an entry stays until the job's down message).
+  std::unordered_map<caf::actor_addr, uuid> by_job;
   bool flush_pending = false;
   clock::time_point next_tick;
 };
@@ -136,10 +140,28 @@ heartbeat_actor::behavior_type heartbeat(heartbeat_ptr self, std::shared_ptr<wor
   st.ctx = std::move(ctx);
   st.next_tick = clock::now() + st.ctx->settings.heartbeat_rate;
   self->delayed_send(self, st.ctx->settings.heartbeat_rate, tick_atom_v);
+  self->set_down_handler([self](caf::down_msg& down) {
+    auto& st = self->state;
+    auto j = st.by_job.find(down.source);
+    if (j == st.by_job.end())
+      return;
+    auto id = j->second;
+    st.by_job.erase(j);
+    auto i = st.tracked.find(id);
+    if (i == st.tracked.end() || i->second.claim.job.address() != down.source)
+      return;  // untracked as it should be, or tracked again by another job
+    log::warn("a job ended without giving up its claim; its lease is left to expire",
+              {{"ingestion_id", id.str()}});
+    st.tracked.erase(i);
+    st.ctx->metrics->tracked_claims--;
+    st.ctx->claims->remove(id);
+  });
   return {
     [self](track_atom, tracked_claim& claim) {
       auto& st = self->state;
       auto id = claim.lease.ingestion_id;
+      if (claim.job && st.by_job.emplace(claim.job.address(), id).second)
+        self->monitor(claim.job);
       auto until = claim.received_at + st.ctx->settings.visibility_timeout;
       if (st.tracked.insert_or_assign(id, heartbeat_state::entry{std::move(claim), until, true}).second) {
         st.ctx->metrics->tracked_claims++;

@@ -84,6 +84,26 @@ CAF_TEST(untracked claims are left alone) {
   CAF_CHECK_EQUAL(db->renew_calls(), 0);
 }
 
+CAF_TEST(a job that dies without untracking no longer has its lease renewed) {
+  auto hb = heartbeat();
+  auto dying = sys.spawn([](caf::event_based_actor*) -> caf::behavior {
+    return {[](lost_atom, std::string&) {}};
+  });
+  auto id = db->add("documents/x.txt");
+  lease_ref ref;
+  db->claim({claim_request{id, uuid::v7()}}, "w", 300s, [&](auto r) { ref = lease_ref{id, (*r)[0]->claim_token}; });
+  caf::anon_send(hb, track_atom_v, tracked_claim{deliver(id.str()).receipt, ref, dying, std::chrono::steady_clock::now()});
+  sched.run();
+  CAF_CHECK_EQUAL(ctx->metrics->tracked_claims.load(), 1);
+  caf::anon_send_exit(dying, caf::exit_reason::kill);
+  sched.run();
+  CAF_CHECK_EQUAL(ctx->metrics->tracked_claims.load(), 0);
+  CAF_CHECK(ctx->claims->ids().empty());
+  advance_time(61s);
+  sched.run();
+  CAF_CHECK_EQUAL(db->renew_calls(), 0);
+}
+
 CAF_TEST(a lost lease is told to the job) {
   auto hb = heartbeat();
   auto id = track(hb);
