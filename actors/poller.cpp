@@ -4,6 +4,7 @@
 //     ▲                                │
 //     │                                └─error──► backoff (exponential with jitter, logged
 //     │                                           once per streak) ──► poll
+//     │     (a receive unanswered past its long poll + 30 s is an error)
 //     ├── full (max_in_flight jobs): no receive until a job ends (backpressure)
 //     └── CPU pool saturated (its backlog needs more than half the OCR deadline): no receive,
 //         look again in a second
@@ -46,6 +47,9 @@ struct poller_state {
 };
 
 using poller_ptr = poller_actor::stateful_pointer<poller_state>;
+
+/// How long a receive may take beyond its long poll before it counts as failed.
+constexpr std::chrono::seconds receive_margin{30};
 
 void check_drained(poller_ptr self) {
   auto& st = self->state;
@@ -122,10 +126,14 @@ void poll_queue(poller_ptr self) {
   }
   st.receiving = true;
   auto& s = st.ctx->settings;
-  st.ctx->ports.ingest_queue->receive(std::min(s.max_messages, room), s.wait_time, s.visibility_timeout,
-                                      in_actor<std::vector<queue_message>>(self, [self](auto r) {
-                                        received(self, std::move(r));
-                                      }));
+  // A receive that never answers would stop this node for good: past the long poll and a margin
+  // it counts as failed (messages it may still bring are dropped and reappear after their
+  // visibility timeout).
+  auto deadline = std::chrono::duration_cast<std::chrono::milliseconds>(s.wait_time + receive_margin);
+  st.ctx->ports.ingest_queue->receive(
+    std::min(s.max_messages, room), s.wait_time, s.visibility_timeout,
+    in_actor_within<std::vector<queue_message>>(self, deadline, "queue.receive",
+                                                [self](auto r) { received(self, std::move(r)); }));
 }
 
 poller_actor::behavior_type poller(poller_ptr self, std::shared_ptr<worker_context> ctx,

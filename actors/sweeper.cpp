@@ -32,6 +32,11 @@ struct sweeper_state {
 using sweeper_ptr = sweeper_actor::stateful_pointer<sweeper_state>;
 
 constexpr int batch_limit = 500;
+/// Each port call of a sweep answers within two intervals (at least a minute), or counts as
+/// failed: a lost answer must not leave the sweeper "sweeping" for ever.
+std::chrono::milliseconds call_deadline(const worker_settings& s) {
+  return std::max<std::chrono::milliseconds>(2 * s.sweeper_interval, std::chrono::minutes{1});
+}
 
 void enqueue(sweeper_ptr self, std::vector<uuid> ids) {
   auto& st = self->state;
@@ -41,7 +46,7 @@ void enqueue(sweeper_ptr self, std::vector<uuid> ids) {
   auto count = static_cast<int64_t>(messages.size());
   st.ctx->ports.ingest_queue->send(
     std::move(messages),
-    in_actor<std::vector<batch_entry_result>>(self, [self, count](result<std::vector<batch_entry_result>> r) {
+    in_actor_within<std::vector<batch_entry_result>>(self, call_deadline(st.ctx->settings), "queue.send", [self, count](result<std::vector<batch_entry_result>> r) {
       auto& st = self->state;
       st.sweeping = false;
       if (!r) {
@@ -70,7 +75,7 @@ void rescue(sweeper_ptr self) {
   auto& st = self->state;
   st.ctx->ports.db->rescue_stranded(
     stale_after(st.ctx->settings), batch_limit,
-    in_actor<std::vector<uuid>>(self, [self](result<std::vector<uuid>> r) {
+    in_actor_within<std::vector<uuid>>(self, call_deadline(st.ctx->settings), "db.rescue_stranded", [self](result<std::vector<uuid>> r) {
       if (!r) {
         self->state.sweeping = false;
         log::warn("sweep failed", {{"error", r.error().describe()}});
@@ -88,7 +93,7 @@ void rescue(sweeper_ptr self) {
 /// waits, an ingestion that looks stranded may be among them, so the sweep waits for the backlog.
 void sweep(sweeper_ptr self) {
   auto& st = self->state;
-  st.ctx->ports.ingest_queue->stats(in_actor<queue_stats>(self, [self](result<queue_stats> r) {
+  st.ctx->ports.ingest_queue->stats(in_actor_within<queue_stats>(self, call_deadline(st.ctx->settings), "queue.stats", [self](result<queue_stats> r) {
     if (!r) {
       self->state.sweeping = false;
       log::warn("sweep skipped: queue depth unknown", {{"error", r.error().describe()}});

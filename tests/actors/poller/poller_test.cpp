@@ -61,6 +61,22 @@ CAF_TEST(the poller admits no work while the CPU pool cannot finish its backlog 
   CAF_CHECK_EQUAL(outcomes.size(), 2u);
 }
 
+CAF_TEST(a receive that never answers is given up after its long poll and a margin) {
+  ctx->settings.wait_time = 20s;
+  auto p = poller();
+  sched.run();
+  CAF_CHECK_EQUAL(queue->receive_sizes().size(), 1u);  // a long poll on an empty queue
+  advance_time(49s);
+  sched.run();
+  CAF_CHECK_EQUAL(queue->receive_sizes().size(), 1u);
+  advance_time(2s);  // 20 s + 30 s: failed, then the error back-off (at most 0.75 s)
+  sched.run();
+  advance_time(1s);
+  sched.run();
+  CAF_CHECK_EQUAL(queue->receive_sizes().size(), 2u);
+  CAF_CHECK_EQUAL(ctx->metrics->queue_receive_errors.load(), 1);
+}
+
 CAF_TEST(receive errors back off instead of spinning) {
   queue->fail_next("receive", error::make_transient("pg.connection", "connection refused"));
   queue->fail_next("receive", error::make_transient("pg.connection", "connection refused"));

@@ -164,6 +164,23 @@ CAF_TEST(a sweep still running at the next interval is not started twice) {
   CAF_CHECK_EQUAL(db->rescue_calls().size(), 2u);  // the one after it sweeps again
 }
 
+CAF_TEST(a sweep whose answer never comes is given up at its deadline) {
+  auto a = db->add("documents/a.txt");
+  db->hold("rescue_stranded");
+  sweeper();
+  advance_time(60s);
+  sched.run();
+  CAF_CHECK_EQUAL(db->rescue_calls().size(), 1u);  // still running at the first interval
+  advance_time(60s);                                // two intervals: the call's deadline
+  sched.run();
+  advance_time(60s);
+  sched.run();
+  CAF_CHECK_EQUAL(db->rescue_calls().size(), 2u);  // the next interval sweeps again
+  db->unhold("rescue_stranded");                   // the late answer of the first is dropped
+  sched.run();
+  CAF_CHECK_EQUAL(sent(), ids({a}));
+}
+
 CAF_TEST(a stopped sweeper sweeps no more) {
   db->add("documents/a.txt");
   auto s = sweeper();
