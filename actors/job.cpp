@@ -621,7 +621,8 @@ void fail(job_ptr self, error err, std::string structured_data) {
                                        : s.retry_backoff[std::min(attempt, s.retry_backoff.size() - 1)];
   // A server that asked for a longer wait (Retry-After) gets it.
   if (err.retry_after_ms > 0)
-    delay = std::max(delay, std::chrono::seconds{(err.retry_after_ms + 999) / 1000});
+    delay = std::max(delay, std::chrono::seconds{
+                              (std::min(err.retry_after_ms, max_retry_after_ms) + 999) / 1000});
   failure_record rec{err, s.max_attempts, std::move(structured_data)};
   untrack(self);
   st.phase = job_phase::storing_outcome;

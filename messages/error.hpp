@@ -23,13 +23,19 @@ enum class error_class : uint8_t {
 /// "transient", "permanent" or "claim_lost" (the spelling stored in ingestion.error_class).
 std::string_view to_string(error_class x);
 
+/// The longest server-requested wait (Retry-After) that an error carries: 12 hours, the longest
+/// visibility timeout SQS accepts for the back-off. A larger value is clamped to it, so that no
+/// arithmetic on a wait can overflow.
+inline constexpr int64_t max_retry_after_ms = 12 * 60 * 60 * 1000;
+
 struct error {
   error_class cls = error_class::transient;
   /// A short machine-readable code, e.g. "http_429", "s3.NoSuchKey", "pg.57P01", "ocr.corrupt_file".
   std::string code;
   /// A human-readable explanation; never contains a secret.
   std::string message;
-  /// Server-requested wait before retrying, in milliseconds; negative when none was given.
+  /// Server-requested wait before retrying, in milliseconds; negative when none was given, at most
+  /// max_retry_after_ms.
   int64_t retry_after_ms = -1;
 
   bool transient() const { return cls == error_class::transient; }

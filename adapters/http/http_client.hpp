@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "messages/error.hpp"
 #include "messages/result.hpp"
 
 namespace ingestd {
@@ -40,6 +41,10 @@ struct http_response {
   /// The first header with this name (case-insensitive), or "" if absent.
   std::string_view header(std::string_view name) const;
 };
+
+/// A Retry-After header value in the delay-seconds form (ASCII digits, surrounding spaces
+/// allowed) in milliseconds, clamped to max_retry_after_ms; -1 when empty or not that form.
+int64_t parse_retry_after_seconds(std::string_view value);
 
 /// Asynchronous: submit returns at once; `done` is called exactly once from the engine thread,
 /// with the response for any HTTP status (a 500 is a response, not an error) or with a transport

@@ -10,6 +10,8 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "messages/text.hpp"
+
 namespace ingestd {
 
 namespace {
@@ -33,23 +35,53 @@ result<void> validate_document(const rapidjson::Document& doc) {
   rapidjson::SchemaValidator validator{compiled_schema()};
   if (doc.Accept(validator))
     return {};
+  // The plain form, not StringifyUriFragment: RapidJSON's percent-encoding reads past the end of
+  // a member name that ends inside a UTF-8 sequence (a heap over-read found by fuzzing).
   rapidjson::StringBuffer where;
-  validator.GetInvalidDocumentPointer().StringifyUriFragment(where);
+  validator.GetInvalidDocumentPointer().Stringify(where);
   std::string msg = "answer violates the schema: keyword '";
   msg += validator.GetInvalidSchemaKeyword();
-  msg += "' at ";
-  msg += where.GetSize() > 1 ? where.GetString() : "#";
+  msg += "' at #";
+  msg += clean_text({where.GetString(), where.GetSize()});
   return error::make_transient("llm.schema_invalid", std::move(msg));
 }
 
+/// Deeper than any answer the schema allows (an invoice is 3 levels deep); the validator and the
+/// writer walk a document recursively, so a deeper one is refused before they see it.
+constexpr int max_depth = 32;
+
+/// Whether `v` nests deeper than `limit` levels (the recursion stops at the limit).
+bool deeper_than(const rapidjson::Value& v, int limit) {
+  if (!v.IsArray() && !v.IsObject())
+    return false;
+  if (limit == 0)
+    return true;
+  if (v.IsArray()) {
+    for (const auto& x : v.GetArray())
+      if (deeper_than(x, limit - 1))
+        return true;
+  } else {
+    for (const auto& m : v.GetObject())
+      if (deeper_than(m.value, limit - 1))
+        return true;
+  }
+  return false;
+}
+
 result<void> parse(std::string_view json, rapidjson::Document& doc) {
-  doc.Parse(json.data(), json.size());
+  // Iterative: the nesting depth of an answer costs heap, not stack. JSON is UTF-8: anything else
+  // is refused here, so that no malformed text reaches the validator or the database.
+  doc.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag>(json.data(),
+                                                                                   json.size());
   if (doc.HasParseError()) {
     std::string msg = "answer is not valid JSON: ";
     msg += rapidjson::GetParseError_En(doc.GetParseError());
     msg += " at offset " + std::to_string(doc.GetErrorOffset());
     return error::make_transient("llm.invalid_json", std::move(msg));
   }
+  if (deeper_than(doc, max_depth))
+    return error::make_transient("llm.invalid_json", "answer nests deeper than "
+                                                       + std::to_string(max_depth) + " levels");
   return {};
 }
 

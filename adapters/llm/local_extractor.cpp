@@ -1907,7 +1907,10 @@ extraction run_state::finish() {
 local_extractor::local_extractor(local_extractor_options opts) : opts_(opts) {}
 
 extraction local_extractor::run(std::string_view text) const {
-  run_state state{text, opts_};
+  // Values are copied from the text into JSON: bytes that are not UTF-8 become U+FFFD first, so
+  // that structured_data is always valid JSON text (a PDF's text layer may hold anything).
+  auto clean = clean_text(text);
+  run_state state{clean, opts_};
   return state.finish();
 }
 

@@ -101,7 +101,7 @@ struct error_body {
 error_body read_error_body(std::string_view body) {
   error_body out;
   rapidjson::Document doc;
-  doc.Parse(body.data(), body.size());
+  doc.Parse<rapidjson::kParseIterativeFlag>(body.data(), body.size());
   if (doc.HasParseError() || !doc.IsObject()) {
     out.message = std::string{utf8_prefix(body, 300)};
     return out;
@@ -192,14 +192,19 @@ int64_t retry_after_ms(const http_response& response) {
       return std::nullopt;
     return d;
   };
+  // Clamped before the conversion: a double beyond int64_t's range does not convert.
+  auto to_ms = [](double ms) {
+    return ms >= static_cast<double>(max_retry_after_ms) ? max_retry_after_ms
+                                                          : static_cast<int64_t>(std::ceil(ms));
+  };
   if (auto ms = find_header(response, "retry-after-ms"); !ms.empty())
     if (auto d = parse_number(ms))
-      return static_cast<int64_t>(std::ceil(*d));
+      return to_ms(*d);
   auto ra = find_header(response, "retry-after");
   if (ra.empty())
     return -1;
   if (auto d = parse_number(ra))
-    return static_cast<int64_t>(std::ceil(*d * 1000));
+    return to_ms(*d * 1000);
   // An HTTP date: "Wed, 21 Oct 2015 07:28:00 GMT".
   std::tm tm{};
   std::string s{ra};
@@ -207,7 +212,9 @@ int64_t retry_after_ms(const http_response& response) {
     return -1;
   auto when = timegm(&tm);
   auto now = std::time(nullptr);
-  return when > now ? static_cast<int64_t>(when - now) * 1000 : 0;
+  if (when == static_cast<std::time_t>(-1))
+    return -1;
+  return when > now ? to_ms(static_cast<double>(when - now) * 1000) : 0;
 }
 
 std::string build_chat_request(const openai_options& opts, std::string_view text) {
@@ -268,7 +275,7 @@ result<extraction> parse_chat_response(const http_response& response, const open
   if (response.status < 200 || response.status >= 300)
     return classify_status(response, opts);
   rapidjson::Document doc;
-  doc.Parse(response.body.data(), response.body.size());
+  doc.Parse<rapidjson::kParseIterativeFlag>(response.body.data(), response.body.size());
   if (doc.HasParseError() || !doc.IsObject())
     return error::make_transient("llm.invalid_response", "HTTP " + std::to_string(response.status)
                                                            + " with a body that is not a JSON object");

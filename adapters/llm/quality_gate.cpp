@@ -26,7 +26,7 @@ gate_verdict fail(std::string reason) { return gate_verdict{false, std::move(rea
 
 gate_verdict evaluate(const extraction& x, const gate_options& opts) {
   rapidjson::Document doc;
-  doc.Parse(x.structured_data.data(), x.structured_data.size());
+  doc.Parse<rapidjson::kParseIterativeFlag>(x.structured_data.data(), x.structured_data.size());
   if (doc.HasParseError() || !doc.IsObject())
     return fail("structured data is not a JSON object");
   if (!x.extraction_successful)

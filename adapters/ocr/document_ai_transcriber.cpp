@@ -5,6 +5,7 @@
 #include "adapters/ocr/document_ai_transcriber.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 
@@ -54,8 +55,13 @@ int64_t get_int(const rapidjson::Value& obj, const char* key, int64_t fallback =
   const auto& v = it->value;
   if (v.IsInt64())
     return v.GetInt64();
-  if (v.IsNumber())
-    return static_cast<int64_t>(v.GetDouble());
+  if (v.IsNumber()) {
+    // A double beyond int64_t's range (or NaN) does not convert: such a value is unreadable.
+    double d = v.GetDouble();
+    if (!(d > -9.2e18 && d < 9.2e18))
+      return fallback;
+    return static_cast<int64_t>(d);
+  }
   if (v.IsString()) {
     char* end = nullptr;
     long long x = std::strtoll(v.GetString(), &end, 10);
@@ -116,6 +122,10 @@ size_t utf8_offset(const std::string& s, int64_t cp) {
   return std::min(i, s.size());
 }
 
+/// Document AI names nine defect types; a page keeps at most this many defects, so that an entity
+/// copied to every page cannot multiply a long list by a long page list.
+constexpr size_t max_defects = 32;
+
 std::vector<quality_defect> parse_defects(const rapidjson::Value* arr) {
   std::vector<quality_defect> out;
   if (arr == nullptr || !arr->IsArray())
@@ -124,6 +134,8 @@ std::vector<quality_defect> parse_defects(const rapidjson::Value* arr) {
     auto type = get_string(d, "type");
     if (type.empty())
       continue;
+    if (out.size() == max_defects)
+      break;
     out.push_back({map_document_ai_defect(type), clamp01(get_double(d, "confidence"))});
   }
   return out;
@@ -173,7 +185,7 @@ std::string document_ai_request_body(std::string_view bytes, std::string_view mi
 
 result<transcription> parse_document_ai_response(std::string_view body) {
   rapidjson::Document doc;
-  doc.Parse(body.data(), body.size());
+  doc.Parse<rapidjson::kParseIterativeFlag>(body.data(), body.size());
   if (doc.HasParseError() || !doc.IsObject())
     return error::make_transient("docai.bad_response", "Document AI response is not JSON");
   const auto* d = get(doc, "document");
@@ -184,13 +196,15 @@ result<transcription> parse_document_ai_response(std::string_view body) {
   t.text = get_string(*d, "text");
   const auto* pages = get(*d, "pages");
   std::vector<bool> has_quality;
+  // The pages' segments partition the document's text: together they never hold more than it.
+  // (Segments repeated or overlapping would otherwise multiply the text by the segment count.)
+  size_t text_budget = t.text.size();
   if (pages != nullptr && pages->IsArray()) {
     int idx = 0;
     for (const auto& p : pages->GetArray()) {
       transcription_page page;
-      page.number = static_cast<int32_t>(get_int(p, "pageNumber", idx + 1));
-      if (page.number <= 0)
-        page.number = idx + 1;
+      auto number = get_int(p, "pageNumber", idx + 1);
+      page.number = number > 0 && number <= INT32_MAX ? static_cast<int32_t>(number) : idx + 1;
       // Page text from the layout's text anchor; startIndex is omitted when 0.
       if (const auto* layout = get(p, "layout")) {
         if (const auto* anchor = get(*layout, "textAnchor")) {
@@ -198,8 +212,11 @@ result<transcription> parse_document_ai_response(std::string_view body) {
             for (const auto& s : segs->GetArray()) {
               auto b = utf8_offset(t.text, get_int(s, "startIndex"));
               auto e = utf8_offset(t.text, get_int(s, "endIndex"));
-              if (e > b)
-                page.text.append(t.text, b, e - b);
+              if (e > b) {
+                auto n = std::min(e - b, text_budget);
+                page.text.append(t.text, b, n);
+                text_budget -= n;
+              }
             }
           }
         }
@@ -261,7 +278,7 @@ result<transcription> parse_document_ai_response(std::string_view body) {
 error classify_document_ai_error(const http_response& response) {
   std::string message, status;
   rapidjson::Document doc;
-  doc.Parse(response.body.data(), response.body.size());
+  doc.Parse<rapidjson::kParseIterativeFlag>(response.body.data(), response.body.size());
   if (!doc.HasParseError() && doc.IsObject())
     if (const auto* e = get(doc, "error"); e && e->IsObject()) {
       message = get_string(*e, "message");
@@ -284,14 +301,7 @@ error classify_document_ai_error(const http_response& response) {
   if (code == 429 || status == "RESOURCE_EXHAUSTED" || status == "8" || code >= 500 ||
       code == 408 || status == "UNAVAILABLE" || status == "14") {
     auto e = error::make_transient("docai.http_" + std::to_string(code), detail);
-    auto ra = response.header("retry-after");
-    if (!ra.empty()) {
-      char* end = nullptr;
-      std::string s{ra};
-      long secs = std::strtol(s.c_str(), &end, 10);
-      if (end != s.c_str() && secs >= 0)
-        e.retry_after_ms = int64_t{secs} * 1000;
-    }
+    e.retry_after_ms = parse_retry_after_seconds(response.header("retry-after"));
     return e;
   }
   if (code == 401)

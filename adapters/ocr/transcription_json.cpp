@@ -139,7 +139,8 @@ std::string to_summary_json(const transcription& x) {
 
 result<transcription> transcription_from_json(std::string_view json) {
   rapidjson::Document doc;
-  doc.Parse(json.data(), json.size());
+  // Iterative: nesting costs heap, not stack.
+  doc.Parse<rapidjson::kParseIterativeFlag>(json.data(), json.size());
   if (doc.HasParseError())
     return bad(std::string{"not JSON ("} + rapidjson::GetParseError_En(doc.GetParseError()) +
                " at offset " + std::to_string(doc.GetErrorOffset()) + ")");

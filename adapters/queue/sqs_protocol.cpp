@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <climits>
 
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
@@ -64,7 +65,7 @@ error bad_response(std::string what) {
 
 result<rapidjson::Document> parse_json(std::string_view body) {
   rapidjson::Document doc;
-  doc.Parse(body.data(), body.size());
+  doc.Parse<rapidjson::kParseIterativeFlag>(body.data(), body.size());
   if (doc.HasParseError())
     return bad_response("not JSON");
   if (!doc.IsObject())
@@ -286,7 +287,7 @@ result<std::vector<queue_message>> parse_receive(std::string_view body) {
       return bad_response("MD5OfBody does not match the body of message " + msg.id);
     if (auto attrs = member(m, "Attributes"); attrs != nullptr && attrs->IsObject()) {
       if (auto n = integer_value(member(*attrs, "ApproximateReceiveCount")))
-        msg.receive_count = static_cast<int32_t>(*n);
+        msg.receive_count = static_cast<int32_t>(std::clamp<int64_t>(*n, 0, INT32_MAX));
       if (auto t = integer_value(member(*attrs, "SentTimestamp")))
         msg.sent_at_ms = *t;
     }
@@ -399,12 +400,7 @@ result<std::string> parse_queue_url(std::string_view body) {
 }
 
 int64_t retry_after_ms(const http_response& response) {
-  auto v = response.header("retry-after");
-  int64_t seconds = 0;
-  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), seconds);
-  if (v.empty() || ec != std::errc{} || ptr != v.data() + v.size() || seconds < 0)
-    return -1;
-  return seconds * 1000;
+  return parse_retry_after_seconds(response.header("retry-after"));
 }
 
 error parse_error(const http_response& response) {
@@ -428,7 +424,7 @@ error parse_error(const http_response& response) {
     code = std::string{c};
   }
   rapidjson::Document doc;
-  doc.Parse(response.body.data(), response.body.size());
+  doc.Parse<rapidjson::kParseIterativeFlag>(response.body.data(), response.body.size());
   if (!doc.HasParseError() && doc.IsObject()) {
     if (code.empty()) {
       auto type = string_member(doc, "__type");

@@ -62,8 +62,10 @@ std::string xml_decode(std::string_view s) {
       uint32_t cp = 0;
       auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), cp,
                                        hex ? 16 : 10);
+      // Not a character XML allows (NUL, a surrogate, beyond U+10FFFF): kept as written, so that
+      // the decoded text stays well-formed UTF-8.
       if (ec != std::errc{} || ptr != digits.data() + digits.size() || digits.empty()
-          || cp > 0x10FFFF) {
+          || cp == 0 || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) {
         out.append(s.substr(i, semi - i + 1));
       } else {
         append_utf8(out, cp);
@@ -191,11 +193,7 @@ error parse_error(const http_response& response, bool object_request, std::strin
     return error::make_permanent("storage.not_found", std::move(message));
   auto err = classify(code.empty() ? "http_" + std::to_string(response.status) : code,
                       std::move(message), response.status);
-  auto retry = response.header("retry-after");
-  int64_t seconds = 0;
-  auto [ptr, ec] = std::from_chars(retry.data(), retry.data() + retry.size(), seconds);
-  if (!retry.empty() && ec == std::errc{} && ptr == retry.data() + retry.size() && seconds >= 0)
-    err.retry_after_ms = seconds * 1000;
+  err.retry_after_ms = parse_retry_after_seconds(response.header("retry-after"));
   return err;
 }
 

@@ -202,6 +202,15 @@ TEST_F(config_test, secrets_in_the_file_are_refused_and_point_to_the_environment
   EXPECT_EQ(text.find("sk-live-123"), std::string::npos) << "a secret must never be echoed";
 }
 
+TEST_F(config_test, deeply_nested_files_and_values_are_reported_not_crashes) {
+  // A recursive parser (and writer, for the message) ran out of stack on deep nesting.
+  EXPECT_NE(failure(write(std::string(1 << 20, '['))).find("not valid JSON"), std::string::npos);
+  auto deep = std::string(100'000, '[') + std::string(100'000, ']');
+  auto text = failure(write(R"({"worker": {"max_in_flight": )" + deep + "}}"));
+  EXPECT_NE(text.find("worker.max_in_flight = an array nested deeper than 16 levels"),
+            std::string::npos) << text.substr(0, 300);
+}
+
 TEST_F(config_test, malformed_and_missing_files_are_reported) {
   EXPECT_NE(failure(write("{\"worker\": ")).find("not valid JSON"), std::string::npos);
   EXPECT_NE(failure(write("[1, 2]")).find("expected a JSON object"), std::string::npos);

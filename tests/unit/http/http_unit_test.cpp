@@ -19,6 +19,22 @@ TEST(http_response, header_lookup_is_case_insensitive_and_returns_the_first) {
   EXPECT_EQ(r.header("missing"), "");
 }
 
+TEST(http_response, retry_after_seconds_are_read_strictly_and_clamped) {
+  EXPECT_EQ(parse_retry_after_seconds("7"), 7000);
+  EXPECT_EQ(parse_retry_after_seconds(" 0 "), 0);
+  EXPECT_EQ(parse_retry_after_seconds(""), -1);
+  EXPECT_EQ(parse_retry_after_seconds("-1"), -1);
+  EXPECT_EQ(parse_retry_after_seconds("1.5"), -1);
+  EXPECT_EQ(parse_retry_after_seconds("7abc"), -1);
+  EXPECT_EQ(parse_retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT"), -1);
+  // Seconds * 1000 overflowed int64_t for a huge value.
+  EXPECT_EQ(parse_retry_after_seconds("9223372036854775807"), max_retry_after_ms);
+  EXPECT_EQ(parse_retry_after_seconds(std::string(400, '9')), max_retry_after_ms);
+  EXPECT_EQ(parse_retry_after_seconds("43200"), max_retry_after_ms);
+  EXPECT_EQ(parse_retry_after_seconds("43201"), max_retry_after_ms);
+  EXPECT_EQ(parse_retry_after_seconds("43199"), max_retry_after_ms - 1000);
+}
+
 error fail_with(curl_engine& engine, std::string url) {
   http_request r;
   r.url = std::move(url);

@@ -103,6 +103,14 @@ TEST(local_extractor, calls_back_exactly_once_inline) {
   EXPECT_EQ(calls, 1);
 }
 
+TEST(local_extractor, text_that_is_not_utf8_still_gives_valid_json) {
+  // Found by fuzzing: a supplier name with a Latin-1 byte was copied into structured_data as is.
+  auto x = local_extractor{}.run("Holzwerk Brandt \xF6mbH\nRechnung\nRechnungsnummer: UK-2024-33\n"
+                                 "Gesamtbetrag 119,00 EUR\n");
+  EXPECT_TRUE(validate_extraction_json(x.structured_data).ok()) << x.structured_data;
+  EXPECT_EQ(x.structured_data.find('\xF6'), std::string::npos);
+}
+
 TEST(local_extractor, a_clean_invoice_is_high_confidence) {
   local_extractor ex;
   auto x = ex.run("Acme Tools GmbH\nIndustriestr. 5\n70565 Stuttgart\nUSt-IdNr.: DE 123 456 789\n\n"

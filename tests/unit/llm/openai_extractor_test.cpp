@@ -186,12 +186,33 @@ TEST(openai_parse, error_bodies_are_classified) {
   EXPECT_TRUE(once(408, "").error().transient());
 }
 
+TEST(openai_parse, deeply_nested_answers_are_errors_not_crashes) {
+  // A recursive JSON parser ran out of stack on a megabyte of '['; the schema validator and the
+  // writer recurse too, so a deep answer from the model is refused before they see it.
+  openai_options opts;
+  std::string deep(1 << 20, '[');
+  auto body = parse_chat_response(make_response(200, deep), opts);
+  ASSERT_FALSE(body.ok());
+  EXPECT_EQ(body.error().code, "llm.invalid_response");
+  EXPECT_FALSE(parse_chat_response(make_response(500, deep), opts).ok());
+  auto nested = std::string(10'000, '[') + std::string(10'000, ']');
+  auto content = parse_chat_response(
+    make_response(200, completion(quoted(R"({"line_items":)" + nested + "}"))), opts);
+  ASSERT_FALSE(content.ok());
+  EXPECT_EQ(content.error().code, "llm.invalid_json");
+}
+
 TEST(openai_parse, retry_after_headers) {
   EXPECT_EQ(retry_after_ms(make_response(429, "", {{"retry-after-ms", "250"}, {"retry-after", "9"}})), 250);
   EXPECT_EQ(retry_after_ms(make_response(429, "", {{"retry-after", "1.5"}})), 1500);
   EXPECT_EQ(retry_after_ms(make_response(429, "", {{"retry-after", "Wed, 21 Oct 2015 07:28:00 GMT"}})), 0);
   EXPECT_EQ(retry_after_ms(make_response(429, "", {{"retry-after", "soon"}})), -1);
   EXPECT_EQ(retry_after_ms(make_response(429, "")), -1);
+  // A double beyond int64_t's range was converted (undefined behaviour).
+  EXPECT_EQ(retry_after_ms(make_response(429, "", {{"retry-after-ms", "1e300"}})), max_retry_after_ms);
+  EXPECT_EQ(retry_after_ms(make_response(429, "", {{"retry-after", "9223372036854775807"}})), max_retry_after_ms);
+  EXPECT_EQ(retry_after_ms(make_response(429, "", {{"retry-after", "Fri, 31 Dec 9999 23:59:59 GMT"}})),
+            max_retry_after_ms);
 }
 
 TEST(openai_retry, transient_errors_are_retried_three_times_in_total) {

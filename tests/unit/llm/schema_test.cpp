@@ -53,6 +53,28 @@ TEST(extraction_schema, invalid_json_is_transient) {
   EXPECT_TRUE(r.error().transient());
 }
 
+TEST(extraction_schema, malformed_utf8_and_deep_nesting_are_invalid_json) {
+  // A member name ending inside a UTF-8 sequence made RapidJSON's URI-fragment pointer read past
+  // the name's end (heap over-read, found by fuzzing); such text is not JSON at all.
+  auto bad_key = validate_extraction_json("{\"exceeds the context\xF2\":\"medium\"}");
+  ASSERT_FALSE(bad_key.ok());
+  EXPECT_EQ(bad_key.error().code, "llm.invalid_json");
+  auto deep = std::string(100'000, '[') + std::string(100'000, ']');
+  auto nested = validate_extraction_json("{\"line_items\":" + deep + "}");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_EQ(nested.error().code, "llm.invalid_json");
+  EXPECT_EQ(validate_extraction_json(std::string(1 << 20, '[')).error().code, "llm.invalid_json");
+}
+
+TEST(extraction_schema, a_violation_at_a_non_ascii_member_is_reported) {
+  auto extra = valid_invoice();
+  extra.insert(1, "\"r\xC3\xA9" "f/~x\":1,");
+  auto r = validate_extraction_json(extra);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, "llm.schema_invalid");
+  EXPECT_NE(r.error().message.find("' at #"), std::string::npos) << r.error().message;
+}
+
 TEST(extraction_schema, violations_are_transient_and_named) {
   auto missing_total = valid_invoice();
   missing_total.replace(missing_total.find("\"total\":11.9,"), 13, "");

@@ -77,6 +77,35 @@ TEST(document_ai, legacy_quality_entity) {
   EXPECT_DOUBLE_EQ(r->pages[0].defects[1].confidence, 0.5);
 }
 
+TEST(document_ai, repeated_segments_and_defects_cannot_multiply_memory) {
+  // Every segment repeating the whole text, and one quality entity with many defects applied to
+  // many pages: the answer's size must bound the result's, not its square.
+  std::string segs, pages, defects;
+  for (int i = 0; i < 1000; ++i)
+    segs += std::string{i ? "," : ""} + R"({"endIndex":"99999"})";
+  for (int i = 0; i < 1000; ++i)
+    pages += std::string{i ? "," : ""} + "{}";
+  for (int i = 0; i < 1000; ++i)
+    defects += std::string{i ? "," : ""} + R"({"type":"quality/defect_blurry","confidence":1})";
+  auto r = parse_document_ai_response(R"({"document":{"text":")" + std::string(1000, 'x') +
+                                      R"(","pages":[{"pageNumber":1e300,"layout":{"textAnchor":{"textSegments":[)" +
+                                      segs + "]}}}," + pages + R"(],"entities":[{"type":"quality_score",)"
+                                      R"("confidence":0.5,"properties":[)" + defects + "]}]}}");
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  EXPECT_EQ(r->pages[0].number, 1) << "an unreadable page number is the page's position";
+  EXPECT_EQ(r->pages[0].text, std::string(1000, 'x'));
+  ASSERT_EQ(r->pages.size(), 1001u);
+  EXPECT_EQ(r->pages[0].defects.size(), 32u);
+  EXPECT_EQ(r->pages[1000].defects.size(), 32u);
+}
+
+TEST(document_ai, deeply_nested_answers_are_bad_responses_not_crashes) {
+  // A recursive JSON parser ran out of stack on a megabyte of '['.
+  auto r = parse_document_ai_response(std::string(1 << 20, '['));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, "docai.bad_response");
+}
+
 TEST(document_ai, minimal_and_malformed_responses) {
   auto empty = parse_document_ai_response(R"({"document":{}})");
   ASSERT_TRUE(empty.ok());
@@ -117,6 +146,9 @@ TEST(document_ai, errors_are_classified) {
     {{"retry-after", "7"}}));
   EXPECT_TRUE(quota.transient());
   EXPECT_EQ(quota.retry_after_ms, 7000);
+  // LONG_MAX seconds * 1000 overflowed; the wait is clamped to max_retry_after_ms.
+  auto huge = classify_document_ai_error(make_response(429, "", {{"retry-after", "99999999999999999999"}}));
+  EXPECT_EQ(huge.retry_after_ms, max_retry_after_ms);
   EXPECT_TRUE(err(500, "Internal error", "INTERNAL").transient());
   EXPECT_TRUE(err(503, "The service is currently unavailable.", "UNAVAILABLE").transient());
   // Bodies that are not Google's JSON (a proxy's HTML page) still classify by status.

@@ -71,6 +71,13 @@ TEST(transcription_json, empty_transcription_round_trips) {
   EXPECT_TRUE(back->pages.empty());
 }
 
+TEST(transcription_json, deep_nesting_is_an_error_not_a_crash) {
+  // A recursive JSON parser ran out of stack on a megabyte of '['.
+  auto r = transcription_from_json(std::string(1 << 20, '['));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, "ocr.bad_transcription_json");
+}
+
 TEST(transcription_json, garbage_is_a_permanent_named_error) {
   auto good = to_json(sample());
   std::vector<std::pair<std::string, std::string>> cases = {

@@ -236,6 +236,18 @@ TEST(sqs_receive, absent_null_or_empty_messages_mean_none) {
   }
 }
 
+TEST(sqs_receive, receive_counts_beyond_int32_do_not_wrap) {
+  // 2^32 + 1 used to wrap to 1, a first delivery, hiding a message that was received forever.
+  auto r = sqs::parse_receive("{\"Messages\":[{\"MessageId\":\"m\",\"ReceiptHandle\":\"r\","
+                              "\"Attributes\":{\"ApproximateReceiveCount\":\"4294967297\"}},"
+                              "{\"MessageId\":\"n\",\"ReceiptHandle\":\"s\","
+                              "\"Attributes\":{\"ApproximateReceiveCount\":\"-3\"}}]}");
+  ASSERT_TRUE(r) << r.error().describe();
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[0].receive_count, INT32_MAX);
+  EXPECT_EQ((*r)[1].receive_count, 0);
+}
+
 TEST(sqs_receive, numeric_attributes_are_tolerated) {
   auto r = sqs::parse_receive("{\"Messages\":[{\"MessageId\":\"m\",\"ReceiptHandle\":\"r\","
                               "\"Body\":\"b\",\"Attributes\":{\"ApproximateReceiveCount\":2,"
@@ -325,6 +337,20 @@ TEST(sqs_errors, non_json_bodies_and_retry_after) {
   EXPECT_EQ(slow.retry_after_ms, 7000);
   EXPECT_TRUE(slow.transient());
   EXPECT_EQ(sqs::parse_error(make_response(503, "")).retry_after_ms, -1);
+  // Seconds * 1000 overflowed int64_t; the wait is clamped to max_retry_after_ms.
+  EXPECT_EQ(sqs::parse_error(make_response(503, "", {{"Retry-After", "9223372036854775807"}}))
+              .retry_after_ms,
+            max_retry_after_ms);
+}
+
+TEST(sqs_errors, deeply_nested_answers_are_bad_responses_not_crashes) {
+  // A recursive JSON parser ran out of stack on a megabyte of '['.
+  std::string deep(1 << 20, '[');
+  auto r = sqs::parse_receive(deep);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "sqs.bad_response");
+  EXPECT_FALSE(sqs::parse_batch(deep));
+  EXPECT_EQ(sqs::parse_error(make_response(500, deep)).code, "sqs.http_500");
 }
 
 TEST(sqs_errors, transport_errors_pass_through_with_their_class) {

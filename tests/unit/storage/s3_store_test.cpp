@@ -283,6 +283,15 @@ TEST(s3_errors, xml_messages_are_decoded_and_retry_after_kept) {
   EXPECT_EQ(e.message, "a <b> & \"c\" \xC3\xA9");
   auto r = make_response(503, "", {{"Retry-After", "3"}});
   EXPECT_EQ(s3::parse_error(r, true, "").retry_after_ms, 3000);
+  // Seconds * 1000 overflowed int64_t; the wait is clamped to max_retry_after_ms.
+  auto huge = make_response(503, "", {{"Retry-After", "9223372036854775807"}});
+  EXPECT_EQ(s3::parse_error(huge, true, "").retry_after_ms, max_retry_after_ms);
+}
+
+TEST(s3_errors, character_references_xml_forbids_are_kept_as_written) {
+  // &#0; decoded to a NUL byte and &#xD800; to a UTF-8-encoded surrogate: neither is text.
+  EXPECT_EQ(s3::xml_text("<Message>a&#0;b&#xD800;c&#x10FFFF;</Message>", "Message"),
+            "a&#0;b&#xD800;c\xF4\x8F\xBF\xBF");
 }
 
 TEST(s3_errors, exists_reads_head_statuses) {

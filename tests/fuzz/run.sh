@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing of the parsers that read outside input (tests/fuzz/*_fuzz.cpp).
+#
+#   tests/fuzz/run.sh [SECONDS] [TARGET...]
+#
+# Builds the "fuzz" preset (clang-14, libFuzzer, ASan, UBSan; build-fuzz/), then runs each target
+# (all of them unless named: text ids http_headers sqs s3 openai local_extractor document_ai
+# transcription_json config) for SECONDS seconds, one after the other (default 20: a smoke run;
+# `tests/fuzz/run.sh 600` is a campaign). Every run is nice'd and single-threaded.
+#
+#   - Seeds: the committed corpus tests/fuzz/corpus/<target>/, read only.
+#   - New inputs: build-fuzz/corpus/<target>/ (scratch, kept between runs, never committed).
+#   - Crashes, leaks, timeouts (-timeout=10) and out-of-memory (-rss_limit_mb=2048):
+#     tests/fuzz/findings/<target>-* (gitignored), with the log in build-fuzz/logs/<target>.log.
+#
+# Prints executions per target and exits non-zero when any target found a problem. To keep a
+# finding as a regression input, fix the bug, copy the file into tests/fuzz/corpus/<target>/
+# (a readable name) and the normal build's CTest entry fuzz_<target> replays it from then on.
+# Reproduce one: build-fuzz/tests/fuzz/<target>_fuzz tests/fuzz/findings/<file>
+set -euo pipefail
+
+seconds=${1:-20}
+shift || true
+root=$(cd "$(dirname "$0")/../.." && pwd)
+all=(text ids http_headers sqs s3 openai local_extractor document_ai transcription_json config)
+targets=("$@")
+[[ ${#targets[@]} -eq 0 ]] && targets=("${all[@]}")
+
+cd "$root"
+nice -n 19 cmake --preset fuzz >/dev/null
+nice -n 19 cmake --build --preset fuzz -j1
+
+findings=$root/tests/fuzz/findings
+mkdir -p "$findings" build-fuzz/logs
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:suppressions=$root/tests/fuzz/ubsan.supp}
+
+max_len_of() {
+  case $1 in
+    ids|text) echo 4096 ;;
+    local_extractor) echo 16384 ;;
+    *) echo 65536 ;;
+  esac
+}
+
+failed=0
+printf '%-20s %10s %8s %s\n' target executions seconds result
+for t in "${targets[@]}"; do
+  exe=build-fuzz/tests/fuzz/${t}_fuzz
+  scratch=build-fuzz/corpus/$t
+  log=build-fuzz/logs/$t.log
+  mkdir -p "$scratch"
+  start=$(date +%s)
+  status=0
+  nice -n 19 "$exe" "$scratch" "tests/fuzz/corpus/$t" \
+    -max_total_time="$seconds" -max_len="$(max_len_of "$t")" -rss_limit_mb=2048 -timeout=10 \
+    -artifact_prefix="$findings/$t-" -print_final_stats=1 >"$log" 2>&1 \
+    || status=$?
+  took=$(( $(date +%s) - start ))
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  if [[ $status -eq 0 ]]; then
+    result=ok
+  else
+    result="FAILED (exit $status, see $log)"
+    failed=1
+  fi
+  printf '%-20s %10s %8s %s\n' "$t" "${runs:-?}" "$took" "$result"
+done
+exit $failed
