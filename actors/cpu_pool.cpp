@@ -23,7 +23,7 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-caf::behavior cpu_worker(caf::event_based_actor* self, caf::actor master) {
+caf::behavior cpu_worker(caf::event_based_actor* self, const caf::actor& master) {
   self->send(master, idle_atom_v, caf::actor{self});
   return {
     [self, master](run_atom, cpu_job& job) {
