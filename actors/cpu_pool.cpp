@@ -31,8 +31,8 @@ void record_run_time(worker_metrics& m, clock::duration took) {
   m.cpu_item_us = avg == 0 ? us : avg + (us - avg) / 8;
 }
 
-caf::behavior cpu_worker(caf::event_based_actor* self, caf::actor master,
-                         std::shared_ptr<worker_metrics> metrics) {
+caf::behavior cpu_worker(caf::event_based_actor* self, const caf::actor& master,
+                         const std::shared_ptr<worker_metrics>& metrics) {
   self->send(master, idle_atom_v, caf::actor{self});
   return {
     [self, master, metrics](run_atom, cpu_job& job) {

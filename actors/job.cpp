@@ -171,7 +171,7 @@ void complete(job_ptr self);
 void ack(job_ptr self, job_result outcome, std::string detail, std::string error_class = "none");
 void delete_message(job_ptr self, job_result outcome, std::string detail, std::string error_class);
 void finish(job_ptr self, job_result result, std::string detail, std::string_view error_class = "none");
-void fail(job_ptr self, error err, std::string structured_data = {});
+void fail(job_ptr self, const error& err, std::string structured_data = {});
 void back_off(job_ptr self, std::chrono::seconds delay, std::string detail, std::string error_class);
 void lost(job_ptr self, std::string reason);
 void release(job_ptr self);
@@ -457,7 +457,7 @@ void store_preprocessed(job_ptr self) {
 
 void record_transcription(job_ptr self, std::string preprocessed_key) {
   auto& st = self->state;
-  transcription_record rec{storage_keys::transcription(st.ingestion_id.str()), preprocessed_key,
+  transcription_record rec{storage_keys::transcription(st.ingestion_id.str()), std::move(preprocessed_key),
                            st.text.quality_score};
   request_step<void>(
     self, job_step::record_transcription,
@@ -542,7 +542,8 @@ void delete_message(job_ptr self, job_result outcome, std::string detail, std::s
   request_step<std::vector<batch_entry_result>>(
     self, job_step::ack,
     [&](auto cb) { self->state.ctx->ports.ingest_queue->remove({self->state.msg.receipt}, std::move(cb)); },
-    [self, outcome, detail, error_class](result<std::vector<batch_entry_result>> r) {
+    [self, outcome, detail = std::move(detail),
+     error_class = std::move(error_class)](result<std::vector<batch_entry_result>> r) {
       if (!r || (!r->empty() && r->front().failed)) {
         auto why = !r ? r.error().describe() : r->front().error.describe();
         // The outcome is already final in the database: a redelivery finds it and deletes.
@@ -597,7 +598,7 @@ void finish(job_ptr self, job_result result, std::string detail, std::string_vie
 
 // ---- the failure path (DESIGN §5) ----------------------------------------------------------
 
-void fail(job_ptr self, error err, std::string structured_data) {
+void fail(job_ptr self, const error& err, std::string structured_data) {
   auto& st = self->state;
   if (st.phase == job_phase::releasing || st.phase == job_phase::finished)
     return;
@@ -660,7 +661,8 @@ void back_off(job_ptr self, std::chrono::seconds delay, std::string detail, std:
   request_step<std::vector<batch_entry_result>>(
     self, job_step::backoff,
     [&](auto cb) { st.ctx->ports.ingest_queue->change_visibility({{st.msg.receipt, delay}}, std::move(cb)); },
-    [self, detail, error_class](result<std::vector<batch_entry_result>> v) {
+    [self, detail = std::move(detail),
+     error_class = std::move(error_class)](result<std::vector<batch_entry_result>> v) {
       if (!v || (!v->empty() && v->front().failed))
         step_done(self, "transient", !v ? v.error().describe() : v->front().error.describe());
       else
@@ -690,7 +692,7 @@ void lost(job_ptr self, std::string reason) {
   }
   st.tracked = false;  // the heartbeat dropped it already
   if (st.claimed)
-    st.ctx->ports.db->release(st.lease(), [](result<void>) {});
+    st.ctx->ports.db->release(st.lease(), [](const result<void>&) {});
   finish(self, job_result::lost, std::move(reason), "claim_lost");
 }
 
@@ -728,7 +730,7 @@ void give_back(job_ptr self, std::string reason) {
   auto give_back_message = [self, reason = std::move(reason)] {
     auto& st = self->state;
     st.ctx->ports.ingest_queue->change_visibility({{st.msg.receipt, std::chrono::seconds{0}}},
-                                                 [](result<std::vector<batch_entry_result>>) {});
+                                                 [](const result<std::vector<batch_entry_result>>&) {});
     finish(self, job_result::released, reason + ": claim and message given back");
   };
   if (!st.claimed) {

@@ -38,10 +38,11 @@ std::chrono::milliseconds call_deadline(const worker_settings& s) {
   return std::max<std::chrono::milliseconds>(2 * s.sweeper_interval, std::chrono::minutes{1});
 }
 
-void enqueue(sweeper_ptr self, std::vector<uuid> ids) {
+void enqueue(sweeper_ptr self, const std::vector<uuid>& ids) {
   auto& st = self->state;
   std::vector<outgoing_message> messages;
-  for (auto& id : ids)
+  messages.reserve(ids.size());
+  for (const auto& id : ids)
     messages.push_back({id.str(), std::chrono::seconds{0}});
   auto count = static_cast<int64_t>(messages.size());
   st.ctx->ports.ingest_queue->send(
@@ -85,7 +86,7 @@ void rescue(sweeper_ptr self) {
         self->state.sweeping = false;
         return;
       }
-      enqueue(self, std::move(*r));
+      enqueue(self, *r);
     }));
 }
 

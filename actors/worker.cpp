@@ -21,7 +21,7 @@ void configure_scheduler(caf::actor_system_config& cfg) {
   cfg.set("scheduler.policy", caf::atom("sharing"));
 }
 
-worker_handles start_worker(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
+worker_handles start_worker(caf::actor_system& sys, const std::shared_ptr<worker_context>& ctx,
                             worker_options options) {
   worker_handles w;
   std::vector<caf::actor> others;

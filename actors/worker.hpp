@@ -47,7 +47,7 @@ void configure_scheduler(caf::actor_system_config& cfg);
 
 /// Spawns the heartbeat actors, the poller (which starts polling at once), the sweeper and the
 /// shutdown coordinator.
-worker_handles start_worker(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
+worker_handles start_worker(caf::actor_system& sys, const std::shared_ptr<worker_context>& ctx,
                             worker_options options = {});
 
 } // namespace ingestd

@@ -131,7 +131,7 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     rt->ports.on_failed = [notifier](const claimed_ingestion& c, const error& e, int32_t attempts) {
       notifier->notify_failed(failure_notice{c.ingestion_id.str(), c.document_id.str(), c.tenant_id.str(),
                                              e.describe(), std::string{to_string(e.cls)}, attempts},
-                              [](result<void>) {});
+                              [](const result<void>&) {});
     };
   }
   return rt;

@@ -111,7 +111,7 @@ void draw_bar(size_t done, size_t total, const tally& t) {
   std::string bar(filled, '#');
   bar.resize(width, ' ');
   std::fprintf(stderr, "\r[%s] %zu/%zu  new %lld  duplicate %lld  failed %lld ", bar.c_str(), done,
-               total, static_cast<long long>(t.created + t.reprocessing),
+               total, static_cast<long long>(t.created) + t.reprocessing,
                static_cast<long long>(t.duplicate), static_cast<long long>(t.failed));
   std::fflush(stderr);
 }

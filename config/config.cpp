@@ -632,14 +632,14 @@ public:
     for (auto& section : doc.GetObject()) {
       std::string section_name = section.name.GetString();
       if (!section.value.IsObject()) {
-        if (section_name.rfind("$", 0) == 0 || section_name.rfind("_", 0) == 0)
+        if (section_name.rfind('$', 0) == 0 || section_name.rfind('_', 0) == 0)
           continue;  // "$comment"-style annotations
         problems.push_back(section_name + " (config file): expected an object of keys");
         continue;
       }
       for (auto& entry : section.value.GetObject()) {
         std::string key = entry.name.GetString();
-        if (key.rfind("_", 0) == 0)
+        if (key.rfind('_', 0) == 0)
           continue;  // "_comment"-style annotations
         if (auto spec = find_key(section_name, key)) {
           if (auto v = from_json(*spec, entry.value)) {
@@ -654,7 +654,8 @@ public:
           if (key == secret.mistaken_key)
             why = std::string{"a secret: set it in the environment as "} + secret.env
                   + ", never in the file";
-        problems.push_back(section_name + "." + key + " (config file): " + why);
+        problems.push_back(section_name);
+        problems.back().append(".").append(key).append(" (config file): ").append(why);
       }
     }
   }

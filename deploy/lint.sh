@@ -75,11 +75,21 @@ if ! printf '%s\n' "${files[@]}" | xargs -P "$jobs" -n 4 clang-tidy -p "$db" --q
   status=1
 fi
 
-echo "lint: cppcheck"
-if ! cppcheck -q -j "$jobs" --std=c++20 --language=c++ --enable=warning,performance,portability \
-      --inline-suppr --error-exitcode=1 -I . --suppress=missingIncludeSystem \
-      --suppress=missingInclude "${files[@]}"; then
-  status=1
+# cppcheck only on the daemon's sources: 2.10 cannot parse the gtest/CAF test macros or chrono
+# literals (syntaxError, internalError on tests/ and bench/); clang-tidy covers those.
+cpp_files=()
+for f in "${files[@]}"; do
+  f=${f#"$root"/}
+  f=${f#./}
+  [[ "$f" =~ ^(actors|adapters|admin|app|config|intake|messages)/ ]] && cpp_files+=("$f")
+done
+if [[ ${#cpp_files[@]} -gt 0 ]]; then
+  echo "lint: cppcheck on ${#cpp_files[@]} files"
+  if ! cppcheck -q -j "$jobs" --std=c++20 --language=c++ --enable=warning,performance,portability \
+        --inline-suppr --error-exitcode=1 -I . --suppress=missingIncludeSystem \
+        --suppress=missingInclude "${cpp_files[@]}"; then
+    status=1
+  fi
 fi
 [[ $status -eq 0 ]] && echo "lint: clean" || echo "lint: findings above" >&2
 exit $status

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh clone: installs what is missing, builds, starts the local
-# stack (reusing a running one), runs every CTest entry. Safe to run again.
-#   deploy/test.sh              everything
-#   deploy/test.sh -L unit      extra arguments go to ctest (here: only the unit tests)
+# The whole test suite, from a fresh clone: installs what is missing, builds, runs the static
+# analysis (deploy/lint.sh on the files changed since .ci/lint-base), starts the local stack
+# (reusing a running one), runs every CTest entry. Safe to run again.
+#   deploy/test.sh                   everything
+#   deploy/test.sh -L unit           extra arguments go to ctest (here: only the unit tests)
+#   INGESTD_LINT=0 deploy/test.sh    skips the static analysis (a quick local run)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -10,6 +12,9 @@ cd "$root"
 deploy/install-deps.sh
 cmake --preset default >/dev/null
 cmake --build --preset default
+if [[ "${INGESTD_LINT:-1}" != 0 ]]; then
+  deploy/lint.sh
+fi
 deploy/local-stack.sh start
 eval "$(deploy/local-stack.sh env)"
 ctest --preset default "$@"

@@ -114,7 +114,7 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
   // Uploads are I/O bound and bounded by the database: four threads keep the daemon's count low.
   svr.new_task_queue = [] { return new httplib::ThreadPool(4); };
   // Bodies over the limit (plus room for multipart framing) get 413 before they are read.
-  svr.set_payload_max_length(intake_->options().max_bytes + 64 * 1024);
+  svr.set_payload_max_length(intake_->options().max_bytes + size_t{64} * 1024);
   svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (authorised(req, opts_.bearer_token))
       return httplib::Server::HandlerResponse::Unhandled;

@@ -11,8 +11,10 @@
 
 namespace ingestd {
 
+// clang-tidy's bugprone-exception-escape finds std::variant's bad_variant_access throw in the
+// implicit noexcept operator=: only a valueless variant takes it, impossible with a noexcept move.
 template <class T>
-class [[nodiscard]] result {
+class [[nodiscard]] result { // NOLINT(bugprone-exception-escape)
 public:
   result(T value) : data_(std::in_place_index<0>, std::move(value)) {}
   result(ingestd::error err) : data_(std::in_place_index<1>, std::move(err)) {}

@@ -244,7 +244,7 @@ result<sigv4_signature> compute_signature(const http_request& request,
   std::string canonical_headers;
   std::string signed_headers;
   for (const auto& [name, value] : headers) {
-    canonical_headers += name + ":" + value + "\n";
+    canonical_headers.append(name).append(":").append(value).append("\n");
     if (!signed_headers.empty())
       signed_headers.push_back(';');
     signed_headers += name;

@@ -551,6 +551,7 @@ void pg_repository::renew_leases(std::vector<lease_ref> refs, std::chrono::secon
     if (!res)
       return done(res.error());
     std::vector<lease_ref> lost;
+    lost.reserve(static_cast<size_t>(res->size()));
     for (int r = 0; r < res->size(); ++r)
       lost.push_back(lease_ref{parse_uuid(res->text(r, 0)), parse_uuid(res->text(r, 1))});
     done(std::move(lost));
@@ -613,6 +614,7 @@ void pg_repository::rescue_stranded(std::chrono::seconds stale_threshold, int li
     if (!res)
       return done(res.error());
     std::vector<uuid> ids;
+    ids.reserve(static_cast<size_t>(res->size()));
     for (int r = 0; r < res->size(); ++r)
       ids.push_back(parse_uuid(res->text(r, 0)));
     done(std::move(ids));

@@ -273,7 +273,8 @@ struct curl_engine::impl {
       has_content_type = has_content_type || iequals(name, "content-type");
       has_expect = has_expect || iequals(name, "expect");
       // "Name;" is curl's spelling of a header with an empty value.
-      auto line = value.empty() ? name + ";" : name + ": " + value;
+      std::string line = name;
+      line.append(value.empty() ? ";" : ": ").append(value);
       t.headers = curl_slist_append(t.headers, line.c_str());
     }
     if (r.method == "GET" && r.body.empty()) {

@@ -257,10 +257,10 @@ std::optional<std::pair<double, bool>> interpret_number(std::string_view raw) {
     decimal = last;
   } else {
     size_t count = static_cast<size_t>(std::count(raw.begin(), raw.end(), last));
-    if (count == 1 && after_last != 3)
+    // A single separator is a decimal point unless three digits follow it (a thousands
+    // separator), except after a lone leading zero: 0,125.
+    if (count == 1 && (after_last != 3 || (seps.back() == 1 && raw[0] == '0')))
       decimal = last;
-    else if (count == 1 && seps.back() == 1 && raw[0] == '0')
-      decimal = last; // 0,125
     else
       decimal = 0;
   }
@@ -316,16 +316,15 @@ std::vector<amount_hit> find_amounts(std::string_view s, bool space_groups = tru
     size_t j = i;
     while (j < s.size()) {
       char c = s[j];
-      if (is_digit(c)) {
-        ++j;
-      } else if ((c == '.' || c == ',' || c == '\'') && j + 1 < s.size() && is_digit(s[j + 1])) {
-        ++j;
-      } else if (space_groups && c == ' ' && j + 3 < s.size() && is_digit(s[j + 1]) && is_digit(s[j + 2])
-                 && is_digit(s[j + 3]) && (j + 4 >= s.size() || !is_digit(s[j + 4]))) {
-        ++j;
-      } else {
+      // The number goes on over a digit, a separator followed by a digit, and (space_groups) a
+      // space followed by exactly three digits.
+      bool separator = (c == '.' || c == ',' || c == '\'') && j + 1 < s.size() && is_digit(s[j + 1]);
+      bool space_group = space_groups && c == ' ' && j + 3 < s.size() && is_digit(s[j + 1])
+                         && is_digit(s[j + 2]) && is_digit(s[j + 3])
+                         && (j + 4 >= s.size() || !is_digit(s[j + 4]));
+      if (!is_digit(c) && !separator && !space_group)
         break;
-      }
+      ++j;
     }
     size_t end = j;
     // A number glued to letters ("DE123456789", "INV-2024") is an identifier, not an amount.
@@ -726,8 +725,8 @@ double round2(double v) { return std::round(v * 100.0) / 100.0; }
 
 class run_state {
 public:
-  run_state(std::string_view text, const local_extractor_options& opts) : opts_(opts) {
-    raw_ = split_lines(text);
+  run_state(std::string_view text, const local_extractor_options& opts)
+    : opts_(opts), raw_(split_lines(text)) {
     for (const auto& l : raw_)
       low_.push_back(lower(l));
     decide_conventions();
@@ -844,11 +843,9 @@ void run_state::decide_conventions() {
     gbp += code == "GBP" ? 1 : 0;
   }
   day_first_ = opts_.ambiguous_dates_day_first;
-  if (gbp > usd)
-    day_first_ = true;
-  else if (usd > gbp)
+  if (usd > gbp)
     day_first_ = false;
-  else if (german_)
+  else if (gbp > usd || german_)
     day_first_ = true;
   // A slash date whose first part exceeds 12 settles the order for the whole document.
   static const std::regex slash{R"((^|[^0-9])(\d{1,2})/(\d{1,2})/(\d{2,4}))"};
@@ -1134,7 +1131,7 @@ bool run_state::starts_with_label(size_t i) const {
 
 bool is_street_word(std::string_view tok) {
   auto l = lower(tok);
-  for (std::string_view suffix : {"stra\xC3\x9F" "e", "strasse", "str.", "weg", "platz", "allee", "gasse",
+  for (std::string_view suffix : {"stra\xC3\x9F\x65" /* straße */, "strasse", "str.", "weg", "platz", "allee", "gasse",
                                   "ring", "damm", "ufer", "markt", "road", "street", "lane", "avenue",
                                   "ave.", "way", "drive", "square", "boulevard", "blvd."})
     if (l.size() >= suffix.size() && l.compare(l.size() - suffix.size(), suffix.size(), suffix) == 0)
@@ -1881,17 +1878,15 @@ extraction run_state::finish() {
                       && total_.src == source::label;
   bool reconciles = totals_reconcile_ || items_reconcile_;
   bool successful = total_.found() && (invoice_number_.found() || invoice_date_.found());
-  std::string confidence;
-  if (!successful || total_.src == source::guess || totals_contradict_
-      || (!invoice_number_.found() && !invoice_date_.found()))
-    confidence = "low";
-  else if (key_by_label && reconciles && subtotal_.src != source::derived && vat_.src != source::derived
-           && supplier_name_.found() && currency_.found())
+  bool doubtful = !successful || total_.src == source::guess || totals_contradict_
+                  || (!invoice_number_.found() && !invoice_date_.found());
+  std::string confidence = "low";
+  if (!doubtful && key_by_label && reconciles && subtotal_.src != source::derived
+      && vat_.src != source::derived && supplier_name_.found() && currency_.found())
     confidence = "high";
-  else if (total_.src == source::label || (total_.src == source::derived && reconciles))
-    confidence = (invoice_number_.found() && invoice_date_.found()) ? "medium" : "low";
-  else
-    confidence = "low";
+  else if (!doubtful && (total_.src == source::label || (total_.src == source::derived && reconciles))
+           && invoice_number_.found() && invoice_date_.found())
+    confidence = "medium";
 
   extraction out;
   out.structured_data = to_json(successful, confidence, missing);

@@ -147,7 +147,7 @@ void webhook_notifier::notify_failed(failure_notice notice, callback<void> done)
   req.body = payload(notice);
   req.connect_timeout = std::min(opts_.timeout, std::chrono::milliseconds{5'000});
   req.total_timeout = opts_.timeout;
-  req.max_response_bytes = 64 * 1024;
+  req.max_response_bytes = size_t{64} * 1024;
   auto where = loggable(opts_.url);
   auto document_id = notice.document_id;
   auto failed = [this, where, document_id](const error& e) {

@@ -195,7 +195,7 @@ result<page_content> decode_pix(pix_ptr pix, const document_limits& limits, int 
 } // namespace
 
 result<std::shared_ptr<document_source>>
-open_document(std::shared_ptr<const std::string> bytes, std::string_view mime_type,
+open_document(const std::shared_ptr<const std::string>& bytes, std::string_view mime_type,
               const document_limits& limits) {
   silence_libraries();
   const std::string& b = *bytes;

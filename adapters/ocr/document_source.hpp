@@ -35,7 +35,7 @@ public:
 /// Errors (all permanent): ocr.empty_file, ocr.too_large, ocr.unsupported_type,
 /// ocr.corrupt_file, ocr.encrypted_pdf, ocr.too_many_pages. `bytes` must outlive the source.
 result<std::shared_ptr<document_source>>
-open_document(std::shared_ptr<const std::string> bytes, std::string_view mime_type,
+open_document(const std::shared_ptr<const std::string>& bytes, std::string_view mime_type,
               const document_limits& limits);
 
 } // namespace ingestd

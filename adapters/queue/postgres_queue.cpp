@@ -237,24 +237,21 @@ struct postgres_queue::impl {
   }
 
   void park(parked_poll poll, uint64_t seen) {
-    {
-      std::lock_guard guard{mtx};
-      if (stopping) {
-        // Shutting down: answer what we have (nothing) rather than wait out the poll.
-        poll.done(std::vector<queue_message>{});
-        return;
-      }
-      if (generation == seen) {
-        parked.push_back(std::move(poll));
-        poll.done = nullptr;
-      }
-    }
-    if (poll.done) {
-      // A notification arrived while we were looking: look again at once.
-      dispatch(std::move(poll));
+    std::unique_lock guard{mtx};
+    if (stopping) {
+      // Shutting down: answer what we have (nothing) rather than wait out the poll.
+      poll.done(std::vector<queue_message>{});
       return;
     }
-    wake();
+    if (generation == seen) {
+      parked.push_back(std::move(poll));
+      guard.unlock();
+      wake();
+      return;
+    }
+    guard.unlock();
+    // A notification arrived while we were looking: look again at once.
+    dispatch(std::move(poll));
   }
 
   void dispatch(parked_poll poll) {
@@ -456,6 +453,7 @@ void postgres_queue::change_visibility(std::vector<visibility_change> changes,
             e = failed_entry(e.ref, res.error());
       } else {
         std::vector<std::string> changed;
+        changed.reserve(static_cast<size_t>(res->size()));
         for (int r = 0; r < res->size(); ++r)
           changed.push_back(res->str(r, 0));
         // A stale receipt changes nothing. The entry says so (as SQS's MessageNotInflight

@@ -335,7 +335,7 @@ result<std::vector<batch_answer>> parse_batch(std::string_view body) {
 
 error entry_error(const batch_answer& failed) {
   auto code = failed.code.empty() ? std::string{"UnknownError"} : failed.code;
-  return classify(std::move(code), failed.message, 200, failed.sender_fault);
+  return classify(code, failed.message, 200, failed.sender_fault);
 }
 
 result<std::map<std::string, std::string>> parse_attributes(std::string_view body) {
@@ -444,7 +444,7 @@ error parse_error(const http_response& response) {
     code = "http_" + std::to_string(response.status);
   if (message.empty())
     message = "HTTP " + std::to_string(response.status);
-  auto err = classify(std::move(code), std::move(message), response.status, sender_fault);
+  auto err = classify(code, std::move(message), response.status, sender_fault);
   err.retry_after_ms = retry_after_ms(response);
   return err;
 }
@@ -453,7 +453,7 @@ bool is_stale_receipt(std::string_view code) {
   return one_of(code, {"ReceiptHandleIsInvalid", "InvalidReceiptHandle", "MessageNotInflight"});
 }
 
-error classify(std::string code, std::string message, long status,
+error classify(const std::string& code, std::string message, long status,
                std::optional<bool> sender_fault) {
   auto full = "sqs." + code;
   auto transient = [&] { return error::make_transient(std::move(full), std::move(message)); };

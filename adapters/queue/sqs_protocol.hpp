@@ -129,7 +129,7 @@ error parse_error(const http_response& response);
 /// Classification of an SQS error code: throttling, server faults and 5xx are transient;
 /// a missing queue, access and signature problems and invalid parameters are permanent.
 /// `sender_fault` is the header's or entry's Sender/Receiver hint when known.
-error classify(std::string code, std::string message, long status,
+error classify(const std::string& code, std::string message, long status,
                std::optional<bool> sender_fault = std::nullopt);
 
 /// True for the codes that mean "this receipt handle no longer names an in-flight message".

@@ -123,7 +123,7 @@ sqs_client::sqs_client(std::shared_ptr<http_client> http, sqs_connection connect
   endpoint_ = aws::service_endpoint("sqs", region_, connection_->endpoint);
 }
 
-void sqs_client::call(std::string operation, std::string body, std::chrono::milliseconds timeout,
+void sqs_client::call(const std::string& operation, std::string body, std::chrono::milliseconds timeout,
                       callback<std::string> done) const {
   http_request req;
   req.method = "POST";
@@ -136,7 +136,7 @@ void sqs_client::call(std::string operation, std::string body, std::chrono::mill
   req.connect_timeout = connection_->connect_timeout;
   req.total_timeout = timeout;
   // Answers are small (at most 10 messages of 1 MiB); anything larger is not SQS.
-  req.max_response_bytes = 16 * 1024 * 1024;
+  req.max_response_bytes = size_t{16} * 1024 * 1024;
   auto signed_req = aws::sign_request(req, connection_->credentials,
                                       aws::service_signing("sqs", region_));
   if (!signed_req) {
@@ -156,7 +156,7 @@ void sqs_client::call(std::string operation, std::string body, std::chrono::mill
   });
 }
 
-void sqs_client::get_queue_url(std::string name, callback<std::string> done) const {
+void sqs_client::get_queue_url(const std::string& name, callback<std::string> done) const {
   call("GetQueueUrl", sqs::get_queue_url_request(name), connection_->call_timeout,
        [done = std::move(done)](result<std::string> r) {
          if (!r) {
@@ -167,7 +167,7 @@ void sqs_client::get_queue_url(std::string name, callback<std::string> done) con
        });
 }
 
-void sqs_client::create_queue(std::string name, sqs_queue_settings settings,
+void sqs_client::create_queue(const std::string& name, sqs_queue_settings settings,
                               callback<std::string> done) const {
   auto attributes = std::move(settings.extra);
   if (settings.visibility_timeout_seconds)
@@ -197,11 +197,11 @@ void sqs_client::create_queue(std::string name, sqs_queue_settings settings,
 }
 
 void sqs_client::create_queue_with_dead_letter(
-  std::string name, std::string dead_letter_name, int max_receive_count,
+  std::string name, const std::string& dead_letter_name, int max_receive_count,
   sqs_queue_settings settings, callback<std::pair<std::string, std::string>> done) const {
   auto self = *this;
   create_queue(
-    std::move(dead_letter_name), {},
+    dead_letter_name, {},
     [self, name = std::move(name), max_receive_count, settings = std::move(settings),
      done = std::move(done)](result<std::string> dlq) mutable {
       if (!dlq) {
@@ -218,7 +218,7 @@ void sqs_client::create_queue_with_dead_letter(
         }
         settings.dead_letter_arn = *arn;
         settings.max_receive_count = max_receive_count;
-        self.create_queue(std::move(name), std::move(settings),
+        self.create_queue(name, std::move(settings),
                           [dlq_url, done = std::move(done)](result<std::string> url) {
                             if (!url) {
                               done(std::move(url.error()));
@@ -230,7 +230,7 @@ void sqs_client::create_queue_with_dead_letter(
     });
 }
 
-void sqs_client::delete_queue(std::string url, callback<void> done) const {
+void sqs_client::delete_queue(const std::string& url, callback<void> done) const {
   call("DeleteQueue", sqs::delete_queue_request(url), connection_->call_timeout,
        [done = std::move(done)](result<std::string> r) {
          if (!r) {
@@ -241,7 +241,7 @@ void sqs_client::delete_queue(std::string url, callback<void> done) const {
        });
 }
 
-void sqs_client::queue_attributes(std::string url, std::vector<std::string> names,
+void sqs_client::queue_attributes(const std::string& url, const std::vector<std::string>& names,
                                   callback<std::map<std::string, std::string>> done) const {
   call("GetQueueAttributes", sqs::get_attributes_request(url, names), connection_->call_timeout,
        [done = std::move(done)](result<std::string> r) {
@@ -253,8 +253,8 @@ void sqs_client::queue_attributes(std::string url, std::vector<std::string> name
        });
 }
 
-void sqs_client::queue_arn(std::string url, callback<std::string> done) const {
-  queue_attributes(std::move(url), {"QueueArn"},
+void sqs_client::queue_arn(const std::string& url, callback<std::string> done) const {
+  queue_attributes(url, {"QueueArn"},
                    [done = std::move(done)](result<std::map<std::string, std::string>> r) {
                      if (!r) {
                        done(std::move(r.error()));
@@ -320,7 +320,7 @@ using body_builder = std::function<std::string(const std::string& url,
 
 /// Sends the chunks of `job` (each a list of entry indices, at most 10) in parallel once the URL
 /// is known, and completes the job when the last answer is in.
-void run_batch(const sqs_client& client, const queue_state& st, std::shared_ptr<batch_job> job,
+void run_batch(const sqs_client& client, const queue_state& st, const std::shared_ptr<batch_job>& job,
                batch_kind kind, std::vector<std::vector<size_t>> chunks, body_builder build) {
   if (chunks.empty()) {
     // Nothing to send: empty input, or every entry refused before sending.
@@ -447,6 +447,7 @@ void sqs_queue::remove(std::vector<std::string> receipts,
             [receipts = std::move(receipts)](const std::string& url,
                                              const std::vector<size_t>& chunk) {
               std::vector<sqs::receipt_entry> entries;
+              entries.reserve(chunk.size());
               for (auto i : chunk)
                 entries.push_back({std::to_string(i), receipts[i]});
               return sqs::delete_batch_request(url, entries);
@@ -475,6 +476,7 @@ void sqs_queue::change_visibility(std::vector<visibility_change> changes,
             [changes = std::move(changes)](const std::string& url,
                                            const std::vector<size_t>& chunk) {
               std::vector<sqs::visibility_entry> entries;
+              entries.reserve(chunk.size());
               for (auto i : chunk)
                 entries.push_back({std::to_string(i), changes[i].receipt,
                                    static_cast<int>(changes[i].timeout.count())});
@@ -517,6 +519,7 @@ void sqs_queue::send(std::vector<outgoing_message> messages,
             [messages = std::move(messages)](const std::string& url,
                                              const std::vector<size_t>& chunk) {
               std::vector<sqs::send_entry> entries;
+              entries.reserve(chunk.size());
               for (auto i : chunk)
                 entries.push_back({std::to_string(i), messages[i].body,
                                    static_cast<int>(messages[i].delay.count())});

@@ -57,24 +57,24 @@ public:
   sqs_client(std::shared_ptr<http_client> http, sqs_connection connection);
 
   /// The queue's URL; "sqs.QueueDoesNotExist" (or "sqs.NonExistentQueue") when it does not exist.
-  void get_queue_url(std::string name, callback<std::string> done) const;
+  void get_queue_url(const std::string& name, callback<std::string> done) const;
   /// Creates the queue (idempotent when the attributes match) and returns its URL.
-  void create_queue(std::string name, sqs_queue_settings settings,
+  void create_queue(const std::string& name, sqs_queue_settings settings,
                     callback<std::string> done) const;
   /// Creates `dead_letter_name`, then `name` redriving to it after `max_receive_count` receives.
   /// Returns {queue URL, dead-letter queue URL}.
-  void create_queue_with_dead_letter(std::string name, std::string dead_letter_name,
+  void create_queue_with_dead_letter(std::string name, const std::string& dead_letter_name,
                                      int max_receive_count, sqs_queue_settings settings,
                                      callback<std::pair<std::string, std::string>> done) const;
-  void delete_queue(std::string url, callback<void> done) const;
+  void delete_queue(const std::string& url, callback<void> done) const;
   /// GetQueueAttributes with these names ("All" for every attribute).
-  void queue_attributes(std::string url, std::vector<std::string> names,
+  void queue_attributes(const std::string& url, const std::vector<std::string>& names,
                         callback<std::map<std::string, std::string>> done) const;
-  void queue_arn(std::string url, callback<std::string> done) const;
+  void queue_arn(const std::string& url, callback<std::string> done) const;
 
   /// One signed JSON-protocol call: `operation` such as "ReceiveMessage", `body` a JSON object.
   /// Gives the answer's body for a 2xx status, else the parsed, classified error.
-  void call(std::string operation, std::string body, std::chrono::milliseconds timeout,
+  void call(const std::string& operation, std::string body, std::chrono::milliseconds timeout,
             callback<std::string> done) const;
 
   const sqs_connection& connection() const { return *connection_; }

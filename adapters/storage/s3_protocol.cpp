@@ -197,7 +197,7 @@ error parse_error(const http_response& response, bool object_request, std::strin
   return err;
 }
 
-error classify(std::string code, std::string message, long status) {
+error classify(const std::string& code, std::string message, long status) {
   auto full = "s3." + code;
   auto transient = [&] { return error::make_transient(std::move(full), std::move(message)); };
   auto permanent = [&] { return error::make_permanent(std::move(full), std::move(message)); };

@@ -47,7 +47,7 @@ error parse_error(const http_response& response, bool object_request, std::strin
 /// Classification of an S3 error code: SlowDown, InternalError, ServiceUnavailable,
 /// RequestTimeout, 429 and 5xx are transient; AccessDenied, SignatureDoesNotMatch,
 /// RequestTimeTooSkewed, NoSuchBucket and other 4xx are permanent.
-error classify(std::string code, std::string message, long status);
+error classify(const std::string& code, std::string message, long status);
 
 /// One page of ListObjectsV2.
 struct list_page {

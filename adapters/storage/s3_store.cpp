@@ -40,7 +40,7 @@ void deliver_later(callback<T> done, result<T> value) {
 
 /// The smallest response limit the engine gets: error bodies must fit even when the caller
 /// wants at most a few bytes of object.
-constexpr size_t min_response_limit = 64 * 1024;
+constexpr size_t min_response_limit = size_t{64} * 1024;
 
 /// Signs and submits `req`; delivers the engine's answer (any status) or its transport error.
 void submit(const shared_ptr& sh, http_request req, callback<http_response> done) {
@@ -70,7 +70,7 @@ std::optional<uint64_t> content_length(const http_response& r) {
   return n;
 }
 
-error too_large(const std::string& key, size_t max_bytes, std::string detail) {
+error too_large(const std::string& key, size_t max_bytes, const std::string& detail) {
   return error::make_permanent("storage.too_large", "object '" + key + "' is larger than "
                                                       + std::to_string(max_bytes) + " bytes"
                                                       + detail);
@@ -212,7 +212,7 @@ void s3_store::delete_bucket(callback<void> done) {
                   [](http_response&) -> result<void> { return unit{}; });
 }
 
-void s3_store::remove(std::string key, callback<void> done) {
+void s3_store::remove(const std::string& key, callback<void> done) {
   auto url = s3::object_url(shared_->addressing, key);
   send_call<void>(
     shared_, std::move(url), {"DELETE", shared_->options.call_timeout, "DELETE " + key, true}, {},
@@ -234,7 +234,7 @@ struct listing {
   callback<std::vector<std::string>> done;
 };
 
-void list_page(std::shared_ptr<listing> state, std::string token) {
+void list_page(const std::shared_ptr<listing>& state, const std::string& token) {
   auto url = state->base_url + "?list-type=2&prefix=" + aws::uri_encode(state->prefix);
   if (!token.empty())
     url += "&continuation-token=" + aws::uri_encode(token);
@@ -268,7 +268,7 @@ void s3_store::list(std::string prefix, callback<std::vector<std::string>> done)
   state->base_url = std::move(*url);
   state->prefix = std::move(prefix);
   state->done = std::move(done);
-  list_page(std::move(state), {});
+  list_page(state, {});
 }
 
 } // namespace ingestd

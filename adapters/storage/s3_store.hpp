@@ -63,7 +63,7 @@ public:
   /// Deletes the bucket, which must be empty.
   void delete_bucket(callback<void> done);
   /// Deletes one object; deleting a missing object succeeds (S3's semantics).
-  void remove(std::string key, callback<void> done);
+  void remove(const std::string& key, callback<void> done);
   /// Every key under `prefix` (all pages of ListObjectsV2).
   void list(std::string prefix, callback<std::vector<std::string>> done);
 

@@ -37,6 +37,7 @@ struct instant_queue : queue {
   }
   void change_visibility(std::vector<visibility_change> c, callback<std::vector<batch_entry_result>> done) override {
     std::vector<batch_entry_result> out;
+    out.reserve(c.size());
     for (auto& x : c)
       out.push_back(batch_entry_result{x.receipt});
     done(std::move(out));

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <string>
 
@@ -47,7 +48,7 @@ long arg(int argc, char** argv, const char* name, long fallback) {
 
 } // namespace
 
-int main(int argc, char** argv) {
+static int run_bench(int argc, char** argv) {
   auto n = static_cast<size_t>(arg(argc, argv, "--requests", 1000));
   auto rounds = arg(argc, argv, "--rounds", 3);
   auto delay_ms = arg(argc, argv, "--delay-ms", 1000);
@@ -111,4 +112,17 @@ int main(int argc, char** argv) {
               hwm, hwm - rss_before,
               static_cast<double>(hwm - rss_before) / static_cast<double>(stats.peak_in_flight));
   return failures == 0 ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  // An unexpected failure (a server that cannot start, a missing file) ends the run with a
+  // message instead of std::terminate.
+  try {
+    return run_bench(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_http_engine: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "bench_http_engine: unknown exception\n");
+  }
+  return 1;
 }

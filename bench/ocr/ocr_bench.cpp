@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <future>
 #include <map>
@@ -134,7 +135,7 @@ void throughput(int repeat) {
     req.bytes = b;
     req.mime_type = "image/png";
     req.allow_preprocessing = false;
-    provider.transcribe(std::move(req), [p](result<transcription> r) { p->set_value(r.ok()); });
+    provider.transcribe(std::move(req), [p](const result<transcription>& r) { p->set_value(r.ok()); });
   }
   int ok = 0;
   for (auto& f : done)
@@ -170,7 +171,7 @@ void throughput(int repeat) {
 
 } // namespace
 
-int main(int argc, char** argv) {
+static int run_bench(int argc, char** argv) {
   if (test::env_or("INGESTD_SOURCE_DIR", "").empty())
     setenv("INGESTD_SOURCE_DIR", INGESTD_DEFAULT_SOURCE_DIR, 1);
   bool acc = true, thr = true;
@@ -195,4 +196,17 @@ int main(int argc, char** argv) {
   if (thr)
     throughput(repeat);
   return 0;
+}
+
+int main(int argc, char** argv) {
+  // An unexpected failure (a server that cannot start, a missing file) ends the run with a
+  // message instead of std::terminate.
+  try {
+    return run_bench(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ocr_bench: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "ocr_bench: unknown exception\n");
+  }
+  return 1;
 }

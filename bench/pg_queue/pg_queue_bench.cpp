@@ -35,6 +35,7 @@ double fill(const std::string& url, const std::string& name, int count, int batc
   std::atomic<int> next{0};
   auto t0 = clock_type::now();
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(senders));
   for (int s = 0; s < senders; ++s)
     threads.emplace_back([&] {
       postgres_queue q{url, name, {1}};
@@ -63,6 +64,7 @@ double drain(const std::string& url, const std::string& name, int count, int con
   std::atomic<int64_t> finished_ns{0};
   auto t0 = clock_type::now();
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(consumers));
   for (int c = 0; c < consumers; ++c)
     threads.emplace_back([&] {
       postgres_queue q{url, name, {1}};

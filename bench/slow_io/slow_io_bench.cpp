@@ -243,8 +243,11 @@ int main(int argc, char** argv) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(listen_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  listen(listen_fd, 65535);
+  if (listen_fd < 0 || bind(listen_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0
+      || listen(listen_fd, 65535) != 0) {
+    std::perror("bench_slow_io: the stub's socket");
+    return 1;
+  }
   socklen_t len = sizeof addr;
   getsockname(listen_fd, reinterpret_cast<sockaddr*>(&addr), &len);
   auto port = ntohs(addr.sin_port);

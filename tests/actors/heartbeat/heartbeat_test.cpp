@@ -19,7 +19,7 @@ struct fixture : test::actor_fixture {
   });
 
   /// Claims an ingestion in the fake database and tracks it.
-  uuid track(heartbeat_actor hb, std::chrono::steady_clock::time_point received = std::chrono::steady_clock::now()) {
+  uuid track(const heartbeat_actor& hb, std::chrono::steady_clock::time_point received = std::chrono::steady_clock::now()) {
     auto id = db->add("documents/x.txt");
     auto msg = deliver(id.str());
     lease_ref ref;

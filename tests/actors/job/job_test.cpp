@@ -209,7 +209,9 @@ CAF_TEST(the backoff grows with the attempts) {
   auto id = add_document("text", 1);
   extract->fail_next("extract", error::make_transient("http_429", "rate limited"));
   CAF_CHECK_EQUAL(run_job(id.str(), hb).result, job_result::retrying);
-  CAF_CHECK_EQUAL(queue->visibility_calls().back().timeout, 1800s);
+  // A copy: CAF_CHECK_EQUAL binds a reference to its argument, which must outlive the statement.
+  auto calls = queue->visibility_calls();
+  CAF_CHECK_EQUAL(calls.back().timeout, 1800s);
 }
 
 CAF_TEST(a permanent failure fails at once notifies and deletes the message) {

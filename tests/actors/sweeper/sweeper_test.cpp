@@ -25,7 +25,7 @@ struct fixture : test::actor_fixture {
 
   /// Workers receive every message waiting in the queue.
   void receive_all() {
-    queue->receive(10, 0s, 60s, [](result<std::vector<queue_message>>) {});
+    queue->receive(10, 0s, 60s, [](const result<std::vector<queue_message>>&) {});
   }
 
   /// Spawns the sweeper; it sweeps once at start.
@@ -43,9 +43,10 @@ struct fixture : test::actor_fixture {
     return bodies;
   }
 
-  static std::vector<std::string> ids(std::vector<uuid> xs) {
+  static std::vector<std::string> ids(const std::vector<uuid>& xs) {
     std::vector<std::string> out;
-    for (auto& x : xs)
+    out.reserve(xs.size());
+    for (const auto& x : xs)
       out.push_back(x.str());
     std::sort(out.begin(), out.end());
     return out;

@@ -62,6 +62,7 @@ TEST(e2e_daemon_crash, sigkill_mid_run_then_restart_completes_everything_exactly
             static_cast<int64_t>(ids.size()));
   // The dead daemon's claims were reclaimed by the second one, not before their lease expired.
   std::vector<std::string> held_ids;
+  held_ids.reserve(held.size());
   for (auto& r : held)
     held_ids.push_back(*r[0]);
   auto arr = pg_array(held_ids);

@@ -326,7 +326,9 @@ TEST_F(admin_test, http_intake_answers_every_status_code) {
   for (size_t size : {120000u, 400000u}) {
     auto big = root + "/big.pdf";
     std::ofstream{big, std::ios::binary} << "%PDF-1.4\n" << std::string(size, 'x');
-    auto r = curl(auth + tenant + " --data-binary '@" + big + "' " + intake("/v1/documents"));
+    std::string upload = auth + tenant;
+    upload.append(" --data-binary '@").append(big).append("' ").append(intake("/v1/documents"));
+    auto r = curl(upload);
     EXPECT_EQ(r.status, 413) << size << " " << r.body;
   }
 
@@ -381,12 +383,14 @@ TEST_F(admin_test, another_tenants_documents_and_ingestions_are_not_found) {
   EXPECT_EQ(curl(as_a + intake("/v1/ingestions/" + ing)).status, 200);
   auto unknown = curl(as_b + intake("/v1/documents/0190a8c4-1111-7000-8000-00000000ffff"));
   ASSERT_EQ(unknown.status, 404) << unknown.body;
+  auto doc_url = intake("/v1/documents/" + doc);
+  auto ing_url = intake("/v1/ingestions/" + ing);
   for (const auto& caller : {as_b, auth}) {  // tenant B by header, and by default
-    auto foreign_doc = curl(caller + intake("/v1/documents/" + doc));
+    auto foreign_doc = curl(caller + doc_url);
     EXPECT_EQ(foreign_doc.status, 404) << foreign_doc.body;
     EXPECT_EQ(foreign_doc.body, unknown.body);
     EXPECT_EQ(foreign_doc.body.find(doc), std::string::npos) << foreign_doc.body;
-    auto foreign_ing = curl(caller + intake("/v1/ingestions/" + ing));
+    auto foreign_ing = curl(caller + ing_url);
     EXPECT_EQ(foreign_ing.status, 404) << foreign_ing.body;
     EXPECT_EQ(foreign_ing.body.find(ing), std::string::npos) << foreign_ing.body;
   }

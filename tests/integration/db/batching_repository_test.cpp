@@ -58,6 +58,7 @@ TEST_F(batching_test, calls_arriving_while_one_runs_are_coalesced_and_answered_o
   std::vector<std::thread> threads;
   std::atomic<int> errors{0};
   auto locker = hold_table("ingestion");
+  threads.reserve(won.size() + dup.size());
   for (int i = 0; i < n + 10; ++i)
     threads.emplace_back([&, i] {
       auto id = ids[static_cast<size_t>(i % n)];
@@ -197,7 +198,7 @@ TEST(batching_repository, the_destructor_waits_for_what_runs_and_what_waits_behi
   fake->hold("complete");
   for (int i = 0; i < 2; ++i)
     repo->complete({completion{lease_ref{id, token}, completion_record{R"({"total": 1})", true, 0, 0, "m"}}},
-                   [&](result<std::vector<result<void>>> r) {
+                   [&](const result<std::vector<result<void>>>& r) {
                      if (r)
                        ++answered;
                    });

@@ -182,6 +182,7 @@ TEST_F(repository_test, intake_rejects_bad_input_as_permanent) {
 
 TEST_F(repository_test, concurrent_intake_of_the_same_content_makes_one_document) {
   std::vector<intake_request> requests;
+  requests.reserve(8);
   for (int i = 0; i < 8; ++i)
     requests.push_back(intake("same-content"));
   pg_intake_repository other{db->url()};
@@ -281,6 +282,7 @@ TEST_F(repository_test, batch_claim_mixes_winners_and_losers) {
 TEST_F(repository_test, claim_race_has_one_winner) {
   constexpr int n = 30;
   std::vector<uuid> ids;
+  ids.reserve(n);
   for (int i = 0; i < n; ++i)
     ids.push_back(new_ingestion());
   pg_repository other{db->url()};
@@ -416,7 +418,7 @@ TEST_F(repository_test, transcriptions_arriving_while_one_is_written_go_in_one_s
   std::mutex mtx;
   std::condition_variable cv;
   std::map<std::string, result<void>> answers;
-  auto record = [&](uuid id, uuid token, std::string key) {
+  auto record = [&](uuid id, uuid token, const std::string& key) {
     transcription_record tr{"ingestions/" + id.str() + "/transcription-output.json", "", 0.9};
     repo->record_transcription({id, token}, tr, [&, key](result<void> r) {
       std::lock_guard g{mtx};

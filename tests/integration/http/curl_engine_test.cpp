@@ -213,6 +213,7 @@ TEST_F(curl_engine_test, keep_alive_reuses_one_connection_for_sequential_request
 TEST_F(curl_engine_test, submissions_from_many_threads_and_from_callbacks) {
   http_collector collector;
   std::vector<std::thread> threads;
+  threads.reserve(8);
   for (int t = 0; t < 8; ++t)
     threads.emplace_back([&] {
       for (int i = 0; i < 25; ++i)
@@ -223,7 +224,7 @@ TEST_F(curl_engine_test, submissions_from_many_threads_and_from_callbacks) {
   // A callback that submits the next request (what an actor wrapper may do).
   auto chained = std::make_shared<http_collector>();
   auto next = chained->make_callback();
-  engine_.submit(get("/status/201"), [this, chained, next](result<http_response> r) {
+  engine_.submit(get("/status/201"), [this, chained, next](const result<http_response>& r) {
     EXPECT_TRUE(r.ok());
     engine_.submit(get("/status/202"), next);
   });
@@ -292,8 +293,9 @@ TEST_F(curl_engine_test, a_throwing_timer_task_does_not_stop_the_engine) {
 
 TEST_F(curl_engine_test, destroying_the_engine_drops_pending_timer_tasks_without_running_them) {
   struct probe {
-    std::atomic<int>* destroyed;
+    explicit probe(std::atomic<int>* counter) : destroyed(counter) {}
     ~probe() { ++*destroyed; }
+    std::atomic<int>* destroyed;
   };
   std::atomic<int> ran{0}, destroyed{0};
   {

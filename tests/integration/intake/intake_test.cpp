@@ -85,7 +85,7 @@ protected:
   }
 
   /// A service with a repository (and so connections) of its own, as another process would have.
-  std::unique_ptr<intake_service> make(size_t max_bytes = 20u << 20, std::shared_ptr<queue> with = {},
+  std::unique_ptr<intake_service> make(size_t max_bytes = 20u << 20, const std::shared_ptr<queue>& with = {},
                                        std::chrono::seconds call_timeout = std::chrono::seconds{60}) {
     intake_options opts;
     opts.max_bytes = max_bytes;
@@ -194,6 +194,7 @@ TEST_F(intake_test, concurrent_submissions_of_one_file_make_one_document_and_one
   constexpr int clients = 8;
   std::vector<result<intake_outcome>> results(clients, error::make_transient("unset", ""));
   std::vector<std::thread> threads;
+  threads.reserve(clients);
   for (int i = 0; i < clients; ++i)
     threads.emplace_back([&, i] { results[i] = intake->submit(item(bytes, tenant_a)); });
   for (auto& t : threads)
@@ -220,6 +221,7 @@ TEST_F(intake_test, concurrent_submissions_from_separate_services_are_serialised
   auto bytes = corpus("inv03_en_compact.pdf");
   std::vector<result<intake_outcome>> results(6, error::make_transient("unset", ""));
   std::vector<std::thread> threads;
+  threads.reserve(6);
   for (int i = 0; i < 6; ++i)
     threads.emplace_back([&, i] { results[i] = (i % 2 ? one : two)->submit(item(bytes, tenant_a)); });
   for (auto& t : threads)
@@ -432,7 +434,7 @@ TEST_F(intake_test, submit_command_walks_a_directory_of_mixed_files_and_reports_
   fs::copy_file(src + "inv02_de_modern_scan.png", dir + "/sub/b.png");
   fs::copy_file(src + "inv04_de_classic_scan.jpg", dir + "/sub/c.jpg");
   fs::copy_file(src + "bad/notes.txt", dir + "/notes.txt");
-  std::ofstream{dir + "/empty.pdf"};
+  { std::ofstream empty_pdf{dir + "/empty.pdf"}; } // an empty file
   auto [code, out] = run_submit(*db, root, queue_name, "'" + dir + "' '" + dir + "/missing.pdf'");
   EXPECT_EQ(code, 1) << out;
   EXPECT_NE(out.find("submitted 6 file(s)"), std::string::npos) << out;  // 5 in the dir, 1 missing

@@ -35,6 +35,7 @@ public:
     std::string py = "python3";
     std::vector<std::string> args = {py, script, port_file};
     std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
     for (auto& a : args)
       argv.push_back(a.data());
     argv.push_back(nullptr);

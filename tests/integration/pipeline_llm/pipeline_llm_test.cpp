@@ -40,7 +40,8 @@ std::ostream& operator<<(std::ostream& os, const expectation& e) { return os << 
 
 std::vector<job_result> results_of(const std::vector<job_outcome>& xs) {
   std::vector<job_result> r;
-  for (auto& x : xs)
+  r.reserve(xs.size());
+  for (const auto& x : xs)
     r.push_back(x.result);
   return r;
 }

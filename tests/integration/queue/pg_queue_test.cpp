@@ -34,14 +34,15 @@ protected:
     name = ingestd::test::unique_name("q");
   }
 
-  std::unique_ptr<postgres_queue> make(postgres_queue_options opts = {}) {
+  std::unique_ptr<postgres_queue> make(const postgres_queue_options& opts = {}) {
     return std::make_unique<postgres_queue>(db->url(), name, opts);
   }
 
-  std::vector<std::string> send(queue& q, std::vector<std::string> bodies,
+  std::vector<std::string> send(queue& q, const std::vector<std::string>& bodies,
                                 std::chrono::seconds delay = 0s) {
     std::vector<outgoing_message> out;
-    for (auto& b : bodies)
+    out.reserve(bodies.size());
+    for (const auto& b : bodies)
       out.push_back({b, delay});
     auto res = await<entries>([&](auto cb) { q.send(out, cb); });
     EXPECT_TRUE(res) << res.error().describe();
@@ -138,6 +139,7 @@ TEST_F(pg_queue_test, queues_are_separate) {
 TEST_F(pg_queue_test, batch_is_at_most_ten) {
   auto q = make();
   std::vector<std::string> bodies;
+  bodies.reserve(25);
   for (int i = 0; i < 25; ++i)
     bodies.push_back("m" + std::to_string(i));
   send(*q, bodies);
@@ -177,6 +179,7 @@ TEST_F(pg_queue_test, concurrent_consumers_receive_every_message_once) {
   constexpr int consumers = 4;
   auto producer = make();
   std::vector<std::string> bodies;
+  bodies.reserve(messages_total);
   for (int i = 0; i < messages_total; ++i)
     bodies.push_back("msg-" + std::to_string(i));
   for (int i = 0; i < messages_total; i += 100)
@@ -188,6 +191,7 @@ TEST_F(pg_queue_test, concurrent_consumers_receive_every_message_once) {
   std::atomic<bool> failed{false};
   auto deadline = clock_type::now() + 60s;
   std::vector<std::thread> threads;
+  threads.reserve(consumers);
   for (int c = 0; c < consumers; ++c) {
     threads.emplace_back([&] {
       // Each consumer is its own adapter (its own connections), as separate nodes are.
@@ -268,6 +272,7 @@ TEST_F(pg_queue_test, deletes_arriving_while_one_runs_go_in_one_statement_each_a
   auto q = make();
   constexpr int n = 120;
   std::vector<std::string> bodies;
+  bodies.reserve(n);
   for (int i = 0; i < n; ++i)
     bodies.push_back("m" + std::to_string(i));
   send(*q, bodies);

@@ -136,6 +136,7 @@ TEST_F(sqs_fauxqs, batches_with_one_bad_entry_fail_only_that_entry) {
   auto q = make_queue();
   ASSERT_TRUE(q);
   std::vector<outgoing_message> out;
+  out.reserve(12);
   for (int i = 0; i < 12; ++i)
     out.push_back({"message " + std::to_string(i), 0s});
   out[5].body = "control \x01 character"; // SQS's character set refuses it
@@ -190,6 +191,7 @@ TEST_F(sqs_fauxqs, many_messages_in_several_batch_calls) {
   auto q = make_queue();
   ASSERT_TRUE(q);
   std::vector<outgoing_message> out;
+  out.reserve(35);
   for (int i = 0; i < 35; ++i)
     out.push_back({"m" + std::to_string(i), 0s});
   auto sent = send(*q, out);

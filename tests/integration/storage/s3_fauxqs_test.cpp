@@ -108,8 +108,8 @@ TEST_F(s3_fauxqs, object_over_the_limit_is_permanent_too_large) {
   ASSERT_TRUE(exact);
   EXPECT_EQ(exact->size(), 1000u);
   // Over the engine's own limit too (the body is never held).
-  ASSERT_TRUE(put(*store, "big", std::string(300 * 1024, 'y')));
-  auto big = get(*store, "big", 200 * 1024);
+  ASSERT_TRUE(put(*store, "big", std::string(size_t{300} * 1024, 'y')));
+  auto big = get(*store, "big", size_t{200} * 1024);
   ASSERT_FALSE(big);
   EXPECT_EQ(big.error().code, "storage.too_large");
   EXPECT_TRUE(big.error().permanent());

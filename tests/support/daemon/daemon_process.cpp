@@ -34,9 +34,11 @@ daemon_process::daemon_process(const std::map<std::string, std::string>& overrid
   for (const auto& [k, v] : overrides)
     env[k] = v;
   std::vector<std::string> env_strings;
+  env_strings.reserve(env.size());
   for (const auto& [k, v] : env)
-    env_strings.push_back(k + "=" + v);
+    env_strings.push_back(std::string{k}.append("=").append(v));
   std::vector<char*> envp;
+  envp.reserve(env_strings.size() + 1);
   for (auto& s : env_strings)
     envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -44,6 +46,7 @@ daemon_process::daemon_process(const std::map<std::string, std::string>& overrid
   std::vector<std::string> argv_strings{"ingestd"};
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
   std::vector<char*> argv;
+  argv.reserve(argv_strings.size() + 1);
   for (auto& s : argv_strings)
     argv.push_back(s.data());
   argv.push_back(nullptr);

@@ -101,6 +101,7 @@ std::map<std::string, std::string> e2e_setup::daemon_env() const {
 std::vector<std::string> e2e_setup::add_documents(int n, doc_kind kind, const object_writer& write) {
   auto files = corpus(kind);
   std::vector<std::string> contents;
+  contents.reserve(files.size());
   for (const auto& f : files)
     contents.push_back(read_file(f.path));
   std::vector<std::string> docs, ings, tenants, paths, mimes;
@@ -187,7 +188,7 @@ std::string e2e_setup::logs() const {
     // The last 8 KB is where the trouble shows.
     if (text.size() > 8192)
       text = "...\n" + text.substr(text.size() - 8192);
-    out += "--- " + path + " ---\n" + text + "\n";
+    out.append("--- ").append(path).append(" ---\n").append(text).append("\n");
   }
   return out;
 }

@@ -30,7 +30,7 @@ std::string malformed(const http_request& r) {
 
 } // namespace
 
-http_response make_response(long status, std::string body, http_headers headers) {
+http_response make_response(long status, std::string body, const http_headers& headers) {
   http_response r;
   r.status = status;
   r.body = std::move(body);

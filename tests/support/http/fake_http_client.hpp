@@ -17,7 +17,7 @@ namespace ingestd::test {
 
 /// Builds an answer with a status, body and headers (names given in any case; stored lower case
 /// as the engine does).
-http_response make_response(long status, std::string body = {}, http_headers headers = {});
+http_response make_response(long status, std::string body = {}, const http_headers& headers = {});
 
 /// Keeps the http_client contract as the real engine does: submit() never calls back inside
 /// itself; every callback runs exactly once, in submission order, on the fake's own thread; a

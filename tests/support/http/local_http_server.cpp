@@ -34,7 +34,7 @@ std::string default_script() {
 
 } // namespace
 
-local_http_server::local_http_server(local_http_server_options options) {
+local_http_server::local_http_server(const local_http_server_options& options) {
   auto script = options.script.empty() ? default_script() : options.script;
   tls_ = !options.tls_cert_file.empty() && !options.tls_key_file.empty();
   if (script.empty() || access(script.c_str(), R_OK) != 0)

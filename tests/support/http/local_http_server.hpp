@@ -21,7 +21,7 @@ class local_http_server {
 public:
   /// Starts the server and waits until it listens. Throws std::runtime_error with the reason when
   /// python3 or the script is missing or the server does not come up within 10 s.
-  explicit local_http_server(local_http_server_options options = {});
+  explicit local_http_server(const local_http_server_options& options = {});
   /// Kills the server process (SIGKILL) and reaps it.
   ~local_http_server();
 

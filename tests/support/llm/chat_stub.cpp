@@ -78,7 +78,11 @@ int unused_port() {
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = 0;
-  bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  if (s < 0 || bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    if (s >= 0)
+      close(s);
+    throw std::runtime_error("unused_port: no loopback port to bind");
+  }
   socklen_t len = sizeof addr;
   getsockname(s, reinterpret_cast<sockaddr*>(&addr), &len);
   int port = ntohs(addr.sin_port);

@@ -102,7 +102,8 @@ bool pg_schema::reconnect() {
 std::vector<pg_row> pg_schema::query(const std::string& sql,
                                      const std::vector<std::optional<std::string>>& params) {
   std::vector<const char*> values;
-  for (auto& p : params)
+  values.reserve(params.size());
+  for (const auto& p : params)
     values.push_back(p ? p->c_str() : nullptr);
   auto res = PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr,
                           values.data(), nullptr, nullptr, 0);
@@ -153,6 +154,7 @@ std::vector<std::string> pg_schema::add_ingestions(int n) {
                     "SELECT gen_random_uuid(), id, gen_random_uuid() FROM d RETURNING id",
                     {std::to_string(n)});
   std::vector<std::string> ids;
+  ids.reserve(rows.size());
   for (auto& r : rows)
     ids.push_back(r.at(0).value_or(""));
   return ids;

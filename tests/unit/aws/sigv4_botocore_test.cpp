@@ -51,7 +51,7 @@ std::string run_botocore(const std::vector<signing_case>& all, const aws_credent
     for (const auto& c : all) {
       std::string headers;
       for (const auto& [n, v] : c.headers)
-        headers += n + ": " + v + "\n";
+        headers.append(n).append(": ").append(v).append("\n");
       out << c.method << '\t' << c.url << '\t' << c.service << "\tus-east-1\t" << (c.s3 ? 1 : 0)
           << '\t' << hex_encode(c.body) << '\t' << hex_encode(headers) << '\n';
     }

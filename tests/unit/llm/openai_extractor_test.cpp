@@ -58,7 +58,7 @@ openai_options fast_options() {
 
 result<extraction> run(fake_http_client& http, openai_options opts = fast_options()) {
   thread_timer t;
-  openai_extractor ex{http, t, opts};
+  openai_extractor ex{http, t, std::move(opts)};
   std::promise<result<extraction>> p;
   auto f = p.get_future();
   std::atomic<int> calls{0};
@@ -74,8 +74,8 @@ result<extraction> run(fake_http_client& http, openai_options opts = fast_option
   return r;
 }
 
-result<extraction> once(long status, std::string body, http_headers headers = {}) {
-  return parse_chat_response(make_response(status, std::move(body), std::move(headers)), fast_options());
+result<extraction> once(long status, std::string body, const http_headers& headers = {}) {
+  return parse_chat_response(make_response(status, std::move(body), headers), fast_options());
 }
 
 } // namespace

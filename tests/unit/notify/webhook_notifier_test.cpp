@@ -84,7 +84,7 @@ TEST(webhook_notifier, an_empty_url_disables_it) {
   fake_http_client http;
   webhook_notifier n{http, {}};
   int calls = 0;  // answered at once, without a request
-  n.notify_failed(notice(), [&](result<void> r) {
+  n.notify_failed(notice(), [&](const result<void>& r) {
     ++calls;
     EXPECT_TRUE(r.ok());
   });

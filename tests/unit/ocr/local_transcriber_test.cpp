@@ -28,7 +28,7 @@ protected:
     req.bytes = test::read_binary(test::corpus_dir() + "/" + file);
     if (req.mime_type.empty())
       req.mime_type = mime_for(file);
-    local_transcriber provider{executor_, opts};
+    local_transcriber provider{executor_, std::move(opts)};
     auto r = test::transcribe_and_wait(provider, std::move(req), wait_limit);
     if (!r) {
       ADD_FAILURE() << "no callback within the wait limit for " << file;

@@ -53,8 +53,8 @@ std::string op_of(const http_request& r) {
   return header_of(r, "X-Amz-Target");
 }
 
-http_response sqs_error(long status, std::string type, std::string message,
-                        std::string query_header = {}) {
+http_response sqs_error(long status, const std::string& type, const std::string& message,
+                        const std::string& query_header = {}) {
   http_headers h{{"Content-Type", "application/x-amz-json-1.0"}};
   if (!query_header.empty())
     h.emplace_back("x-amzn-query-error", query_header);
@@ -145,9 +145,10 @@ TEST(sqs_request, endpoint_override_and_session_token) {
 TEST(sqs_request, receive_arguments_out_of_range_fail_without_a_request) {
   auto http = std::make_shared<fake_http_client>();
   auto q = make_queue(http);
-  for (auto [n, wait, vis] : {std::tuple{0, 0, 30}, std::tuple{11, 0, 30}, std::tuple{1, 21, 30},
-                              std::tuple{1, -1, 30}, std::tuple{1, 0, 43'201}}) {
+  for (auto args : {std::tuple{0, 0, 30}, std::tuple{11, 0, 30}, std::tuple{1, 21, 30},
+                    std::tuple{1, -1, 30}, std::tuple{1, 0, 43'201}}) {
     auto r = await<std::vector<queue_message>>([&](auto cb) {
+      auto [n, wait, vis] = args; // (clang 14 cannot capture structured bindings in a lambda)
       q->receive(n, std::chrono::seconds{wait}, std::chrono::seconds{vis}, std::move(cb));
     });
     ASSERT_FALSE(r);
@@ -261,7 +262,7 @@ TEST(sqs_receive, malformed_answers_are_transient_errors) {
   for (auto body : {"not json", "[]", "{\"Messages\":{}}",
                     "{\"Messages\":[{\"ReceiptHandle\":\"r\",\"Body\":\"b\"}]}",
                     "{\"Messages\":[{\"MessageId\":\"m\",\"Body\":\"b\"}]}",
-                    "{\"Messages\":[{\"MessageId\":\"m\",\"ReceiptHandle\":\"r\",\"Body\":\"b\","
+                    "{\"Messages\":[{\"MessageId\":\"m\",\"ReceiptHandle\":\"r\",\"Body\":\"b\"," // NOLINT(bugprone-suspicious-missing-comma): one document on two lines
                     "\"MD5OfBody\":\"00000000000000000000000000000000\"}]}"}) {
     auto r = sqs::parse_receive(body);
     ASSERT_FALSE(r) << body;
@@ -377,6 +378,7 @@ TEST(sqs_batch, delete_splits_into_tens_and_keeps_input_order) {
   });
   auto q = make_queue(http);
   std::vector<std::string> receipts;
+  receipts.reserve(23);
   for (int i = 0; i < 23; ++i)
     receipts.push_back("receipt-" + std::to_string(i));
   auto r = await<std::vector<batch_entry_result>>(
@@ -549,10 +551,11 @@ TEST(sqs_batch, send_splits_by_count_and_by_total_size) {
   });
   auto q = make_queue(http);
   std::vector<outgoing_message> msgs;
+  msgs.reserve(15);
   for (int i = 0; i < 12; ++i)
     msgs.push_back({"small " + std::to_string(i), 0s});
   for (int i = 0; i < 3; ++i)
-    msgs.push_back({std::string(400 * 1024, 'a' + i), 0s});
+    msgs.push_back({std::string(size_t{400} * 1024, 'a' + i), 0s});
   auto r = await<std::vector<batch_entry_result>>([&](auto cb) { q->send(msgs, std::move(cb)); });
   ASSERT_TRUE(r);
   for (auto& e : *r)

@@ -39,7 +39,7 @@ http_response s3_error(long status, const std::string& code, const std::string& 
                        {{"Content-Type", "application/xml"}});
 }
 
-std::shared_ptr<fake_http_client> answering(http_response r) {
+std::shared_ptr<fake_http_client> answering(const http_response& r) {
   return std::make_shared<fake_http_client>(
     [r](const http_request&) -> result<http_response> { return r; });
 }
