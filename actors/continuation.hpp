@@ -30,7 +30,8 @@ callback<T> in_actor(Self* self, Next next) {
 /// `deadline`, with the transient error "<what>.timeout" (an answer after that is dropped). The
 /// deadline is a delayed message to `self`, which must handle (resume_atom, uint64_t, continuation).
 template <class T, class Self, class Next>
-callback<T> in_actor_within(Self* self, std::chrono::milliseconds deadline, std::string what, Next next) {
+callback<T> in_actor_within(Self* self, std::chrono::milliseconds deadline, const std::string& what,
+                            Next next) {
   // Both only touched inside the actor.
   auto answered = std::make_shared<bool>(false);
   auto shared_next = std::make_shared<Next>(std::move(next));

@@ -26,7 +26,7 @@ std::string_view to_string(error_class x);
 /// The longest server-requested wait (Retry-After) that an error carries: 12 hours, the longest
 /// visibility timeout SQS accepts for the back-off. A larger value is clamped to it, so that no
 /// arithmetic on a wait can overflow.
-inline constexpr int64_t max_retry_after_ms = 12 * 60 * 60 * 1000;
+inline constexpr int64_t max_retry_after_ms = int64_t{12} * 60 * 60 * 1000;
 
 struct error {
   error_class cls = error_class::transient;

@@ -31,7 +31,7 @@ std::string repeat(std::string_view unit, size_t times) {
 }
 
 std::vector<std::string> generated_inputs() {
-  constexpr size_t mib = 1024 * 1024;
+  constexpr size_t mib = size_t{1024} * 1024;
   return {
     "",
     std::string(mib, '\xFF'),

@@ -436,8 +436,9 @@ CAF_TEST(a document that got no CPU worker in time is given back without countin
   CAF_CHECK_EQUAL(outcomes.back().result, job_result::released);
   CAF_CHECK_EQUAL(db->row(id).ingestion.attempt_count, 0);
   CAF_CHECK(!db->row(id).token.has_value());
-  CAF_REQUIRE(!queue->visibility_calls().empty());
-  CAF_CHECK_EQUAL(queue->visibility_calls().back().timeout, 0s);
+  auto calls = queue->visibility_calls();
+  CAF_REQUIRE(!calls.empty());
+  CAF_CHECK_EQUAL(calls.back().timeout, 0s);
   ocr->wait_for_cpu(false);
   CAF_CHECK_EQUAL(run_job(id.str(), hb).result, job_result::completed);
 }
