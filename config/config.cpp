@@ -4,6 +4,7 @@
 #include "config/config.hpp"
 
 #include "messages/uuid.hpp"
+#include "messages/json_depth.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -440,27 +441,9 @@ std::string shown_text(const value& v) {
   return buf.GetString();
 }
 
-/// Whether `v` nests deeper than `limit` levels (the recursion stops at the limit).
-bool deeper_than(const rapidjson::Value& v, int limit) {
-  if (!v.IsArray() && !v.IsObject())
-    return false;
-  if (limit == 0)
-    return true;
-  if (v.IsArray()) {
-    for (const auto& x : v.GetArray())
-      if (deeper_than(x, limit - 1))
-        return true;
-  } else {
-    for (const auto& m : v.GetObject())
-      if (deeper_than(m.value, limit - 1))
-        return true;
-  }
-  return false;
-}
-
 std::string json_text(const rapidjson::Value& v) {
   // The writer recurses: a value nested without end is named, not printed.
-  if (deeper_than(v, 16))
+  if (json_deeper_than(v, 16))
     return std::string{v.IsArray() ? "an array" : "an object"} + " nested deeper than 16 levels";
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> writer{buf};

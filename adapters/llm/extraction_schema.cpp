@@ -2,6 +2,8 @@
 // The compiled schema is built once and shared: a SchemaDocument is immutable after construction.
 #include "adapters/llm/extraction_schema.hpp"
 
+#include "messages/json_depth.hpp"
+
 #include <string>
 
 #include <rapidjson/document.h>
@@ -50,24 +52,6 @@ result<void> validate_document(const rapidjson::Document& doc) {
 /// writer walk a document recursively, so a deeper one is refused before they see it.
 constexpr int max_depth = 32;
 
-/// Whether `v` nests deeper than `limit` levels (the recursion stops at the limit).
-bool deeper_than(const rapidjson::Value& v, int limit) {
-  if (!v.IsArray() && !v.IsObject())
-    return false;
-  if (limit == 0)
-    return true;
-  if (v.IsArray()) {
-    for (const auto& x : v.GetArray())
-      if (deeper_than(x, limit - 1))
-        return true;
-  } else {
-    for (const auto& m : v.GetObject())
-      if (deeper_than(m.value, limit - 1))
-        return true;
-  }
-  return false;
-}
-
 result<void> parse(std::string_view json, rapidjson::Document& doc) {
   // Iterative: the nesting depth of an answer costs heap, not stack. JSON is UTF-8: anything else
   // is refused here, so that no malformed text reaches the validator or the database.
@@ -79,7 +63,7 @@ result<void> parse(std::string_view json, rapidjson::Document& doc) {
     msg += " at offset " + std::to_string(doc.GetErrorOffset());
     return error::make_transient("llm.invalid_json", std::move(msg));
   }
-  if (deeper_than(doc, max_depth))
+  if (json_deeper_than(doc, max_depth))
     return error::make_transient("llm.invalid_json", "answer nests deeper than "
                                                        + std::to_string(max_depth) + " levels");
   return {};
