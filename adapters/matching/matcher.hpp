@@ -1,0 +1,32 @@
+// The match decision port (seed 003): given a document and its candidates, which of them does it
+// belong with, and how. Implemented by local_matcher (rules, the embedded default) and
+// llm_matcher (an OpenAI-compatible chat model answering in a JSON schema).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "messages/matching.hpp"
+#include "messages/result.hpp"
+
+namespace ingestd {
+
+/// Asynchronous: decide() returns at once or after deciding, and calls its callback exactly once.
+/// No silent degradation (seed 003): a decision that could not be made is an error, never an
+/// empty list. Errors are classified: transient (HTTP 429, 5xx, timeout, connection refused, an
+/// unparseable or schema-invalid answer) or permanent (HTTP 400 context window exceeded, 401,
+/// 403).
+class matcher {
+public:
+  virtual ~matcher() = default;
+
+  /// The edges from `doc` to any of `candidates` (each `other` is a candidate's id; a candidate
+  /// appears at most once). An empty vector is a real answer: no match.
+  virtual void decide(match_document doc, std::vector<match_document> candidates,
+                      callback<std::vector<match_edge>> done) = 0;
+
+  /// "local" or "llm", for logs.
+  virtual std::string name() const = 0;
+};
+
+} // namespace ingestd
