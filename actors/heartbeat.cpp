@@ -49,6 +49,11 @@ struct heartbeat_state {
 
 using heartbeat_ptr = heartbeat_actor::stateful_pointer<heartbeat_state>;
 
+/// The queue of a tracked claim's stage (the ingest queue when it names none).
+queue& queue_of(const heartbeat_state& st, const tracked_claim& c) {
+  return c.stage ? *c.stage->queue : *st.ctx->ports.ingest_queue;
+}
+
 void drop_as_lost(heartbeat_ptr self, const uuid& id, const std::string& reason) {
   auto& st = self->state;
   auto i = st.tracked.find(id);
@@ -61,8 +66,20 @@ void drop_as_lost(heartbeat_ptr self, const uuid& id, const std::string& reason)
   st.ctx->claims->remove(id);
 }
 
-/// Extends the visibility of the given claims in one batch call.
+void extend_on(heartbeat_ptr self, queue& q, const std::vector<uuid>& ids);
+
+/// Extends the visibility of the given claims in one batch call per queue.
 void extend(heartbeat_ptr self, const std::vector<uuid>& ids) {
+  auto& st = self->state;
+  std::unordered_map<queue*, std::vector<uuid>> by_queue;
+  for (auto& id : ids)
+    if (auto i = st.tracked.find(id); i != st.tracked.end())
+      by_queue[&queue_of(st, i->second.claim)].push_back(id);
+  for (auto& [q, group] : by_queue)
+    extend_on(self, *q, group);
+}
+
+void extend_on(heartbeat_ptr self, queue& q, const std::vector<uuid>& ids) {
   auto& st = self->state;
   auto now = clock::now();
   std::vector<visibility_change> changes;
@@ -87,7 +104,7 @@ void extend(heartbeat_ptr self, const std::vector<uuid>& ids) {
   }
   if (changes.empty())
     return;
-  st.ctx->ports.ingest_queue->change_visibility(
+  q.change_visibility(
     std::move(changes),
     in_actor<std::vector<batch_entry_result>>(
       self, [self, by_receipt, planned](result<std::vector<batch_entry_result>> r) {
@@ -115,24 +132,26 @@ void extend(heartbeat_ptr self, const std::vector<uuid>& ids) {
       }));
 }
 
+/// Renews the leases of every tracked claim, in one call per stage.
 void renew(heartbeat_ptr self) {
   auto& st = self->state;
-  std::vector<lease_ref> refs;
-  refs.reserve(st.tracked.size());
+  std::unordered_map<const stage*, std::vector<lease_ref>> by_stage;
   for (auto& [id, e] : st.tracked)
-    refs.push_back(e.claim.lease);
-  if (refs.empty())
-    return;
-  st.ctx->ports.db->renew_leases(
-    std::move(refs), st.ctx->settings.lease,
-    in_actor<std::vector<lease_ref>>(self, [self](result<std::vector<lease_ref>> r) {
+    by_stage[e.claim.stage.get()].push_back(e.claim.lease);
+  for (auto& [stage, refs] : by_stage) {
+    auto done = in_actor<std::vector<lease_ref>>(self, [self](result<std::vector<lease_ref>> r) {
       if (!r) {
         log::warn("lease renewal failed", {{"error", r.error().describe()}});
         return;
       }
       for (auto& ref : *r)
         drop_as_lost(self, ref.ingestion_id, "lease lost: the claim was taken over");
-    }));
+    });
+    if (stage != nullptr)
+      stage->renew_leases(std::move(refs), st.ctx->settings.lease, std::move(done));
+    else
+      st.ctx->ports.db->renew_leases(std::move(refs), st.ctx->settings.lease, std::move(done));
+  }
 }
 
 heartbeat_actor::behavior_type heartbeat(heartbeat_ptr self, std::shared_ptr<worker_context> ctx) {

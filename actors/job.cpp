@@ -1,16 +1,15 @@
-// The job actor: one ingestion's lifecycle, from the queue message to the acknowledgement.
+// The job actor: one claim's lifecycle for its stage, from the queue message to the
+// acknowledgement. The stage's steps (actors/stage.hpp: ingest_job.cpp, match_job.cpp) run in
+// the middle, through the job_handle; everything around them is shared by every stage.
 //
 //   parse ──invalid──────────────────────────────────────────────► ack ─► done (invalid)
 //     │
-//   claim ──not claimed──► states ──finished/unknown──────────────► ack ─► done (skipped)
+//   claim ──not claimed──► state ──finished/unknown───────────────► ack ─► done (skipped)
 //     │         │                └─held by another / claimable──────────► done (skipped, left)
 //     │         └─error──────────────────────────────────────────────────► done (abandoned)
 //   track (heartbeat)
 //     │
-//   fetch ─► resume? ──stored transcription──┐
-//     │           └─none─► transcribe ─► store ─► record ─┤
-//     │                                                   ▼
-//     │                                      extract ─► gate ─► complete ─► untrack ─► ack ─► done (completed)
+//   the stage's steps ─► its outcome stored (completed()) ─► untrack ─► ack ─► done (completed)
 //     │
 //   database unavailable (connection lost mid-job), or no CPU worker in time ─► untrack
 //     ─► release claim ─► visibility 0 ─► done (released; no attempt counted)
@@ -22,8 +21,8 @@
 //                     (a stop during the claim waits for its answer and gives back what it granted:
 //                      a claim left to expire counts as a crash)
 //
-// (*) not deleted when the queue's dead-letter redrive is configured. Every step is a port call
-// with a deadline (settings.step_timeout); a late completion of an abandoned step is ignored.
+// (*) not deleted when the stage leaves it for the queue's dead-letter redrive. Every step is
+// a port call with a deadline (settings.step_timeout); a late completion of an abandoned step is ignored.
 // The deadline is the actor's receive timeout: a step starts while the job handles a message and
 // ends with the next one, so "no message for step_timeout" is "the step ran past its deadline".
 // Unlike a delayed message per step, that is one cancellable clock entry per job, dropped when
@@ -40,10 +39,8 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "adapters/llm/quality_gate.hpp"
-#include "adapters/ocr/transcription_json.hpp"
+#include "actors/ingest_job.hpp"
 #include "adapters/support/log.hpp"
-#include "messages/file_type.hpp"
 #include "messages/text.hpp"
 
 namespace ingestd {
@@ -60,69 +57,42 @@ int64_t unix_ms() {
 /// Where the job is in its lifecycle; what a 'lost' notice or a stop still changes depends on it.
 enum class job_phase : uint8_t {
   parsing,         ///< reading the message body
-  claiming,        ///< claiming the ingestion (or, refused, asking for its state)
-  working,         ///< claimed: resume or fetch, transcribe, store, record, extract, gate
-  storing_outcome, ///< the final write (complete or record_failure), fenced by the claim token
+  claiming,        ///< claiming (or, refused, asking for the state)
+  working,         ///< claimed: the stage's steps
+  storing_outcome, ///< the final write (the stage's outcome or record_failure), fenced by the token
   outcome_stored,  ///< the outcome is in the database: only the ack or the back-off is left
   releasing,       ///< shutdown: the claim and the message are being given back
   finished,        ///< done: the actor quits, and anything still in flight is stale
 };
 
-/// The job's steps: each port call it awaits, and the gate. Their names are those of the audit
-/// trail, the step metrics, the logs and the deadline message.
-enum class job_step : uint8_t {
-  parse,
-  claim,
-  states,
-  resume,
-  fetch,
-  transcribe,
-  store_transcription,
-  store_preprocessed,
-  record_transcription,
-  extract,
-  gate,
-  complete,
-  record_failure,
-  backoff,
-  events,
-  ack,
-  release,
-};
+// The lifecycle's own steps; the stage names its own (actors/ingest_job.cpp, match_job.cpp).
+namespace steps {
+constexpr std::string_view parse = "parse";
+constexpr std::string_view claim = "claim";
+constexpr std::string_view states = "states";
+constexpr std::string_view record_failure = "record_failure";
+constexpr std::string_view backoff = "backoff";
+constexpr std::string_view events = "events";
+constexpr std::string_view ack = "ack";
+constexpr std::string_view release = "release";
+} // namespace steps
 
-std::string_view to_string(job_step x) {
-  switch (x) {
-    case job_step::parse: return "parse";
-    case job_step::claim: return "claim";
-    case job_step::states: return "states";
-    case job_step::resume: return "resume";
-    case job_step::fetch: return "fetch";
-    case job_step::transcribe: return "transcribe";
-    case job_step::store_transcription: return "store_transcription";
-    case job_step::store_preprocessed: return "store_preprocessed";
-    case job_step::record_transcription: return "record_transcription";
-    case job_step::extract: return "extract";
-    case job_step::gate: return "gate";
-    case job_step::complete: return "complete";
-    case job_step::record_failure: return "record_failure";
-    case job_step::backoff: return "backoff";
-    case job_step::events: return "events";
-    case job_step::ack: return "ack";
-    case job_step::release: return "release";
-  }
-  return "unknown";
-}
+class handle_impl;
 
 struct job_state {
   static inline const char* name = "ingestd.job";
 
   std::shared_ptr<worker_context> ctx;
+  std::shared_ptr<const ingestd::stage> stage;
+  std::unique_ptr<stage_job> work;
+  std::unique_ptr<handle_impl> handle;
   heartbeat_actor heartbeat;
   queue_message msg;
 
   job_phase phase = job_phase::parsing;
-  uuid ingestion_id;
-  claimed_ingestion claim;
+  /// The id the message names (an ingestion's, a document's).
+  uuid id;
+  claimed_work claim;
   /// Two facts beside the phase, as neither follows from it. `claimed`: a claim was granted; it
   /// stays true through releasing and finished, where it decides whether there is a claim to give
   /// back, and from then on the audit trail is written. `tracked`: the heartbeat holds the claim;
@@ -134,7 +104,7 @@ struct job_state {
   /// The current step: its sequence number (stale completions are ignored), name, start, and
   /// what to do if its deadline passes first.
   uint64_t seq = 0;
-  job_step step = job_step::parse;
+  std::string_view step = steps::parse;
   clock::time_point step_started;
   std::function<void(error)> on_timeout;
   /// The step waits for a CPU worker: its deadline does not run yet (the CPU pool answers a
@@ -142,13 +112,9 @@ struct job_state {
   bool waiting_for_cpu = false;
 
   clock::time_point started = clock::now();
-  std::string file;
-  transcription text;
-  bool reused_transcription = false;
-  extraction fields;
   std::vector<audit_event> events;
 
-  lease_ref lease() const { return lease_ref{claim.ingestion_id, claim.claim_token}; }
+  lease_ref lease() const { return lease_ref{claim.id, claim.claim_token}; }
 };
 
 using job_ptr = job_actor::stateful_pointer<job_state>;
@@ -159,15 +125,6 @@ void claim(job_ptr self);
 void not_claimed(job_ptr self);
 void track(job_ptr self);
 void untrack(job_ptr self);
-void resume_or_fetch(job_ptr self);
-void fetch(job_ptr self);
-void transcribe(job_ptr self);
-void store_transcription(job_ptr self);
-void store_preprocessed(job_ptr self);
-void record_transcription(job_ptr self, std::string preprocessed_key);
-void extract(job_ptr self);
-void gate(job_ptr self);
-void complete(job_ptr self);
 void ack(job_ptr self, job_result outcome, std::string detail, std::string error_class = "none");
 void delete_message(job_ptr self, job_result outcome, std::string detail, std::string error_class);
 void finish(job_ptr self, job_result result, std::string detail, std::string_view error_class = "none");
@@ -180,24 +137,33 @@ void deadline_passed(job_ptr self);
 
 // ---- how a step runs -----------------------------------------------------------------------
 
-void begin_step(job_state& st, job_step step) {
+void begin_step(job_state& st, std::string_view step) {
   st.step = step;
   st.step_started = clock::now();
+}
+
+/// Starts a step and returns the function that posts its continuation: it runs inside the
+/// actor only while the step is still current (not abandoned by a deadline, a stop or lost).
+std::function<void(std::function<void()>)> begin_request(job_ptr self, std::string_view step,
+                                                         std::function<void(error)> on_timeout) {
+  auto& st = self->state;
+  auto seq = ++st.seq;
+  begin_step(st, step);
+  st.on_timeout = std::move(on_timeout);
+  auto me = caf::actor_cast<caf::actor>(self);
+  return [me, seq](std::function<void()> fn) {
+    caf::anon_send(me, resume_atom_v, seq, continuation{std::move(fn)});
+  };
 }
 
 /// Starts a port call as the job's current step and returns at once: `start` gets the callback
 /// to hand to the port; `next` runs later inside the actor with the result, or with a
 /// "step.timeout" error if the step's deadline passes first.
 template <class T, class Start, class Next>
-void request_step(job_ptr self, job_step step, Start start, Next next) {
-  auto& st = self->state;
-  auto seq = ++st.seq;
-  begin_step(st, step);
-  st.on_timeout = [next](error e) mutable { next(result<T>{std::move(e)}); };
-  auto me = caf::actor_cast<caf::actor>(self);
-  start(callback<T>{[me, seq, next](result<T> r) mutable {
-    caf::anon_send(me, resume_atom_v, seq,
-                   continuation{[next, r = std::move(r)]() mutable { next(std::move(r)); }});
+void request_step(job_ptr self, std::string_view step, Start start, Next next) {
+  auto post = begin_request(self, step, [next](error e) mutable { next(result<T>{std::move(e)}); });
+  start(callback<T>{[post, next](result<T> r) mutable {
+    post([next, r = std::move(r)]() mutable { next(std::move(r)); });
   }});
 }
 
@@ -206,10 +172,9 @@ void step_done(job_ptr self, std::string_view outcome, std::string detail = {}) 
   auto& st = self->state;
   auto elapsed = clock::now() - st.step_started;
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
-  auto step = to_string(st.step);
-  st.ctx->metrics->step_duration(step, std::chrono::duration<double>(elapsed).count());
-  if (st.claimed)
-    st.events.push_back(audit_event{st.ingestion_id, std::string{step}, std::string{outcome},
+  st.ctx->metrics->step_duration(st.step, std::chrono::duration<double>(elapsed).count());
+  if (st.claimed && st.stage->audit)
+    st.events.push_back(audit_event{st.id, std::string{st.step}, std::string{outcome},
                                     std::move(detail), ms, st.ctx->settings.worker_id, unix_ms()});
 }
 
@@ -219,12 +184,57 @@ void step_failed(job_ptr self, const error& err) {
   fail(self, err);
 }
 
+/// The job_handle the stage's steps run through.
+class handle_impl final : public job_handle {
+public:
+  explicit handle_impl(job_ptr self) : self_(self) {}
+
+  void begin_local(std::string_view step) override { begin_step(self_->state, step); }
+  void step_done(std::string_view outcome, std::string detail) override {
+    ingestd::step_done(self_, outcome, std::move(detail));
+  }
+  void step_failed(const error& err) override { ingestd::step_failed(self_, err); }
+  void fail(const error& err, std::string structured_data) override {
+    ingestd::fail(self_, err, std::move(structured_data));
+  }
+  void storing_outcome() override { self_->state.phase = job_phase::storing_outcome; }
+  void completed() override {
+    self_->state.phase = job_phase::outcome_stored;
+    ingestd::step_done(self_, "ok");
+    ack(self_, job_result::completed, "");
+  }
+  std::function<void()> wait_for_cpu() override {
+    // The notice is a message to the job, which restarts its receive timeout.
+    auto& st = self_->state;
+    st.waiting_for_cpu = true;
+    auto self = self_;
+    return [me = caf::actor_cast<caf::actor>(self_), seq = st.seq, self] {
+      caf::anon_send(me, resume_atom_v, seq, continuation{[self] { self->state.waiting_for_cpu = false; }});
+    };
+  }
+  const std::shared_ptr<worker_context>& context() const override { return self_->state.ctx; }
+  const claimed_work& claim() const override { return self_->state.claim; }
+
+protected:
+  std::function<void(std::function<void()>)> begin(std::string_view step,
+                                                   std::function<void(error)> on_timeout) override {
+    self_->state.waiting_for_cpu = false;
+    return begin_request(self_, step, std::move(on_timeout));
+  }
+
+private:
+  job_ptr self_;
+};
+
 // ---- the actor -----------------------------------------------------------------------------
 
-job_actor::behavior_type job(job_ptr self, std::shared_ptr<worker_context> ctx, heartbeat_actor hb,
-                             queue_message msg) {
+job_actor::behavior_type job(job_ptr self, std::shared_ptr<worker_context> ctx,
+                             std::shared_ptr<const stage> stage, heartbeat_actor hb, queue_message msg) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
+  st.stage = std::move(stage);
+  st.work = st.stage->make_job(st.ctx);
+  st.handle = std::make_unique<handle_impl>(self);
   st.heartbeat = std::move(hb);
   st.msg = std::move(msg);
   st.ctx->metrics->in_flight++;
@@ -237,7 +247,7 @@ job_actor::behavior_type job(job_ptr self, std::shared_ptr<worker_context> ctx, 
         return; // the answer of a step abandoned (deadline, stop, lost)
       if (log::enabled(log::level::trace))
         log::write(log::level::trace, "job step answered",
-                   {{"message_id", st.msg.id}, {"step", to_string(st.step)}});
+                   {{"message_id", st.msg.id}, {"stage", st.stage->name}, {"step", st.step}});
       c.fn();
     },
     [self](lost_atom, std::string& reason) { lost(self, std::move(reason)); },
@@ -258,31 +268,28 @@ void parse(job_ptr self) {
   auto id = uuid::parse(body);
   if (!id || id->is_nil()) {
     auto shown = std::string{utf8_prefix(st.msg.body, 80)};
-    log::warn("message body is not an ingestion id; deleting it",
-              {{"message_id", st.msg.id}, {"body", shown}});
+    log::warn("message body is not an id; deleting it",
+              {{"message_id", st.msg.id}, {"stage", st.stage->name}, {"body", shown}});
     return ack(self, job_result::invalid, "body is not a UUID: \"" + shown + "\"");
   }
-  st.ingestion_id = *id;
+  st.id = *id;
   claim(self);
 }
 
 void claim(job_ptr self) {
   auto& st = self->state;
   st.phase = job_phase::claiming;
-  request_step<std::vector<std::optional<claimed_ingestion>>>(
-    self, job_step::claim,
-    [&](auto cb) {
-      st.ctx->ports.db->claim({claim_request{st.ingestion_id, uuid::v7(), st.ctx->settings.max_attempts}},
-                              st.ctx->settings.worker_id, st.ctx->settings.lease, std::move(cb));
-    },
-    [self](result<std::vector<std::optional<claimed_ingestion>>> r) {
+  request_step<std::optional<claimed_work>>(
+    self, steps::claim,
+    [&](auto cb) { st.work->claim(st.id, uuid::v7(), st.stage->max_attempts, std::move(cb)); },
+    [self](result<std::optional<claimed_work>> r) {
       auto& st = self->state;
       if (!r)
         return finish(self, job_result::abandoned, "claim failed: " + r.error().describe(),
                       to_string(r.error().cls));
-      bool granted = !r->empty() && r->front();
+      bool granted = r->has_value();
       if (granted) {
-        st.claim = std::move(*r->front());
+        st.claim = std::move(**r);
         st.claimed = true;
         step_done(self, "ok", "attempt " + std::to_string(st.claim.attempt_count + 1));
       }
@@ -300,14 +307,13 @@ void claim(job_ptr self) {
 /// The claim did not succeed: delete the message only if the outcome is final or the id unknown.
 void not_claimed(job_ptr self) {
   auto& st = self->state;
-  request_step<std::vector<ingestion_state>>(
-    self, job_step::states, [&](auto cb) { st.ctx->ports.db->states({st.ingestion_id}, std::move(cb)); },
-    [self](result<std::vector<ingestion_state>> r) {
-      if (!r || r->empty())
+  request_step<ingestion_state>(
+    self, steps::states, [&](auto cb) { st.work->state(st.id, std::move(cb)); },
+    [self](result<ingestion_state> r) {
+      if (!r)
         return finish(self, job_result::abandoned,
-                      "not claimed, and its state is unknown: " + (r ? std::string{"no answer"} : r.error().describe()),
-                      "transient");
-      switch (r->front()) {
+                      "not claimed, and its state is unknown: " + r.error().describe(), "transient");
+      switch (*r) {
         case ingestion_state::completed:
           return ack(self, job_result::skipped, "already completed");
         case ingestion_state::failed:
@@ -326,197 +332,17 @@ void track(job_ptr self) {
   auto& st = self->state;
   st.tracked = true;
   self->send(st.heartbeat, track_atom_v,
-             tracked_claim{st.msg.receipt, st.lease(), caf::actor_cast<caf::actor>(self), st.started});
-  resume_or_fetch(self);
+             tracked_claim{st.msg.receipt, st.lease(), caf::actor_cast<caf::actor>(self), st.started,
+                           st.stage});
+  st.work->run(*st.handle);
 }
 
 void untrack(job_ptr self) {
   auto& st = self->state;
   if (st.tracked) {
     st.tracked = false;
-    self->send(st.heartbeat, untrack_atom_v, st.ingestion_id);
+    self->send(st.heartbeat, untrack_atom_v, st.claim.id);
   }
-}
-
-/// Crash resume (seed 000): a transcription stored by an earlier attempt is reused.
-void resume_or_fetch(job_ptr self) {
-  auto& st = self->state;
-  auto key = storage_keys::transcription(st.ingestion_id.str());
-  request_step<std::string>(
-    self, job_step::resume, [&](auto cb) { st.ctx->ports.storage->get(key, 64u << 20, std::move(cb)); },
-    [self](result<std::string> r) {
-      auto& st = self->state;
-      if (!r) {
-        if (r.error().code != "storage.not_found" && r.error().transient())
-          return fail(self, r.error());
-        step_done(self, "none");
-        return fetch(self);
-      }
-      auto parsed = transcription_from_json(*r);
-      if (!parsed) {
-        // Unreadable: transcribe again and overwrite it.
-        step_done(self, "unreadable", parsed.error().describe());
-        return fetch(self);
-      }
-      st.text = std::move(*parsed);
-      st.reused_transcription = true;
-      step_done(self, "reused");
-      if (st.claim.transcription_file_path.empty())
-        return record_transcription(self, "");
-      extract(self);
-    });
-}
-
-void fetch(job_ptr self) {
-  auto& st = self->state;
-  request_step<std::string>(
-    self, job_step::fetch,
-    [&](auto cb) { st.ctx->ports.storage->get(st.claim.file_path, st.ctx->settings.max_file_bytes, std::move(cb)); },
-    [self](result<std::string> r) {
-      if (!r)
-        return fail(self, r.error());
-      self->state.file = std::move(*r);
-      step_done(self, "ok", std::to_string(self->state.file.size()) + " bytes");
-      transcribe(self);
-    });
-}
-
-/// The stored MIME type, or the one the fetched bytes show (ingestions written before intake
-/// recorded it); empty when neither: the transcriber then names the problem.
-std::string mime_of(const claimed_ingestion& c, std::string_view bytes) {
-  if (!c.mime_type.empty())
-    return c.mime_type;
-  auto type = detect_file_type(bytes);
-  return type ? std::string{type->mime} : std::string{};
-}
-
-void transcribe(job_ptr self) {
-  auto& st = self->state;
-  auto mime = mime_of(st.claim, st.file);
-  transcription_request req{std::move(st.file), std::move(mime), st.ctx->settings.quality_threshold,
-                            true, {}};
-  request_step<transcription>(
-    self, job_step::transcribe,
-    [&](auto cb) {
-      if (st.ctx->ports.ocr->waits_for_cpu()) {
-        // The step's deadline starts when a CPU worker does: the notice is a message to the
-        // job, which restarts its receive timeout.
-        st.waiting_for_cpu = true;
-        req.started = [me = caf::actor_cast<caf::actor>(self), seq = st.seq, self] {
-          caf::anon_send(me, resume_atom_v, seq,
-                         continuation{[self] { self->state.waiting_for_cpu = false; }});
-        };
-      }
-      st.ctx->ports.ocr->transcribe(std::move(req), std::move(cb));
-    },
-    [self](result<transcription> r) {
-      auto& st = self->state;
-      st.waiting_for_cpu = false;
-      if (!r)
-        return step_failed(self, r.error());
-      st.text = std::move(*r);
-      step_done(self, "ok",
-                "quality " + std::to_string(st.text.quality_score) + (st.text.preprocessed ? ", preprocessed" : "")
-                  + (st.text.native_text ? ", native text" : ""));
-      store_transcription(self);
-    });
-}
-
-void store_transcription(job_ptr self) {
-  auto& st = self->state;
-  auto key = storage_keys::transcription(st.ingestion_id.str());
-  request_step<void>(
-    self, job_step::store_transcription,
-    [&](auto cb) { st.ctx->ports.storage->put(key, to_json(st.text), "application/json", std::move(cb)); },
-    [self, key](result<void> r) {
-      if (!r)
-        return fail(self, r.error());
-      step_done(self, "ok", key);
-      store_preprocessed(self);
-    });
-}
-
-void store_preprocessed(job_ptr self) {
-  auto& st = self->state;
-  if (!st.text.preprocessed || st.text.preprocessed_image.empty())
-    return record_transcription(self, "");
-  auto ext = st.text.preprocessed_ext.empty() ? std::string{"png"} : st.text.preprocessed_ext;
-  auto key = storage_keys::preprocessed(st.ingestion_id.str(), ext);
-  request_step<void>(
-    self, job_step::store_preprocessed,
-    [&](auto cb) {
-      st.ctx->ports.storage->put(key, std::move(st.text.preprocessed_image), "image/" + ext, std::move(cb));
-    },
-    [self, key](result<void> r) {
-      if (!r)
-        return fail(self, r.error());
-      step_done(self, "ok", key);
-      record_transcription(self, key);
-    });
-}
-
-void record_transcription(job_ptr self, std::string preprocessed_key) {
-  auto& st = self->state;
-  transcription_record rec{storage_keys::transcription(st.ingestion_id.str()), std::move(preprocessed_key),
-                           st.text.quality_score};
-  request_step<void>(
-    self, job_step::record_transcription,
-    [&](auto cb) { st.ctx->ports.db->record_transcription(st.lease(), std::move(rec), std::move(cb)); },
-    [self](result<void> r) {
-      if (!r)
-        return fail(self, r.error());
-      step_done(self, "ok");
-      extract(self);
-    });
-}
-
-void extract(job_ptr self) {
-  auto& st = self->state;
-  request_step<extraction>(
-    self, job_step::extract, [&](auto cb) { st.ctx->ports.extract->extract(st.text.text, std::move(cb)); },
-    [self](result<extraction> r) {
-      auto& st = self->state;
-      if (!r)
-        return step_failed(self, r.error());
-      st.fields = std::move(*r);
-      st.ctx->metrics->llm_input_tokens += st.fields.input_tokens;
-      st.ctx->metrics->llm_output_tokens += st.fields.output_tokens;
-      step_done(self, "ok", "confidence " + st.fields.confidence + ", model " + st.fields.model);
-      gate(self);
-    });
-}
-
-/// The quality gate runs in the actor: a step without a port call.
-void gate(job_ptr self) {
-  auto& st = self->state;
-  begin_step(st, job_step::gate);
-  auto verdict = st.ctx->ports.gate ? st.ctx->ports.gate(st.fields) : evaluate(st.fields);
-  if (!verdict.passed) {
-    step_done(self, "failed", verdict.reason);
-    return fail(self, gate_error(verdict), st.fields.structured_data);
-  }
-  step_done(self, "ok");
-  complete(self);
-}
-
-void complete(job_ptr self) {
-  auto& st = self->state;
-  st.phase = job_phase::storing_outcome;
-  completion c{st.lease(), completion_record{st.fields.structured_data, true, st.fields.input_tokens,
-                                              st.fields.output_tokens, st.fields.model}};
-  request_step<std::vector<result<void>>>(
-    self, job_step::complete, [&](auto cb) { st.ctx->ports.db->complete({std::move(c)}, std::move(cb)); },
-    [self](result<std::vector<result<void>>> r) {
-      if (!r)
-        return fail(self, r.error(), self->state.fields.structured_data);
-      if (r->empty())
-        return fail(self, error::make_transient("db.no_result", "complete returned nothing"));
-      if (auto& one = r->front(); !one)
-        return fail(self, one.error(), self->state.fields.structured_data);
-      self->state.phase = job_phase::outcome_stored;
-      step_done(self, "ok");
-      ack(self, job_result::completed, "");
-    });
 }
 
 /// Deletes the message (the outcome is final), then finishes. The audit trail is written first,
@@ -529,10 +355,10 @@ void ack(job_ptr self, job_result outcome, std::string detail, std::string error
   auto events = std::move(st.events);
   st.events.clear();
   request_step<void>(
-    self, job_step::events, [&](auto cb) { st.ctx->ports.db->append_events(std::move(events), std::move(cb)); },
+    self, steps::events, [&](auto cb) { st.ctx->ports.db->append_events(std::move(events), std::move(cb)); },
     [self, outcome, detail, error_class](result<void> r) {
       if (!r)
-        log::warn("audit events not stored", {{"ingestion_id", self->state.ingestion_id.str()},
+        log::warn("audit events not stored", {{"id", self->state.id.str()},
                                               {"error", r.error().describe()}});
       delete_message(self, outcome, detail, error_class);
     });
@@ -540,8 +366,8 @@ void ack(job_ptr self, job_result outcome, std::string detail, std::string error
 
 void delete_message(job_ptr self, job_result outcome, std::string detail, std::string error_class) {
   request_step<std::vector<batch_entry_result>>(
-    self, job_step::ack,
-    [&](auto cb) { self->state.ctx->ports.ingest_queue->remove({self->state.msg.receipt}, std::move(cb)); },
+    self, steps::ack,
+    [&](auto cb) { self->state.stage->queue->remove({self->state.msg.receipt}, std::move(cb)); },
     [self, outcome, detail = std::move(detail),
      error_class = std::move(error_class)](result<std::vector<batch_entry_result>> r) {
       if (!r || (!r->empty() && r->front().failed)) {
@@ -560,10 +386,10 @@ void flush_events(job_ptr self) {
   auto& st = self->state;
   if (st.events.empty())
     return;
-  auto id = st.ingestion_id.str();
+  auto id = st.id.str();
   st.ctx->ports.db->append_events(std::move(st.events), [id](result<void> r) {
     if (!r)
-      log::warn("audit events not stored", {{"ingestion_id", id}, {"error", r.error().describe()}});
+      log::warn("audit events not stored", {{"id", id}, {"error", r.error().describe()}});
   });
   st.events.clear();
 }
@@ -582,7 +408,8 @@ void finish(job_ptr self, job_result result, std::string detail, std::string_vie
   auto lvl = result == job_result::completed || result == job_result::skipped ? log::level::info
                                                                              : log::level::warn;
   log::write(lvl, "job finished",
-             {{"ingestion_id", st.ingestion_id.is_nil() ? std::string{} : st.ingestion_id.str()},
+             {{"stage", st.stage->name},
+              {st.stage->audit ? "ingestion_id" : "id", st.id.is_nil() ? std::string{} : st.id.str()},
               {"document_id", st.claimed ? st.claim.document_id.str() : std::string{}},
               {"worker_id", st.ctx->settings.worker_id},
               {"attempt", static_cast<int64_t>(st.claim.attempt_count + (st.claimed ? 1 : 0))},
@@ -591,7 +418,7 @@ void finish(job_ptr self, job_result result, std::string detail, std::string_vie
               {"detail", detail},
               {"duration_ms", static_cast<int64_t>(elapsed * 1000)}});
   if (st.ctx->observer)
-    st.ctx->observer(job_outcome{st.msg.id, st.ingestion_id, result, std::move(detail),
+    st.ctx->observer(job_outcome{st.msg.id, st.id, result, std::move(detail),
                                  st.claim.attempt_count + (st.claimed ? 1 : 0)});
   self->quit();
 }
@@ -616,7 +443,7 @@ void fail(job_ptr self, const error& err, std::string structured_data) {
     return give_back(self, (never_started(err) ? "node busy: " : "database unavailable: ")
                              + err.describe());
   }
-  auto& s = st.ctx->settings;
+  auto& s = *st.stage;
   auto attempt = static_cast<size_t>(std::max(st.claim.attempt_count, 0));
   auto delay = s.retry_backoff.empty() ? std::chrono::seconds{0}
                                        : s.retry_backoff[std::min(attempt, s.retry_backoff.size() - 1)];
@@ -628,8 +455,8 @@ void fail(job_ptr self, const error& err, std::string structured_data) {
   untrack(self);
   st.phase = job_phase::storing_outcome;
   request_step<failure_outcome>(
-    self, job_step::record_failure,
-    [&](auto cb) { st.ctx->ports.db->record_failure(st.lease(), std::move(rec), delay, std::move(cb)); },
+    self, steps::record_failure,
+    [&](auto cb) { st.work->record_failure(st.lease(), std::move(rec), delay, std::move(cb)); },
     [self, err, delay](result<failure_outcome> r) {
       auto& st = self->state;
       auto cls = std::string{to_string(err.cls)};
@@ -647,10 +474,11 @@ void fail(job_ptr self, const error& err, std::string structured_data) {
       st.claim.attempt_count = r->attempt_count - 1;
       if (!r->failed)
         return back_off(self, delay, detail, cls);
-      if (st.ctx->ports.on_failed)
-        st.ctx->ports.on_failed(st.claim, err, r->attempt_count);
-      if (st.ctx->settings.dead_letter_on_final_failure)
-        return finish(self, job_result::failed, detail, cls);
+      st.work->failed_for_good(err, r->attempt_count);
+      auto policy = st.stage->dead_letter;
+      if (policy == dead_letter_policy::always
+          || (policy == dead_letter_policy::exhausted && !err.permanent()))
+        return finish(self, job_result::failed, detail, cls);  // the queue's redrive takes it
       ack(self, job_result::failed, detail, cls);
     });
 }
@@ -659,8 +487,8 @@ void fail(job_ptr self, const error& err, std::string structured_data) {
 void back_off(job_ptr self, std::chrono::seconds delay, std::string detail, std::string error_class) {
   auto& st = self->state;
   request_step<std::vector<batch_entry_result>>(
-    self, job_step::backoff,
-    [&](auto cb) { st.ctx->ports.ingest_queue->change_visibility({{st.msg.receipt, delay}}, std::move(cb)); },
+    self, steps::backoff,
+    [&](auto cb) { st.stage->queue->change_visibility({{st.msg.receipt, delay}}, std::move(cb)); },
     [self, detail = std::move(detail),
      error_class = std::move(error_class)](result<std::vector<batch_entry_result>> v) {
       if (!v || (!v->empty() && v->front().failed))
@@ -692,7 +520,7 @@ void lost(job_ptr self, std::string reason) {
   }
   st.tracked = false;  // the heartbeat dropped it already
   if (st.claimed)
-    st.ctx->ports.db->release(st.lease(), [](const result<void>&) {});
+    st.work->release(st.lease(), [](const result<void>&) {});
   finish(self, job_result::lost, std::move(reason), "claim_lost");
 }
 
@@ -704,7 +532,7 @@ void deadline_passed(job_ptr self) {
   ++st.seq; // the step's completion, should it come, is stale now
   auto secs = std::chrono::duration_cast<std::chrono::seconds>(st.ctx->settings.step_timeout).count();
   auto handler = std::move(st.on_timeout);
-  std::string what{to_string(st.step)};
+  std::string what{st.step};
   what.append(" did not finish within ").append(std::to_string(secs)).append(" s");
   handler(error::make_transient("step.timeout", std::move(what)));
 }
@@ -715,7 +543,7 @@ void release(job_ptr self) {
   if (st.phase == job_phase::outcome_stored || st.phase == job_phase::releasing
       || st.phase == job_phase::finished)
     return; // (after the outcome is stored, only the short ack or back-off is left)
-  auto claim_running = st.phase == job_phase::claiming && st.step == job_step::claim;
+  auto claim_running = st.phase == job_phase::claiming && st.step == steps::claim;
   st.phase = job_phase::releasing;
   untrack(self);
   // A claim granted in the database but never released would expire and count as a crash:
@@ -729,7 +557,7 @@ void give_back(job_ptr self, std::string reason) {
   auto& st = self->state;
   auto give_back_message = [self, reason = std::move(reason)] {
     auto& st = self->state;
-    st.ctx->ports.ingest_queue->change_visibility({{st.msg.receipt, std::chrono::seconds{0}}},
+    st.stage->queue->change_visibility({{st.msg.receipt, std::chrono::seconds{0}}},
                                                  [](const result<std::vector<batch_entry_result>>&) {});
     finish(self, job_result::released, reason + ": claim and message given back");
   };
@@ -740,7 +568,7 @@ void give_back(job_ptr self, std::string reason) {
   // The claim first, so that the message's next receiver can claim at once. Whatever step was
   // running becomes stale: its completion is ignored.
   request_step<void>(
-    self, job_step::release, [&](auto cb) { st.ctx->ports.db->release(st.lease(), std::move(cb)); },
+    self, steps::release, [&](auto cb) { st.work->release(st.lease(), std::move(cb)); },
     [self, give_back_message](result<void> r) {
       step_done(self, r ? "ok" : to_string(r.error().cls), r ? std::string{} : r.error().describe());
       give_back_message();
@@ -764,8 +592,14 @@ std::string_view to_string(job_result x) {
 }
 
 job_actor spawn_job(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
+                    std::shared_ptr<const stage> stage, heartbeat_actor heartbeat, queue_message msg) {
+  return sys.spawn(job, std::move(ctx), std::move(stage), std::move(heartbeat), std::move(msg));
+}
+
+job_actor spawn_job(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
                     heartbeat_actor heartbeat, queue_message msg) {
-  return sys.spawn(job, std::move(ctx), std::move(heartbeat), std::move(msg));
+  std::shared_ptr<const stage> ingest = make_ingest_stage(*ctx);
+  return spawn_job(sys, std::move(ctx), std::move(ingest), std::move(heartbeat), std::move(msg));
 }
 
 } // namespace ingestd

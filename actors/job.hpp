@@ -1,16 +1,71 @@
-// The job actor: one per queue message, owning one ingestion's lifecycle (seed 000's steps).
+// The job actor: one per queue message, owning one claim's lifecycle for its stage (claim,
+// heartbeat, deadlines, failure and back-off, acknowledgement, give-back at shutdown); the
+// stage's own steps run through a job_handle (actors/stage.hpp).
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include <caf/fwd.hpp>
 
+#include "actors/stage.hpp"
 #include "actors/worker_context.hpp"
 #include "messages/protocol.hpp"
 
 namespace ingestd {
 
-/// Spawns the job for `msg`; it tracks its claim with `heartbeat` and quits when done.
+/// What a stage's steps can do inside their job actor. Valid while the job runs; every
+/// continuation it hands out runs inside the actor, and only while the step is current.
+class job_handle {
+public:
+  virtual ~job_handle() = default;
+
+  /// Starts a port call as the job's current step (its name is the audit trail's, the step
+  /// metric's and the deadline message's) and returns at once: `start` gets the callback to hand
+  /// to the port; `next` runs later inside the actor with the result, or with a "step.timeout"
+  /// error if the step's deadline passes first.
+  template <class T, class Start, class Next>
+  void request(std::string_view step, Start start, Next next) {
+    auto post = begin(step, [next](error e) mutable { next(result<T>{std::move(e)}); });
+    start(callback<T>{[post, next](result<T> r) mutable {
+      post([next, r = std::move(r)]() mutable { next(std::move(r)); });
+    }});
+  }
+
+  /// A step without a port call (e.g. the quality gate), recorded like the others.
+  virtual void begin_local(std::string_view step) = 0;
+  /// Records the current step's duration and outcome (audit trail once claimed, metrics always).
+  virtual void step_done(std::string_view outcome, std::string detail = {}) = 0;
+  /// The step's port call failed: the audit trail records the error, then fail().
+  virtual void step_failed(const error& err) = 0;
+  /// The failure path: recorded as an attempt with back-off, or given back when the database
+  /// or the node (no CPU worker in time) failed rather than the work.
+  virtual void fail(const error& err, std::string structured_data = {}) = 0;
+  /// The next request stores the outcome: a shutdown no longer gives the work back.
+  virtual void storing_outcome() = 0;
+  /// The outcome is stored: acknowledge the message and finish as completed.
+  virtual void completed() = 0;
+  /// The current step waits for a CPU worker: its deadline does not run until `started()` is
+  /// called (from any thread) when one takes it.
+  virtual std::function<void()> wait_for_cpu() = 0;
+
+  virtual const std::shared_ptr<worker_context>& context() const = 0;
+  virtual const claimed_work& claim() const = 0;
+  lease_ref lease() const { return lease_ref{claim().id, claim().claim_token}; }
+
+protected:
+  /// Starts the step; the returned function posts a continuation to the job for this step.
+  virtual std::function<void(std::function<void()>)> begin(std::string_view step,
+                                                           std::function<void(error)> on_timeout) = 0;
+};
+
+/// Spawns the job of `stage` for `msg`; it tracks its claim with `heartbeat` and quits when done.
+job_actor spawn_job(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
+                    std::shared_ptr<const stage> stage, heartbeat_actor heartbeat, queue_message msg);
+
+/// The ingest stage's job (the stage ingest_stage(*ctx) builds).
 job_actor spawn_job(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
                     heartbeat_actor heartbeat, queue_message msg);
 

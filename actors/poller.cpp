@@ -1,12 +1,13 @@
-// The poller actor.
+// The poller actor: one per stage a node serves.
 //
 //   idle ──poll (room for jobs)──► receiving ──messages──► spawn a job each ──► idle ──► poll
 //     ▲                                │
 //     │                                └─error──► backoff (exponential with jitter, logged
 //     │                                           once per streak) ──► poll
 //     │     (a receive unanswered past its long poll + 30 s is an error)
-//     ├── full (max_in_flight jobs): no receive until a job ends (backpressure)
-//     └── CPU pool saturated (its backlog needs more than half the OCR deadline): no receive,
+//     ├── full (the stage's max_in_flight jobs): no receive until a job ends (backpressure)
+//     ├── the node full (worker.max_in_flight jobs of all stages): look again in a second
+//     └── (stages that use the CPU pool) CPU pool saturated (its backlog needs more than half the OCR deadline): no receive,
 //         look again in a second
 //   stop ──► no new receive; the current one finishes and its messages still run; when no job
 //            is left: drained_atom to the listener
@@ -23,6 +24,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/continuation.hpp"
+#include "actors/ingest_job.hpp"
 #include "actors/job.hpp"
 #include "adapters/support/log.hpp"
 
@@ -34,6 +36,7 @@ struct poller_state {
   static inline const char* name = "ingestd.poller";
 
   std::shared_ptr<worker_context> ctx;
+  std::shared_ptr<const ingestd::stage> stage;
   std::vector<heartbeat_actor> heartbeats;
   size_t next_heartbeat = 0;
   std::unordered_map<caf::actor_addr, job_actor> jobs;
@@ -68,7 +71,8 @@ void received(poller_ptr self, result<std::vector<queue_message>> r) {
   if (!r) {
     st.ctx->metrics->queue_receive_errors++;
     if (st.error_streak++ == 0)
-      log::warn("queue receive failed; backing off", {{"queue", st.ctx->ports.ingest_queue->name()},
+      log::warn("queue receive failed; backing off", {{"stage", st.stage->name},
+                                                      {"queue", st.stage->queue->name()},
                                                       {"error", r.error().describe()}});
     // Exponential backoff from 0.5 s up to 30 s, with ±50 % jitter.
     auto base = std::min(30'000.0, 500.0 * std::pow(2.0, std::min(st.error_streak - 1, 10)));
@@ -87,12 +91,12 @@ void received(poller_ptr self, result<std::vector<queue_message>> r) {
     std::vector<visibility_change> back;
     for (auto& msg : *r)
       back.push_back({msg.receipt, std::chrono::seconds{0}});
-    st.ctx->ports.ingest_queue->change_visibility(std::move(back), [](auto) {});
+    st.stage->queue->change_visibility(std::move(back), [](auto) {});
     return check_drained(self);
   }
   for (auto& msg : *r) {
     auto hb = st.heartbeats[st.next_heartbeat++ % st.heartbeats.size()];
-    auto job = spawn_job(self->system(), st.ctx, hb, std::move(msg));
+    auto job = spawn_job(self->system(), st.ctx, st.stage, hb, std::move(msg));
     self->monitor(job);
     st.jobs.emplace(job->address(), job);
   }
@@ -114,10 +118,20 @@ bool cpu_saturated(const poller_state& st) {
 
 void poll_queue(poller_ptr self) {
   auto& st = self->state;
-  auto room = st.ctx->settings.max_in_flight - static_cast<int>(st.jobs.size());
+  auto limit = st.stage->max_in_flight > 0 ? st.stage->max_in_flight : st.ctx->settings.max_in_flight;
+  auto room = limit - static_cast<int>(st.jobs.size());
   if (st.stopping || st.receiving || st.backing_off || room <= 0)
     return;
-  if (cpu_saturated(st)) {
+  // The node-wide limit counts every stage's jobs; another stage's job that ends does not wake
+  // this poller, so it looks again in a second.
+  auto node_room = st.ctx->settings.max_in_flight - static_cast<int>(st.ctx->metrics->in_flight.load());
+  if (node_room <= 0) {
+    st.backing_off = true;
+    self->delayed_send(self, std::chrono::seconds{1}, poll_atom_v);
+    return;
+  }
+  room = std::min(room, node_room);
+  if (st.stage->uses_cpu && cpu_saturated(st)) {
     // Admission by what the CPU pool can finish: look again in a second.
     st.ctx->metrics->cpu_admission_waits++;
     st.backing_off = true;
@@ -130,16 +144,18 @@ void poll_queue(poller_ptr self) {
   // it counts as failed (messages it may still bring are dropped and reappear after their
   // visibility timeout).
   auto deadline = std::chrono::duration_cast<std::chrono::milliseconds>(s.wait_time + receive_margin);
-  st.ctx->ports.ingest_queue->receive(
+  st.stage->queue->receive(
     std::min(s.max_messages, room), s.wait_time, s.visibility_timeout,
     in_actor_within<std::vector<queue_message>>(self, deadline, "queue.receive",
                                                 [self](auto r) { received(self, std::move(r)); }));
 }
 
 poller_actor::behavior_type poller(poller_ptr self, std::shared_ptr<worker_context> ctx,
+                                   std::shared_ptr<const stage> stage,
                                    std::vector<heartbeat_actor> heartbeats) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
+  st.stage = std::move(stage);
   st.heartbeats = std::move(heartbeats);
   self->set_down_handler([self](caf::down_msg& down) {
     self->state.jobs.erase(down.source);
@@ -155,7 +171,8 @@ poller_actor::behavior_type poller(poller_ptr self, std::shared_ptr<worker_conte
     [](resume_atom, uint64_t, continuation& c) { c.fn(); },
     [self](stop_atom, caf::actor& listener) {
       auto& st = self->state;
-      log::info("poller stopping", {{"jobs_in_flight", static_cast<int64_t>(st.jobs.size())},
+      log::info("poller stopping", {{"stage", st.stage->name},
+                                    {"jobs_in_flight", static_cast<int64_t>(st.jobs.size())},
                                     {"receive_in_progress", st.receiving ? "yes" : "no"}});
       st.stopping = true;
       st.stop_listener = std::move(listener);
@@ -173,8 +190,14 @@ poller_actor::behavior_type poller(poller_ptr self, std::shared_ptr<worker_conte
 } // namespace
 
 poller_actor spawn_poller(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
+                          std::shared_ptr<const stage> stage, std::vector<heartbeat_actor> heartbeats) {
+  return sys.spawn(poller, std::move(ctx), std::move(stage), std::move(heartbeats));
+}
+
+poller_actor spawn_poller(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
                           std::vector<heartbeat_actor> heartbeats) {
-  return sys.spawn(poller, std::move(ctx), std::move(heartbeats));
+  std::shared_ptr<const stage> ingest = make_ingest_stage(*ctx);
+  return spawn_poller(sys, std::move(ctx), std::move(ingest), std::move(heartbeats));
 }
 
 } // namespace ingestd

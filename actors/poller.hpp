@@ -1,5 +1,5 @@
-// The poller: long-polls the ingestion queue and runs one job actor per message, never more
-// than max_in_flight at once.
+// The poller: long-polls one stage's queue and runs one job actor per message, never more than
+// the stage's max_in_flight at once, nor more than worker.max_in_flight jobs of all stages.
 #pragma once
 
 #include <memory>
@@ -12,6 +12,10 @@
 
 namespace ingestd {
 
+poller_actor spawn_poller(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
+                          std::shared_ptr<const stage> stage, std::vector<heartbeat_actor> heartbeats);
+
+/// The ingest stage's poller (the stage make_ingest_stage(*ctx) builds).
 poller_actor spawn_poller(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
                           std::vector<heartbeat_actor> heartbeats);
 

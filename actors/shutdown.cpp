@@ -1,7 +1,7 @@
 // The shutdown coordinator.
 //
-//   running ──shutdown──► draining: the poller stops after its current poll; jobs finish
-//   draining ──drained──► stopping: heartbeats, sweeper and CPU pool stop ──► done
+//   running ──shutdown──► draining: every stage's poller stops after its current poll; jobs finish
+//   draining ──drained (every poller)──► stopping: heartbeats, sweeper and CPU pool stop ──► done
 //   draining ──grace period over, or a second shutdown──► forcing: every job releases its claim
 //            and makes its message visible again, then quits ──drained──► stopping ──► done
 #include "actors/shutdown.hpp"
@@ -22,7 +22,8 @@ namespace {
 struct shutdown_state {
   static inline const char* name = "ingestd.shutdown";
   std::shared_ptr<worker_context> ctx;
-  poller_actor poller;
+  std::vector<poller_actor> pollers;
+  size_t drained = 0;
   std::vector<caf::actor> others;
   std::function<void()> done;
   bool draining = false;
@@ -38,15 +39,16 @@ void force(shutdown_ptr self, const char* why) {
   st.forcing = true;
   log::warn("releasing the jobs still running", {{"reason", why},
                                                  {"jobs_in_flight", st.ctx->metrics->in_flight.load()}});
-  self->send(st.poller, force_atom_v);
+  for (auto& p : st.pollers)
+    self->send(p, force_atom_v);
 }
 
 shutdown_actor::behavior_type shutdown(shutdown_ptr self, std::shared_ptr<worker_context> ctx,
-                                       poller_actor poller, std::vector<caf::actor> others,
+                                       std::vector<poller_actor> pollers, std::vector<caf::actor> others,
                                        std::function<void()> done) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
-  st.poller = std::move(poller);
+  st.pollers = std::move(pollers);
   st.others = std::move(others);
   st.done = std::move(done);
   return {
@@ -59,14 +61,18 @@ shutdown_actor::behavior_type shutdown(shutdown_ptr self, std::shared_ptr<worker
       log::info("shutting down: draining jobs",
                 {{"grace_seconds", static_cast<int64_t>(grace.count())},
                  {"jobs_in_flight", st.ctx->metrics->in_flight.load()}});
-      self->send(st.poller, stop_atom_v, caf::actor_cast<caf::actor>(self));
+      for (auto& p : st.pollers)
+        self->send(p, stop_atom_v, caf::actor_cast<caf::actor>(self));
       self->delayed_send(self, grace, timeout_atom_v, uint64_t{0});
     },
     [self](timeout_atom, uint64_t) { force(self, "grace period over"); },
     [self](drained_atom) {
       auto& st = self->state;
+      if (++st.drained < st.pollers.size())
+        return;
       log::info("drained: stopping the worker");
-      self->send_exit(st.poller, caf::exit_reason::user_shutdown);
+      for (auto& p : st.pollers)
+        self->send_exit(p, caf::exit_reason::user_shutdown);
       for (auto& other : st.others)
         self->send_exit(other, caf::exit_reason::user_shutdown);
       if (st.done)
@@ -79,9 +85,16 @@ shutdown_actor::behavior_type shutdown(shutdown_ptr self, std::shared_ptr<worker
 } // namespace
 
 shutdown_actor spawn_shutdown(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
+                              std::vector<poller_actor> pollers, std::vector<caf::actor> others,
+                              std::function<void()> done) {
+  return sys.spawn(shutdown, std::move(ctx), std::move(pollers), std::move(others), std::move(done));
+}
+
+shutdown_actor spawn_shutdown(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
                               poller_actor poller, std::vector<caf::actor> others,
                               std::function<void()> done) {
-  return sys.spawn(shutdown, std::move(ctx), std::move(poller), std::move(others), std::move(done));
+  return spawn_shutdown(sys, std::move(ctx), std::vector<poller_actor>{std::move(poller)},
+                        std::move(others), std::move(done));
 }
 
 // -- watchdog --------------------------------------------------------------------------------

@@ -20,7 +20,12 @@
 
 namespace ingestd {
 
-/// `others` are stopped (exit) once the poller has drained; `done` is called last.
+/// `others` are stopped (exit) once every poller has drained; `done` is called last.
+shutdown_actor spawn_shutdown(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
+                              std::vector<poller_actor> pollers, std::vector<caf::actor> others,
+                              std::function<void()> done = {});
+
+/// A node with one poller.
 shutdown_actor spawn_shutdown(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
                               poller_actor poller, std::vector<caf::actor> others,
                               std::function<void()> done = {});

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "actors/heartbeat.hpp"
+#include "actors/ingest_job.hpp"
 #include "actors/poller.hpp"
 #include "actors/shutdown.hpp"
 #include "actors/sweeper.hpp"
@@ -35,11 +36,18 @@ worker_handles start_worker(caf::actor_system& sys, const std::shared_ptr<worker
   }
   if (options.cpu_pool)
     others.push_back(caf::actor_cast<caf::actor>(options.cpu_pool));
-  w.poller = spawn_poller(sys, ctx, w.heartbeats);
-  w.coordinator = spawn_shutdown(sys, ctx, w.poller, std::move(others), std::move(options.on_stopped));
+  if (ctx->stages.empty())
+    ctx->stages.push_back(make_ingest_stage(*ctx));
+  std::string names;
+  for (auto& stage : ctx->stages) {
+    w.pollers.push_back(spawn_poller(sys, ctx, stage, w.heartbeats));
+    names.append(names.empty() ? "" : ",").append(stage->name);
+  }
+  w.coordinator = spawn_shutdown(sys, ctx, w.pollers, std::move(others), std::move(options.on_stopped));
   auto& s = ctx->settings;
   log::info("worker started", {{"worker_id", s.worker_id},
-                               {"queue", ctx->ports.ingest_queue->name()},
+                               {"stages", names},
+                               {"queue", ctx->ports.ingest_queue ? ctx->ports.ingest_queue->name() : std::string{"none"}},
                                {"storage", ctx->ports.storage->name()},
                                {"ocr", ctx->ports.ocr->name()},
                                {"extractor", ctx->ports.extract->name()},

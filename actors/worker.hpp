@@ -23,7 +23,8 @@ namespace ingestd {
 
 struct worker_handles {
   shutdown_actor coordinator;
-  poller_actor poller;
+  /// One per stage, in the order of worker_context::stages.
+  std::vector<poller_actor> pollers;
   std::vector<heartbeat_actor> heartbeats;
   sweeper_actor sweeper;
 };
@@ -45,8 +46,8 @@ struct worker_options {
 /// ingestion).
 void configure_scheduler(caf::actor_system_config& cfg);
 
-/// Spawns the heartbeat actors, the poller (which starts polling at once), the sweeper and the
-/// shutdown coordinator.
+/// Spawns the heartbeat actors, a poller per stage (each starts polling at once; no stages in
+/// the context: the ingest stage over its ports), the sweeper and the shutdown coordinator.
 worker_handles start_worker(caf::actor_system& sys, const std::shared_ptr<worker_context>& ctx,
                             worker_options options = {});
 

@@ -12,8 +12,11 @@
 #include <vector>
 
 #include "actors/metrics.hpp"
+#include "actors/stage.hpp"
+#include "adapters/db/matching_repository.hpp"
 #include "adapters/db/repository.hpp"
 #include "adapters/llm/extractor.hpp"
+#include "adapters/matching/matcher.hpp"
 #include "adapters/ocr/transcriber.hpp"
 #include "adapters/queue/queue.hpp"
 #include "adapters/storage/object_store.hpp"
@@ -37,6 +40,12 @@ struct worker_ports {
   std::function<gate_verdict(const extraction&)> gate;
   /// Called when an ingestion ends `failed` (the webhook notification); may be empty.
   std::function<void(const claimed_ingestion&, const error&, int32_t attempts)> on_failed;
+  /// The matching stage (seed 003): its rows and its decision. Null when the node runs no
+  /// matching.
+  std::shared_ptr<matching_repository> matching;
+  std::shared_ptr<matcher> match;
+  /// Called when a document's matching ends `failed` (the webhook notification); may be empty.
+  std::function<void(const matching_claim&, const error&, int32_t attempts)> on_matching_failed;
 };
 
 /// How a worker runs, taken from the configuration (make_worker_settings): no value here has a
@@ -101,6 +110,9 @@ using worker_observer = std::function<void(const job_outcome&)>;
 
 struct worker_context {
   worker_ports ports;
+  /// The stages this node serves, each with its own poller (actors/stage.hpp). Empty: the
+  /// ingest stage over `ports` alone (start_worker fills it in).
+  std::vector<std::shared_ptr<const stage>> stages;
   /// The configuration's defaults until the embedding program sets them.
   worker_settings settings = default_worker_settings();
   std::shared_ptr<worker_metrics> metrics = std::make_shared<worker_metrics>();

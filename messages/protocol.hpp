@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include <caf/allowed_unsafe_message_type.hpp>
@@ -119,6 +120,8 @@ using poller_actor = caf::typed_actor<
   /// Jobs in flight.
   caf::replies_to<status_atom>::with<int32_t>>;
 
+struct stage;
+
 /// A claimed message the heartbeat keeps alive.
 struct tracked_claim {
   std::string receipt;
@@ -126,6 +129,8 @@ struct tracked_claim {
   caf::actor job;
   /// When the message was received (the 12-hour SQS visibility total counts from here).
   std::chrono::steady_clock::time_point received_at;
+  /// Whose queue and leases (actors/stage.hpp); null: the ingest stage's ports.
+  std::shared_ptr<const ingestd::stage> stage;
 };
 
 /// One of the heartbeat actors (actors/heartbeat.cpp).

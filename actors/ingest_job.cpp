@@ -1,0 +1,264 @@
+// The ingest stage's steps, between the claim and the outcome (the lifecycle around them is
+// actors/job.cpp's):
+//
+//   resume? ──stored transcription──────────────────────────┐
+//     └─none─► fetch ─► transcribe ─► store ─► record ───────┤
+//                                                            ▼
+//                                          extract ─► gate ─► complete
+#include "actors/ingest_job.hpp"
+
+#include "actors/job.hpp"
+#include "adapters/llm/quality_gate.hpp"
+#include "adapters/ocr/transcription_json.hpp"
+#include "messages/file_type.hpp"
+
+namespace ingestd {
+
+namespace {
+
+/// The stored MIME type, or the one the fetched bytes show (ingestions written before intake
+/// recorded it); empty when neither: the transcriber then names the problem.
+std::string mime_of(const claimed_ingestion& c, std::string_view bytes) {
+  if (!c.mime_type.empty())
+    return c.mime_type;
+  auto type = detect_file_type(bytes);
+  return type ? std::string{type->mime} : std::string{};
+}
+
+class ingest_job final : public stage_job {
+public:
+  explicit ingest_job(std::shared_ptr<worker_context> ctx) : ctx_(std::move(ctx)) {}
+
+  void claim(const uuid& id, const uuid& token, int32_t max_attempts,
+             callback<std::optional<claimed_work>> done) override {
+    // The row lands in a slot of its own: this job may be gone (deadline) when the answer comes
+    // on the database thread, and the actor reads the slot only after the answer arrives.
+    auto slot = std::make_shared<claimed_ingestion>();
+    granted_ = slot;
+    ctx_->ports.db->claim(
+      {claim_request{id, token, max_attempts}}, ctx_->settings.worker_id, ctx_->settings.lease,
+      [slot, done = std::move(done)](result<std::vector<std::optional<claimed_ingestion>>> r) {
+        if (!r)
+          return done(r.error());
+        if (r->empty() || !r->front())
+          return done(std::optional<claimed_work>{});
+        *slot = std::move(*r->front());
+        done(std::optional<claimed_work>{
+          claimed_work{slot->ingestion_id, slot->claim_token, slot->attempt_count, slot->document_id}});
+      });
+  }
+
+  void state(const uuid& id, callback<ingestion_state> done) override {
+    ctx_->ports.db->states({id}, [done = std::move(done)](result<std::vector<ingestion_state>> r) {
+      if (!r)
+        return done(r.error());
+      if (r->empty())
+        return done(error::make_transient("db.no_result", "states returned nothing"));
+      done(r->front());
+    });
+  }
+
+  void record_failure(const lease_ref& ref, failure_record record, std::chrono::seconds delay,
+                      callback<failure_outcome> done) override {
+    ctx_->ports.db->record_failure(ref, std::move(record), delay, std::move(done));
+  }
+
+  void release(const lease_ref& ref, callback<void> done) override {
+    ctx_->ports.db->release(ref, std::move(done));
+  }
+
+  void failed_for_good(const error& err, int32_t attempts) override {
+    if (ctx_->ports.on_failed)
+      ctx_->ports.on_failed(job_ != nullptr ? claim_ : *granted_, err, attempts);
+  }
+
+  void run(job_handle& job) override {
+    job_ = &job;
+    claim_ = std::move(*granted_);
+    resume_or_fetch();
+  }
+
+private:
+  std::string id() const { return claim_.ingestion_id.str(); }
+
+  /// Crash resume (seed 000): a transcription stored by an earlier attempt is reused.
+  void resume_or_fetch() {
+    auto key = storage_keys::transcription(id());
+    job_->request<std::string>(
+      "resume", [&](auto cb) { ctx_->ports.storage->get(key, 64u << 20, std::move(cb)); },
+      [this](result<std::string> r) {
+        if (!r) {
+          if (r.error().code != "storage.not_found" && r.error().transient())
+            return job_->fail(r.error());
+          job_->step_done("none");
+          return fetch();
+        }
+        auto parsed = transcription_from_json(*r);
+        if (!parsed) {
+          // Unreadable: transcribe again and overwrite it.
+          job_->step_done("unreadable", parsed.error().describe());
+          return fetch();
+        }
+        text_ = std::move(*parsed);
+        job_->step_done("reused");
+        if (claim_.transcription_file_path.empty())
+          return record_transcription("");
+        extract();
+      });
+  }
+
+  void fetch() {
+    job_->request<std::string>(
+      "fetch",
+      [&](auto cb) { ctx_->ports.storage->get(claim_.file_path, ctx_->settings.max_file_bytes, std::move(cb)); },
+      [this](result<std::string> r) {
+        if (!r)
+          return job_->fail(r.error());
+        file_ = std::move(*r);
+        job_->step_done("ok", std::to_string(file_.size()) + " bytes");
+        transcribe();
+      });
+  }
+
+  void transcribe() {
+    auto mime = mime_of(claim_, file_);
+    transcription_request req{std::move(file_), std::move(mime), ctx_->settings.quality_threshold,
+                              true, {}};
+    job_->request<transcription>(
+      "transcribe",
+      [&](auto cb) {
+        // The step's deadline starts when a CPU worker does.
+        if (ctx_->ports.ocr->waits_for_cpu())
+          req.started = job_->wait_for_cpu();
+        ctx_->ports.ocr->transcribe(std::move(req), std::move(cb));
+      },
+      [this](result<transcription> r) {
+        if (!r)
+          return job_->step_failed(r.error());
+        text_ = std::move(*r);
+        job_->step_done("ok", "quality " + std::to_string(text_.quality_score)
+                                + (text_.preprocessed ? ", preprocessed" : "")
+                                + (text_.native_text ? ", native text" : ""));
+        store_transcription();
+      });
+  }
+
+  void store_transcription() {
+    auto key = storage_keys::transcription(id());
+    job_->request<void>(
+      "store_transcription",
+      [&](auto cb) { ctx_->ports.storage->put(key, to_json(text_), "application/json", std::move(cb)); },
+      [this, key](result<void> r) {
+        if (!r)
+          return job_->fail(r.error());
+        job_->step_done("ok", key);
+        store_preprocessed();
+      });
+  }
+
+  void store_preprocessed() {
+    if (!text_.preprocessed || text_.preprocessed_image.empty())
+      return record_transcription("");
+    auto ext = text_.preprocessed_ext.empty() ? std::string{"png"} : text_.preprocessed_ext;
+    auto key = storage_keys::preprocessed(id(), ext);
+    job_->request<void>(
+      "store_preprocessed",
+      [&](auto cb) {
+        ctx_->ports.storage->put(key, std::move(text_.preprocessed_image), "image/" + ext, std::move(cb));
+      },
+      [this, key](result<void> r) {
+        if (!r)
+          return job_->fail(r.error());
+        job_->step_done("ok", key);
+        record_transcription(key);
+      });
+  }
+
+  void record_transcription(std::string preprocessed_key) {
+    transcription_record rec{storage_keys::transcription(id()), std::move(preprocessed_key),
+                             text_.quality_score};
+    job_->request<void>(
+      "record_transcription",
+      [&](auto cb) { ctx_->ports.db->record_transcription(job_->lease(), std::move(rec), std::move(cb)); },
+      [this](result<void> r) {
+        if (!r)
+          return job_->fail(r.error());
+        job_->step_done("ok");
+        extract();
+      });
+  }
+
+  void extract() {
+    job_->request<extraction>(
+      "extract", [&](auto cb) { ctx_->ports.extract->extract(text_.text, std::move(cb)); },
+      [this](result<extraction> r) {
+        if (!r)
+          return job_->step_failed(r.error());
+        fields_ = std::move(*r);
+        ctx_->metrics->llm_input_tokens += fields_.input_tokens;
+        ctx_->metrics->llm_output_tokens += fields_.output_tokens;
+        job_->step_done("ok", "confidence " + fields_.confidence + ", model " + fields_.model);
+        gate();
+      });
+  }
+
+  /// The quality gate runs in the actor: a step without a port call.
+  void gate() {
+    job_->begin_local("gate");
+    auto verdict = ctx_->ports.gate ? ctx_->ports.gate(fields_) : evaluate(fields_);
+    if (!verdict.passed) {
+      job_->step_done("failed", verdict.reason);
+      return job_->fail(gate_error(verdict), fields_.structured_data);
+    }
+    job_->step_done("ok");
+    complete();
+  }
+
+  void complete() {
+    job_->storing_outcome();
+    completion c{job_->lease(), completion_record{fields_.structured_data, true, fields_.input_tokens,
+                                                  fields_.output_tokens, fields_.model}};
+    job_->request<std::vector<result<void>>>(
+      "complete", [&](auto cb) { ctx_->ports.db->complete({std::move(c)}, std::move(cb)); },
+      [this](result<std::vector<result<void>>> r) {
+        if (!r)
+          return job_->fail(r.error(), fields_.structured_data);
+        if (r->empty())
+          return job_->fail(error::make_transient("db.no_result", "complete returned nothing"));
+        if (auto& one = r->front(); !one)
+          return job_->fail(one.error(), fields_.structured_data);
+        job_->completed();
+      });
+  }
+
+  std::shared_ptr<worker_context> ctx_;
+  job_handle* job_ = nullptr;
+  std::shared_ptr<claimed_ingestion> granted_;
+  claimed_ingestion claim_;
+  std::string file_;
+  transcription text_;
+  extraction fields_;
+};
+
+} // namespace
+
+std::shared_ptr<stage> make_ingest_stage(const worker_context& ctx) {
+  auto s = std::make_shared<stage>();
+  auto& set = ctx.settings;
+  s->name = "ingest";
+  s->queue = ctx.ports.ingest_queue;
+  s->max_in_flight = set.max_in_flight;
+  s->max_attempts = set.max_attempts;
+  s->retry_backoff = set.retry_backoff;
+  s->dead_letter = set.dead_letter_on_final_failure ? dead_letter_policy::always : dead_letter_policy::never;
+  s->uses_cpu = true;
+  s->audit = true;
+  s->renew_leases = [db = ctx.ports.db](std::vector<lease_ref> refs, std::chrono::seconds lease,
+                                        callback<std::vector<lease_ref>> done) {
+    db->renew_leases(std::move(refs), lease, std::move(done));
+  };
+  s->make_job = [](const std::shared_ptr<worker_context>& c) { return std::make_unique<ingest_job>(c); };
+  return s;
+}
+
+} // namespace ingestd
