@@ -196,6 +196,26 @@ rule covers_lease() {
   };
 }
 
+const std::vector<std::string> all_stages = {"ingest", "match"};
+
+/// A comma-separated list of known stages; `enabled`: the list of the deployment (it must hold
+/// "ingest"), else a node's subset of it (may be empty: all enabled).
+rule known_stages(bool enabled) {
+  return [enabled](const config& c, const value& v) -> std::optional<std::string> {
+    auto list = stage_list(std::get<std::string>(v));
+    std::string expected = "a comma-separated list of stages from: ingest, match";
+    for (auto& stage : list) {
+      if (std::find(all_stages.begin(), all_stages.end(), stage) == all_stages.end())
+        return expected + " (unknown: " + stage + ")";
+      if (!enabled && !stage_enabled(c, stage))
+        return expected + ", each enabled in stages.enabled (" + stage + " is not)";
+    }
+    if (enabled && std::find(list.begin(), list.end(), "ingest") == list.end())
+      return expected + ", with ingest";
+    return std::nullopt;
+  };
+}
+
 /// The whole table, section by section in the order `ingestd config` prints them.
 const std::vector<key_spec>& schema() {
   static const std::vector<key_spec> all = [] {
@@ -288,6 +308,33 @@ const std::vector<key_spec>& schema() {
       .integer_list("retry_backoff_seconds", &worker::retry_backoff_seconds, {300, 1800}, 0, 43200)
       .integer("step_timeout_seconds", &worker::step_timeout_seconds, 300, 1, 86400)
       .integer("sweeper_interval_seconds", &worker::sweeper_interval_seconds, 60, 1, 86400);
+
+    using stages = config::stages_section;
+    keys(t, "stages", &config::stages)
+      // "match" after "ingest": every completed ingestion gets a matching job.
+      .text("enabled", &stages::enabled, "ingest,match", known_stages(true))
+      // Empty: every enabled stage.
+      .text("serve", &stages::serve, "", known_stages(false))
+      .integer("ingest_max_in_flight", &stages::ingest_max_in_flight, 0, 0, 100000);
+
+    using matching = config::matching_section;
+    keys(t, "matching", &config::matching)
+      .text("queue_name", &matching::queue_name, "ingestd-match", required("a non-empty queue name"))
+      .text("queue_url", &matching::queue_url, "")
+      .text("dead_letter_name", &matching::dead_letter_name, "ingestd-match-dlq",
+            required("a non-empty queue name"))
+      .integer("max_receive_count", &matching::max_receive_count, 3, 1, 1000)
+      .integer("max_in_flight", &matching::max_in_flight, 0, 0, 100000)
+      .choice("provider", &matching::provider, "local", {"local", "llm"})
+      .text("llm_model", &matching::llm_model, "")
+      .integer("timeout_seconds", &matching::timeout_seconds, 120, 1, 3600)
+      .integer("candidate_limit", &matching::candidate_limit, 20, 1, 200)
+      .integer_list("retry_backoff_seconds", &matching::retry_backoff_seconds, {300, 1800}, 0, 43200);
+
+    using outbox = config::outbox_section;
+    keys(t, "outbox", &config::outbox)
+      .integer("poll_interval_ms", &outbox::poll_interval_ms, 1000, 10, 60000)
+      .integer("retention_hours", &outbox::retention_hours, 168, 1, 24 * 365);
 
     using transcription = config::transcription_section;
     keys(t, "transcription", &config::transcription)
@@ -773,5 +820,33 @@ std::string mask_url_password(const std::string& url) {
 std::string default_config_json() { return render(written_defaults(), nullptr); }
 
 std::string config::to_json() const { return render(*this, &secrets); }
+
+std::vector<std::string> stage_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::string item;
+  auto flush = [&] {
+    if (!item.empty() && std::find(out.begin(), out.end(), item) == out.end())
+      out.push_back(item);
+    item.clear();
+  };
+  for (char ch : text) {
+    if (ch == ',')
+      flush();
+    else if (!std::isspace(static_cast<unsigned char>(ch)))
+      item.push_back(ch);
+  }
+  flush();
+  return out;
+}
+
+bool stage_enabled(const config& cfg, const std::string& stage) {
+  auto list = stage_list(cfg.stages.enabled);
+  return std::find(list.begin(), list.end(), stage) != list.end();
+}
+
+std::vector<std::string> served_stages(const config& cfg) {
+  auto serve = stage_list(cfg.stages.serve);
+  return serve.empty() ? stage_list(cfg.stages.enabled) : serve;
+}
 
 } // namespace ingestd

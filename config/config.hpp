@@ -75,6 +75,42 @@ struct config {
     int sweeper_interval_seconds{};
   } worker;
 
+  /// The pipeline's stages (DESIGN §8): which exist in the deployment and which this node runs.
+  struct stages_section {
+    /// Comma-separated, in pipeline order; "ingest" always. "match" after it turns matching on.
+    std::string enabled;
+    /// The enabled stages this node serves (`ingestd run --stages`); empty: all of them.
+    std::string serve;
+    /// The ingest stage's own in-flight limit (0: worker.max_in_flight).
+    int ingest_max_in_flight{};
+  } stages;
+
+  /// The matching stage (seed 003).
+  struct matching_section {
+    std::string queue_name;
+    /// The SQS queue URL; looked up by the name when empty.
+    std::string queue_url;
+    std::string dead_letter_name;
+    /// Deliveries before a message moves to the dead-letter queue (seed 003: 3).
+    int max_receive_count{};
+    /// 0: worker.max_in_flight.
+    int max_in_flight{};
+    std::string provider;
+    /// Empty: extraction.llm_model (the LLM is extraction.llm_base_url's).
+    std::string llm_model;
+    int timeout_seconds{};
+    /// Candidates retrieved per document and shown to the matcher.
+    int candidate_limit{};
+    /// Visibility before the next delivery after a transient failure, by deliveries so far.
+    std::vector<int64_t> retry_backoff_seconds;
+  } matching;
+
+  /// The outbox relay (next jobs on SQS; later, status events).
+  struct outbox_section {
+    int poll_interval_ms{};
+    int retention_hours{};
+  } outbox;
+
   struct transcription_section {
     std::string provider;
     double ocr_quality_threshold{};
@@ -138,6 +174,15 @@ result<config> load_config(const std::optional<std::string>& path, const environ
 
 /// The built-in defaults (no file, no environment), derived keys resolved.
 config default_config();
+
+/// The stages of a comma-separated list ("ingest,match"), without blanks; empty entries dropped.
+std::vector<std::string> stage_list(const std::string& text);
+
+/// True when the configuration's enabled stages include `stage`.
+bool stage_enabled(const config& cfg, const std::string& stage);
+
+/// The stages this node runs: stages.serve (or, empty, stages.enabled).
+std::vector<std::string> served_stages(const config& cfg);
 
 /// The built-in defaults as the JSON text of config/ingestd.json: a derived key shows 0 ("derived
 /// from the keys it depends on"), so that changing those keys alone keeps the file consistent.

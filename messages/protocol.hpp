@@ -168,6 +168,14 @@ using shutdown_actor = caf::typed_actor<
   /// The grace period ran out.
   caf::reacts_to<timeout_atom, uint64_t>>;
 
+/// The outbox relay (actors/relay.cpp).
+using relay_actor = caf::typed_actor<
+  /// Look for rows to send.
+  caf::reacts_to<tick_atom>,
+  /// Prune rows sent longer ago than the retention.
+  caf::reacts_to<flush_atom>,
+  caf::reacts_to<resume_atom, uint64_t, continuation>>;
+
 /// The sweeper (actors/sweeper.cpp).
 using sweeper_actor = caf::typed_actor<
   caf::reacts_to<tick_atom>,

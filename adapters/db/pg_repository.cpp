@@ -123,7 +123,11 @@ UPDATE ingestion AS i
 RETURNING i.id, i.claim_token
 )sql"};
 
-// Seed 000 step 10 for a batch; the trigger copies the result to each document.
+// Seed 000 step 10 for a batch; the trigger copies the result to each document. When a stage
+// follows ingestion ($8: its queue), the same statement (one transaction) makes each completed
+// document's next job: its matching_status pending, and the message: a queue_message row on the
+// Postgres queue, or ($9) an outbox row the relay sends to SQS. Nothing is created for an
+// ingestion that did not complete, and nothing is lost between the two.
 constexpr pg::statement complete_sql{"ingestd_complete", R"sql(
 WITH c AS (
   SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::boolean[], $5::integer[],
@@ -134,7 +138,7 @@ WITH c AS (
    WHERE i.status = 'in-progress'
    ORDER BY i.id
    FOR UPDATE OF i
-)
+), done AS (
 UPDATE ingestion AS i
    SET status = 'completed',
        structured_data = c.data::jsonb,
@@ -148,7 +152,23 @@ UPDATE ingestion AS i
   FROM c
  WHERE i.id = c.id AND i.claim_token = c.token AND i.status = 'in-progress'
    AND i.id IN (SELECT id FROM lock)
-RETURNING i.id, c.token
+RETURNING i.id, c.token, i.document_id
+), next_job AS (
+UPDATE document AS d
+   SET matching_status = 'pending', matching_error = NULL, matching_attempts = 0,
+       matching_failed_at = NULL, matching_claim_token = NULL, matching_claimed_by = NULL,
+       matching_lease_expires_at = NULL
+  FROM (SELECT DISTINCT document_id FROM done) AS n
+ WHERE d.id = n.document_id AND $8::text IS NOT NULL
+RETURNING d.id
+), queued AS (
+INSERT INTO queue_message (id, queue_name, body)
+SELECT gen_random_uuid(), $8::text, next_job.id::text FROM next_job WHERE NOT $9::boolean
+), outboxed AS (
+INSERT INTO event_outbox (destination, body)
+SELECT $8::text, next_job.id::text FROM next_job WHERE $9::boolean
+)
+SELECT id, token FROM done
 )sql"};
 
 // Seed 000's failure CASE update, fenced: a permanent error ($3) fails at once; otherwise the
@@ -296,7 +316,8 @@ error claim_lost(const lease_ref& ref, std::string_view what) {
 /// One complete statement over `batch`: a result per completion, or the statement's error when
 /// PostgreSQL refused it outright.
 result<std::vector<result<void>>> complete_batch(pg::connection& conn,
-                                                 const std::vector<const completion*>& batch) {
+                                                 const std::vector<const completion*>& batch,
+                                                 const next_job_options& next) {
   std::vector<param> ids, tokens, data, valid, in_tok, out_tok, model;
   for (auto* c : batch) {
     ids.emplace_back(c->ref.ingestion_id.str());
@@ -310,7 +331,9 @@ result<std::vector<result<void>>> complete_batch(pg::connection& conn,
   auto res = conn.exec(complete_sql,
                        {pg::array_literal(ids), pg::array_literal(tokens), pg::array_literal(data),
                         pg::array_literal(valid), pg::array_literal(in_tok),
-                        pg::array_literal(out_tok), pg::array_literal(model)});
+                        pg::array_literal(out_tok), pg::array_literal(model),
+                        next.queue.empty() ? param{} : param{next.queue},
+                        next.via_outbox ? "t" : "f"});
   if (!res) {
     if (!database_unavailable(res.error()) && res.error().code != "pg.08007")
       return res.error();
@@ -354,7 +377,7 @@ result<std::vector<result<void>>> complete_batch(pg::connection& conn,
 } // namespace
 
 pg_repository::pg_repository(std::string database_url, pg_repository_options opts)
-  : pool_(std::make_unique<pg::pool>(std::move(database_url),
+  : next_job_(std::move(opts.next_job)), pool_(std::make_unique<pg::pool>(std::move(database_url),
                                      pg::pool_options{opts.pool_size, "ingestd-db", opts.session})) {
 }
 
@@ -481,7 +504,7 @@ uint64_t pg_repository::transcription_statements() const {
 
 void pg_repository::complete(std::vector<completion> completions,
                              callback<std::vector<result<void>>> done) {
-  pool_->submit([completions = std::move(completions),
+  pool_->submit([next = next_job_, completions = std::move(completions),
                  done = std::move(done)](pg::connection& conn) mutable {
     std::vector<result<void>> out(completions.size());
     std::vector<size_t> sent;
@@ -503,7 +526,7 @@ void pg_repository::complete(std::vector<completion> completions,
       batch.reserve(items.size());
       for (auto k : items)
         batch.push_back(&completions[sent[k]]);
-      return complete_batch(conn, batch);
+      return complete_batch(conn, batch, next);
     });
     for (size_t k = 0; k < sent.size(); ++k)
       out[sent[k]] = std::move(answers[k]);

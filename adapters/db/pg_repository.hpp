@@ -19,11 +19,21 @@ class connection;
 class pool;
 }
 
+/// The job that follows a completed ingestion (the matching stage), made in the completion's
+/// transaction.
+struct next_job_options {
+  /// The next stage's queue; empty: no next job.
+  std::string queue;
+  /// true: an outbox row the relay sends (SQS); false: a row of the Postgres queue.
+  bool via_outbox = false;
+};
+
 struct pg_repository_options {
   /// Connection threads (each owns one libpq connection).
   int pool_size = 2;
   /// The deadlines of every statement.
   pg::session_options session = {};
+  next_job_options next_job = {};
 };
 
 /// Callbacks run on the pool's threads. Destroying the repository runs the calls already made,
@@ -69,6 +79,7 @@ private:
   };
   void record_transcriptions(pg::connection& conn);
 
+  next_job_options next_job_;
   std::unique_ptr<transcription_queue> transcriptions_ = std::make_unique<transcription_queue>();
   std::unique_ptr<pg::pool> pool_;
 };

@@ -1,0 +1,177 @@
+// The relay actor.
+//
+//   tick ──► take (a batch, held from other relays) ──► send per queue (batches of 10)
+//              │                                          ├─sent──► mark_sent
+//              │                                          └─refused / unknown queue / error
+//              │                                               ──► mark_failed (tried again next time)
+//              └─error (logged) ──► tick after the interval
+//   all answered ──► a full batch: tick at once; fewer: after the interval
+//   prune (every prune_interval) ──► delete rows sent longer ago than the retention
+//
+// At least once: a crash between a send and its mark sends the row again, so the consumer (the
+// next stage's claim) must tolerate duplicates, and does.
+#include "actors/relay.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/continuation.hpp"
+#include "adapters/support/log.hpp"
+
+namespace ingestd {
+
+namespace {
+
+struct relay_state {
+  static inline const char* name = "ingestd.relay";
+  std::shared_ptr<outbox_repository> outbox;
+  std::map<std::string, std::shared_ptr<queue>> destinations;
+  relay_settings settings;
+  bool busy = false;
+  /// Sends and marks not answered yet in the current round.
+  int outstanding = 0;
+  bool full_batch = false;
+};
+
+using relay_ptr = relay_actor::stateful_pointer<relay_state>;
+
+/// Every port call of the relay answers within this, or counts as failed.
+constexpr std::chrono::milliseconds call_deadline{std::chrono::seconds{60}};
+
+void tick(relay_ptr self);
+
+void round_done(relay_ptr self) {
+  auto& st = self->state;
+  if (--st.outstanding > 0)
+    return;
+  st.busy = false;
+  if (st.full_batch)
+    self->send(self, tick_atom_v);
+  else
+    self->delayed_send(self, st.settings.interval, tick_atom_v);
+}
+
+void mark(relay_ptr self, std::vector<int64_t> sent, std::vector<int64_t> failed, std::string why) {
+  auto& st = self->state;
+  if (!sent.empty()) {
+    ++st.outstanding;
+    st.outbox->mark_sent(std::move(sent), in_actor_within<void>(self, call_deadline, "outbox.mark_sent",
+                                                                [self](result<void> r) {
+      if (!r) // sent again next time: a duplicate the consumer tolerates
+        log::warn("outbox rows sent but not marked", {{"error", r.error().describe()}});
+      round_done(self);
+    }));
+  }
+  if (!failed.empty()) {
+    ++st.outstanding;
+    auto count = static_cast<int64_t>(failed.size());
+    log::warn("outbox rows not sent", {{"rows", count}, {"error", why}});
+    st.outbox->mark_failed(std::move(failed), why, in_actor_within<void>(self, call_deadline, "outbox.mark_failed",
+                                                                        [self](const result<void>&) {
+      round_done(self);
+    }));
+  }
+}
+
+void send_group(relay_ptr self, const std::string& destination, std::vector<outbox_row> rows) {
+  auto& st = self->state;
+  auto q = st.destinations.find(destination);
+  std::vector<int64_t> ids;
+  for (auto& row : rows)
+    ids.push_back(row.id);
+  if (q == st.destinations.end())
+    return mark(self, {}, std::move(ids), "no queue named \"" + destination + "\" on this node");
+  for (size_t from = 0; from < rows.size(); from += 10) {
+    std::vector<outgoing_message> messages;
+    std::vector<int64_t> chunk;
+    for (size_t k = from; k < std::min(rows.size(), from + 10); ++k) {
+      messages.push_back({rows[k].body, std::chrono::seconds{0}});
+      chunk.push_back(rows[k].id);
+    }
+    ++st.outstanding;
+    q->second->send(std::move(messages), in_actor_within<std::vector<batch_entry_result>>(
+                                           self, call_deadline, "queue.send",
+                                           [self, chunk](result<std::vector<batch_entry_result>> r) {
+      if (!r) {
+        mark(self, {}, chunk, r.error().describe());
+        return round_done(self);
+      }
+      std::vector<int64_t> sent, failed;
+      std::string why;
+      for (size_t k = 0; k < chunk.size(); ++k) {
+        if (k < r->size() && !(*r)[k].failed) {
+          sent.push_back(chunk[k]);
+        } else {
+          failed.push_back(chunk[k]);
+          if (k < r->size())
+            why = (*r)[k].error.describe();
+          else
+            why = "the queue answered fewer entries than were sent";
+        }
+      }
+      mark(self, std::move(sent), std::move(failed), why);
+      round_done(self);
+    }));
+  }
+}
+
+void tick(relay_ptr self) {
+  auto& st = self->state;
+  if (st.busy)
+    return;
+  st.busy = true;
+  st.outstanding = 1;  // the take
+  st.full_batch = false;
+  st.outbox->take(st.settings.batch, st.settings.hold,
+                  in_actor_within<std::vector<outbox_row>>(self, call_deadline, "outbox.take",
+                                                           [self](result<std::vector<outbox_row>> r) {
+    auto& st = self->state;
+    if (!r) {
+      log::warn("outbox not read", {{"error", r.error().describe()}});
+      return round_done(self);
+    }
+    st.full_batch = static_cast<int>(r->size()) >= st.settings.batch;
+    std::map<std::string, std::vector<outbox_row>> groups;
+    for (auto& row : *r)
+      groups[row.destination].push_back(std::move(row));
+    for (auto& [destination, rows] : groups)
+      send_group(self, destination, std::move(rows));
+    round_done(self);
+  }));
+}
+
+relay_actor::behavior_type relay(relay_ptr self, std::shared_ptr<outbox_repository> outbox,
+                                 std::map<std::string, std::shared_ptr<queue>> destinations,
+                                 relay_settings settings) {
+  auto& st = self->state;
+  st.outbox = std::move(outbox);
+  st.destinations = std::move(destinations);
+  st.settings = settings;
+  self->send(self, tick_atom_v);
+  self->send(self, flush_atom_v);
+  return {
+    [self](tick_atom) { tick(self); },
+    [self](flush_atom) {
+      auto& st = self->state;
+      self->delayed_send(self, st.settings.prune_interval, flush_atom_v);
+      st.outbox->prune(st.settings.retention, [](result<int64_t> r) {
+        if (!r)
+          log::warn("outbox not pruned", {{"error", r.error().describe()}});
+        else if (*r > 0)
+          log::info("outbox pruned", {{"rows", *r}});
+      });
+    },
+    [](resume_atom, uint64_t, continuation& c) { c.fn(); },
+  };
+}
+
+} // namespace
+
+relay_actor spawn_relay(caf::actor_system& sys, std::shared_ptr<outbox_repository> outbox,
+                        std::map<std::string, std::shared_ptr<queue>> destinations,
+                        relay_settings settings) {
+  return sys.spawn(relay, std::move(outbox), std::move(destinations), settings);
+}
+
+} // namespace ingestd

@@ -1,0 +1,27 @@
+// The outbox port over PostgreSQL (table event_outbox).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "adapters/db/outbox_repository.hpp"
+#include "adapters/db/pg_connection.hpp"
+
+namespace ingestd {
+
+/// Callbacks run on the repository's own connection thread.
+class pg_outbox_repository final : public outbox_repository {
+public:
+  pg_outbox_repository(std::string database_url, pg::session_options session = {});
+  ~pg_outbox_repository() override;
+
+  void take(int limit, std::chrono::seconds hold, callback<std::vector<outbox_row>> done) override;
+  void mark_sent(std::vector<int64_t> ids, callback<void> done) override;
+  void mark_failed(std::vector<int64_t> ids, std::string error, callback<void> done) override;
+  void prune(std::chrono::seconds retention, callback<int64_t> done) override;
+
+private:
+  std::unique_ptr<pg::pool> pool_;
+};
+
+} // namespace ingestd
