@@ -36,6 +36,10 @@ worker_handles start_worker(caf::actor_system& sys, const std::shared_ptr<worker
   }
   if (options.cpu_pool)
     others.push_back(caf::actor_cast<caf::actor>(options.cpu_pool));
+  if (options.outbox) {
+    w.relay = spawn_relay(sys, options.outbox, options.destinations, options.relay);
+    others.push_back(caf::actor_cast<caf::actor>(w.relay));
+  }
   if (ctx->stages.empty())
     ctx->stages.push_back(make_ingest_stage(*ctx));
   std::string names;

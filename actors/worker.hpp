@@ -10,12 +10,14 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 
 #include <caf/fwd.hpp>
 
 #include "actors/cpu_pool.hpp"
+#include "actors/relay.hpp"
 #include "actors/worker_context.hpp"
 #include "messages/protocol.hpp"
 
@@ -27,6 +29,8 @@ struct worker_handles {
   std::vector<poller_actor> pollers;
   std::vector<heartbeat_actor> heartbeats;
   sweeper_actor sweeper;
+  /// Null when the worker has no outbox to relay.
+  relay_actor relay;
 };
 
 struct worker_options {
@@ -36,6 +40,10 @@ struct worker_options {
   cpu_pool_actor cpu_pool;
   /// Called once the worker has drained and stopped everything.
   std::function<void()> on_stopped;
+  /// The outbox whose rows a relay sends to `destinations` (queues by name); none when null.
+  std::shared_ptr<outbox_repository> outbox;
+  std::map<std::string, std::shared_ptr<queue>> destinations;
+  relay_settings relay;
 };
 
 /// The scheduler settings `ingestd run` uses, for a caller's config before its actor_system
@@ -47,7 +55,8 @@ struct worker_options {
 void configure_scheduler(caf::actor_system_config& cfg);
 
 /// Spawns the heartbeat actors, a poller per stage (each starts polling at once; no stages in
-/// the context: the ingest stage over its ports), the sweeper and the shutdown coordinator.
+/// the context: the ingest stage over its ports), the sweeper, the outbox relay (when there is an
+/// outbox) and the shutdown coordinator.
 worker_handles start_worker(caf::actor_system& sys, const std::shared_ptr<worker_context>& ctx,
                             worker_options options = {});
 

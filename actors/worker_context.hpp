@@ -32,6 +32,8 @@ struct job_outcome;
 /// embedding program passes its own.
 struct worker_ports {
   std::shared_ptr<queue> ingest_queue;
+  /// The matching stage's queue (null when matching is off).
+  std::shared_ptr<queue> match_queue;
   std::shared_ptr<object_store> storage;
   std::shared_ptr<repository> db;
   std::shared_ptr<transcriber> ocr;

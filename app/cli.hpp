@@ -30,6 +30,7 @@ struct arguments {
 std::optional<config> load_or_report(const arguments& args);
 
 int migrate_command(const arguments& args);
+int queues_command(const arguments& args);
 int run_command(const arguments& args);
 int config_command(const arguments& args);
 int submit_command(const arguments& args);

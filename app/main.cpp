@@ -25,10 +25,12 @@ constexpr const char* usage_text = R"(ingestd - document-ingestion worker daemon
 Usage: ingestd <command> [options]
 
 Commands:
-  run                 run the worker until SIGTERM/SIGINT
+  run [--stages LIST]  run the worker until SIGTERM/SIGINT: every enabled stage, or the
+                      comma-separated LIST of them (e.g. --stages match)
   submit FILE|DIR...  submit documents for ingestion (see 'ingestd submit --help')
   status [--json]     counts by status, failures, review backlog, queue depth
   migrate             apply the database migrations (a no-op when current)
+  queues create       create every configured queue and its dead-letter queue (idempotent)
   config check        validate the configuration and print it, secrets masked
   config defaults     print the built-in defaults (the content of config/ingestd.json)
   transcribe FILE     transcribe one document with the configured provider and print the
@@ -85,6 +87,7 @@ int main(int argc, char** argv) {
   const std::map<std::string, command> commands{
     {"run", run_command},
     {"migrate", migrate_command},
+    {"queues", queues_command},
     {"config", config_command},
     {"submit", submit_command},
     {"status", status_command},

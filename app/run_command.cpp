@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <thread>
 
 #include <caf/actor_system.hpp>
@@ -13,6 +14,8 @@
 #include <caf/send.hpp>
 
 #include "actors/cpu_pool.hpp"
+#include "actors/ingest_job.hpp"
+#include "actors/match_job.hpp"
 #include "actors/shutdown.hpp"
 #include "actors/worker.hpp"
 #include "adapters/db/pg_connection.hpp"
@@ -57,6 +60,45 @@ void forward_signals_until_stopped(const shutdown_actor& coordinator, const std:
   }
 }
 
+/// `--stages LIST` (or `--stages=LIST`): nullopt when not given; an inner nullopt after a usage
+/// message when its value is missing.
+std::optional<std::optional<std::string>> stages_argument(const arguments& args) {
+  for (size_t i = 0; i < args.raw.size(); ++i) {
+    auto& a = args.raw[i];
+    if (a.rfind("--stages=", 0) == 0)
+      return std::optional<std::string>{a.substr(9)};
+    if (a == "--stages") {
+      if (i + 1 < args.raw.size())
+        return std::optional<std::string>{args.raw[i + 1]};
+      std::fputs("ingestd run: --stages needs a comma-separated list of stages, e.g. --stages ingest,match\n",
+                 stderr);
+      return std::optional<std::string>{};
+    }
+  }
+  return std::nullopt;
+}
+
+/// The stages of `--stages` must be known and enabled: the same check as stages.serve's.
+bool check_stages(const config& cfg) {
+  auto list = stage_list(cfg.stages.serve);
+  if (list.empty()) {
+    std::fputs("ingestd run: --stages names no stage\n", stderr);
+    return false;
+  }
+  for (auto& stage : list) {
+    if (stage != "ingest" && stage != "match") {
+      std::fprintf(stderr, "ingestd run: --stages: unknown stage \"%s\" (stages: ingest, match)\n", stage.c_str());
+      return false;
+    }
+    if (!stage_enabled(cfg, stage)) {
+      std::fprintf(stderr, "ingestd run: --stages: %s is not enabled (stages.enabled is \"%s\")\n",
+                   stage.c_str(), cfg.stages.enabled.c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
 /// Why the daemon does not start, in its log and as the command line's own message.
 int refuse_to_start(const error& e) {
   log::error("cannot start", {{"error", e.describe()}});
@@ -73,6 +115,13 @@ int run_command(const arguments& args) {
   auto cfg = load_or_report(args);
   if (!cfg)
     return failure;
+  if (auto only = stages_argument(args)) {
+    if (!*only)
+      return usage;
+    cfg->stages.serve = **only;
+    if (!check_stages(*cfg))
+      return failure;
+  }
   // Before anything connects: an open intake without a token is a configuration error.
   if (cfg->intake.port != 0)
     if (auto exposed = check_intake_exposure(cfg->intake.bind, cfg->secrets.intake_token); !exposed)
@@ -101,6 +150,7 @@ int run_command(const arguments& args) {
               {{"worker_id", ctx->settings.worker_id},
                {"queue_backend", cfg->queue.backend},
                {"queue", cfg->queue.name},
+               {"stages", cfg->stages.serve.empty() ? cfg->stages.enabled : cfg->stages.serve},
                {"storage_backend", cfg->storage.backend},
                {"database", mask_url_password(cfg->database.url)},
                {"ocr", cfg->transcription.provider},
@@ -143,8 +193,33 @@ int run_command(const arguments& args) {
         return failure;
       }
     }
+    // A poller per served stage, each under its own limit and the node's.
+    for (auto& name : served_stages(*cfg)) {
+      if (name == "ingest") {
+        auto ingest = make_ingest_stage(*ctx);
+        ingest->max_in_flight = cfg->stages.ingest_max_in_flight;
+        ctx->stages.push_back(std::move(ingest));
+      } else if (name == "match") {
+        match_stage_settings m;
+        m.queue = ctx->ports.match_queue;
+        m.max_in_flight = cfg->matching.max_in_flight;
+        m.max_attempts = cfg->matching.max_receive_count;
+        m.retry_backoff.clear();
+        for (auto x : cfg->matching.retry_backoff_seconds)
+          m.retry_backoff.emplace_back(x);
+        m.candidate_limit = cfg->matching.candidate_limit;
+        ctx->stages.push_back(make_match_stage(*ctx, m));
+      }
+    }
     worker_options opts;
     opts.cpu_pool = pool;
+    if ((*rt)->outbox) {
+      // Next jobs on SQS leave through the outbox.
+      opts.outbox = (*rt)->outbox;
+      opts.destinations[cfg->matching.queue_name] = ctx->ports.match_queue;
+      opts.relay.interval = std::chrono::milliseconds{cfg->outbox.poll_interval_ms};
+      opts.relay.retention = std::chrono::hours{cfg->outbox.retention_hours};
+    }
     auto w = start_worker(sys, ctx, opts);
     forward_signals_until_stopped(w.coordinator, [a = admin.get(), &watchdog, ctx] {
       watchdog.arm(ctx->settings.shutdown_grace + shutdown_margin, ctx);

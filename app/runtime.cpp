@@ -3,6 +3,7 @@
 
 #include "adapters/aws/aws_credentials.hpp"
 #include "adapters/db/batching_repository.hpp"
+#include "adapters/db/pg_outbox_repository.hpp"
 #include "adapters/db/pg_repository.hpp"
 #include "adapters/http/curl_engine.hpp"
 #include "adapters/llm/local_extractor.hpp"
@@ -14,6 +15,7 @@
 #include "adapters/queue/sqs_queue.hpp"
 #include "adapters/storage/filesystem_store.hpp"
 #include "adapters/storage/s3_store.hpp"
+#include "app/queues.hpp"
 #include "adapters/support/blocking_call.hpp"
 #include "adapters/support/log.hpp"
 
@@ -32,7 +34,7 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     return rt->http;
   };
 
-  bool aws_needed = (parts.queue && cfg.queue.backend == "sqs") || (parts.storage && cfg.storage.backend == "s3");
+  bool aws_needed = parts.storage && cfg.storage.backend == "s3";
   aws::aws_credentials creds;
   if (aws_needed) {
     auto c = aws::credentials_from_env();
@@ -44,34 +46,26 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
   pg::session_options session{std::chrono::seconds{cfg.database.statement_timeout_seconds},
                               std::chrono::seconds{cfg.database.lock_timeout_seconds},
                               std::chrono::seconds{cfg.database.tcp_user_timeout_seconds}};
-  if (parts.database)
+  if (parts.database) {
+    // A completed ingestion makes its matching job in the same statement: a Postgres queue row,
+    // or an outbox row the relay sends to SQS.
+    next_job_options next;
+    if (stage_enabled(cfg, "match"))
+      next = {cfg.matching.queue_name, cfg.queue.backend == "sqs"};
     // Claims, completions and audit events of concurrent jobs coalesced into few statements.
     rt->ports.db = std::make_shared<batching_repository>(std::make_shared<pg_repository>(
-      cfg.database.url, pg_repository_options{cfg.database.pool_size, session}));
+      cfg.database.url, pg_repository_options{cfg.database.pool_size, session, next}));
+    if (next.via_outbox)
+      rt->outbox = std::make_shared<pg_outbox_repository>(cfg.database.url, session);
+  }
 
   if (parts.queue) {
-    if (cfg.queue.backend == "postgres") {
-      postgres_queue_options opts;
-      opts.max_receive_count = cfg.queue.max_receive_count;
-      opts.dead_letter_queue = cfg.queue.max_receive_count > 0 ? cfg.queue.dead_letter_name : std::string{};
-      opts.session = session;
-      rt->ports.ingest_queue = std::make_shared<postgres_queue>(cfg.database.url, cfg.queue.name, opts);
-    } else {
-      sqs_connection conn;
-      conn.credentials = creds;
-      conn.region = cfg.aws.region;
-      conn.endpoint = cfg.aws.endpoint;
-      auto url = cfg.queue.url;
-      if (url.empty()) {
-        sqs_client client{http(), conn};
-        auto found = blocking_call<std::string>(std::chrono::seconds{60}, "sqs.timeout", "SQS GetQueueUrl",
-                                                [&](auto cb) { client.get_queue_url(cfg.queue.name, cb); });
-        if (!found)
-          return error{found.error().cls, found.error().code,
-                       "looking up SQS queue " + cfg.queue.name + ": " + found.error().message};
-        url = *found;
-      }
-      rt->ports.ingest_queue = std::make_shared<sqs_queue>(http(), sqs_queue_options{conn, url, cfg.queue.name});
+    // Each enabled stage's queue; a missing one stops the node with a message naming it.
+    for (auto& spec : configured_queues(cfg)) {
+      auto q = open_queue(cfg, spec, http);
+      if (!q)
+        return q.error();
+      (spec.stage == "match" ? rt->ports.match_queue : rt->ports.ingest_queue) = std::move(*q);
     }
   }
 

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "actors/worker_context.hpp"
+#include "adapters/db/outbox_repository.hpp"
 #include "config/config.hpp"
 
 namespace ingestd {
@@ -18,6 +19,8 @@ struct runtime {
   std::shared_ptr<curl_engine> http;
   /// The adapters, handed to the worker as they are (`gate` stays empty: the default gate).
   worker_ports ports;
+  /// The outbox the relay sends from (next jobs on SQS); null when nothing goes through it.
+  std::shared_ptr<outbox_repository> outbox;
 
   /// Tears down in the order that lets late callbacks find what they use: the adapters (the
   /// failure notifier first, the queue last: worker_ports' members in reverse), then the HTTP

@@ -537,4 +537,45 @@ const std::string& postgres_queue::dead_letter_queue() const {
   return impl_->dlq;
 }
 
+namespace {
+
+constexpr pg::statement register_sql{"ingestd_queue_register", R"sql(
+INSERT INTO queue (name, dead_letter_queue, max_receive_count)
+VALUES ($1, NULLIF($2, ''), $3::integer)
+ON CONFLICT (name) DO UPDATE
+   SET dead_letter_queue = EXCLUDED.dead_letter_queue,
+       max_receive_count = EXCLUDED.max_receive_count
+)sql"};
+
+constexpr pg::statement exists_sql{"ingestd_queue_exists", R"sql(
+SELECT 1 FROM queue WHERE name = $1
+)sql"};
+
+} // namespace
+
+result<void> create_postgres_queue(const std::string& database_url, const std::string& name,
+                                   const std::string& dead_letter_queue, int max_receive_count) {
+  pg::connection conn{database_url};
+  if (auto c = conn.ensure(); !c)
+    return c.error();
+  if (!dead_letter_queue.empty()) {
+    if (auto r = conn.exec(register_sql, {dead_letter_queue, std::string{}, std::string{"0"}}); !r)
+      return r.error();
+  }
+  auto r = conn.exec(register_sql, {name, dead_letter_queue, std::to_string(max_receive_count)});
+  if (!r)
+    return r.error();
+  return {};
+}
+
+result<bool> postgres_queue_exists(const std::string& database_url, const std::string& name) {
+  pg::connection conn{database_url};
+  if (auto c = conn.ensure(); !c)
+    return c.error();
+  auto r = conn.exec(exists_sql, {name});
+  if (!r)
+    return r.error();
+  return r->size() > 0;
+}
+
 } // namespace ingestd

@@ -8,6 +8,7 @@
 
 #include "adapters/db/pg_connection.hpp"
 #include "adapters/queue/queue.hpp"
+#include "messages/result.hpp"
 
 namespace ingestd {
 
@@ -60,5 +61,13 @@ private:
   void run_deletes(pg::connection& conn);
   std::unique_ptr<impl> impl_;
 };
+
+/// The Postgres queue backend's registry (table queue): `ingestd queues create` registers each
+/// queue with its dead-letter redrive (idempotent: an existing queue's redrive is updated); a node
+/// checks that its queues are registered before it starts. Blocking, for the command line.
+result<void> create_postgres_queue(const std::string& database_url, const std::string& name,
+                                   const std::string& dead_letter_queue, int max_receive_count);
+/// True when `name` is registered.
+result<bool> postgres_queue_exists(const std::string& database_url, const std::string& name);
 
 } // namespace ingestd

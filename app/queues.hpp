@@ -1,0 +1,43 @@
+// The queues a configuration names (each enabled stage's queue and its dead-letter queue), how
+// `ingestd queues create` makes them and how a node opens them.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "adapters/queue/queue.hpp"
+#include "config/config.hpp"
+#include "messages/result.hpp"
+
+namespace ingestd {
+
+class curl_engine;
+
+struct queue_spec {
+  /// "ingest", "match".
+  std::string stage;
+  std::string name;
+  /// SQS only: the URL when configured (else looked up by name).
+  std::string url;
+  std::string dead_letter;
+  /// 0: no redrive (the dead-letter queue is still made, for a later change of mind).
+  int max_receive_count = 0;
+};
+
+/// Every queue of the enabled stages, in pipeline order.
+std::vector<queue_spec> configured_queues(const config& cfg);
+
+/// The queue of one stage (which must be enabled).
+queue_spec queue_of_stage(const config& cfg, const std::string& stage);
+
+/// Creates each queue and its dead-letter queue with the redrive policy, on SQS or on the
+/// Postgres queue; idempotent. Answers one line per queue for the user.
+result<std::vector<std::string>> create_queues(const config& cfg);
+
+/// Opens `spec`'s queue for the worker, or fails naming the queue and `ingestd queues create`
+/// when it does not exist. `http` is made on first need (SQS).
+result<std::shared_ptr<queue>> open_queue(const config& cfg, const queue_spec& spec,
+                                          const std::function<std::shared_ptr<curl_engine>()>& http);
+
+} // namespace ingestd
