@@ -257,8 +257,8 @@ constexpr std::array<std::string_view, 14> credit_note_words{
   "credit nota", "nota de cr\xC3\xA9" "dito", "nota de credito", "nota di credito",
   "nota credito", "rechnungskorrektur", "stornorechnung", "facture d'avoir"};
 
-constexpr std::array<std::string_view, 9> invoice_words{
-  "invoice", "rechnung", "facture", "factuur", "factura", "fattura", "faktura", "bill", "tax invoice"};
+constexpr std::array<std::string_view, 8> invoice_words{
+  "invoice", "rechnung", "facture", "factuur", "factura", "fattura", "faktura", "tax invoice"};
 
 constexpr std::array<std::string_view, 8> purchase_order_titles{
   "purchase order", "bestellung", "bon de commande", "orden de compra", "ordine d'acquisto",
@@ -324,8 +324,9 @@ size_t first_line_with(const text_view& v, const std::array<std::string_view, N>
   return v.header.size();
 }
 
-/// A title: the line starts with the phrase, and what follows is not a number label
-/// ("Purchase order no.: 4711" in an invoice's header is a reference, not a title).
+/// A title: the line is the phrase, or the phrase and a number ("PURCHASE ORDER PO-2024-42",
+/// "Receipt #1187"); "Purchase order no.: 4711" in an invoice's header is a reference and
+/// "Bestellung vom 12.03." a sentence, neither a title.
 template <size_t N>
 size_t first_title(const text_view& v, const std::array<std::string_view, N>& titles) {
   for (size_t i = 0; i < v.header.size(); ++i)
@@ -334,13 +335,11 @@ size_t first_title(const text_view& v, const std::array<std::string_view, N>& ti
       if (line.substr(0, t.size()) != t || !word_at(line, 0, t, false))
         continue;
       auto rest = line.substr(t.size());
-      while (!rest.empty() && rest.front() == ' ')
+      while (!rest.empty() && (rest.front() == ' ' || rest.front() == '#'))
         rest.remove_prefix(1);
-      auto sp = rest.find(' ');
-      auto next = rest.substr(0, sp);
-      if (!rest.empty() && (rest.front() == ':' || (is_filler(next) && next != "#" && !next.empty())))
-        continue;
-      return i;
+      auto next = rest.substr(0, rest.find(' '));
+      if (rest.empty() || std::any_of(next.begin(), next.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        return i;
     }
   return v.header.size();
 }

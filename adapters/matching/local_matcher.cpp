@@ -72,7 +72,10 @@ bool refers_to(const match_features& from, const std::string& number) {
 std::string money(double v, const std::string& currency) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f", v);
-  return currency.empty() ? std::string{buf} : std::string{buf} + " " + currency;
+  std::string out{buf};
+  if (!currency.empty())
+    out += " " + currency;
+  return out;
 }
 
 match_edge edge(const match_document& other, const char* kind, double confidence, std::string reason) {
@@ -210,7 +213,7 @@ std::vector<match_edge> match_locally(const match_document& doc, const std::vect
   return out;
 }
 
-local_matcher::local_matcher(local_matcher_options opts) : opts_(opts) {}
+local_matcher::local_matcher(const local_matcher_options& opts) : opts_(opts) {}
 
 void local_matcher::decide(match_document doc, std::vector<match_document> candidates,
                            callback<std::vector<match_edge>> done) {

@@ -55,7 +55,7 @@ std::optional<long> days_between(const std::string& a, const std::string& b);
 /// Answers inside decide(), before it returns.
 class local_matcher final : public matcher {
 public:
-  explicit local_matcher(local_matcher_options opts = {});
+  explicit local_matcher(const local_matcher_options& opts = {});
   void decide(match_document doc, std::vector<match_document> candidates,
               callback<std::vector<match_edge>> done) override;
   std::string name() const override { return "local"; }

@@ -142,6 +142,11 @@ TEST(features, kinds_from_titles_and_sign) {
   auto inv = describe_for_matching(R"({"invoice_number":"A-100"})", "Purchase order no.: 4711-22\nInvoice A-100\n");
   EXPECT_EQ(inv.kind, "invoice");
   EXPECT_EQ(inv.references, std::vector<std::string>{"471122"});
+  // A sentence that starts with a title word is not a title.
+  EXPECT_EQ(describe_for_matching(R"({"invoice_number":"R-7"})", "Bestellung vom 12.03.2024\nRechnung R-7\n").kind,
+            "invoice");
+  EXPECT_EQ(describe_for_matching("{}", "Corner Shop\nReceipt #1187\nTotal 4.20\n").kind, "receipt");
+  EXPECT_EQ(describe_for_matching("{}", "Globex\nBill to: Acme\n").kind, "other");
   EXPECT_EQ(describe_for_matching("{}", "Dear customer, thank you.\n").kind, "other");
   // An explicit document_type wins.
   EXPECT_EQ(describe_for_matching(R"({"document_type":"purchase_order"})", "INVOICE\n").kind, "purchase_order");

@@ -23,7 +23,8 @@ match_document doc(uint64_t n, match_features f) {
   return d;
 }
 
-match_features invoice(std::string number, std::string party, double total, std::string date = "2024-03-15") {
+match_features invoice(const std::string& number, const std::string& party, double total,
+                       std::string date = "2024-03-15") {
   match_features f;
   f.kind = "invoice";
   f.number = normalize_number(number);
