@@ -5,8 +5,8 @@
 #
 # Builds the "fuzz" preset (clang-14, libFuzzer, ASan, UBSan; build-fuzz/), then runs each target
 # (all of them unless named: text ids http_headers sqs s3 openai local_extractor document_ai
-# transcription_json config) for SECONDS seconds, one after the other (default 20: a smoke run;
-# `tests/fuzz/run.sh 600` is a campaign). Every run is nice'd and single-threaded.
+# transcription_json config matching_features) for SECONDS seconds, one after the other
+# (default 20: a smoke run; `tests/fuzz/run.sh 600` is a campaign). Every run is nice'd and single-threaded.
 #
 #   - Seeds: the committed corpus tests/fuzz/corpus/<target>/, read only.
 #   - New inputs: build-fuzz/corpus/<target>/ (scratch, kept between runs, never committed).
@@ -22,7 +22,8 @@ set -euo pipefail
 seconds=${1:-20}
 shift || true
 root=$(cd "$(dirname "$0")/../.." && pwd)
-all=(text ids http_headers sqs s3 openai local_extractor document_ai transcription_json config)
+all=(text ids http_headers sqs s3 openai local_extractor document_ai transcription_json config
+     matching_features)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all[@]}")
 
@@ -38,7 +39,7 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:suppres
 max_len_of() {
   case $1 in
     ids|text) echo 4096 ;;
-    local_extractor) echo 16384 ;;
+    local_extractor|matching_features) echo 16384 ;;
     *) echo 65536 ;;
   esac
 }

@@ -6,7 +6,12 @@
 #   are counted per model. Scenarios: success, truncated, refusal, invalid_json, schema_invalid,
 #   rate_limited (429 + retry-after-ms), rate_limited_seconds (429 + Retry-After: 1),
 #   rate_limited_long (429 + Retry-After: 600), quota, server_error, flaky (500 then success),
-#   context_openai, context_vllm, context_llamacpp, context_llamacpp_500, unauthorized, hang.
+#   context_openai, context_vllm, context_llamacpp, context_llamacpp_500, unauthorized,
+#   forbidden (403), hang, no_match.
+#   A request whose json_schema is named "match_decision" (the matcher's) gets a match decision
+#   instead of an invoice: success links the first candidate of the user message's JSON as
+#   same_invoice, no_match answers {"matches": []}, schema_invalid names an unknown document and
+#   kind; every error scenario answers as for an extraction.
 # GET  /count?model=M          -> {"count": n}
 # GET  /last_auth?model=M      -> {"authorization": "..."} of the last request for M
 # POST /webhook/<tag>          -> 200 "ok", body recorded; GET /webhook/<tag> -> {"count", "last"}
@@ -30,6 +35,23 @@ INVOICE = {
     "subtotal": 100.0, "vat_amount": 19.0, "total": 119.0,
     "extraction_successful": True, "confidence": "high", "missing_fields": [],
 }
+
+
+def match_decision(req, scenario):
+    """The content of a match decision for a matcher's request."""
+    candidates = []
+    try:
+        user = next(m["content"] for m in req.get("messages", []) if m.get("role") == "user")
+        candidates = json.loads(user).get("candidates", [])
+    except (StopIteration, ValueError, AttributeError):
+        pass
+    if scenario == "schema_invalid":
+        return {"matches": [{"document_id": "00000000-0000-0000-0000-000000000000", "kind": "cousin",
+                             "confidence": 3, "reason": "made up"}]}
+    if scenario == "no_match" or not candidates:
+        return {"matches": []}
+    return {"matches": [{"document_id": candidates[0].get("document_id", ""), "kind": "same_invoice",
+                         "confidence": 0.9, "reason": "stub: invoice number, counterparty and total agree"}]}
 
 
 def completion(content, finish="stop", refusal=None, model="stub-model"):
@@ -101,7 +123,11 @@ class Handler(BaseHTTPRequestHandler):
         if fmt.get("type") != "json_schema" or not fmt.get("json_schema", {}).get("strict"):
             return self.reply(400, {"error": {"message": "stub expects strict json_schema",
                                               "type": "invalid_request_error", "code": None}})
-        if scenario == "success" or (scenario == "flaky" and n > 1) or (scenario.startswith("rate_limited") and scenario.endswith("_once") and n > 1):
+        matching = fmt.get("json_schema", {}).get("name") == "match_decision"
+        ok = scenario in ("success", "no_match") or (scenario == "flaky" and n > 1) or (scenario.startswith("rate_limited") and scenario.endswith("_once") and n > 1)
+        if matching and (ok or scenario == "schema_invalid"):
+            return self.reply(200, completion(json.dumps(match_decision(req, scenario)), model=model))
+        if ok:
             return self.reply(200, completion(json.dumps(INVOICE), model=model))
         if scenario == "truncated":
             return self.reply(200, completion(json.dumps(INVOICE)[:80], finish="length"))
@@ -143,6 +169,9 @@ class Handler(BaseHTTPRequestHandler):
         if scenario == "unauthorized":
             return self.reply(401, {"error": {"message": "Incorrect API key provided: sk-test***3456. You can find your API key at https://platform.openai.com/account/api-keys.",
                                               "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}})
+        if scenario == "forbidden":
+            return self.reply(403, {"error": {"message": "Project does not have access to model " + model,
+                                              "type": "invalid_request_error", "param": None, "code": "model_not_found"}})
         if scenario == "hang":
             time.sleep(5)
             return self.reply(200, completion(json.dumps(INVOICE)))
