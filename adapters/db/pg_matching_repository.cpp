@@ -377,6 +377,27 @@ std::vector<std::string> json_strings(std::string_view json) {
   return out;
 }
 
+/// A document as the candidates statement (and the bench's sample) selects it.
+match_document document_row(const pg::rows& res, int r) {
+  match_document d;
+  d.id = parse_uuid(res.text(r, 0));
+  d.tenant_id = parse_uuid(res.text(r, 1));
+  d.file_name = res.str(r, 2);
+  d.features.kind = res.str(r, 3);
+  d.features.number = res.str(r, 4);
+  d.features.references = json_strings(res.text(r, 5));
+  d.features.counterparty = res.str(r, 6);
+  d.features.normalized_counterparty = res.str(r, 7);
+  if (!res.is_null(r, 8))
+    d.features.total = res.f64(r, 8);
+  d.features.currency = res.str(r, 9);
+  d.features.date = res.str(r, 10);
+  d.features.searchable_text = res.str(r, 11);
+  d.features.text_hash = res.str(r, 12);
+  d.structured_data = res.str(r, 13);
+  return d;
+}
+
 /// The edges as they will be stored: one per other document (the highest confidence), or a
 /// permanent error naming the first bad one.
 result<std::vector<match_edge>> checked_edges(const uuid& self, std::vector<match_edge> edges) {
@@ -566,25 +587,8 @@ void pg_matching_repository::candidates(uuid tenant_id, uuid document_id, match_
       return done(res.error());
     std::vector<match_document> out;
     out.reserve(static_cast<size_t>(res->size()));
-    for (int r = 0; r < res->size(); ++r) {
-      match_document d;
-      d.id = parse_uuid(res->text(r, 0));
-      d.tenant_id = parse_uuid(res->text(r, 1));
-      d.file_name = res->str(r, 2);
-      d.features.kind = res->str(r, 3);
-      d.features.number = res->str(r, 4);
-      d.features.references = json_strings(res->text(r, 5));
-      d.features.counterparty = res->str(r, 6);
-      d.features.normalized_counterparty = res->str(r, 7);
-      if (!res->is_null(r, 8))
-        d.features.total = res->f64(r, 8);
-      d.features.currency = res->str(r, 9);
-      d.features.date = res->str(r, 10);
-      d.features.searchable_text = res->str(r, 11);
-      d.features.text_hash = res->str(r, 12);
-      d.structured_data = res->str(r, 13);
-      out.push_back(std::move(d));
-    }
+    for (int r = 0; r < res->size(); ++r)
+      out.push_back(document_row(*res, r));
     done(std::move(out));
   });
 }
@@ -716,7 +720,7 @@ INSERT INTO document (id, tenant_id, content_hash, file_path, mime_type, structu
                       features_at)
 SELECT g.id, $1::uuid, g.h, 'synthetic/' || g.n || '.pdf', 'application/pdf',
        jsonb_build_object('invoice_number', g.number, 'supplier_name', g.cp, 'total', g.total),
-       'succeeded', 1, g.id, g.kind, g.number, g.cp, g.cp, g.refs, g.total, 'EUR', g.day,
+       $6::text, CASE WHEN $6::text = 'succeeded' THEN 1 ELSE 0 END, g.id, g.kind, g.number, g.cp, g.cp, g.refs, g.total, 'EUR', g.day,
        g.kind || ' ' || g.number || ' ' || g.cp || ' ' || g.total, md5(g.h || 'text'), now()
   FROM (
     SELECT n, gen_random_uuid() AS id, h,
@@ -738,12 +742,29 @@ SELECT g.id, $1::uuid, g.h, 'synthetic/' || g.n || '.pdf', 'application/pdf',
 
 // VACUUM too: it moves the bulk insert out of the GIN indexes' pending lists, as autovacuum
 // would, so that the planner costs and the timings are those of a settled table.
+// A pseudo-random sample of the tenant's documents with features and the given status.
+constexpr pg::statement sample_sql{"ingestd_match_sample", R"sql(
+SELECT d.id, d.tenant_id, d.file_path,
+       COALESCE(d.match_kind, ''), COALESCE(d.match_number, ''),
+       COALESCE(array_to_json(d.normalized_references)::text, '[]'),
+       COALESCE(d.match_counterparty, ''), COALESCE(d.normalized_counterparty, ''),
+       d.match_total, COALESCE(d.match_currency, ''),
+       COALESCE(to_char(d.match_date, 'YYYY-MM-DD'), ''),
+       COALESCE(d.searchable_text, ''), COALESCE(d.text_hash, ''),
+       COALESCE(d.structured_data::text, '{}')
+  FROM document AS d
+ WHERE d.tenant_id = $1 AND d.features_at IS NOT NULL AND d.matching_status = $3
+ ORDER BY md5(d.id::text)
+ LIMIT $2
+)sql"};
+
 constexpr pg::statement analyze_sql{"ingestd_match_analyze", "VACUUM ANALYZE document"};
 
 } // namespace
 
 result<int64_t> load_synthetic_match_documents(const std::string& database_url, uuid tenant_id,
-                                               int64_t count, int64_t seed) {
+                                               int64_t count, int64_t seed,
+                                               const std::string& matching_status) {
   pg::connection conn{database_url, pg::session_options::tcp_only()};
   if (auto ok = conn.ensure(true); !ok)
     return ok.error();
@@ -755,7 +776,7 @@ result<int64_t> load_synthetic_match_documents(const std::string& database_url, 
   for (int64_t from = 1; from <= count; from += batch) {
     auto to = std::min(count, from + batch - 1);
     auto res = conn.exec(synthetic_sql, {tenant_id.str(), std::to_string(from),
-                                         std::to_string(to), key, names});
+                                         std::to_string(to), key, names, matching_status});
     if (!res)
       return res.error();
     inserted += res->affected();
@@ -763,6 +784,22 @@ result<int64_t> load_synthetic_match_documents(const std::string& database_url, 
   if (auto res = conn.exec(analyze_sql, {}); !res)
     return res.error();
   return inserted;
+}
+
+result<std::vector<match_document>> sample_synthetic_match_documents(
+  const std::string& database_url, uuid tenant_id, int count, const std::string& matching_status) {
+  pg::connection conn{database_url, pg::session_options::tcp_only()};
+  if (auto ok = conn.ensure(true); !ok)
+    return ok.error();
+  auto res = conn.exec(sample_sql, {tenant_id.str(), std::to_string(std::max(count, 0)),
+                                    matching_status});
+  if (!res)
+    return res.error();
+  std::vector<match_document> out;
+  out.reserve(static_cast<size_t>(res->size()));
+  for (int r = 0; r < res->size(); ++r)
+    out.push_back(document_row(*res, r));
+  return out;
 }
 
 } // namespace ingestd

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "adapters/db/matching_repository.hpp"
 #include "adapters/db/pg_repository.hpp"
@@ -66,8 +67,16 @@ private:
 /// features (matching succeeded, no edges, each its own cluster), in batches, as one would find
 /// after matching a tenant's history: ~count/50 counterparties, invoice numbers, a few credit
 /// notes referring to invoices, totals and dates spread over three years; then VACUUM ANALYZE. The
-/// numbers are deterministic in `seed`. Answers the number inserted.
+/// numbers are deterministic in `seed`. Answers the number inserted. With matching_status
+/// "pending" they wait to be matched (matching_attempts 0).
 result<int64_t> load_synthetic_match_documents(const std::string& database_url, uuid tenant_id,
-                                               int64_t count, int64_t seed = 1);
+                                               int64_t count, int64_t seed = 1,
+                                               const std::string& matching_status = "succeeded");
+
+/// Bench support: up to `count` of the tenant's documents with features and `matching_status`,
+/// a pseudo-random sample, as candidate retrieval returns them (file_name is the file path).
+result<std::vector<match_document>> sample_synthetic_match_documents(
+  const std::string& database_url, uuid tenant_id, int count,
+  const std::string& matching_status = "succeeded");
 
 } // namespace ingestd

@@ -90,6 +90,7 @@ protected:
   void match(uuid doc, const std::vector<uuid>& others) {
     db->query("UPDATE document SET matching_status = 'pending' WHERE id = $1", {doc.str()});
     std::vector<match_edge> edges;
+    edges.reserve(others.size());
     for (auto& o : others)
       edges.push_back(match_edge{o, match_kind::same_invoice, 0.9, "test"});
     auto res = write(claimed(doc), edges);
@@ -129,8 +130,9 @@ protected:
               {doc.str()});
   }
 
-  static std::string smallest(std::vector<uuid> ids) {
+  static std::string smallest(const std::vector<uuid>& ids) {
     std::vector<std::string> s;
+    s.reserve(ids.size());
     for (auto& id : ids)
       s.push_back(id.str());
     return *std::min_element(s.begin(), s.end());
@@ -551,6 +553,7 @@ TEST_F(matching_repository_test, a_lone_document_is_its_own_cluster) {
 TEST_F(matching_repository_test, concurrent_writes_in_one_cluster_keep_clusters_consistent) {
   pg_matching_repository second{db->url()};
   std::vector<uuid> docs;
+  docs.reserve(8);
   for (int i = 0; i < 8; ++i)
     docs.push_back(add_document());
   // One chain 0-1-...-7.
