@@ -27,7 +27,8 @@ Usage: ingestd <command> [options]
 Commands:
   run                 run the worker until SIGTERM/SIGINT
   submit FILE|DIR...  submit documents for ingestion (see 'ingestd submit --help')
-  status [--json]     counts by status, failures, review backlog, queue depth
+  status [--json]     counts by status, failures, review backlog, matching, queue depth
+  matches DOCUMENT_ID a document's match edges and its cluster's members [--json]
   migrate             apply the database migrations (a no-op when current)
   config check        validate the configuration and print it, secrets masked
   config defaults     print the built-in defaults (the content of config/ingestd.json)
@@ -88,6 +89,7 @@ int main(int argc, char** argv) {
     {"config", config_command},
     {"submit", submit_command},
     {"status", status_command},
+    {"matches", matches_command},
     {"transcribe", transcribe_command},
     {"extract", extract_command},
     {"version", version_command},
