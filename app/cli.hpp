@@ -35,6 +35,7 @@ int run_command(const arguments& args);
 int config_command(const arguments& args);
 int submit_command(const arguments& args);
 int status_command(const arguments& args);
+int matches_command(const arguments& args);
 int transcribe_command(const arguments& args);
 int extract_command(const arguments& args);
 

@@ -28,7 +28,8 @@ Commands:
   run [--stages LIST]  run the worker until SIGTERM/SIGINT: every enabled stage, or the
                       comma-separated LIST of them (e.g. --stages match)
   submit FILE|DIR...  submit documents for ingestion (see 'ingestd submit --help')
-  status [--json]     counts by status, failures, review backlog, queue depth
+  status [--json]     counts by status, failures, review backlog, matching, queue depth
+  matches DOCUMENT_ID a document's match edges and its cluster's members [--json]
   migrate             apply the database migrations (a no-op when current)
   queues create       create every configured queue and its dead-letter queue (idempotent)
   config check        validate the configuration and print it, secrets masked
@@ -91,6 +92,7 @@ int main(int argc, char** argv) {
     {"config", config_command},
     {"submit", submit_command},
     {"status", status_command},
+    {"matches", matches_command},
     {"transcribe", transcribe_command},
     {"extract", extract_command},
     {"version", version_command},

@@ -1,5 +1,6 @@
 // `ingestd status`: what the database and the queue hold now: ingestions by status, the oldest in
-// progress, failures by error class, documents awaiting review, queue depth; --json for scripts.
+// progress, failures by error class, documents awaiting review, matching by status and matching
+// in progress for too long, queue depth; --json for scripts.
 #include <cstdio>
 
 #include <rapidjson/document.h>
@@ -21,9 +22,13 @@ namespace {
 constexpr const char* status_usage = R"(Usage: ingestd status [--json] [--documents]
 
   --json        one JSON object: ingestions by status, oldest_in_progress_seconds,
-                failures_by_error_class, documents_needing_review (count and ids), queue depth
-  --documents   also a table of the latest documents with what was extracted (with --json:
-                a "documents" array)
+                failures_by_error_class, documents_needing_review (count and ids), matching
+                (documents by matching status, in_progress_over_10_minutes), queue depth
+  --documents   also a table of the latest documents with what was extracted, their matching
+                status and cluster (with --json: a "documents" array; cluster_id in full)
+
+A matching in progress for more than 10 minutes means a matching worker crashed; the next
+delivery of its message, or the dead-letter queue, takes it from there.
 )";
 
 std::string field(const rapidjson::Value& v, const char* key) {
@@ -50,6 +55,14 @@ error database_error(error e) {
   if (e.code == intake_repository::timeout_code)
     return timeout_error("status.timeout", "the database", status_timeout);
   return e;
+}
+
+/// A uuid as the tables show it: its last 8 hex digits (the random end of a UUIDv7; its start is
+/// a timestamp that documents of one batch share). "-" when there is none.
+std::string short_id(const std::string& id) {
+  if (id.size() < 8 || id == "-")
+    return "-";
+  return id.substr(id.size() - 8);
 }
 
 std::string clip(std::string s, size_t n) {
@@ -132,6 +145,18 @@ int status_command(const arguments& args) {
     }
     w.EndObject();
     w.Key("documents_needing_review"); w.Int64(summary->documents_needing_review);
+    w.Key("matching");
+    w.StartObject();
+    for (const char* st : {"pending", "in-progress", "succeeded", "failed"}) {
+      int64_t n = 0;
+      for (auto& [key, count] : summary->matching_by_status)
+        if (key == st)
+          n = count;
+      w.Key(st); w.Int64(n);
+    }
+    w.Key("in_progress_over_10_minutes"); w.Int64(summary->matching_in_progress_over_10_minutes);
+    w.Key("oldest_in_progress_seconds"); w.Int64(summary->oldest_matching_in_progress_seconds);
+    w.EndObject();
     w.Key("review");
     review_doc.Accept(w);
     w.Key("queue");
@@ -164,19 +189,35 @@ int status_command(const arguments& args) {
               cfg->queue.name.c_str(), static_cast<long long>(qs->visible),
               static_cast<long long>(qs->in_flight), static_cast<long long>(qs->delayed),
               static_cast<long long>(qs->oldest_age_seconds));
+  auto matching = [&](const char* st) {
+    for (auto& [key, count] : summary->matching_by_status)
+      if (key == st)
+        return static_cast<long long>(count);
+    return 0LL;
+  };
+  std::printf("matching   pending %lld   in progress %lld   succeeded %lld   failed %lld\n",
+              matching("pending"), matching("in-progress"), matching("succeeded"), matching("failed"));
+  std::printf("matching in progress over 10 min   %lld%s\n",
+              static_cast<long long>(summary->matching_in_progress_over_10_minutes),
+              summary->matching_in_progress_over_10_minutes > 0 ? "   (a matching worker crashed?)" : "");
   std::printf("documents awaiting review: %lld\n", static_cast<long long>(summary->documents_needing_review));
   if (review_doc.IsArray())
     for (auto& r : review_doc.GetArray())
       std::printf("  %s  %s  %s\n", field(r, "document_id").c_str(), field(r, "file_name").c_str(),
                   clip(field(r, "last_error"), 80).c_str());
   if (documents && docs_doc.IsArray()) {
-    std::printf("\n%-34s %-12s %-6s %-16s %-26s %-10s %5s %12s\n", "FILE", "STATE", "REVIEW",
-                "INVOICE", "SUPPLIER", "DATE", "CUR", "TOTAL");
+    std::printf("\n%-8s %-34s %-12s %-6s %-16s %-26s %-10s %5s %12s %-11s %-8s\n", "ID", "FILE",
+                "STATE", "REVIEW", "INVOICE", "SUPPLIER", "DATE", "CUR", "TOTAL", "MATCHING",
+                "CLUSTER");
     for (auto& d : docs_doc.GetArray())
-      std::printf("%-34s %-12s %-6s %-16s %-26s %-10s %5s %12s\n", clip(field(d, "file_name"), 34).c_str(),
+      std::printf("%-8s %-34s %-12s %-6s %-16s %-26s %-10s %5s %12s %-11s %-8s\n",
+                  short_id(field(d, "document_id")).c_str(), clip(field(d, "file_name"), 34).c_str(),
                   field(d, "state").c_str(), field(d, "needs_human_review").c_str(),
                   clip(field(d, "invoice_number"), 16).c_str(), clip(field(d, "supplier_name"), 26).c_str(),
-                  field(d, "invoice_date").c_str(), field(d, "currency").c_str(), field(d, "total").c_str());
+                  field(d, "invoice_date").c_str(), field(d, "currency").c_str(), field(d, "total").c_str(),
+                  field(d, "matching_status").c_str(), short_id(field(d, "cluster_id")).c_str());
+    std::printf("(ID and CLUSTER: the last 8 hex digits; a cluster is named by its smallest document id; "
+                "full ids: --json; 'ingestd matches ID' lists a document's matches)\n");
   }
   return ok;
 }

@@ -84,6 +84,13 @@ struct status_summary {
   /// Failed ingestions per error_class ("transient", "permanent", "" when unknown).
   std::vector<std::pair<std::string, int64_t>> failures_by_error_class;
   int64_t documents_needing_review = 0;
+  /// Documents per matching_status ("pending", "in-progress", "succeeded", "failed"; documents
+  /// never queued for matching are not counted).
+  std::vector<std::pair<std::string, int64_t>> matching_by_status;
+  /// Matching in progress for longer than 10 minutes: a crashed matching worker (seed 003).
+  int64_t matching_in_progress_over_10_minutes = 0;
+  /// Age of the oldest matching in progress in seconds (0 when none).
+  int64_t oldest_matching_in_progress_seconds = 0;
 };
 
 /// Blocking, for request threads and command-line tools (never inside an actor); thread-safe.
@@ -116,7 +123,8 @@ public:
   /// ingestion of it, in one statement; retrying with the same ingestion id creates nothing new.
   virtual result<intake_result> create_ingestion(const intake_request& request, timeout t) = 0;
 
-  /// The tenant's document as JSON (state, structured data, ingestions); nullopt when unknown
+  /// The tenant's document as JSON (state, structured data, ingestions, matching_status,
+  /// cluster_id and its match edges as "matches"); nullopt when unknown
   /// or another tenant's (so that a caller cannot tell the two apart).
   virtual result<std::optional<std::string>> document_json(uuid tenant_id, uuid document_id,
                                                            timeout t) = 0;
@@ -129,14 +137,16 @@ public:
   /// Documents flagged for human review (id, tenant, file name), newest last, as a JSON array.
   virtual result<std::string> review_json(int limit, timeout t) = 0;
 
-  /// One row per document (newest last): file name, state, key extracted fields, as JSON array.
+  /// One row per document (newest last): file name, state, key extracted fields,
+  /// matching_status and cluster_id, as JSON array.
   virtual result<std::string> documents_json(int limit, timeout t) = 0;
 
   /// One ingestion with its document's review flag; nullopt when unknown.
   virtual result<std::optional<ingestion_status>> find_ingestion(uuid ingestion_id,
                                                                  timeout t) = 0;
 
-  /// Counts by status, the oldest in-progress ingestion, failures by class, review backlog.
+  /// Counts by status, the oldest in-progress ingestion, failures by class, review backlog,
+  /// matching by status and matching in progress for too long.
   virtual result<status_summary> summarize(timeout t) = 0;
 
   /// A cheap round trip to the database.

@@ -49,6 +49,17 @@ SELECT json_build_object(
   'needs_human_review', d.needs_human_review,
   'structured_data', d.structured_data,
   'created_at', d.created_at, 'updated_at', d.updated_at,
+  'matching_status', d.matching_status, 'matching_error', d.matching_error,
+  'matching_attempts', d.matching_attempts, 'cluster_id', d.cluster_id,
+  'matches', COALESCE((
+    SELECT json_agg(json_build_object(
+             'document_id', CASE WHEN m.document_a_id = d.id THEN m.document_b_id
+                                 ELSE m.document_a_id END,
+             'kind', m.kind, 'confidence', m.confidence, 'reason', m.reason,
+             'created_at', m.created_at)
+           ORDER BY m.confidence DESC, m.document_a_id, m.document_b_id)
+      FROM document_match AS m
+     WHERE m.document_a_id = d.id OR m.document_b_id = d.id), '[]'::json),
   'ingestions', COALESCE((
     SELECT json_agg(json_build_object('id', i.id, 'status', i.status,
                                       'attempt_count', i.attempt_count,
@@ -109,8 +120,10 @@ SELECT COALESCE(json_agg(json_build_object(
          'invoice_number', r.sd->'invoice_number', 'invoice_date', r.sd->'invoice_date',
          'supplier_name', r.sd->'supplier_name', 'customer_name', r.sd->'customer_name',
          'currency', r.sd->'currency', 'total', r.sd->'total',
-         'confidence', r.sd->'confidence') ORDER BY r.created_at, r.id), '[]'::json)::text
+         'confidence', r.sd->'confidence', 'matching_status', r.matching_status,
+         'cluster_id', r.cluster_id) ORDER BY r.created_at, r.id), '[]'::json)::text
   FROM (SELECT d.id, d.created_at, d.needs_human_review, d.structured_data AS sd,
+               d.matching_status, d.cluster_id,
                latest.file_name, latest.last_error,
                CASE WHEN EXISTS (SELECT 1 FROM ingestion AS i
                                   WHERE i.document_id = d.id AND i.status = 'in-progress')
@@ -172,6 +185,27 @@ SELECT 'oldest', '', COALESCE(floor(extract(epoch FROM now() - min(created_at)))
   FROM ingestion WHERE status = 'in-progress'
 UNION ALL
 SELECT 'review', '', count(*) FROM document WHERE needs_human_review
+UNION ALL
+SELECT 'matching', matching_status, count(*) FROM document
+ WHERE matching_status IS NOT NULL GROUP BY matching_status
+UNION ALL
+SELECT 'matching_stuck', '', count(*) FROM document
+ WHERE matching_status = 'in-progress' AND matching_started_at < now() - interval '10 minutes'
+UNION ALL
+SELECT 'matching_oldest', '',
+       COALESCE(floor(extract(epoch FROM now() - min(matching_started_at))), 0)::bigint
+  FROM document WHERE matching_status = 'in-progress'
+)sql"};
+
+// Each document's file name (its latest ingestion's), matching status and cluster, for
+// `ingestd matches`.
+constexpr pg::statement labels_sql{"ingestd_intake_labels", R"sql(
+SELECT d.id,
+       COALESCE((SELECT i.source_metadata->>'file_name' FROM ingestion AS i
+                  WHERE i.document_id = d.id ORDER BY i.created_at DESC, i.id DESC LIMIT 1),
+                d.file_path),
+       COALESCE(d.matching_status, ''), COALESCE(d.cluster_id::text, '')
+  FROM document AS d WHERE d.id = ANY ($1::uuid[])
 )sql"};
 
 constexpr pg::statement timeout_sql{"ingestd_intake_timeout",
@@ -426,8 +460,32 @@ result<status_summary> pg_intake_repository::summarize(timeout t) {
       out.oldest_in_progress_seconds = n;
     } else if (kind == "review") {
       out.documents_needing_review = n;
+    } else if (kind == "matching") {
+      out.matching_by_status.emplace_back(key, n);
+    } else if (kind == "matching_stuck") {
+      out.matching_in_progress_over_10_minutes = n;
+    } else if (kind == "matching_oldest") {
+      out.oldest_matching_in_progress_seconds = n;
     }
   }
+  return out;
+}
+
+result<std::vector<document_label>>
+pg_intake_repository::document_labels(const std::vector<uuid>& document_ids, timeout t) {
+  std::vector<param> ids;
+  ids.reserve(document_ids.size());
+  for (auto& id : document_ids)
+    ids.emplace_back(id.str());
+  borrowed s{*this};
+  auto res = s->run(labels_sql, {pg::array_literal(ids)}, t);
+  if (!res)
+    return res.error();
+  std::vector<document_label> out;
+  out.reserve(static_cast<size_t>(res->size()));
+  for (int r = 0; r < res->size(); ++r)
+    out.push_back(document_label{pg::parse_uuid(res->text(r, 0)), res->str(r, 1), res->str(r, 2),
+                                 res->str(r, 3)});
   return out;
 }
 

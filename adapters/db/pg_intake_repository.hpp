@@ -15,6 +15,16 @@ namespace pg {
 struct statement;
 }
 
+/// A document as `ingestd matches` names it.
+struct document_label {
+  uuid id;
+  /// Its latest ingestion's file name, else its storage key.
+  std::string file_name;
+  /// Empty when NULL.
+  std::string matching_status;
+  std::string cluster_id;
+};
+
 /// Each call borrows an idle connection (or opens one) and gives it back; a content_lock keeps
 /// its connection until it is destroyed, because the advisory lock belongs to that session.
 /// Deadlines are the server's statement_timeout, set on a connection when it changes.
@@ -39,6 +49,11 @@ public:
   result<std::optional<ingestion_status>> find_ingestion(uuid ingestion_id, timeout t) override;
   result<status_summary> summarize(timeout t) override;
   result<void> ping(timeout t) override;
+
+  /// Each known document's file name, matching status and cluster, in no particular order;
+  /// unknown ids are left out. For `ingestd matches` (any tenant: an operator's tool).
+  result<std::vector<document_label>> document_labels(const std::vector<uuid>& document_ids,
+                                                      timeout t);
 
 private:
   /// One connection and the statement_timeout last set on it.

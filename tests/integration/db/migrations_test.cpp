@@ -78,6 +78,31 @@ TEST(migrations, concurrent_migrators_take_turns) {
   EXPECT_EQ(db.scalar("SELECT count(*) FROM schema_migrations"), std::to_string(all.size()));
 }
 
+// Migration 003 creates pg_trgm once per database (in public): migrators of two schemas at once
+// both succeed, and both schemas' trigram index reaches it.
+TEST(migrations, concurrent_migrators_in_two_schemas_share_the_extension) {
+  pg_schema one{false};
+  pg_schema two{false};
+  auto& all = embedded_migrations();
+  std::optional<result<migrate_report>> a, b;
+  std::thread ta{[&] { a.emplace(migrate(one.url(), all)); }};
+  std::thread tb{[&] { b.emplace(migrate(two.url(), all)); }};
+  ta.join();
+  tb.join();
+  ASSERT_TRUE(*a) << a->error().describe();
+  ASSERT_TRUE(*b) << b->error().describe();
+  EXPECT_EQ((*a)->applied.size(), all.size());
+  EXPECT_EQ((*b)->applied.size(), all.size());
+  for (auto* db : {&one, &two})
+    EXPECT_EQ(db->scalar("SELECT count(*) FROM pg_indexes WHERE schemaname = $1 "
+                         "AND indexname = 'document_match_trgm_idx'",
+                         {db->name()}),
+              "1");
+  EXPECT_EQ(one.scalar("SELECT extnamespace::regnamespace::text FROM pg_extension "
+                       "WHERE extname = 'pg_trgm'"),
+            "public");
+}
+
 TEST(migrations, failing_migration_is_rolled_back_and_reported) {
   pg_schema db{false};
   auto all = embedded_migrations();
