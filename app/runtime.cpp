@@ -3,11 +3,14 @@
 
 #include "adapters/aws/aws_credentials.hpp"
 #include "adapters/db/batching_repository.hpp"
+#include "adapters/db/pg_matching_repository.hpp"
 #include "adapters/db/pg_outbox_repository.hpp"
 #include "adapters/db/pg_repository.hpp"
 #include "adapters/http/curl_engine.hpp"
 #include "adapters/llm/local_extractor.hpp"
 #include "adapters/llm/openai_extractor.hpp"
+#include "adapters/matching/llm_matcher.hpp"
+#include "adapters/matching/local_matcher.hpp"
 #include "adapters/notify/webhook_notifier.hpp"
 #include "adapters/ocr/document_ai_transcriber.hpp"
 #include "adapters/ocr/local_transcriber.hpp"
@@ -116,6 +119,24 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     rt->ports.extract = std::make_shared<openai_extractor>(*http(), *http(), opts);
   }
 
+  if (parts.database && stage_enabled(cfg, "match")) {
+    // Its own connections: a write phase waiting for its tenant's lock never holds up ingestion.
+    rt->ports.matching = std::make_shared<pg_matching_repository>(
+      cfg.database.url, pg_repository_options{cfg.database.pool_size, session});
+    if (cfg.matching.provider == "local") {
+      rt->ports.match = std::make_shared<local_matcher>();
+    } else {
+      llm_matcher_options opts;
+      opts.base_url = cfg.extraction.llm_base_url;
+      opts.api_key = cfg.secrets.llm_api_key;
+      opts.model = cfg.matching.llm_model.empty() ? cfg.extraction.llm_model : cfg.matching.llm_model;
+      opts.request_timeout = std::chrono::seconds{cfg.matching.timeout_seconds};
+      opts.max_candidates = static_cast<size_t>(cfg.matching.candidate_limit);
+      // The engine's thread also runs the retry back-off (seed 003: 2 s, 4 s, 8 s).
+      rt->ports.match = std::make_shared<llm_matcher>(*http(), *http(), opts);
+    }
+  }
+
   if (!cfg.secrets.notify_webhook_url.empty()) {
     webhook_options opts;
     opts.url = cfg.secrets.notify_webhook_url;
@@ -125,6 +146,11 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     rt->ports.on_failed = [notifier](const claimed_ingestion& c, const error& e, int32_t attempts) {
       notifier->notify_failed(failure_notice{c.ingestion_id.str(), c.document_id.str(), c.tenant_id.str(),
                                              e.describe(), std::string{to_string(e.cls)}, attempts},
+                              [](const result<void>&) {});
+    };
+    rt->ports.on_matching_failed = [notifier](const matching_claim& c, const error& e, int32_t attempts) {
+      notifier->notify_failed(failure_notice{"", c.document_id.str(), c.tenant_id.str(), e.describe(),
+                                             std::string{to_string(e.cls)}, attempts, "match"},
                               [](const result<void>&) {});
     };
   }

@@ -9,8 +9,9 @@
 
 namespace ingestd {
 
-/// What an operator needs to act on a failed ingestion.
+/// What an operator needs to act on a failed ingestion (or a document's failed matching).
 struct failure_notice {
+  /// Empty for a matching failure.
   std::string ingestion_id;
   std::string document_id;
   std::string tenant_id;
@@ -19,6 +20,8 @@ struct failure_notice {
   /// "transient" (attempts exhausted) or "permanent".
   std::string error_class;
   int32_t attempts = 0;
+  /// The stage that failed: "ingest" or "match".
+  std::string stage = "ingest";
 };
 
 class notifier {

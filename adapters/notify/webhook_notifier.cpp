@@ -74,7 +74,8 @@ std::string webhook_notifier::payload(const failure_notice& n) const {
   rapidjson::Writer<rapidjson::StringBuffer> w{buf};
   auto str = [&](std::string_view s) { w.String(s.data(), static_cast<rapidjson::SizeType>(s.size())); };
   auto url = link(n);
-  std::string text = "Ingestion failed after " + std::to_string(n.attempts) + " attempt"
+  auto what = n.stage == "match" ? std::string{"Matching"} : std::string{"Ingestion"};
+  std::string text = what + " failed after " + std::to_string(n.attempts) + " attempt"
                      + (n.attempts == 1 ? "" : "s") + ": document " + n.document_id + " (tenant "
                      + n.tenant_id + "): " + n.error;
   if (!url.empty())
@@ -103,7 +104,8 @@ std::string webhook_notifier::payload(const failure_notice& n) const {
   };
   field("Document", n.document_id, true);
   field("Tenant", n.tenant_id, true);
-  field("Ingestion", n.ingestion_id, true);
+  if (!n.ingestion_id.empty())
+    field("Ingestion", n.ingestion_id, true);
   field("Attempts", std::to_string(n.attempts), true);
   field("Error class", n.error_class, true);
   field("Error", n.error, false);
@@ -115,7 +117,7 @@ std::string webhook_notifier::payload(const failure_notice& n) const {
   w.Key("ingestd");
   w.StartObject();
   w.Key("event");
-  str("ingestion_failed");
+  str(n.stage == "match" ? "matching_failed" : "ingestion_failed");
   w.Key("document_id");
   str(n.document_id);
   w.Key("tenant_id");
