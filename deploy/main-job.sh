@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job, on a fresh Debian 12 machine: installs what is missing, builds, starts the local
-# stack, migrates, submits samples/, runs the worker until every document is processed, prints
-# what was extracted, and stops what it started. Safe to run again (the samples are duplicates
+# stack, migrates, creates the queues, submits samples/, runs the worker (ingestion and matching)
+# until every document is processed and matched, prints what was extracted and how the documents
+# cluster, and stops what it started. Safe to run again (the samples are duplicates
 # then, and their earlier results are shown).
 #
 # Environment: INGESTD_BINARY (use this binary: skips install and build), INGESTD_DATABASE__URL
@@ -46,6 +47,8 @@ export INGESTD_STORAGE__ROOT=${INGESTD_STORAGE__ROOT:-$here/.local/storage}
 
 echo "== migrating"
 "$ingestd" migrate
+echo "== creating the queues"
+"$ingestd" queues create
 echo "== submitting samples/"
 "$ingestd" submit samples/
 
@@ -55,9 +58,10 @@ log=$(mktemp /tmp/ingestd-main-job.XXXXXX.log)
 worker=$!
 end=$((SECONDS + deadline))
 while :; do
-  left=$("$ingestd" status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["ingestions"]["in_progress"])')
+  # Ingestions in progress, and documents whose matching is pending or in progress.
+  left=$("$ingestd" status --json | python3 -c 'import json,sys; s=json.load(sys.stdin); m=s.get("matching",{}); print(s["ingestions"]["in_progress"] + m.get("pending",0) + m.get("in-progress",0))')
   [[ "$left" == 0 ]] && break
-  if ((SECONDS > end)); then echo "main job: $left ingestion(s) still in progress after ${deadline}s; worker log: $log" >&2; exit 1; fi
+  if ((SECONDS > end)); then echo "main job: $left ingestion(s) or matching job(s) still in progress after ${deadline}s; worker log: $log" >&2; exit 1; fi
   if ! kill -0 "$worker" 2>/dev/null; then echo "main job: the worker stopped; log: $log" >&2; exit 1; fi
   sleep 1
 done
@@ -66,3 +70,16 @@ worker=""
 
 echo "== results"
 "$ingestd" status --documents
+echo
+echo "== documents that belong together (matching)"
+# Every document that shares its cluster with another, with its edges and the cluster's members.
+"$ingestd" status --documents --json | python3 -c '
+import collections, json, sys
+docs = json.load(sys.stdin)["documents"]
+clusters = collections.Counter(d["cluster_id"] for d in docs if d.get("cluster_id"))
+for d in docs:
+    if d.get("cluster_id") and clusters[d["cluster_id"]] > 1:
+        print(d["document_id"])' | while read -r id; do
+  "$ingestd" matches "$id"
+  echo
+done

@@ -1,5 +1,6 @@
-// The daemon on SQS + S3 (the fauxqs emulator) with the database in a fresh schema: a hundred
-// ingestions complete exactly once and SIGTERM exits 0.
+// The daemon on SQS + S3 (the fauxqs emulator) with the database in a fresh schema, both stages:
+// a hundred ingestions complete exactly once, their matching jobs go through the outbox and the
+// relay to the matching queue and every document is matched once, and SIGTERM exits 0.
 #include <csignal>
 
 #include <gtest/gtest.h>
@@ -16,8 +17,9 @@ class e2e_daemon_sqs : public fauxqs_test {};
 
 TEST_F(e2e_daemon_sqs, a_hundred_ingestions_complete_exactly_once_and_sigterm_exits_0) {
   e2e_setup s;
-  std::string url, bucket;
+  std::string url, match_url, bucket;
   auto q = make_queue({}, &url);
+  auto match_q = make_queue({}, &match_url);
   auto store = make_bucket(true, &bucket);
   auto ids = s.add_documents(100, doc_kind::text_pdf,
                              [&](const std::string& key, const std::string& bytes, const std::string& type) {
@@ -34,6 +36,7 @@ TEST_F(e2e_daemon_sqs, a_hundred_ingestions_complete_exactly_once_and_sigterm_ex
   }
   auto d = s.start({{"INGESTD_QUEUE__BACKEND", "sqs"},
                     {"INGESTD_QUEUE__URL", url},
+                    {"INGESTD_MATCHING__QUEUE_URL", match_url},
                     {"INGESTD_STORAGE__BACKEND", "s3"},
                     {"INGESTD_STORAGE__BUCKET", bucket},
                     {"INGESTD_STORAGE__PATH_STYLE", "true"},
@@ -46,6 +49,16 @@ TEST_F(e2e_daemon_sqs, a_hundred_ingestions_complete_exactly_once_and_sigterm_ex
     return st && st->visible == 0 && st->in_flight == 0;
   }, 60s)) << s.logs();
   ASSERT_TRUE(await_complete_events(s, ids, 30s)) << s.logs();
+  // The next jobs: one outbox row per document, sent, and every document matched once.
+  ASSERT_TRUE(wait_until([&] {
+    return s.count("SELECT count(*) FROM document WHERE matching_status = 'succeeded'") == 100;
+  }, 120s)) << s.logs();
+  EXPECT_EQ(s.count("SELECT count(*) FROM event_outbox WHERE sent_at IS NOT NULL"), 100);
+  EXPECT_EQ(s.count("SELECT count(*) FROM document WHERE matching_attempts <> 1"), 0);
+  ASSERT_TRUE(wait_until([&] {
+    auto st = test::await<queue_stats>([&](auto cb) { match_q->stats(cb); });
+    return st && st->visible == 0 && st->in_flight == 0;
+  }, 60s)) << s.logs();
   d->signal(SIGTERM);
   auto rc = d->wait_exit(60s);
   ASSERT_TRUE(rc.has_value()) << d->log_tail();

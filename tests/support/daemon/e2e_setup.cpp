@@ -6,7 +6,9 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
+#include "adapters/queue/postgres_queue.hpp"
 #include "messages/uuid.hpp"
 #include "tests/support/environment.hpp"
 
@@ -70,7 +72,14 @@ e2e_setup::e2e_setup()
   : db_(std::make_unique<pg_schema>(true)), root_(make_temp_dir("ingestd-e2e")),
     queue_(unique_name("q")) {
   fs::create_directories(fs::path{root_} / "documents");
+  // What `ingestd queues create` does for this configuration (the CLI test runs the command).
+  for (const auto& [name, dead_letter, receives] :
+       {std::tuple{queue_, queue_ + "-dlq", 0}, std::tuple{match_queue_name(), match_queue_name() + "-dlq", 3}})
+    if (auto r = create_postgres_queue(db_->url(), name, dead_letter, receives); !r)
+      throw std::runtime_error("creating queue " + name + ": " + r.error().describe());
 }
+
+std::string e2e_setup::match_queue_name() const { return queue_ + "-match"; }
 
 e2e_setup::~e2e_setup() {
   std::error_code ec;
@@ -82,6 +91,9 @@ std::map<std::string, std::string> e2e_setup::daemon_env() const {
     {"INGESTD_DATABASE__URL", db_->url()},
     {"INGESTD_QUEUE__BACKEND", "postgres"},
     {"INGESTD_QUEUE__NAME", queue_},
+    {"INGESTD_QUEUE__DEAD_LETTER_NAME", queue_ + "-dlq"},
+    {"INGESTD_MATCHING__QUEUE_NAME", match_queue_name()},
+    {"INGESTD_MATCHING__DEAD_LETTER_NAME", match_queue_name() + "-dlq"},
     {"INGESTD_QUEUE__WAIT_TIME_SECONDS", "1"},
     {"INGESTD_STORAGE__BACKEND", "filesystem"},
     {"INGESTD_STORAGE__ROOT", root_},

@@ -35,6 +35,8 @@ public:
   pg_schema& db() { return *db_; }
   const std::string& root() const { return root_; }
   const std::string& queue_name() const { return queue_; }
+  /// The matching stage's queue (created with its dead-letter queue, redrive after 3 receives).
+  std::string match_queue_name() const;
 
   /// The daemon's overrides: this schema, this queue (Postgres backend), this storage root, short
   /// waits (1 s long poll, 1 s heartbeats extending 5 s, 1 minute lease), admin port off, JSON
