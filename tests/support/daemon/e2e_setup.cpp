@@ -110,7 +110,8 @@ std::map<std::string, std::string> e2e_setup::daemon_env() const {
   };
 }
 
-std::vector<std::string> e2e_setup::add_documents(int n, doc_kind kind, const object_writer& write) {
+std::vector<std::string> e2e_setup::add_documents(int n, doc_kind kind, const object_writer& write,
+                                                 const std::string& tenant) {
   auto files = corpus(kind);
   std::vector<std::string> contents;
   contents.reserve(files.size());
@@ -133,7 +134,7 @@ std::vector<std::string> e2e_setup::add_documents(int n, doc_kind kind, const ob
     docs.push_back(doc);
     ings.push_back(uuid::v7().str());
     sources_[ings.back()] = f.path.filename().string();
-    tenants.push_back(uuid::v4().str());
+    tenants.push_back(tenant.empty() ? uuid::v4().str() : tenant);
     paths.push_back(key);
     mimes.push_back(f.mime);
   }

@@ -46,7 +46,9 @@ public:
   /// Registers `n` documents of `kind` (cycling through the corpus files): stores each file
   /// under documents/{document id}.{ext} (with `write`, or into root() when empty) and inserts its
   /// document and in-progress ingestion rows. Returns the ingestion ids (not enqueued).
-  std::vector<std::string> add_documents(int n, doc_kind kind, const object_writer& write = {});
+  /// Each document gets a tenant of its own, or all of them `tenant`.
+  std::vector<std::string> add_documents(int n, doc_kind kind, const object_writer& write = {},
+                                         const std::string& tenant = {});
 
   /// The corpus file name (e.g. "inv01_en_classic.pdf") an ingestion of add_documents() was made
   /// from; "" for any other id.
