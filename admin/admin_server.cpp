@@ -65,6 +65,32 @@ std::string queue_prometheus(const result<queue_stats>& stats) {
   return out;
 }
 
+std::string matching_prometheus(const result<matching_figures>& figures) {
+  std::string out;
+  out += "# HELP ingestd_matching_up Whether the database answered the last matching figures query.\n";
+  out += "# TYPE ingestd_matching_up gauge\n";
+  out += "ingestd_matching_up " + std::string{figures ? "1" : "0"} + "\n";
+  if (!figures)
+    return out;
+  out += "# HELP ingestd_matching_documents Documents by matching status (seed 003).\n";
+  out += "# TYPE ingestd_matching_documents gauge\n";
+  for (const char* status : {"pending", "in-progress", "succeeded", "failed"}) {
+    int64_t n = 0;
+    for (auto& [key, count] : figures->by_status)
+      if (key == status)
+        n = count;
+    out += "ingestd_matching_documents{status=\"" + std::string{status} + "\"} " + std::to_string(n) + "\n";
+  }
+  out += "# HELP ingestd_matching_stalled_documents Documents whose matching has been in "
+         "progress for more than 10 minutes (a crashed matching worker).\n";
+  out += "# TYPE ingestd_matching_stalled_documents gauge\n";
+  out += "ingestd_matching_stalled_documents " + std::to_string(figures->in_progress_over_10_minutes) + "\n";
+  out += "# HELP ingestd_matching_oldest_in_progress_seconds Age of the oldest matching in progress.\n";
+  out += "# TYPE ingestd_matching_oldest_in_progress_seconds gauge\n";
+  out += "ingestd_matching_oldest_in_progress_seconds " + std::to_string(figures->oldest_in_progress_seconds) + "\n";
+  return out;
+}
+
 admin_server::admin_server(std::string bind, int port, admin_probes probes)
   : bind_(std::move(bind)), port_(port), probes_(std::move(probes)),
     server_(std::make_unique<httplib::Server>()) {
@@ -72,6 +98,8 @@ admin_server::admin_server(std::string bind, int port, admin_probes probes)
     database_ = std::make_shared<background_probe<void>>(probes_.database);
   if (probes_.queue)
     queue_ = std::make_shared<background_probe<queue_stats>>(probes_.queue);
+  if (probes_.matching)
+    matching_ = std::make_shared<background_probe<matching_figures>>(probes_.matching);
   auto& svr = *server_;
   // Probes and scrapes are few: two threads, not cpp-httplib's default of eight or more.
   svr.new_task_queue = [] { return new httplib::ThreadPool(2); };
@@ -108,6 +136,10 @@ admin_server::admin_server(std::string bind, int port, admin_probes probes)
     if (queue_)
       out += queue_prometheus(queue_->answer(queue_->run(), std::chrono::steady_clock::now() + probes_.deadline,
                                              probes_.deadline, "the queue"));
+    if (matching_)
+      out += matching_prometheus(matching_->answer(matching_->run(),
+                                                   std::chrono::steady_clock::now() + probes_.deadline,
+                                                   probes_.deadline, "the database"));
     out += "# HELP ingestd_shutting_down Whether the node is draining (SIGTERM received).\n";
     out += "# TYPE ingestd_shutting_down gauge\n";
     out += "ingestd_shutting_down " + std::string{shutting_down_ ? "1" : "0"} + "\n";

@@ -4,10 +4,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "adapters/queue/queue.hpp"
 #include "messages/result.hpp"
@@ -18,6 +21,15 @@ class Server;
 
 namespace ingestd {
 
+/// The matching stage's figures in the database (seed 003), for /metrics.
+struct matching_figures {
+  /// Documents per matching_status ("pending", "in-progress", "succeeded", "failed").
+  std::vector<std::pair<std::string, int64_t>> by_status;
+  /// Matching in progress for longer than 10 minutes: a crashed matching worker.
+  int64_t in_progress_over_10_minutes = 0;
+  int64_t oldest_in_progress_seconds = 0;
+};
+
 /// How the admin endpoint learns what it reports. The database and queue probes may block: each
 /// runs on a thread of its own, and a request waits for them up to `deadline`.
 struct admin_probes {
@@ -25,6 +37,8 @@ struct admin_probes {
   std::function<result<void>()> database;
   /// The ingest queue's depth; an error makes /readyz answer 503.
   std::function<result<queue_stats>()> queue;
+  /// The matching figures (optional); an error sets ingestd_matching_up to 0, readiness unchanged.
+  std::function<result<matching_figures>()> matching;
   /// The worker's metrics in Prometheus text (may be empty).
   std::function<std::string()> metrics;
   /// How long /readyz (and the queue figures of /metrics) wait for the database and the queue
@@ -35,6 +49,10 @@ struct admin_probes {
 /// The queue figures in Prometheus text: depth by state, oldest message age, and whether the
 /// queue answered (ingestd_queue_up).
 std::string queue_prometheus(const result<queue_stats>& stats);
+
+/// The matching figures in Prometheus text: documents by matching status, matching in progress
+/// over 10 minutes, the oldest matching in progress, and whether the query answered.
+std::string matching_prometheus(const result<matching_figures>& figures);
 
 class admin_server {
 public:
@@ -63,6 +81,7 @@ private:
   admin_probes probes_;
   std::shared_ptr<background_probe<void>> database_;
   std::shared_ptr<background_probe<queue_stats>> queue_;
+  std::shared_ptr<background_probe<matching_figures>> matching_;
   std::atomic<bool> shutting_down_{false};
   std::atomic<bool> listen_returned_{false};
   std::unique_ptr<httplib::Server> server_;

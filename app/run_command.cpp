@@ -186,6 +186,13 @@ int run_command(const arguments& args) {
                                           [&](auto cb) { q->stats(cb); });
       };
       probes.metrics = [m = ctx->metrics] { return m->prometheus(); };
+      probes.matching = [intake_db]() -> result<matching_figures> {
+        auto s = intake_db->summarize_matching(std::chrono::seconds{5});
+        if (!s)
+          return s.error();
+        return matching_figures{s->matching_by_status, s->matching_in_progress_over_10_minutes,
+                                s->oldest_matching_in_progress_seconds};
+      };
       admin = std::make_unique<admin_server>(cfg->admin.bind, cfg->admin.port, probes);
       if (auto started = admin->start(); !started) {
         std::fprintf(stderr, "ingestd run: %s\n", started.error().describe().c_str());

@@ -197,6 +197,19 @@ SELECT 'matching_oldest', '',
   FROM document WHERE matching_status = 'in-progress'
 )sql"};
 
+// The matching part of the summary alone, for every scrape of /metrics.
+constexpr pg::statement matching_summary_sql{"ingestd_summarize_matching", R"sql(
+SELECT 'matching' AS kind, matching_status AS key, count(*) AS n FROM document
+ WHERE matching_status IS NOT NULL GROUP BY matching_status
+UNION ALL
+SELECT 'matching_stuck', '', count(*) FROM document
+ WHERE matching_status = 'in-progress' AND matching_started_at < now() - interval '10 minutes'
+UNION ALL
+SELECT 'matching_oldest', '',
+       COALESCE(floor(extract(epoch FROM now() - min(matching_started_at))), 0)::bigint
+  FROM document WHERE matching_status = 'in-progress'
+)sql"};
+
 // Each document's file name (its latest ingestion's), matching status and cluster, for
 // `ingestd matches`.
 constexpr pg::statement labels_sql{"ingestd_intake_labels", R"sql(
@@ -438,8 +451,16 @@ result<std::optional<ingestion_status>> pg_intake_repository::find_ingestion(uui
 }
 
 result<status_summary> pg_intake_repository::summarize(timeout t) {
+  return summary_of(summary_sql, t);
+}
+
+result<status_summary> pg_intake_repository::summarize_matching(timeout t) {
+  return summary_of(matching_summary_sql, t);
+}
+
+result<status_summary> pg_intake_repository::summary_of(const pg::statement& st, timeout t) {
   borrowed s{*this};
-  auto res = s->run(summary_sql, {}, t);
+  auto res = s->run(st, {}, t);
   if (!res)
     return res.error();
   status_summary out;

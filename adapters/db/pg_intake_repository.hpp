@@ -50,6 +50,10 @@ public:
   result<status_summary> summarize(timeout t) override;
   result<void> ping(timeout t) override;
 
+  /// summarize()'s matching figures alone (the other fields stay 0), for /metrics: the documents
+  /// by matching status and matching in progress over 10 minutes, without the ingestion counts.
+  result<status_summary> summarize_matching(timeout t);
+
   /// Each known document's file name, matching status and cluster, in no particular order;
   /// unknown ids are left out. For `ingestd matches` (any tenant: an operator's tool).
   result<std::vector<document_label>> document_labels(const std::vector<uuid>& document_ids,
@@ -64,6 +68,7 @@ private:
 
   std::unique_ptr<session> borrow();
   void give_back(std::unique_ptr<session> s);
+  result<status_summary> summary_of(const pg::statement& st, timeout t);
   result<std::optional<std::string>> json_query(const pg::statement& st,
                                                 std::vector<std::string> params, timeout t);
 

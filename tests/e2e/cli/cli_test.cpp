@@ -83,7 +83,8 @@ std::string truth_string(const std::string& invoice, const char* field) {
 TEST(e2e_cli, help_lists_the_commands) {
   auto r = run({"--help"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  for (auto* c : {"run", "migrate", "config check", "transcribe FILE", "extract FILE", "version"})
+  for (auto* c : {"run", "migrate", "config check", "transcribe FILE", "extract FILE",
+                  "matches DOCUMENT_ID", "version"})
     EXPECT_CONTAINS(r.out, c);
 }
 
@@ -123,6 +124,18 @@ TEST(e2e_cli, an_unknown_command_is_a_usage_error) {
   auto r = run({"frobnicate"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_CONTAINS(r.err, "unknown command 'frobnicate'");
+}
+
+TEST(e2e_cli, matches_without_one_valid_document_id_is_a_usage_error) {
+  auto none = run({"matches"});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_CONTAINS(none.err, "expected one DOCUMENT_ID");
+  auto bad = run({"matches", "INV-001"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_CONTAINS(bad.err, "'INV-001' is not a document id");
+  auto help = run({"matches", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_CONTAINS(help.out, "Usage: ingestd matches DOCUMENT_ID [--json]");
 }
 
 TEST(e2e_cli, transcribe_without_a_file_is_a_usage_error) {

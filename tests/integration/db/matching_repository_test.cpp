@@ -585,7 +585,7 @@ TEST_F(matching_repository_test, concurrent_writes_in_one_cluster_keep_clusters_
     }
   };
 
-  for (int round = 0; round < 12; ++round) {
+  for (int round = 0; round < 30; ++round) {
     // Two documents of the same cluster, each with a fresh decision.
     auto i = static_cast<size_t>((round * 3) % 8);
     auto j = static_cast<size_t>((round * 5 + 1) % 8);
