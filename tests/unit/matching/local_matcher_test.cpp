@@ -219,3 +219,59 @@ TEST(local_samples, credit_note_and_scan_link_to_inv01) {
   EXPECT_EQ(from_inv[1].other, cn.id);
   EXPECT_EQ(from_inv[1].kind, match_kind::credit_note);
 }
+
+namespace {
+
+std::string read_file(const std::string& rel) {
+  const char* src = std::getenv("INGESTD_SOURCE_DIR");
+  std::ifstream in{std::string{src ? src : "."} + "/" + rel};
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+} // namespace
+
+TEST(local_samples, distinct_invoices_of_the_corpora_do_not_match) {
+  // Sixteen different invoices (the fixture corpus' six, with their truth as the extraction, and
+  // the ten hand-written texts of the extractor's tests): each is an invoice with its own
+  // number and no references, and no two of them are linked.
+  std::vector<match_document> docs;
+  std::vector<std::string> numbers;
+  for (int i = 1; i <= 6; ++i) {
+    auto truth = read_file("tests/fixtures/corpus/truth/inv0" + std::to_string(i) + ".json");
+    ASSERT_FALSE(truth.empty());
+    // The truth's "text" is the transcription; its fields are what a perfect extraction gives.
+    auto at = truth.find("\"text\":");
+    ASSERT_NE(at, std::string::npos);
+    std::string text;
+    for (size_t k = truth.find('"', at + 7) + 1; k < truth.size() && truth[k] != '"'; ++k) {
+      if (truth[k] == '\\' && k + 1 < truth.size()) {
+        ++k;
+        text += truth[k] == 'n' ? '\n' : truth[k];
+        continue;
+      }
+      text += truth[k];
+    }
+    docs.push_back(doc(static_cast<uint64_t>(100 + i), describe_for_matching(truth, text)));
+  }
+  for (const char* name : {"ch_chf", "de_columns", "de_din", "de_ocr_at", "en_gb_stacked", "en_merged_columns",
+                           "en_two_rates", "en_us_columns", "kleinunternehmer", "us_shipto"}) {
+    auto base = std::string{"tests/unit/llm/texts/"} + name;
+    docs.push_back(doc(200 + docs.size(), describe_for_matching(read_file(base + ".json"), read_file(base + ".txt"))));
+  }
+  ASSERT_EQ(docs.size(), 16u);
+  for (const auto& d : docs) {
+    SCOPED_TRACE(d.file_name + " " + d.features.number);
+    EXPECT_EQ(d.features.kind, "invoice");
+    EXPECT_FALSE(d.features.number.empty());
+    EXPECT_TRUE(d.features.references.empty()) << d.features.references.front();
+    EXPECT_FALSE(d.features.normalized_counterparty.empty());
+    std::vector<match_document> others;
+    for (const auto& o : docs)
+      if (o.id != d.id)
+        others.push_back(o);
+    auto e = decide(d, others);
+    EXPECT_TRUE(e.empty()) << e.front().reason;
+  }
+}
