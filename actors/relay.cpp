@@ -64,6 +64,9 @@ void mark(relay_ptr self, std::vector<int64_t> sent, std::vector<int64_t> failed
     }));
   }
   if (!failed.empty()) {
+    // Failed rows are taken again at once (their hold is dropped): the next round waits for the
+    // interval even after a full batch, or a batch that keeps failing would spin.
+    st.full_batch = false;
     ++st.outstanding;
     auto count = static_cast<int64_t>(failed.size());
     log::warn("outbox rows not sent", {{"rows", count}, {"error", why}});
