@@ -289,7 +289,7 @@ void claim(job_ptr self) {
                       to_string(r.error().cls));
       bool granted = r->has_value();
       if (granted) {
-        st.claim = std::move(**r);
+        st.claim = **r;
         st.claimed = true;
         step_done(self, "ok", "attempt " + std::to_string(st.claim.attempt_count + 1));
       }

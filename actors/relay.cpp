@@ -81,6 +81,7 @@ void send_group(relay_ptr self, const std::string& destination, std::vector<outb
   auto& st = self->state;
   auto q = st.destinations.find(destination);
   std::vector<int64_t> ids;
+  ids.reserve(rows.size());
   for (auto& row : rows)
     ids.push_back(row.id);
   if (q == st.destinations.end())
