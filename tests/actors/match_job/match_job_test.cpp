@@ -503,6 +503,27 @@ CAF_TEST(a stop while the matches are written lets the write finish) {
   check_no_violations();
 }
 
+CAF_TEST(a stop while a failure is recorded lets the record finish) {
+  auto id = add_document();
+  matcher->fail_next("decide", error::make_transient("llm.server_error", "HTTP 503"));
+  matching->hold("record_failure");
+  auto job = spawn_match(deliver_match(id.str()));
+  sched.run();
+  CAF_REQUIRE_EQUAL(matching->held("record_failure"), 1u);
+  caf::anon_send(job, stop_atom_v);
+  sched.run();
+  matching->unhold("record_failure");
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(outcomes.back().result, job_result::retrying);
+  auto row = matching->row(id);
+  CAF_CHECK_EQUAL(row.status, "pending");
+  CAF_CHECK_EQUAL(row.matching_attempts, 1);
+  CAF_CHECK_EQUAL(row.releases, 0);
+  CAF_CHECK_EQUAL(last_visibility(), 300s);
+  check_no_violations();
+}
+
 CAF_TEST(the database lost mid-way gives the work back without counting the delivery) {
   auto id = add_document();
   matching->fail_next("store_features", error::make_transient("pg.connection", "server closed the connection"));
