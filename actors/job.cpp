@@ -29,7 +29,7 @@
 // the job ends, so finished jobs are freed at once rather than held until their deadlines pass.
 //
 // The phase (job_phase) runs parsing ─► claiming ─► working ─► storing_outcome ─► outcome_stored
-// ─► finished; a stop before the outcome is stored turns any of them into releasing. The file
+// ─► finished; a stop before storing_outcome turns any of them into releasing. The file
 // reads in that order: the state, how a step runs, the actor's messages, each step from parse to
 // finish, then the failure path and the two ways out that come from outside (lost, stop).
 #include "actors/job.hpp"
@@ -289,7 +289,7 @@ void claim(job_ptr self) {
                       to_string(r.error().cls));
       bool granted = r->has_value();
       if (granted) {
-        st.claim = std::move(**r);
+        st.claim = **r;
         st.claimed = true;
         step_done(self, "ok", "attempt " + std::to_string(st.claim.attempt_count + 1));
       }
@@ -540,9 +540,12 @@ void deadline_passed(job_ptr self) {
 /// Shutdown past the grace period: give everything back so another worker can start at once.
 void release(job_ptr self) {
   auto& st = self->state;
-  if (st.phase == job_phase::outcome_stored || st.phase == job_phase::releasing
-      || st.phase == job_phase::finished)
-    return; // (after the outcome is stored, only the short ack or back-off is left)
+  // While the outcome (or the failure) is being stored, the fenced write decides: a give-back
+  // now would race it and could undo a stored outcome's claim. Its answer comes within the step
+  // deadline; after it only the short ack or back-off is left.
+  if (st.phase == job_phase::storing_outcome || st.phase == job_phase::outcome_stored
+      || st.phase == job_phase::releasing || st.phase == job_phase::finished)
+    return;
   auto claim_running = st.phase == job_phase::claiming && st.step == steps::claim;
   st.phase = job_phase::releasing;
   untrack(self);

@@ -64,6 +64,9 @@ void mark(relay_ptr self, std::vector<int64_t> sent, std::vector<int64_t> failed
     }));
   }
   if (!failed.empty()) {
+    // Failed rows are taken again at once (their hold is dropped): the next round waits for the
+    // interval even after a full batch, or a batch that keeps failing would spin.
+    st.full_batch = false;
     ++st.outstanding;
     auto count = static_cast<int64_t>(failed.size());
     log::warn("outbox rows not sent", {{"rows", count}, {"error", why}});
@@ -78,6 +81,7 @@ void send_group(relay_ptr self, const std::string& destination, std::vector<outb
   auto& st = self->state;
   auto q = st.destinations.find(destination);
   std::vector<int64_t> ids;
+  ids.reserve(rows.size());
   for (auto& row : rows)
     ids.push_back(row.id);
   if (q == st.destinations.end())

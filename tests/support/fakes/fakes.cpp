@@ -206,12 +206,28 @@ void fake_queue::send(std::vector<outgoing_message> messages, callback<std::vect
     return done(*failure);
   std::vector<batch_entry_result> out;
   for (auto& m : messages) {
+    {
+      std::lock_guard guard{mtx_};
+      if (auto i = std::find(refused_sends_.begin(), refused_sends_.end(), m.body); i != refused_sends_.end()) {
+        refused_sends_.erase(i);
+        batch_entry_result res{"refused"};
+        res.failed = true;
+        res.error = error::make_transient("InternalError", "entry refused by the test");
+        out.push_back(std::move(res));
+        continue;
+      }
+    }
     auto id = push(m.body);
     std::lock_guard guard{mtx_};
     sent_.push_back(m.body);
     out.push_back(batch_entry_result{id});
   }
   done(std::move(out));
+}
+
+void fake_queue::refuse_next_send(const std::string& body) {
+  std::lock_guard guard{mtx_};
+  refused_sends_.push_back(body);
 }
 
 void fake_queue::stats(callback<queue_stats> done) {

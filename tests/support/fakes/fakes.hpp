@@ -86,6 +86,9 @@ public:
 
   /// Receipts that visibility changes and deletes refuse (batch entry failures).
   void refuse_receipt(const std::string& receipt);
+  /// The next send of a message with this body refuses that entry (a batch entry failure);
+  /// the other entries of the batch are sent.
+  void refuse_next_send(const std::string& body);
 
 private:
   std::vector<queue_message> take_visible(int max, std::chrono::seconds visibility);
@@ -98,6 +101,7 @@ private:
   std::vector<int> receive_sizes_;
   std::vector<std::string> sent_;
   std::vector<std::string> refused_;
+  std::vector<std::string> refused_sends_;
   int next_id_ = 0;
   int next_receipt_ = 0;
 };
