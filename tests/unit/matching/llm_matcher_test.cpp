@@ -3,6 +3,7 @@
 // classification and the in-process retries, exactly one callback.
 #include <atomic>
 #include <future>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
@@ -256,6 +257,35 @@ TEST(llm_matcher_decide, a_bad_answer_then_a_good_one_succeeds) {
   EXPECT_EQ(m.stats().requests, 2u);
   EXPECT_EQ(m.stats().retries, 1u);
   t.shutdown();
+}
+
+TEST(llm_matcher_decide, a_stopped_timer_still_answers_once_and_never_with_no_match) {
+  fake_http_client http{[](const http_request&) { return make_response(500, "{}"); }};
+  auto o = fast_options();
+  o.base_backoff = 10min;
+  std::promise<result<std::vector<match_edge>>> p;
+  auto f = p.get_future();
+  std::atomic<int> calls{0};
+  {
+    thread_timer t;
+    llm_matcher m{http, t, o};
+    m.decide(document(1, "INV1"), two(), [&](result<std::vector<match_edge>> r) {
+      if (++calls == 1)
+        p.set_value(std::move(r));
+    });
+    // Wait until the retry is parked on the timer, then stop the timer.
+    auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (t.pending() == 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(1ms);
+    ASSERT_EQ(t.pending(), 1u);
+    t.shutdown();
+  }
+  ASSERT_EQ(f.wait_for(5s), std::future_status::ready);
+  auto r = f.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, "llm.cancelled");
+  EXPECT_TRUE(r.error().transient());
+  EXPECT_EQ(calls.load(), 1);
 }
 
 TEST(llm_matcher_options, defaults_follow_seed_003) {

@@ -253,7 +253,7 @@ TEST(local_samples, distinct_invoices_of_the_corpora_do_not_match) {
       }
       text += truth[k];
     }
-    docs.push_back(doc(static_cast<uint64_t>(100 + i), describe_for_matching(truth, text)));
+    docs.push_back(doc(uint64_t{100} + static_cast<uint64_t>(i), describe_for_matching(truth, text)));
   }
   for (const char* name : {"ch_chf", "de_columns", "de_din", "de_ocr_at", "en_gb_stacked", "en_merged_columns",
                            "en_two_rates", "en_us_columns", "kleinunternehmer", "us_shipto"}) {
