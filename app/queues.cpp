@@ -95,17 +95,20 @@ result<std::vector<std::string>> create_queues(const config& cfg) {
 }
 
 result<std::shared_ptr<queue>> open_queue(const config& cfg, const queue_spec& spec,
-                                          const std::function<std::shared_ptr<curl_engine>()>& http) {
+                                          const std::function<std::shared_ptr<curl_engine>()>& http,
+                                          bool require_registered) {
   pg::session_options session{std::chrono::seconds{cfg.database.statement_timeout_seconds},
                               std::chrono::seconds{cfg.database.lock_timeout_seconds},
                               std::chrono::seconds{cfg.database.tcp_user_timeout_seconds}};
   if (cfg.queue.backend == "postgres") {
-    auto exists = postgres_queue_exists(cfg.database.url, spec.name);
-    if (!exists)
-      return error{exists.error().cls, exists.error().code,
-                   "checking queue " + spec.name + ": " + exists.error().message};
-    if (!*exists)
-      return missing(spec, error::make_permanent("queue.missing", "not registered"));
+    if (require_registered) {
+      auto exists = postgres_queue_exists(cfg.database.url, spec.name);
+      if (!exists)
+        return error{exists.error().cls, exists.error().code,
+                     "checking queue " + spec.name + ": " + exists.error().message};
+      if (!*exists)
+        return missing(spec, error::make_permanent("queue.missing", "not registered"));
+    }
     postgres_queue_options opts;
     opts.max_receive_count = spec.max_receive_count;
     opts.dead_letter_queue = spec.max_receive_count > 0 ? spec.dead_letter : std::string{};

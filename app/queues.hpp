@@ -2,6 +2,7 @@
 // `ingestd queues create` makes them and how a node opens them.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,8 +37,10 @@ queue_spec queue_of_stage(const config& cfg, const std::string& stage);
 result<std::vector<std::string>> create_queues(const config& cfg);
 
 /// Opens `spec`'s queue for the worker, or fails naming the queue and `ingestd queues create`
-/// when it does not exist. `http` is made on first need (SQS).
+/// when it does not exist (on the Postgres queue only when `require_registered`; an SQS queue
+/// that does not exist cannot be opened). `http` is made on first need (SQS).
 result<std::shared_ptr<queue>> open_queue(const config& cfg, const queue_spec& spec,
-                                          const std::function<std::shared_ptr<curl_engine>()>& http);
+                                          const std::function<std::shared_ptr<curl_engine>()>& http,
+                                          bool require_registered = true);
 
 } // namespace ingestd

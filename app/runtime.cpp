@@ -65,7 +65,7 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
   if (parts.queue) {
     // Each enabled stage's queue; a missing one stops the node with a message naming it.
     for (auto& spec : configured_queues(cfg)) {
-      auto q = open_queue(cfg, spec, http);
+      auto q = open_queue(cfg, spec, http, parts.require_queues);
       if (!q)
         return q.error();
       (spec.stage == "match" ? rt->ports.match_queue : rt->ports.ingest_queue) = std::move(*q);

@@ -33,6 +33,9 @@ struct runtime_parts {
   bool queue = true;
   bool database = true;
   bool storage = true;
+  /// A Postgres queue that `ingestd queues create` has not made is an error (a node, submit);
+  /// false for status, which reports an empty queue then.
+  bool require_queues = true;
 };
 
 /// Builds the adapters of `cfg`. `cpu` runs local OCR (it must outlive the runtime). Blocking

@@ -92,7 +92,7 @@ int status_command(const arguments& args) {
   if (!cfg)
     return failure;
   thread_pool_executor cpu{1};
-  auto rt = make_runtime(*cfg, cpu, runtime_parts{true, false, false});
+  auto rt = make_runtime(*cfg, cpu, runtime_parts{true, false, false, false});
   if (!rt) {
     std::fprintf(stderr, "ingestd status: %s\n", rt.error().describe().c_str());
     return failure;
