@@ -206,9 +206,9 @@ rule known_stages(bool enabled) {
     std::string expected = "a comma-separated list of stages from: ingest, match";
     for (auto& stage : list) {
       if (std::find(all_stages.begin(), all_stages.end(), stage) == all_stages.end())
-        return expected + " (unknown: " + stage + ")";
+        return expected.append(" (unknown: ").append(stage).append(")");
       if (!enabled && !stage_enabled(c, stage))
-        return expected + ", each enabled in stages.enabled (" + stage + " is not)";
+        return expected.append(", each enabled in stages.enabled (").append(stage).append(" is not)");
     }
     if (enabled && std::find(list.begin(), list.end(), "ingest") == list.end())
       return expected + ", with ingest";
@@ -334,7 +334,7 @@ const std::vector<key_spec>& schema() {
     using outbox = config::outbox_section;
     keys(t, "outbox", &config::outbox)
       .integer("poll_interval_ms", &outbox::poll_interval_ms, 1000, 10, 60000)
-      .integer("retention_hours", &outbox::retention_hours, 168, 1, 24 * 365);
+      .integer("retention_hours", &outbox::retention_hours, 168, 1, int64_t{24} * 365);
 
     using transcription = config::transcription_section;
     keys(t, "transcription", &config::transcription)

@@ -376,8 +376,8 @@ result<std::vector<result<void>>> complete_batch(pg::connection& conn,
 
 } // namespace
 
-pg_repository::pg_repository(std::string database_url, pg_repository_options opts)
-  : next_job_(std::move(opts.next_job)), pool_(std::make_unique<pg::pool>(std::move(database_url),
+pg_repository::pg_repository(std::string database_url, const pg_repository_options& opts)
+  : next_job_(opts.next_job), pool_(std::make_unique<pg::pool>(std::move(database_url),
                                      pg::pool_options{opts.pool_size, "ingestd-db", opts.session})) {
 }
 

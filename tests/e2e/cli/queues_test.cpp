@@ -120,8 +120,9 @@ TEST_F(e2e_queues_sqs, sqs_queues_get_their_dead_letter_queue_and_redrive_policy
   for (int i = 0; i < 2; ++i) {
     auto made = run({"queues", "create"}, env);
     ASSERT_EQ(made.exit_code, 0) << made.err;
-    EXPECT_NE(made.out.find("match: " + name + "-match (sqs), dead letters to " + name + "-match-dlq after 3 receives"),
-              std::string::npos)
+    std::string expected = "match: ";
+    expected.append(name).append("-match (sqs), dead letters to ").append(name).append("-match-dlq after 3 receives");
+    EXPECT_NE(made.out.find(expected), std::string::npos)
       << made.out;
   }
   for (auto q : {name, name + "-dlq", name + "-match", name + "-match-dlq"}) {

@@ -111,6 +111,7 @@ TEST_F(next_job_test, nothing_is_made_without_a_next_stage_or_for_an_ingestion_t
   auto repo = repo_with({"match-q", false});
   // Fenced out: a completion with a stale token writes nothing, so no next job either.
   auto [id2, document2, token2] = claimed(*repo);
+  lease_ref second{id2, token2};
   auto stale = complete(*repo, id2, uuid::v7());
   ASSERT_FALSE(stale);
   EXPECT_TRUE(stale.error().claim_lost());
@@ -118,7 +119,7 @@ TEST_F(next_job_test, nothing_is_made_without_a_next_stage_or_for_an_ingestion_t
   EXPECT_EQ(messages("match-q", document2), 0);
   // A failure makes none.
   auto failed = await<failure_outcome>([&](auto cb) {
-    repo->record_failure({id2, token2}, failure_record{error::make_permanent("x", "bad"), 3, ""}, 0s, cb);
+    repo->record_failure(second, failure_record{error::make_permanent("x", "bad"), 3, ""}, 0s, cb);
   });
   ASSERT_TRUE(failed) << failed.error().describe();
   EXPECT_TRUE(failed->failed);
