@@ -1,0 +1,49 @@
+// Currency markers as codes, symbols and words.
+#include "adapters/llm/local/currency.hpp"
+
+#include "adapters/llm/local/text.hpp"
+
+namespace ingestd::local_rules {
+
+const std::vector<currency_marker>& currency_markers() {
+  static const std::vector<currency_marker> all{
+    {"\xE2\x82\xAC", "EUR", false}, // €
+    {"\xC2\xA3", "GBP", false},     // £
+    {"us$", "USD", false},
+    {"$", "USD", false},
+    {"eur", "EUR", true},
+    {"euro", "EUR", true},
+    {"usd", "USD", true},
+    {"gbp", "GBP", true},
+    {"chf", "CHF", true},
+    {"sfr", "CHF", true},
+    {"fr.", "CHF", true},
+    {"jpy", "JPY", true},
+    {"sek", "SEK", true},
+    {"pln", "PLN", true},
+  };
+  return all;
+}
+
+std::vector<std::pair<size_t, std::string_view>> currency_hits(std::string_view low) {
+  std::vector<std::pair<size_t, std::string_view>> out;
+  for (size_t i = 0; i < low.size(); ++i) {
+    for (const auto& m : currency_markers()) {
+      if (low.compare(i, m.text.size(), m.text) != 0)
+        continue;
+      if (m.word) {
+        bool before_ok = i == 0 || !is_letter(low[i - 1]);
+        size_t end = i + m.text.size();
+        bool after_ok = end >= low.size() || !is_letter(low[end]) || m.text.back() == '.';
+        if (!before_ok || !after_ok)
+          continue;
+      }
+      out.emplace_back(i, m.code);
+      i += m.text.size() - 1;
+      break;
+    }
+  }
+  return out;
+}
+
+} // namespace ingestd::local_rules

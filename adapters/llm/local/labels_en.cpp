@@ -1,0 +1,75 @@
+// English labels (UK, US, India): invoices, receipts and booking confirmations.
+// Data only: a label's kind says what the value after it is (see labels.hpp).
+#include "adapters/llm/local/labels.hpp"
+
+namespace ingestd::local_rules {
+
+const label_table& labels_en() {
+  static const std::vector<label> all{
+    {"invoice number", kind::invoice_number}, {"invoice no.", kind::invoice_number},
+    {"invoice no", kind::invoice_number}, {"invoice nr.", kind::invoice_number},
+    {"invoice nr", kind::invoice_number}, {"invoice #", kind::invoice_number},
+    {"invoice id", kind::invoice_number}, {"invoice ref", kind::invoice_number},
+    {"inv. no.", kind::invoice_number}, {"inv no", kind::invoice_number},
+    {"inv #", kind::invoice_number}, {"inv. #", kind::invoice_number},
+    {"bill number", kind::invoice_number}, {"bill no", kind::invoice_number},
+    {"invoice", kind::invoice_title}, {"tax invoice", kind::invoice_title},
+    {"invoice date", kind::invoice_date}, {"date of invoice", kind::invoice_date},
+    {"date of issue", kind::invoice_date}, {"issue date", kind::invoice_date},
+    {"issued on", kind::invoice_date}, {"date issued", kind::invoice_date},
+    {"invoice dated", kind::invoice_date}, {"billing date", kind::invoice_date},
+    {"date", kind::invoice_date}, {"dated", kind::invoice_date}, {"due date", kind::due_date},
+    {"payment due", kind::due_date}, {"due by", kind::due_date}, {"due on", kind::due_date},
+    {"date due", kind::due_date}, {"due", kind::due_date}, {"payable by", kind::due_date},
+    {"pay by", kind::due_date}, {"delivery date", kind::other_date},
+    {"date of delivery", kind::other_date}, {"date of supply", kind::other_date},
+    {"service date", kind::other_date}, {"order date", kind::other_date},
+    {"service period", kind::other_date}, {"period", kind::other_date},
+    {"customer no", kind::other_number}, {"customer number", kind::other_number},
+    {"customer id", kind::other_number}, {"account no", kind::other_number},
+    {"account number", kind::other_number}, {"order no", kind::other_number},
+    {"order number", kind::other_number}, {"po number", kind::other_number},
+    {"p.o. number", kind::other_number}, {"purchase order", kind::other_number},
+    {"po no", kind::other_number}, {"p.o. #", kind::other_number}, {"po #", kind::other_number},
+    {"p.o.", kind::other_number}, {"reference", kind::other_number}, {"page", kind::other_number},
+    {"subtotal", kind::subtotal}, {"sub-total", kind::subtotal}, {"sub total", kind::subtotal},
+    {"net amount", kind::subtotal}, {"net total", kind::subtotal}, {"total net", kind::subtotal},
+    {"total (net)", kind::subtotal}, {"net value", kind::subtotal},
+    {"total excl. vat", kind::subtotal}, {"total excl vat", kind::subtotal},
+    {"total before tax", kind::subtotal}, {"amount before tax", kind::subtotal},
+    {"total before vat", kind::subtotal}, {"vat amount", kind::vat}, {"vat", kind::vat},
+    {"tax amount", kind::vat}, {"sales tax", kind::vat}, {"total tax", kind::vat},
+    {"total vat", kind::vat}, {"tax", kind::vat}, {"gst", kind::vat}, {"grand total", kind::total},
+    {"total due", kind::total}, {"amount due", kind::total}, {"balance due", kind::total},
+    {"total amount due", kind::total}, {"total amount", kind::total},
+    {"invoice total", kind::total}, {"total payable", kind::total},
+    {"amount payable", kind::total}, {"total incl. vat", kind::total},
+    {"total incl vat", kind::total}, {"total including vat", kind::total},
+    {"total gross", kind::total}, {"total (gross)", kind::total}, {"gross total", kind::total},
+    {"gross amount", kind::total}, {"total", kind::total_weak}, {"vat id", kind::vat_id},
+    {"vat-id", kind::vat_id}, {"vat no", kind::vat_id}, {"vat number", kind::vat_id},
+    {"vat reg", kind::vat_id}, {"vat registration", kind::vat_id}, {"vat reg. no.", kind::vat_id},
+    {"tax id", kind::vat_id}, {"tax no", kind::vat_id}, {"currency", kind::currency},
+    {"bill to", kind::customer}, {"billed to", kind::customer}, {"invoice to", kind::customer},
+    {"invoiced to", kind::customer}, {"sold to", kind::customer}, {"customer", kind::customer},
+    {"client", kind::customer}, {"buyer", kind::customer}, {"recipient", kind::customer},
+    {"to:", kind::customer}, {"from:", kind::supplier}, {"supplier", kind::supplier},
+    {"seller", kind::supplier}, {"vendor", kind::supplier}, {"issued by", kind::supplier},
+    {"payment terms", kind::terms}, {"terms", kind::terms}, {"incl. vat", kind::qualifier},
+    {"incl vat", kind::qualifier}, {"including vat", kind::qualifier},
+    {"incl. tax", kind::qualifier}, {"incl.", kind::qualifier}, {"plus", kind::qualifier},
+    {"excl. vat", kind::net_qualifier}, {"excl vat", kind::net_qualifier},
+    {"excluding vat", kind::net_qualifier}, {"(net)", kind::net_qualifier},
+    {"net", kind::net_qualifier}, {"ship to", kind::contact}, {"deliver to", kind::contact},
+    {"delivery address", kind::contact}, {"phone", kind::contact}, {"tel", kind::contact},
+    {"tel.", kind::contact}, {"fax", kind::contact}, {"e-mail", kind::contact},
+    {"email", kind::contact}, {"web", kind::contact}, {"www", kind::contact},
+    {"iban", kind::contact}, {"bic", kind::contact}, {"swift", kind::contact},
+    {"bank", kind::contact}, {"mobile", kind::contact}, {"registered", kind::contact},
+    {"company no", kind::contact},
+  };
+  static const label_table table{"en", &all};
+  return table;
+}
+
+} // namespace ingestd::local_rules
