@@ -11,7 +11,47 @@ namespace ingestd::local_rules {
 
 /// Interprets the digits-and-separators run `raw`; nullopt when it is not a well-formed number
 /// (a date like 15.03.2024 is not).
+namespace {
+
+/// Indian grouping: "1,23,456.78" (lakh and crore: two-digit groups before the last three).
+std::optional<std::pair<double, bool>> indian_grouping(std::string_view raw) {
+  size_t dot = raw.find('.');
+  auto whole = raw.substr(0, dot);
+  auto frac = dot == std::string_view::npos ? std::string_view{} : raw.substr(dot + 1);
+  if (dot != std::string_view::npos && (frac.empty() || frac.size() > 2 || !std::all_of(frac.begin(), frac.end(), is_digit)))
+    return std::nullopt;
+  // whole: 1-2 digits, then ",dd" groups (at least one), then ",ddd"
+  size_t last = whole.rfind(',');
+  if (last == std::string_view::npos || whole.size() - last - 1 != 3)
+    return std::nullopt;
+  size_t groups = 0;
+  size_t pos = 0;
+  size_t first = whole.find(',');
+  if (first == 0 || first > 2)
+    return std::nullopt;
+  pos = first;
+  while (pos < last) {
+    if (pos + 3 >= whole.size() || whole[pos + 3] != ',' || !is_digit(whole[pos + 1]) || !is_digit(whole[pos + 2]))
+      return std::nullopt;
+    pos += 3;
+    ++groups;
+  }
+  if (groups == 0 || !std::all_of(whole.begin() + static_cast<long>(last) + 1, whole.end(), is_digit))
+    return std::nullopt;
+  std::string digits;
+  for (char c : whole)
+    if (is_digit(c))
+      digits += c;
+  if (!frac.empty())
+    digits += "." + std::string{frac};
+  return std::make_pair(std::strtod(digits.c_str(), nullptr), !frac.empty());
+}
+
+} // namespace
+
 std::optional<std::pair<double, bool>> interpret_number(std::string_view raw) {
+  if (auto in = indian_grouping(raw))
+    return in;
   std::vector<size_t> seps;
   for (size_t i = 0; i < raw.size(); ++i)
     if (!is_digit(raw[i]))
@@ -75,7 +115,8 @@ std::optional<std::pair<double, bool>> interpret_number(std::string_view raw) {
 
 /// True when a currency symbol (€, £) ends right before offset `i`.
 bool symbol_before(std::string_view s, size_t i) {
-  return (i >= 3 && s.substr(i - 3, 3) == "\xE2\x82\xAC") || (i >= 2 && s.substr(i - 2, 2) == "\xC2\xA3");
+  return (i >= 3 && (s.substr(i - 3, 3) == "\xE2\x82\xAC" || s.substr(i - 3, 3) == "\xE2\x82\xB9"))
+         || (i >= 2 && s.substr(i - 2, 2) == "\xC2\xA3");
 }
 
 

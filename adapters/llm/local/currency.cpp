@@ -21,6 +21,21 @@ const std::vector<currency_marker>& currency_markers() {
     {"jpy", "JPY", true},
     {"sek", "SEK", true},
     {"pln", "PLN", true},
+    {"\xE2\x82\xB9", "INR", false}, // ₹
+    {"inr", "INR", true},
+    {"rs.", "INR", true},
+    {"rs", "INR", true},
+    {"rupees", "INR", true},
+    {"z\xC5\x82", "PLN", true}, // zł
+    {"z\xC5\x82otych", "PLN", true},
+    {"euros", "EUR", true},
+    {"dkk", "DKK", true},
+    {"nok", "NOK", true},
+    {"czk", "CZK", true},
+    {"k\xC4\x8D", "CZK", true}, // Kč
+    {"huf", "HUF", true},
+    {"cad", "CAD", true},
+    {"aud", "AUD", true},
   };
   return all;
 }

@@ -7,35 +7,88 @@
 #include <regex>
 #include <utility>
 
-namespace ingestd::local_rules {
+#include "adapters/llm/local/text.hpp"
 
-int month_number(std::string_view name) {
-  static const std::array<std::pair<std::string_view, int>, 34> names{{
-    {"january", 1},  {"januar", 1},    {"jan", 1},     {"february", 2}, {"februar", 2},
-    {"feb", 2},      {"march", 3},     {"m\xC3\xA4rz", 3}, {"maerz", 3}, {"mar", 3},
-    {"m\xC3\xA4r", 3}, {"mrz", 3},     {"april", 4},   {"apr", 4},      {"may", 5},
-    {"mai", 5},      {"june", 6},      {"juni", 6},    {"jun", 6},      {"july", 7},
-    {"juli", 7},     {"jul", 7},       {"august", 8},  {"aug", 8},      {"september", 9},
-    {"sept", 9},     {"sep", 9},       {"october", 10}, {"oktober", 10}, {"oct", 10},
-    {"okt", 10},     {"november", 11}, {"nov", 11},    {"dec", 12},
-  }};
-  for (const auto& [n, m] : names)
-    if (name == n)
-      return m;
-  if (name == "december" || name == "dezember" || name == "dez")
-    return 12;
-  return 0;
-}
+namespace ingestd::local_rules {
 
 namespace {
 
-const char* month_alternation() {
-  return "(january|february|march|april|may|june|july|august|september|october|november|"
-         "december|januar|februar|m\xC3\xA4rz|maerz|mai|juni|juli|oktober|dezember|sept|jan|feb|"
-         "mar|m\xC3\xA4r|mrz|apr|jun|jul|aug|sep|oct|okt|nov|dec|dez)";
+/// Month names and abbreviations, lower case, a row per language (data: add a language here).
+/// Polish dates use the genitive ("15 marca 2024"); both forms are listed.
+struct month_row {
+  std::string_view language;
+  std::array<std::string_view, 12> names;
+};
+
+const std::vector<month_row>& month_rows() {
+  static const std::vector<month_row> rows{
+    {"en", {"january", "february", "march", "april", "may", "june", "july", "august", "september",
+            "october", "november", "december"}},
+    {"en", {"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"}},
+    {"en", {"jan", "feb", "mar", "apr", "may", "june", "july", "aug", "sept", "oct", "nov", "dec"}},
+    {"de", {"januar", "februar", "m\xC3\xA4rz", "april", "mai", "juni", "juli", "august", "september",
+            "oktober", "november", "dezember"}},
+    {"de", {"j\xC3\xA4nner", "feber", "maerz", "apr", "mai", "jun", "jul", "aug", "sep", "okt", "nov", "dez"}},
+    {"de", {"jan", "feb", "m\xC3\xA4r", "apr", "mai", "jun", "jul", "aug", "sep", "okt", "nov", "dez"}},
+    {"de", {"jan", "feb", "mrz", "apr", "mai", "jun", "jul", "aug", "sep", "okt", "nov", "dez"}},
+    {"fr", {"janvier", "f\xC3\xA9vrier", "mars", "avril", "mai", "juin", "juillet", "ao\xC3\xBBt",
+            "septembre", "octobre", "novembre", "d\xC3\xA9" "cembre"}},
+    {"fr", {"janv", "f\xC3\xA9vr", "mars", "avr", "mai", "juin", "juil", "ao\xC3\xBBt", "sept", "oct",
+            "nov", "d\xC3\xA9" "c"}},
+    {"nl", {"januari", "februari", "maart", "april", "mei", "juni", "juli", "augustus", "september",
+            "oktober", "november", "december"}},
+    {"nl", {"jan", "feb", "mrt", "apr", "mei", "jun", "jul", "aug", "sep", "okt", "nov", "dec"}},
+    {"es", {"enero", "febrero", "marzo", "abril", "mayo", "junio", "julio", "agosto", "septiembre",
+            "octubre", "noviembre", "diciembre"}},
+    {"es", {"ene", "feb", "mar", "abr", "may", "jun", "jul", "ago", "setiembre", "oct", "nov", "dic"}},
+    {"it", {"gennaio", "febbraio", "marzo", "aprile", "maggio", "giugno", "luglio", "agosto",
+            "settembre", "ottobre", "novembre", "dicembre"}},
+    {"it", {"gen", "feb", "mar", "apr", "mag", "giu", "lug", "ago", "sett", "ott", "nov", "dic"}},
+    {"pl", {"stycznia", "lutego", "marca", "kwietnia", "maja", "czerwca", "lipca", "sierpnia",
+            "wrze\xC5\x9Bnia", "pa\xC5\xBA" "dziernika", "listopada", "grudnia"}},
+    {"pl", {"stycze\xC5\x84", "luty", "marzec", "kwiecie\xC5\x84", "maj", "czerwiec", "lipiec",
+            "sierpie\xC5\x84", "wrzesie\xC5\x84", "pa\xC5\xBA" "dziernik", "listopad", "grudzie\xC5\x84"}},
+    {"pl", {"sty", "lut", "mar", "kwi", "maj", "cze", "lip", "sie", "wrz", "pa\xC5\xBA", "lis", "gru"}},
+  };
+  return rows;
+}
+
+/// Every spelling (with and without accents: OCR drops them) -> month, longest first.
+const std::vector<std::pair<std::string, int>>& month_spellings() {
+  static const std::vector<std::pair<std::string, int>> all = [] {
+    std::vector<std::pair<std::string, int>> v;
+    auto add = [&v](std::string name, int m) {
+      for (const auto& e : v)
+        if (e.first == name)
+          return;
+      v.emplace_back(std::move(name), m);
+    };
+    for (const auto& row : month_rows())
+      for (int m = 0; m < 12; ++m) {
+        add(std::string{row.names[static_cast<size_t>(m)]}, m + 1);
+        add(fold_ascii(row.names[static_cast<size_t>(m)]), m + 1);
+      }
+    std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+    return v;
+  }();
+  return all;
+}
+
+std::string month_alternation() {
+  std::string out = "(";
+  for (const auto& [name, m] : month_spellings())
+    out += (out.size() > 1 ? "|" : "") + name;
+  return out + ")";
 }
 
 } // namespace
+
+int month_number(std::string_view name) {
+  for (const auto& [n, m] : month_spellings())
+    if (name == n)
+      return m;
+  return 0;
+}
 
 bool valid_date(int y, int m, int d) {
   if (y < 1900 || y > 2200 || m < 1 || m > 12 || d < 1)
@@ -65,8 +118,9 @@ std::vector<date_hit> find_dates(const std::string& low, bool day_first) {
   static const std::regex ymd{R"((^|[^0-9])(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?![0-9]))"};
   static const std::regex dmy_dot{R"((^|[^0-9.])(\d{1,2})\. ?(\d{1,2})\. ?(\d{4}|\d{2})(?![0-9]))"};
   static const std::regex slash{R"((^|[^0-9/])(\d{1,2})([/-])(\d{1,2})[/-](\d{4}|\d{2})(?![0-9]))"};
-  static const std::regex d_month{std::string{R"((^|[^0-9])(\d{1,2})(?:st|nd|rd|th)?\.? ?(?:of )?)"}
-                                  + month_alternation() + R"((?![a-z])\.?,? ?(\d{4}))"};
+  // "15 March 2024", "15. März 2024", "1er mars 2024", "15 de marzo de 2024", "15-Mar-2024"
+  static const std::regex d_month{std::string{R"((^|[^0-9])(\d{1,2})(?:st|nd|rd|th|er)?\.?[ -]?(?:of |de )?)"}
+                                  + month_alternation() + R"((?![a-z])\.?,?[ -]?(?:de )?(\d{4}))"};
   static const std::regex month_d{std::string{R"((^|[^a-z]))"} + month_alternation()
                                   + R"((?![a-z])\.? (\d{1,2})(?:st|nd|rd|th)?,? (\d{4}))"};
   std::vector<date_hit> out;

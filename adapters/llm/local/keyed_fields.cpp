@@ -16,7 +16,10 @@ void run_state::find_keyed_fields() {
   };
   std::vector<amount_candidate> totals;
   std::vector<amount_candidate> subtotals;
-  std::map<long, double> vat_by_rate; // rate in basis points (-1 when none) -> amount
+  // (rate in basis points, -1 when none; the Indian GST part) -> amount.
+  std::map<std::pair<long, std::string>, double> vat_by_rate;
+  // "Order ID", "Booking number": the document's number when no invoice-number label is there.
+  std::optional<std::string> order_number;
 
   for (size_t i = 0; i < raw_.size(); ++i) {
     const auto& hs = hits_[i];
@@ -26,10 +29,11 @@ void run_state::find_keyed_fields() {
       std::string_view seg_raw = std::string_view{raw_[i]}.substr(b, e - b);
       switch (k) {
         case kind::invoice_number:
-        case kind::invoice_title: {
-          if (invoice_number_.src == source::label && k == kind::invoice_title)
-            break;
+        case kind::invoice_title:
+        case kind::order_number: {
           if (invoice_number_.src == source::label)
+            break;
+          if (k == kind::order_number && order_number.has_value())
             break;
           // The value: the first token with a digit, right after the label.
           auto value_of = [this](std::string_view s) -> std::optional<std::string> {
@@ -41,6 +45,13 @@ void run_state::find_keyed_fields() {
             v = v.substr(start);
             auto sp = v.find(' ');
             std::string tok = v.substr(0, sp);
+            // "FS 01/2024", "FPR 29/08": a short series prefix set apart from the number.
+            if (sp != std::string::npos && tok.size() <= 4 && !tok.empty()
+                && std::all_of(tok.begin(), tok.end(), [](char c) { return c >= 'A' && c <= 'Z'; })
+                && sp + 1 < v.size() && is_digit(v[sp + 1])) {
+              auto sp2 = v.find(' ', sp + 1);
+              tok = v.substr(0, sp2);
+            }
             while (!tok.empty() && (tok.back() == ',' || tok.back() == ';' || tok.back() == ')'))
               tok.pop_back();
             if (tok.empty() || tok.size() > 40)
@@ -52,7 +63,7 @@ void run_state::find_keyed_fields() {
             return tok;
           };
           auto v = value_of(seg_raw);
-          if (!v && k == kind::invoice_number && (line_has_only_label(i, h) || header_row(i)))
+          if (!v && k != kind::invoice_title && (line_has_only_label(i, h) || header_row(i)))
             if (auto c = below(i, hs[h].begin))
               v = value_of(c->second);
           if (!v)
@@ -60,7 +71,9 @@ void run_state::find_keyed_fields() {
           // "INVOICE TVC/2024/031" at the start of a line is as good as a label.
           bool title_first = k == kind::invoice_title && hs[h].begin == 0
                              && (h + 1 >= hs.size() || hs[h + 1].begin > hs[h].end + v->size());
-          if (k == kind::invoice_number || title_first)
+          if (k == kind::order_number)
+            order_number = *v;
+          else if (k == kind::invoice_number || title_first)
             invoice_number_.set(*v, source::label);
           else if (!invoice_number_.found())
             invoice_number_.set(*v, source::guess);
@@ -138,7 +151,12 @@ void run_state::find_keyed_fields() {
             subtotals.push_back({*value, 0, i});
           } else if (eff == kind::vat) {
             long key = rate ? std::lround(*rate * 100) : -1;
-            vat_by_rate[key] = *value;
+            // The same tax printed twice (a summary and the totals) counts once; India's central
+            // and state GST at the same rate are two taxes.
+            auto name = std::string{std::string_view{low_[i]}.substr(hs[h].begin, hs[h].end - hs[h].begin)};
+            if (name != "cgst" && name != "sgst" && name != "utgst")
+              name.clear();
+            vat_by_rate[{key, name}] = *value;
           } else {
             totals.push_back({*value, eff == kind::total ? 2 : 1, i});
           }
@@ -150,14 +168,19 @@ void run_state::find_keyed_fields() {
     }
   }
 
+  if (!invoice_number_.found() && order_number)
+    invoice_number_.set(*order_number, source::label);
+  else if (invoice_number_.src == source::guess && order_number)
+    invoice_number_.set(*order_number, source::label);
   if (!subtotals.empty())
     subtotal_.set(subtotals.front().value, source::label);
   if (!vat_by_rate.empty()) {
     double sum = 0;
-    if (vat_by_rate.size() > 1)
-      vat_by_rate.erase(-1); // a rate-less line next to per-rate lines is their sum
-    for (const auto& [rate, v] : vat_by_rate)
-      sum += v;
+    // A rate-less line next to per-rate lines is their sum.
+    bool has_rates = std::any_of(vat_by_rate.begin(), vat_by_rate.end(), [](const auto& e) { return e.first.first >= 0; });
+    for (const auto& [key, v] : vat_by_rate)
+      if (!(has_rates && key.first < 0))
+        sum += v;
     vat_.set(round2(sum), source::label);
   }
   if (!totals.empty()) {

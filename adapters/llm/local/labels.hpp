@@ -31,8 +31,9 @@ enum class kind {
 };
 
 struct label {
-  std::string_view text; ///< lower case
+  std::string_view text; ///< lower case; accents are optional in the text (see match_folded)
   kind k;
+  std::string_view language{}; ///< set from the table when the tables are merged
 };
 
 /// One language's labels (a table per language in labels_<lang>.cpp).
@@ -43,6 +44,14 @@ struct label_table {
 
 const label_table& labels_en();
 const label_table& labels_de();
+const label_table& labels_fr();
+const label_table& labels_nl();
+const label_table& labels_es();
+const label_table& labels_it();
+const label_table& labels_pl();
+
+/// Every table, English first.
+const std::vector<const label_table*>& label_tables();
 
 /// Every label of every language, longest first (so "invoice number" wins over "invoice").
 const std::vector<label>& labels();
@@ -51,6 +60,7 @@ struct hit {
   kind k;
   size_t begin;
   size_t end;
+  std::string_view language{};
 };
 
 /// Label hits in a lowered line, longest label first at each position, on word boundaries.

@@ -26,7 +26,7 @@ const label_table& labels_de() {
     {"zeitraum", kind::other_date}, {"kundennummer", kind::other_number},
     {"kunden-nr.", kind::other_number}, {"kunden-nr", kind::other_number},
     {"kundennr", kind::other_number}, {"auftragsnummer", kind::other_number},
-    {"auftrags-nr.", kind::other_number}, {"bestellnummer", kind::other_number},
+    {"auftrags-nr.", kind::other_number}, {"bestellnummer", kind::order_number},
     {"bestell-nr.", kind::other_number}, {"lieferschein", kind::other_number},
     {"ihre referenz", kind::other_number}, {"steuernummer", kind::other_number},
     {"st.-nr.", kind::other_number}, {"seite", kind::other_number},
@@ -61,6 +61,11 @@ const label_table& labels_de() {
     {"lieferadresse", kind::contact}, {"lieferanschrift", kind::contact},
     {"telefon", kind::contact}, {"mobil", kind::contact}, {"geschäftsführer", kind::contact},
     {"amtsgericht", kind::contact},
+    // receipts and booking confirmations
+    {"bon-nr.", kind::invoice_number}, {"bon-nr", kind::invoice_number}, {"belegnr.", kind::invoice_number},
+    {"quittungsnummer", kind::invoice_number}, {"buchungsnummer", kind::order_number},
+    {"reservierungsnummer", kind::order_number}, {"bezahlt", kind::total}, {"gezahlt", kind::total},
+    {"anreise", kind::other_date}, {"abreise", kind::other_date},
   };
   static const label_table table{"de", &all};
   return table;

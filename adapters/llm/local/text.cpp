@@ -17,15 +17,91 @@ std::string_view trim(std::string_view s) {
 std::string lower(std::string_view s) {
   std::string out{s};
   for (size_t i = 0; i < out.size(); ++i) {
-    char& c = out[i];
+    auto c = static_cast<unsigned char>(out[i]);
     if (c >= 'A' && c <= 'Z') {
-      c = static_cast<char>(c - 'A' + 'a');
-    } else if (static_cast<unsigned char>(c) == 0xC3 && i + 1 < out.size()) {
-      auto& n = reinterpret_cast<unsigned char&>(out[i + 1]);
-      if (n == 0x84 || n == 0x96 || n == 0x9C)
-        n = static_cast<unsigned char>(n + 0x20);
+      out[i] = static_cast<char>(c - 'A' + 'a');
+    } else if ((c == 0xC3 || c == 0xC4 || c == 0xC5) && i + 1 < out.size()) {
+      auto n = static_cast<unsigned char>(out[i + 1]);
+      unsigned cp = ((c & 0x1Fu) << 6) | (n & 0x3Fu);
+      unsigned lc = cp;
+      if (cp >= 0xC0 && cp <= 0xDE && cp != 0xD7)
+        lc = cp + 0x20; // Latin-1: À-Þ
+      else if ((cp >= 0x100 && cp <= 0x137) || (cp >= 0x14A && cp <= 0x177))
+        lc = cp | 1u; // Latin Extended-A pairs: even capital, odd small (Ą ą, Ę ę, Ś ś)
+      else if (((cp >= 0x139 && cp <= 0x148) || (cp >= 0x179 && cp <= 0x17E)) && (cp & 1u))
+        lc = cp + 1; // odd capital, even small (Ł ł, Ń ń, Ź ź, Ż ż)
+      out[i] = static_cast<char>(0xC0 | (lc >> 6));
+      out[i + 1] = static_cast<char>(0x80 | (lc & 0x3F));
       ++i;
     }
+  }
+  return out;
+}
+
+char ascii_base(char lead, char next) {
+  auto c = static_cast<unsigned char>(lead);
+  auto n = static_cast<unsigned char>(next);
+  if (c == 0xC2)
+    return n == 0xB0 || n == 0xBA ? 'o' : 0; // ° º (as in N°, Nº)
+  if (c < 0xC3 || c > 0xC5 || (n & 0xC0) != 0x80)
+    return 0;
+  unsigned cp = ((c & 0x1Fu) << 6) | (n & 0x3Fu);
+  // Small letters only (the text is lowered first).
+  static constexpr std::string_view latin1 = "aaaaaaaceeeeiiii" "dnooooo/ouuuuyty"; // U+00E0-00FF
+  if (cp >= 0xE0 && cp <= 0xFF) {
+    char b = latin1[cp - 0xE0];
+    return b == '/' ? 0 : b;
+  }
+  switch (cp) {
+    case 0x105: return 'a'; // ą
+    case 0x107: case 0x10D: return 'c'; // ć č
+    case 0x119: case 0x11B: return 'e'; // ę ě
+    case 0x142: return 'l'; // ł
+    case 0x144: case 0x148: return 'n'; // ń ň
+    case 0x15B: case 0x161: return 's'; // ś š
+    case 0x17A: case 0x17C: case 0x17E: return 'z'; // ź ż ž
+    default: return 0;
+  }
+}
+
+size_t match_folded(std::string_view low, size_t i, std::string_view pattern) {
+  size_t j = i;
+  for (size_t k = 0; k < pattern.size(); ++k) {
+    if (j < low.size() && low[j] == pattern[k]) {
+      ++j;
+      continue;
+    }
+    // The text has an accented letter where the pattern has its base letter...
+    if (j + 1 < low.size() && ascii_base(low[j], low[j + 1]) == pattern[k] && pattern[k] != 0) {
+      j += 2;
+      continue;
+    }
+    // ...or the base letter where the pattern has the accented one (OCR dropped the accent).
+    if (k + 1 < pattern.size() && j < low.size()) {
+      char b = ascii_base(pattern[k], pattern[k + 1]);
+      if (b != 0 && b == low[j]) {
+        ++k;
+        ++j;
+        continue;
+      }
+    }
+    return std::string_view::npos;
+  }
+  return j;
+}
+
+std::string fold_ascii(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i + 1 < s.size()) {
+      if (char b = ascii_base(s[i], s[i + 1]); b != 0) {
+        out += b;
+        ++i;
+        continue;
+      }
+    }
+    out += s[i];
   }
   return out;
 }

@@ -22,8 +22,21 @@ constexpr size_t max_lines = 20'000;
 /// `s` without spaces and tabs at both ends.
 std::string_view trim(std::string_view s);
 
-/// ASCII lower case plus the German capitals Ä Ö Ü (same byte length, so offsets stay valid).
+/// ASCII lower case plus the capitals of Latin-1 and Latin Extended-A (À-Þ, Ą, Ł, Ś, Ż, ...):
+/// the same byte length, so offsets stay valid.
 std::string lower(std::string_view s);
+
+/// The ASCII letter under a lowered two-byte UTF-8 letter ("é" -> 'e', "ł" -> 'l', "°" -> 'o'),
+/// or 0.
+char ascii_base(char lead, char next);
+
+/// Where `pattern` (lower case) matches `low` at `i`, accents ignored in either direction ("n°"
+/// matches "no", "numero" matches "número", "échéance" matches "echeance"): the end offset in
+/// `low`, or npos.
+size_t match_folded(std::string_view low, size_t i, std::string_view pattern);
+
+/// `s` with accented letters replaced by their ASCII base letters.
+std::string fold_ascii(std::string_view s);
 
 /// Collapses runs of spaces and strips separators at both ends.
 std::string clean_value(std::string_view s);
