@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -52,6 +53,7 @@ public:
 
 private:
   void decide_conventions();
+  void find_stacked_values();
   void find_keyed_fields();
   void find_parties();
   void find_vat_id();
@@ -133,6 +135,9 @@ private:
   bool items_reconcile_ = false;
   bool totals_reconcile_ = false;
   bool totals_contradict_ = false;
+  /// Values for labels that OCR put in a column of their own, apart from their values' column
+  /// (line of the label -> the value's text): see stacked.cpp.
+  std::map<size_t, std::string> stacked_;
 };
 
 } // namespace ingestd::local_rules

@@ -66,6 +66,9 @@ void run_state::find_keyed_fields() {
           if (!v && k != kind::invoice_title && (line_has_only_label(i, h) || header_row(i)))
             if (auto c = below(i, hs[h].begin))
               v = value_of(c->second);
+          if (!v && k != kind::invoice_title)
+            if (auto st = stacked_.find(i); st != stacked_.end())
+              v = value_of(st->second);
           if (!v)
             break;
           // "INVOICE TVC/2024/031" at the start of a line is as good as a label.
@@ -92,6 +95,10 @@ void run_state::find_keyed_fields() {
           if (!v && (line_has_only_label(i, h) || header_row(i)))
             if (auto c = below(i, hs[h].begin))
               if (auto d = find_dates(lower(c->second), day_first_); !d.empty())
+                v = d.front().iso;
+          if (!v)
+            if (auto st = stacked_.find(i); st != stacked_.end())
+              if (auto d = find_dates(lower(st->second), day_first_); !d.empty())
                 v = d.front().iso;
           if (k == kind::due_date && !v) {
             // "Due: within 30 days" / "fällig innerhalb von 14 Tagen"
@@ -145,6 +152,10 @@ void run_state::find_keyed_fields() {
                 value = as[0].value;
             }
           }
+          if (!value)
+            if (auto st = stacked_.find(i); st != stacked_.end())
+              if (auto as = find_amounts(st->second); as.size() == 1)
+                value = as[0].value;
           if (!value)
             break;
           if (eff == kind::subtotal) {

@@ -121,6 +121,7 @@ std::string run_state::to_json(bool successful, const std::string& confidence,
 }
 
 extraction run_state::finish() {
+  find_stacked_values();
   find_keyed_fields();
   find_vat_id();
   find_currency();
