@@ -28,6 +28,8 @@ const std::vector<currency_marker>& currency_markers() {
     {"rupees", "INR", true},
     {"z\xC5\x82", "PLN", true}, // zł
     {"z\xC5\x82otych", "PLN", true},
+    {"zt", "PLN", true}, // zł as OCR without Polish reads it
+    {"zl", "PLN", true},
     {"euros", "EUR", true},
     {"dkk", "DKK", true},
     {"nok", "NOK", true},
@@ -45,6 +47,9 @@ std::vector<std::pair<size_t, std::string_view>> currency_hits(std::string_view 
   for (size_t i = 0; i < low.size(); ++i) {
     for (const auto& m : currency_markers()) {
       if (low.compare(i, m.text.size(), m.text) != 0)
+        continue;
+      // A symbol glued to a word is a letter misread ("$wiatłowód" for "Światłowód").
+      if (!m.word && i + m.text.size() < low.size() && is_alpha_ascii(low[i + m.text.size()]))
         continue;
       if (m.word) {
         bool before_ok = i == 0 || !is_letter(low[i - 1]);

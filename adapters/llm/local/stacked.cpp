@@ -85,7 +85,8 @@ void run_state::find_stacked_values() {
       if (!k)
         break;
       // A weak total after a strong one is the amount column's heading ("Montant", "Importo").
-      if (*k == kind::total_weak && !run.empty() && run.back().second == kind::total)
+      if (*k == kind::total_weak && !run.empty()
+          && (run.back().second == kind::total || run.back().second == kind::total_weak))
         break;
       run.emplace_back(j, *k);
     }
