@@ -124,6 +124,15 @@ std::vector<date_hit> find_dates(const std::string& low, bool day_first) {
   static const std::regex month_d{std::string{R"((^|[^a-z]))"} + month_alternation()
                                   + R"((?![a-z])\.? (\d{1,2})(?:st|nd|rd|th)?,? (\d{4}))"};
   std::vector<date_hit> out;
+  // Every pattern needs digits, the ones with month names a four-digit year: most lines of a
+  // page have neither, and the month alternation is the costly regex.
+  size_t run = 0, longest_run = 0;
+  for (char c : low) {
+    run = is_digit(c) ? run + 1 : 0;
+    longest_run = std::max(longest_run, run);
+  }
+  if (longest_run == 0)
+    return out;
   auto add = [&](const std::smatch& m, int y, int mo, int d, bool ambiguous, int a, int b) {
     if (!valid_date(y, mo, d))
       return;
@@ -140,9 +149,11 @@ std::vector<date_hit> find_dates(const std::string& low, bool day_first) {
   };
   auto num = [](const std::ssub_match& s) { return std::stoi(s.str()); };
   each(ymd, [&](const std::smatch& m) { add(m, num(m[2]), num(m[3]), num(m[4]), false, 0, 0); });
+  if (longest_run >= 4)
   each(d_month, [&](const std::smatch& m) {
     add(m, num(m[4]), month_number(m[3].str()), num(m[2]), false, 0, 0);
   });
+  if (longest_run >= 4)
   each(month_d, [&](const std::smatch& m) {
     add(m, num(m[4]), month_number(m[2].str()), num(m[3]), false, 0, 0);
   });

@@ -2,6 +2,8 @@
 #include "adapters/llm/local/labels.hpp"
 
 #include <algorithm>
+#include <array>
+#include <utility>
 
 #include "adapters/llm/local/text.hpp"
 
@@ -29,27 +31,62 @@ const std::vector<label>& labels() {
 }
 
 /// Label hits in a lowered line, longest label first at each position, on word boundaries.
+namespace {
+
+/// The labels that can match at a byte: those starting with it, and those starting with an
+/// accented letter whose base letter it is (and the other way round, see find_labels). Each
+/// bucket keeps the longest-first order.
+const std::array<std::vector<const label*>, 256>& labels_by_first_byte() {
+  static const auto index = [] {
+    std::array<std::vector<const label*>, 256> by;
+    for (const auto& l : labels()) {
+      by[static_cast<unsigned char>(l.text[0])].push_back(&l);
+      if (l.text.size() >= 2)
+        if (char b = ascii_base(l.text[0], l.text[1]); b != 0)
+          by[static_cast<unsigned char>(b)].push_back(&l);
+    }
+    return by;
+  }();
+  return index;
+}
+
+/// The longest label of `bucket` at `i` on word boundaries: (label, end) or null.
+std::pair<const label*, size_t> first_match(const std::vector<const label*>& bucket, std::string_view low, size_t i) {
+  for (const auto* l : bucket) {
+    size_t end = match_folded(low, i, l->text);
+    if (end == std::string_view::npos)
+      continue;
+    char last = l->text.back();
+    if (end >= low.size() || !is_letter(low[end]) || !is_letter(last))
+      return {l, end};
+  }
+  return {nullptr, 0};
+}
+
+} // namespace
+
 std::vector<hit> find_labels(std::string_view low) {
+  const auto& index = labels_by_first_byte();
   std::vector<hit> out;
   for (size_t i = 0; i < low.size();) {
-    bool matched = false;
-    if (i == 0 || !is_word(low[i - 1])) {
-      for (const auto& l : labels()) {
-        size_t end = match_folded(low, i, l.text);
-        if (end == std::string_view::npos)
-          continue;
-        char last = l.text.back();
-        bool after_ok = end >= low.size() || !is_letter(low[end]) || !is_letter(last);
-        if (!after_ok)
-          continue;
-        out.push_back(hit{l.k, i, end, l.language});
-        i = end;
-        matched = true;
-        break;
-      }
-    }
-    if (!matched)
+    if (i > 0 && is_word(low[i - 1])) {
       ++i;
+      continue;
+    }
+    auto best = first_match(index[static_cast<unsigned char>(low[i])], low, i);
+    // An accented letter in the text also matches labels spelled with its base letter.
+    if (i + 1 < low.size())
+      if (char b = ascii_base(low[i], low[i + 1]); b != 0) {
+        auto other = first_match(index[static_cast<unsigned char>(b)], low, i);
+        if (other.first && (!best.first || other.first->text.size() > best.first->text.size()))
+          best = other;
+      }
+    if (!best.first) {
+      ++i;
+      continue;
+    }
+    out.push_back(hit{best.first->k, i, best.second, best.first->language});
+    i = best.second;
   }
   return out;
 }
