@@ -51,7 +51,7 @@ std::string read_text(const fs::path& p) {
   return ss.str();
 }
 
-std::string normalise_id(std::string s) {
+std::string normalise_id(const std::string& s) {
   std::string out;
   for (char c : s)
     if (!std::isspace(static_cast<unsigned char>(c)))

@@ -179,9 +179,8 @@ void run_state::find_keyed_fields() {
     }
   }
 
-  if (!invoice_number_.found() && order_number)
-    invoice_number_.set(*order_number, source::label);
-  else if (invoice_number_.src == source::guess && order_number)
+  // An order or booking number beats a guess but not an invoice-number label.
+  if (order_number && invoice_number_.src != source::label)
     invoice_number_.set(*order_number, source::label);
   if (!subtotals.empty())
     subtotal_.set(subtotals.front().value, source::label);
