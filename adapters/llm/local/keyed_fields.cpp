@@ -92,6 +92,15 @@ void run_state::find_keyed_fields() {
               v = d.iso;
               break;
             }
+          if (!v && !trim(seg_raw).empty() && trim(seg_raw).back() == '/' && h + 1 < hs.size()) {
+            // "Fecha de la factura/Fecha de entrega: 05 marzo 2024": one date for both labels.
+            auto next_end = segment(i, h + 1).second;
+            for (const auto& d : dates_[i])
+              if (d.begin >= e && d.begin < next_end) {
+                v = d.iso;
+                break;
+              }
+          }
           if (!v && (line_has_only_label(i, h) || header_row(i)))
             if (auto c = below(i, hs[h].begin))
               if (auto d = find_dates(lower(c->second), day_first_); !d.empty())

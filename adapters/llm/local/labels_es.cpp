@@ -18,7 +18,7 @@ const label_table& labels_es() {
     {"n\xC3\xBAmero de pedido", kind::order_number}, {"n\xC3\xBAmero de reserva", kind::order_number},
     {"localizador", kind::order_number}, {"pedido n\xC2\xBA", kind::order_number},
     // dates
-    {"fecha de factura", kind::invoice_date}, {"fecha factura", kind::invoice_date},
+    {"fecha de factura", kind::invoice_date}, {"fecha factura", kind::invoice_date}, {"fecha de la factura", kind::invoice_date},
     {"fecha de emisi\xC3\xB3n", kind::invoice_date}, {"fecha de expedici\xC3\xB3n", kind::invoice_date},
     {"fecha", kind::invoice_date},
     {"fecha de vencimiento", kind::due_date}, {"vencimiento", kind::due_date}, {"fecha l\xC3\xADmite de pago", kind::due_date},

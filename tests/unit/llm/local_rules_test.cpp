@@ -1,6 +1,10 @@
 // The local extractor's rule families one by one (adapters/llm/local/): text folding, labels per
 // language, month names and day orders, amount styles, currency markers, stacked columns; and a
 // small invoice per language through the whole extractor.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -191,4 +195,36 @@ TEST(local_rules_stacked, labels_and_values_in_separate_columns_are_paired) {
   EXPECT_DOUBLE_EQ(num(d, "subtotal"), 20223.98);
   EXPECT_DOUBLE_EQ(num(d, "vat_amount"), 4044.80);
   EXPECT_DOUBLE_EQ(num(d, "total"), 24268.78);
+}
+
+// Hand-made invoices in the layouts real vendors use (tests/unit/llm/texts_multilingual/): each
+// must give its invoice number, date, total and currency.
+TEST(local_rules_languages, hand_made_invoices_give_their_key_fields) {
+  const char* src = std::getenv("INGESTD_SOURCE_DIR");
+  ASSERT_NE(src, nullptr) << "INGESTD_SOURCE_DIR is not set (run through ctest)";
+  auto dir = std::filesystem::path{src} / "tests/unit/llm/texts_multilingual";
+  int documents = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".txt")
+      continue;
+    ++documents;
+    std::ifstream in{e.path()};
+    std::stringstream text;
+    text << in.rdbuf();
+    auto json_path = e.path();
+    json_path.replace_extension(".json");
+    std::ifstream tj{json_path};
+    std::stringstream truth_text;
+    truth_text << tj.rdbuf();
+    rapidjson::Document truth;
+    truth.Parse(truth_text.str().c_str());
+    ASSERT_TRUE(truth.IsObject()) << json_path;
+    auto got = fields_of(text.str());
+    auto name = e.path().filename().string();
+    EXPECT_EQ(str(got, "invoice_number"), truth["invoice_number"].GetString()) << name;
+    EXPECT_EQ(str(got, "invoice_date"), truth["invoice_date"].GetString()) << name;
+    EXPECT_NEAR(num(got, "total"), truth["total"].GetDouble(), 0.005) << name;
+    EXPECT_EQ(str(got, "currency"), truth["currency"].GetString()) << name;
+  }
+  EXPECT_GE(documents, 8);
 }
