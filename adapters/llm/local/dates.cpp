@@ -149,14 +149,39 @@ std::vector<date_hit> find_dates(const std::string& low, bool day_first) {
   };
   auto num = [](const std::ssub_match& s) { return std::stoi(s.str()); };
   each(ymd, [&](const std::smatch& m) { add(m, num(m[2]), num(m[3]), num(m[4]), false, 0, 0); });
-  if (longest_run >= 4)
-  each(d_month, [&](const std::smatch& m) {
-    add(m, num(m[4]), month_number(m[3].str()), num(m[2]), false, 0, 0);
-  });
-  if (longest_run >= 4)
-  each(month_d, [&](const std::smatch& m) {
-    add(m, num(m[4]), month_number(m[2].str()), num(m[3]), false, 0, 0);
-  });
+  if (longest_run >= 4) {
+    // Month names are matched on the line without accents (OCR misplaces them: "aoüt" for
+    // "août"), offsets mapped back to the line.
+    std::string folded;
+    std::vector<size_t> origin;
+    for (size_t i = 0; i < low.size(); ++i) {
+      origin.push_back(i);
+      if (i + 1 < low.size())
+        if (char b = ascii_base(low[i], low[i + 1]); b != 0) {
+          folded += b;
+          ++i;
+          continue;
+        }
+      folded += low[i];
+    }
+    origin.push_back(low.size());
+    auto add_folded = [&](const std::smatch& m, int y, int mo, int d) {
+      if (!valid_date(y, mo, d))
+        return;
+      size_t begin = origin[static_cast<size_t>(m.position(0) + m.length(1))];
+      size_t end = origin[static_cast<size_t>(m.position(0) + m.length(0))];
+      for (const auto& h : out)
+        if (begin < h.end && h.begin < end)
+          return;
+      out.push_back(date_hit{iso(y, mo, d), begin, end, false, 0, 0, y});
+    };
+    auto each_folded = [&](const std::regex& re, auto fn) {
+      for (auto it = std::sregex_iterator(folded.begin(), folded.end(), re); it != std::sregex_iterator(); ++it)
+        fn(*it);
+    };
+    each_folded(d_month, [&](const std::smatch& m) { add_folded(m, num(m[4]), month_number(m[3].str()), num(m[2])); });
+    each_folded(month_d, [&](const std::smatch& m) { add_folded(m, num(m[4]), month_number(m[2].str()), num(m[3])); });
+  }
   each(dmy_dot, [&](const std::smatch& m) {
     add(m, full_year(num(m[4])), num(m[3]), num(m[2]), false, 0, 0);
   });

@@ -66,26 +66,36 @@ char ascii_base(char lead, char next) {
 
 size_t match_folded(std::string_view low, size_t i, std::string_view pattern) {
   size_t j = i;
-  for (size_t k = 0; k < pattern.size(); ++k) {
-    if (j < low.size() && low[j] == pattern[k]) {
-      ++j;
-      continue;
-    }
-    // The text has an accented letter where the pattern has its base letter...
-    if (j + 1 < low.size() && ascii_base(low[j], low[j + 1]) == pattern[k] && pattern[k] != 0) {
+  size_t k = 0;
+  while (k < pattern.size()) {
+    char pb = k + 1 < pattern.size() ? ascii_base(pattern[k], pattern[k + 1]) : 0;
+    char tb = j + 1 < low.size() ? ascii_base(low[j], low[j + 1]) : 0;
+    if (pb != 0 && tb != 0) {
+      // Both accented: the same base letter will do ("zamöwienia" for "zamówienia").
+      if (pb != tb)
+        return std::string_view::npos;
       j += 2;
-      continue;
+      k += 2;
+    } else if (tb != 0) {
+      // The text has an accented letter where the pattern has its base letter.
+      if (tb != pattern[k])
+        return std::string_view::npos;
+      j += 2;
+      ++k;
+    } else if (pb != 0) {
+      // The base letter where the pattern has the accented one (OCR dropped the accent); OCR
+      // without Polish reads ł as t ("zaptacono" for "zapłacono").
+      bool l_stroke = pattern[k] == '\xC5' && pattern[k + 1] == '\x82';
+      if (j >= low.size() || (low[j] != pb && !(l_stroke && low[j] == 't')))
+        return std::string_view::npos;
+      ++j;
+      k += 2;
+    } else {
+      if (j >= low.size() || low[j] != pattern[k])
+        return std::string_view::npos;
+      ++j;
+      ++k;
     }
-    // ...or the base letter where the pattern has the accented one (OCR dropped the accent).
-    if (k + 1 < pattern.size() && j < low.size()) {
-      char b = ascii_base(pattern[k], pattern[k + 1]);
-      if (b != 0 && b == low[j]) {
-        ++k;
-        ++j;
-        continue;
-      }
-    }
-    return std::string_view::npos;
   }
   return j;
 }

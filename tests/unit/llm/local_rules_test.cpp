@@ -58,6 +58,9 @@ TEST(local_rules_text, labels_match_with_or_without_accents) {
   low = lower("Date d'échéance");
   EXPECT_NE(match_folded(low, 0, "date d'echeance"), std::string_view::npos);
   EXPECT_EQ(match_folded("facture", 0, "facturation"), std::string_view::npos);
+  // OCR puts the wrong accent, or reads Polish ł as t without Polish language data.
+  EXPECT_NE(match_folded(lower("Numer zamöwienia"), 0, "numer zam\xC3\xB3wienia"), std::string_view::npos);
+  EXPECT_EQ(first_label("Zaptacono PLN 6 756,96"), kind::total);
 }
 
 TEST(local_rules_labels, invoice_number_spellings_per_language) {
@@ -107,6 +110,7 @@ TEST(local_rules_dates, month_names_per_language) {
   EXPECT_EQ(parse_date("15 października 2024"), "2024-10-15");
   EXPECT_EQ(parse_date("15 wrzesnia 2024"), "2024-09-15");
   EXPECT_EQ(parse_date("15.03.2024 r."), "2024-03-15");
+  EXPECT_EQ(parse_date("28 aoüt 2024"), "2024-08-28"); // OCR's accent on the wrong letter
 }
 
 TEST(local_rules_dates, day_order_follows_the_document_language) {
