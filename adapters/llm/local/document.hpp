@@ -54,6 +54,7 @@ public:
 private:
   void decide_conventions();
   void find_stacked_values();
+  void find_heading_rows();
   void find_keyed_fields();
   void find_parties();
   void find_vat_id();
@@ -135,9 +136,10 @@ private:
   bool items_reconcile_ = false;
   bool totals_reconcile_ = false;
   bool totals_contradict_ = false;
-  /// Values for labels that OCR put in a column of their own, apart from their values' column
-  /// (line of the label -> the value's text): see stacked.cpp.
-  std::map<size_t, std::string> stacked_;
+  /// Values for labels that OCR put apart from their values: a column of labels, or a row of
+  /// column headings above a row of values ((line, offset of the label) -> the value's text):
+  /// see stacked.cpp.
+  std::map<std::pair<size_t, size_t>, std::string> stacked_;
 };
 
 } // namespace ingestd::local_rules

@@ -67,7 +67,7 @@ void run_state::find_keyed_fields() {
             if (auto c = below(i, hs[h].begin))
               v = value_of(c->second);
           if (!v && k != kind::invoice_title)
-            if (auto st = stacked_.find(i); st != stacked_.end())
+            if (auto st = stacked_.find({i, hs[h].begin}); st != stacked_.end())
               v = value_of(st->second);
           if (!v)
             break;
@@ -106,7 +106,7 @@ void run_state::find_keyed_fields() {
               if (auto d = find_dates(lower(c->second), day_first_); !d.empty())
                 v = d.front().iso;
           if (!v)
-            if (auto st = stacked_.find(i); st != stacked_.end())
+            if (auto st = stacked_.find({i, hs[h].begin}); st != stacked_.end())
               if (auto d = find_dates(lower(st->second), day_first_); !d.empty())
                 v = d.front().iso;
           if (k == kind::due_date && !v) {
@@ -162,7 +162,7 @@ void run_state::find_keyed_fields() {
             }
           }
           if (!value)
-            if (auto st = stacked_.find(i); st != stacked_.end())
+            if (auto st = stacked_.find({i, hs[h].begin}); st != stacked_.end())
               if (auto as = find_amounts(st->second); as.size() == 1)
                 value = as[0].value;
           if (!value)

@@ -76,7 +76,12 @@ void run_state::find_stacked_values() {
 
   for (size_t i = 0; i < raw_.size(); ++i) {
     // The run of label-only lines (blank lines between allowed).
-    std::vector<std::pair<size_t, kind>> run;
+    struct entry {
+      size_t first;  // line
+      kind second;   // the label's kind
+      size_t third;  // the label's offset
+    };
+    std::vector<entry> run;
     size_t j = i;
     for (; j < raw_.size(); ++j) {
       if (trim(raw_[j]).empty())
@@ -88,7 +93,7 @@ void run_state::find_stacked_values() {
       if (*k == kind::total_weak && !run.empty()
           && (run.back().second == kind::total || run.back().second == kind::total_weak))
         break;
-      run.emplace_back(j, *k);
+      run.push_back({j, *k, raw_[j].find_first_not_of(' ')});
     }
     if (run.size() < 2) {
       i = std::max(i, j);
@@ -123,13 +128,65 @@ void run_state::find_stacked_values() {
         }
         if (ok) {
           for (size_t r = 0; r < run.size(); ++r)
-            stacked_[run[r].first] = raw_[values[offset + r]];
+            stacked_[{run[r].first, run[r].third}] = raw_[values[offset + r]];
           break;
         }
       }
       p = std::max(q, p + 1);
     }
     i = j;
+  }
+  find_heading_rows();
+}
+
+void run_state::find_heading_rows() {
+  // "Invoice Number Invoice Date Due Date" over "2025/980 12/09/2025 26/09/2025": a line of
+  // labels only, then a line of as many values (a date with spaces counts as one), in order.
+  for (size_t i = 0; i + 1 < raw_.size(); ++i) {
+    std::vector<const hit*> real;
+    for (const auto& h : hits_[i])
+      if (h.k != kind::qualifier && h.k != kind::net_qualifier)
+        real.push_back(&h);
+    if (real.size() < 2 || !dates_[i].empty())
+      continue;
+    // Nothing but the labels (and separators) on the line.
+    size_t covered = 0;
+    for (const auto* h : real)
+      covered += h->end - h->begin;
+    size_t printed = static_cast<size_t>(std::count_if(raw_[i].begin(), raw_[i].end(), [](char c) {
+      return c != ' ' && c != ':' && c != '|' && c != '#';
+    }));
+    size_t label_chars = 0;
+    for (const auto* h : real)
+      for (size_t p = h->begin; p < h->end; ++p)
+        label_chars += raw_[i][p] != ' ' ? 1 : 0;
+    if (label_chars < printed || covered == 0)
+      continue;
+    size_t j = i + 1;
+    while (j < raw_.size() && trim(raw_[j]).empty() && j < i + 3)
+      ++j;
+    if (j >= raw_.size() || !hits_[j].empty())
+      continue;
+    // The value units of line j: dates whole, other runs split at spaces.
+    std::vector<std::string> units;
+    const auto& line = raw_[j];
+    size_t p = 0;
+    while (p < line.size()) {
+      if (line[p] == ' ') {
+        ++p;
+        continue;
+      }
+      auto d = std::find_if(dates_[j].begin(), dates_[j].end(), [p](const date_hit& x) { return x.begin == p; });
+      size_t end = d != dates_[j].end() ? d->end : line.find(' ', p);
+      if (end == std::string::npos)
+        end = line.size();
+      units.push_back(line.substr(p, end - p));
+      p = end;
+    }
+    if (units.size() != real.size())
+      continue;
+    for (size_t u = 0; u < units.size(); ++u)
+      stacked_.try_emplace({i, real[u]->begin}, units[u]);
   }
 }
 

@@ -232,3 +232,12 @@ TEST(local_rules_languages, hand_made_invoices_give_their_key_fields) {
   }
   EXPECT_GE(documents, 8);
 }
+
+TEST(local_rules_stacked, a_row_of_headings_over_a_row_of_values_is_paired_in_order) {
+  auto d = fields_of("Invoice The Grand Harrow Hotel\nInvoice Number Invoice Date Due Date\n"
+                     "2025/980 12 September 2025 26/09/2025\n\nNet amount 100.00\nVAT 20% 20.00\n"
+                     "Balance due £120.00\n");
+  EXPECT_EQ(str(d, "invoice_number"), "2025/980");
+  EXPECT_EQ(str(d, "invoice_date"), "2025-09-12");
+  EXPECT_EQ(str(d, "due_date"), "2025-09-26");
+}
