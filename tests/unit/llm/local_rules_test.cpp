@@ -87,6 +87,16 @@ TEST(local_rules_labels, totals_subtotals_and_vat_per_language) {
   // "Te betalen vóór" is a due date, not the total.
   EXPECT_EQ(first_label("Te betalen vóór 01-04-2024"), kind::due_date);
   EXPECT_EQ(first_label("Date de livraison"), kind::other_date);
+  // Overlapping labels: "Date Due Date" is "Date" and "Due Date"; "Invoice Date Due Date" keeps
+  // "Invoice Date".
+  auto hs = find_labels("date due date");
+  ASSERT_EQ(hs.size(), 2U);
+  EXPECT_EQ(hs[0].k, kind::invoice_date);
+  EXPECT_EQ(hs[1].k, kind::due_date);
+  hs = find_labels("invoice date due date");
+  ASSERT_EQ(hs.size(), 2U);
+  EXPECT_EQ(hs[0].k, kind::invoice_date);
+  EXPECT_EQ(hs[1].k, kind::due_date);
 }
 
 TEST(local_rules_labels, every_language_has_a_table) {
