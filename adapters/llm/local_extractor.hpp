@@ -1,5 +1,6 @@
 // The local rule-based extractor (the embedded default): finds invoice fields in transcription
-// text with English and German labels, no network. Confidence is honest: it says when it guessed.
+// text with labels in English, German, French, Dutch, Spanish, Italian and Polish, no network.
+// Confidence is honest: it says when it guessed. The rules live in adapters/llm/local/.
 #pragma once
 
 #include <optional>
@@ -13,7 +14,8 @@ namespace ingestd {
 
 struct local_extractor_options {
   /// How to read an ambiguous date like 03/04/2024 when nothing in the document decides it
-  /// (a day above 12 elsewhere, or the currency: USD reads month first, EUR/GBP/CHF day first).
+  /// (a day above 12 elsewhere, the language: all but English put the day first, or the
+  /// currency: USD reads month first, GBP, INR and PLN day first).
   bool ambiguous_dates_day_first = false;
 };
 
@@ -43,7 +45,7 @@ std::optional<double> parse_amount(std::string_view s);
 /// 15. März 2024, March 15, 2024, ... `day_first` decides ambiguous numeric dates.
 std::optional<std::string> parse_date(std::string_view s, bool day_first = false);
 
-/// The ISO 4217 code for a symbol or code in `s` ("€" -> "EUR"), or nullopt.
+/// The ISO 4217 code for a symbol, code or word in `s` ("€" -> "EUR", "zł" -> "PLN"), or nullopt.
 std::optional<std::string> find_currency(std::string_view s);
 
 } // namespace local_rules
