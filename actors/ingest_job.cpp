@@ -8,7 +8,7 @@
 #include "actors/ingest_job.hpp"
 
 #include "actors/job.hpp"
-#include "adapters/llm/quality_gate.hpp"
+#include "adapters/extraction/quality_gate.hpp"
 #include "adapters/ocr/transcription_json.hpp"
 #include "messages/file_type.hpp"
 

@@ -15,7 +15,7 @@
 #include "actors/stage.hpp"
 #include "adapters/db/matching_repository.hpp"
 #include "adapters/db/repository.hpp"
-#include "adapters/llm/extractor.hpp"
+#include "adapters/extraction/extractor.hpp"
 #include "adapters/matching/matcher.hpp"
 #include "adapters/ocr/transcriber.hpp"
 #include "adapters/queue/queue.hpp"

@@ -6,9 +6,9 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
-#include "adapters/llm/extractor.hpp"
-#include "adapters/llm/local_extractor.hpp"
-#include "adapters/llm/quality_gate.hpp"
+#include "adapters/extraction/extractor.hpp"
+#include "adapters/extraction/local_extractor.hpp"
+#include "adapters/extraction/quality_gate.hpp"
 #include "adapters/ocr/thread_pool_executor.hpp"
 #include "adapters/ocr/transcriber.hpp"
 #include "adapters/ocr/transcription_json.hpp"

@@ -12,7 +12,7 @@
 #include <openssl/evp.h>
 #include <rapidjson/document.h>
 
-#include "adapters/llm/local_extractor.hpp"
+#include "adapters/extraction/local_extractor.hpp"
 #include "messages/hex.hpp"
 #include "messages/text.hpp"
 

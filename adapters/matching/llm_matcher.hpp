@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "adapters/http/http_client.hpp"
-#include "adapters/llm/chat_completion.hpp"
+#include "adapters/extraction/chat_completion.hpp"
 #include "adapters/matching/matcher.hpp"
 #include "adapters/support/timer.hpp"
 

@@ -24,8 +24,8 @@
 
 #include <rapidjson/document.h>
 
-#include "adapters/llm/local_extractor.hpp"
-#include "adapters/llm/quality_gate.hpp"
+#include "adapters/extraction/local_extractor.hpp"
+#include "adapters/extraction/quality_gate.hpp"
 #include "adapters/ocr/local_transcriber.hpp"
 
 using namespace ingestd;

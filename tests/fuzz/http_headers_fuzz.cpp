@@ -2,7 +2,7 @@
 // (delay-seconds, retry-after-ms, HTTP dates) in SQS, S3, the LLM client and Document AI, and
 // the error classification of non-2xx answers that carries it.
 // Input: an HTTP response in fuzz_support.hpp's form.
-#include "adapters/llm/openai_extractor.hpp"
+#include "adapters/extraction/openai_extractor.hpp"
 #include "adapters/ocr/document_ai_transcriber.hpp"
 #include "adapters/queue/sqs_protocol.hpp"
 #include "adapters/storage/s3_protocol.hpp"

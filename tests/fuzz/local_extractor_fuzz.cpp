@@ -2,8 +2,8 @@
 // layer: whatever the uploaded document says), and its amount, date and currency rules.
 #include <regex>
 
-#include "adapters/llm/extraction_schema.hpp"
-#include "adapters/llm/local_extractor.hpp"
+#include "adapters/extraction/extraction_schema.hpp"
+#include "adapters/extraction/local_extractor.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 using namespace ingestd;

@@ -3,9 +3,9 @@
 // the result.
 // Input: an HTTP response in fuzz_support.hpp's form; the body is also tried as a 200 answer and
 // as the model's content on its own.
-#include "adapters/llm/extraction_schema.hpp"
-#include "adapters/llm/openai_extractor.hpp"
-#include "adapters/llm/quality_gate.hpp"
+#include "adapters/extraction/extraction_schema.hpp"
+#include "adapters/extraction/openai_extractor.hpp"
+#include "adapters/extraction/quality_gate.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 using namespace ingestd;

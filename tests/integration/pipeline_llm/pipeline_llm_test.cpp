@@ -12,8 +12,8 @@
 #include <rapidjson/document.h>
 
 #include "adapters/http/curl_engine.hpp"
-#include "adapters/llm/local_extractor.hpp"
-#include "adapters/llm/openai_extractor.hpp"
+#include "adapters/extraction/local_extractor.hpp"
+#include "adapters/extraction/openai_extractor.hpp"
 #include "adapters/notify/webhook_notifier.hpp"
 #include "adapters/ocr/local_transcriber.hpp"
 #include "adapters/ocr/thread_pool_executor.hpp"

@@ -9,7 +9,7 @@
 #include <rapidjson/document.h>
 
 #include "actors/cpu_pool.hpp"
-#include "adapters/llm/local_extractor.hpp"
+#include "adapters/extraction/local_extractor.hpp"
 #include "adapters/ocr/local_transcriber.hpp"
 #include "adapters/ocr/transcription_json.hpp"
 #include "tests/integration/pipeline_llm/pipeline_harness.hpp"

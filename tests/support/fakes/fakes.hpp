@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "adapters/db/repository.hpp"
-#include "adapters/llm/extractor.hpp"
+#include "adapters/extraction/extractor.hpp"
 #include "adapters/ocr/transcriber.hpp"
 #include "adapters/queue/queue.hpp"
 #include "adapters/storage/object_store.hpp"

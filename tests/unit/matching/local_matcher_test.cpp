@@ -257,7 +257,7 @@ TEST(local_samples, distinct_invoices_of_the_corpora_do_not_match) {
   }
   for (const char* name : {"ch_chf", "de_columns", "de_din", "de_ocr_at", "en_gb_stacked", "en_merged_columns",
                            "en_two_rates", "en_us_columns", "kleinunternehmer", "us_shipto"}) {
-    auto base = std::string{"tests/unit/llm/texts/"} + name;
+    auto base = std::string{"tests/unit/extraction/texts/"} + name;
     docs.push_back(doc(200 + docs.size(), describe_for_matching(read_file(base + ".json"), read_file(base + ".txt"))));
   }
   ASSERT_EQ(docs.size(), 16u);

@@ -1,0 +1,72 @@
+// The document as the rules see it: lines, their dates and labels, and the conventions the
+// document follows (which order ambiguous numeric dates are in).
+#include "adapters/extraction/local/document.hpp"
+
+#include <algorithm>
+#include <map>
+#include <regex>
+
+#include "adapters/extraction/local/currency.hpp"
+
+namespace ingestd::local_rules {
+
+run_state::run_state(std::string_view text, const local_extractor_options& opts)
+: opts_(opts), raw_(split_lines(text)) {
+  for (const auto& l : raw_) {
+    low_.push_back(lower(l));
+    hits_.push_back(find_labels(low_.back()));
+  }
+  decide_conventions();
+  for (size_t i = 0; i < raw_.size(); ++i) {
+    dates_.push_back(find_dates(low_[i], day_first_));
+    // Amounts are read with dates blanked out, so 15.03.2024 never becomes 15.03.
+    std::string masked = low_[i];
+    for (const auto& d : dates_.back())
+      std::fill(masked.begin() + static_cast<long>(d.begin), masked.begin() + static_cast<long>(d.end), ' ');
+    masked_.push_back(masked);
+  }
+}
+
+void run_state::decide_conventions() {
+  std::string all;
+  for (const auto& l : low_)
+    all += l + "\n";
+  for (std::string_view w : {"rechnung", "datum", "mwst", "ust", "betrag", "summe", "netto", "f\xC3\xA4llig"})
+    if (all.find(w) != std::string::npos)
+      german_ = true;
+  // Ambiguous numeric dates: British (GBP) and German documents put the day first, American
+  // ones the month; an English document in euros is read as the options say.
+  size_t usd = 0, gbp = 0, day_first_currency = 0;
+  for (const auto& [pos, code] : currency_hits(all)) {
+    usd += code == "USD" ? 1 : 0;
+    gbp += code == "GBP" ? 1 : 0;
+    day_first_currency += code == "INR" || code == "PLN" ? 1 : 0;
+  }
+  // Every language but English writes the day first; two labels in one make it the document's.
+  std::map<std::string_view, int> language_hits;
+  for (const auto& line : hits_)
+    for (const auto& h : line)
+      if (h.language != "en" && h.k != kind::qualifier && h.k != kind::net_qualifier)
+        ++language_hits[h.language];
+  bool foreign = std::any_of(language_hits.begin(), language_hits.end(), [](const auto& e) { return e.second >= 2; });
+  day_first_ = opts_.ambiguous_dates_day_first;
+  if (usd > gbp)
+    day_first_ = false;
+  else if (gbp > usd || german_ || foreign || day_first_currency > 0)
+    day_first_ = true;
+  // A slash date whose first part exceeds 12 settles the order for the whole document.
+  static const std::regex slash{R"((^|[^0-9])(\d{1,2})/(\d{1,2})/(\d{2,4}))"};
+  for (auto it = std::sregex_iterator(all.begin(), all.end(), slash); it != std::sregex_iterator(); ++it) {
+    int a = std::stoi((*it)[2].str()), b = std::stoi((*it)[3].str());
+    if (a > 12 && b <= 12) {
+      day_first_ = true;
+      break;
+    }
+    if (b > 12 && a <= 12) {
+      day_first_ = false;
+      break;
+    }
+  }
+}
+
+} // namespace ingestd::local_rules
