@@ -208,7 +208,9 @@ private:
     auto verdict = ctx_->ports.gate ? ctx_->ports.gate(fields_) : evaluate(fields_);
     if (!verdict.passed) {
       job_->step_done("failed", verdict.reason);
-      return job_->fail(gate_error(verdict), fields_.structured_data);
+      // Seed 000's table: a retry only where it can change the answer (an LLM), and only once.
+      auto retry_can_help = !ctx_->ports.extract->deterministic() && claim_.attempt_count == 0;
+      return job_->fail(gate_error(verdict, retry_can_help), fields_.structured_data);
     }
     job_->step_done("ok");
     complete();

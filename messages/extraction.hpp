@@ -25,6 +25,9 @@ struct gate_verdict {
   bool passed = false;
   /// Why it did not pass (empty when it did), recorded as the ingestion's last_error.
   std::string reason;
+  /// Failed with a critical field (invoice number, invoice date, supplier, total) missing: a
+  /// non-standard document a retry will not read either (seed 000: human review at once).
+  bool critical_fields_missing = false;
 };
 
 } // namespace ingestd

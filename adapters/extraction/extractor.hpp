@@ -15,6 +15,9 @@ public:
   virtual ~extractor() = default;
   virtual void extract(std::string text, callback<extraction> done) = 0;
   virtual std::string name() const = 0;
+  /// True when the same text always gives the same extraction (the local rules): retrying a
+  /// verdict of the quality gate cannot change it (seed 000's outcome table).
+  virtual bool deterministic() const { return false; }
 };
 
 } // namespace ingestd

@@ -212,7 +212,39 @@ std::optional<gate_verdict> check_invoice_number(const rapidjson::Document& doc)
 
 } // namespace
 
+namespace {
+
+gate_verdict evaluate_checks(const extraction& x, const gate_options& opts);
+
+/// A critical field the extraction names missing, or that its data lacks (absent, null, empty).
+bool critical_field_missing(const extraction& x) {
+  for (auto* field : critical_fields)
+    if (std::find(x.missing_fields.begin(), x.missing_fields.end(), field) != x.missing_fields.end())
+      return true;
+  rapidjson::Document doc;
+  doc.Parse<rapidjson::kParseIterativeFlag>(x.structured_data.data(), x.structured_data.size());
+  if (doc.HasParseError() || !doc.IsObject())
+    return false;  // unreadable output, not a document without the fields: a retry may read it
+  for (auto* field : critical_fields) {
+    auto m = doc.FindMember(field);
+    if (m == doc.MemberEnd() || m->value.IsNull() || (m->value.IsString() && m->value.GetStringLength() == 0))
+      return true;
+  }
+  return false;
+}
+
+} // namespace
+
 gate_verdict evaluate(const extraction& x, const gate_options& opts) {
+  auto verdict = evaluate_checks(x, opts);
+  if (!verdict.passed)
+    verdict.critical_fields_missing = critical_field_missing(x);
+  return verdict;
+}
+
+namespace {
+
+gate_verdict evaluate_checks(const extraction& x, const gate_options& opts) {
   rapidjson::Document doc;
   doc.Parse<rapidjson::kParseIterativeFlag>(x.structured_data.data(), x.structured_data.size());
   if (doc.HasParseError() || !doc.IsObject())
@@ -278,8 +310,14 @@ gate_verdict evaluate(const extraction& x, const gate_options& opts) {
   return gate_verdict{true, {}};
 }
 
-error gate_error(const gate_verdict& verdict) {
-  return error::make_transient("extraction.gate_failed", verdict.reason);
+} // namespace
+
+error gate_error(const gate_verdict& verdict, bool retry_can_help) {
+  if (verdict.critical_fields_missing)
+    return error::make_permanent("extraction.gate_failed", "critical fields missing: " + verdict.reason);
+  if (retry_can_help)
+    return error::make_transient("extraction.gate_failed", verdict.reason);
+  return error::make_permanent("extraction.gate_failed", "extraction incomplete: " + verdict.reason);
 }
 
 } // namespace ingestd

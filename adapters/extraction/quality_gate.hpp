@@ -59,7 +59,13 @@ inline constexpr const char* invoice_number_is_postcode = "invoice_number_is_pos
 /// A credit note (every figure zero or negative) passes the sign check.
 gate_verdict evaluate(const extraction& x, const gate_options& opts = {});
 
-/// The transient error ("extraction.gate_failed") that a failed verdict becomes in the pipeline.
-error gate_error(const gate_verdict& verdict);
+/// The fields without which a failed verdict is "critical fields missing".
+inline constexpr const char* critical_fields[] = {"invoice_number", "invoice_date", "supplier_name", "total"};
+
+/// The error ("extraction.gate_failed") a failed verdict becomes in the pipeline, by seed 000's
+/// outcome table: critical fields missing → permanent (human review at once); otherwise the
+/// extraction is incomplete → transient when a retry can change the answer (an LLM's first
+/// attempt; the caller says), else permanent.
+error gate_error(const gate_verdict& verdict, bool retry_can_help);
 
 } // namespace ingestd

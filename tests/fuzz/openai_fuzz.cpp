@@ -21,7 +21,7 @@ void check_extraction(const result<extraction>& x) {
   FUZZ_CHECK(validate_extraction_json(x->structured_data).ok());
   auto verdict = evaluate(*x);
   if (!verdict.passed)
-    FUZZ_CHECK(!gate_error(verdict).code.empty());
+    FUZZ_CHECK(!gate_error(verdict, true).code.empty());
 }
 
 } // namespace

@@ -256,6 +256,35 @@ CAF_TEST(a quality gate failure is a failed attempt that keeps the extracted dat
   CAF_CHECK(db->row(id).last_error.find("totals do not reconcile") != std::string::npos);
 }
 
+CAF_TEST(an incomplete extraction by an llm is retried once then goes to review) {
+  auto id = add_document();
+  auto bad = test::fake_extractor::valid_invoice();
+  extract->next_result = bad;
+  ctx->ports.gate = [](const extraction&) { return gate_verdict{false, "totals do not reconcile", false}; };
+  auto first = run_job(id.str(), hb);
+  CAF_CHECK_EQUAL(first.result, job_result::retrying);
+  CAF_CHECK_EQUAL(db->row(id).error_class, "transient");
+  auto second = run_job(id.str(), hb);
+  CAF_CHECK_EQUAL(second.result, job_result::failed);
+  CAF_CHECK_EQUAL(db->row(id).ingestion.attempt_count, 2);
+  CAF_CHECK(db->row(id).last_error.find("extraction incomplete") != std::string::npos);
+}
+
+CAF_TEST(the local rules verdict and missing critical fields go to review at the first attempt) {
+  extract->deterministic_answers = true;
+  ctx->ports.gate = [](const extraction&) { return gate_verdict{false, "confidence is low", false}; };
+  auto local = add_document();
+  CAF_CHECK_EQUAL(run_job(local.str(), hb).result, job_result::failed);
+  CAF_CHECK_EQUAL(db->row(local).ingestion.attempt_count, 1);
+  extract->deterministic_answers = false;
+  ctx->ports.gate = [](const extraction&) { return gate_verdict{false, "extraction not successful", true}; };
+  auto critical = add_document();
+  CAF_CHECK_EQUAL(run_job(critical.str(), hb).result, job_result::failed);
+  CAF_CHECK_EQUAL(db->row(critical).ingestion.attempt_count, 1);
+  CAF_CHECK(db->row(critical).last_error.find("critical fields missing") != std::string::npos);
+  CAF_CHECK_EQUAL(notified.size(), 2u);
+}
+
 CAF_TEST(a fenced write rejected mid-way stops the job without side effects) {
   auto id = add_document();
   ocr->hold("transcribe");

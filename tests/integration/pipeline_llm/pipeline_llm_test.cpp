@@ -204,7 +204,8 @@ std::string tampered_inv01_text() {
 
 TEST_F(pipeline_gate, totals_that_do_not_reconcile_end_in_human_review) {
   // The local extractor's reading of the tampered invoice, but marked high confidence as an
-  // LLM would: only the arithmetic check can catch it.
+  // LLM would: only the arithmetic check can catch it. An incomplete extraction by a
+  // non-deterministic extractor is retried once, then goes to a person (seed 000's table).
   auto x = local_extractor{}.run(tampered_inv01_text());
   ASSERT_NE(x.structured_data.find("3629.46"), std::string::npos) << x.structured_data;
   x.extraction_successful = true;
@@ -216,14 +217,13 @@ TEST_F(pipeline_gate, totals_that_do_not_reconcile_end_in_human_review) {
   ASSERT_TRUE(p.wait_until_final(id, 60s));
   auto s = p.status(id);
   EXPECT_EQ(s.status, "failed");
-  EXPECT_EQ(s.attempt_count, 3);
-  EXPECT_EQ(s.error_class, "transient");
+  EXPECT_EQ(s.attempt_count, 2);
+  EXPECT_EQ(s.error_class, "permanent");
   EXPECT_TRUE(s.needs_human_review);
-  EXPECT_NE(s.last_error.find("extraction.gate_failed"), std::string::npos) << s.last_error;
+  EXPECT_NE(s.last_error.find("extraction.gate_failed: extraction incomplete"), std::string::npos) << s.last_error;
   EXPECT_NE(s.last_error.find("totals do not reconcile"), std::string::npos) << s.last_error;
   EXPECT_NE(s.last_error.find("3629.46"), std::string::npos) << s.last_error;
-  EXPECT_EQ(results_of(p.outcomes(id)),
-            (std::vector<job_result>{job_result::retrying, job_result::retrying, job_result::failed}));
+  EXPECT_EQ(results_of(p.outcomes(id)), (std::vector<job_result>{job_result::retrying, job_result::failed}));
   EXPECT_EQ(p.messages_left(), 0);
   // The extraction is kept for the reviewer.
   EXPECT_NE(s.document_structured_data.find("INV-2024-0117"), std::string::npos) << s.document_structured_data;
@@ -231,7 +231,8 @@ TEST_F(pipeline_gate, totals_that_do_not_reconcile_end_in_human_review) {
 
 TEST_F(pipeline_gate, the_local_extractor_is_honest_about_totals_that_do_not_reconcile) {
   // Through the real local extractor the same invoice is read with low confidence (it checks the
-  // arithmetic itself), so it also ends in human review, for that reason.
+  // arithmetic itself), so it also ends in human review, for that reason, at the first attempt:
+  // the local rules give the same answer every time.
   p.ports().ocr = std::make_shared<fixed_text_transcriber>(tampered_inv01_text());
   p.ports().extract = std::make_shared<local_extractor>();
   p.start();
@@ -239,10 +240,12 @@ TEST_F(pipeline_gate, the_local_extractor_is_honest_about_totals_that_do_not_rec
   ASSERT_TRUE(p.wait_until_final(id, 60s));
   auto s = p.status(id);
   EXPECT_EQ(s.status, "failed");
-  EXPECT_EQ(s.attempt_count, 3);
-  EXPECT_EQ(s.error_class, "transient");
+  EXPECT_EQ(s.attempt_count, 1);
+  EXPECT_EQ(s.error_class, "permanent");
   EXPECT_TRUE(s.needs_human_review);
-  EXPECT_NE(s.last_error.find("extraction.gate_failed: confidence is low"), std::string::npos) << s.last_error;
+  EXPECT_NE(s.last_error.find("extraction.gate_failed: extraction incomplete: confidence is low"), std::string::npos)
+    << s.last_error;
+  EXPECT_EQ(results_of(p.outcomes(id)), (std::vector<job_result>{job_result::failed}));
 }
 
 class pipeline_notify : public pipeline_llm_base, public ::testing::Test {

@@ -149,6 +149,22 @@ std::vector<std::string> e2e_setup::add_documents(int n, doc_kind kind, const ob
   return ings;
 }
 
+std::string e2e_setup::add_document_bytes(const std::string& bytes, const std::string& ext,
+                                          const std::string& mime) {
+  auto doc = uuid::v7().str();
+  auto ing = uuid::v7().str();
+  std::string key = "documents/" + doc + "." + ext;
+  std::ofstream out{fs::path{root_} / key, std::ios::binary};
+  out << bytes;
+  if (!out)
+    throw std::runtime_error("cannot write " + key);
+  db_->query("INSERT INTO document (id, tenant_id, content_hash, file_path, mime_type) "
+             "VALUES ($1::uuid, gen_random_uuid(), $1::text, $2, $3)",
+             {doc, key, mime});
+  db_->query("INSERT INTO ingestion (id, document_id, uploaded_by) VALUES ($1, $2, gen_random_uuid())", {ing, doc});
+  return ing;
+}
+
 void e2e_setup::enqueue(const std::vector<std::string>& bodies) {
   // Bodies may be anything (poison tests): passed as one text[] parameter, each quoted.
   std::string arr = "{";

@@ -213,8 +213,11 @@ public:
   /// Answers `next_result` (a valid, reconciling invoice with high confidence by default).
   void extract(std::string text, callback<extraction> done) override;
   std::string name() const override { return "fake"; }
+  bool deterministic() const override { return deterministic_answers; }
   int calls();
   extraction next_result = valid_invoice();
+  /// Answer like the local rules: the gate's verdict is final at the first attempt.
+  bool deterministic_answers = false;
   static extraction valid_invoice();
 
 private:

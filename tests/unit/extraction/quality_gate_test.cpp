@@ -32,10 +32,41 @@ TEST(quality_gate, totals_that_do_not_reconcile_fail_with_the_reason) {
   auto v = evaluate(make(R"({"subtotal":100.0,"vat_amount":19.0,"total":120.0,"line_items":[]})"));
   EXPECT_FALSE(v.passed);
   EXPECT_EQ(v.reason, "totals do not reconcile: subtotal 100.00 + vat 19.00 != total 120.00");
-  auto e = gate_error(v);
-  EXPECT_TRUE(e.transient());
+  // Without invoice number, date and supplier: critical fields missing, review at once.
+  EXPECT_TRUE(v.critical_fields_missing);
+  auto e = gate_error(v, true);
+  EXPECT_TRUE(e.permanent());
   EXPECT_EQ(e.code, "extraction.gate_failed");
-  EXPECT_EQ(e.message, v.reason);
+  EXPECT_EQ(e.message, "critical fields missing: " + v.reason);
+}
+
+// Seed 000's outcome table: incomplete → retry once where a retry can change the answer (the
+// caller says), then human review; critical fields missing → human review at once.
+TEST(quality_gate, an_incomplete_extraction_is_retried_only_where_a_retry_can_help) {
+  auto v = evaluate(make(R"({"invoice_number":"A-1","invoice_date":"2024-03-01","supplier_name":"Acme",)"
+                         R"("subtotal":100.0,"vat_amount":19.0,"total":120.0,"line_items":[]})"));
+  ASSERT_FALSE(v.passed);
+  EXPECT_FALSE(v.critical_fields_missing);
+  auto retry = gate_error(v, true);
+  EXPECT_TRUE(retry.transient());
+  EXPECT_EQ(retry.message, v.reason);
+  auto final_verdict = gate_error(v, false);
+  EXPECT_TRUE(final_verdict.permanent());
+  EXPECT_EQ(final_verdict.message, "extraction incomplete: " + v.reason);
+}
+
+TEST(quality_gate, a_missing_critical_field_named_by_the_extractor_is_critical) {
+  auto x = make(R"({"invoice_number":"A-1","invoice_date":"2024-03-01","supplier_name":"Acme","total":null})",
+                false);
+  x.missing_fields = {"total"};
+  auto v = evaluate(x);
+  ASSERT_FALSE(v.passed);
+  EXPECT_TRUE(v.critical_fields_missing);
+  EXPECT_TRUE(gate_error(v, true).permanent());
+  // Unreadable output is no evidence of a non-standard document: a retry may read it.
+  auto garbage = evaluate(make("not json"));
+  ASSERT_FALSE(garbage.passed);
+  EXPECT_FALSE(garbage.critical_fields_missing);
 }
 
 TEST(quality_gate, rounding_is_tolerated) {
