@@ -4,9 +4,12 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace ingestd::test {
@@ -46,6 +49,43 @@ std::string make_temp_dir(const std::string& prefix) {
   auto dir = std::filesystem::temp_directory_path() / unique_name(prefix);
   std::filesystem::create_directories(dir);
   return dir.string();
+}
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in{path, std::ios::binary};
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s)
+    q += c == '\'' ? std::string{"'\\''"} : std::string(1, c);
+  return q + "'";
+}
+
+} // namespace
+
+cli_result run_ingestd(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                       int timeout_seconds) {
+  auto dir = make_temp_dir("ingestd_cli");
+  std::string cmd = "env -u INGESTD_CONFIG";
+  for (const auto& e : env)
+    cmd.append(" ").append(shell_quote(e));
+  cmd.append(" timeout ").append(std::to_string(timeout_seconds)).append(" ").append(shell_quote(ingestd_binary()));
+  for (const auto& a : args)
+    cmd.append(" ").append(shell_quote(a));
+  cmd.append(" >").append(shell_quote(dir + "/out")).append(" 2>").append(shell_quote(dir + "/err")).append(" </dev/null");
+  int status = std::system(cmd.c_str());
+  cli_result r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(dir + "/out");
+  r.err = slurp(dir + "/err");
+  std::filesystem::remove_all(dir);
+  return r;
 }
 
 } // namespace ingestd::test

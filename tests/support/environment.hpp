@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace ingestd::test {
 
@@ -21,5 +22,18 @@ std::string unique_name(const std::string& prefix = "t");
 
 /// A fresh empty directory under the system temp dir; the caller removes it.
 std::string make_temp_dir(const std::string& prefix = "ingestd");
+
+/// How a run of the ingestd binary ended, and what it printed.
+struct cli_result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+/// Runs the built binary with `args` and `env` assignments ("KEY=value"), as a user would: no
+/// stdin, the configuration from the built-in defaults (INGESTD_CONFIG unset), killed after
+/// `timeout_seconds`.
+cli_result run_ingestd(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
+                       int timeout_seconds = 120);
 
 } // namespace ingestd::test

@@ -1,14 +1,9 @@
 // End-to-end tests of the command line: the built ingestd binary run as a child process on the
 // invoice corpus, checking exit codes, stdout and stderr like a user would.
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
-
-#include <sys/wait.h>
 
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
@@ -21,44 +16,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct run_result {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using run_result = ingestd::test::cli_result;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in{path, std::ios::binary};
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s)
-    q += c == '\'' ? std::string{"'\\''"} : std::string(1, c);
-  return q + "'";
-}
-
-/// Runs the binary with `args` (and `env` assignments, "KEY=value") under `timeout` seconds,
-/// with the configuration coming only from the built-in defaults.
+/// Runs the binary with `args` (and `env` assignments, "KEY=value") under a timeout, with the
+/// configuration coming only from the built-in defaults.
 run_result run(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
-  auto dir = ingestd::test::make_temp_dir("e2e_cli");
-  std::string cmd = "env -u INGESTD_CONFIG";
-  for (auto& e : env)
-    cmd += " " + quote(e);
-  cmd += " timeout 120 " + quote(ingestd::test::ingestd_binary());
-  for (auto& a : args)
-    cmd += " " + quote(a);
-  cmd += " >" + quote(dir + "/out") + " 2>" + quote(dir + "/err") + " </dev/null";
-  int status = std::system(cmd.c_str());
-  run_result r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(dir + "/out");
-  r.err = slurp(dir + "/err");
-  fs::remove_all(dir);
-  return r;
+  return ingestd::test::run_ingestd(args, env);
 }
 
 std::string corpus(const std::string& file) { return ingestd::test::corpus_dir() + "/" + file; }

@@ -2,12 +2,7 @@
 // queue (a fresh schema) and on SQS (the fauxqs emulator, with the redrive policy checked), twice
 // each (idempotent); `ingestd run` refusing to start on a missing queue with a message naming it
 // and the command; `--stages` checked before anything connects.
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
-
-#include <sys/wait.h>
 
 #include <gtest/gtest.h>
 
@@ -23,43 +18,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct run_result {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in{path, std::ios::binary};
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s)
-    q += c == '\'' ? std::string{"'\\''"} : std::string(1, c);
-  return q + "'";
-}
+using run_result = test::cli_result;
 
 /// Runs the binary with `args` and `env` ("KEY=value"), the configuration from the defaults.
 run_result run(const std::vector<std::string>& args, const std::vector<std::string>& env) {
-  auto dir = test::make_temp_dir("e2e_queues");
-  std::string cmd = "env -u INGESTD_CONFIG";
-  for (auto& e : env)
-    cmd += " " + quote(e);
-  cmd += " timeout 60 " + quote(test::ingestd_binary());
-  for (auto& a : args)
-    cmd += " " + quote(a);
-  cmd += " >" + quote(dir + "/out") + " 2>" + quote(dir + "/err") + " </dev/null";
-  int status = std::system(cmd.c_str());
-  run_result r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(dir + "/out");
-  r.err = slurp(dir + "/err");
-  fs::remove_all(dir);
-  return r;
+  return test::run_ingestd(args, env, 60);
 }
 
 } // namespace
