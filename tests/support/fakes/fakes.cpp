@@ -189,6 +189,9 @@ void fake_queue::change_visibility(std::vector<visibility_change> changes,
         }
         out.push_back(std::move(res));
       }
+      // Held: the change is made, its answer is lost until unhold().
+      if (maybe_hold("change_visibility", [done, out] { done(out); }))
+        return;
     }
   }
   if (failure)
@@ -501,6 +504,9 @@ void fake_repository::renew_leases(std::vector<lease_ref> refs, std::chrono::sec
     for (auto& ref : refs)
       if (!fenced(ref))
         lost.push_back(ref);
+    // Held: the answer (as of this call) is lost until unhold().
+    if (maybe_hold("renew_leases", [done, lost] { done(lost); }))
+      return;
   }
   done(std::move(lost));
 }
