@@ -495,7 +495,7 @@ result<void> write_phase(pg::connection& conn, const lease_ref& ref,
 // -- the repository --------------------------------------------------------------------------
 
 pg_matching_repository::pg_matching_repository(std::string database_url,
-                                               pg_repository_options opts)
+                                               const pg_repository_options& opts)
   : pool_(std::make_shared<pg::pool>(
     std::move(database_url), pg::pool_options{opts.pool_size, "ingestd-match", opts.session})) {
 }

@@ -24,7 +24,7 @@ public:
   /// Its own pool of `opts.pool_size` connection threads (named "ingestd-match"): the daemon's
   /// choice, so that a write phase waiting for its tenant's lock never holds up ingestion's
   /// statements.
-  explicit pg_matching_repository(std::string database_url, pg_repository_options opts = {});
+  explicit pg_matching_repository(std::string database_url, const pg_repository_options& opts = {});
   /// Over a pool shared with other users (e.g. a command-line tool's single connection).
   explicit pg_matching_repository(std::shared_ptr<pg::pool> pool);
   ~pg_matching_repository() override;

@@ -35,9 +35,10 @@ using pg::valid_json;
 // still set on an expired lease means its holder died without an outcome (a decoder crash, the
 // OOM killer, kill -9). Taking such a claim over counts that attempt; the crash that reaches the
 // request's max_attempts ($5) fails the ingestion with class `poison` instead of claiming it (the
-// trigger flags the document for review), so a document that kills its worker cannot loop. Both
-// leave an audit event. Every in-progress row asked for, claimable or not, records that its
-// message was seen (message_seen_at: see the sweeper's statement).
+// trigger flags the document for review; the answer says so, for the claimer to notify), so a
+// document that kills its worker cannot loop. Both leave an audit event. Every in-progress row
+// asked for, claimable or not, records that its message was seen (message_seen_at: see the
+// sweeper's statement).
 constexpr pg::statement claim_sql{"ingestd_claim", R"sql(
 WITH req AS (
   SELECT DISTINCT ON (r.id) r.id, r.token, greatest(r.max_attempts, 1) AS max_attempts
@@ -88,10 +89,10 @@ WITH req AS (
    WHERE c.crashed
 )
 SELECT c.id, c.document_id, d.tenant_id, c.claim_token, c.attempt_count, d.file_path,
-       d.mime_type, c.transcription_file_path
+       d.mime_type, c.transcription_file_path, c.poison
   FROM changed AS c
   JOIN document AS d ON d.id = c.document_id
- WHERE c.granted
+ WHERE c.granted OR c.poison
 )sql"};
 
 // Where each ingestion stands, in request order; a missing row is an unknown id.
@@ -376,8 +377,8 @@ result<std::vector<result<void>>> complete_batch(pg::connection& conn,
 
 } // namespace
 
-pg_repository::pg_repository(std::string database_url, pg_repository_options opts)
-  : next_job_(std::move(opts.next_job)), pool_(std::make_unique<pg::pool>(std::move(database_url),
+pg_repository::pg_repository(std::string database_url, const pg_repository_options& opts)
+  : next_job_(opts.next_job), pool_(std::make_unique<pg::pool>(std::move(database_url),
                                      pg::pool_options{opts.pool_size, "ingestd-db", opts.session})) {
 }
 
@@ -414,11 +415,12 @@ void pg_repository::claim(std::vector<claim_request> requests, std::string worke
       c.file_path = rows.str(r, 5);
       c.mime_type = rows.str(r, 6);
       c.transcription_file_path = rows.str(r, 7);
+      c.poisoned = rows.boolean(r, 8);
       // The request that won is the one whose token was stored (an id requested twice in one
-      // batch is claimed once).
+      // batch is claimed once); failed as poison, none was stored: the first request for it.
       for (size_t i = 0; i < requests.size(); ++i) {
-        if (requests[i].ingestion_id == c.ingestion_id && requests[i].claim_token == c.claim_token
-            && !out[i]) {
+        if (requests[i].ingestion_id == c.ingestion_id
+            && (c.poisoned || requests[i].claim_token == c.claim_token) && !out[i]) {
           out[i] = c;
           break;
         }

@@ -40,7 +40,7 @@ struct pg_repository_options {
 /// then closes the connections.
 class pg_repository final : public repository {
 public:
-  pg_repository(std::string database_url, pg_repository_options opts = {});
+  pg_repository(std::string database_url, const pg_repository_options& opts = {});
   ~pg_repository() override;
 
   void claim(std::vector<claim_request> requests, std::string worker_id,

@@ -388,7 +388,11 @@ void fake_repository::claim(std::vector<claim_request> requests, std::string, st
             row.error_class = "poison";
             row.last_error = "poison: a claim expired without an outcome or give-back";
             row.token.reset();
-            r->push_back(std::nullopt);
+            // Said once, to this claimer: a later claim finds it finished (nullopt).
+            auto c = row.ingestion;
+            c.claim_token = uuid{};
+            c.poisoned = true;
+            r->push_back(c);
             continue;
           }
         }
