@@ -98,6 +98,7 @@ protected:
   void arrive() {
     auto ids = s_->add_documents(pick(2, 5), doc_kind::text_pdf);
     std::vector<outgoing_message> batch;
+    batch.reserve(ids.size());
     for (auto& id : ids)
       batch.push_back(outgoing_message{id});
     auto r = await<std::vector<batch_entry_result>>([&](auto cb) { q_->send(batch, cb); });
