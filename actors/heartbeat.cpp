@@ -9,7 +9,9 @@
 //          claim counts the crash
 //
 // The tick re-arms itself first, so a slow batch never delays the schedule; lateness against
-// the schedule is a metric.
+// the schedule is a metric. Each batch call has a deadline of one tick: an answer that does not
+// come in time counts as a failed call (renewal: retried next tick; extension: retried next tick
+// unless the message's visibility has run out).
 #include "actors/heartbeat.hpp"
 
 #include <unordered_map>
@@ -66,6 +68,12 @@ void drop_as_lost(heartbeat_ptr self, const uuid& id, const std::string& reason)
   st.ctx->claims->remove(id);
 }
 
+/// Each batch call answers before the next tick sends the next one, or counts as failed (the
+/// continuation then runs with "<call>.timeout"): a lost answer must not leave claims unanswered.
+std::chrono::milliseconds call_deadline(const worker_settings& s) {
+  return std::max<std::chrono::milliseconds>(s.heartbeat_rate, std::chrono::seconds{1});
+}
+
 void extend_on(heartbeat_ptr self, queue& q, const std::vector<uuid>& ids);
 
 /// Extends the visibility of the given claims in one batch call per queue.
@@ -106,11 +114,13 @@ void extend_on(heartbeat_ptr self, queue& q, const std::vector<uuid>& ids) {
     return;
   q.change_visibility(
     std::move(changes),
-    in_actor<std::vector<batch_entry_result>>(
-      self, [self, by_receipt, planned](result<std::vector<batch_entry_result>> r) {
+    in_actor_within<std::vector<batch_entry_result>>(
+      self, call_deadline(st.ctx->settings), "queue.change_visibility",
+      [self, by_receipt, planned](result<std::vector<batch_entry_result>> r) {
         auto& st = self->state;
         if (!r) {
-          // Nothing changed: try again next tick; claims whose visibility ran out are lost.
+          // Nothing changed, or no answer in time: try again next tick; claims whose
+          // visibility ran out are lost.
           log::warn("visibility extension failed", {{"error", r.error().describe()},
                                                     {"claims", static_cast<int64_t>(planned.size())}});
           auto now = clock::now();
@@ -139,8 +149,12 @@ void renew(heartbeat_ptr self) {
   for (auto& [id, e] : st.tracked)
     by_stage[e.claim.stage.get()].push_back(e.claim.lease);
   for (auto& [stage, refs] : by_stage) {
-    auto done = in_actor<std::vector<lease_ref>>(self, [self](result<std::vector<lease_ref>> r) {
+    auto what = stage != nullptr ? "stage.renew_leases" : "db.renew_leases";
+    auto done = in_actor_within<std::vector<lease_ref>>(
+      self, call_deadline(st.ctx->settings), what, [self](result<std::vector<lease_ref>> r) {
       if (!r) {
+        // Failed or no answer in time (a lost callback): the leases stay as they were and the
+        // next tick renews them again; only the database's answer drops a claim as lost.
         log::warn("lease renewal failed", {{"error", r.error().describe()}});
         return;
       }

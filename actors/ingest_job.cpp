@@ -25,6 +25,16 @@ std::string mime_of(const claimed_ingestion& c, std::string_view bytes) {
   return type ? std::string{type->mime} : std::string{};
 }
 
+/// The notification of an ingestion the claim failed as poison (its crashes reached the limit).
+void notify_poisoned(const worker_context& ctx, const claimed_ingestion& c) {
+  if (!ctx.ports.on_failed)
+    return;
+  auto err = error::make_permanent(
+    "poison", "its processing ended without an outcome (a crash) " + std::to_string(c.attempt_count)
+                + " times, the limit of worker.max_retry_attempts: failed for review");
+  ctx.ports.on_failed(c, err, c.attempt_count);
+}
+
 class ingest_job final : public stage_job {
 public:
   explicit ingest_job(std::shared_ptr<worker_context> ctx) : ctx_(std::move(ctx)) {}
@@ -37,11 +47,18 @@ public:
     granted_ = slot;
     ctx_->ports.db->claim(
       {claim_request{id, token, max_attempts}}, ctx_->settings.worker_id, ctx_->settings.lease,
-      [slot, done = std::move(done)](result<std::vector<std::optional<claimed_ingestion>>> r) {
+      [slot, ctx = ctx_,
+       done = std::move(done)](result<std::vector<std::optional<claimed_ingestion>>> r) {
         if (!r)
           return done(r.error());
         if (r->empty() || !r->front())
           return done(std::optional<claimed_work>{});
+        if (r->front()->poisoned) {
+          // This claim failed it as poison: notified here, once, as any final failure is; the
+          // job then finds it finished and acknowledges its message.
+          notify_poisoned(*ctx, *r->front());
+          return done(std::optional<claimed_work>{});
+        }
         *slot = std::move(*r->front());
         done(std::optional<claimed_work>{
           claimed_work{slot->ingestion_id, slot->claim_token, slot->attempt_count, slot->document_id}});

@@ -40,7 +40,9 @@ struct worker_ports {
   std::shared_ptr<extractor> extract;
   /// The quality gate (seed 000 step 9); the default is quality_gate's evaluate().
   std::function<gate_verdict(const extraction&)> gate;
-  /// Called when an ingestion ends `failed` (the webhook notification); may be empty.
+  /// Called when an ingestion ends `failed` (the webhook notification); may be empty. Called by
+  /// the job, or on the database thread that answers the claim that failed it as poison: keep it
+  /// short and thread-safe.
   std::function<void(const claimed_ingestion&, const error&, int32_t attempts)> on_failed;
   /// The matching stage (seed 003): its rows and its decision. Null when the node runs no
   /// matching.

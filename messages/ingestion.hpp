@@ -27,12 +27,17 @@ struct claimed_ingestion {
   std::string mime_type;
   /// Storage key of a transcription stored by an earlier attempt; empty if none.
   std::string transcription_file_path;
+  /// Not claimed: this claim found the crash that reached max_attempts and failed the ingestion
+  /// as poison (no claim_token; attempt_count is the attempts made). Said once, to the claimer
+  /// that failed it, which notifies the failure as for any final failure.
+  bool poisoned = false;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, claimed_ingestion& x) {
   return f(caf::meta::type_name("claimed_ingestion"), x.ingestion_id, x.document_id, x.tenant_id,
-           x.claim_token, x.attempt_count, x.file_path, x.mime_type, x.transcription_file_path);
+           x.claim_token, x.attempt_count, x.file_path, x.mime_type, x.transcription_file_path,
+           x.poisoned);
 }
 
 /// Recorded on the ingestion once the transcription is stored (seed 000, step 7).

@@ -4,9 +4,12 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <numeric>
 #include <vector>
 
+#include "adapters/db/pg_connection.hpp"
+#include "adapters/support/coalescing_queue.hpp"
 #include "messages/result.hpp"
 
 namespace ingestd::pg {
@@ -51,6 +54,33 @@ std::vector<result<Answer>> run_batch(size_t count, Send&& send) {
       out.push_back(alone.error());
   }
   return out;
+}
+
+/// Starts a run of a coalesced statement (after `waiting.push` said none is in progress): on a
+/// pool thread, takes what waits, hands it to `run(connection&, std::vector<Item>& batch)`, which
+/// answers each item's `done`, and starts the next run when more arrived meanwhile. Each item is
+/// answered exactly once even when `run` throws: the items it had not answered get
+/// task_exception(), and the queue still moves on to the next run.
+template <class Item, class Run>
+void submit_coalesced(pool& p, coalescing_queue<Item>& waiting, Run run) {
+  auto batch = std::make_shared<std::vector<Item>>();
+  auto next = [&p, &waiting, run] {
+    if (waiting.finish())
+      submit_coalesced(p, waiting, run);
+  };
+  p.submit(
+      [batch, &waiting, run, next](connection& conn) mutable {
+        *batch = waiting.take();
+        for (auto& item : *batch)
+          item.done = answer_once(std::move(item.done));
+        run(conn, *batch);
+        next();
+      },
+      [batch, next](const error& err) {
+        for (auto& item : *batch)
+          item.done(err);
+        next();
+      });
 }
 
 } // namespace ingestd::pg

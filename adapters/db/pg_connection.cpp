@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <list>
 #include <mutex>
 
@@ -344,32 +345,56 @@ pool::~pool() {
     t.join();
 }
 
-void pool::submit(task t) {
+void pool::submit(task t, on_throw failed) {
   {
     std::lock_guard guard{mtx_};
-    tasks_.push_back(std::move(t));
+    tasks_.push_back({std::move(t), std::move(failed)});
   }
   cv_.notify_one();
 }
+
+error task_exception(std::string_view what) {
+  return error::make_transient("pg.task_exception",
+                               "the database task failed with an exception: " + std::string{what});
+}
+
+namespace {
+
+/// Runs a task; what it throws becomes the error its caller gets. Nothing escapes the thread.
+void run_task(pool::task& t, const pool::on_throw& failed, connection& conn) {
+  std::optional<error> err;
+  try {
+    t(conn);
+    return;
+  } catch (const std::exception& e) {
+    err = task_exception(e.what());
+  } catch (...) {
+    err = task_exception("an unknown exception");
+  }
+  try {
+    if (failed)
+      failed(*err);
+  } catch (...) {
+    // An answer that throws has nobody left to tell; the thread goes on with the next task.
+  }
+}
+
+} // namespace
 
 void pool::run(int) {
   name_this_thread(opts_.thread_name);
   connection conn{url_, opts_.session};
   for (;;) {
-    task t;
+    entry e;
     {
       std::unique_lock guard{mtx_};
       cv_.wait(guard, [this] { return stopping_ || !tasks_.empty(); });
       if (tasks_.empty())
         return;
-      t = std::move(tasks_.front());
+      e = std::move(tasks_.front());
       tasks_.pop_front();
     }
-    try {
-      t(conn);
-    } catch (...) {
-      // A task reports its own errors through its callback; nothing may escape the thread.
-    }
+    run_task(e.run, e.failed, conn);
   }
 }
 

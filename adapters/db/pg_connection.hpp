@@ -7,12 +7,14 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "messages/result.hpp"
@@ -141,11 +143,42 @@ struct pool_options {
   session_options session = {};
 };
 
+/// Wraps a port callback so that only its first answer goes through (later ones are dropped):
+/// what lets a task's exception be answered without answering a caller twice. The copies share
+/// one answer; any thread may call them.
+template <class T>
+callback<T> answer_once(callback<T> done) {
+  struct state {
+    std::mutex mtx;
+    callback<T> done;
+  };
+  auto st = std::make_shared<state>();
+  st->done = std::move(done);
+  return [st](result<T> r) {
+    callback<T> first;
+    {
+      std::lock_guard guard{st->mtx};
+      first = std::exchange(st->done, nullptr);
+    }
+    if (first)
+      first(std::move(r));
+  };
+}
+
+/// The error a caller gets when its task threw (std::bad_alloc, a bug) instead of answering:
+/// transient "pg.task_exception" with what the exception said.
+error task_exception(std::string_view what);
+
 /// A small pool of threads, each owning one connection. Tasks run in submission order per
 /// thread; a task gets a connection that ensure() has tried to open (it checks the result).
+/// Every task answers its caller: an exception that escapes a task is caught on the pool thread
+/// (which goes on with the next task) and handed to the task's `on_throw` as task_exception(),
+/// so that the caller gets an error instead of waiting for ever.
 class pool {
 public:
   using task = std::function<void(connection&)>;
+  /// Answers the caller(s) of a task that threw; must not throw itself.
+  using on_throw = std::function<void(const error&)>;
 
   pool(std::string url, pool_options opts);
   /// Runs the tasks already submitted, then joins the threads.
@@ -153,16 +186,32 @@ public:
   pool(const pool&) = delete;
   pool& operator=(const pool&) = delete;
 
-  void submit(task t);
+  /// Runs `t` on a pool thread; when it throws, `failed` gets the error (once). For tasks that
+  /// answer several callers (a coalesced batch), whose `failed` answers each not yet answered.
+  void submit(task t, on_throw failed);
+
+  /// The usual port call: runs `body(connection&, const callback<T>& done)` on a pool thread.
+  /// `done` answers the caller exactly once: the body's first answer goes through, and a body
+  /// that throws before answering makes the caller's answer task_exception().
+  template <class T, class Body>
+  void call(callback<T> done, Body body) {
+    auto once = answer_once(std::move(done));
+    submit([once, body = std::move(body)](connection& conn) mutable { body(conn, once); },
+           [once](const error& err) { once(err); });
+  }
 
 private:
+  struct entry {
+    task run;
+    on_throw failed;
+  };
   void run(int index);
 
   std::string url_;
   pool_options opts_;
   std::mutex mtx_;
   std::condition_variable cv_;
-  std::deque<task> tasks_;
+  std::deque<entry> tasks_;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };

@@ -513,8 +513,8 @@ const char* pg_matching_repository::candidates_sql() {
 void pg_matching_repository::claim(uuid document_id, uuid claim_token, std::string worker_id,
                                    std::chrono::seconds lease, int32_t max_attempts,
                                    callback<std::optional<matching_claim>> done) {
-  pool_->submit([document_id, claim_token, worker_id = std::move(worker_id), lease, max_attempts,
-                 done = std::move(done)](pg::connection& conn) {
+  pool_->call(std::move(done), [document_id, claim_token, worker_id = std::move(worker_id), lease,
+                                max_attempts](pg::connection& conn, const auto& done) {
     auto res = conn.exec(claim_sql, {document_id.str(), claim_token.str(), clean(worker_id),
                                      std::to_string(std::max<int64_t>(lease.count(), 0)),
                                      std::to_string(max_attempts)});
@@ -536,7 +536,7 @@ void pg_matching_repository::claim(uuid document_id, uuid claim_token, std::stri
 }
 
 void pg_matching_repository::state(uuid document_id, callback<ingestion_state> done) {
-  pool_->submit([document_id, done = std::move(done)](pg::connection& conn) {
+  pool_->call(std::move(done), [document_id](pg::connection& conn, const auto& done) {
     auto res = conn.exec(state_sql, {document_id.str()});
     if (!res)
       return done(res.error());
@@ -555,7 +555,8 @@ void pg_matching_repository::state(uuid document_id, callback<ingestion_state> d
 
 void pg_matching_repository::store_features(lease_ref ref, match_features features,
                                             callback<void> done) {
-  pool_->submit([ref, f = std::move(features), done = std::move(done)](pg::connection& conn) {
+  pool_->call(std::move(done), [ref, f = std::move(features)](pg::connection& conn,
+                                                              const auto& done) {
     auto res = conn.exec(features_sql,
                          {ref.ingestion_id.str(), ref.claim_token.str(), opt_clean(f.kind),
                           opt_clean(f.number), opt_clean(f.counterparty),
@@ -572,8 +573,8 @@ void pg_matching_repository::store_features(lease_ref ref, match_features featur
 
 void pg_matching_repository::candidates(uuid tenant_id, uuid document_id, match_features features,
                                         int limit, callback<std::vector<match_document>> done) {
-  pool_->submit([tenant_id, document_id, f = std::move(features), limit,
-                 done = std::move(done)](pg::connection& conn) {
+  pool_->call(std::move(done), [tenant_id, document_id, f = std::move(features),
+                                limit](pg::connection& conn, const auto& done) {
     if (limit < 1)
       return done(std::vector<match_document>{});
     auto date = opt_date(f.date);
@@ -595,7 +596,8 @@ void pg_matching_repository::candidates(uuid tenant_id, uuid document_id, match_
 
 void pg_matching_repository::write_matches(lease_ref ref, std::vector<match_edge> edges,
                                            callback<void> done) {
-  pool_->submit([ref, edges = std::move(edges), done = std::move(done)](pg::connection& conn) {
+  pool_->call(std::move(done), [ref, edges = std::move(edges)](pg::connection& conn,
+                                                               const auto& done) {
     auto checked = checked_edges(ref.ingestion_id, edges);
     if (!checked)
       return done(checked.error());
@@ -630,7 +632,8 @@ void pg_matching_repository::write_matches(lease_ref ref, std::vector<match_edge
 
 void pg_matching_repository::record_failure(lease_ref ref, failure_record record,
                                             callback<failure_outcome> done) {
-  pool_->submit([ref, record = std::move(record), done = std::move(done)](pg::connection& conn) {
+  pool_->call(std::move(done), [ref, record = std::move(record)](pg::connection& conn,
+                                                                 const auto& done) {
     auto res = conn.exec(failure_sql, {ref.ingestion_id.str(), ref.claim_token.str(),
                                        record.error.permanent() ? "t" : "f",
                                        std::to_string(record.max_attempts),
@@ -647,7 +650,7 @@ void pg_matching_repository::record_failure(lease_ref ref, failure_record record
 }
 
 void pg_matching_repository::release(lease_ref ref, callback<void> done) {
-  pool_->submit([ref, done = std::move(done)](pg::connection& conn) {
+  pool_->call(std::move(done), [ref](pg::connection& conn, const auto& done) {
     auto res = conn.exec(release_sql, {ref.ingestion_id.str(), ref.claim_token.str()});
     if (!res)
       return done(res.error());
@@ -659,7 +662,8 @@ void pg_matching_repository::release(lease_ref ref, callback<void> done) {
 
 void pg_matching_repository::renew_leases(std::vector<lease_ref> refs, std::chrono::seconds lease,
                                           callback<std::vector<lease_ref>> done) {
-  pool_->submit([refs = std::move(refs), lease, done = std::move(done)](pg::connection& conn) {
+  pool_->call(std::move(done), [refs = std::move(refs), lease](pg::connection& conn,
+                                                               const auto& done) {
     if (refs.empty())
       return done(std::vector<lease_ref>{});
     std::vector<uuid> ids, tokens;
@@ -681,7 +685,7 @@ void pg_matching_repository::renew_leases(std::vector<lease_ref> refs, std::chro
 
 void pg_matching_repository::matches_of(
   uuid document_id, callback<std::pair<std::vector<stored_match>, std::vector<uuid>>> done) {
-  pool_->submit([document_id, done = std::move(done)](pg::connection& conn) {
+  pool_->call(std::move(done), [document_id](pg::connection& conn, const auto& done) {
     auto id = document_id.str();
     auto edges = conn.exec(edges_of_sql, {id});
     if (!edges)

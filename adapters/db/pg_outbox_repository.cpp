@@ -59,7 +59,7 @@ pg_outbox_repository::~pg_outbox_repository() = default;
 
 void pg_outbox_repository::take(int limit, std::chrono::seconds hold,
                                 callback<std::vector<outbox_row>> done) {
-  pool_->submit([limit, hold, done = std::move(done)](pg::connection& conn) {
+  pool_->call(std::move(done), [limit, hold](pg::connection& conn, const auto& done) {
     auto res = conn.exec(take_sql, {std::to_string(limit), std::to_string(hold.count())});
     if (!res)
       return done(res.error());
@@ -73,7 +73,7 @@ void pg_outbox_repository::take(int limit, std::chrono::seconds hold,
 }
 
 void pg_outbox_repository::mark_sent(std::vector<int64_t> ids, callback<void> done) {
-  pool_->submit([ids = std::move(ids), done = std::move(done)](pg::connection& conn) {
+  pool_->call(std::move(done), [ids = std::move(ids)](pg::connection& conn, const auto& done) {
     auto res = conn.exec(sent_sql, {id_array(ids)});
     if (!res)
       return done(res.error());
@@ -83,7 +83,8 @@ void pg_outbox_repository::mark_sent(std::vector<int64_t> ids, callback<void> do
 
 void pg_outbox_repository::mark_failed(std::vector<int64_t> ids, std::string error,
                                        callback<void> done) {
-  pool_->submit([ids = std::move(ids), error = std::move(error), done = std::move(done)](pg::connection& conn) {
+  pool_->call(std::move(done), [ids = std::move(ids),
+                                error = std::move(error)](pg::connection& conn, const auto& done) {
     auto res = conn.exec(failed_sql, {id_array(ids), pg::clean(error)});
     if (!res)
       return done(res.error());
@@ -92,7 +93,7 @@ void pg_outbox_repository::mark_failed(std::vector<int64_t> ids, std::string err
 }
 
 void pg_outbox_repository::prune(std::chrono::seconds retention, callback<int64_t> done) {
-  pool_->submit([retention, done = std::move(done)](pg::connection& conn) {
+  pool_->call(std::move(done), [retention](pg::connection& conn, const auto& done) {
     auto res = conn.exec(prune_sql, {std::to_string(retention.count())});
     if (!res)
       return done(res.error());

@@ -35,9 +35,10 @@ using pg::valid_json;
 // still set on an expired lease means its holder died without an outcome (a decoder crash, the
 // OOM killer, kill -9). Taking such a claim over counts that attempt; the crash that reaches the
 // request's max_attempts ($5) fails the ingestion with class `poison` instead of claiming it (the
-// trigger flags the document for review), so a document that kills its worker cannot loop. Both
-// leave an audit event. Every in-progress row asked for, claimable or not, records that its
-// message was seen (message_seen_at: see the sweeper's statement).
+// trigger flags the document for review; the answer says so, for the claimer to notify), so a
+// document that kills its worker cannot loop. Both leave an audit event. Every in-progress row
+// asked for, claimable or not, records that its message was seen (message_seen_at: see the
+// sweeper's statement).
 constexpr pg::statement claim_sql{"ingestd_claim", R"sql(
 WITH req AS (
   SELECT DISTINCT ON (r.id) r.id, r.token, greatest(r.max_attempts, 1) AS max_attempts
@@ -88,10 +89,10 @@ WITH req AS (
    WHERE c.crashed
 )
 SELECT c.id, c.document_id, d.tenant_id, c.claim_token, c.attempt_count, d.file_path,
-       d.mime_type, c.transcription_file_path
+       d.mime_type, c.transcription_file_path, c.poison
   FROM changed AS c
   JOIN document AS d ON d.id = c.document_id
- WHERE c.granted
+ WHERE c.granted OR c.poison
 )sql"};
 
 // Where each ingestion stands, in request order; a missing row is an unknown id.
@@ -386,8 +387,8 @@ pg_repository::~pg_repository() = default;
 void pg_repository::claim(std::vector<claim_request> requests, std::string worker_id,
                           std::chrono::seconds lease,
                           callback<std::vector<std::optional<claimed_ingestion>>> done) {
-  pool_->submit([requests = std::move(requests), worker_id = std::move(worker_id), lease,
-                 done = std::move(done)](pg::connection& conn) {
+  pool_->call(std::move(done), [requests = std::move(requests), worker_id = std::move(worker_id),
+                                lease](pg::connection& conn, const auto& done) {
     std::vector<std::optional<claimed_ingestion>> out(requests.size());
     if (requests.empty())
       return done(std::move(out));
@@ -414,11 +415,12 @@ void pg_repository::claim(std::vector<claim_request> requests, std::string worke
       c.file_path = rows.str(r, 5);
       c.mime_type = rows.str(r, 6);
       c.transcription_file_path = rows.str(r, 7);
+      c.poisoned = rows.boolean(r, 8);
       // The request that won is the one whose token was stored (an id requested twice in one
-      // batch is claimed once).
+      // batch is claimed once); failed as poison, none was stored: the first request for it.
       for (size_t i = 0; i < requests.size(); ++i) {
-        if (requests[i].ingestion_id == c.ingestion_id && requests[i].claim_token == c.claim_token
-            && !out[i]) {
+        if (requests[i].ingestion_id == c.ingestion_id
+            && (c.poisoned || requests[i].claim_token == c.claim_token) && !out[i]) {
           out[i] = c;
           break;
         }
@@ -430,7 +432,7 @@ void pg_repository::claim(std::vector<claim_request> requests, std::string worke
 
 void pg_repository::states(std::vector<uuid> ids,
                            callback<std::vector<ingestion_state>> done) {
-  pool_->submit([ids = std::move(ids), done = std::move(done)](pg::connection& conn) {
+  pool_->call(std::move(done), [ids = std::move(ids)](pg::connection& conn, const auto& done) {
     std::vector<ingestion_state> out(ids.size(), ingestion_state::unknown);
     if (ids.empty())
       return done(std::move(out));
@@ -456,11 +458,14 @@ void pg_repository::states(std::vector<uuid> ids,
 void pg_repository::record_transcription(lease_ref ref, transcription_record record,
                                          callback<void> done) {
   if (transcriptions_->waiting.push({ref, std::move(record), std::move(done)}))
-    pool_->submit([this](pg::connection& conn) { record_transcriptions(conn); });
+    pg::submit_coalesced(*pool_, transcriptions_->waiting,
+                         [this](pg::connection& conn, std::vector<pending_transcription>& batch) {
+                           record_transcriptions(conn, batch);
+                         });
 }
 
-void pg_repository::record_transcriptions(pg::connection& conn) {
-  auto batch = transcriptions_->waiting.take();
+void pg_repository::record_transcriptions(pg::connection& conn,
+                                          std::vector<pending_transcription>& batch) {
   // Paths are storage keys, sent as they are: a key that cleaning changed would name nothing.
   auto answers = pg::run_batch<void>(batch.size(), [&](const std::vector<size_t>& items)
                                                      -> result<std::vector<result<void>>> {
@@ -493,9 +498,6 @@ void pg_repository::record_transcriptions(pg::connection& conn) {
   });
   for (size_t i = 0; i < batch.size(); ++i)
     batch[i].done(std::move(answers[i]));
-  // More arrived meanwhile: they go next, behind whatever else waits for a connection.
-  if (transcriptions_->waiting.finish())
-    pool_->submit([this](pg::connection& c) { record_transcriptions(c); });
 }
 
 uint64_t pg_repository::transcription_statements() const {
@@ -504,8 +506,8 @@ uint64_t pg_repository::transcription_statements() const {
 
 void pg_repository::complete(std::vector<completion> completions,
                              callback<std::vector<result<void>>> done) {
-  pool_->submit([next = next_job_, completions = std::move(completions),
-                 done = std::move(done)](pg::connection& conn) mutable {
+  pool_->call(std::move(done), [next = next_job_, completions = std::move(completions)](
+                                   pg::connection& conn, const auto& done) mutable {
     std::vector<result<void>> out(completions.size());
     std::vector<size_t> sent;
     for (size_t i = 0; i < completions.size(); ++i) {
@@ -537,8 +539,8 @@ void pg_repository::complete(std::vector<completion> completions,
 void pg_repository::record_failure(lease_ref ref, failure_record record,
                                    std::chrono::seconds retry_delay,
                                    callback<failure_outcome> done) {
-  pool_->submit([ref, record = std::move(record), retry_delay,
-                 done = std::move(done)](pg::connection& conn) {
+  pool_->call(std::move(done), [ref, record = std::move(record), retry_delay](pg::connection& conn,
+                                                                              const auto& done) {
     // Output kept for the reviewer must not make the failure itself unrecordable.
     param data;
     if (auto json = clean_json(record.structured_data); !json.empty() && valid_json(json))
@@ -562,7 +564,8 @@ void pg_repository::record_failure(lease_ref ref, failure_record record,
 
 void pg_repository::renew_leases(std::vector<lease_ref> refs, std::chrono::seconds lease,
                                  callback<std::vector<lease_ref>> done) {
-  pool_->submit([refs = std::move(refs), lease, done = std::move(done)](pg::connection& conn) {
+  pool_->call(std::move(done), [refs = std::move(refs), lease](pg::connection& conn,
+                                                               const auto& done) {
     if (refs.empty())
       return done(std::vector<lease_ref>{});
     std::vector<uuid> ids, tokens;
@@ -582,7 +585,7 @@ void pg_repository::renew_leases(std::vector<lease_ref> refs, std::chrono::secon
 }
 
 void pg_repository::release(lease_ref ref, callback<void> done) {
-  pool_->submit([ref, done = std::move(done)](pg::connection& conn) {
+  pool_->call(std::move(done), [ref](pg::connection& conn, const auto& done) {
     auto res = conn.exec(release_sql, {ref.ingestion_id.str(), ref.claim_token.str()});
     if (!res)
       return done(res.error());
@@ -601,7 +604,8 @@ void pg_repository::append_events(std::vector<audit_event> events, callback<void
 
 void pg_repository::append_events_each(std::vector<audit_event> events,
                                        callback<std::vector<result<void>>> done) {
-  pool_->submit([events = std::move(events), done = std::move(done)](pg::connection& conn) {
+  pool_->call(std::move(done), [events = std::move(events)](pg::connection& conn,
+                                                            const auto& done) {
     if (events.empty())
       return done(std::vector<result<void>>{});
     done(pg::run_batch<void>(events.size(), [&](const std::vector<size_t>& items)
@@ -631,7 +635,7 @@ void pg_repository::append_events_each(std::vector<audit_event> events,
 
 void pg_repository::rescue_stranded(std::chrono::seconds stale_threshold, int limit,
                                     callback<std::vector<uuid>> done) {
-  pool_->submit([stale_threshold, limit, done = std::move(done)](pg::connection& conn) {
+  pool_->call(std::move(done), [stale_threshold, limit](pg::connection& conn, const auto& done) {
     auto res = conn.exec(rescue_sql, {std::to_string(std::max<int64_t>(stale_threshold.count(), 0)),
                                       std::to_string(std::max(limit, 0))});
     if (!res)

@@ -77,7 +77,7 @@ private:
     coalescing_queue<pending_transcription> waiting;
     std::atomic<uint64_t> statements{0};
   };
-  void record_transcriptions(pg::connection& conn);
+  void record_transcriptions(pg::connection& conn, std::vector<pending_transcription>& batch);
 
   next_job_options next_job_;
   std::unique_ptr<transcription_queue> transcriptions_ = std::make_unique<transcription_queue>();

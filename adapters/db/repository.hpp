@@ -57,7 +57,9 @@ public:
   /// nullopt means not claimable (claimed by a live worker, finished, or unknown id).
   /// A lease that expired with its token still set was a crash (every deliberate end clears the
   /// token): it counts as an attempt, and the crash that reaches the request's max_attempts fails
-  /// the ingestion with error class `poison` instead of claiming it (nullopt: it is finished).
+  /// the ingestion with error class `poison` instead of claiming it: the answer is then the
+  /// ingestion with `poisoned` set (not claimed), for the caller to notify the failure; a later
+  /// claim of it answers nullopt (it is finished).
   /// Every in-progress ingestion asked for records that its message was seen.
   virtual void claim(std::vector<claim_request> requests, std::string worker_id,
                      std::chrono::seconds lease,

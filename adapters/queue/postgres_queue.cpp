@@ -17,6 +17,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "adapters/db/pg_batch.hpp"
 #include "adapters/db/pg_connection.hpp"
 #include "messages/text.hpp"
 #include "messages/uuid.hpp"
@@ -116,6 +117,11 @@ batch_entry_result failed_entry(std::string ref, error err) {
 
 } // namespace
 
+struct postgres_queue::pending_delete {
+  std::vector<std::string> receipts;
+  callback<std::vector<batch_entry_result>> done;
+};
+
 struct postgres_queue::impl {
   struct parked_poll {
     int max_messages;
@@ -133,10 +139,6 @@ struct postgres_queue::impl {
 
   /// Deletes wait here while one runs, and go together in the next statement: under load, the
   /// acknowledgements of many jobs cost one round trip; when idle, a delete goes at once.
-  struct pending_delete {
-    std::vector<std::string> receipts;
-    callback<std::vector<batch_entry_result>> done;
-  };
   coalescing_queue<pending_delete> deletes;
   std::atomic<uint64_t> delete_statements{0};
 
@@ -255,9 +257,11 @@ struct postgres_queue::impl {
   }
 
   void dispatch(parked_poll poll) {
-    pool->submit([this, poll = std::move(poll)](pg::connection& conn) mutable {
-      attempt(std::move(poll), conn);
-    });
+    // poll.done answers once (see receive()): a throwing attempt answers the error.
+    auto failed = [done = poll.done](const error& err) { done(err); };
+    pool->submit([this, poll = std::move(poll)](
+                     pg::connection& conn) mutable { attempt(std::move(poll), conn); },
+                 std::move(failed));
   }
 
   // -- listener -----------------------------------------------------------------------------
@@ -375,18 +379,20 @@ void postgres_queue::receive(int max_messages, std::chrono::seconds wait,
   poll.visibility = std::clamp(visibility, std::chrono::seconds{0}, std::chrono::seconds{43200});
   poll.deadline = clock_type::now() + std::clamp(wait, std::chrono::seconds{0},
                                                  std::chrono::seconds{20});
-  poll.done = std::move(done);
+  poll.done = pg::answer_once(std::move(done));
   impl_->dispatch(std::move(poll));
 }
 
 void postgres_queue::remove(std::vector<std::string> receipts,
                             callback<std::vector<batch_entry_result>> done) {
   if (impl_->deletes.push({std::move(receipts), std::move(done)}))
-    impl_->pool->submit([this](pg::connection& conn) { run_deletes(conn); });
+    pg::submit_coalesced(*impl_->pool, impl_->deletes,
+                         [this](pg::connection& conn, std::vector<pending_delete>& batch) {
+                           run_deletes(conn, batch);
+                         });
 }
 
-void postgres_queue::run_deletes(pg::connection& conn) {
-  auto batch = impl_->deletes.take();
+void postgres_queue::run_deletes(pg::connection& conn, std::vector<pending_delete>& batch) {
   std::vector<param> valid;
   std::vector<std::vector<batch_entry_result>> outs;
   for (auto& part : batch) {
@@ -414,9 +420,6 @@ void postgres_queue::run_deletes(pg::connection& conn) {
   ++impl_->delete_statements;
   for (size_t i = 0; i < batch.size(); ++i)
     batch[i].done(std::move(outs[i]));
-  // More arrived meanwhile: they go next, behind whatever else waits for a connection.
-  if (impl_->deletes.finish())
-    impl_->pool->submit([this](pg::connection& c) { run_deletes(c); });
 }
 
 uint64_t postgres_queue::delete_statements() const {
@@ -425,8 +428,8 @@ uint64_t postgres_queue::delete_statements() const {
 
 void postgres_queue::change_visibility(std::vector<visibility_change> changes,
                                        callback<std::vector<batch_entry_result>> done) {
-  impl_->pool->submit([this, changes = std::move(changes),
-                       done = std::move(done)](pg::connection& conn) {
+  impl_->pool->call(std::move(done), [this, changes = std::move(changes)](pg::connection& conn,
+                                                                          const auto& done) {
     std::vector<batch_entry_result> out;
     std::vector<param> receipts, secs;
     for (auto& c : changes) {
@@ -475,8 +478,8 @@ void postgres_queue::change_visibility(std::vector<visibility_change> changes,
 
 void postgres_queue::send(std::vector<outgoing_message> messages,
                           callback<std::vector<batch_entry_result>> done) {
-  impl_->pool->submit([this, messages = std::move(messages),
-                       done = std::move(done)](pg::connection& conn) {
+  impl_->pool->call(std::move(done), [this, messages = std::move(messages)](pg::connection& conn,
+                                                                            const auto& done) {
     std::vector<batch_entry_result> out;
     std::vector<param> ids, bodies, delays;
     for (auto& m : messages) {
@@ -510,7 +513,7 @@ void postgres_queue::send(std::vector<outgoing_message> messages,
 }
 
 void postgres_queue::stats(callback<queue_stats> done) {
-  impl_->pool->submit([this, done = std::move(done)](pg::connection& conn) {
+  impl_->pool->call(std::move(done), [this](pg::connection& conn, const auto& done) {
     auto res = conn.exec(stats_sql, {impl_->queue});
     if (!res)
       return done(res.error());

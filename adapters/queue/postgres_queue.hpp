@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "adapters/db/pg_connection.hpp"
 #include "adapters/queue/queue.hpp"
@@ -58,7 +59,8 @@ public:
 
 private:
   struct impl;
-  void run_deletes(pg::connection& conn);
+  struct pending_delete;
+  void run_deletes(pg::connection& conn, std::vector<pending_delete>& batch);
   std::unique_ptr<impl> impl_;
 };
 

@@ -1,4 +1,5 @@
-// The heartbeat's batching, incremental extension, the 12-hour limit and lost claims.
+// The heartbeat's batching, incremental extension, the 12-hour limit and lost claims; the
+// deadline of each batch call (a lost answer counts as a failed call, a late one is dropped).
 #define CAF_SUITE heartbeat
 #include "caf/test/unit_test_impl.hpp"
 
@@ -146,6 +147,67 @@ CAF_TEST(extension stops at the 12-hour visibility total of SQS) {
   CAF_CHECK(calls[0].timeout <= 200s && calls[0].timeout > 60s);
   CAF_REQUIRE_EQUAL(lost.size(), 1u);
   CAF_CHECK(lost[0].find("12-hour") != std::string::npos);
+}
+
+CAF_TEST(a renewal that never answers times out and is retried next tick without dropping the claim) {
+  ctx->settings.heartbeat_rate = 60s;
+  ctx->settings.heartbeat_extension = 300s;
+  auto hb = heartbeat();
+  auto id = track(hb);
+  sched.run();
+  advance_time(1s);
+  sched.run();
+  // The database would answer "lost", but the answer never arrives.
+  db->steal_claim(id);
+  db->hold("renew_leases");
+  advance_time(60s);
+  sched.run();
+  CAF_CHECK_EQUAL(db->held("renew_leases"), 1u);
+  // The deadline (one tick) passes: logged and retried, the claim is kept.
+  advance_time(60s);
+  sched.run();
+  CAF_CHECK(lost.empty());
+  CAF_CHECK(ctx->claims->ids() == std::vector<uuid>{id});
+  CAF_CHECK_EQUAL(db->renew_batch_sizes(), (std::vector<size_t>{1, 1}));
+  // The answers come, one late (dropped: its call counted as failed already), the next in
+  // time: the database says the lease is lost, so the claim is dropped, once.
+  db->unhold("renew_leases");
+  sched.run();
+  CAF_REQUIRE_EQUAL(lost.size(), 1u);
+  CAF_CHECK(lost[0].find("lease lost") != std::string::npos);
+  CAF_CHECK(ctx->claims->ids().empty());
+}
+
+CAF_TEST(an extension that never answers times out and drops a claim whose visibility ran out) {
+  ctx->settings.heartbeat_rate = 60s;
+  ctx->settings.heartbeat_extension = 300s;
+  ctx->settings.visibility_timeout = 60s;
+  auto hb = heartbeat();
+  auto now = std::chrono::steady_clock::now();
+  // Received an hour ago with a 60 s visibility: it has run out unless an extension succeeds.
+  track(hb, now - 1h);
+  // Received now: its visibility still runs.
+  auto fresh = track(hb, now);
+  queue->hold("change_visibility");
+  sched.run();
+  advance_time(1s);
+  sched.run();
+  CAF_CHECK_EQUAL(queue->held("change_visibility"), 1u);
+  CAF_CHECK(lost.empty());
+  // No answer within the deadline: the extension counts as failed.
+  advance_time(60s);
+  sched.run();
+  CAF_REQUIRE_EQUAL(lost.size(), 1u);
+  CAF_CHECK(lost[0].find("visibility expired") != std::string::npos);
+  CAF_CHECK(lost[0].find("queue.change_visibility.timeout") != std::string::npos);
+  CAF_CHECK(ctx->claims->ids() == std::vector<uuid>{fresh});
+  // The late answer is dropped; the next ticks keep extending the claim still held.
+  queue->unhold("change_visibility");
+  sched.run();
+  advance_time(60s);
+  sched.run();
+  CAF_CHECK_EQUAL(lost.size(), 1u);
+  CAF_CHECK(ctx->claims->ids() == std::vector<uuid>{fresh});
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

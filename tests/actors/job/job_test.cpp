@@ -156,6 +156,11 @@ CAF_TEST(a message whose ingestion the claim failed as poison is deleted without
   CAF_CHECK_EQUAL(ocr->calls(), 0);
   CAF_CHECK_EQUAL(extract->calls(), 0);
   CAF_CHECK(!row.token.has_value());
+  // Notified as every final failure is, once: a duplicate delivery finds it finished.
+  CAF_CHECK_EQUAL(notified, std::vector<std::string>{id.str() + " poison 2"});
+  auto again = run_job(id.str(), hb);
+  CAF_CHECK_EQUAL(again.result, job_result::skipped);
+  CAF_CHECK_EQUAL(notified.size(), 1u);
   CAF_CHECK(db->violations().empty());
 }
 

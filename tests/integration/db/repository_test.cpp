@@ -586,8 +586,16 @@ TEST_F(repository_test, claims_that_expire_without_an_outcome_count_and_the_last
     EXPECT_EQ(column(id, "attempt_count"), std::to_string(crashes));
     expire_lease(id);
   }
-  // The claim after the N-th crash fails it instead of handing it out again.
-  EXPECT_FALSE(claim_one(id, uuid::v4(), nullptr, 300s, "w-next", max_attempts));
+  // The claim after the N-th crash fails it instead of handing it out again, and says so to
+  // its claimer (who notifies the failure): not claimed, no token, the attempts made.
+  auto poisoned = claim_one(id, uuid::v4(), nullptr, 300s, "w-next", max_attempts);
+  ASSERT_TRUE(poisoned);
+  EXPECT_TRUE(poisoned->poisoned);
+  EXPECT_EQ(poisoned->ingestion_id, id);
+  EXPECT_EQ(poisoned->document_id, req.document_id);
+  EXPECT_EQ(poisoned->tenant_id, req.tenant_id);
+  EXPECT_EQ(poisoned->claim_token, uuid{});
+  EXPECT_EQ(poisoned->attempt_count, max_attempts);
   EXPECT_EQ(column(id, "status"), "failed");
   EXPECT_EQ(column(id, "error_class"), "poison");
   EXPECT_EQ(column(id, "attempt_count"), std::to_string(max_attempts));
@@ -609,7 +617,8 @@ TEST_F(repository_test, claims_that_expire_without_an_outcome_count_and_the_last
   EXPECT_EQ(events[0][1].value(), "w1");
   EXPECT_EQ(events[2][0].value(), "poison");
   EXPECT_EQ(events[2][1].value(), "w-next");
-  // Final: no claim, no more attempts, and the sweeper never revives it however old it gets.
+  // Final: no claim (and no second poison answer: notified once), no more attempts, and the
+  // sweeper never revives it however old it gets.
   EXPECT_FALSE(claim_one(id, uuid::v4(), nullptr, 300s, "w-later", max_attempts));
   EXPECT_EQ(column(id, "attempt_count"), std::to_string(max_attempts));
   long_forgotten("true");
@@ -644,7 +653,9 @@ TEST_F(repository_test, give_backs_and_recorded_outcomes_are_not_crashes) {
   ASSERT_TRUE(again);
   EXPECT_EQ(again->attempt_count, 1);
   expire_lease(failing);
-  EXPECT_FALSE(claim_one(failing, uuid::v4(), nullptr, 300s, "w2", 2));
+  auto poisoned = claim_one(failing, uuid::v4(), nullptr, 300s, "w2", 2);
+  ASSERT_TRUE(poisoned);
+  EXPECT_TRUE(poisoned->poisoned);
   EXPECT_EQ(column(failing, "status || ' ' || error_class || ' ' || attempt_count"), "failed poison 2");
 
   // A live claim of another worker is neither taken nor counted.

@@ -189,6 +189,9 @@ void fake_queue::change_visibility(std::vector<visibility_change> changes,
         }
         out.push_back(std::move(res));
       }
+      // Held: the change is made, its answer is lost until unhold().
+      if (maybe_hold("change_visibility", [done, out] { done(out); }))
+        return;
     }
   }
   if (failure)
@@ -385,7 +388,11 @@ void fake_repository::claim(std::vector<claim_request> requests, std::string, st
             row.error_class = "poison";
             row.last_error = "poison: a claim expired without an outcome or give-back";
             row.token.reset();
-            r->push_back(std::nullopt);
+            // Said once, to this claimer: a later claim finds it finished (nullopt).
+            auto c = row.ingestion;
+            c.claim_token = uuid{};
+            c.poisoned = true;
+            r->push_back(c);
             continue;
           }
         }
@@ -501,6 +508,9 @@ void fake_repository::renew_leases(std::vector<lease_ref> refs, std::chrono::sec
     for (auto& ref : refs)
       if (!fenced(ref))
         lost.push_back(ref);
+    // Held: the answer (as of this call) is lost until unhold().
+    if (maybe_hold("renew_leases", [done, lost] { done(lost); }))
+      return;
   }
   done(std::move(lost));
 }

@@ -1,0 +1,274 @@
+// Chaos on SQS: three `ingestd run` nodes on one queue of the fauxqs emulator while documents keep
+// arriving, and faults on a random (seeded, printed) schedule: kill -9 and restart, SIGSTOP longer
+// than the lease then SIGCONT. A stopped node's messages reappear when their visibility (the lease
+// plus a small padding) runs out, and another node takes the claim over. Afterwards every document
+// is completed exactly once with the right result, and nothing is left in progress or in the
+// queue (visible or in flight). "Exactly once" is counted by a trigger this test installs, not by
+// ingestd's own audit trail. The database faults stay with the Postgres variant (chaos_test.cpp).
+//
+//   INGESTD_CHAOS_SECONDS   how long faults are injected (default 30: the CTest entry)
+//   INGESTD_CHAOS_SEED      the schedule's seed (default: random; printed either way)
+#include <algorithm>
+#include <csignal>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+
+#include "tests/support/daemon/e2e_setup.hpp"
+#include "tests/support/environment.hpp"
+#include "tests/support/fauxqs/fauxqs_fixture.hpp"
+#include "tests/support/postgres/await.hpp"
+
+using namespace std::chrono_literals;
+using namespace ingestd;
+using namespace ingestd::test;
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+/// The lease the nodes run with (worker.lease_seconds of the end-to-end environment).
+constexpr auto lease = 10s;
+
+std::string truth_invoice_number(const std::string& source) {
+  // inv01_en_classic.pdf -> truth/inv01.json
+  auto path = source_dir() + "/tests/fixtures/corpus/truth/" + source.substr(0, 5) + ".json";
+  std::ifstream in{path};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  rapidjson::Document d;
+  d.Parse(ss.str().c_str());
+  if (d.HasParseError() || !d.IsObject() || !d.HasMember("invoice_number"))
+    throw std::runtime_error("cannot read the invoice number from " + path);
+  return d["invoice_number"].GetString();
+}
+
+struct node {
+  std::string id;
+  std::unique_ptr<daemon_process> proc;
+  /// Set while SIGSTOPped: when to send SIGCONT.
+  std::optional<clock_type::time_point> resume_at;
+};
+
+class chaos_sqs_test : public fauxqs_test {
+protected:
+  void SetUp() override {
+    fauxqs_test::SetUp();
+    if (HasFatalFailure())
+      return;
+    s_ = std::make_unique<e2e_setup>();
+    q_ = make_queue({}, &url_);
+    match_q_ = make_queue({}, &match_url_);
+  }
+
+  void TearDown() override {
+    for (auto& n : nodes_)
+      if (n.proc && n.proc->running()) {
+        n.proc->signal(SIGCONT);
+        n.proc->signal(SIGKILL);
+        (void)n.proc->wait_exit(30s);
+      }
+    fauxqs_test::TearDown();
+  }
+
+  void start_nodes(int n) {
+    for (int i = 0; i < n; ++i) {
+      nodes_.push_back(node{"chaos-sqs-" + std::to_string(i + 1), nullptr, std::nullopt});
+      start(nodes_.back());
+    }
+  }
+
+  // Faults hit documents again and again by design: the poison bound is set out of reach (it
+  // has tests of its own).
+  void start(node& n) {
+    n.proc = s_->start({{"INGESTD_WORKER__ID", n.id},
+                        {"INGESTD_WORKER__MAX_RETRY_ATTEMPTS", "100"},
+                        {"INGESTD_QUEUE__BACKEND", "sqs"},
+                        {"INGESTD_QUEUE__URL", url_},
+                        {"INGESTD_MATCHING__QUEUE_URL", match_url_},
+                        {"INGESTD_AWS__ENDPOINT", endpoint_},
+                        {"INGESTD_AWS__REGION", "us-east-1"}});
+  }
+
+  /// Documents arriving during the run: a few text PDFs, sent to the SQS queue.
+  void arrive() {
+    auto ids = s_->add_documents(pick(2, 5), doc_kind::text_pdf);
+    std::vector<outgoing_message> batch;
+    batch.reserve(ids.size());
+    for (auto& id : ids)
+      batch.push_back(outgoing_message{id});
+    auto r = await<std::vector<batch_entry_result>>([&](auto cb) { q_->send(batch, cb); });
+    ASSERT_TRUE(r) << r.error().describe();
+    for (auto& e : *r)
+      ASSERT_FALSE(e.failed) << e.error.describe();
+    total_ += static_cast<int64_t>(ids.size());
+  }
+
+  void fault() {
+    if (pick(0, 1) == 0)
+      kill_and_restart();
+    else
+      stop_past_the_lease();
+  }
+
+  /// Waits `d`, resuming nodes whose stop has lasted long enough.
+  void wait(std::chrono::milliseconds d) {
+    auto until = clock_type::now() + d;
+    while (clock_type::now() < until) {
+      for (auto& n : nodes_)
+        if (n.resume_at && clock_type::now() >= *n.resume_at) {
+          n.proc->signal(SIGCONT);
+          n.resume_at.reset();
+          log("SIGCONT " + n.id);
+        }
+      std::this_thread::sleep_for(100ms);
+    }
+  }
+
+  /// Ends every fault: stopped nodes resumed, dead ones started again.
+  void heal() {
+    while (std::any_of(nodes_.begin(), nodes_.end(), [](const node& n) { return n.resume_at; }))
+      wait(200ms);
+    for (auto& n : nodes_)
+      if (!n.proc->running()) {
+        log("start " + n.id + " again (it had exited)");
+        start(n);
+      }
+  }
+
+  void stop_all() {
+    for (auto& n : nodes_)
+      n.proc->signal(SIGTERM);
+    for (auto& n : nodes_) {
+      auto rc = n.proc->wait_exit(120s);
+      ASSERT_TRUE(rc.has_value()) << n.id << " did not stop\n" << n.proc->log_tail();
+      EXPECT_EQ(*rc, 0) << n.id << "\n" << n.proc->log_tail();
+    }
+  }
+
+  bool queue_empty() {
+    auto st = await<queue_stats>([&](auto cb) { q_->stats(cb); });
+    return st && st->visible == 0 && st->in_flight == 0;
+  }
+
+  int pick(int lo, int hi) { return std::uniform_int_distribution<int>{lo, hi}(rng_); }
+
+  void log(const std::string& what) {
+    journal_ += what + "\n";
+    std::printf("chaos: %s\n", what.c_str());
+    std::fflush(stdout);
+  }
+
+  node* running_node() {
+    std::vector<node*> up;
+    for (auto& n : nodes_)
+      if (!n.resume_at && n.proc->running())
+        up.push_back(&n);
+    if (up.empty())
+      return nullptr;
+    return up[static_cast<size_t>(pick(0, static_cast<int>(up.size()) - 1))];
+  }
+
+  void kill_and_restart() {
+    auto* n = running_node();
+    if (n == nullptr)
+      return;
+    log("kill -9 " + n->id);
+    n->proc->signal(SIGKILL);
+    ASSERT_TRUE(n->proc->wait_exit(30s).has_value());
+    wait(std::chrono::milliseconds{pick(200, 2000)});
+    log("start " + n->id + " again");
+    start(*n);
+  }
+
+  void stop_past_the_lease() {
+    auto* n = running_node();
+    if (n == nullptr)
+      return;
+    log("SIGSTOP " + n->id + " for the lease + 3 s");
+    n->proc->signal(SIGSTOP);
+    n->resume_at = clock_type::now() + lease + 3s;
+  }
+
+  std::unique_ptr<e2e_setup> s_;
+  std::unique_ptr<sqs_queue> q_;
+  std::unique_ptr<sqs_queue> match_q_;
+  std::string url_;
+  std::string match_url_;
+  std::mt19937 rng_;
+  std::vector<node> nodes_;
+  int64_t total_ = 0;
+  std::string journal_;
+};
+
+} // namespace
+
+TEST_F(chaos_sqs_test, three_nodes_under_kills_and_stops_complete_every_document_exactly_once) {
+  auto seconds = std::stoi(env_or("INGESTD_CHAOS_SECONDS", "30"));
+  auto seed_text = env_or("INGESTD_CHAOS_SEED", "");
+  auto seed = seed_text.empty() ? std::random_device{}() : static_cast<uint32_t>(std::stoul(seed_text));
+  std::printf("chaos: seed %u (INGESTD_CHAOS_SEED=%u repeats this schedule), %d s of faults on SQS\n",
+              seed, seed, seconds);
+  RecordProperty("seed", std::to_string(seed));
+  rng_.seed(seed);
+
+  auto& s = *s_;
+  // Independent accounting: every transition to `completed`, as the database saw it.
+  s.db().query("CREATE TABLE chaos_completion (ingestion_id uuid NOT NULL, "
+               "at timestamptz NOT NULL DEFAULT clock_timestamp())");
+  s.db().query(R"sql(
+CREATE FUNCTION chaos_record_completion() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.status = 'completed' AND OLD.status IS DISTINCT FROM 'completed' THEN
+    INSERT INTO chaos_completion (ingestion_id) VALUES (NEW.id);
+  END IF;
+  RETURN NEW;
+END $$)sql");
+  s.db().query("CREATE TRIGGER chaos_record_completion AFTER UPDATE OF status ON ingestion "
+               "FOR EACH ROW EXECUTE FUNCTION chaos_record_completion()");
+
+  arrive();
+  start_nodes(3);
+  auto end = clock_type::now() + std::chrono::seconds{seconds};
+  int faults = 0;
+  while (clock_type::now() < end && !HasFatalFailure()) {
+    wait(std::chrono::milliseconds{pick(1500, 4000)});
+    arrive();
+    fault();
+    ++faults;
+  }
+  ASSERT_FALSE(HasFatalFailure()) << journal_;
+  heal();
+
+  // Everything finishes once the faults stop: within the visibility of a stopped or killed
+  // node's messages plus the time to work off what is left.
+  auto n = total_;
+  auto done = wait_until([&] { return s.with_status("completed") >= n; }, lease + 240s, 500ms);
+  ASSERT_TRUE(done) << s.with_status("completed") << " of " << n << " completed\n"
+                    << journal_ << s.logs();
+  ASSERT_TRUE(wait_until([&] { return queue_empty(); }, 60s, 500ms))
+    << "messages left in the queue\n" << journal_ << s.logs();
+  stop_all();
+
+  std::printf("chaos: %lld documents, %d faults\n", static_cast<long long>(n), faults);
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE status <> 'completed'"), 0);
+  EXPECT_EQ(s.count("SELECT count(*) FROM chaos_completion"), n)
+    << "transitions to completed: one per document, none twice\n" << journal_;
+  EXPECT_EQ(s.count("SELECT count(DISTINCT ingestion_id) FROM chaos_completion"), n);
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE claim_token IS NOT NULL"), 0);
+  int checked = 0;
+  for (auto& row : s.db().query("SELECT i.id::text, d.structured_data->>'invoice_number', "
+                                "d.needs_human_review FROM ingestion i "
+                                "JOIN document d ON d.id = i.document_id")) {
+    auto source = s.source_of(*row[0]);
+    ASSERT_FALSE(source.empty()) << *row[0];
+    EXPECT_EQ(row[1].value_or("(none)"), truth_invoice_number(source)) << source;
+    EXPECT_EQ(row[2].value_or(""), "f") << source << " needs review";
+    ++checked;
+  }
+  EXPECT_EQ(checked, n);
+}
