@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "adapters/db/pg_matching_repository.hpp"
+#include "adapters/matching/local_matcher.hpp"
 #include "tests/support/postgres/pg_fixture.hpp"
 
 using namespace ingestd;
@@ -201,13 +202,13 @@ int main(int argc, char** argv) {
         call<void>([&](auto cb) { r.store_features(ref, d.features, cb); }, "store_features");
         auto found = call<std::vector<match_document>>(
           [&](auto cb) { r.candidates(d.tenant_id, d.id, d.features, 20, cb); }, "candidates");
-        std::vector<match_edge> edges;
-        if (!found.empty())
-          edges.push_back({found.front().id, match_kind::related, 0.7, "bench"});
+        // The embedded default's decision: the local rules.
+        match_document doc{d.id, d.tenant_id, "", d.features, "{}"};
+        auto edges = match_locally(doc, found);
         call<void>([&](auto cb) { r.write_matches(ref, edges, cb); }, "write_matches");
       });
-      std::printf("matching job (database side: claim, store_features, candidates, "
-                  "write_matches)  %d worker%s: %7.0f jobs/s\n",
+      std::printf("matching job with the local matcher (claim, store_features, candidates, "
+                  "decide, write_matches)  %d worker%s: %7.0f jobs/s\n",
                   threads, threads == 1 ? " " : "s", rate);
       std::fflush(stdout);
     }
