@@ -161,6 +161,7 @@ std::shared_ptr<stage> make_match_stage(const worker_context& ctx, match_stage_s
   auto s = std::make_shared<stage>();
   s->name = "match";
   s->queue = std::move(settings.queue);
+  s->queue_name = std::move(settings.queue_name);
   s->max_in_flight = settings.max_in_flight;
   s->max_attempts = settings.max_attempts;
   s->retry_backoff = std::move(settings.retry_backoff);

@@ -11,6 +11,7 @@ namespace ingestd {
 
 struct match_stage_settings {
   std::shared_ptr<ingestd::queue> queue;
+  std::string queue_name = "ingestd-match";
   /// 0: worker.max_in_flight.
   int max_in_flight = 0;
   /// Deliveries after which a transient failure fails the matching (seed 003: 3, the queue's

@@ -78,6 +78,8 @@ struct stage {
   /// "ingest", "match": logs, metrics and `ingestd run --stages`.
   std::string name;
   std::shared_ptr<ingestd::queue> queue;
+  /// The queue's name (the sweeper looks for its messages on the Postgres queue).
+  std::string queue_name;
   /// Jobs of this stage in flight at most (worker.max_in_flight caps all stages together).
   int max_in_flight = 0;
   int max_attempts = 3;

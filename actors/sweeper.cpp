@@ -8,6 +8,11 @@
 //                                 │         └─error (logged)──────────────────────────► skip
 //                                 └─none waiting──► rescue_stranded ──ids──► send ──► counted, logged
 //                                                          └─none / lock held elsewhere / error (logged)
+//
+// Beside it, when the node serves the match stage, the same net for matching: pending documents
+// whose message was not seen for longer than the longest back-off and that (Postgres queue) no
+// message of the match queue names, e.g. a message given back as often as the redrive allows and
+// dead-lettered before a delivery counted, are sent to the match queue again.
 #include "actors/sweeper.hpp"
 
 #include <algorithm>
@@ -27,6 +32,8 @@ struct sweeper_state {
   static inline const char* name = "ingestd.sweeper";
   std::shared_ptr<worker_context> ctx;
   bool sweeping = false;
+  /// The matching stage's sweep runs beside the ingestions' (each waits for its own calls).
+  bool sweeping_matching = false;
 };
 
 using sweeper_ptr = sweeper_actor::stateful_pointer<sweeper_state>;
@@ -109,6 +116,83 @@ void sweep(sweeper_ptr self) {
   }));
 }
 
+// ---- the matching stage's net ----------------------------------------------------------------
+
+/// The match stage this node serves, with its repository; null when it serves none.
+const stage* match_stage(const sweeper_state& st) {
+  if (!st.ctx->ports.matching)
+    return nullptr;
+  for (auto& s : st.ctx->stages)
+    if (s->name == "match")
+      return s.get();
+  return nullptr;
+}
+
+/// Longer than any invisibility the queue gives a matching message: the longest back-off too.
+std::chrono::seconds matching_stale_after(const worker_settings& s, const stage& match) {
+  std::chrono::seconds longest{0};
+  for (auto b : match.retry_backoff)
+    longest = std::max(longest, b);
+  return longest + stale_after(s);
+}
+
+void matching_sweep_done(sweeper_ptr self, const char* what, const error& err) {
+  self->state.sweeping_matching = false;
+  log::warn(what, {{"stage", "match"}, {"error", err.describe()}});
+}
+
+void rescue_matching(sweeper_ptr self, const stage& match) {
+  auto& st = self->state;
+  st.ctx->ports.matching->rescue_stranded(
+    match.queue_name, matching_stale_after(st.ctx->settings, match), batch_limit,
+    in_actor_within<std::vector<uuid>>(self, call_deadline(st.ctx->settings), "db.rescue_matching",
+                                       [self, queue = match.queue](result<std::vector<uuid>> r) {
+      if (!r)
+        return matching_sweep_done(self, "matching sweep failed", r.error());
+      if (r->empty()) {
+        self->state.sweeping_matching = false;
+        return;
+      }
+      std::vector<outgoing_message> messages;
+      messages.reserve(r->size());
+      for (const auto& id : *r)
+        messages.push_back({id.str(), std::chrono::seconds{0}});
+      auto count = static_cast<int64_t>(messages.size());
+      queue->send(std::move(messages),
+                  in_actor_within<std::vector<batch_entry_result>>(
+                    self, call_deadline(self->state.ctx->settings), "queue.send",
+                    [self, count](result<std::vector<batch_entry_result>> sent) {
+        // Not sent: they stay pending and are found again once the threshold has passed.
+        if (!sent)
+          return matching_sweep_done(self, "sweeper could not re-enqueue matching jobs", sent.error());
+        self->state.sweeping_matching = false;
+        int64_t ok = 0;
+        for (auto& e : *sent)
+          if (!e.failed)
+            ++ok;
+        self->state.ctx->metrics->rescues += ok;
+        log::info("sweeper re-enqueued stranded matching jobs", {{"documents", ok}, {"failed", count - ok}});
+      }));
+    }));
+}
+
+/// As the ingestions' sweep: not while messages wait in the match queue (SQS: they may be the
+/// ones that look lost).
+void sweep_matching(sweeper_ptr self, const stage& match) {
+  auto& st = self->state;
+  st.sweeping_matching = true;
+  match.queue->stats(in_actor_within<queue_stats>(self, call_deadline(st.ctx->settings), "queue.stats",
+                                                  [self, &match](result<queue_stats> r) {
+    if (!r)
+      return matching_sweep_done(self, "matching sweep skipped: queue depth unknown", r.error());
+    if (r->visible + r->delayed > 0) {
+      self->state.sweeping_matching = false;
+      return;
+    }
+    rescue_matching(self, match);
+  }));
+}
+
 sweeper_actor::behavior_type sweeper(sweeper_ptr self, std::shared_ptr<worker_context> ctx) {
   self->state.ctx = std::move(ctx);
   self->send(self, tick_atom_v);
@@ -116,6 +200,8 @@ sweeper_actor::behavior_type sweeper(sweeper_ptr self, std::shared_ptr<worker_co
     [self](tick_atom) {
       auto& st = self->state;
       self->delayed_send(self, st.ctx->settings.sweeper_interval, tick_atom_v);
+      if (auto* match = match_stage(st); match != nullptr && !st.sweeping_matching)
+        sweep_matching(self, *match);
       if (st.sweeping)
         return;
       st.sweeping = true;

@@ -205,10 +205,12 @@ int run_command(const arguments& args) {
       if (name == "ingest") {
         auto ingest = make_ingest_stage(*ctx);
         ingest->max_in_flight = cfg->stages.ingest_max_in_flight;
+        ingest->queue_name = cfg->queue.name;
         ctx->stages.push_back(std::move(ingest));
       } else if (name == "match") {
         match_stage_settings m;
         m.queue = ctx->ports.match_queue;
+        m.queue_name = cfg->matching.queue_name;
         m.max_in_flight = cfg->matching.max_in_flight;
         m.max_attempts = cfg->matching.max_receive_count;
         m.retry_backoff.clear();

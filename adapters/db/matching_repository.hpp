@@ -92,6 +92,15 @@ public:
   virtual void renew_leases(std::vector<lease_ref> refs, std::chrono::seconds lease,
                             callback<std::vector<lease_ref>> done) = 0;
 
+  /// The matching stage's net (the sweeper's): under a cluster-wide advisory lock, finds
+  /// `pending` documents whose message was last seen (made, received, renewed, given back) more
+  /// than `stale_threshold` ago and that no message of the Postgres queue `queue_name` names;
+  /// marks them seen now and returns their ids for re-enqueueing. Empty when another node holds
+  /// the lock. The caller makes the threshold longer than any invisibility the queue gives a
+  /// matching message (the longest back-off included).
+  virtual void rescue_stranded(std::string queue_name, std::chrono::seconds stale_threshold, int limit,
+                               callback<std::vector<uuid>> done) = 0;
+
   /// A document's edges (both directions) and the members of its cluster, for `ingestd matches`
   /// and the API.
   virtual void matches_of(uuid document_id,

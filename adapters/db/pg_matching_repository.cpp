@@ -63,7 +63,8 @@ WITH lock AS (
          matching_lease_expires_at =
            CASE WHEN lock.poison THEN NULL
                 ELSE now() + make_interval(secs => $4::double precision) END,
-         matching_started_at = CASE WHEN lock.poison THEN d.matching_started_at ELSE now() END
+         matching_started_at = CASE WHEN lock.poison THEN d.matching_started_at ELSE now() END,
+         matching_message_seen_at = now()
     FROM lock
    WHERE d.id = lock.id
   RETURNING d.id, d.tenant_id, d.matching_attempts, d.content_hash,
@@ -264,7 +265,8 @@ UPDATE document
        matching_failed_at = CASE WHEN $3::boolean OR matching_attempts >= greatest($4::integer, 1)
                                  THEN now() ELSE matching_failed_at END,
        matching_error = $5,
-       matching_claim_token = NULL, matching_claimed_by = NULL, matching_lease_expires_at = NULL
+       matching_claim_token = NULL, matching_claimed_by = NULL, matching_lease_expires_at = NULL,
+       matching_message_seen_at = now()
  WHERE id = $1 AND matching_claim_token = $2 AND matching_status = 'in-progress'
 RETURNING matching_attempts, matching_status
 )sql"};
@@ -272,7 +274,8 @@ RETURNING matching_attempts, matching_status
 constexpr pg::statement release_sql{"ingestd_match_release", R"sql(
 UPDATE document
    SET matching_status = 'pending', matching_attempts = greatest(matching_attempts - 1, 0),
-       matching_claim_token = NULL, matching_claimed_by = NULL, matching_lease_expires_at = NULL
+       matching_claim_token = NULL, matching_claimed_by = NULL, matching_lease_expires_at = NULL,
+       matching_message_seen_at = now()
  WHERE id = $1 AND matching_claim_token = $2 AND matching_status = 'in-progress'
 )sql"};
 
@@ -287,7 +290,8 @@ WITH r AS (
    FOR UPDATE OF d
 ), renewed AS (
   UPDATE document AS d
-     SET matching_lease_expires_at = now() + make_interval(secs => $3::double precision)
+     SET matching_lease_expires_at = now() + make_interval(secs => $3::double precision),
+         matching_message_seen_at = now()
     FROM lock
    WHERE d.id = lock.id AND d.matching_claim_token = lock.matching_claim_token
      AND d.matching_status = 'in-progress'
@@ -295,6 +299,29 @@ WITH r AS (
 )
 SELECT r.id, r.token FROM r
  WHERE NOT EXISTS (SELECT 1 FROM renewed AS n WHERE n.id = r.id AND n.matching_claim_token = r.token)
+)sql"};
+
+// The matching stage's net, one sweeper per cluster at a time (advisory lock keyed by the schema):
+// pending documents whose message was last seen longer ago than $1 s and, on the Postgres queue,
+// that no message of the match queue $3 names (a dead-lettered one does not count: it will not be
+// delivered again). Marks them seen now and returns their ids for re-enqueueing.
+constexpr pg::statement rescue_sql{"ingestd_match_rescue", R"sql(
+WITH lock AS (
+  SELECT pg_try_advisory_xact_lock(1769105, hashtext(current_schema())) AS held
+), stranded AS (
+  SELECT d.id FROM document AS d
+   WHERE (SELECT held FROM lock)
+     AND d.matching_status = 'pending'
+     AND d.matching_message_seen_at < now() - make_interval(secs => $1::double precision)
+     AND NOT EXISTS (SELECT 1 FROM queue_message AS q
+                      WHERE q.queue_name = $3 AND lower(btrim(q.body)) = d.id::text)
+   ORDER BY d.matching_message_seen_at
+   LIMIT $2
+   FOR UPDATE SKIP LOCKED
+)
+UPDATE document AS d SET matching_message_seen_at = now()
+  FROM stranded WHERE d.id = stranded.id
+RETURNING d.id
 )sql"};
 
 constexpr pg::statement edges_of_sql{"ingestd_match_edges_of", R"sql(
@@ -657,6 +684,21 @@ void pg_matching_repository::release(lease_ref ref, callback<void> done) {
     if (res->affected() == 0)
       return done(claim_lost(ref, "release"));
     done(result<void>{});
+  });
+}
+
+void pg_matching_repository::rescue_stranded(std::string queue_name, std::chrono::seconds stale_threshold,
+                                             int limit, callback<std::vector<uuid>> done) {
+  pool_->call(std::move(done), [queue_name = std::move(queue_name), stale_threshold,
+                                limit](pg::connection& conn, const auto& answer) {
+    auto res = conn.exec(rescue_sql, {std::to_string(stale_threshold.count()), std::to_string(limit), queue_name});
+    if (!res)
+      return answer(res.error());
+    std::vector<uuid> ids;
+    ids.reserve(static_cast<size_t>(res->size()));
+    for (int r = 0; r < res->size(); ++r)
+      ids.push_back(parse_uuid(res->text(r, 0)));
+    answer(std::move(ids));
   });
 }
 

@@ -49,6 +49,8 @@ public:
   void release(lease_ref ref, callback<void> done) override;
   void renew_leases(std::vector<lease_ref> refs, std::chrono::seconds lease,
                     callback<std::vector<lease_ref>> done) override;
+  void rescue_stranded(std::string queue_name, std::chrono::seconds stale_threshold, int limit,
+                       callback<std::vector<uuid>> done) override;
   /// Edges ordered by confidence (highest first); members ordered by id, the document itself
   /// included. An unknown document answers no edges and no members.
   void matches_of(uuid document_id,

@@ -158,7 +158,7 @@ RETURNING i.id, c.token, i.document_id
 UPDATE document AS d
    SET matching_status = 'pending', matching_error = NULL, matching_attempts = 0,
        matching_failed_at = NULL, matching_claim_token = NULL, matching_claimed_by = NULL,
-       matching_lease_expires_at = NULL
+       matching_lease_expires_at = NULL, matching_message_seen_at = now()
   FROM (SELECT DISTINCT document_id FROM done) AS n
  WHERE d.id = n.document_id AND $8::text IS NOT NULL
 RETURNING d.id

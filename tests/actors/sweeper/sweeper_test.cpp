@@ -7,8 +7,11 @@
 
 #include <algorithm>
 
+#include "actors/ingest_job.hpp"
+#include "actors/match_job.hpp"
 #include "actors/sweeper.hpp"
 #include "tests/actors/support/actor_fixture.hpp"
+#include "tests/support/fakes/stage_fakes.hpp"
 
 using namespace ingestd;
 using namespace std::chrono_literals;
@@ -192,6 +195,42 @@ CAF_TEST(a stopped sweeper sweeps no more) {
   sched.run();
   CAF_CHECK_EQUAL(db->rescue_calls().size(), 1u);
   CAF_CHECK_EQUAL(queue->sent_bodies().size(), 1u);
+}
+
+CAF_TEST(pending documents whose matching message was lost are sent to the match queue again) {
+  auto match_queue = std::make_shared<test::fake_queue>();
+  auto matching = std::make_shared<test::fake_matching_repository>();
+  ctx->ports.match_queue = match_queue;
+  ctx->ports.matching = matching;
+  match_stage_settings m;
+  m.queue = match_queue;
+  m.queue_name = "the-match-queue";
+  ctx->stages = {make_ingest_stage(*ctx), make_match_stage(*ctx, m)};
+  auto tenant = uuid::v4();
+  auto lost = matching->add(tenant);
+  auto fine = matching->add(tenant);
+  matching->lose_message(lost);
+  sweeper();
+  CAF_CHECK_EQUAL(match_queue->sent_bodies(), std::vector<std::string>{lost.str()});
+  CAF_CHECK(queue->sent_bodies().empty());
+  auto calls = matching->rescue_calls();
+  CAF_REQUIRE_EQUAL(calls.size(), 1u);
+  CAF_CHECK_EQUAL(calls[0].first, "the-match-queue");
+  // Longer than the longest back-off (30 min) plus the message's visibility and a margin.
+  CAF_CHECK(calls[0].second > 1800s + 120s);
+  // Each once: the next interval (its message received by a worker meanwhile) finds nothing more.
+  match_queue->receive(10, 0s, 60s, [](const result<std::vector<queue_message>>&) {});
+  advance_time(60s);
+  sched.run();
+  CAF_CHECK_EQUAL(matching->rescue_calls().size(), 2u);
+  CAF_CHECK_EQUAL(match_queue->sent_bodies().size(), 1u);
+  CAF_CHECK_EQUAL(matching->row(fine).status, "pending");
+  // While messages wait in the match queue, it does not sweep.
+  matching->lose_message(fine);
+  match_queue->push("waiting");
+  advance_time(60s);
+  sched.run();
+  CAF_CHECK_EQUAL(matching->rescue_calls().size(), 2u);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

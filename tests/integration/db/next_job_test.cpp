@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "adapters/db/pg_intake_repository.hpp"
+#include "adapters/db/pg_matching_repository.hpp"
 #include "adapters/db/pg_outbox_repository.hpp"
 #include "adapters/db/pg_repository.hpp"
 #include "tests/support/postgres/await.hpp"
@@ -150,6 +151,37 @@ TEST_F(next_job_test, a_reprocessed_document_is_matched_again_and_a_running_matc
                        {document.str()}),
             "0 true");
   EXPECT_EQ(messages("match-q", document), 2);
+}
+
+TEST_F(next_job_test, a_pending_document_whose_message_was_lost_is_rescued_once) {
+  auto repo = repo_with({"match-q", false});
+  pg_matching_repository matching{db->url()};
+  auto [id, doc, token] = claimed(*repo);
+  ASSERT_TRUE(complete(*repo, id, token));
+  auto document = doc;
+  auto rescue = [&](std::chrono::seconds threshold) {
+    auto r = await<std::vector<uuid>>([&](auto cb) { matching.rescue_stranded("match-q", threshold, 100, cb); });
+    EXPECT_TRUE(r) << r.error().describe();
+    return r ? *r : std::vector<uuid>{};
+  };
+  auto age = [&] {
+    db->query("UPDATE document SET matching_message_seen_at = now() - interval '2 hours' WHERE id = $1",
+              {document.str()});
+  };
+  age();
+  // Its message waits in the match queue: nothing to rescue.
+  EXPECT_TRUE(rescue(3600s).empty());
+  // Dead-lettered while the document is pending: rescued, then seen, so not again at once.
+  db->query("UPDATE queue_message SET queue_name = 'match-q-dlq' WHERE queue_name = 'match-q'");
+  EXPECT_EQ(rescue(3600s), std::vector<uuid>{document});
+  EXPECT_TRUE(rescue(3600s).empty());
+  // Seen recently (a claim, a renewal, a give-back or a back-off): not lost.
+  age();
+  EXPECT_TRUE(rescue(3 * 3600s).empty());
+  // Not pending: never.
+  db->query("UPDATE document SET matching_status = 'succeeded' WHERE id = $1", {document.str()});
+  age();
+  EXPECT_TRUE(rescue(3600s).empty());
 }
 
 TEST_F(next_job_test, the_outbox_holds_taken_rows_marks_them_and_prunes_sent_ones) {

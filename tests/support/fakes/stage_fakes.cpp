@@ -231,6 +231,38 @@ void fake_matching_repository::release(lease_ref ref, callback<void> done) {
   done(r);
 }
 
+void fake_matching_repository::rescue_stranded(std::string queue_name, std::chrono::seconds stale_threshold,
+                                               int limit, callback<std::vector<uuid>> done) {
+  result<std::vector<uuid>> r = std::vector<uuid>{};
+  {
+    std::lock_guard guard{mtx_};
+    rescue_calls_.emplace_back(queue_name, stale_threshold);
+    if (auto err = take_failure("rescue")) {
+      r = *err;
+    } else {
+      for (auto& [id, row] : rows_) {
+        if (static_cast<int>(r->size()) >= limit)
+          break;
+        if (row.status == "pending" && row.message_lost) {
+          row.message_lost = false;
+          r->push_back(id);
+        }
+      }
+    }
+  }
+  done(std::move(r));
+}
+
+void fake_matching_repository::lose_message(const uuid& id) {
+  std::lock_guard guard{mtx_};
+  rows_[id].message_lost = true;
+}
+
+std::vector<std::pair<std::string, std::chrono::seconds>> fake_matching_repository::rescue_calls() {
+  std::lock_guard guard{mtx_};
+  return rescue_calls_;
+}
+
 void fake_matching_repository::renew_leases(std::vector<lease_ref> refs, std::chrono::seconds lease,
                                             callback<std::vector<lease_ref>> done) {
   result<std::vector<lease_ref>> r = std::vector<lease_ref>{};

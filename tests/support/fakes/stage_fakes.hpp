@@ -38,6 +38,8 @@ struct fake_matching_row {
   std::vector<match_edge> edges;
   int writes = 0;
   int releases = 0;
+  /// Its matching message is gone (lose_message): rescue_stranded answers it once.
+  bool message_lost = false;
 };
 
 /// Op names for fail_next and hold: "claim", "state", "store_features", "candidates",
@@ -64,6 +66,14 @@ public:
                     callback<std::vector<lease_ref>> done) override;
   void matches_of(uuid document_id,
                   callback<std::pair<std::vector<stored_match>, std::vector<uuid>>> done) override;
+  /// The pending documents whose message was lost (lose_message), each once; "rescue" can fail.
+  void rescue_stranded(std::string queue_name, std::chrono::seconds stale_threshold, int limit,
+                       callback<std::vector<uuid>> done) override;
+
+  /// The document's matching message is gone (e.g. dead-lettered while the document is pending).
+  void lose_message(const uuid& id);
+  /// The queue name and threshold of every rescue_stranded call.
+  std::vector<std::pair<std::string, std::chrono::seconds>> rescue_calls();
 
   /// What candidates() answers from now on (filtered by tenant, the document itself left out).
   void set_candidates(std::vector<match_document> docs);
@@ -96,6 +106,7 @@ private:
   std::set<uuid> ended_;
   std::vector<size_t> renew_batches_;
   std::vector<int> candidate_limits_;
+  std::vector<std::pair<std::string, std::chrono::seconds>> rescue_calls_;
 };
 
 /// Answers decide() with `edges` (all the candidates' ids must be known to it: edges to ids
