@@ -16,6 +16,8 @@
 #include "actors/sweeper.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <optional>
 
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
@@ -31,12 +33,22 @@ namespace {
 struct sweeper_state {
   static inline const char* name = "ingestd.sweeper";
   std::shared_ptr<worker_context> ctx;
+  /// A sweep of the ingestions, of the matching jobs, is running (each waits for its own calls).
   bool sweeping = false;
-  /// The matching stage's sweep runs beside the ingestions' (each waits for its own calls).
   bool sweeping_matching = false;
 };
 
 using sweeper_ptr = sweeper_actor::stateful_pointer<sweeper_state>;
+
+/// One net: the queue whose work it guards, how it finds the stranded ids (the repository's
+/// rescue, given its callback), and which of the state's flags says it runs.
+struct net {
+  /// "ingestions" or "matching jobs", for the logs.
+  const char* what;
+  std::shared_ptr<queue> target;
+  std::function<void(callback<std::vector<uuid>>)> find;
+  bool sweeper_state::*running;
+};
 
 constexpr int batch_limit = 500;
 /// Each port call of a sweep answers within two intervals (at least a minute), or counts as
@@ -45,30 +57,61 @@ std::chrono::milliseconds call_deadline(const worker_settings& s) {
   return std::max<std::chrono::milliseconds>(2 * s.sweeper_interval, std::chrono::minutes{1});
 }
 
-void enqueue(sweeper_ptr self, const std::vector<uuid>& ids) {
+/// The sweep of `n` ends; `why` (when not null) is logged with the error.
+void sweep_done(sweeper_ptr self, const net& n, const char* why = nullptr, const error* err = nullptr) {
+  self->state.*n.running = false;
+  if (why != nullptr)
+    log::warn(why, {{"work", n.what}, {"error", err != nullptr ? err->describe() : std::string{}}});
+}
+
+void enqueue(sweeper_ptr self, const net& n, const std::vector<uuid>& ids) {
   auto& st = self->state;
   std::vector<outgoing_message> messages;
   messages.reserve(ids.size());
   for (const auto& id : ids)
     messages.push_back({id.str(), std::chrono::seconds{0}});
   auto count = static_cast<int64_t>(messages.size());
-  st.ctx->ports.ingest_queue->send(
+  n.target->send(
     std::move(messages),
-    in_actor_within<std::vector<batch_entry_result>>(self, call_deadline(st.ctx->settings), "queue.send", [self, count](result<std::vector<batch_entry_result>> r) {
-      auto& st = self->state;
-      st.sweeping = false;
-      if (!r) {
-        // They stay due: the next sweep finds them again once the stale threshold has passed.
-        log::warn("sweeper could not re-enqueue", {{"ingestions", count}, {"error", r.error().describe()}});
-        return;
-      }
+    in_actor_within<std::vector<batch_entry_result>>(self, call_deadline(st.ctx->settings), "queue.send",
+                                                     [self, n, count](result<std::vector<batch_entry_result>> r) {
+      // Not sent: they stay stranded; the next sweep finds them again once the threshold passed.
+      if (!r)
+        return sweep_done(self, n, "sweeper could not re-enqueue", &r.error());
+      sweep_done(self, n);
       int64_t sent = 0;
       for (auto& e : *r)
         if (!e.failed)
           ++sent;
-      st.ctx->metrics->rescues += sent;
-      log::info("sweeper re-enqueued stranded ingestions", {{"ingestions", sent}, {"failed", count - sent}});
+      self->state.ctx->metrics->rescues += sent;
+      log::info("sweeper re-enqueued stranded work", {{"work", n.what}, {"sent", sent}, {"failed", count - sent}});
     }));
+}
+
+/// A message waiting unreceived in the queue is one the database cannot see (SQS): while any
+/// waits, work that looks stranded may be among it, so the sweep waits for the backlog.
+void sweep(sweeper_ptr self, const net& n) {
+  auto& st = self->state;
+  if (st.*n.running)
+    return;
+  st.*n.running = true;
+  auto deadline = call_deadline(st.ctx->settings);
+  n.target->stats(in_actor_within<queue_stats>(self, deadline, "queue.stats", [self, n, deadline](result<queue_stats> r) {
+    if (!r)
+      return sweep_done(self, n, "sweep skipped: queue depth unknown", &r.error());
+    if (r->visible + r->delayed > 0) {
+      log::debug("sweep skipped: messages wait in the queue",
+                 {{"work", n.what}, {"visible", r->visible}, {"delayed", r->delayed}});
+      return sweep_done(self, n);
+    }
+    n.find(in_actor_within<std::vector<uuid>>(self, deadline, "db.rescue_stranded", [self, n](result<std::vector<uuid>> ids) {
+      if (!ids)
+        return sweep_done(self, n, "sweep failed", &ids.error());
+      if (ids->empty())
+        return sweep_done(self, n);
+      enqueue(self, n, *ids);
+    }));
+  }));
 }
 
 /// Longer than any invisibility the queue gives a message (a receive, a heartbeat extension), so
@@ -79,118 +122,34 @@ std::chrono::seconds stale_after(const worker_settings& s) {
   return std::max(s.stale_threshold, std::max(s.visibility_timeout, s.heartbeat_extension) + margin);
 }
 
-void rescue(sweeper_ptr self) {
-  auto& st = self->state;
-  st.ctx->ports.db->rescue_stranded(
-    stale_after(st.ctx->settings), batch_limit,
-    in_actor_within<std::vector<uuid>>(self, call_deadline(st.ctx->settings), "db.rescue_stranded", [self](result<std::vector<uuid>> r) {
-      if (!r) {
-        self->state.sweeping = false;
-        log::warn("sweep failed", {{"error", r.error().describe()}});
-        return;
-      }
-      if (r->empty()) {
-        self->state.sweeping = false;
-        return;
-      }
-      enqueue(self, *r);
-    }));
+net ingestion_net(const sweeper_state& st) {
+  auto db = st.ctx->ports.db;
+  auto threshold = stale_after(st.ctx->settings);
+  return {"ingestions", st.ctx->ports.ingest_queue,
+          [db, threshold](callback<std::vector<uuid>> done) { db->rescue_stranded(threshold, batch_limit, std::move(done)); },
+          &sweeper_state::sweeping};
 }
 
-/// A message waiting unreceived in the queue is one the database cannot see (SQS): while any
-/// waits, an ingestion that looks stranded may be among them, so the sweep waits for the backlog.
-void sweep(sweeper_ptr self) {
-  auto& st = self->state;
-  st.ctx->ports.ingest_queue->stats(in_actor_within<queue_stats>(self, call_deadline(st.ctx->settings), "queue.stats", [self](result<queue_stats> r) {
-    if (!r) {
-      self->state.sweeping = false;
-      log::warn("sweep skipped: queue depth unknown", {{"error", r.error().describe()}});
-      return;
-    }
-    if (r->visible + r->delayed > 0) {
-      self->state.sweeping = false;
-      log::debug("sweep skipped: messages wait in the queue", {{"visible", r->visible}, {"delayed", r->delayed}});
-      return;
-    }
-    rescue(self);
-  }));
-}
-
-// ---- the matching stage's net ----------------------------------------------------------------
-
-/// The match stage this node serves, with its repository; null when it serves none.
-const stage* match_stage(const sweeper_state& st) {
+/// The match stage's net when this node serves it. Its threshold outlasts the longest back-off
+/// too (a transient failure leaves the message invisible that long).
+std::optional<net> matching_net(const sweeper_state& st) {
   if (!st.ctx->ports.matching)
-    return nullptr;
-  for (auto& s : st.ctx->stages)
-    if (s->name == "match")
-      return s.get();
-  return nullptr;
-}
-
-/// Longer than any invisibility the queue gives a matching message: the longest back-off too.
-std::chrono::seconds matching_stale_after(const worker_settings& s, const stage& match) {
-  std::chrono::seconds longest{0};
-  for (auto b : match.retry_backoff)
-    longest = std::max(longest, b);
-  return longest + stale_after(s);
-}
-
-void matching_sweep_done(sweeper_ptr self, const char* what, const error& err) {
-  self->state.sweeping_matching = false;
-  log::warn(what, {{"stage", "match"}, {"error", err.describe()}});
-}
-
-void rescue_matching(sweeper_ptr self, const stage& match) {
-  auto& st = self->state;
-  st.ctx->ports.matching->rescue_stranded(
-    match.queue_name, matching_stale_after(st.ctx->settings, match), batch_limit,
-    in_actor_within<std::vector<uuid>>(self, call_deadline(st.ctx->settings), "db.rescue_matching",
-                                       [self, queue = match.queue](result<std::vector<uuid>> r) {
-      if (!r)
-        return matching_sweep_done(self, "matching sweep failed", r.error());
-      if (r->empty()) {
-        self->state.sweeping_matching = false;
-        return;
-      }
-      std::vector<outgoing_message> messages;
-      messages.reserve(r->size());
-      for (const auto& id : *r)
-        messages.push_back({id.str(), std::chrono::seconds{0}});
-      auto count = static_cast<int64_t>(messages.size());
-      queue->send(std::move(messages),
-                  in_actor_within<std::vector<batch_entry_result>>(
-                    self, call_deadline(self->state.ctx->settings), "queue.send",
-                    [self, count](result<std::vector<batch_entry_result>> sent) {
-        // Not sent: they stay pending and are found again once the threshold has passed.
-        if (!sent)
-          return matching_sweep_done(self, "sweeper could not re-enqueue matching jobs", sent.error());
-        self->state.sweeping_matching = false;
-        int64_t ok = 0;
-        for (auto& e : *sent)
-          if (!e.failed)
-            ++ok;
-        self->state.ctx->metrics->rescues += ok;
-        log::info("sweeper re-enqueued stranded matching jobs", {{"documents", ok}, {"failed", count - ok}});
-      }));
-    }));
-}
-
-/// As the ingestions' sweep: not while messages wait in the match queue (SQS: they may be the
-/// ones that look lost).
-void sweep_matching(sweeper_ptr self, const stage& match) {
-  auto& st = self->state;
-  st.sweeping_matching = true;
-  match.queue->stats(in_actor_within<queue_stats>(self, call_deadline(st.ctx->settings), "queue.stats",
-                                                  [self, &match](result<queue_stats> r) {
-    if (!r)
-      return matching_sweep_done(self, "matching sweep skipped: queue depth unknown", r.error());
-    if (r->visible + r->delayed > 0) {
-      self->state.sweeping_matching = false;
-      return;
-    }
-    rescue_matching(self, match);
-  }));
+    return std::nullopt;
+  for (auto& s : st.ctx->stages) {
+    if (s->name != "match")
+      continue;
+    std::chrono::seconds longest{0};
+    for (auto b : s->retry_backoff)
+      longest = std::max(longest, b);
+    auto threshold = longest + stale_after(st.ctx->settings);
+    return net{"matching jobs", s->queue,
+               [repo = st.ctx->ports.matching, queue_name = s->queue_name,
+                threshold](callback<std::vector<uuid>> done) {
+                 repo->rescue_stranded(queue_name, threshold, batch_limit, std::move(done));
+               },
+               &sweeper_state::sweeping_matching};
+  }
+  return std::nullopt;
 }
 
 sweeper_actor::behavior_type sweeper(sweeper_ptr self, std::shared_ptr<worker_context> ctx) {
@@ -200,12 +159,9 @@ sweeper_actor::behavior_type sweeper(sweeper_ptr self, std::shared_ptr<worker_co
     [self](tick_atom) {
       auto& st = self->state;
       self->delayed_send(self, st.ctx->settings.sweeper_interval, tick_atom_v);
-      if (auto* match = match_stage(st); match != nullptr && !st.sweeping_matching)
-        sweep_matching(self, *match);
-      if (st.sweeping)
-        return;
-      st.sweeping = true;
-      sweep(self);
+      if (auto matching = matching_net(st))
+        sweep(self, *matching);
+      sweep(self, ingestion_net(st));
     },
     [](resume_atom, uint64_t, continuation& c) { c.fn(); },
   };
