@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
+#include "tests/chaos/chaos_support.hpp"
 #include "tests/support/daemon/e2e_setup.hpp"
 #include "tests/support/environment.hpp"
 #include "tests/support/fauxqs/fauxqs_fixture.hpp"
@@ -31,21 +32,8 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-/// The lease the nodes run with (worker.lease_seconds of the end-to-end environment).
-constexpr auto lease = 10s;
-
-std::string truth_invoice_number(const std::string& source) {
-  // inv01_en_classic.pdf -> truth/inv01.json
-  auto path = source_dir() + "/tests/fixtures/corpus/truth/" + source.substr(0, 5) + ".json";
-  std::ifstream in{path};
-  std::stringstream ss;
-  ss << in.rdbuf();
-  rapidjson::Document d;
-  d.Parse(ss.str().c_str());
-  if (d.HasParseError() || !d.IsObject() || !d.HasMember("invoice_number"))
-    throw std::runtime_error("cannot read the invoice number from " + path);
-  return d["invoice_number"].GetString();
-}
+/// The lease the nodes run with.
+constexpr auto lease = chaos_lease;
 
 struct node {
   std::string id;

@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
+#include "tests/chaos/chaos_support.hpp"
 #include "tests/support/daemon/e2e_setup.hpp"
 #include "tests/support/environment.hpp"
 
@@ -29,22 +30,8 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-/// The lease the nodes run with (worker.lease_seconds of the end-to-end environment): a node
-/// stopped longer than this loses its claims to the others.
-constexpr auto lease = 10s;
-
-std::string truth_invoice_number(const std::string& source) {
-  // inv01_en_classic.pdf -> truth/inv01.json
-  auto path = source_dir() + "/tests/fixtures/corpus/truth/" + source.substr(0, 5) + ".json";
-  std::ifstream in{path};
-  std::stringstream ss;
-  ss << in.rdbuf();
-  rapidjson::Document d;
-  d.Parse(ss.str().c_str());
-  if (d.HasParseError() || !d.IsObject() || !d.HasMember("invoice_number"))
-    throw std::runtime_error("cannot read the invoice number from " + path);
-  return d["invoice_number"].GetString();
-}
+/// The lease the nodes run with.
+constexpr auto lease = chaos_lease;
 
 /// Runs a command line through the shell; its exit status.
 int shell(const std::string& command) {
