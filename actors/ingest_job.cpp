@@ -110,7 +110,18 @@ private:
           job_->step_done("none");
           return fetch();
         }
-        auto parsed = transcription_from_json(*r);
+        job_->step_done("found", std::to_string(r->size()) + " bytes");
+        parse_stored(std::move(*r));
+      });
+  }
+
+  /// The stored transcription's JSON (up to 64 MiB) is parsed on the CPU pool.
+  void parse_stored(std::string json) {
+    job_->on_cpu<transcription>(
+      "parse_transcription", [json = std::move(json)] { return transcription_from_json(json); },
+      [this](result<transcription> parsed) {
+        if (!parsed && parsed.error().code != bad_transcription_json)
+          return job_->fail(parsed.error());  // busy node or deadline: not the file's fault
         if (!parsed) {
           // Unreadable: transcribe again and overwrite it.
           job_->step_done("unreadable", parsed.error().describe());
@@ -206,9 +217,7 @@ private:
   }
 
   void extract() {
-    job_->request<extraction>(
-      "extract", [&](auto cb) { ctx_->ports.extract->extract(text_.text, std::move(cb)); },
-      [this](result<extraction> r) {
+    auto next = [this](result<extraction> r) {
         if (!r)
           return job_->step_failed(r.error());
         fields_ = std::move(*r);
@@ -216,7 +225,17 @@ private:
         ctx_->metrics->llm_output_tokens += fields_.output_tokens;
         job_->step_done("ok", "confidence " + fields_.confidence + ", model " + fields_.model);
         gate();
-      });
+    };
+    auto& port = ctx_->ports.extract;
+    if (!port->runs_inline())
+      return job_->request<extraction>(
+        "extract", [&](auto cb) { port->extract(text_.text, std::move(cb)); }, std::move(next));
+    // Rules that run inline (the local extractor's regular expressions) run on the CPU pool.
+    job_->on_cpu<extraction>("extract", [port, text = text_.text] {
+      result<extraction> out{error::make_transient("extract.no_answer", "the extractor did not answer")};
+      port->extract(text, [&out](result<extraction> r) { out = std::move(r); });
+      return out;
+    }, std::move(next));
   }
 
   /// The quality gate runs in the actor: a step without a port call.

@@ -3,6 +3,8 @@
 // stage's own steps run through a job_handle (actors/stage.hpp).
 #pragma once
 
+#include <chrono>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <string>
@@ -34,6 +36,30 @@ public:
     }});
   }
 
+  /// Runs `work` (a callable returning result<T>: a parse, the local extractor's rules) on the
+  /// node's CPU pool as the current step, so CPU work never holds a scheduler thread. Like a
+  /// transcription, its deadline starts when a worker takes it; no worker within the CPU
+  /// deadline is "cpu.busy", which gives the work back (never_started()). Without a pool
+  /// (ports.cpu null) the work runs inline.
+  template <class T, class Work, class Next>
+  void on_cpu(std::string_view step, Work work, Next next) {
+    request<T>(step, [&](callback<T> cb) {
+      auto& ctx = *context();
+      if (!ctx.ports.cpu)
+        return cb(guarded<T>(work));
+      cpu_job job;
+      job.run = [started = wait_for_cpu(), work = std::move(work), cb]() mutable {
+        started();
+        cb(guarded<T>(work));
+      };
+      job.expired = [cb, what = std::string{step}]() mutable {
+        cb(error::make_transient("cpu.busy", "no CPU worker was free for " + what + " within its deadline"));
+      };
+      job.deadline = std::chrono::steady_clock::now() + ctx.settings.cpu_deadline;
+      ctx.ports.cpu->submit(std::move(job));
+    }, std::move(next));
+  }
+
   /// A step without a port call (e.g. the quality gate), recorded like the others.
   virtual void begin_local(std::string_view step) = 0;
   /// Records the current step's duration and outcome (audit trail once claimed, metrics always).
@@ -56,6 +82,16 @@ public:
   lease_ref lease() const { return lease_ref{claim().id, claim().claim_token}; }
 
 protected:
+  /// work(), or its exception as a transient error (a CPU worker must not die of it).
+  template <class T, class Work>
+  static result<T> guarded(Work& work) {
+    try {
+      return work();
+    } catch (const std::exception& e) {
+      return error::make_transient("step.exception", e.what());
+    }
+  }
+
   /// Starts the step; the returned function posts a continuation to the job for this step.
   virtual std::function<void(std::function<void()>)> begin(std::string_view step,
                                                            std::function<void(error)> on_timeout) = 0;

@@ -20,6 +20,7 @@
 #include "adapters/ocr/transcriber.hpp"
 #include "adapters/queue/queue.hpp"
 #include "adapters/storage/object_store.hpp"
+#include "adapters/support/cpu_executor.hpp"
 #include "config/config.hpp"
 #include "messages/extraction.hpp"
 #include "messages/uuid.hpp"
@@ -38,6 +39,9 @@ struct worker_ports {
   std::shared_ptr<repository> db;
   std::shared_ptr<transcriber> ocr;
   std::shared_ptr<extractor> extract;
+  /// The node's CPU pool, for a job's own CPU work (job_handle::on_cpu); null runs it inline
+  /// (unit tests on the deterministic scheduler).
+  std::shared_ptr<cpu_executor> cpu;
   /// The quality gate (seed 000 step 9); the default is quality_gate's evaluate().
   std::function<gate_verdict(const extraction&)> gate;
   /// Called when an ingestion ends `failed` (the webhook notification); may be empty. Called by

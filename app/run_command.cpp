@@ -146,6 +146,7 @@ int run_command(const arguments& args) {
       return failure;
     }
     ctx->ports = (*rt)->ports;
+    ctx->ports.cpu = executor;
     log::info("ingestd starting",
               {{"worker_id", ctx->settings.worker_id},
                {"queue_backend", cfg->queue.backend},

@@ -18,6 +18,9 @@ public:
   /// True when the same text always gives the same extraction (the local rules): retrying a
   /// verdict of the quality gate cannot change it (seed 000's outcome table).
   virtual bool deterministic() const { return false; }
+  /// True when extract() does its work inline, on the caller's thread, before it returns (the
+  /// local rules): the job runs it on the CPU pool rather than on a scheduler thread.
+  virtual bool runs_inline() const { return false; }
 };
 
 } // namespace ingestd

@@ -27,6 +27,7 @@ public:
   void extract(std::string text, callback<extraction> done) override;
   std::string name() const override { return "local"; }
   bool deterministic() const override { return true; }
+  bool runs_inline() const override { return true; }
 
   /// The synchronous core: the extraction for `text` (structured_data matches the schema).
   extraction run(std::string_view text) const;

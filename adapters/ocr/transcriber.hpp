@@ -25,8 +25,9 @@ struct transcription_request {
 };
 
 /// True for the error of a document (or one of its pages) that did not get a CPU worker before
-/// its deadline (code "ocr.busy"): the node was loaded, the document is not at fault.
-inline bool never_started(const error& err) { return err.code == "ocr.busy"; }
+/// its deadline (code "ocr.busy", or "cpu.busy" for other CPU work of a job): the node was
+/// loaded, the document is not at fault.
+inline bool never_started(const error& err) { return err.code == "ocr.busy" || err.code == "cpu.busy"; }
 
 /// Asynchronous: returns at once, calls `done` exactly once from another thread. Corrupt,
 /// unsupported or over-limit input is a permanent error naming the problem; a document that

@@ -22,7 +22,7 @@ void put_string(writer_t& w, const char* key, const std::string& value) {
 }
 
 error bad(std::string what) {
-  return error::make_permanent("ocr.bad_transcription_json",
+  return error::make_permanent(std::string{bad_transcription_json},
                                "stored transcription is not valid: " + std::move(what));
 }
 

@@ -22,9 +22,12 @@ std::string to_json(const transcription& x);
 /// preprocessed and duration_ms, in that order, for reports such as `ingestd extract --json`.
 std::string to_summary_json(const transcription& x);
 
+/// The error code of a stored transcription that cannot be read.
+inline constexpr std::string_view bad_transcription_json = "ocr.bad_transcription_json";
+
 /// Parses what to_json wrote. Anything else (not JSON, wrong types, missing members, a score
 /// outside [0, 1], page_count not matching pages) is the permanent error
-/// "ocr.bad_transcription_json" naming the first problem.
+/// bad_transcription_json naming the first problem.
 result<transcription> transcription_from_json(std::string_view json);
 
 } // namespace ingestd

@@ -2,6 +2,7 @@
 #define CAF_SUITE job
 #include "caf/test/unit_test_impl.hpp"
 
+#include "adapters/extraction/local_extractor.hpp"
 #include "adapters/ocr/transcription_json.hpp"
 #include "adapters/storage/object_store.hpp"
 #include "tests/actors/support/actor_fixture.hpp"
@@ -34,12 +35,34 @@ struct fixture : test::actor_fixture {
     return n;
   }
 
+  /// A stored transcription of `text`, as an earlier attempt leaves it.
+  void store_transcription(const uuid& id, const std::string& text) {
+    transcription t;
+    t.text = text;
+    t.pages.push_back(transcription_page{1, text, 0.9, {}});
+    t.page_count = 1;
+    t.quality_score = 0.9;
+    t.provider = "earlier";
+    store->set(storage_keys::transcription(id.str()), to_json(t));
+  }
+
   size_t events_with(const uuid& id, const std::string& step) {
     size_t n = 0;
     for (auto& e : db->events())
       if (e.ingestion_id == id && e.step == step)
         ++n;
     return n;
+  }
+};
+
+/// A CPU pool the test drives: what is submitted waits until the test runs or expires it.
+struct manual_cpu final : cpu_executor {
+  std::vector<cpu_job> jobs;
+  void submit(cpu_job job) override { jobs.push_back(std::move(job)); }
+  cpu_job next() {
+    auto job = std::move(jobs.front());
+    jobs.erase(jobs.begin());
+    return job;
   }
 };
 
@@ -475,6 +498,57 @@ CAF_TEST(a document that got no CPU worker in time is given back without countin
   CAF_CHECK_EQUAL(calls.back().timeout, 0s);
   ocr->wait_for_cpu(false);
   CAF_CHECK_EQUAL(run_job(id.str(), hb).result, job_result::completed);
+}
+
+CAF_TEST(a stored transcription is parsed and the local rules run on the CPU pool not on a scheduler thread) {
+  auto cpu = std::make_shared<manual_cpu>();
+  ctx->ports.cpu = cpu;
+  ctx->ports.extract = std::make_shared<local_extractor>();
+  ctx->ports.gate = [](const extraction&) { return gate_verdict{true, {}, false}; };
+  auto id = add_document();
+  store_transcription(id, "Invoice No: INV-1\nDate: 2024-03-15\nTotal: 119.00 EUR");
+  spawn_job(sys, ctx, hb, deliver(id.str()));
+  sched.run();
+  CAF_REQUIRE_EQUAL(cpu->jobs.size(), 1u);  // the parse waits for a worker
+  for (int i = 0; i < 4; ++i) {              // and its step deadline waits with it
+    advance_time(31s);
+    sched.run();
+  }
+  CAF_CHECK(outcomes.empty());
+  cpu->next().run();
+  sched.run();
+  CAF_REQUIRE_EQUAL(cpu->jobs.size(), 1u);  // the extraction
+  CAF_CHECK(outcomes.empty());
+  cpu->next().run();
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(outcomes.back().result, job_result::completed);
+  CAF_CHECK_EQUAL(events_with(id, "parse_transcription"), 1u);
+  CAF_CHECK_EQUAL(events_with(id, "extract"), 1u);
+  CAF_CHECK_EQUAL(ocr->calls(), 0);
+  CAF_CHECK(db->row(id).structured_data.find("INV-1") != std::string::npos);
+}
+
+CAF_TEST(CPU work that got no worker in time is given back without counting an attempt) {
+  auto cpu = std::make_shared<manual_cpu>();
+  ctx->ports.cpu = cpu;
+  auto id = add_document();
+  store_transcription(id, "stored text");
+  spawn_job(sys, ctx, hb, deliver(id.str()));
+  sched.run();
+  CAF_REQUIRE_EQUAL(cpu->jobs.size(), 1u);
+  cpu->next().expired();
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(outcomes.back().result, job_result::released);
+  CAF_CHECK_EQUAL(db->row(id).ingestion.attempt_count, 0);
+}
+
+CAF_TEST(a stored transcription that cannot be parsed is transcribed again) {
+  auto id = add_document();
+  store->set(storage_keys::transcription(id.str()), "{not json");
+  CAF_CHECK_EQUAL(run_job(id.str(), hb).result, job_result::completed);
+  CAF_CHECK_EQUAL(ocr->calls(), 1);
 }
 
 CAF_TEST(a missing file fails permanently) {
