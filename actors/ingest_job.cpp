@@ -7,6 +7,9 @@
 //                                          extract ─► gate ─► complete
 #include "actors/ingest_job.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 #include "actors/job.hpp"
 #include "adapters/extraction/quality_gate.hpp"
 #include "adapters/ocr/transcription_json.hpp"
@@ -217,6 +220,12 @@ private:
   }
 
   void extract() {
+    if (!has_text(text_.text)) {
+      // Seed 004: nothing to read is not a failure to retry; a person looks at the document.
+      job_->begin_local("extract");
+      job_->step_done("text_unavailable");
+      return complete("text_unavailable: the document has no text (no text layer and OCR found none)");
+    }
     auto next = [this](result<extraction> r) {
         if (!r)
           return job_->step_failed(r.error());
@@ -249,13 +258,18 @@ private:
       return job_->fail(gate_error(verdict, retry_can_help), fields_.structured_data);
     }
     job_->step_done("ok");
-    complete();
+    complete(fields_.review_reason);
   }
 
-  void complete() {
+  static bool has_text(const std::string& text) {
+    return std::any_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c) == 0; });
+  }
+
+  /// Stores the outcome; a `review_reason` sends the document to review with it.
+  void complete(std::string review_reason = {}) {
     job_->storing_outcome();
     completion c{job_->lease(), completion_record{fields_.structured_data, true, fields_.input_tokens,
-                                                  fields_.output_tokens, fields_.model}};
+                                                  fields_.output_tokens, fields_.model, std::move(review_reason)}};
     job_->request<std::vector<result<void>>>(
       "complete", [&](auto cb) { ctx_->ports.db->complete({std::move(c)}, std::move(cb)); },
       [this](result<std::vector<result<void>>> r) {

@@ -1,13 +1,17 @@
 // Builds the configured adapters.
 #include "app/runtime.hpp"
 
+#include <algorithm>
+
 #include "adapters/aws/aws_credentials.hpp"
 #include "adapters/db/batching_repository.hpp"
 #include "adapters/db/pg_matching_repository.hpp"
 #include "adapters/db/pg_outbox_repository.hpp"
 #include "adapters/db/pg_repository.hpp"
 #include "adapters/http/curl_engine.hpp"
+#include "adapters/extraction/fallback_extractor.hpp"
 #include "adapters/extraction/local_extractor.hpp"
+#include "adapters/ocr/recovering_transcriber.hpp"
 #include "adapters/extraction/openai_extractor.hpp"
 #include "adapters/matching/llm_matcher.hpp"
 #include "adapters/matching/local_matcher.hpp"
@@ -101,7 +105,17 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     opts.access_token = cfg.secrets.document_ai_token;
     opts.timeout = std::chrono::seconds{cfg.transcription.timeout_seconds};
     opts.max_file_bytes = static_cast<size_t>(cfg.transcription.max_file_bytes);
-    rt->ports.ocr = std::make_shared<document_ai_transcriber>(*http(), opts);
+    // Seed 004's recovery: a document Document AI refuses goes to Tesseract; a poor reading is
+    // preprocessed and sent once more.
+    // The local provider's own page limit: a document over Document AI's is what it is there for.
+    document_limits defaults;
+    auto local = make_local_transcriber_options(
+      cfg.transcription.languages, static_cast<size_t>(cfg.transcription.max_file_bytes),
+      std::max(cfg.transcription.max_pages, defaults.max_pages),
+      std::chrono::seconds{cfg.transcription.timeout_seconds});
+    rt->ports.ocr = std::make_shared<recovering_transcriber>(
+      std::make_shared<document_ai_transcriber>(*http(), opts), std::make_shared<local_transcriber>(cpu, local),
+      cpu, local.limits);
   }
 
   if (cfg.extraction.provider == "local") {
@@ -116,7 +130,9 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     opts.request_timeout = std::chrono::seconds{cfg.extraction.timeout_seconds};
     opts.max_attempts = cfg.extraction.max_attempts;
     // The engine's thread also runs the retry back-off.
-    rt->ports.extract = std::make_shared<openai_extractor>(*http(), *http(), opts);
+    // Seed 004's recovery: a text too long for the model goes to the local rules, for review.
+    rt->ports.extract = std::make_shared<fallback_extractor>(
+      std::make_shared<openai_extractor>(*http(), *http(), opts), std::make_shared<local_extractor>());
   }
 
   if (parts.database && stage_enabled(cfg, "match")) {

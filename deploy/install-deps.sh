@@ -12,7 +12,7 @@ packages=(
   libtesseract-dev tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu
   libpoppler-cpp-dev poppler-utils libgtest-dev libgmock-dev
   python3 python3-boto3 libcpp-httplib-dev prometheus
-  clang-tidy cppcheck
+  clang-tidy cppcheck clang-14 libclang-rt-14-dev
 )
 
 missing=()

@@ -5,6 +5,8 @@
 #   deploy/test.sh                   everything
 #   deploy/test.sh -L unit           extra arguments go to ctest (here: only the unit tests)
 #   INGESTD_LINT=0 deploy/test.sh    skips the static analysis (a quick local run)
+#   INGESTD_FUZZ_SECONDS=N           after a full run, each libFuzzer target runs N seconds
+#                                    (default 5; 0 skips it; tests/fuzz/run.sh 600 is a campaign)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -18,3 +20,7 @@ fi
 deploy/local-stack.sh start
 eval "$(deploy/local-stack.sh env)"
 ctest --preset default "$@"
+fuzz_seconds=${INGESTD_FUZZ_SECONDS:-5}
+if [[ $# -eq 0 && "$fuzz_seconds" != 0 ]]; then
+  tests/fuzz/run.sh "$fuzz_seconds"
+fi

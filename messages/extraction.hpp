@@ -18,6 +18,9 @@ struct extraction {
   int64_t output_tokens = 0;
   /// The model that answered, or "local-rules" for the local extractor.
   std::string model;
+  /// Set when a fallback produced it (e.g. the local rules for a text too long for the LLM):
+  /// the document is completed for review with this reason.
+  std::string review_reason;
 };
 
 /// The quality gate's verdict on an extraction.

@@ -56,6 +56,9 @@ struct completion_record {
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
   std::string model;
+  /// Why a person must look at it (e.g. "text_unavailable: ..."): recorded as the ingestion's
+  /// last_error, and the document goes to review. Empty: nothing to add.
+  std::string review_reason;
 };
 
 /// A failed attempt (seed 000's failure handling, with DESIGN §5's classification).

@@ -34,6 +34,9 @@ struct transcription {
   bool preprocessed = false;
   /// "tesseract", "document_ai", ...
   std::string provider;
+  /// What went wrong but was recovered (seed 004's task-specific recovery): a page kept with its
+  /// text layer only, a provider that refused the document and the one that took over, ...
+  std::vector<std::string> warnings;
   int64_t duration_ms = 0;
   /// The preprocessed image (not serialised to JSON; stored on its own) and its file extension.
   std::string preprocessed_image;

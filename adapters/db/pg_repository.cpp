@@ -132,8 +132,8 @@ RETURNING i.id, i.claim_token
 constexpr pg::statement complete_sql{"ingestd_complete", R"sql(
 WITH c AS (
   SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::boolean[], $5::integer[],
-                       $6::integer[], $7::text[])
-           AS c(id, token, data, valid, input_tokens, output_tokens, model)
+                       $6::integer[], $7::text[], $10::text[])
+           AS c(id, token, data, valid, input_tokens, output_tokens, model, review)
 ), lock AS (
   SELECT i.id FROM ingestion AS i JOIN c ON c.id = i.id AND c.token = i.claim_token
    WHERE i.status = 'in-progress'
@@ -147,6 +147,7 @@ UPDATE ingestion AS i
        extraction_input_tokens = c.input_tokens,
        extraction_output_tokens = c.output_tokens,
        extraction_model = c.model,
+       last_error = COALESCE(c.review, i.last_error),
        completed_at = now(),
        claim_token = NULL,
        lease_expires_at = NULL
@@ -319,22 +320,24 @@ error claim_lost(const lease_ref& ref, std::string_view what) {
 result<std::vector<result<void>>> complete_batch(pg::connection& conn,
                                                  const std::vector<const completion*>& batch,
                                                  const next_job_options& next) {
-  std::vector<param> ids, tokens, data, valid, in_tok, out_tok, model;
+  std::vector<param> ids, tokens, data, valid, in_tok, out_tok, model, review;
   for (auto* c : batch) {
     ids.emplace_back(c->ref.ingestion_id.str());
     tokens.emplace_back(c->ref.claim_token.str());
     data.push_back(opt_text(c->record.structured_data)); // cleaned by the caller
-    valid.emplace_back(c->record.valid_structured_data ? "t" : "f");
+    // A completion with a reason for review is never valid as it stands.
+    valid.emplace_back(c->record.valid_structured_data && c->record.review_reason.empty() ? "t" : "f");
     in_tok.emplace_back(std::to_string(clamp_i32(c->record.input_tokens)));
     out_tok.emplace_back(std::to_string(clamp_i32(c->record.output_tokens)));
     model.push_back(opt_clean(c->record.model));
+    review.push_back(opt_clean(c->record.review_reason));
   }
   auto res = conn.exec(complete_sql,
                        {pg::array_literal(ids), pg::array_literal(tokens), pg::array_literal(data),
                         pg::array_literal(valid), pg::array_literal(in_tok),
                         pg::array_literal(out_tok), pg::array_literal(model),
                         next.queue.empty() ? param{} : param{next.queue},
-                        next.via_outbox ? "t" : "f"});
+                        next.via_outbox ? "t" : "f", pg::array_literal(review)});
   if (!res) {
     if (!database_unavailable(res.error()) && res.error().code != "pg.08007")
       return res.error();

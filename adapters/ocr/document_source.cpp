@@ -149,6 +149,15 @@ public:
     return out;
   }
 
+  result<std::string> text_layer(int index) override {
+    std::lock_guard<std::mutex> guard{mtx_};
+    std::unique_ptr<poppler::page> p{doc_->create_page(index)};
+    if (!p)
+      return corrupt("PDF page " + std::to_string(index + 1) + " cannot be read");
+    auto bytes = p->text(poppler::rectf(), poppler::page::physical_layout).to_utf8();
+    return clean_native_text(std::string(bytes.begin(), bytes.end()));
+  }
+
 private:
   std::unique_ptr<poppler::document> doc_;
   document_limits limits_;

@@ -30,6 +30,11 @@ public:
   virtual file_kind kind() const = 0;
   /// Page `index` (0-based). Thread-safe: pages may be fetched from several workers at once.
   virtual result<page_content> page(int index) = 0;
+  /// Page `index`'s text layer alone, however short (a PDF's; other kinds have none: an
+  /// error): what a page whose rendering or OCR failed is kept with.
+  virtual result<std::string> text_layer(int index) {
+    return error::make_permanent("ocr.no_text_layer", "page " + std::to_string(index + 1) + " has no text layer");
+  }
 };
 
 /// Errors (all permanent): ocr.empty_file, ocr.too_large, ocr.unsupported_type,

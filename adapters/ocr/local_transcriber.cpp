@@ -31,6 +31,8 @@ using clock_type = std::chrono::steady_clock;
 struct page_result {
   transcription_page page;
   bool native = false;
+  /// Why the page was kept with its text layer only (its rendering or OCR failed).
+  std::string warning;
   bool preprocessed = false;
   cv::Mat preprocessed_image;
 };
@@ -85,6 +87,8 @@ void finish(const std::shared_ptr<doc_state>& st) {
       t.text += "\n\n";
     t.text += p.page.text;
     t.native_text = t.native_text && p.native;
+    if (!p.warning.empty())
+      t.warnings.push_back(std::move(p.warning));
     t.quality_score = std::min(t.quality_score, p.page.quality_score);
     if (p.preprocessed) {
       t.preprocessed = true;
@@ -161,6 +165,30 @@ result<page_result> process_page(doc_state& st, int index) {
   return r;
 }
 
+/// Seed 004's recovery: a PDF page whose rendering or OCR failed is kept with its text layer
+/// alone (no OCR), with a warning. The document's deadline and a busy node are not the page's
+/// fault and stay errors; so does a page without a text layer to fall back on.
+result<page_result> text_layer_instead(doc_state& st, int index, error failed) {
+  if (failed.code == "ocr.deadline" || failed.code == "ocr.busy" || st.source->kind() != file_kind::pdf)
+    return failed;
+  result<std::string> layer = error::make_permanent("ocr.internal", "");
+  try {
+    layer = st.source->text_layer(index);
+  } catch (const std::exception& e) {
+    layer = error::make_permanent("ocr.corrupt_file", e.what());
+  }
+  if (!layer)
+    return failed;
+  page_result r;
+  r.page.number = index + 1;
+  r.page.text = std::move(*layer);
+  r.native = true;
+  // Nothing vouches for what the page shows beyond its text layer.
+  r.page.quality_score = r.page.text.empty() ? 0 : 0.5;
+  r.warning = "page " + std::to_string(index + 1) + ": " + failed.describe() + "; kept its text layer only";
+  return r;
+}
+
 void run_page(const std::shared_ptr<doc_state>& st, int index) {
   if (!st->failed) {
     result<page_result> r = error::make_permanent("ocr.internal", "page not processed");
@@ -174,6 +202,8 @@ void run_page(const std::shared_ptr<doc_state>& st, int index) {
     } catch (const std::exception& e) {
       r = error::make_permanent("ocr.internal", std::string{"page processing failed: "} + e.what());
     }
+    if (!r)
+      r = text_layer_instead(*st, index, std::move(r.error()));
     if (r)
       st->pages[static_cast<size_t>(index)] = std::move(*r);
     else

@@ -118,6 +118,11 @@ std::string write_json(const transcription& x, bool whole) {
     put_string(w, "preprocessed_ext", x.preprocessed_ext);
   w.Key("duration_ms");
   w.Int64(x.duration_ms);
+  w.Key("warnings");
+  w.StartArray();
+  for (const auto& warning : x.warnings)
+    w.String(warning.data(), static_cast<rapidjson::SizeType>(warning.size()));
+  w.EndArray();
   if (whole) {
     put_string(w, "text", x.text);
     w.Key("pages");
@@ -162,6 +167,16 @@ result<transcription> transcription_from_json(std::string_view json) {
   auto* pages = r.member("pages");
   if (!r.problem.empty())
     return bad(r.problem);
+  // Optional: transcriptions stored before warnings existed have none.
+  if (auto it = doc.FindMember("warnings"); it != doc.MemberEnd()) {
+    if (!it->value.IsArray())
+      return bad("\"warnings\" is not an array");
+    for (const auto& wv : it->value.GetArray()) {
+      if (!wv.IsString())
+        return bad("\"warnings\" holds a value that is not a string");
+      t.warnings.emplace_back(wv.GetString(), wv.GetStringLength());
+    }
+  }
   if (!pages->IsArray())
     return bad("\"pages\" is not an array");
   if (page_count < 0 || page_count != static_cast<int64_t>(pages->Size()))

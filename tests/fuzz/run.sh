@@ -29,7 +29,7 @@ targets=("$@")
 
 cd "$root"
 nice -n 19 cmake --preset fuzz >/dev/null
-nice -n 19 cmake --build --preset fuzz -j1
+nice -n 19 cmake --build --preset fuzz -j"$(nproc)"
 
 findings=$root/tests/fuzz/findings
 mkdir -p "$findings" build-fuzz/logs

@@ -2,6 +2,7 @@
 #define CAF_SUITE job
 #include "caf/test/unit_test_impl.hpp"
 
+#include "adapters/extraction/fallback_extractor.hpp"
 #include "adapters/extraction/local_extractor.hpp"
 #include "adapters/ocr/transcription_json.hpp"
 #include "adapters/storage/object_store.hpp"
@@ -549,6 +550,31 @@ CAF_TEST(a stored transcription that cannot be parsed is transcribed again) {
   store->set(storage_keys::transcription(id.str()), "{not json");
   CAF_CHECK_EQUAL(run_job(id.str(), hb).result, job_result::completed);
   CAF_CHECK_EQUAL(ocr->calls(), 1);
+}
+
+CAF_TEST(a document with no text completes for review as text_unavailable without an extraction) {
+  auto id = add_document(" \n\f ");
+  auto o = run_job(id.str(), hb);
+  CAF_CHECK_EQUAL(o.result, job_result::completed);
+  CAF_CHECK_EQUAL(db->row(id).status, "completed");
+  CAF_CHECK_EQUAL(db->row(id).last_error.rfind("text_unavailable", 0), 0u);
+  CAF_CHECK_EQUAL(extract->calls(), 0);
+}
+
+CAF_TEST(a text too long for the LLM is extracted by the local rules and completed for review) {
+  ctx->ports.extract = std::make_shared<fallback_extractor>(extract, std::make_shared<local_extractor>());
+  ctx->ports.gate = [](const extraction&) { return gate_verdict{true, {}, false}; };
+  extract->fail_next("extract", error::make_permanent("llm.context_exceeded", "maximum context length is 8192 tokens"));
+  auto id = add_document("Invoice No: INV-7\nDate: 2024-03-15\nTotal: 119.00 EUR");
+  auto o = run_job(id.str(), hb);
+  CAF_CHECK_EQUAL(o.result, job_result::completed);
+  CAF_CHECK(db->row(id).structured_data.find("INV-7") != std::string::npos);
+  CAF_CHECK_EQUAL(db->row(id).last_error.rfind("extracted by the local extractor", 0), 0u);
+  CAF_CHECK(db->row(id).last_error.find("llm.context_exceeded") != std::string::npos);
+  // Any other LLM failure is the LLM's: no fallback.
+  auto other = add_document("Invoice No: INV-8");
+  extract->fail_next("extract", error::make_permanent("llm.unauthorized", "bad key"));
+  CAF_CHECK_EQUAL(run_job(other.str(), hb).result, job_result::failed);
 }
 
 CAF_TEST(a missing file fails permanently) {

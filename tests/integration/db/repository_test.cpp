@@ -356,6 +356,22 @@ TEST_F(repository_test, batch_complete_reports_each_entry_and_fires_the_trigger)
   EXPECT_EQ(column(c, "status"), "in-progress");
 }
 
+TEST_F(repository_test, a_completion_with_a_review_reason_sends_the_document_to_review_with_it) {
+  auto a = new_ingestion();
+  auto ta = uuid::v4();
+  ASSERT_TRUE(claim_one(a, ta));
+  auto c = make_completion({a, ta}, "");
+  c.record.review_reason = "text_unavailable: the document has no text";
+  auto res = await<std::vector<result<void>>>([&](auto cb) { repo->complete({c}, cb); });
+  ASSERT_TRUE(res);
+  ASSERT_TRUE(res->at(0));
+  EXPECT_EQ(column(a, "status"), "completed");
+  EXPECT_EQ(column(a, "last_error"), "text_unavailable: the document has no text");
+  EXPECT_EQ(db->scalar("SELECT needs_human_review::text || (structured_data IS NULL)::text FROM document WHERE id = $1",
+                       {column(a, "document_id")}),
+            "truetrue");
+}
+
 TEST_F(repository_test, transient_failures_reach_failed_at_max_attempts) {
   auto id = new_ingestion();
   for (int attempt = 1; attempt <= 3; ++attempt) {

@@ -460,6 +460,8 @@ void fake_repository::complete(std::vector<completion> completions, callback<std
         auto& row = rows_.at(c.ref.ingestion_id);
         row.status = "completed";
         row.structured_data = c.record.structured_data;
+        if (!c.record.review_reason.empty())
+          row.last_error = c.record.review_reason;
         row.token.reset();
         row.lease_live = false;
         row.completions++;

@@ -37,6 +37,17 @@ protected:
     return std::move(*r);
   }
 
+  result<transcription> run_bytes(std::string bytes, local_transcriber_options opts = {}) {
+    transcription_request req;
+    req.bytes = std::move(bytes);
+    req.mime_type = "application/pdf";
+    local_transcriber provider{executor_, std::move(opts)};
+    auto r = test::transcribe_and_wait(provider, std::move(req), wait_limit);
+    if (!r)
+      return error::make_transient("test.timeout", "no callback");
+    return std::move(*r);
+  }
+
   static std::string mime_for(const std::string& file) {
     auto ext = std::filesystem::path(file).extension().string();
     if (ext == ".pdf") return "application/pdf";
@@ -47,7 +58,39 @@ protected:
   }
 };
 
+/// A one-page PDF of `points` x `points` whose text layer is `text` (too short to count as a
+/// native page, so the page is rendered for OCR).
+std::string pdf_with_text(const std::string& text, int points) {
+  std::string content = "BT /F1 14 Tf 72 72 Td (" + text + ") Tj ET";
+  auto side = std::to_string(points);
+  return "%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n"
+         "2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj\n"
+         "3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 " + side + " " + side + "]/Contents 4 0 R"
+         "/Resources<</Font<</F1 5 0 R>>>>>>endobj\n"
+         "4 0 obj<</Length " + std::to_string(content.size()) + ">>stream\n" + content + "\nendstream endobj\n"
+         "5 0 obj<</Type/Font/Subtype/Type1/BaseFont/Helvetica>>endobj\n"
+         "trailer<</Root 1 0 R>>\n%%EOF\n";
+}
+
 } // namespace
+
+TEST_F(local_transcriber_test, a_pdf_page_that_cannot_be_rendered_is_kept_with_its_text_layer_and_a_warning) {
+  // Seed 004's recovery: rendering fails (the page is too large for the pixel limit at any
+  // usable resolution); the page's text layer is kept instead of failing the document.
+  local_transcriber_options opts;
+  opts.limits.max_page_pixels = 1'000;
+  auto r = run_bytes(pdf_with_text("Total 12.00", 14'400), opts);
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  EXPECT_NE(r->text.find("Total 12.00"), std::string::npos) << r->text;
+  ASSERT_EQ(r->warnings.size(), 1u);
+  EXPECT_NE(r->warnings[0].find("page 1: ocr.too_large"), std::string::npos) << r->warnings[0];
+  EXPECT_NE(r->warnings[0].find("kept its text layer only"), std::string::npos) << r->warnings[0];
+  EXPECT_LT(r->quality_score, 1.0);
+  // The same page renders under the default limits: OCR runs, nothing to warn about.
+  auto normal = run_bytes(pdf_with_text("Total 12.00", 612));
+  ASSERT_TRUE(normal.ok()) << normal.error().describe();
+  EXPECT_TRUE(normal->warnings.empty());
+}
 
 TEST_F(local_transcriber_test, text_pdf_uses_the_text_layer_without_ocr) {
   auto r = run("inv02_de_modern.pdf");
