@@ -94,6 +94,10 @@ void print_human(const transcription& t, const extraction& x, const rapidjson::D
   for (size_t i = 0; i < x.missing_fields.size(); ++i)
     std::printf("%s%s", i ? ", " : "", x.missing_fields[i].c_str());
   std::printf("\n");
+  for (auto& warning : t.warnings)
+    std::printf("warning: %s\n", warning.c_str());
+  if (!x.review_reason.empty())
+    std::printf("review: %s\n", x.review_reason.c_str());
   if (v.passed)
     std::printf("gate: passed\n");
   else
@@ -127,6 +131,11 @@ void print_json(const transcription& t, const extraction& x, const rapidjson::Do
   w.EndArray();
   w.Key("model");
   w.String(x.model.c_str());
+  w.Key("review_reason");
+  if (x.review_reason.empty())
+    w.Null();
+  else
+    w.String(x.review_reason.c_str());
   w.Key("input_tokens");
   w.Int64(x.input_tokens);
   w.Key("output_tokens");

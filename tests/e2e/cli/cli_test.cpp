@@ -211,9 +211,20 @@ TEST(e2e_cli, extract_with_a_permanent_llm_error_exits_1_with_the_classified_err
   ingestd::test::chat_stub stub;
   auto r = run({"extract", corpus("inv01_en_classic.pdf")},
                {"INGESTD_EXTRACTION__PROVIDER=llm", "INGESTD_EXTRACTION__LLM_BASE_URL=" + stub.base_url(),
-                "INGESTD_EXTRACTION__LLM_MODEL=context_vllm:e2e"});
+                "INGESTD_EXTRACTION__LLM_MODEL=unauthorized:e2e"});
   EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_CONTAINS(r.err, "extraction failed: llm.context_exceeded");
+  EXPECT_CONTAINS(r.err, "extraction failed: llm.unauthorized");
+}
+
+TEST(e2e_cli, extract_of_a_text_too_long_for_the_llm_falls_back_to_the_local_rules_for_review) {
+  ingestd::test::chat_stub stub;
+  auto r = run({"extract", corpus("inv01_en_classic.pdf")},
+               {"INGESTD_EXTRACTION__PROVIDER=llm", "INGESTD_EXTRACTION__LLM_BASE_URL=" + stub.base_url(),
+                "INGESTD_EXTRACTION__LLM_MODEL=context_vllm:e2e"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "extractor: local-rules");
+  EXPECT_CONTAINS(r.out, "review: extracted by the local extractor");
+  EXPECT_CONTAINS(r.out, "llm.context_exceeded");
 }
 
 TEST(e2e_cli, extract_with_an_unreachable_llm_exits_1) {

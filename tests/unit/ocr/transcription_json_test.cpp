@@ -114,5 +114,23 @@ TEST(transcription_json, garbage_is_a_permanent_named_error) {
 TEST(transcription_json, the_summary_is_the_stored_form_without_version_text_and_pages) {
   EXPECT_EQ(to_summary_json(sample()),
             "{\"provider\":\"tesseract\",\"page_count\":2,\"quality_score\":0.625,"
-            "\"native_text\":false,\"preprocessed\":true,\"duration_ms\":1234567890123}");
+            "\"native_text\":false,\"preprocessed\":true,\"duration_ms\":1234567890123,\"warnings\":[]}");
+}
+
+TEST(transcription_json, warnings_round_trip_and_an_older_form_without_them_reads) {
+  auto t = sample();
+  t.warnings = {"page 2: ocr.too_large: too large to render; kept its text layer only"};
+  auto back = transcription_from_json(to_json(t));
+  ASSERT_TRUE(back.ok()) << back.error().describe();
+  EXPECT_EQ(back->warnings, t.warnings);
+  auto older = to_json(sample());
+  auto at = older.find(",\"warnings\":[]");
+  ASSERT_NE(at, std::string::npos);
+  older.erase(at, std::string{",\"warnings\":[]"}.size());
+  auto read = transcription_from_json(older);
+  ASSERT_TRUE(read.ok()) << read.error().describe();
+  EXPECT_TRUE(read->warnings.empty());
+  auto bad = to_json(sample());
+  bad.replace(bad.find("\"warnings\":[]"), 13, "\"warnings\":[1]");
+  EXPECT_FALSE(transcription_from_json(bad).ok());
 }
