@@ -39,6 +39,8 @@ Commands:
   extract FILE        transcribe and extract one document and print the fields, confidence,
                       missing fields and the quality gate's verdict (--json: the whole result)
   version             print the version
+  nodes [--json]      the cluster's nodes: state, in flight, done in the last minute, last seen
+  drain NODE_ID|--all ask a node (or all) to drain and exit 0, as on SIGTERM [--wait]
   help                print this help
 
 Options:
@@ -96,6 +98,8 @@ int main(int argc, char** argv) {
     {"transcribe", transcribe_command},
     {"extract", extract_command},
     {"version", version_command},
+    {"nodes", nodes_command},
+    {"drain", drain_command},
   };
   arguments args;
   std::string name;
