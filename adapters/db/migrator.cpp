@@ -133,9 +133,11 @@ std::optional<std::array<int, 3>> parse_node_version(std::string_view text) {
 
 result<void> check_node_version(const std::string& database_url, std::string_view node_version) {
   auto own = parse_node_version(node_version);
-  if (!own)
-    return error::make_permanent("node.version",
-                                 "this node's version \"" + std::string{node_version} + "\" is not X.Y.Z");
+  if (!own) {
+    std::string message{"this node's version \""};
+    message.append(node_version).append("\" is not X.Y.Z");
+    return error::make_permanent("node.version", std::move(message));
+  }
   // The session's default deadlines: a node that cannot read the table in time does not start.
   pg::connection conn{database_url, pg::session_options{}};
   if (auto ok = conn.ensure(); !ok)
@@ -152,15 +154,18 @@ result<void> check_node_version(const std::string& database_url, std::string_vie
     auto name = rows->str(r, 0);
     auto needed = rows->str(r, 1);
     auto min = parse_node_version(needed);
-    if (!min)
-      return error::make_permanent("node.too_old", "the database schema's migration " + name +
-                                                     " needs node version \"" + needed +
-                                                     "\", which this node cannot read: upgrade this node");
-    if (*own < *min)
-      return error::make_permanent(
-        "node.too_old", "the database schema needs ingestd " + needed + " or newer (migration " + name +
-                          "); this node is " + std::string{node_version} +
-                          ": upgrade this node (deploy/OPERATIONS.md, \"Rolling upgrades\")");
+    if (min && *own >= *min)
+      continue;
+    std::string message;
+    if (!min) {
+      message.append("the database schema's migration ").append(name).append(" needs node version \"");
+      message.append(needed).append("\", which this node cannot read: upgrade this node");
+    } else {
+      message.append("the database schema needs ingestd ").append(needed).append(" or newer (migration ");
+      message.append(name).append("); this node is ").append(node_version);
+      message.append(": upgrade this node (deploy/OPERATIONS.md, \"Rolling upgrade\")");
+    }
+    return error::make_permanent("node.too_old", std::move(message));
   }
   return {};
 }

@@ -4,7 +4,7 @@
 --
 -- The header line above is the oldest node version this migration stays compatible with: the
 -- migrator records it in schema_migrations and a node older than any recorded minimum refuses to
--- start (deploy/OPERATIONS.md, "Rolling upgrades"). A migration without the line keeps every node.
+-- start (deploy/OPERATIONS.md, "Rolling upgrade"). A migration without the line keeps every node.
 CREATE TABLE worker_node (
   -- worker.id, else host-pid; a restarted node with the same id takes the row over.
   id                 text PRIMARY KEY,
