@@ -3,8 +3,8 @@
 //   tick (every interval; re-armed first) ──► refresh the row: in flight, jobs finished in the
 //        last minute, running | draining ──► the row asks for a drain ──► flags.drain_requested
 //        (once; the node's main thread then shuts down as on SIGTERM)
-//   a refresh still waiting at the next tick ──► that tick is skipped (no pile-up on a slow
-//        database); the row not found ──► warned once (another process took the id over)
+//   a refresh still waiting at the next tick (up to its deadline) ──► that tick is skipped (no
+//        pile-up on a slow database); the row not found ──► warned once (another process took the id over)
 //   flush (at start, then every prune_interval) ──► delete rows not seen for the retention
 #include "actors/node_registry.hpp"
 
@@ -22,6 +22,10 @@ namespace ingestd {
 namespace {
 
 using clock = std::chrono::steady_clock;
+
+/// A refresh not answered within this counts as failed (the database's own statement timeout,
+/// 30 s by default, normally answers first).
+constexpr std::chrono::seconds refresh_deadline{60};
 
 /// "Done in the last minute" is counted over this window.
 constexpr std::chrono::seconds done_window{60};
@@ -44,9 +48,9 @@ uint64_t jobs_finished(const worker_metrics& m) {
   return m.jobs("completed") + m.jobs("failed");
 }
 
-/// Jobs finished within the last window, from the samples.
-int32_t done_last_minute(node_registry_state& st) {
-  auto now = clock::now();
+/// Jobs finished within the last window, from the samples. `now` is the actor system's clock
+/// (the tests' virtual time).
+int32_t done_last_minute(node_registry_state& st, clock::time_point now) {
   auto total = jobs_finished(*st.metrics);
   st.samples.emplace_back(now, total);
   while (st.samples.size() > 1 && st.samples[1].first <= now - done_window)
@@ -60,12 +64,12 @@ void refresh(registry_ptr self) {
     return;
   st.refreshing = true;
   node_refresh row{st.settings.id, st.settings.incarnation,
-                   static_cast<int32_t>(st.metrics->in_flight.load()), done_last_minute(st),
+                   static_cast<int32_t>(st.metrics->in_flight.load()), done_last_minute(st, self->clock().now()),
                    st.flags->draining.load()};
-  // Answered before the next tick, or counted as failed (tried again then).
-  auto deadline = std::max<std::chrono::milliseconds>(st.settings.interval, std::chrono::seconds{1});
+  // Ticks skip while it waits (a slow database gets one refresh at a time, not a queue of
+  // them); past the deadline it counts as failed and the next tick tries again.
   st.nodes->refresh(std::move(row), in_actor_within<node_refresh_answer>(
-    self, deadline, "nodes.refresh", [self](result<node_refresh_answer> r) {
+    self, refresh_deadline, "nodes.refresh", [self](result<node_refresh_answer> r) {
       auto& st = self->state;
       st.refreshing = false;
       if (!r) {
@@ -104,7 +108,7 @@ node_registry_actor::behavior_type node_registry(registry_ptr self, std::shared_
   st.settings = std::move(settings);
   st.metrics = std::move(metrics);
   st.flags = std::move(flags);
-  st.samples.emplace_back(clock::now(), jobs_finished(*st.metrics));
+  st.samples.emplace_back(self->clock().now(), jobs_finished(*st.metrics));
   self->delayed_send(self, st.settings.interval, tick_atom_v);
   self->send(self, flush_atom_v);
   return {
