@@ -158,3 +158,22 @@ TEST(e2e_daemon_cluster, a_node_older_than_the_schema_needs_refuses_to_start) {
     << d->log_tail();
   EXPECT_EQ(state_of(s, "e2e-old"), "absent") << "a refused node does not register";
 }
+
+TEST(e2e_daemon_cluster, nodes_and_drain_answer_clearly_on_bad_input) {
+  e2e_setup s;
+  auto [empty_rc, empty_out] = cli(s, {"nodes"});
+  EXPECT_EQ(empty_rc, 0) << empty_out;
+  EXPECT_NE(empty_out.find("none registered"), std::string::npos) << empty_out;
+  auto [unknown_rc, unknown_out] = cli(s, {"drain", "no-such-node"});
+  EXPECT_EQ(unknown_rc, 1) << unknown_out;
+  EXPECT_NE(unknown_out.find("no node \"no-such-node\" in the registry"), std::string::npos) << unknown_out;
+  for (auto& args : std::vector<std::vector<std::string>>{
+         {"drain"}, {"drain", "a", "--all"}, {"drain", "a", "b"}, {"drain", "--all", "--timeout", "soon"},
+         {"nodes", "--bogus"}}) {
+    auto [rc, out] = cli(s, args);
+    EXPECT_EQ(rc, 2) << args.back() << ": " << out;
+  }
+  auto [help_rc, help_out] = cli(s, {"drain", "--help"});
+  EXPECT_EQ(help_rc, 0);
+  EXPECT_NE(help_out.find("Usage: ingestd drain"), std::string::npos) << help_out;
+}
