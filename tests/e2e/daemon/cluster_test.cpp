@@ -177,3 +177,26 @@ TEST(e2e_daemon_cluster, nodes_and_drain_answer_clearly_on_bad_input) {
   EXPECT_EQ(help_rc, 0);
   EXPECT_NE(help_out.find("Usage: ingestd drain"), std::string::npos) << help_out;
 }
+
+TEST(e2e_daemon_cluster, migrate_refuses_while_a_live_node_is_older_than_a_migration_needs) {
+  e2e_setup s;
+  auto add_node = [&](const std::string& id, const std::string& version, const std::string& seen) {
+    s.db().query("INSERT INTO worker_node (id, incarnation, host, pid, version, stages, capacity, lease_seconds, "
+                 "last_seen) VALUES ($1, gen_random_uuid(), 'h', 1, $2, 'ingest', 10, 30, now() - $3::interval)",
+                 {id, version, seen});
+  };
+  add_node("lost-old", "0.0.1", "1 hour");  // lost: not in the way
+  add_node("current", "0.1.0", "0 seconds");
+  auto [ok_rc, ok_out] = cli(s, {"migrate"});
+  EXPECT_EQ(ok_rc, 0) << ok_out;
+  add_node("live-old", "0.0.9", "0 seconds");
+  auto [rc, out] = cli(s, {"migrate"});
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("node live-old runs ingestd 0.0.9, older than 0.1.0 that 006_worker_nodes.sql needs"),
+            std::string::npos)
+    << out;
+  EXPECT_EQ(out.find("lost-old"), std::string::npos) << out;
+  auto [forced_rc, forced_out] = cli(s, {"migrate", "--force"});
+  EXPECT_EQ(forced_rc, 0) << forced_out;
+  EXPECT_NE(forced_out.find("warning: node live-old"), std::string::npos) << forced_out;
+}
