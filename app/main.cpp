@@ -30,7 +30,8 @@ Commands:
   submit FILE|DIR...  submit documents for ingestion (see 'ingestd submit --help')
   status [--json]     counts by status, failures, review backlog, matching, queue depth
   matches DOCUMENT_ID a document's match edges and its cluster's members [--json]
-  migrate             apply the database migrations (a no-op when current)
+  migrate [--force]   apply the database migrations (a no-op when current; refuses while a
+                      live node is older than a migration needs)
   queues create       create every configured queue and its dead-letter queue (idempotent)
   config check        validate the configuration and print it, secrets masked
   config defaults     print the built-in defaults (the content of config/ingestd.json)

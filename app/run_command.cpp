@@ -63,13 +63,13 @@ void forward_signals_until_stopped(const shutdown_actor& coordinator, node_drain
   caf::actor_cast<caf::abstract_actor*>(coordinator)->attach_functor([stopped] { *stopped = true; });
   auto set = shutdown_signals();
   timespec tick{0, 200'000'000};
-  bool drain_forwarded = false;
   while (!*stopped) {
     int sig = sigtimedwait(&set, nullptr, &tick);
     if (sig < 0) {
-      if (drain_forwarded || !flags.drain_requested)
+      // A drain request starts a shutdown; one that comes while the node already drains changes
+      // nothing (it must not count as a second signal, which gives the work back at once).
+      if (flags.draining || !flags.drain_requested)
         continue;
-      drain_forwarded = true;
       log::info("drain requested: shutting down as on SIGTERM");
     } else {
       log::info("signal received", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
