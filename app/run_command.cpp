@@ -285,7 +285,10 @@ int run_command(const arguments& args) {
       opts.relay.retention = std::chrono::hours{cfg->outbox.retention_hours};
     }
     // The node's row in the registry before its first poll; refreshed with the heartbeat.
-    auto nodes = std::make_shared<pg_node_repository>(cfg->database.url);
+    auto nodes = std::make_shared<pg_node_repository>(
+      cfg->database.url, pg::session_options{std::chrono::seconds{cfg->database.statement_timeout_seconds},
+                                             std::chrono::seconds{cfg->database.lock_timeout_seconds},
+                                             std::chrono::seconds{cfg->database.tcp_user_timeout_seconds}});
     auto me = this_node(*cfg, ctx->settings);
     if (auto registered = blocking_call<void>(registry_timeout, "nodes.timeout", "the database",
                                               [&](auto cb) { nodes->register_node(me, cb); });

@@ -128,7 +128,9 @@ private:
     char buf[16384];
     for (;;) {
       auto n = ::read(from, buf, sizeof buf);
-      if (n <= 0 || ::write(to, buf, static_cast<size_t>(n)) != n)
+      // MSG_NOSIGNAL: a peer already reset (the proxy stopped under a live connection) must end
+      // this pump, not the test process with SIGPIPE.
+      if (n <= 0 || ::send(to, buf, static_cast<size_t>(n), MSG_NOSIGNAL) != n)
         break;
     }
     ::shutdown(to, SHUT_RDWR);
