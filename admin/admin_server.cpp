@@ -47,6 +47,18 @@ private:
   std::optional<std::shared_future<result<T>>> running_;
 };
 
+namespace {
+
+/// Compares in time independent of where the texts differ (a token check).
+bool same_secret(const std::string& given, const std::string& expected) {
+  unsigned diff = given.size() == expected.size() ? 0U : 1U;
+  for (size_t i = 0; i < expected.size(); ++i)
+    diff |= static_cast<unsigned char>(expected[i]) ^ static_cast<unsigned char>(i < given.size() ? given[i] : 0);
+  return diff == 0;
+}
+
+} // namespace
+
 std::string queue_prometheus(const result<queue_stats>& stats) {
   std::string out;
   out += "# HELP ingestd_queue_up Whether the ingest queue answered the last depth query.\n";
@@ -145,6 +157,25 @@ admin_server::admin_server(std::string bind, int port, admin_probes probes)
     out += "ingestd_shutting_down " + std::string{shutting_down_ ? "1" : "0"} + "\n";
     res.set_content(out, "text/plain; version=0.0.4; charset=utf-8");
   });
+  if (probes_.drain) {
+    svr.Post("/drain", [this](const httplib::Request& req, httplib::Response& res) {
+      if (probes_.drain_token.empty()) {
+        res.status = 403;
+        res.set_content("POST /drain needs INGESTD_ADMIN_TOKEN set on the node\n", "text/plain");
+        return;
+      }
+      if (!same_secret(req.get_header_value("Authorization"), "Bearer " + probes_.drain_token)) {
+        res.status = 401;
+        res.set_header("WWW-Authenticate", "Bearer");
+        res.set_content("unauthorized\n", "text/plain");
+        return;
+      }
+      log::info("drain requested on the admin endpoint", {{"remote_addr", req.remote_addr}});
+      probes_.drain();
+      res.status = 202;
+      res.set_content("draining\n", "text/plain");
+    });
+  }
 }
 
 admin_server::~admin_server() {

@@ -1,5 +1,5 @@
-// The admin HTTP endpoint (DESIGN §6): /healthz, /readyz and /metrics on its own port, served by
-// cpp-httplib on its own threads (never on CAF's scheduler).
+// The admin HTTP endpoint (DESIGN §6): /healthz, /readyz and /metrics on its own port, and
+// POST /drain with a token, served by cpp-httplib on its own threads (never on CAF's scheduler).
 #pragma once
 
 #include <atomic>
@@ -41,6 +41,11 @@ struct admin_probes {
   std::function<result<matching_figures>()> matching;
   /// The worker's metrics in Prometheus text (may be empty).
   std::function<std::string()> metrics;
+  /// POST /drain (with `Authorization: Bearer <drain_token>`): starts the node's drain, as
+  /// `ingestd drain` does. Empty: the path answers 404.
+  std::function<void()> drain;
+  /// INGESTD_ADMIN_TOKEN; empty: POST /drain answers 403 (no unauthenticated drain).
+  std::string drain_token;
   /// How long /readyz (and the queue figures of /metrics) wait for the database and the queue
   /// together; a probe that has not answered by then counts as failed.
   std::chrono::milliseconds deadline{std::chrono::seconds{5}};

@@ -30,7 +30,8 @@ Commands:
   submit FILE|DIR...  submit documents for ingestion (see 'ingestd submit --help')
   status [--json]     counts by status, failures, review backlog, matching, queue depth
   matches DOCUMENT_ID a document's match edges and its cluster's members [--json]
-  migrate             apply the database migrations (a no-op when current)
+  migrate [--force]   apply the database migrations (a no-op when current; refuses while a
+                      live node is older than a migration needs)
   queues create       create every configured queue and its dead-letter queue (idempotent)
   config check        validate the configuration and print it, secrets masked
   config defaults     print the built-in defaults (the content of config/ingestd.json)
@@ -39,6 +40,8 @@ Commands:
   extract FILE        transcribe and extract one document and print the fields, confidence,
                       missing fields and the quality gate's verdict (--json: the whole result)
   version             print the version
+  nodes [--json]      the cluster's nodes: state, in flight, done in the last minute, last seen
+  drain NODE_ID|--all ask a node (or all) to drain and exit 0, as on SIGTERM [--wait]
   help                print this help
 
 Options:
@@ -96,6 +99,8 @@ int main(int argc, char** argv) {
     {"transcribe", transcribe_command},
     {"extract", extract_command},
     {"version", version_command},
+    {"nodes", nodes_command},
+    {"drain", drain_command},
   };
   arguments args;
   std::string name;

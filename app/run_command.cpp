@@ -1,13 +1,18 @@
 // `ingestd run`: the worker daemon. Runs until SIGTERM or SIGINT, then drains (DESIGN §3): the
 // poller stops, jobs finish within the grace period or give their work back, the process exits 0.
+// A drain request (`ingestd drain`, POST /drain on the admin port) takes the same path as the first
+// signal; the node's row in the registry (worker_node) shows running, draining, then stopped.
 // A second signal gives the work back at once. Whatever hangs, the process ends within the grace
 // period plus shutdown_margin of the first signal (exit 1, naming what it could not release).
+#include <array>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <functional>
 #include <optional>
 #include <thread>
+
+#include <unistd.h>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -16,10 +21,13 @@
 #include "actors/cpu_pool.hpp"
 #include "actors/ingest_job.hpp"
 #include "actors/match_job.hpp"
+#include "actors/node_registry.hpp"
 #include "actors/shutdown.hpp"
 #include "actors/worker.hpp"
 #include "adapters/db/pg_connection.hpp"
+#include "adapters/db/migrator.hpp"
 #include "adapters/db/pg_intake_repository.hpp"
+#include "adapters/db/pg_node_repository.hpp"
 #include "adapters/support/blocking_call.hpp"
 #include "adapters/support/log.hpp"
 #include "admin/admin_server.hpp"
@@ -27,6 +35,10 @@
 #include "app/runtime.hpp"
 #include "intake/intake_server.hpp"
 #include "intake/intake_service.hpp"
+
+#ifndef INGESTD_VERSION
+#  define INGESTD_VERSION "unknown"
+#endif
 
 namespace ingestd::cli {
 
@@ -42,18 +54,27 @@ sigset_t shutdown_signals() {
   return set;
 }
 
-/// Forwards each signal to the shutdown coordinator until it terminates. `on_signal` runs first
-/// on each signal (the admin endpoint turns not-ready).
-void forward_signals_until_stopped(const shutdown_actor& coordinator, const std::function<void()>& on_signal) {
+/// Forwards each signal to the shutdown coordinator until it terminates, and a drain request
+/// (`ingestd drain`, POST /drain: `flags.drain_requested`) once, as the first signal: one drain
+/// path. `on_signal` runs first on each (the admin endpoint turns not-ready).
+void forward_signals_until_stopped(const shutdown_actor& coordinator, node_drain_flags& flags,
+                                   const std::function<void()>& on_signal) {
   auto stopped = std::make_shared<std::atomic<bool>>(false);
   caf::actor_cast<caf::abstract_actor*>(coordinator)->attach_functor([stopped] { *stopped = true; });
   auto set = shutdown_signals();
   timespec tick{0, 200'000'000};
   while (!*stopped) {
     int sig = sigtimedwait(&set, nullptr, &tick);
-    if (sig < 0)
-      continue;
-    log::info("signal received", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+    if (sig < 0) {
+      // A drain request starts a shutdown; one that comes while the node already drains changes
+      // nothing (it must not count as a second signal, which gives the work back at once).
+      if (flags.draining || !flags.drain_requested)
+        continue;
+      log::info("drain requested: shutting down as on SIGTERM");
+    } else {
+      log::info("signal received", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+    }
+    flags.draining = true;
     if (on_signal)
       on_signal();
     caf::anon_send(coordinator, shutdown_atom_v);
@@ -99,6 +120,34 @@ bool check_stages(const config& cfg) {
   return true;
 }
 
+/// The registry's writes at start and stop wait at most this.
+constexpr std::chrono::seconds registry_timeout{30};
+
+/// This process as the registry shows it.
+node_registration this_node(const config& cfg, const worker_settings& s) {
+  node_registration me;
+  me.id = s.worker_id;
+  me.incarnation = uuid::v4();
+  std::array<char, 256> host{};
+  if (::gethostname(host.data(), host.size() - 1) == 0)
+    me.host = host.data();
+  me.pid = static_cast<int32_t>(::getpid());
+  me.version = INGESTD_VERSION;
+  for (auto& stage : served_stages(cfg))
+    me.stages.append(me.stages.empty() ? "" : ",").append(stage);
+  me.capacity = s.max_in_flight;
+  me.lease = s.lease;
+  return me;
+}
+
+/// A registry that is missing is a schema not migrated yet: say so.
+error registration_error(error e) {
+  if (e.message.find("worker_node") != std::string::npos && e.message.find("does not exist") != std::string::npos)
+    e.message += " (the schema predates this node: run `ingestd migrate` first)";
+  e.message = "registering the node: " + e.message;
+  return e;
+}
+
 /// Why the daemon does not start, in its log and as the command line's own message.
 int refuse_to_start(const error& e) {
   log::error("cannot start", {{"error", e.describe()}});
@@ -126,6 +175,9 @@ int run_command(const arguments& args) {
   if (cfg->intake.port != 0)
     if (auto exposed = check_intake_exposure(cfg->intake.bind, cfg->secrets.intake_token); !exposed)
       return refuse_to_start(exposed.error());
+  // Before anything else touches the database: a schema that needs a newer node stops it here.
+  if (auto compatible = check_node_version(cfg->database.url, INGESTD_VERSION); !compatible)
+    return refuse_to_start(compatible.error());
   // Before the actor system: it bounds the system's shutdown too (it waits for every actor).
   shutdown_watchdog watchdog{failure, pg::statements_in_progress};
   caf::actor_system_config sys_cfg;
@@ -135,6 +187,7 @@ int run_command(const arguments& args) {
   {
     auto ctx = std::make_shared<worker_context>();
     ctx->settings = make_worker_settings(*cfg);
+    auto flags = std::make_shared<node_drain_flags>();
     auto pool =
       spawn_cpu_pool(sys, ctx->settings.cpu_workers, ctx->settings.cpu_backlog, ctx->metrics);
     auto executor = make_cpu_executor(pool);
@@ -187,6 +240,8 @@ int run_command(const arguments& args) {
                                           [&](auto cb) { q->stats(cb); });
       };
       probes.metrics = [m = ctx->metrics] { return m->prometheus(); };
+      probes.drain = [flags] { flags->drain_requested = true; };
+      probes.drain_token = cfg->secrets.admin_token;
       probes.matching = [intake_db]() -> result<matching_figures> {
         auto s = intake_db->summarize_matching(std::chrono::seconds{5});
         if (!s)
@@ -230,12 +285,37 @@ int run_command(const arguments& args) {
       opts.relay.interval = std::chrono::milliseconds{cfg->outbox.poll_interval_ms};
       opts.relay.retention = std::chrono::hours{cfg->outbox.retention_hours};
     }
+    // The node's row in the registry before its first poll; refreshed with the heartbeat.
+    auto nodes = std::make_shared<pg_node_repository>(
+      cfg->database.url, pg::session_options{std::chrono::seconds{cfg->database.statement_timeout_seconds},
+                                             std::chrono::seconds{cfg->database.lock_timeout_seconds},
+                                             std::chrono::seconds{cfg->database.tcp_user_timeout_seconds}});
+    auto me = this_node(*cfg, ctx->settings);
+    if (auto registered = blocking_call<void>(registry_timeout, "nodes.timeout", "the database",
+                                              [&](auto cb) { nodes->register_node(me, cb); });
+        !registered) {
+      caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
+      return refuse_to_start(registration_error(registered.error()));
+    }
+    node_registry_settings reg;
+    reg.id = me.id;
+    reg.incarnation = me.incarnation;
+    reg.interval = ctx->settings.heartbeat_rate;
+    reg.retention = std::chrono::hours{cfg->cluster.node_retention_hours};
+    auto registry = spawn_node_registry(sys, nodes, reg, ctx->metrics, flags);
     auto w = start_worker(sys, ctx, opts);
-    forward_signals_until_stopped(w.coordinator, [a = admin.get(), &watchdog, ctx] {
+    forward_signals_until_stopped(w.coordinator, *flags, [a = admin.get(), &watchdog, ctx] {
       watchdog.arm(ctx->settings.shutdown_grace + shutdown_margin, ctx);
       if (a)
         a->set_shutting_down();
     });
+    watchdog.set_stage("marking the node stopped in the registry");
+    caf::anon_send_exit(registry, caf::exit_reason::user_shutdown);
+    if (auto stopped = blocking_call<void>(registry_timeout, "nodes.timeout", "the database",
+                                           [&](auto cb) { nodes->mark_stopped(me.id, me.incarnation, cb); });
+        !stopped)
+      log::warn("could not mark the node stopped in the registry; it shows as lost after its lease",
+                {{"error", stopped.error().describe()}});
     watchdog.set_stage("stopping the endpoints and adapters");
     if (intake_http)
       intake_http->stop();

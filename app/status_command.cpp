@@ -8,6 +8,7 @@
 #include <rapidjson/writer.h>
 
 #include "adapters/db/pg_intake_repository.hpp"
+#include "adapters/db/pg_node_repository.hpp"
 #include "adapters/ocr/thread_pool_executor.hpp"
 #include "adapters/queue/queue.hpp"
 #include "adapters/support/blocking_call.hpp"
@@ -23,7 +24,8 @@ constexpr const char* status_usage = R"(Usage: ingestd status [--json] [--docume
 
   --json        one JSON object: ingestions by status, oldest_in_progress_seconds,
                 failures_by_error_class, documents_needing_review (count and ids), matching
-                (documents by matching status, in_progress_over_10_minutes), queue depth
+                (documents by matching status, in_progress_over_10_minutes), queue depth,
+                nodes by state (running, draining, stopped, lost; null when unavailable)
   --documents   also a table of the latest documents with what was extracted, their matching
                 status and cluster (with --json: a "documents" array; cluster_id in full)
 
@@ -122,6 +124,18 @@ int status_command(const arguments& args) {
       return failure;
     }
   }
+  // The node registry: nodes by state (lost: not seen for its lease). Unavailable (e.g. a schema
+  // before migration 006) is reported, not fatal.
+  pg_node_repository node_registry{cfg->database.url};
+  auto nodes = blocking_call<std::vector<node_info>>(status_timeout, "status.timeout", "the database",
+                                                     [&](auto cb) { node_registry.list(cb); });
+  auto nodes_in = [&](const char* state) {
+    long long n = 0;
+    if (nodes)
+      for (auto& node : *nodes)
+        n += node.state == state ? 1 : 0;
+    return n;
+  };
   rapidjson::Document review_doc, docs_doc;
   review_doc.Parse(review->c_str());
   docs_doc.Parse(docs->c_str());
@@ -167,6 +181,16 @@ int status_command(const arguments& args) {
     w.Key("delayed"); w.Int64(qs->delayed);
     w.Key("oldest_age_seconds"); w.Int64(qs->oldest_age_seconds);
     w.EndObject();
+    w.Key("nodes");
+    if (nodes) {
+      w.StartObject();
+      for (const char* st : {"running", "draining", "stopped", "lost"}) {
+        w.Key(st); w.Int64(nodes_in(st));
+      }
+      w.EndObject();
+    } else {
+      w.Null();
+    }
     if (documents) {
       w.Key("documents");
       docs_doc.Accept(w);
@@ -200,6 +224,11 @@ int status_command(const arguments& args) {
   std::printf("matching in progress over 10 min   %lld%s\n",
               static_cast<long long>(summary->matching_in_progress_over_10_minutes),
               summary->matching_in_progress_over_10_minutes > 0 ? "   (a matching worker crashed?)" : "");
+  if (nodes)
+    std::printf("nodes   running %lld   draining %lld   stopped %lld   lost %lld\n", nodes_in("running"),
+                nodes_in("draining"), nodes_in("stopped"), nodes_in("lost"));
+  else
+    std::printf("nodes   unavailable: %s\n", nodes.error().describe().c_str());
   std::printf("documents awaiting review: %lld\n", static_cast<long long>(summary->documents_needing_review));
   if (review_doc.IsArray())
     for (auto& r : review_doc.GetArray())

@@ -336,6 +336,10 @@ const std::vector<key_spec>& schema() {
       .integer("poll_interval_ms", &outbox::poll_interval_ms, 1000, 10, 60000)
       .integer("retention_hours", &outbox::retention_hours, 168, 1, int64_t{24} * 365);
 
+    using cluster = config::cluster_section;
+    keys(t, "cluster", &config::cluster)
+      .integer("node_retention_hours", &cluster::node_retention_hours, 24, 1, int64_t{24} * 365);
+
     using transcription = config::transcription_section;
     keys(t, "transcription", &config::transcription)
       .choice("provider", &transcription::provider, "tesseract", {"tesseract", "document_ai"})
@@ -403,6 +407,7 @@ const secret_spec secret_specs[] = {
   {"INGESTD_DOCUMENT_AI_TOKEN", "document_ai_token", &config::secrets_section::document_ai_token},
   {"INGESTD_NOTIFY_WEBHOOK_URL", "webhook_url", &config::secrets_section::notify_webhook_url},
   {"INGESTD_INTAKE_TOKEN", "token", &config::secrets_section::intake_token},
+  {"INGESTD_ADMIN_TOKEN", "admin_token", &config::secrets_section::admin_token},
 };
 
 std::string upper(std::string s) {

@@ -111,6 +111,12 @@ struct config {
     int retention_hours{};
   } outbox;
 
+  /// The node registry (issue 17).
+  struct cluster_section {
+    /// Rows of stopped or lost nodes are deleted once not seen for this long.
+    int node_retention_hours{};
+  } cluster;
+
   struct transcription_section {
     std::string provider;
     double ocr_quality_threshold{};
@@ -155,6 +161,7 @@ struct config {
     std::string document_ai_token;    // INGESTD_DOCUMENT_AI_TOKEN
     std::string notify_webhook_url;   // INGESTD_NOTIFY_WEBHOOK_URL
     std::string intake_token;         // INGESTD_INTAKE_TOKEN
+    std::string admin_token;          // INGESTD_ADMIN_TOKEN (POST /drain)
   } secrets;
 
   /// The effective configuration as JSON, secrets masked (set/unset) and the password in the

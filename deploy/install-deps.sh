@@ -36,3 +36,9 @@ if [[ ! -x "$here/emulators/node_modules/.bin/fauxqs" ]]; then
   echo "install-deps: installing the fauxqs emulator under deploy/emulators/"
   (cd "$here/emulators" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 fi
+
+# The offline Kubernetes schema check of deploy/kubernetes (kubernetes-models), pinned likewise.
+if [[ ! -d "$here/kubernetes/validate/node_modules/kubernetes-models" ]]; then
+  echo "install-deps: installing kubernetes-models under deploy/kubernetes/validate/"
+  (cd "$here/kubernetes/validate" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi

@@ -176,6 +176,14 @@ using relay_actor = caf::typed_actor<
   caf::reacts_to<flush_atom>,
   caf::reacts_to<resume_atom, uint64_t, continuation>>;
 
+/// The node's row in the cluster's registry (actors/node_registry.cpp).
+using node_registry_actor = caf::typed_actor<
+  /// Refresh the row (every heartbeat) and read the drain request.
+  caf::reacts_to<tick_atom>,
+  /// Delete the rows of nodes stopped or lost longer ago than the retention.
+  caf::reacts_to<flush_atom>,
+  caf::reacts_to<resume_atom, uint64_t, continuation>>;
+
 /// The sweeper (actors/sweeper.cpp).
 using sweeper_actor = caf::typed_actor<
   caf::reacts_to<tick_atom>,

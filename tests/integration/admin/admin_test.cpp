@@ -128,7 +128,9 @@ private:
     char buf[16384];
     for (;;) {
       auto n = ::read(from, buf, sizeof buf);
-      if (n <= 0 || ::write(to, buf, static_cast<size_t>(n)) != n)
+      // MSG_NOSIGNAL: a peer already reset (the proxy stopped under a live connection) must end
+      // this pump, not the test process with SIGPIPE.
+      if (n <= 0 || ::send(to, buf, static_cast<size_t>(n), MSG_NOSIGNAL) != n)
         break;
     }
     ::shutdown(to, SHUT_RDWR);
@@ -472,6 +474,35 @@ TEST_F(admin_test, readyz_is_not_ready_while_draining) {
   EXPECT_TRUE(wait_until([&] { return !d.running(); }, 30s)) << d.log();
   EXPECT_EQ(d.code(), 0) << d.log();
   ::close(silent);
+}
+
+TEST_F(admin_test, post_drain_needs_the_token_then_drains_the_node_to_exit_0) {
+  {
+    // No INGESTD_ADMIN_TOKEN on the node: no unauthenticated drain.
+    auto e = env(db->url());
+    e["INGESTD_ADMIN_TOKEN"] = "";
+    daemon d{e, root + "/no-token.log"};
+    wait_ready(d);
+    EXPECT_EQ(curl("-X POST --data '' " + admin("/drain")).status, 403);
+    EXPECT_TRUE(d.running());
+    d.signal(SIGTERM);
+    EXPECT_TRUE(wait_until([&] { return !d.running(); }, 30s)) << d.log();
+  }
+  auto e = env(db->url());
+  e["INGESTD_ADMIN_TOKEN"] = "drain-secret";
+  e["INGESTD_WORKER__ID"] = "admin-drained";
+  daemon d{e, root + "/daemon.log"};
+  wait_ready(d);
+  EXPECT_EQ(curl("-X POST --data '' " + admin("/drain")).status, 401);
+  EXPECT_EQ(curl("-X POST --data '' -H 'Authorization: Bearer wrong' " + admin("/drain")).status, 401);
+  EXPECT_EQ(curl(admin("/drain")).status, 404) << "a GET drains nothing";
+  EXPECT_TRUE(d.running());
+  EXPECT_EQ(db->scalar("SELECT state FROM worker_node WHERE id = 'admin-drained'"), "running");
+  auto r = curl("-X POST --data '' -H 'Authorization: Bearer drain-secret' " + admin("/drain"));
+  EXPECT_EQ(r.status, 202) << r.body;
+  EXPECT_TRUE(wait_until([&] { return !d.running(); }, 30s)) << d.log();
+  EXPECT_EQ(d.code(), 0) << d.log();
+  EXPECT_EQ(db->scalar("SELECT state FROM worker_node WHERE id = 'admin-drained'"), "stopped");
 }
 
 } // namespace
