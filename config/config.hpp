@@ -144,6 +144,11 @@ struct config {
     std::string default_tenant;
   } intake;
 
+  /// The review desk under /review on the admin server (issue 18).
+  struct review_section {
+    bool enabled{};
+  } review;
+
   struct log_section {
     std::string format;
     std::string level;
@@ -155,6 +160,7 @@ struct config {
     std::string document_ai_token;    // INGESTD_DOCUMENT_AI_TOKEN
     std::string notify_webhook_url;   // INGESTD_NOTIFY_WEBHOOK_URL
     std::string intake_token;         // INGESTD_INTAKE_TOKEN
+    std::string review_token;         // INGESTD_REVIEW_TOKEN
   } secrets;
 
   /// The effective configuration as JSON, secrets masked (set/unset) and the password in the
