@@ -101,7 +101,7 @@ std::optional<review_session> review_sessions::find(const std::string& id) {
   auto it = sessions_.find(id);
   if (it == sessions_.end())
     return std::nullopt;
-  if (it->second.expires < std::chrono::steady_clock::now()) {
+  if (it->second.expires <= std::chrono::steady_clock::now()) {
     sessions_.erase(it);
     return std::nullopt;
   }
