@@ -22,6 +22,8 @@ tr.sel{background:#e6f0fb}.counts span{margin-right:1.2em}.tag{padding:0 .4em;bo
 .doc{display:grid;grid-template-columns:minmax(0,1.1fr) minmax(0,1fr);gap:1em}
 .pane{background:#fff;padding:.8em;border:1px solid #e2e4e8;border-radius:4px;margin-bottom:1em}
 .pageimg{max-width:100%;border:1px solid #ccd}.field{margin-bottom:.5em}
+#fields{display:grid;grid-template-columns:1fr 1fr;column-gap:.8em}
+.field[data-name=supplier_address],.field[data-name=line_items]{grid-column:1/3}
 .field label{display:block;font-weight:600;font-size:12px}.field input,.field textarea{width:100%;padding:.3em;font:inherit}
 .field.flagged input,.field.flagged textarea{border:2px solid #d9822b;background:#fff8ef}
 .field .machine,.field .note{font-size:12px;color:#667}.field .note{color:#a14d00}
@@ -149,12 +151,12 @@ constexpr const char* document_script = R"js(
       .then(function(r){return r.json().then(function(j){return {status:r.status,body:j};});});
   }
   function showWarnings(ws){
-    document.querySelectorAll('.field .note.live').forEach(function(n){n.remove();});
-    document.querySelectorAll('.field.warn').forEach(function(n){n.classList.remove('warn','flagged');});
+    document.querySelectorAll('.field .note').forEach(function(n){n.remove();});
+    document.querySelectorAll('.field.flagged').forEach(function(n){n.classList.remove('flagged');});
     (ws||[]).forEach(function(w){(w.fields||[]).forEach(function(f){
       var box=document.querySelector('.field[data-name="'+f+'"]');if(!box)return;
-      box.classList.add('flagged','warn');var n=document.createElement('div');
-      n.className='note live';n.textContent=w.message;box.appendChild(n);});});
+      box.classList.add('flagged');var n=document.createElement('div');
+      n.className='note';n.textContent=w.message;box.appendChild(n);});});
   }
   function check(){
     post('check',{fields:changed()}).then(function(r){
