@@ -494,8 +494,11 @@ void review_desk::mount(httplib::Server& svr) {
   svr.Get("/review/api/queue", [h](req_t req, res_t res) { h->api_queue(req, res); });
   svr.Get(doc, [h](req_t req, res_t res) { h->api_document(req, res); });
   svr.Get(doc + R"(/pages/([0-9]{1,5})\.png)", [h](req_t req, res_t res) { h->api_page(req, res); });
-  for (std::string action : {"check", "approve", "reject", "reprocess"})
-    svr.Post(doc + "/" + action, [h, action](req_t req, res_t res) { h->api_action(req, res, action); });
+  for (std::string action : {"check", "approve", "reject", "reprocess"}) {
+    auto path = doc;
+    path.append("/").append(action);
+    svr.Post(path, [h, action](req_t req, res_t res) { h->api_action(req, res, action); });
+  }
   svr.Get("/review", [h](req_t req, res_t res) { h->page_queue(req, res); });
   svr.Get("/review/", [h](req_t req, res_t res) { h->page_queue(req, res); });
   svr.Get(std::string{"/review/documents/"} + uuid_re,

@@ -274,11 +274,12 @@ std::string queue_page(const page_context& ctx, const review_queue& queue,
     out += "</tr>";
     for (auto& it : queue.items) {
       auto href = "/review/documents/" + it.document_id.str();
-      out += "<tr data-href=\"" + href + "\"><td>" + age_text(it.age_seconds) + "</td><td><a href=\""
-             + href + "\">" + html_escape(it.file_name) + "</a></td><td><span class=\"tag "
-             + html_escape(it.reason) + "\">" + html_escape(it.reason) + "</span> "
-             + html_escape(it.detail) + "</td><td>" + html_escape(it.supplier) + "</td><td>"
-             + html_escape(it.total) + " " + html_escape(it.currency) + "</td>";
+      out.append("<tr data-href=\"").append(href).append("\"><td>").append(age_text(it.age_seconds));
+      out.append("</td><td><a href=\"").append(href).append("\">").append(html_escape(it.file_name));
+      out.append("</a></td><td><span class=\"tag ").append(html_escape(it.reason)).append("\">");
+      out.append(html_escape(it.reason)).append("</span> ").append(html_escape(it.detail));
+      out.append("</td><td>").append(html_escape(it.supplier)).append("</td><td>");
+      out.append(html_escape(it.total)).append(" ").append(html_escape(it.currency)).append("</td>");
       if (ctx.tenants.size() > 1)
         out += "<td class=\"muted\">" + it.tenant_id.str().substr(0, 8) + "…</td>";
       out += "</tr>";

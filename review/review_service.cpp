@@ -400,8 +400,8 @@ result<review_done> review_service::reprocess(const reviewer& who, uuid id, int6
   return out;
 }
 
-result<page_image> review_service::render_on_pool(std::shared_ptr<const std::string> bytes,
-                                                  std::string mime, int index) {
+result<page_image> review_service::render_on_pool(const std::shared_ptr<const std::string>& bytes,
+                                                  const std::string& mime, int index) {
   if (!cpu_)
     return render_page(*bytes, mime, index);
   auto done = std::make_shared<std::promise<result<page_image>>>();

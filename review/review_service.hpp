@@ -114,8 +114,8 @@ public:
 private:
   result<review_document> load(const reviewer& who, uuid id, int64_t version);
   result<std::string> fetch(const std::string& key, size_t max_bytes);
-  result<page_image> render_on_pool(std::shared_ptr<const std::string> bytes, std::string mime,
-                                    int index);
+  result<page_image> render_on_pool(const std::shared_ptr<const std::string>& bytes,
+                                    const std::string& mime, int index);
 
   std::shared_ptr<review_repository> db_;
   std::shared_ptr<ingestd::queue> queue_;

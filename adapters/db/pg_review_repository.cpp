@@ -17,14 +17,16 @@ using pg::param;
 
 // -- statements ------------------------------------------------------------------------------
 
-// The latest ingestion of each document decides the reason: failed, or completed but refused by
-// the gate. Documents with an ingestion in progress are not actionable and left out.
+// The latest ingestion of each document decides the reason: "gate" when the quality gate refused
+// its extraction (completed, or failed with extraction.gate_failed), else "failed". Documents with an ingestion in progress are not actionable and left out.
 constexpr pg::statement queue_sql{"ingestd_review_queue", R"sql(
 SELECT r.id, r.tenant_id, r.file_name, r.reason, r.detail, r.supplier, r.total, r.currency,
        r.age, r.review_version
   FROM (SELECT d.id, d.tenant_id, d.created_at, d.review_version,
                COALESCE(l.source_metadata->>'file_name', d.file_path) AS file_name,
-               CASE WHEN l.status = 'failed' THEN 'failed' ELSE 'gate' END AS reason,
+               CASE WHEN l.status = 'failed'
+                         AND COALESCE(l.last_error, '') NOT LIKE 'extraction.gate_failed%'
+                    THEN 'failed' ELSE 'gate' END AS reason,
                COALESCE(l.last_error, '') AS detail,
                COALESCE(d.structured_data->>'supplier_name', '') AS supplier,
                COALESCE(d.structured_data->>'total', '') AS total,
@@ -45,8 +47,10 @@ SELECT r.id, r.tenant_id, r.file_name, r.reason, r.detail, r.supplier, r.total, 
 constexpr pg::statement counts_sql{"ingestd_review_counts", R"sql(
 SELECT CASE WHEN EXISTS (SELECT 1 FROM ingestion AS p
                           WHERE p.document_id = d.id AND p.status = 'in-progress') THEN 'processing'
-            WHEN (SELECT i.status FROM ingestion AS i WHERE i.document_id = d.id
-                   ORDER BY i.created_at DESC, i.id DESC LIMIT 1) = 'failed' THEN 'failed'
+            WHEN (SELECT i.status = 'failed'
+                         AND COALESCE(i.last_error, '') NOT LIKE 'extraction.gate_failed%'
+                    FROM ingestion AS i WHERE i.document_id = d.id
+                   ORDER BY i.created_at DESC, i.id DESC LIMIT 1) THEN 'failed'
             ELSE 'gate' END AS reason,
        count(*)
   FROM document AS d

@@ -16,8 +16,9 @@
 
 namespace ingestd {
 
-/// Why a document waits for a person: its latest ingestion "failed" (an error, a poor scan),
-/// or it completed but the quality "gate" refused the extraction.
+/// Why a document waits for a person: the quality "gate" refused its latest ingestion's
+/// extraction (extraction.gate_failed), or that ingestion "failed" otherwise (an unreadable file,
+/// a provider error, attempts exhausted).
 inline constexpr std::string_view review_reasons[] = {"gate", "failed"};
 
 struct review_queue_filter {

@@ -37,12 +37,13 @@ TEST_F(review_api_test, queue_lists_a_tenants_documents_oldest_first_with_counts
   auto a2 = add_document(tenant_a, "inv02_de_modern.pdf", "failed", 20);
   auto b1 = add_document(tenant_b, "inv03_en_compact.pdf", "gate", 10);
   add_document(tenant_a, "inv04_de_classic.pdf", "ready", 5);
+  auto a3 = add_document(tenant_a, "inv05_en_modern.pdf", "gate-failed", 4);
   start_desk();
 
   auto q = get_json("/review/api/queue", token_a);
   ASSERT_EQ(q.status, 200) << q.body;
   auto& docs = q.json["documents"];
-  ASSERT_EQ(docs.Size(), 2u);
+  ASSERT_EQ(docs.Size(), 3u);
   EXPECT_EQ(std::string{docs[0]["document_id"].GetString()}, a1);
   EXPECT_EQ(std::string{docs[0]["reason"].GetString()}, "gate");
   EXPECT_EQ(std::string{docs[0]["file_name"].GetString()}, "inv01_en_classic.pdf");
@@ -52,8 +53,12 @@ TEST_F(review_api_test, queue_lists_a_tenants_documents_oldest_first_with_counts
   EXPECT_GE(docs[0]["age_seconds"].GetInt64(), 30 * 60 - 5);
   EXPECT_EQ(std::string{docs[1]["document_id"].GetString()}, a2);
   EXPECT_EQ(std::string{docs[1]["reason"].GetString()}, "failed");
-  EXPECT_EQ(q.json["counts"]["gate"].GetInt64(), 1);
+  // A gate verdict that failed the ingestion for good is the gate's reason too.
+  EXPECT_EQ(std::string{docs[2]["document_id"].GetString()}, a3);
+  EXPECT_EQ(std::string{docs[2]["reason"].GetString()}, "gate");
+  EXPECT_EQ(q.json["counts"]["gate"].GetInt64(), 2);
   EXPECT_EQ(q.json["counts"]["failed"].GetInt64(), 1);
+  EXPECT_EQ(get_json("/review/api/queue?reason=gate", token_a).json["documents"].Size(), 2u);
 
   auto failed = get_json("/review/api/queue?reason=failed", token_a);
   ASSERT_EQ(failed.json["documents"].Size(), 1u);
@@ -64,7 +69,7 @@ TEST_F(review_api_test, queue_lists_a_tenants_documents_oldest_first_with_counts
   auto b = get_json("/review/api/queue", token_b);
   ASSERT_EQ(b.json["documents"].Size(), 1u);
   EXPECT_EQ(std::string{b.json["documents"][0]["document_id"].GetString()}, b1);
-  EXPECT_EQ(get_json("/review/api/queue", token_both).json["documents"].Size(), 3u);
+  EXPECT_EQ(get_json("/review/api/queue", token_both).json["documents"].Size(), 4u);
   auto only_b = get_json("/review/api/queue?tenant=" + tenant_b.str(), token_both);
   ASSERT_EQ(only_b.json["documents"].Size(), 1u);
   EXPECT_EQ(get_json("/review/api/queue?tenant=" + tenant_b.str(), token_a).status, 403);

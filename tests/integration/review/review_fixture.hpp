@@ -91,7 +91,8 @@ protected:
   }
 
   /// Takes in the corpus file `name` for `tenant` and marks its ingestion as the pipeline would:
-  /// "gate" (completed, refused by the gate), "failed" (failed, no data) or "ready". The
+  /// "gate" (completed, refused by the gate), "gate-failed" (failed by the gate for good),
+  /// "failed" (failed, no data) or "ready". The
   /// document is made `minutes_old` minutes old. Returns the document id.
   std::string add_document(uuid tenant, const std::string& name, const std::string& outcome, int minutes_old,
                            const std::string& transcription_text = "") {
@@ -126,6 +127,12 @@ protected:
                                                                  "subtotal 100.00 + vat 19.00 != total 120.00"}
                                    : std::nullopt,
                  transcription_path.empty() ? std::nullopt : std::optional<std::string>{transcription_path}});
+    else if (outcome == "gate-failed")
+      // A gate verdict a retry cannot change fails the ingestion, with the data for the reviewer.
+      db->query("UPDATE ingestion SET status = 'failed', completed_at = now(), error_class = 'permanent', "
+                "structured_data = $2::jsonb, valid_structured_data = false, last_error = "
+                "'extraction.gate_failed: critical fields missing: confidence is low' WHERE id = $1",
+                {ingestion, unreconciled_invoice});
     else
       db->query("UPDATE ingestion SET status = 'failed', completed_at = now(), error_class = 'permanent', "
                 "last_error = 'ocr.corrupt_file: the file cannot be read' WHERE id = $1",
