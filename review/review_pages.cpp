@@ -323,7 +323,8 @@ std::string document_page(const page_context& ctx, const document_view& view) {
 
   // The form: each field with the current value, the machine's when it differs, the failed
   // checks that concern it.
-  out += "<div><div class=\"pane\"><h3>Why it needs review</h3>";
+  out += std::string{"<div><div class=\"pane\"><h3>"}
+         + (d.needs_human_review ? "Why it needs review" : "Checks on the current data") + "</h3>";
   if (!d.last_error.empty())
     out += "<p>" + html_escape(d.last_error) + "</p>";
   if (view.findings.empty()) {

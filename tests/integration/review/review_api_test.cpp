@@ -207,6 +207,7 @@ TEST_F(review_api_test, concurrent_saves_on_one_version_let_exactly_one_through)
   constexpr int reviewers = 6;
   std::atomic<int> ok{0}, conflict{0}, other{0};
   std::vector<std::thread> threads;
+  threads.reserve(reviewers);
   for (int i = 0; i < reviewers; ++i)
     threads.emplace_back([&, i] {
       auto r = post_json(path, R"({"version":)" + v + R"(,"fields":{"total":)" + std::to_string(200 + i) + "}}",

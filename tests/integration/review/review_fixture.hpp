@@ -74,7 +74,7 @@ protected:
 
   /// Mounts the desk on a fresh admin server; `tokens` as INGESTD_REVIEW_TOKEN ("" : open desk
   /// for tenant A, the default tenant).
-  void start_desk(std::optional<std::string> tokens = std::nullopt) {
+  void start_desk(const std::optional<std::string>& tokens = std::nullopt) {
     auto parsed = review_tokens::parse(tokens.value_or(token_setting()), tenant_a);
     ASSERT_TRUE(parsed) << parsed.error().describe();
     review_desk_options opts;
