@@ -12,6 +12,7 @@
 
 #include "adapters/support/log.hpp"
 #include "intake/intake_server.hpp"
+#include "messages/json_depth.hpp"
 #include "review/review_pages.hpp"
 #include "review/review_service.hpp"
 
@@ -245,9 +246,14 @@ public:
     if (req.body.empty())
       body.SetObject();
     else
-      body.Parse(req.body.data(), req.body.size());
+      body.Parse<rapidjson::kParseIterativeFlag>(req.body.data(), req.body.size());
     if (body.HasParseError() || !body.IsObject()) {
       send_error(res, 400, "review.invalid", "the body is not a JSON object");
+      return std::nullopt;
+    }
+    // The fields are walked recursively (written, compared): an invoice nests three levels.
+    if (json_deeper_than(body, 16)) {
+      send_error(res, 400, "review.invalid", "the body nests deeper than 16 levels");
       return std::nullopt;
     }
     return body;
@@ -488,6 +494,9 @@ review_desk::review_desk(std::shared_ptr<review_service> service, review_desk_op
 
 void review_desk::mount(httplib::Server& svr) {
   auto h = std::make_shared<handlers>(shared_from_this());
+  // The desk's POSTs are small JSON bodies or the login form; nothing else on the admin port
+  // takes a body.
+  svr.set_payload_max_length(size_t{1} << 20);
   using req_t = const httplib::Request&;
   using res_t = httplib::Response&;
   std::string doc = std::string{"/review/api/documents/"} + uuid_re;

@@ -154,6 +154,10 @@ TEST_F(review_api_test, approve_as_is_and_refusals_for_schema_bad_input_and_plau
   EXPECT_EQ(post_json(path, R"({"version":)" + v + R"(,"fields":{"colour":"red"}})", token_a).status, 400);
   EXPECT_EQ(post_json(path, R"({"fields":{}})", token_a).status, 400);
   EXPECT_EQ(post_json(path, "not json", token_a).status, 400);
+  EXPECT_EQ(post_json(path, R"({"version":1,"fields":{"line_items":)" + std::string(5000, '[')
+                              + std::string(5000, ']') + "}}", token_a).status,
+            400);
+  EXPECT_EQ(post_json(path, std::string(2u << 20, ' '), token_a).status, 413);
   auto form = client().Post(path.c_str(), {{"Authorization", "Bearer " + token_a}}, "version=1",
                             "application/x-www-form-urlencoded");
   ASSERT_TRUE(form);
