@@ -2,6 +2,7 @@
 // shutting down) and the Prometheus exposition (worker metrics plus the queue's figures).
 #include "admin/admin_server.hpp"
 
+#include <algorithm>
 #include <future>
 #include <mutex>
 #include <optional>
@@ -114,7 +115,7 @@ admin_server::admin_server(std::string bind, int port, admin_probes probes)
     matching_ = std::make_shared<background_probe<matching_figures>>(probes_.matching);
   auto& svr = *server_;
   // Probes and scrapes are few: two threads, not cpp-httplib's default of eight or more.
-  svr.new_task_queue = [] { return new httplib::ThreadPool(2); };
+  svr.new_task_queue = [this] { return new httplib::ThreadPool(static_cast<size_t>(threads_)); };
   svr.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });
@@ -180,6 +181,11 @@ admin_server::admin_server(std::string bind, int port, admin_probes probes)
 
 admin_server::~admin_server() {
   stop();
+}
+
+void admin_server::mount(const std::function<void(httplib::Server&)>& routes, int threads) {
+  routes(*server_);
+  threads_ += std::max(threads, 0);
 }
 
 result<void> admin_server::start() {

@@ -66,6 +66,11 @@ public:
   admin_server(const admin_server&) = delete;
   admin_server& operator=(const admin_server&) = delete;
 
+  /// Lets another part serve under this port (the review desk under /review): `routes` registers
+  /// its handlers on the server, and `threads` request threads are added for them. Call before
+  /// start().
+  void mount(const std::function<void(httplib::Server&)>& routes, int threads);
+
   /// Binds (port 0: any free port) and starts serving on its own thread.
   result<void> start();
   /// The bound port (after start()).
@@ -83,6 +88,8 @@ private:
   std::string bind_;
   int port_;
   int bound_port_ = 0;
+  /// Request threads: two for probes and scrapes, more for what mount() adds.
+  int threads_ = 2;
   admin_probes probes_;
   std::shared_ptr<background_probe<void>> database_;
   std::shared_ptr<background_probe<queue_stats>> queue_;

@@ -35,6 +35,7 @@
 #include "app/runtime.hpp"
 #include "intake/intake_server.hpp"
 #include "intake/intake_service.hpp"
+#include "review/review_setup.hpp"
 
 #ifndef INGESTD_VERSION
 #  define INGESTD_VERSION "unknown"
@@ -178,6 +179,8 @@ int run_command(const arguments& args) {
   // Before anything else touches the database: a schema that needs a newer node stops it here.
   if (auto compatible = check_node_version(cfg->database.url, INGESTD_VERSION); !compatible)
     return refuse_to_start(compatible.error());
+  if (auto review = check_review_config(*cfg); !review)
+    return refuse_to_start(review.error());
   // Before the actor system: it bounds the system's shutdown too (it waits for every actor).
   shutdown_watchdog watchdog{failure, pg::statements_in_progress};
   caf::actor_system_config sys_cfg;
@@ -250,11 +253,19 @@ int run_command(const arguments& args) {
                                 s->oldest_matching_in_progress_seconds};
       };
       admin = std::make_unique<admin_server>(cfg->admin.bind, cfg->admin.port, probes);
+      if (cfg->review.enabled)
+        if (auto mounted = mount_review_desk(*admin, *cfg, (*rt)->ports.ingest_queue, (*rt)->ports.storage,
+                                             executor); !mounted) {
+          caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
+          return refuse_to_start(mounted.error());
+        }
       if (auto started = admin->start(); !started) {
         std::fprintf(stderr, "ingestd run: %s\n", started.error().describe().c_str());
         caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
         return failure;
       }
+      if (cfg->review.enabled)
+        log::info("review desk listening", {{"address", review_address(*cfg, admin->port())}});
     }
     // A poller per served stage, each under its own limit and the node's.
     for (auto& name : served_stages(*cfg)) {

@@ -23,6 +23,7 @@
 #include "adapters/storage/filesystem_store.hpp"
 #include "adapters/storage/s3_store.hpp"
 #include "app/queues.hpp"
+#include "review/review_setup.hpp"
 #include "adapters/support/blocking_call.hpp"
 #include "adapters/support/log.hpp"
 
@@ -158,6 +159,9 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     opts.url = cfg.secrets.notify_webhook_url;
     if (!cfg.notify.link_template.empty())
       opts.link_template = cfg.notify.link_template;
+    else if (cfg.review.enabled && cfg.admin.port != 0)
+      // The review desk's document page, where the person resolves it.
+      opts.link_template = review_address(cfg, cfg.admin.port) + "/documents/{document_id}";
     auto notifier = std::make_shared<webhook_notifier>(*http(), opts);
     rt->ports.on_failed = [notifier](const claimed_ingestion& c, const error& e, int32_t attempts) {
       notifier->notify_failed(failure_notice{c.ingestion_id.str(), c.document_id.str(), c.tenant_id.str(),

@@ -386,6 +386,10 @@ const std::vector<key_spec>& schema() {
               return "a UUID";
             });
 
+    using review = config::review_section;
+    // Served by the admin endpoint (admin.port must not be 0); INGESTD_REVIEW_TOKEN for access.
+    keys(t, "review", &config::review).boolean("enabled", &review::enabled, false);
+
     using log = config::log_section;
     keys(t, "log", &config::log)
       .choice("format", &log::format, "json", {"json", "text"})
@@ -408,6 +412,7 @@ const secret_spec secret_specs[] = {
   {"INGESTD_NOTIFY_WEBHOOK_URL", "webhook_url", &config::secrets_section::notify_webhook_url},
   {"INGESTD_INTAKE_TOKEN", "token", &config::secrets_section::intake_token},
   {"INGESTD_ADMIN_TOKEN", "admin_token", &config::secrets_section::admin_token},
+  {"INGESTD_REVIEW_TOKEN", "review_token", &config::secrets_section::review_token},
 };
 
 std::string upper(std::string s) {

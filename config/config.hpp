@@ -150,6 +150,11 @@ struct config {
     std::string default_tenant;
   } intake;
 
+  /// The review desk under /review on the admin server (issue 18).
+  struct review_section {
+    bool enabled{};
+  } review;
+
   struct log_section {
     std::string format;
     std::string level;
@@ -162,6 +167,7 @@ struct config {
     std::string notify_webhook_url;   // INGESTD_NOTIFY_WEBHOOK_URL
     std::string intake_token;         // INGESTD_INTAKE_TOKEN
     std::string admin_token;          // INGESTD_ADMIN_TOKEN (POST /drain)
+    std::string review_token;         // INGESTD_REVIEW_TOKEN
   } secrets;
 
   /// The effective configuration as JSON, secrets masked (set/unset) and the password in the

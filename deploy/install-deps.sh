@@ -14,6 +14,8 @@ packages=(
   python3 python3-boto3 libcpp-httplib-dev prometheus
   clang-tidy cppcheck clang-14 libclang-rt-14-dev
 )
+# The review desk's browser test: headless Chromium driven by Selenium (system packages).
+packages+=(chromium chromium-driver python3-selenium)
 
 missing=()
 for p in "${packages[@]}"; do

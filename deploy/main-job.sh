@@ -6,7 +6,9 @@
 # then, and their earlier results are shown).
 #
 # Environment: INGESTD_BINARY (use this binary: skips install and build), INGESTD_DATABASE__URL
-# and INGESTD_STORAGE__ROOT (another database/schema or storage root), MAIN_JOB_DEADLINE (s, 900).
+# and INGESTD_STORAGE__ROOT (another database/schema or storage root), MAIN_JOB_DEADLINE (s, 900),
+# INGESTD_REVIEW__ENABLED (true: the review desk is served; its address is printed),
+# MAIN_JOB_REVIEW=keep (at the end, keep the worker and its review desk running until Ctrl-C).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$here"
@@ -44,6 +46,13 @@ export INGESTD_ADMIN__PORT=${INGESTD_ADMIN__PORT:-0}
 export INGESTD_LOG__FORMAT=${INGESTD_LOG__FORMAT:-text}
 export INGESTD_LOG__LEVEL=${INGESTD_LOG__LEVEL:-warn}
 export INGESTD_STORAGE__ROOT=${INGESTD_STORAGE__ROOT:-$here/.local/storage}
+# The review desk on the admin endpoint (loopback, no token: sign in with a name). It needs an
+# admin port: a free one unless INGESTD_ADMIN__PORT names one.
+export INGESTD_REVIEW__ENABLED=${INGESTD_REVIEW__ENABLED:-true}
+if [[ "$INGESTD_REVIEW__ENABLED" == true && "$INGESTD_ADMIN__PORT" == 0 ]]; then
+  INGESTD_ADMIN__PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+fi
+review_url="http://127.0.0.1:$INGESTD_ADMIN__PORT/review"
 
 echo "== migrating"
 "$ingestd" migrate
@@ -56,6 +65,7 @@ echo "== processing"
 log=$(mktemp /tmp/ingestd-main-job.XXXXXX.log)
 "$ingestd" run >"$log" 2>&1 &
 worker=$!
+[[ "$INGESTD_REVIEW__ENABLED" == true ]] && echo "review desk: $review_url (while the worker runs)"
 end=$((SECONDS + deadline))
 while :; do
   # Ingestions in progress, and documents whose matching is pending or in progress.
@@ -83,3 +93,19 @@ for d in docs:
   "$ingestd" matches "$id"
   echo
 done
+
+if [[ "$INGESTD_REVIEW__ENABLED" == true ]]; then
+  echo
+  echo "== review desk"
+  waiting=$("$ingestd" status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["documents_needing_review"])')
+  echo "$waiting document(s) need a person."
+  if [[ "${MAIN_JOB_REVIEW:-}" == keep ]]; then
+    "$ingestd" run >>"$log" 2>&1 &
+    worker=$!
+    echo "review desk open at $review_url (sign in with your name); Ctrl-C stops the worker"
+    wait "$worker" || true
+    worker=""
+  else
+    echo "To resolve them in the browser: MAIN_JOB_REVIEW=keep deploy/main-job.sh, then open $review_url"
+  fi
+fi

@@ -1,0 +1,139 @@
+// The review desk's side of the database (issue 18): the queue of documents needing a person,
+// one document with everything a reviewer needs, and the reviewer's decisions (approve, reject,
+// reprocess) saved under optimistic concurrency. Implemented by pg_review_repository.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "messages/result.hpp"
+#include "messages/uuid.hpp"
+
+namespace ingestd {
+
+/// Why a document waits for a person: the quality "gate" refused its latest ingestion's
+/// extraction (extraction.gate_failed), or that ingestion "failed" otherwise (an unreadable file,
+/// a provider error, attempts exhausted).
+inline constexpr std::string_view review_reasons[] = {"gate", "failed"};
+
+struct review_queue_filter {
+  /// The tenants the caller may see (at least one).
+  std::vector<uuid> tenants;
+  /// "gate", "failed" or empty for both.
+  std::string reason;
+  int limit = 200;
+};
+
+struct review_queue_item {
+  uuid document_id;
+  uuid tenant_id;
+  std::string file_name;
+  /// "gate" | "failed".
+  std::string reason;
+  /// The latest ingestion's last_error (the gate's reason or the error).
+  std::string detail;
+  /// From the structured data; empty when absent.
+  std::string supplier;
+  std::string total;
+  std::string currency;
+  int64_t age_seconds = 0;
+  int64_t version = 0;
+};
+
+struct review_queue {
+  /// Oldest first.
+  std::vector<review_queue_item> items;
+  /// Documents needing review in the filter's tenants, by reason (whatever the reason filter).
+  std::vector<std::pair<std::string, int64_t>> counts;
+  /// Documents needing review that are being processed again (not actionable, not listed).
+  int64_t processing = 0;
+};
+
+/// One document as the desk shows it.
+struct review_document {
+  uuid id;
+  uuid tenant_id;
+  std::string file_path;
+  std::string mime_type;
+  std::string file_name;
+  int64_t version = 0;
+  bool needs_human_review = false;
+  /// Empty, "approved", "rejected" or "reprocessing".
+  std::string review_status;
+  std::string reviewed_by;
+  /// The document's structured_data (JSON text, empty when NULL).
+  std::string structured_data;
+  /// The latest ingestion's own extraction (the machine's; JSON text, empty when NULL).
+  std::string machine_data;
+  std::optional<uuid> latest_ingestion_id;
+  std::string latest_status;
+  std::string last_error;
+  std::string transcription_file_path;
+  std::string preprocessed_file_path;
+  /// An ingestion of it is in progress: it cannot be reviewed now.
+  bool processing = false;
+  /// JSON arrays: every ingestion's audit events (oldest first), match edges, the other members
+  /// of its cluster, and earlier reviews.
+  std::string events_json = "[]";
+  std::string matches_json = "[]";
+  std::string cluster_json = "[]";
+  std::string reviews_json = "[]";
+  std::string cluster_id;
+};
+
+/// A reviewer's decision, saved only while the document is still at `expected_version`.
+struct review_decision {
+  uuid tenant_id;
+  uuid document_id;
+  int64_t expected_version = 0;
+  /// "approve" | "reject" | "reprocess".
+  std::string action;
+  std::string reviewer;
+  /// approve: the new structured_data (JSON object text).
+  std::string reviewed_data;
+  /// approve: {"field": {"from":..., "to":...}} (JSON object text).
+  std::string changes = "{}";
+  /// approve: the plausibility checks that failed (JSON array text).
+  std::string warnings = "[]";
+  /// reject: why.
+  std::string reason;
+  /// reprocess: the id of the new ingestion.
+  uuid new_ingestion_id;
+};
+
+/// How a save went.
+struct review_saved {
+  /// The document's version after the save.
+  int64_t version = 0;
+  /// reprocess: the ingestion created.
+  std::optional<uuid> ingestion_id;
+};
+
+/// Blocking, for request threads (never inside an actor); thread-safe. Errors:
+/// "review.not_found" (permanent: unknown or another tenant's), "review.conflict" (permanent:
+/// the document changed since `expected_version`, or is being processed; the message says
+/// which and by whom), "db.timeout" and connection errors (transient).
+class review_repository {
+public:
+  using timeout = std::chrono::milliseconds;
+  virtual ~review_repository() = default;
+
+  virtual result<review_queue> queue(const review_queue_filter& filter, timeout t) = 0;
+
+  /// nullopt when unknown or not one of `tenants`' (a caller cannot tell the two apart).
+  virtual result<std::optional<review_document>> document(const std::vector<uuid>& tenants,
+                                                          uuid document_id, timeout t) = 0;
+
+  /// Saves the decision: approve (structured_data replaced, needs_human_review cleared), reject
+  /// (needs_human_review cleared), reprocess (a new in-progress ingestion of the same source);
+  /// each with a document_review row and an audit event on the latest ingestion, in one
+  /// transaction.
+  virtual result<review_saved> save(const review_decision& decision, timeout t) = 0;
+};
+
+} // namespace ingestd

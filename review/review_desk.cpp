@@ -1,0 +1,522 @@
+// The review desk's routes: who is calling (bearer token, cookie session or open desk), CSRF on
+// cookie-session POSTs, the JSON API over review_service and the HTML pages.
+#include "review/review_desk.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include <httplib.h>
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include "adapters/support/log.hpp"
+#include "intake/intake_server.hpp"
+#include "messages/json_depth.hpp"
+#include "review/review_pages.hpp"
+#include "review/review_service.hpp"
+
+namespace ingestd {
+
+namespace {
+
+constexpr const char* cookie_name = "ingestd_review";
+constexpr const char* uuid_re = "([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})";
+
+std::string json_string(std::string_view s) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w{buf};
+  w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+  return {buf.GetString(), buf.GetSize()};
+}
+
+void send_json(httplib::Response& res, int status, const std::string& body) {
+  res.status = status;
+  res.set_header("Cache-Control", "no-store");
+  res.set_content(body, "application/json");
+}
+
+void send_error(httplib::Response& res, int status, std::string_view code, std::string_view message) {
+  send_json(res, status,
+            "{\"error\":" + json_string(code) + ",\"message\":" + json_string(message) + "}");
+}
+
+int status_of(const error& e) {
+  if (e.transient())
+    return 503;
+  if (e.code == "review.not_found" || e.code == "review.page_out_of_range"
+      || e.code == "storage.not_found")
+    return 404;
+  if (e.code == "review.conflict")
+    return 409;
+  if (e.code == "review.invalid")
+    return 400;
+  if (e.code == "review.schema_invalid" || e.code == "review.unreadable"
+      || e.code == "review.unsupported_type")
+    return 422;
+  return 500;
+}
+
+void send_failure(httplib::Response& res, const error& e) {
+  auto status = status_of(e);
+  if (status == 503)
+    res.set_header("Retry-After", "5");
+  if (status >= 500)
+    log::warn("review: request failed", {{"error", e.describe()}});
+  send_error(res, status, e.code, e.message);
+}
+
+/// The value of cookie `name` in the request's Cookie header.
+std::string cookie_of(const httplib::Request& req, std::string_view name) {
+  auto header = req.get_header_value("Cookie");
+  std::string_view rest{header};
+  while (!rest.empty()) {
+    auto semi = rest.find(';');
+    auto part = rest.substr(0, semi);
+    while (!part.empty() && part.front() == ' ')
+      part.remove_prefix(1);
+    auto eq = part.find('=');
+    if (eq != std::string_view::npos && part.substr(0, eq) == name)
+      return std::string{part.substr(eq + 1)};
+    if (semi == std::string_view::npos)
+      break;
+    rest.remove_prefix(semi + 1);
+  }
+  return {};
+}
+
+/// A reviewer's name as given: printable, at most 80 characters.
+std::string clean_name(std::string_view s, std::string_view fallback) {
+  std::string out;
+  for (char c : s)
+    if (static_cast<unsigned char>(c) >= 0x20 && c != 0x7f && out.size() < 80)
+      out.push_back(c);
+  auto first = out.find_first_not_of(' ');
+  if (first == std::string::npos)
+    return std::string{fallback};
+  out.erase(0, first);
+  while (!out.empty() && out.back() == ' ')
+    out.pop_back();
+  return out;
+}
+
+std::optional<int64_t> version_of(const rapidjson::Document& body) {
+  if (!body.HasMember("version") || !body["version"].IsInt64())
+    return std::nullopt;
+  return body["version"].GetInt64();
+}
+
+std::string done_json(const review_done& d) {
+  std::string out = "{\"status\":" + json_string(d.action == "approve"  ? "approved"
+                                                 : d.action == "reject" ? "rejected"
+                                                                        : "reprocessing")
+                    + ",\"version\":" + std::to_string(d.version)
+                    + ",\"warnings\":" + findings_json(d.warnings) + ",\"changes\":" + d.changes;
+  if (d.ingestion_id)
+    out += ",\"ingestion_id\":" + json_string(d.ingestion_id->str())
+           + ",\"enqueued\":" + (d.enqueued ? "true" : "false");
+  return out + "}";
+}
+
+std::string queue_json(const review_queue& q) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w{buf};
+  auto str = [&w](const char* key, const std::string& v) {
+    w.Key(key);
+    w.String(v.data(), static_cast<rapidjson::SizeType>(v.size()));
+  };
+  w.StartObject();
+  w.Key("counts");
+  w.StartObject();
+  for (auto reason : review_reasons) {
+    int64_t n = 0;
+    for (auto& [k, v] : q.counts)
+      if (k == reason)
+        n = v;
+    w.Key(reason.data(), static_cast<rapidjson::SizeType>(reason.size()));
+    w.Int64(n);
+  }
+  w.Key("processing");
+  w.Int64(q.processing);
+  w.EndObject();
+  w.Key("documents");
+  w.StartArray();
+  for (auto& it : q.items) {
+    w.StartObject();
+    str("document_id", it.document_id.str());
+    str("tenant_id", it.tenant_id.str());
+    str("file_name", it.file_name);
+    str("reason", it.reason);
+    str("detail", it.detail);
+    str("supplier", it.supplier);
+    str("total", it.total);
+    str("currency", it.currency);
+    w.Key("age_seconds");
+    w.Int64(it.age_seconds);
+    w.Key("version");
+    w.Int64(it.version);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return {buf.GetString(), buf.GetSize()};
+}
+
+} // namespace
+
+result<void> check_review_exposure(std::string_view bind, const review_tokens& tokens) {
+  if (!tokens.open() || is_loopback_bind(bind))
+    return {};
+  std::string msg = "review.enabled is true and admin.bind is ";
+  msg.append(bind.empty() ? std::string_view{"empty"} : bind);
+  msg.append(", not a loopback address, but no review token is set: set INGESTD_REVIEW_TOKEN, "
+             "or bind the admin endpoint to 127.0.0.1");
+  return error::make_permanent("review.unauthenticated", std::move(msg));
+}
+
+/// Who is calling: a reviewer with their tenants, and whether by cookie (then POSTs need `csrf`).
+struct review_desk::caller {
+  reviewer who;
+  bool via_cookie = false;
+  std::string csrf;
+};
+
+/// The route handlers; `desk` keeps the desk alive while the server holds them.
+class review_desk::handlers {
+public:
+  explicit handlers(std::shared_ptr<review_desk> desk) : desk_(std::move(desk)) {}
+
+  /// The caller, or nullopt after answering (401 for the API, a redirect to the login page for
+  /// pages). POSTs by cookie must carry the session's CSRF token (403 otherwise).
+  std::optional<caller> authenticate(const httplib::Request& req, httplib::Response& res,
+                                     bool api) const {
+    auto& opts = desk_->opts_;
+    auto header = req.get_header_value("Authorization");
+    if (!header.empty()) {
+      constexpr std::string_view prefix = "Bearer ";
+      std::vector<uuid> tenants;
+      if (header.starts_with(prefix))
+        tenants = opts.tokens.open() && opts.default_tenant
+                    ? std::vector<uuid>{*opts.default_tenant}
+                    : opts.tokens.tenants_of(std::string_view{header}.substr(prefix.size()));
+      if (tenants.empty()) {
+        res.set_header("WWW-Authenticate", "Bearer");
+        send_error(res, 401, "review.unauthorized", "the bearer token is not valid for the review desk");
+        return std::nullopt;
+      }
+      return caller{reviewer{clean_name(req.get_header_value("X-Reviewer"), "api"), std::move(tenants)},
+                    false, {}};
+    }
+    if (auto sid = cookie_of(req, cookie_name); !sid.empty())
+      if (auto s = desk_->sessions_.find(sid)) {
+        if (req.method == "POST") {
+          auto sent = req.has_header("X-CSRF-Token") ? req.get_header_value("X-CSRF-Token")
+                                                     : req.get_param_value("csrf");
+          if (!same_secret(sent, s->csrf)) {
+            send_error(res, 403, "review.csrf",
+                       "the request does not carry this session's CSRF token; reload the page");
+            return std::nullopt;
+          }
+        }
+        return caller{reviewer{s->reviewer, s->tenants}, true, s->csrf};
+      }
+    if (api && opts.tokens.open() && opts.default_tenant)
+      return caller{reviewer{clean_name(req.get_header_value("X-Reviewer"), "api"),
+                             {*opts.default_tenant}},
+                    false, {}};
+    if (api) {
+      res.set_header("WWW-Authenticate", "Bearer");
+      send_error(res, 401, "review.unauthorized",
+                 "sign in at /review/login or send Authorization: Bearer <INGESTD_REVIEW_TOKEN>");
+    } else {
+      res.status = 303;
+      res.set_header("Location", "/review/login");
+    }
+    return std::nullopt;
+  }
+
+  /// The JSON body of an API POST (application/json only: a cross-site form cannot send it).
+  static std::optional<rapidjson::Document> json_body(const httplib::Request& req,
+                                                      httplib::Response& res) {
+    if (req.get_header_value("Content-Type").find("application/json") != 0) {
+      send_error(res, 415, "review.not_json", "send the request as application/json");
+      return std::nullopt;
+    }
+    rapidjson::Document body;
+    if (req.body.empty())
+      body.SetObject();
+    else
+      body.Parse<rapidjson::kParseIterativeFlag>(req.body.data(), req.body.size());
+    if (body.HasParseError() || !body.IsObject()) {
+      send_error(res, 400, "review.invalid", "the body is not a JSON object");
+      return std::nullopt;
+    }
+    // The fields are walked recursively (written, compared): an invoice nests three levels.
+    if (json_deeper_than(body, 16)) {
+      send_error(res, 400, "review.invalid", "the body nests deeper than 16 levels");
+      return std::nullopt;
+    }
+    return body;
+  }
+
+  /// The caller's tenants narrowed to ?tenant= (403 for a tenant not theirs).
+  static bool narrow_tenants(const httplib::Request& req, httplib::Response& res, caller& c) {
+    auto text = req.get_param_value("tenant");
+    if (text.empty())
+      return true;
+    auto t = uuid::parse(text);
+    if (!t || std::find(c.who.tenants.begin(), c.who.tenants.end(), *t) == c.who.tenants.end()) {
+      send_error(res, 403, "review.tenant", "this token does not open tenant " + text);
+      return false;
+    }
+    c.who.tenants = {*t};
+    return true;
+  }
+
+  static std::optional<review_queue_filter> filter_of(const httplib::Request& req,
+                                                      httplib::Response& res, const caller& c) {
+    review_queue_filter f;
+    f.tenants = c.who.tenants;
+    f.reason = req.get_param_value("reason");
+    if (!f.reason.empty()
+        && std::find(std::begin(review_reasons), std::end(review_reasons), f.reason)
+             == std::end(review_reasons)) {
+      send_error(res, 400, "review.invalid", "reason must be gate or failed");
+      return std::nullopt;
+    }
+    if (auto limit = req.get_param_value("limit"); !limit.empty()) {
+      try {
+        f.limit = std::clamp(std::stoi(limit), 1, 1000);
+      } catch (const std::exception&) {
+        send_error(res, 400, "review.invalid", "limit must be a number");
+        return std::nullopt;
+      }
+    }
+    return f;
+  }
+
+  void api_queue(const httplib::Request& req, httplib::Response& res) const {
+    auto c = authenticate(req, res, true);
+    if (!c || !narrow_tenants(req, res, *c))
+      return;
+    auto f = filter_of(req, res, *c);
+    if (!f)
+      return;
+    auto q = desk_->service_->queue(*f);
+    if (!q)
+      return send_failure(res, q.error());
+    send_json(res, 200, queue_json(*q));
+  }
+
+  void api_document(const httplib::Request& req, httplib::Response& res) const {
+    auto c = authenticate(req, res, true);
+    if (!c)
+      return;
+    auto& svc = *desk_->service_;
+    auto doc = svc.document(c->who.tenants, *uuid::parse(req.matches[1].str()));
+    if (!doc)
+      return send_failure(res, doc.error());
+    if (!*doc)
+      return send_error(res, 404, "review.not_found", "no such document");
+    auto text = svc.transcription(**doc);
+    if (!text)
+      return send_failure(res, text.error());
+    send_json(res, 200, svc.document_json(**doc, text->first, text->second));
+  }
+
+  void api_page(const httplib::Request& req, httplib::Response& res) const {
+    auto c = authenticate(req, res, true);
+    if (!c)
+      return;
+    int index = 0;
+    try {
+      index = std::stoi(req.matches[2].str());
+    } catch (const std::exception&) {
+      return send_error(res, 400, "review.invalid", "the page is not a number");
+    }
+    auto img = desk_->service_->page(c->who.tenants, *uuid::parse(req.matches[1].str()), index,
+                                     req.get_param_value("variant"));
+    if (!img)
+      return send_failure(res, img.error());
+    res.set_header("Cache-Control", "private, max-age=300");
+    res.set_content(img->bytes, img->content_type.c_str());
+  }
+
+  void api_action(const httplib::Request& req, httplib::Response& res,
+                  const std::string& action) const {
+    auto c = authenticate(req, res, true);
+    if (!c)
+      return;
+    auto body = json_body(req, res);
+    if (!body)
+      return;
+    auto& svc = *desk_->service_;
+    auto id = *uuid::parse(req.matches[1].str());
+    std::string fields;
+    if (body->HasMember("fields")) {
+      rapidjson::StringBuffer buf;
+      rapidjson::Writer<rapidjson::StringBuffer> w{buf};
+      (*body)["fields"].Accept(w);
+      fields.assign(buf.GetString(), buf.GetSize());
+    }
+    if (action == "check") {
+      auto doc = svc.document(c->who.tenants, id);
+      if (!doc)
+        return send_failure(res, doc.error());
+      if (!*doc)
+        return send_error(res, 404, "review.not_found", "no such document");
+      auto checked = svc.check(**doc, fields);
+      if (!checked)
+        return send_failure(res, checked.error());
+      return send_json(res, 200,
+                       std::string{"{\"valid\":"} + (checked->schema_error.empty() ? "true" : "false")
+                         + ",\"schema_error\":" + json_string(checked->schema_error)
+                         + ",\"warnings\":" + findings_json(checked->warnings)
+                         + ",\"changes\":" + checked->changes + "}");
+    }
+    auto version = version_of(*body);
+    if (!version)
+      return send_error(res, 400, "review.invalid",
+                        "\"version\" (the document's version you reviewed) is required");
+    result<review_done> done = error::make_permanent("review.invalid", "unknown action");
+    if (action == "approve") {
+      done = svc.approve(c->who, id, *version, fields);
+    } else if (action == "reject") {
+      auto reason = body->HasMember("reason") && (*body)["reason"].IsString()
+                      ? std::string{(*body)["reason"].GetString()}
+                      : std::string{};
+      done = svc.reject(c->who, id, *version, std::move(reason));
+    } else if (action == "reprocess") {
+      if (body->HasMember("provider"))
+        return send_error(res, 400, "review.invalid",
+                          "choosing a provider per reprocess is not supported: the new "
+                          "ingestion uses the node's configured providers; omit \"provider\"");
+      done = svc.reprocess(c->who, id, *version);
+    }
+    if (!done)
+      return send_failure(res, done.error());
+    send_json(res, 200, done_json(*done));
+  }
+
+  void page_queue(const httplib::Request& req, httplib::Response& res) const {
+    auto c = authenticate(req, res, false);
+    if (!c)
+      return;
+    auto all_tenants = c->who.tenants;
+    if (!narrow_tenants(req, res, *c))
+      return;
+    auto f = filter_of(req, res, *c);
+    if (!f)
+      return;
+    auto q = desk_->service_->queue(*f);
+    if (!q)
+      return send_failure(res, q.error());
+    res.set_header("Cache-Control", "no-store");
+    res.set_content(queue_page(page_context{c->who.name, c->csrf, all_tenants}, *q, *f,
+                               req.get_param_value("tenant")),
+                    "text/html; charset=utf-8");
+  }
+
+  void page_document(const httplib::Request& req, httplib::Response& res) const {
+    auto c = authenticate(req, res, false);
+    if (!c)
+      return;
+    auto& svc = *desk_->service_;
+    auto doc = svc.document(c->who.tenants, *uuid::parse(req.matches[1].str()));
+    if (!doc)
+      return send_failure(res, doc.error());
+    if (!*doc) {
+      res.status = 404;
+      return res.set_content("<!doctype html><p>No such document. <a href=\"/review\">Queue</a>",
+                             "text/html; charset=utf-8");
+    }
+    document_view view;
+    view.doc = &**doc;
+    view.findings = svc.findings((*doc)->structured_data);
+    if (auto text = svc.transcription(**doc)) {
+      view.transcription = text->first;
+      view.page_count = text->second;
+    }
+    review_queue_filter f;
+    f.tenants = c->who.tenants;
+    f.limit = 2;
+    if (auto q = svc.queue(f))
+      for (auto& it : q->items)
+        if (it.document_id != (*doc)->id) {
+          view.next_id = it.document_id.str();
+          break;
+        }
+    res.set_header("Cache-Control", "no-store");
+    res.set_content(document_page(page_context{c->who.name, c->csrf, c->who.tenants}, view),
+                    "text/html; charset=utf-8");
+  }
+
+  void login(const httplib::Request& req, httplib::Response& res) const {
+    auto& opts = desk_->opts_;
+    bool open = opts.tokens.open();
+    auto name = clean_name(req.get_param_value("name"), "");
+    std::vector<uuid> tenants;
+    if (open && opts.default_tenant)
+      tenants = {*opts.default_tenant};
+    else if (!open)
+      tenants = opts.tokens.tenants_of(req.get_param_value("token"));
+    if (tenants.empty() || name.empty()) {
+      res.status = tenants.empty() ? 401 : 400;
+      return res.set_content(login_page(tenants.empty() ? "That token is not valid." : "Enter your name.", open),
+                             "text/html; charset=utf-8");
+    }
+    auto sid = desk_->sessions_.open(name, std::move(tenants));
+    log::info("review: signed in", {{"reviewer", name}});
+    res.set_header("Set-Cookie", std::string{cookie_name} + "=" + sid
+                                   + "; Path=/review; HttpOnly; SameSite=Strict");
+    res.status = 303;
+    res.set_header("Location", "/review");
+  }
+
+  void logout(const httplib::Request& req, httplib::Response& res) const {
+    if (!authenticate(req, res, false))
+      return;
+    desk_->sessions_.close(cookie_of(req, cookie_name));
+    res.set_header("Set-Cookie", std::string{cookie_name} + "=; Path=/review; HttpOnly; SameSite=Strict; Max-Age=0");
+    res.status = 303;
+    res.set_header("Location", "/review/login");
+  }
+
+  bool open() const { return desk_->opts_.tokens.open(); }
+
+private:
+  std::shared_ptr<review_desk> desk_;
+};
+
+review_desk::review_desk(std::shared_ptr<review_service> service, review_desk_options opts)
+  : service_(std::move(service)), opts_(std::move(opts)) {
+}
+
+void review_desk::mount(httplib::Server& svr) {
+  auto h = std::make_shared<handlers>(shared_from_this());
+  // The desk's POSTs are small JSON bodies or the login form; nothing else on the admin port
+  // takes a body.
+  svr.set_payload_max_length(size_t{1} << 20);
+  using req_t = const httplib::Request&;
+  using res_t = httplib::Response&;
+  std::string doc = std::string{"/review/api/documents/"} + uuid_re;
+  svr.Get("/review/api/queue", [h](req_t req, res_t res) { h->api_queue(req, res); });
+  svr.Get(doc, [h](req_t req, res_t res) { h->api_document(req, res); });
+  svr.Get(doc + R"(/pages/([0-9]{1,5})\.png)", [h](req_t req, res_t res) { h->api_page(req, res); });
+  for (std::string action : {"check", "approve", "reject", "reprocess"}) {
+    auto path = doc;
+    path.append("/").append(action);
+    svr.Post(path, [h, action](req_t req, res_t res) { h->api_action(req, res, action); });
+  }
+  svr.Get("/review", [h](req_t req, res_t res) { h->page_queue(req, res); });
+  svr.Get("/review/", [h](req_t req, res_t res) { h->page_queue(req, res); });
+  svr.Get(std::string{"/review/documents/"} + uuid_re,
+          [h](req_t req, res_t res) { h->page_document(req, res); });
+  svr.Get("/review/login", [h](req_t, res_t res) {
+    res.set_content(login_page("", h->open()), "text/html; charset=utf-8");
+  });
+  svr.Post("/review/login", [h](req_t req, res_t res) { h->login(req, res); });
+  svr.Post("/review/logout", [h](req_t req, res_t res) { h->logout(req, res); });
+}
+
+} // namespace ingestd

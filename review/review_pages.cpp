@@ -1,0 +1,394 @@
+// The review desk's pages. Everything is inline (CSS, JavaScript): the desk works offline and
+// loads nothing from elsewhere. Values reach the page HTML-escaped; values for the script go
+// through data- attributes, never into script text.
+#include "review/review_pages.hpp"
+
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+namespace ingestd {
+
+namespace {
+
+constexpr const char* style = R"css(
+*{box-sizing:border-box}body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1d2430;background:#f4f5f7}
+header{display:flex;gap:1em;align-items:center;padding:.5em 1em;background:#1d2430;color:#fff}
+header a{color:#fff}header .who{margin-left:auto}header form{display:inline}
+main{padding:1em}a{color:#0b5cad}table{border-collapse:collapse;width:100%;background:#fff}
+th,td{text-align:left;padding:.35em .6em;border-bottom:1px solid #e2e4e8;vertical-align:top}
+tr.sel{background:#e6f0fb}.counts span{margin-right:1.2em}.tag{padding:0 .4em;border-radius:3px;background:#eee}
+.tag.failed{background:#fde2e1}.tag.gate{background:#fff3cd}.muted{color:#667}
+.doc{display:grid;grid-template-columns:minmax(0,1.1fr) minmax(0,1fr);gap:1em}
+.pane{background:#fff;padding:.8em;border:1px solid #e2e4e8;border-radius:4px;margin-bottom:1em}
+.pageimg{max-width:100%;border:1px solid #ccd}.field{margin-bottom:.5em}
+#fields{display:grid;grid-template-columns:1fr 1fr;column-gap:.8em}
+.field[data-name=supplier_address],.field[data-name=line_items]{grid-column:1/3}
+.field label{display:block;font-weight:600;font-size:12px}.field input,.field textarea{width:100%;padding:.3em;font:inherit}
+.field.flagged input,.field.flagged textarea{border:2px solid #d9822b;background:#fff8ef}
+.field .machine,.field .note{font-size:12px;color:#667}.field .note{color:#a14d00}
+.field.changed input{border:2px solid #2b7bd9}
+.checks li{color:#a14d00}.error{color:#b00020;font-weight:600}.ok{color:#1b7d2b;font-weight:600}
+button{font:inherit;padding:.35em .9em;margin-right:.4em;cursor:pointer}button.primary{background:#1b7d2b;color:#fff;border:0}
+pre{white-space:pre-wrap;max-height:24em;overflow:auto;background:#fafafa;padding:.5em}
+kbd{border:1px solid #aab;border-radius:3px;padding:0 .3em;font-size:12px;background:#fff}
+)css";
+
+std::string head(std::string_view title) {
+  return "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+         "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>"
+         + html_escape(title) + " · ingestd review</title><style>" + style + "</style></head><body>";
+}
+
+std::string top_bar(const page_context& ctx) {
+  return "<header><strong>ingestd review desk</strong><a href=\"/review\">Queue</a>"
+         "<span class=\"who\">" + html_escape(ctx.reviewer)
+         + "</span><form method=\"post\" action=\"/review/logout\"><input type=\"hidden\" "
+           "name=\"csrf\" value=\"" + html_escape(ctx.csrf)
+         + "\"><button>Sign out</button></form></header>";
+}
+
+std::string age_text(int64_t seconds) {
+  if (seconds < 60)
+    return std::to_string(seconds) + " s";
+  if (seconds < 3600)
+    return std::to_string(seconds / 60) + " min";
+  if (seconds < 86400)
+    return std::to_string(seconds / 3600) + " h";
+  return std::to_string(seconds / 86400) + " d";
+}
+
+/// A JSON value as the text of a form input: strings as they are, null as empty, anything else
+/// as JSON.
+std::string input_text(const rapidjson::Value& v) {
+  if (v.IsNull())
+    return "";
+  if (v.IsString())
+    return {v.GetString(), v.GetStringLength()};
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w{buf};
+  v.Accept(w);
+  return {buf.GetString(), buf.GetSize()};
+}
+
+struct field_spec {
+  const char* name;
+  const char* label;
+  /// "string", "number" or "json" (how the page's script reads the input back).
+  const char* type;
+};
+
+constexpr field_spec fields[] = {
+  {"invoice_number", "Invoice number", "string"}, {"invoice_date", "Invoice date (YYYY-MM-DD)", "string"},
+  {"due_date", "Due date", "string"},             {"supplier_name", "Supplier", "string"},
+  {"supplier_address", "Supplier address", "string"}, {"supplier_vat_id", "Supplier VAT id", "string"},
+  {"customer_name", "Customer", "string"},        {"currency", "Currency", "string"},
+  {"subtotal", "Subtotal", "number"},             {"vat_amount", "VAT", "number"},
+  {"total", "Total", "number"},                   {"line_items", "Line items (JSON)", "json"},
+};
+
+/// Rows of a JSON array of objects as a table with the given columns.
+std::string json_table(const std::string& json, std::initializer_list<std::pair<const char*, const char*>> cols,
+                       const char* empty) {
+  rapidjson::Document doc;
+  doc.Parse(json.data(), json.size());
+  if (doc.HasParseError() || !doc.IsArray() || doc.Empty())
+    return std::string{"<p class=\"muted\">"} + empty + "</p>";
+  std::string out = "<table><tr>";
+  for (auto& [key, label] : cols)
+    out += "<th>" + html_escape(label) + "</th>";
+  out += "</tr>";
+  for (auto& row : doc.GetArray()) {
+    out += "<tr>";
+    for (auto& [key, label] : cols) {
+      auto it = row.IsObject() ? row.FindMember(key) : row.MemberEnd();
+      std::string cell = it == row.MemberEnd() ? "" : input_text(it->value);
+      if (std::string_view{key} == "document_id" && !cell.empty())
+        out += "<td><a href=\"/review/documents/" + html_escape(cell) + "\">" + html_escape(cell.substr(0, 8)) + "…</a></td>";
+      else
+        out += "<td>" + html_escape(cell) + "</td>";
+    }
+    out += "</tr>";
+  }
+  return out + "</table>";
+}
+
+constexpr const char* queue_script = R"js(
+(function(){
+  var rows=[].slice.call(document.querySelectorAll('tr[data-href]')),i=0;
+  function sel(n){if(!rows.length)return;rows[i].classList.remove('sel');i=Math.max(0,Math.min(rows.length-1,n));rows[i].classList.add('sel');rows[i].scrollIntoView({block:'nearest'});}
+  sel(0);
+  rows.forEach(function(r,n){r.addEventListener('click',function(){location.href=r.dataset.href;});});
+  document.addEventListener('keydown',function(e){
+    if(e.target.matches('input,textarea,select'))return;
+    if(e.key==='j'||e.key==='ArrowDown'){sel(i+1);e.preventDefault();}
+    else if(e.key==='k'||e.key==='ArrowUp'){sel(i-1);e.preventDefault();}
+    else if((e.key==='Enter'||e.key==='o')&&rows.length){location.href=rows[i].dataset.href;}
+  });
+})();
+)js";
+
+constexpr const char* document_script = R"js(
+(function(){
+  var root=document.getElementById('review'),id=root.dataset.id,version=+root.dataset.version,
+      csrf=root.dataset.csrf,next=root.dataset.next,status=document.getElementById('status'),timer=null;
+  var inputs=[].slice.call(document.querySelectorAll('[data-field]'));
+  function read(el){
+    var v=el.value.trim();
+    if(el.dataset.type==='number'){if(v==='')return null;var n=Number(v.replace(',','.'));return isNaN(n)?v:n;}
+    if(el.dataset.type==='json'){if(v==='')return [];try{return JSON.parse(v);}catch(e){return v;}}
+    return v===''?null:v;
+  }
+  function changed(){
+    var f={};
+    inputs.forEach(function(el){if(el.value!==el.dataset.original)f[el.dataset.field]=read(el);});
+    return f;
+  }
+  function say(text,cls){status.textContent=text;status.className=cls||'';}
+  function post(action,body){
+    return fetch('/review/api/documents/'+id+'/'+action,{method:'POST',credentials:'same-origin',
+      headers:{'Content-Type':'application/json','X-CSRF-Token':csrf},body:JSON.stringify(body)})
+      .then(function(r){return r.json().then(function(j){return {status:r.status,body:j};});});
+  }
+  function showWarnings(ws){
+    document.querySelectorAll('.field .note').forEach(function(n){n.remove();});
+    document.querySelectorAll('.field.flagged').forEach(function(n){n.classList.remove('flagged');});
+    (ws||[]).forEach(function(w){(w.fields||[]).forEach(function(f){
+      var box=document.querySelector('.field[data-name="'+f+'"]');if(!box)return;
+      box.classList.add('flagged');var n=document.createElement('div');
+      n.className='note';n.textContent=w.message;box.appendChild(n);});});
+  }
+  function check(){
+    post('check',{fields:changed()}).then(function(r){
+      if(r.status!==200){say(r.body.message||'check failed','error');return;}
+      showWarnings(r.body.warnings);
+      if(!r.body.valid)say('Not valid: '+r.body.schema_error,'error');
+      else if(r.body.warnings.length)say(r.body.warnings.length+' plausibility warning(s): you may still approve','');
+      else say('Valid','ok');
+    });
+  }
+  inputs.forEach(function(el){el.addEventListener('input',function(){
+    el.parentNode.classList.toggle('changed',el.value!==el.dataset.original);
+    clearTimeout(timer);timer=setTimeout(check,300);});});
+  function done(r,what){
+    if(r.status===200){say(what+' (version '+r.body.version+')','ok');
+      setTimeout(function(){location.href=next?'/review/documents/'+next:'/review';},400);}
+    else say((r.status===409?'Not saved: ':'Refused: ')+(r.body.message||r.status),'error');
+  }
+  function approve(){say('Saving…');post('approve',{version:version,fields:changed()}).then(function(r){done(r,'Approved');});}
+  function reject(){var reason=document.getElementById('reason').value.trim();
+    if(!reason){say('Give a reason to reject','error');document.getElementById('reason').focus();return;}
+    post('reject',{version:version,reason:reason}).then(function(r){done(r,'Rejected');});}
+  function reprocess(){post('reprocess',{version:version}).then(function(r){done(r,'Sent for reprocessing');});}
+  document.getElementById('approve').addEventListener('click',approve);
+  document.getElementById('reject').addEventListener('click',reject);
+  document.getElementById('reprocess').addEventListener('click',reprocess);
+  document.addEventListener('keydown',function(e){
+    if(e.key==='Enter'&&(e.ctrlKey||e.metaKey)){approve();e.preventDefault();return;}
+    if(e.key==='Escape'){document.activeElement.blur();return;}
+    if(e.target.matches('input,textarea'))return;
+    if(e.key==='a')approve();
+    else if(e.key==='n'&&next)location.href='/review/documents/'+next;
+    else if(e.key==='q')location.href='/review';
+    else if(e.key==='e'&&inputs.length){inputs[0].focus();e.preventDefault();}
+  });
+  var img=document.getElementById('pageimg'),page=0,pages=+root.dataset.pages;
+  function show(n){page=Math.max(0,Math.min(pages-1,n));img.src='/review/api/documents/'+id+'/pages/'+page+'.png';
+    document.getElementById('pageno').textContent=(page+1)+' / '+pages;}
+  document.getElementById('prev').addEventListener('click',function(){show(page-1);});
+  document.getElementById('nextpage').addEventListener('click',function(){show(page+1);});
+  var pre=document.getElementById('pre');
+  if(pre)pre.addEventListener('click',function(){img.src='/review/api/documents/'+id+'/pages/0.png?variant=preprocessed';});
+})();
+)js";
+
+} // namespace
+
+std::string html_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string login_page(std::string_view error, bool open) {
+  std::string out = head("Sign in");
+  out += "<main><div class=\"pane\" style=\"max-width:26em;margin:3em auto\"><h1>Review desk</h1>";
+  if (!error.empty())
+    out += "<p class=\"error\">" + html_escape(error) + "</p>";
+  out += "<form method=\"post\" action=\"/review/login\"><div class=\"field\"><label for=\"name\">Your name"
+         "</label><input id=\"name\" name=\"name\" autocomplete=\"username\" required autofocus></div>";
+  if (!open)
+    out += "<div class=\"field\"><label for=\"token\">Access token (INGESTD_REVIEW_TOKEN)</label>"
+           "<input id=\"token\" name=\"token\" type=\"password\" autocomplete=\"current-password\" "
+           "required></div>";
+  out += "<button class=\"primary\" id=\"signin\">Sign in</button></form></div></main></body></html>";
+  return out;
+}
+
+std::string queue_page(const page_context& ctx, const review_queue& queue,
+                       const review_queue_filter& filter, const std::string& tenant_filter) {
+  std::string out = head("Queue") + top_bar(ctx) + "<main>";
+  int64_t total = 0;
+  for (auto& [k, n] : queue.counts)
+    total += n;
+  out += "<p class=\"counts\"><span><strong>" + std::to_string(total) + "</strong> need review</span>";
+  for (auto reason : review_reasons) {
+    int64_t n = 0;
+    for (auto& [k, v] : queue.counts)
+      if (k == reason)
+        n = v;
+    out += "<span><a href=\"/review?reason=" + std::string{reason} + "\">" + std::string{reason}
+           + "</a>: " + std::to_string(n) + "</span>";
+  }
+  out += "<span class=\"muted\">being reprocessed: " + std::to_string(queue.processing) + "</span></p>";
+  out += "<form method=\"get\" action=\"/review\">Reason <select name=\"reason\"><option value=\"\">any</option>";
+  for (auto reason : review_reasons)
+    out += "<option" + std::string{filter.reason == reason ? " selected" : ""} + ">"
+           + std::string{reason} + "</option>";
+  out += "</select>";
+  if (ctx.tenants.size() > 1) {
+    out += " Tenant <select name=\"tenant\"><option value=\"\">all</option>";
+    for (auto& t : ctx.tenants)
+      out += "<option" + std::string{tenant_filter == t.str() ? " selected" : ""} + ">" + t.str() + "</option>";
+    out += "</select>";
+  }
+  out += " <button>Filter</button> <span class=\"muted\">Keys: <kbd>j</kbd>/<kbd>k</kbd> move, "
+         "<kbd>Enter</kbd> open</span></form><p></p>";
+  if (queue.items.empty()) {
+    out += "<p class=\"pane\">Nothing needs review. </p>";
+  } else {
+    out += "<table id=\"queue\"><tr><th>Age</th><th>File</th><th>Why</th><th>Supplier</th>"
+           "<th>Total</th>";
+    if (ctx.tenants.size() > 1)
+      out += "<th>Tenant</th>";
+    out += "</tr>";
+    for (auto& it : queue.items) {
+      auto href = "/review/documents/" + it.document_id.str();
+      out.append("<tr data-href=\"").append(href).append("\"><td>").append(age_text(it.age_seconds));
+      out.append("</td><td><a href=\"").append(href).append("\">").append(html_escape(it.file_name));
+      out.append("</a></td><td><span class=\"tag ").append(html_escape(it.reason)).append("\">");
+      out.append(html_escape(it.reason)).append("</span> ").append(html_escape(it.detail));
+      out.append("</td><td>").append(html_escape(it.supplier)).append("</td><td>");
+      out.append(html_escape(it.total)).append(" ").append(html_escape(it.currency)).append("</td>");
+      if (ctx.tenants.size() > 1)
+        out += "<td class=\"muted\">" + it.tenant_id.str().substr(0, 8) + "…</td>";
+      out += "</tr>";
+    }
+    out += "</table>";
+  }
+  out += "</main><script>" + std::string{queue_script} + "</script></body></html>";
+  return out;
+}
+
+std::string document_page(const page_context& ctx, const document_view& view) {
+  auto& d = *view.doc;
+  rapidjson::Document data;
+  data.Parse(d.structured_data.data(), d.structured_data.size());
+  if (data.HasParseError() || !data.IsObject())
+    data.SetObject();
+  rapidjson::Document machine;
+  machine.Parse(d.machine_data.data(), d.machine_data.size());
+  if (machine.HasParseError() || !machine.IsObject())
+    machine.SetObject();
+
+  std::string out = head(d.file_name) + top_bar(ctx);
+  out += "<main id=\"review\" data-id=\"" + d.id.str() + "\" data-version=\"" + std::to_string(d.version)
+         + "\" data-csrf=\"" + html_escape(ctx.csrf) + "\" data-next=\"" + html_escape(view.next_id)
+         + "\" data-pages=\"" + std::to_string(view.page_count) + "\">";
+  out += "<h2>" + html_escape(d.file_name) + " <span class=\"muted\">version " + std::to_string(d.version)
+         + "</span></h2>";
+  if (d.processing)
+    out += "<p class=\"error\">An ingestion of this document is in progress: wait for it to finish.</p>";
+  if (!d.review_status.empty())
+    out += "<p class=\"ok\">" + html_escape(d.review_status) + " by " + html_escape(d.reviewed_by) + "</p>";
+  out += "<div class=\"doc\"><div><div class=\"pane\"><div><button id=\"prev\" type=\"button\">◀</button>"
+         "<span id=\"pageno\">1 / " + std::to_string(view.page_count)
+         + "</span> <button id=\"nextpage\" type=\"button\">▶</button>";
+  if (!d.preprocessed_file_path.empty())
+    out += " <button id=\"pre\" type=\"button\">preprocessed scan</button>";
+  out += "</div><img id=\"pageimg\" class=\"pageimg\" alt=\"page image\" src=\"/review/api/documents/"
+         + d.id.str() + "/pages/0.png\"></div>";
+  out += "<div class=\"pane\"><h3>Transcription</h3><pre id=\"transcription\">"
+         + html_escape(view.transcription.empty() ? "(none)" : view.transcription) + "</pre></div></div>";
+
+  // The form: each field with the current value, the machine's when it differs, the failed
+  // checks that concern it.
+  out += std::string{"<div><div class=\"pane\"><h3>"}
+         + (d.needs_human_review ? "Why it needs review" : "Checks on the current data") + "</h3>";
+  if (!d.last_error.empty())
+    out += "<p>" + html_escape(d.last_error) + "</p>";
+  if (view.findings.empty()) {
+    out += "<p class=\"muted\">No failed checks on the current data.</p>";
+  } else {
+    out += "<ul class=\"checks\">";
+    for (auto& f : view.findings)
+      out += "<li><strong>" + html_escape(f.check) + "</strong>: " + html_escape(f.message) + "</li>";
+    out += "</ul>";
+  }
+  out += "</div><div class=\"pane\"><form id=\"fields\" onsubmit=\"return false\">";
+  for (auto& f : fields) {
+    auto it = data.FindMember(f.name);
+    std::string value = it == data.MemberEnd() ? "" : input_text(it->value);
+    auto m = machine.FindMember(f.name);
+    std::string machine_value = m == machine.MemberEnd() ? "" : input_text(m->value);
+    std::string notes;
+    for (auto& finding : view.findings)
+      for (auto& name : finding.fields)
+        if (name == f.name)
+          notes += "<div class=\"note\">" + html_escape(finding.message) + "</div>";
+    out += "<div class=\"field" + std::string{notes.empty() ? "" : " flagged"} + "\" data-name=\""
+           + f.name + "\"><label for=\"f-" + f.name + "\">" + f.label + "</label>";
+    std::string attrs = "id=\"f-" + std::string{f.name} + "\" data-field=\"" + f.name + "\" data-type=\""
+                        + f.type + "\" data-original=\"" + html_escape(value) + "\"";
+    if (std::string_view{f.type} == "json")
+      out += "<textarea rows=\"4\" " + attrs + ">" + html_escape(value) + "</textarea>";
+    else
+      out += "<input " + attrs + " value=\"" + html_escape(value) + "\">";
+    if (machine_value != value)
+      out += "<div class=\"machine\">machine: " + html_escape(machine_value.empty() ? "(empty)" : machine_value)
+             + "</div>";
+    out += notes + "</div>";
+  }
+  out += "</form><p id=\"status\" role=\"status\"></p>"
+         "<button class=\"primary\" id=\"approve\" type=\"button\">Approve</button>"
+         "<button id=\"reprocess\" type=\"button\">Reprocess</button>"
+         "<div class=\"field\"><label for=\"reason\">Reason to reject</label><input id=\"reason\"></div>"
+         "<button id=\"reject\" type=\"button\">Reject</button>"
+         "<p class=\"muted\">Keys: <kbd>a</kbd> or <kbd>Ctrl</kbd>+<kbd>Enter</kbd> approve, <kbd>e</kbd> edit, "
+         "<kbd>Esc</kbd> leave a field, <kbd>n</kbd> next document, <kbd>q</kbd> queue</p>";
+  if (!view.next_id.empty())
+    out += "<p><a id=\"next\" href=\"/review/documents/" + html_escape(view.next_id) + "\">Next document →</a></p>";
+  out += "</div>";
+  out += "<div class=\"pane\"><h3>Matches</h3>"
+         + json_table(d.matches_json, {{"document_id", "Document"}, {"file_name", "File"}, {"kind", "Kind"},
+                                       {"confidence", "Confidence"}, {"reason", "Why"}},
+                      "No matches.");
+  out += "<h3>Cluster</h3>"
+         + json_table(d.cluster_json, {{"document_id", "Document"}, {"file_name", "File"}},
+                      "Not in a cluster with other documents.")
+         + "</div>";
+  out += "<div class=\"pane\"><h3>Reviews</h3>"
+         + json_table(d.reviews_json, {{"at", "When"}, {"reviewer", "Who"}, {"action", "Action"},
+                                       {"changes", "Changes"}, {"reason", "Reason"}},
+                      "No earlier reviews.")
+         + "</div></div></div>";
+  out += "<div class=\"pane\"><h3>Audit trail</h3>"
+         + json_table(d.events_json, {{"at", "When"}, {"step", "Step"}, {"outcome", "Outcome"},
+                                      {"detail", "Detail"}, {"duration_ms", "ms"}, {"worker_id", "Worker"}},
+                      "No events.")
+         + "</div>";
+  out += "</main><script>" + std::string{document_script} + "</script></body></html>";
+  return out;
+}
+
+} // namespace ingestd

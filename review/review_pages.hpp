@@ -1,0 +1,43 @@
+// The review desk's HTML: the login form, the queue page and the document page, rendered on
+// the server with inline CSS and a little inline JavaScript (no external assets).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "adapters/db/review_repository.hpp"
+#include "review/review_service.hpp"
+
+namespace ingestd {
+
+/// `s` with &, <, >, " and ' escaped for HTML text and attribute values.
+std::string html_escape(std::string_view s);
+
+/// The login form; `open`: no token field (the desk has none configured).
+std::string login_page(std::string_view error, bool open);
+
+struct page_context {
+  std::string reviewer;
+  std::string csrf;
+  std::vector<uuid> tenants;
+};
+
+/// The queue: counts by reason, the filters, and one row per document (oldest first).
+std::string queue_page(const page_context& ctx, const review_queue& queue,
+                       const review_queue_filter& filter, const std::string& tenant_filter);
+
+struct document_view {
+  const review_document* doc = nullptr;
+  std::vector<review_finding> findings;
+  std::string transcription;
+  int page_count = 1;
+  /// The next document in the queue (empty when none).
+  std::string next_id;
+};
+
+/// The page image beside a form with one input per field, the failed checks at their fields,
+/// the actions, the transcription, the audit trail, matches, cluster and earlier reviews.
+std::string document_page(const page_context& ctx, const document_view& view);
+
+} // namespace ingestd

@@ -1,0 +1,499 @@
+// The review desk's logic: merging a reviewer's fields into the document's data, validating the
+// result against the extraction schema, the gate's checks as warnings, the decisions through the
+// repository, page images rendered on the CPU pool and cached in object storage.
+#include "review/review_service.hpp"
+
+#include <algorithm>
+#include <future>
+#include <set>
+#include <utility>
+
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include "adapters/extraction/extraction_schema.hpp"
+#include "adapters/ocr/transcription_json.hpp"
+#include "adapters/queue/queue.hpp"
+#include "adapters/storage/object_store.hpp"
+#include "adapters/support/blocking_call.hpp"
+#include "adapters/support/cpu_executor.hpp"
+#include "adapters/support/log.hpp"
+#include "messages/cpu_job.hpp"
+
+namespace ingestd {
+
+namespace {
+
+using json_writer = rapidjson::Writer<rapidjson::StringBuffer>;
+
+std::string to_text(const rapidjson::Value& v) {
+  rapidjson::StringBuffer buf;
+  json_writer w{buf};
+  v.Accept(w);
+  return {buf.GetString(), buf.GetSize()};
+}
+
+void put(json_writer& w, std::string_view key, std::string_view value) {
+  w.Key(key.data(), static_cast<rapidjson::SizeType>(key.size()));
+  w.String(value.data(), static_cast<rapidjson::SizeType>(value.size()));
+}
+
+/// `raw` is JSON text (already valid); empty writes null.
+void put_raw(json_writer& w, std::string_view key, std::string_view raw) {
+  w.Key(key.data(), static_cast<rapidjson::SizeType>(key.size()));
+  if (raw.empty())
+    w.Null();
+  else
+    w.RawValue(raw.data(), raw.size(), rapidjson::kObjectType);
+}
+
+/// The schema's top-level property names, in the schema's order.
+const std::vector<std::string>& schema_fields() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    rapidjson::Document schema;
+    auto text = extraction_schema_json();
+    schema.Parse(text.data(), text.size());
+    if (!schema.HasParseError() && schema.HasMember("required") && schema["required"].IsArray())
+      for (auto& n : schema["required"].GetArray())
+        if (n.IsString())
+          out.emplace_back(n.GetString(), n.GetStringLength());
+    return out;
+  }();
+  return names;
+}
+
+bool is_flag_field(std::string_view name) {
+  return name == "extraction_successful" || name == "confidence" || name == "missing_fields";
+}
+
+/// The fields each plausibility check concerns.
+std::vector<std::string> fields_of_check(std::string_view check) {
+  if (check == gate_check::negative_amount || check == gate_check::amount_magnitude)
+    return {"subtotal", "vat_amount", "total"};
+  if (check == gate_check::vat_exceeds_total)
+    return {"vat_amount", "total"};
+  if (check == gate_check::vat_rate)
+    return {"vat_amount", "subtotal"};
+  if (check == gate_check::due_before_invoice || check == gate_check::date_range)
+    return {"invoice_date", "due_date"};
+  if (check.starts_with("invoice_number_is_"))
+    return {"invoice_number"};
+  return {};
+}
+
+/// The gate's sums and plausibility checks that fail on `data`, one after another: each failed
+/// group of checks is switched off to find the next (the gate itself stops at the first).
+std::vector<review_finding> gate_findings(const std::string& data, gate_options opts) {
+  std::vector<review_finding> out;
+  extraction x;
+  x.structured_data = data;
+  // The reviewer vouches for the data: only the checks on its content matter here.
+  x.extraction_successful = true;
+  x.confidence = "high";
+  for (int round = 0; round < 4; ++round) {
+    auto v = evaluate(x, opts);
+    if (v.passed)
+      break;
+    review_finding f;
+    f.message = v.reason;
+    constexpr std::string_view plausibility = "plausibility check ";
+    if (v.reason.starts_with("totals")) {
+      f.check = "totals";
+      f.fields = {"subtotal", "vat_amount", "total"};
+      opts.check_totals = false;
+    } else if (v.reason.starts_with("line items")) {
+      f.check = "line_items";
+      f.fields = {"line_items", "subtotal", "total"};
+      opts.check_line_items = false;
+    } else if (v.reason.starts_with(plausibility)) {
+      auto rest = std::string_view{v.reason}.substr(plausibility.size());
+      f.check = std::string{rest.substr(0, rest.find(' '))};
+      f.fields = fields_of_check(f.check);
+      opts.check_plausibility = false;
+    } else {
+      break;
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+bool empty_value(const rapidjson::Value& v) {
+  return v.IsNull() || (v.IsString() && v.GetStringLength() == 0) || (v.IsArray() && v.Empty());
+}
+
+error database_error(const error& e, std::chrono::milliseconds t) {
+  if (e.code == "db.timeout")
+    return timeout_error("review.timeout", "the database", t);
+  return e;
+}
+
+} // namespace
+
+std::string findings_json(const std::vector<review_finding>& findings) {
+  rapidjson::StringBuffer buf;
+  json_writer w{buf};
+  w.StartArray();
+  for (auto& f : findings) {
+    w.StartObject();
+    put(w, "check", f.check);
+    put(w, "message", f.message);
+    w.Key("fields");
+    w.StartArray();
+    for (auto& name : f.fields)
+      w.String(name.data(), static_cast<rapidjson::SizeType>(name.size()));
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+  return {buf.GetString(), buf.GetSize()};
+}
+
+review_service::review_service(std::shared_ptr<review_repository> db,
+                               std::shared_ptr<ingestd::queue> ingest_queue,
+                               std::shared_ptr<object_store> storage,
+                               std::shared_ptr<cpu_executor> cpu, review_options opts)
+  : db_(std::move(db)), queue_(std::move(ingest_queue)), storage_(std::move(storage)),
+    cpu_(std::move(cpu)), opts_(std::move(opts)) {
+}
+
+review_service::~review_service() = default;
+
+result<review_queue> review_service::queue(const review_queue_filter& filter) {
+  auto r = db_->queue(filter, opts_.call_timeout);
+  if (!r)
+    return database_error(r.error(), opts_.call_timeout);
+  return r;
+}
+
+result<std::optional<review_document>> review_service::document(const std::vector<uuid>& tenants,
+                                                                uuid id) {
+  auto r = db_->document(tenants, id, opts_.call_timeout);
+  if (!r)
+    return database_error(r.error(), opts_.call_timeout);
+  return r;
+}
+
+result<std::string> review_service::fetch(const std::string& key, size_t max_bytes) {
+  return blocking_call<std::string>(opts_.call_timeout, "review.timeout", "the object store",
+                                    [&](auto cb) { storage_->get(key, max_bytes, cb); });
+}
+
+result<std::pair<std::string, int>> review_service::transcription(const review_document& doc) {
+  if (doc.transcription_file_path.empty())
+    return std::pair<std::string, int>{"", 1};
+  auto bytes = fetch(doc.transcription_file_path, opts_.max_file_bytes);
+  if (!bytes) {
+    if (bytes.error().code == "storage.not_found")
+      return std::pair<std::string, int>{"", 1};
+    return bytes.error();
+  }
+  auto t = transcription_from_json(*bytes);
+  if (!t)
+    return t.error();
+  return std::pair<std::string, int>{t->text, std::max<int>(1, static_cast<int>(t->pages.size()))};
+}
+
+std::vector<review_finding> review_service::findings(const std::string& structured_data) const {
+  std::vector<review_finding> out;
+  rapidjson::Document doc;
+  doc.Parse(structured_data.data(), structured_data.size());
+  if (doc.HasParseError() || !doc.IsObject())
+    return out;
+  std::vector<std::string> missing;
+  if (doc.HasMember("missing_fields") && doc["missing_fields"].IsArray())
+    for (auto& m : doc["missing_fields"].GetArray())
+      if (m.IsString())
+        missing.emplace_back(m.GetString(), m.GetStringLength());
+  if (doc.HasMember("extraction_successful") && doc["extraction_successful"].IsFalse())
+    out.push_back({"extraction_not_successful", "the extractor could not read the document",
+                   missing});
+  if (doc.HasMember("confidence") && doc["confidence"].IsString()
+      && std::string_view{doc["confidence"].GetString()} == "low")
+    out.push_back({"low_confidence", "the extractor's confidence is low", missing});
+  for (auto& f : gate_findings(structured_data, opts_.gate))
+    out.push_back(std::move(f));
+  return out;
+}
+
+result<review_check> review_service::check(const review_document& doc,
+                                           std::string_view fields_json) const {
+  rapidjson::Document data;
+  data.Parse(doc.structured_data.data(), doc.structured_data.size());
+  if (doc.structured_data.empty() || data.HasParseError() || !data.IsObject()) {
+    // No usable machine data: start from an empty invoice.
+    data.SetObject();
+    auto& a = data.GetAllocator();
+    for (auto& name : schema_fields()) {
+      rapidjson::Value key{name.c_str(), a};
+      rapidjson::Value v;
+      if (name == "line_items" || name == "missing_fields")
+        v.SetArray();
+      else if (name == "extraction_successful")
+        v.SetBool(true);
+      else if (name == "confidence")
+        v.SetString("high");
+      data.AddMember(key, v, a);
+    }
+  }
+  auto& a = data.GetAllocator();
+  rapidjson::Document fields;
+  review_check out;
+  bool changed = false;
+  rapidjson::Document changes{rapidjson::kObjectType};
+  if (!fields_json.empty()) {
+    fields.Parse(fields_json.data(), fields_json.size());
+    if (fields.HasParseError() || !fields.IsObject())
+      return error::make_permanent("review.invalid", "\"fields\" must be a JSON object");
+    auto& known = schema_fields();
+    for (auto& m : fields.GetObject()) {
+      std::string name{m.name.GetString(), m.name.GetStringLength()};
+      if (std::find(known.begin(), known.end(), name) == known.end())
+        return error::make_permanent("review.invalid", "unknown field '" + name + "'");
+      auto old = data.FindMember(name.c_str());
+      std::string before = old == data.MemberEnd() ? "null" : to_text(old->value);
+      if (before == to_text(m.value))
+        continue;
+      changed = true;
+      rapidjson::Value change{rapidjson::kObjectType};
+      rapidjson::Value from;
+      if (old != data.MemberEnd())
+        from.CopyFrom(old->value, changes.GetAllocator());
+      rapidjson::Value to;
+      to.CopyFrom(m.value, changes.GetAllocator());
+      change.AddMember("from", from, changes.GetAllocator());
+      change.AddMember("to", to, changes.GetAllocator());
+      changes.AddMember(rapidjson::Value{name.c_str(), changes.GetAllocator()}, change,
+                        changes.GetAllocator());
+      rapidjson::Value copy;
+      copy.CopyFrom(m.value, a);
+      if (old != data.MemberEnd())
+        old->value = copy;
+      else
+        data.AddMember(rapidjson::Value{name.c_str(), a}, copy, a);
+    }
+  }
+  // A corrected document says what it still lacks, unless the reviewer said so themselves.
+  if (changed && !(fields.IsObject() && fields.HasMember("missing_fields"))) {
+    rapidjson::Value missing{rapidjson::kArrayType};
+    for (auto& name : schema_fields()) {
+      if (is_flag_field(name) || name == "line_items")
+        continue;
+      auto it = data.FindMember(name.c_str());
+      if (it == data.MemberEnd() || empty_value(it->value))
+        missing.PushBack(rapidjson::Value{name.c_str(), a}, a);
+    }
+    auto it = data.FindMember("missing_fields");
+    if (it != data.MemberEnd())
+      it->value = missing;
+  }
+  out.data = to_text(data);
+  out.changes = to_text(changes);
+  if (auto valid = validate_extraction_json(out.data); !valid)
+    out.schema_error = valid.error().message;
+  out.warnings = gate_findings(out.data, opts_.gate);
+  return out;
+}
+
+result<review_document> review_service::load(const reviewer& who, uuid id, int64_t version) {
+  auto doc = document(who.tenants, id);
+  if (!doc)
+    return doc.error();
+  if (!*doc)
+    return error::make_permanent("review.not_found", "no such document");
+  if ((*doc)->processing)
+    return error::make_permanent("review.conflict",
+                                 "the document is being processed again; reload it when the "
+                                 "ingestion has finished");
+  if ((*doc)->version != version)
+    return error::make_permanent(
+      "review.conflict", "the document changed since you opened it (version "
+                           + std::to_string(version) + ", now " + std::to_string((*doc)->version)
+                           + (((*doc)->reviewed_by.empty())
+                                ? std::string{}
+                                : ": " + (*doc)->review_status + " by " + (*doc)->reviewed_by)
+                           + "); nothing was saved. Reload to see the current version.");
+  return std::move(**doc);
+}
+
+result<review_done> review_service::approve(const reviewer& who, uuid id, int64_t version,
+                                            std::string_view fields_json) {
+  auto doc = load(who, id, version);
+  if (!doc)
+    return doc.error();
+  auto checked = check(*doc, fields_json);
+  if (!checked)
+    return checked.error();
+  if (!checked->schema_error.empty())
+    return error::make_permanent("review.schema_invalid",
+                                 "the data does not match the extraction schema: "
+                                   + checked->schema_error);
+  review_decision d;
+  d.tenant_id = doc->tenant_id;
+  d.document_id = id;
+  d.expected_version = version;
+  d.action = "approve";
+  d.reviewer = who.name;
+  d.reviewed_data = checked->data;
+  d.changes = checked->changes;
+  d.warnings = findings_json(checked->warnings);
+  auto saved = db_->save(d, opts_.call_timeout);
+  if (!saved)
+    return database_error(saved.error(), opts_.call_timeout);
+  log::info("review: approved", {{"document_id", id.str()}, {"reviewer", who.name},
+                                 {"version", saved->version}});
+  return review_done{"approve", saved->version, std::move(checked->warnings), checked->changes, {}, true};
+}
+
+result<review_done> review_service::reject(const reviewer& who, uuid id, int64_t version,
+                                           std::string reason) {
+  if (reason.find_first_not_of(" \t\r\n") == std::string::npos)
+    return error::make_permanent("review.invalid", "a rejection needs a reason");
+  auto doc = load(who, id, version);
+  if (!doc)
+    return doc.error();
+  review_decision d;
+  d.tenant_id = doc->tenant_id;
+  d.document_id = id;
+  d.expected_version = version;
+  d.action = "reject";
+  d.reviewer = who.name;
+  d.reason = std::move(reason);
+  auto saved = db_->save(d, opts_.call_timeout);
+  if (!saved)
+    return database_error(saved.error(), opts_.call_timeout);
+  log::info("review: rejected", {{"document_id", id.str()}, {"reviewer", who.name}});
+  return review_done{"reject", saved->version, {}, "{}", {}, true};
+}
+
+result<review_done> review_service::reprocess(const reviewer& who, uuid id, int64_t version) {
+  auto doc = load(who, id, version);
+  if (!doc)
+    return doc.error();
+  review_decision d;
+  d.tenant_id = doc->tenant_id;
+  d.document_id = id;
+  d.expected_version = version;
+  d.action = "reprocess";
+  d.reviewer = who.name;
+  d.new_ingestion_id = uuid::v7();
+  auto saved = db_->save(d, opts_.call_timeout);
+  if (!saved)
+    return database_error(saved.error(), opts_.call_timeout);
+  review_done out{"reprocess", saved->version, {}, "{}", saved->ingestion_id, true};
+  if (!saved->ingestion_id)
+    return out;
+  auto sent = blocking_call<std::vector<batch_entry_result>>(
+    opts_.call_timeout, "review.timeout", "the queue", [&](auto cb) {
+      queue_->send({outgoing_message{saved->ingestion_id->str(), std::chrono::seconds{0}}}, cb);
+    });
+  if (!sent || sent->empty() || sent->front().failed) {
+    // The ingestion stays due in the database: the sweeper enqueues it once it is overdue.
+    out.enqueued = false;
+    log::warn("review: enqueue failed; the sweeper will re-enqueue the ingestion",
+              {{"ingestion_id", saved->ingestion_id->str()}});
+  }
+  log::info("review: reprocessing", {{"document_id", id.str()}, {"reviewer", who.name},
+                                     {"ingestion_id", saved->ingestion_id->str()}});
+  return out;
+}
+
+result<page_image> review_service::render_on_pool(const std::shared_ptr<const std::string>& bytes,
+                                                  const std::string& mime, int index) {
+  if (!cpu_)
+    return render_page(*bytes, mime, index);
+  auto done = std::make_shared<std::promise<result<page_image>>>();
+  auto f = done->get_future();
+  cpu_job job;
+  job.run = [done, bytes, mime, index] { done->set_value(render_page(*bytes, mime, index)); };
+  job.expired = [done] {
+    done->set_value(error::make_transient("review.busy", "the CPU pool is busy; try again"));
+  };
+  job.deadline = std::chrono::steady_clock::now() + opts_.call_timeout;
+  cpu_->submit(std::move(job));
+  // The pool answers by the deadline (run or expired); the margin covers a render under way.
+  if (f.wait_for(opts_.call_timeout * 2) != std::future_status::ready)
+    return timeout_error("review.timeout", "the page render", opts_.call_timeout * 2);
+  return f.get();
+}
+
+result<page_image> review_service::page(const std::vector<uuid>& tenants, uuid id, int index,
+                                        std::string_view variant) {
+  auto doc = document(tenants, id);
+  if (!doc)
+    return doc.error();
+  if (!*doc)
+    return error::make_permanent("review.not_found", "no such document");
+  auto& d = **doc;
+  if (variant == "preprocessed") {
+    if (d.preprocessed_file_path.empty() || index != 0)
+      return error::make_permanent("review.page_out_of_range", "no preprocessed image");
+    auto bytes = fetch(d.preprocessed_file_path, opts_.max_file_bytes);
+    if (!bytes)
+      return bytes.error();
+    auto type = d.preprocessed_file_path.ends_with(".png") ? "image/png" : "image/jpeg";
+    return page_image{std::move(*bytes), type, 1};
+  }
+  if (d.mime_type != "application/pdf") {
+    auto bytes = fetch(d.file_path, opts_.max_file_bytes);
+    if (!bytes)
+      return bytes.error();
+    return render_page(*bytes, d.mime_type, index);
+  }
+  // Cached renders: a page is rendered once, whichever node asks first.
+  auto key = "review/pages/" + id.str() + "/page-" + std::to_string(index) + ".png";
+  if (auto cached = fetch(key, opts_.max_file_bytes); cached)
+    return page_image{std::move(*cached), "image/png", 0};
+  auto bytes = fetch(d.file_path, opts_.max_file_bytes);
+  if (!bytes)
+    return bytes.error();
+  auto rendered = render_on_pool(std::make_shared<const std::string>(std::move(*bytes)), d.mime_type,
+                                 index);
+  if (!rendered)
+    return rendered.error();
+  auto stored = blocking_call<void>(opts_.call_timeout, "review.timeout", "the object store",
+                                    [&](auto cb) { storage_->put(key, rendered->bytes, "image/png", cb); });
+  if (!stored)
+    log::warn("review: a rendered page could not be cached",
+              {{"key", key}, {"error", stored.error().describe()}});
+  return rendered;
+}
+
+std::string review_service::document_json(const review_document& doc, const std::string& text,
+                                          int pages) {
+  rapidjson::StringBuffer buf;
+  json_writer w{buf};
+  w.StartObject();
+  put(w, "id", doc.id.str());
+  put(w, "tenant_id", doc.tenant_id.str());
+  put(w, "file_name", doc.file_name);
+  put(w, "mime_type", doc.mime_type);
+  w.Key("version");
+  w.Int64(doc.version);
+  w.Key("needs_human_review");
+  w.Bool(doc.needs_human_review);
+  w.Key("processing");
+  w.Bool(doc.processing);
+  put_raw(w, "review_status", doc.review_status.empty() ? "" : "\"" + doc.review_status + "\"");
+  put(w, "reviewed_by", doc.reviewed_by);
+  put_raw(w, "fields", doc.structured_data);
+  put_raw(w, "machine_fields", doc.machine_data);
+  put(w, "latest_ingestion_id", doc.latest_ingestion_id ? doc.latest_ingestion_id->str() : "");
+  put(w, "latest_status", doc.latest_status);
+  put(w, "last_error", doc.last_error);
+  put_raw(w, "failed_checks", findings_json(findings(doc.structured_data)));
+  put(w, "transcription", text);
+  w.Key("page_count");
+  w.Int(pages);
+  put_raw(w, "events", doc.events_json);
+  put_raw(w, "matches", doc.matches_json);
+  put_raw(w, "cluster_id", doc.cluster_id.empty() ? "" : "\"" + doc.cluster_id + "\"");
+  put_raw(w, "cluster", doc.cluster_json);
+  put_raw(w, "reviews", doc.reviews_json);
+  w.EndObject();
+  return {buf.GetString(), buf.GetSize()};
+}
+
+} // namespace ingestd

@@ -1,0 +1,130 @@
+// The review desk's business logic (issue 18) over ports only (review_repository, queue,
+// object_store, cpu_executor): the queue, a document with its transcription, page images and
+// the gate's failed checks, and the reviewer's decisions. Blocking: for the admin server's
+// request threads, never inside an actor. Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "adapters/db/review_repository.hpp"
+#include "adapters/extraction/quality_gate.hpp"
+#include "messages/result.hpp"
+#include "messages/uuid.hpp"
+#include "review/page_images.hpp"
+
+namespace ingestd {
+
+class queue;
+class object_store;
+class cpu_executor;
+
+struct review_options {
+  /// Deadline of each port call (database, storage, queue, a page render).
+  std::chrono::milliseconds call_timeout{std::chrono::seconds{20}};
+  /// The gate whose sums and plausibility checks become the reviewer's warnings.
+  gate_options gate;
+  /// Larger stored documents are not rendered.
+  size_t max_file_bytes = size_t{100} << 20;
+};
+
+/// A check of the quality gate that fails on some data, and the fields it concerns.
+struct review_finding {
+  /// "totals", "line_items", a plausibility check's name (gate_check), "extraction_not_successful"
+  /// or "low_confidence".
+  std::string check;
+  std::string message;
+  std::vector<std::string> fields;
+};
+
+/// The reviewer's fields applied to a document's data, validated.
+struct review_check {
+  /// The whole data after the change (JSON object text).
+  std::string data;
+  /// {"field": {"from":..., "to":...}} for the fields whose value changed.
+  std::string changes = "{}";
+  /// Empty when the data is valid against the extraction schema, else why not.
+  std::string schema_error;
+  /// The gate's sums and plausibility checks that fail on the data: warnings, not refusals.
+  std::vector<review_finding> warnings;
+};
+
+/// Who acts, and for which tenants.
+struct reviewer {
+  std::string name;
+  std::vector<uuid> tenants;
+};
+
+struct review_done {
+  std::string action;
+  int64_t version = 0;
+  std::vector<review_finding> warnings;
+  std::string changes = "{}";
+  /// reprocess: the new ingestion, and whether it reached the queue (else the sweeper sends it).
+  std::optional<uuid> ingestion_id;
+  bool enqueued = true;
+};
+
+class review_service {
+public:
+  review_service(std::shared_ptr<review_repository> db, std::shared_ptr<queue> ingest_queue,
+                 std::shared_ptr<object_store> storage, std::shared_ptr<cpu_executor> cpu,
+                 review_options opts = {});
+  ~review_service();
+  review_service(const review_service&) = delete;
+  review_service& operator=(const review_service&) = delete;
+
+  result<review_queue> queue(const review_queue_filter& filter);
+
+  /// nullopt when unknown or not one of `tenants`'.
+  result<std::optional<review_document>> document(const std::vector<uuid>& tenants, uuid id);
+
+  /// The latest transcription's text and page count (empty and 1 when there is none).
+  result<std::pair<std::string, int>> transcription(const review_document& doc);
+
+  /// The document as GET /review/api/documents/{id} answers it.
+  std::string document_json(const review_document& doc, const std::string& text, int pages);
+
+  /// The gate's checks that fail on the document's current data (for the page and the API).
+  std::vector<review_finding> findings(const std::string& structured_data) const;
+
+  /// Applies `fields_json` (a JSON object of schema fields, or empty) to the document's data
+  /// and validates the result. Errors: "review.invalid" (not an object, an unknown field).
+  result<review_check> check(const review_document& doc, std::string_view fields_json) const;
+
+  /// Approve, as is or with fields changed. Errors: "review.not_found", "review.conflict",
+  /// "review.invalid", "review.schema_invalid" (nothing saved), transient database errors.
+  result<review_done> approve(const reviewer& who, uuid id, int64_t version,
+                              std::string_view fields_json);
+  /// Reject with a reason (not empty: "review.invalid").
+  result<review_done> reject(const reviewer& who, uuid id, int64_t version, std::string reason);
+  /// A new ingestion of the document, enqueued.
+  result<review_done> reprocess(const reviewer& who, uuid id, int64_t version);
+
+  /// Page `index` of the document ("original") or of the latest ingestion's preprocessed image
+  /// ("preprocessed"); PDF pages are rendered on the CPU pool once and cached in object storage.
+  result<page_image> page(const std::vector<uuid>& tenants, uuid id, int index,
+                          std::string_view variant);
+
+private:
+  result<review_document> load(const reviewer& who, uuid id, int64_t version);
+  result<std::string> fetch(const std::string& key, size_t max_bytes);
+  result<page_image> render_on_pool(const std::shared_ptr<const std::string>& bytes,
+                                    const std::string& mime, int index);
+
+  std::shared_ptr<review_repository> db_;
+  std::shared_ptr<ingestd::queue> queue_;
+  std::shared_ptr<object_store> storage_;
+  std::shared_ptr<cpu_executor> cpu_;
+  review_options opts_;
+};
+
+/// The findings as a JSON array text: [{"check", "message", "fields": [...]}].
+std::string findings_json(const std::vector<review_finding>& findings);
+
+} // namespace ingestd

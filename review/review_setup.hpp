@@ -1,0 +1,32 @@
+// The review desk as `ingestd run` starts it: checked against the configuration before anything
+// connects, then built over the node's queue, storage and CPU pool and mounted on its admin
+// endpoint.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "config/config.hpp"
+#include "messages/result.hpp"
+
+namespace ingestd {
+
+class admin_server;
+class queue;
+class object_store;
+class cpu_executor;
+
+/// With review.enabled: admin.port must not be 0, INGESTD_REVIEW_TOKEN must parse, and an open
+/// desk (no token) needs a loopback admin.bind. Errors are permanent and name the key.
+result<void> check_review_config(const config& cfg);
+
+/// Builds the desk and mounts it on `admin` (before admin.start()).
+result<void> mount_review_desk(admin_server& admin, const config& cfg,
+                               std::shared_ptr<queue> ingest_queue,
+                               std::shared_ptr<object_store> storage,
+                               std::shared_ptr<cpu_executor> cpu);
+
+/// "http://127.0.0.1:9464/review" for the bound admin port.
+std::string review_address(const config& cfg, int port);
+
+} // namespace ingestd

@@ -1,0 +1,330 @@
+// The review desk's JSON API over HTTP on the admin server, against the real PostgreSQL, the
+// filesystem store and the Postgres queue: the queue with its counts and filters, a document,
+// approve (as is, corrected, refused by the schema, with plausibility warnings), reject,
+// reprocess, tokens and tenants, the concurrent save, and the page images.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <httplib.h>
+#include <rapidjson/document.h>
+
+#include "adapters/db/pg_intake_repository.hpp"
+#include "adapters/db/pg_review_repository.hpp"
+#include "adapters/ocr/transcription_json.hpp"
+#include "adapters/queue/postgres_queue.hpp"
+#include "adapters/storage/filesystem_store.hpp"
+#include "adapters/support/blocking_call.hpp"
+#include "admin/admin_server.hpp"
+#include "intake/intake_service.hpp"
+#include "review/review_desk.hpp"
+#include "review/review_service.hpp"
+#include "tests/integration/review/review_fixture.hpp"
+
+namespace ingestd {
+namespace {
+
+using test::review_fixture;
+
+class review_api_test : public review_fixture {};
+
+TEST_F(review_api_test, queue_lists_a_tenants_documents_oldest_first_with_counts_and_filters) {
+  auto a1 = add_document(tenant_a, "inv01_en_classic.pdf", "gate", 30);
+  auto a2 = add_document(tenant_a, "inv02_de_modern.pdf", "failed", 20);
+  auto b1 = add_document(tenant_b, "inv03_en_compact.pdf", "gate", 10);
+  add_document(tenant_a, "inv04_de_classic.pdf", "ready", 5);
+  auto a3 = add_document(tenant_a, "inv05_en_modern.pdf", "gate-failed", 4);
+  start_desk();
+
+  auto q = get_json("/review/api/queue", token_a);
+  ASSERT_EQ(q.status, 200) << q.body;
+  auto& docs = q.json["documents"];
+  ASSERT_EQ(docs.Size(), 3u);
+  EXPECT_EQ(std::string{docs[0]["document_id"].GetString()}, a1);
+  EXPECT_EQ(std::string{docs[0]["reason"].GetString()}, "gate");
+  EXPECT_EQ(std::string{docs[0]["file_name"].GetString()}, "inv01_en_classic.pdf");
+  EXPECT_EQ(std::string{docs[0]["supplier"].GetString()}, "Acme GmbH");
+  EXPECT_EQ(std::string{docs[0]["total"].GetString()}, "120");
+  EXPECT_NE(std::string{docs[0]["detail"].GetString()}.find("totals do not reconcile"), std::string::npos);
+  EXPECT_GE(docs[0]["age_seconds"].GetInt64(), 30 * 60 - 5);
+  EXPECT_EQ(std::string{docs[1]["document_id"].GetString()}, a2);
+  EXPECT_EQ(std::string{docs[1]["reason"].GetString()}, "failed");
+  // A gate verdict that failed the ingestion for good is the gate's reason too.
+  EXPECT_EQ(std::string{docs[2]["document_id"].GetString()}, a3);
+  EXPECT_EQ(std::string{docs[2]["reason"].GetString()}, "gate");
+  EXPECT_EQ(q.json["counts"]["gate"].GetInt64(), 2);
+  EXPECT_EQ(q.json["counts"]["failed"].GetInt64(), 1);
+  EXPECT_EQ(get_json("/review/api/queue?reason=gate", token_a).json["documents"].Size(), 2u);
+
+  auto failed = get_json("/review/api/queue?reason=failed", token_a);
+  ASSERT_EQ(failed.json["documents"].Size(), 1u);
+  EXPECT_EQ(std::string{failed.json["documents"][0]["document_id"].GetString()}, a2);
+  EXPECT_EQ(get_json("/review/api/queue?reason=bogus", token_a).status, 400);
+
+  // Tenant B's token sees only B; the token of both sees all and filters by tenant.
+  auto b = get_json("/review/api/queue", token_b);
+  ASSERT_EQ(b.json["documents"].Size(), 1u);
+  EXPECT_EQ(std::string{b.json["documents"][0]["document_id"].GetString()}, b1);
+  EXPECT_EQ(get_json("/review/api/queue", token_both).json["documents"].Size(), 4u);
+  auto only_b = get_json("/review/api/queue?tenant=" + tenant_b.str(), token_both);
+  ASSERT_EQ(only_b.json["documents"].Size(), 1u);
+  EXPECT_EQ(get_json("/review/api/queue?tenant=" + tenant_b.str(), token_a).status, 403);
+}
+
+TEST_F(review_api_test, tokens_are_required_and_checked) {
+  add_document(tenant_a, "inv01_en_classic.pdf", "gate", 1);
+  start_desk();
+  auto none = client().Get("/review/api/queue");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 401);
+  EXPECT_EQ(none->get_header_value("WWW-Authenticate"), "Bearer");
+  EXPECT_EQ(get_json("/review/api/queue", "wrong").status, 401);
+  EXPECT_EQ(get_json("/review/api/queue", token_a + "x").status, 401);
+  // The pages send a browser without a session to the login form.
+  auto page = client().Get("/review");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 303);
+  EXPECT_EQ(page->get_header_value("Location"), "/review/login");
+}
+
+TEST_F(review_api_test, document_has_fields_checks_transcription_and_audit_trail_within_its_tenant) {
+  auto a1 = add_document(tenant_a, "inv01_en_classic.pdf", "gate", 1, "INVOICE INV-1 Acme GmbH total 120");
+  start_desk();
+  auto d = get_json("/review/api/documents/" + a1, token_a);
+  ASSERT_EQ(d.status, 200) << d.body;
+  EXPECT_EQ(std::string{d.json["fields"]["invoice_number"].GetString()}, "INV-1");
+  EXPECT_EQ(d.json["machine_fields"]["total"].GetDouble(), 120);
+  EXPECT_EQ(d.json["version"].GetInt64(), version_of(a1));
+  EXPECT_EQ(std::string{d.json["transcription"].GetString()}, "INVOICE INV-1 Acme GmbH total 120");
+  EXPECT_EQ(d.json["page_count"].GetInt(), 1);
+  ASSERT_TRUE(d.json["failed_checks"].IsArray());
+  ASSERT_GE(d.json["failed_checks"].Size(), 1u);
+  EXPECT_EQ(std::string{d.json["failed_checks"][0]["check"].GetString()}, "totals");
+  EXPECT_EQ(std::string{d.json["failed_checks"][0]["fields"][2].GetString()}, "total");
+  ASSERT_GE(d.json["events"].Size(), 1u);
+  EXPECT_EQ(std::string{d.json["events"][0]["step"].GetString()}, "extract");
+  EXPECT_TRUE(d.json["matches"].IsArray());
+  // Another tenant's document is a 404 like an unknown one.
+  EXPECT_EQ(get_json("/review/api/documents/" + a1, token_b).status, 404);
+  EXPECT_EQ(get_json("/review/api/documents/" + uuid::v7().str(), token_a).status, 404);
+}
+
+TEST_F(review_api_test, approve_with_a_correction_keeps_the_machines_version_and_records_who_and_what) {
+  auto a1 = add_document(tenant_a, "inv01_en_classic.pdf", "gate", 1);
+  start_desk();
+  auto v = version_of(a1);
+  auto r = post_json("/review/api/documents/" + a1 + "/approve",
+                     R"({"version":)" + std::to_string(v) + R"(,"fields":{"total":119}})", token_a, "alice");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(std::string{r.json["status"].GetString()}, "approved");
+  EXPECT_EQ(r.json["warnings"].Size(), 0u);
+  EXPECT_GT(r.json["version"].GetInt64(), v);
+  EXPECT_EQ(db->scalar("SELECT structured_data->>'total' FROM document WHERE id = $1", {a1}), "119");
+  EXPECT_EQ(db->scalar("SELECT structured_data->>'invoice_number' FROM document WHERE id = $1", {a1}), "INV-1");
+  EXPECT_EQ(db->scalar("SELECT needs_human_review::text FROM document WHERE id = $1", {a1}), "false");
+  EXPECT_EQ(db->scalar("SELECT review_status || ' ' || reviewed_by FROM document WHERE id = $1", {a1}),
+            "approved alice");
+  // The machine's extraction stays on its ingestion; the review row holds before and after.
+  EXPECT_EQ(db->scalar("SELECT structured_data->>'total' FROM ingestion WHERE document_id = $1", {a1}), "120");
+  EXPECT_EQ(db->scalar("SELECT reviewer || ' ' || action || ' ' || (changes->'total'->>'from') || '->' || "
+                       "(changes->'total'->>'to') || ' ' || (machine_data->>'total') || ' ' || "
+                       "(reviewed_data->>'total') FROM document_review WHERE document_id = $1", {a1}),
+            "alice approve 120->119 120 119");
+  EXPECT_EQ(db->scalar("SELECT outcome || ' ' || worker_id FROM ingestion_event WHERE step = 'review' AND "
+                       "ingestion_id IN (SELECT id FROM ingestion WHERE document_id = $1)", {a1}),
+            "approve review");
+  // Out of the queue.
+  EXPECT_EQ(get_json("/review/api/queue", token_a).json["documents"].Size(), 0u);
+}
+
+TEST_F(review_api_test, approve_as_is_and_refusals_for_schema_bad_input_and_plausibility_warnings) {
+  auto a1 = add_document(tenant_a, "inv01_en_classic.pdf", "gate", 2);
+  auto a2 = add_document(tenant_a, "inv02_de_modern.pdf", "gate", 1);
+  start_desk();
+  auto path = "/review/api/documents/" + a1 + "/approve";
+  auto v = std::to_string(version_of(a1));
+  // A value of the wrong type: refused by the schema, nothing saved.
+  auto bad = post_json(path, R"({"version":)" + v + R"(,"fields":{"total":"a lot"}})", token_a);
+  EXPECT_EQ(bad.status, 422) << bad.body;
+  EXPECT_NE(bad.body.find("schema"), std::string::npos);
+  EXPECT_EQ(post_json(path, R"({"version":)" + v + R"(,"fields":{"colour":"red"}})", token_a).status, 400);
+  EXPECT_EQ(post_json(path, R"({"fields":{}})", token_a).status, 400);
+  EXPECT_EQ(post_json(path, "not json", token_a).status, 400);
+  EXPECT_EQ(post_json(path, R"({"version":1,"fields":{"line_items":)" + std::string(5000, '[')
+                              + std::string(5000, ']') + "}}", token_a).status,
+            400);
+  EXPECT_EQ(post_json(path, std::string(2u << 20, ' '), token_a).status, 413);
+  auto form = client().Post(path.c_str(), {{"Authorization", "Bearer " + token_a}}, "version=1",
+                            "application/x-www-form-urlencoded");
+  ASSERT_TRUE(form);
+  EXPECT_EQ(form->status, 415);
+  EXPECT_EQ(db->scalar("SELECT count(*) FROM document_review"), "0");
+  EXPECT_EQ(db->scalar("SELECT needs_human_review::text FROM document WHERE id = $1", {a1}), "true");
+
+  // A VAT of 50%: a warning, and the approval stands.
+  auto warn = post_json(path, R"({"version":)" + v + R"(,"fields":{"vat_amount":50,"total":150}})", token_a);
+  ASSERT_EQ(warn.status, 200) << warn.body;
+  ASSERT_EQ(warn.json["warnings"].Size(), 1u);
+  EXPECT_EQ(std::string{warn.json["warnings"][0]["check"].GetString()}, "vat_rate");
+  EXPECT_EQ(db->scalar("SELECT warnings->0->>'check' FROM document_review WHERE document_id = $1", {a1}),
+            "vat_rate");
+
+  // As is: the machine's data becomes the approved data, with its totals warning.
+  auto as_is = post_json("/review/api/documents/" + a2 + "/approve",
+                         R"({"version":)" + std::to_string(version_of(a2)) + "}", token_a);
+  ASSERT_EQ(as_is.status, 200) << as_is.body;
+  EXPECT_EQ(std::string{as_is.json["warnings"][0]["check"].GetString()}, "totals");
+  EXPECT_EQ(db->scalar("SELECT changes::text FROM document_review WHERE document_id = $1", {a2}), "{}");
+
+  // check: the same validation without saving.
+  auto a3 = add_document(tenant_a, "inv03_en_compact.pdf", "gate", 0);
+  auto c = post_json("/review/api/documents/" + a3 + "/check", R"({"fields":{"total":"x"}})", token_a);
+  ASSERT_EQ(c.status, 200);
+  EXPECT_FALSE(c.json["valid"].GetBool());
+  EXPECT_EQ(db->scalar("SELECT needs_human_review::text FROM document WHERE id = $1", {a3}), "true");
+}
+
+TEST_F(review_api_test, a_second_save_on_the_same_version_is_refused_and_overwrites_nothing) {
+  auto a1 = add_document(tenant_a, "inv01_en_classic.pdf", "gate", 1);
+  start_desk();
+  auto path = "/review/api/documents/" + a1 + "/approve";
+  auto v = std::to_string(version_of(a1));
+  auto first = post_json(path, R"({"version":)" + v + R"(,"fields":{"total":119}})", token_a, "alice");
+  ASSERT_EQ(first.status, 200);
+  auto second = post_json(path, R"({"version":)" + v + R"(,"fields":{"total":121}})", token_a, "bob");
+  EXPECT_EQ(second.status, 409) << second.body;
+  EXPECT_NE(second.body.find("changed since you opened it"), std::string::npos) << second.body;
+  EXPECT_NE(second.body.find("alice"), std::string::npos) << second.body;
+  EXPECT_EQ(db->scalar("SELECT structured_data->>'total' FROM document WHERE id = $1", {a1}), "119");
+  EXPECT_EQ(db->scalar("SELECT count(*) FROM document_review"), "1");
+}
+
+TEST_F(review_api_test, concurrent_saves_on_one_version_let_exactly_one_through) {
+  auto a1 = add_document(tenant_a, "inv01_en_classic.pdf", "gate", 1);
+  start_desk();
+  auto path = "/review/api/documents/" + a1 + "/approve";
+  auto v = std::to_string(version_of(a1));
+  constexpr int reviewers = 6;
+  std::atomic<int> ok{0}, conflict{0}, other{0};
+  std::vector<std::thread> threads;
+  threads.reserve(reviewers);
+  for (int i = 0; i < reviewers; ++i)
+    threads.emplace_back([&, i] {
+      auto r = post_json(path, R"({"version":)" + v + R"(,"fields":{"total":)" + std::to_string(200 + i) + "}}",
+                         token_a, "r" + std::to_string(i));
+      (r.status == 200 ? ok : r.status == 409 ? conflict : other)++;
+    });
+  for (auto& t : threads)
+    t.join();
+  EXPECT_EQ(ok, 1);
+  EXPECT_EQ(conflict, reviewers - 1);
+  EXPECT_EQ(other, 0);
+  EXPECT_EQ(db->scalar("SELECT count(*) FROM document_review"), "1");
+  EXPECT_EQ(db->scalar("SELECT (structured_data->>'total') = (SELECT reviewed_data->>'total' FROM "
+                       "document_review) FROM document WHERE id = $1", {a1}), "t");
+}
+
+TEST_F(review_api_test, reject_needs_a_reason_and_resolves_the_document) {
+  auto a1 = add_document(tenant_a, "inv01_en_classic.pdf", "failed", 1);
+  start_desk();
+  auto path = "/review/api/documents/" + a1 + "/reject";
+  auto v = std::to_string(version_of(a1));
+  EXPECT_EQ(post_json(path, R"({"version":)" + v + "}", token_a).status, 400);
+  EXPECT_EQ(post_json(path, R"({"version":)" + v + R"(,"reason":"  "})", token_a).status, 400);
+  auto r = post_json(path, R"({"version":)" + v + R"(,"reason":"not an invoice"})", token_a, "carol");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(std::string{r.json["status"].GetString()}, "rejected");
+  EXPECT_EQ(db->scalar("SELECT needs_human_review::text || ' ' || review_status FROM document WHERE id = $1", {a1}),
+            "false rejected");
+  EXPECT_EQ(db->scalar("SELECT reason FROM document_review WHERE document_id = $1", {a1}), "not an invoice");
+}
+
+TEST_F(review_api_test, reprocess_creates_and_enqueues_a_new_ingestion_and_blocks_saves_meanwhile) {
+  auto a1 = add_document(tenant_a, "inv01_en_classic.pdf", "failed", 1);
+  start_desk();
+  auto v = version_of(a1);
+  auto r = post_json("/review/api/documents/" + a1 + "/reprocess", R"({"version":)" + std::to_string(v) + "}",
+                     token_a, "dave");
+  ASSERT_EQ(r.status, 200) << r.body;
+  std::string ingestion = r.json["ingestion_id"].GetString();
+  EXPECT_TRUE(r.json["enqueued"].GetBool());
+  EXPECT_EQ(db->scalar("SELECT status || ' ' || (source_metadata->>'channel') || ' ' || "
+                       "(source_metadata->>'requested_by') || ' ' || (source_metadata->>'file_name') "
+                       "FROM ingestion WHERE id = $1", {ingestion}),
+            "in-progress review dave inv01_en_classic.pdf");
+  EXPECT_EQ(db->scalar("SELECT count(*) FROM queue_message WHERE queue_name = $1 AND body = $2",
+                       {queue_name, ingestion}), "1");
+  EXPECT_EQ(db->scalar("SELECT ingestion_id::text FROM document_review WHERE document_id = $1", {a1}), ingestion);
+  // Being processed: not in the queue (counted apart), and no save goes through.
+  auto q = get_json("/review/api/queue", token_a);
+  EXPECT_EQ(q.json["documents"].Size(), 0u);
+  EXPECT_EQ(q.json["counts"]["processing"].GetInt64(), 1);
+  auto again = post_json("/review/api/documents/" + a1 + "/approve",
+                         R"({"version":)" + std::to_string(version_of(a1)) + "}", token_a);
+  EXPECT_EQ(again.status, 409);
+  EXPECT_NE(again.body.find("being processed"), std::string::npos);
+  EXPECT_EQ(post_json("/review/api/documents/" + a1 + "/reprocess",
+                      R"({"version":)" + std::to_string(version_of(a1)) + R"(,"provider":"llm"})", token_a)
+              .status,
+            400);
+}
+
+TEST_F(review_api_test, page_images_are_rendered_once_and_cached_in_object_storage) {
+  auto pdf = add_document(tenant_a, "inv01_en_classic.pdf", "gate", 2);
+  auto scan = add_document(tenant_a, "inv03_en_compact_scan.tiff", "gate", 1);
+  start_desk();
+  auto path = "/review/api/documents/" + pdf + "/pages/0.png";
+  auto first = client().Get(path.c_str(), bearer(token_a));
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 200) << first->body;
+  EXPECT_EQ(first->get_header_value("Content-Type"), "image/png");
+  EXPECT_EQ(first->body.substr(0, 4), "\x89PNG");
+  auto cached = root + "/review/pages/" + pdf + "/page-0.png";
+  ASSERT_TRUE(std::filesystem::exists(cached));
+  // The cached object answers the next request.
+  {
+    std::ofstream out{cached, std::ios::binary | std::ios::app};
+    out << "cached";
+  }
+  auto second = client().Get(path.c_str(), bearer(token_a));
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->body.size(), first->body.size() + 6);
+  auto missing = client().Get(("/review/api/documents/" + pdf + "/pages/7.png").c_str(), bearer(token_a));
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+  // A TIFF scan is shown as PNG; another tenant's is a 404.
+  auto tiff = client().Get(("/review/api/documents/" + scan + "/pages/0.png").c_str(), bearer(token_a));
+  ASSERT_TRUE(tiff);
+  EXPECT_EQ(tiff->status, 200);
+  EXPECT_EQ(tiff->body.substr(0, 4), "\x89PNG");
+  auto other = client().Get(path.c_str(), bearer(token_b));
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status, 404);
+}
+
+TEST_F(review_api_test, an_open_desk_serves_the_default_tenant_on_loopback_only) {
+  auto a1 = add_document(tenant_a, "inv01_en_classic.pdf", "gate", 1);
+  add_document(tenant_b, "inv02_de_modern.pdf", "gate", 1);
+  start_desk("");
+  auto q = get_json("/review/api/queue", "");
+  ASSERT_EQ(q.status, 200);
+  ASSERT_EQ(q.json["documents"].Size(), 1u);
+  EXPECT_EQ(std::string{q.json["documents"][0]["document_id"].GetString()}, a1);
+  auto tokens = review_tokens::parse("", tenant_a);
+  ASSERT_TRUE(tokens);
+  EXPECT_TRUE(check_review_exposure("127.0.0.1", *tokens));
+  auto exposed = check_review_exposure("0.0.0.0", *tokens);
+  ASSERT_FALSE(exposed);
+  EXPECT_EQ(exposed.error().code, "review.unauthenticated");
+  EXPECT_NE(exposed.error().message.find("INGESTD_REVIEW_TOKEN"), std::string::npos);
+  auto with_token = review_tokens::parse("secret", tenant_a);
+  ASSERT_TRUE(with_token);
+  EXPECT_TRUE(check_review_exposure("0.0.0.0", *with_token));
+}
+
+} // namespace
+} // namespace ingestd

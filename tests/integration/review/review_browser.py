@@ -1,0 +1,103 @@
+#!/usr/bin/python3
+"""The review desk in a real browser: headless Chromium (Debian's chromium and chromedriver)
+driven by Debian's python3-selenium. Signs in, opens the queue, opens the oldest document with
+the keyboard, corrects the total, waits for the live check to accept it, approves, and waits for
+the desk to move on. Screenshots of both pages go to --out. Exit 0 on success, 1 on a failure,
+77 when the browser cannot start (the caller skips then).
+
+Run by the integration_review_browser test, which prepares the data and checks the database."""
+import argparse
+import json
+import os
+import sys
+
+try:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+except ImportError as e:
+    print(f"SKIP: python3-selenium is not installed ({e}); run deploy/install-deps.sh")
+    sys.exit(77)
+
+
+def start_browser():
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1440,1000", "--hide-scrollbars", "--lang=en"):
+        opts.add_argument(arg)
+    driver_path = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
+    try:
+        return webdriver.Chrome(service=Service(driver_path), options=opts)
+    except Exception as e:  # any failure to start: no browser on this machine
+        print(f"SKIP: headless Chromium cannot start ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''});"
+              " install chromium, chromium-driver and python3-selenium (deploy/install-deps.sh)")
+        sys.exit(77)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--url", required=True)
+    p.add_argument("--token", required=True)
+    p.add_argument("--name", required=True)
+    p.add_argument("--document", required=True)
+    p.add_argument("--next", required=True)
+    p.add_argument("--total", required=True)
+    p.add_argument("--out", required=True)
+    a = p.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    driver = start_browser()
+    wait = WebDriverWait(driver, 30)
+    try:
+        # The queue sends a browser without a session to the login form.
+        driver.get(a.url + "/review")
+        wait.until(ec.url_contains("/review/login"))
+        driver.find_element(By.ID, "name").send_keys(a.name)
+        driver.find_element(By.ID, "token").send_keys(a.token)
+        driver.find_element(By.ID, "signin").click()
+        wait.until(ec.presence_of_element_located((By.ID, "queue")))
+        rows = driver.find_elements(By.CSS_SELECTOR, "tr[data-href]")
+        assert rows and rows[0].get_attribute("data-href").endswith(a.document), "the oldest document leads"
+        assert "sel" in rows[0].get_attribute("class"), "the first row is selected"
+        driver.save_screenshot(os.path.join(a.out, "review-queue.png"))
+
+        # Keyboard: j moves down, k back up, Enter opens.
+        body = driver.find_element(By.TAG_NAME, "body")
+        body.send_keys("j")
+        body.send_keys("k")
+        body.send_keys(Keys.ENTER)
+        wait.until(ec.url_contains("/review/documents/" + a.document))
+        # The page image is rendered and shown.
+        wait.until(lambda d: d.execute_script(
+            "var i=document.getElementById('pageimg');return i.complete&&i.naturalWidth>0;"))
+        flagged = driver.find_element(By.CSS_SELECTOR, '.field[data-name="total"]')
+        assert "flagged" in flagged.get_attribute("class"), "the failed check is shown at the total"
+
+        total = driver.find_element(By.ID, "f-total")
+        total.clear()
+        total.send_keys(a.total)
+        # The live check accepts the corrected data.
+        wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "Valid"))
+        # The check no longer flags the total.
+        assert "flagged" not in flagged.get_attribute("class"), "the corrected total is no longer flagged"
+        driver.execute_script("document.activeElement.blur();window.scrollTo(0,0);")
+        driver.save_screenshot(os.path.join(a.out, "review-document.png"))
+
+        # Approved, the desk moves on to the next document.
+        driver.find_element(By.ID, "approve").click()
+        wait.until(ec.url_contains("/review/documents/" + a.next))
+        print(json.dumps({"ok": True, "screenshots": ["review-queue.png", "review-document.png"]}))
+        return 0
+    except Exception as e:
+        driver.save_screenshot(os.path.join(a.out, "review-failure.png"))
+        print(f"FAILED: {type(e).__name__}: {e}; page {driver.current_url}")
+        return 1
+    finally:
+        driver.quit()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

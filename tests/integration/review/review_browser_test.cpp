@@ -1,0 +1,60 @@
+// The review desk in a real browser (review_browser.py: headless Chromium through Debian's
+// python3-selenium) against the desk on a real admin server: sign in, queue, document, correct
+// the total, approve; then the database shows the reviewer's version. Screenshots of both pages
+// are written under the build directory (test-artifacts/review/). Skipped, with the script's
+// message, only when the browser cannot start.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+
+#include "tests/integration/review/review_fixture.hpp"
+
+namespace ingestd {
+namespace {
+
+class review_browser_test : public test::review_fixture {};
+
+/// Runs `command`, returning its exit status and output.
+std::pair<int, std::string> run(const std::string& command) {
+  std::string out;
+  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+  if (!p)
+    return {-1, "popen failed"};
+  std::array<char, 4096> buf{};
+  size_t n = 0;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0)
+    out.append(buf.data(), n);
+  int status = ::pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST_F(review_browser_test, a_reviewer_corrects_a_field_and_approves_in_chromium) {
+  auto first = add_document(tenant_a, "inv01_en_classic.pdf", "gate", 20, "INVOICE INV-1\nAcme GmbH\nTotal 119.00 EUR");
+  auto second = add_document(tenant_a, "inv02_de_modern.pdf", "gate", 10);
+  start_desk();
+  const char* artifacts = std::getenv("INGESTD_TEST_ARTIFACTS");
+  std::string out = std::string{artifacts ? artifacts : "/tmp/ingestd-test-artifacts"} + "/review";
+  std::filesystem::create_directories(out);
+  auto script = test::source_dir() + "/tests/integration/review/review_browser.py";
+  auto [status, output] =
+    run("timeout 120 /usr/bin/python3 " + script + " --url http://127.0.0.1:" + std::to_string(admin->port())
+        + " --token " + token_a + " --name Hana --document " + first + " --next " + second
+        + " --total 119 --out " + out);
+  if (status == 77)
+    GTEST_SKIP() << output;
+  ASSERT_EQ(status, 0) << output;
+  EXPECT_EQ(db->scalar("SELECT structured_data->>'total' FROM document WHERE id = $1", {first}), "119");
+  EXPECT_EQ(db->scalar("SELECT needs_human_review::text || ' ' || review_status || ' ' || reviewed_by "
+                       "FROM document WHERE id = $1", {first}),
+            "false approved Hana");
+  EXPECT_EQ(db->scalar("SELECT changes::text FROM document_review WHERE document_id = $1", {first}),
+            R"({"total": {"to": 119, "from": 120}})");
+  EXPECT_EQ(db->scalar("SELECT needs_human_review::text FROM document WHERE id = $1", {second}), "true");
+  for (auto name : {"review-queue.png", "review-document.png"})
+    EXPECT_GT(std::filesystem::file_size(out + "/" + name), 10000u) << name;
+}
+
+} // namespace
+} // namespace ingestd
