@@ -82,7 +82,7 @@ result<unpacked> archive_unpacker::unpack(std::string_view bytes, container_kind
   bool corrupted = false;
   uint64_t total = 0;
   int members = 0;
-  std::string buffer(64 * 1024, '\0');
+  std::string buffer(size_t{64} * 1024, '\0');
   for (;;) {
     archive_entry* entry = nullptr;
     int rc = archive_read_next_header(a.get(), &entry);

@@ -7,7 +7,7 @@
 
 namespace ingestd {
 
-container_unpacker::container_unpacker(cpu_executor& cpu, unpack_limits limits, std::chrono::seconds deadline)
+container_unpacker::container_unpacker(cpu_executor& cpu, const unpack_limits& limits, std::chrono::seconds deadline)
   : cpu_(cpu), limits_(limits), deadline_(deadline) {}
 
 void container_unpacker::unpack(unpack_request req, callback<unpacked> done) {

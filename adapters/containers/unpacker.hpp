@@ -94,7 +94,7 @@ struct unpack_request {
 class container_unpacker {
 public:
   /// `cpu` must outlive it.
-  container_unpacker(cpu_executor& cpu, unpack_limits limits, std::chrono::seconds deadline);
+  container_unpacker(cpu_executor& cpu, const unpack_limits& limits, std::chrono::seconds deadline);
 
   /// Answers from the CPU worker; "ocr.busy" (transient, never started) when no worker was free
   /// within the deadline.

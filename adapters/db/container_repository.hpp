@@ -70,6 +70,13 @@ public:
   /// with structured_data (valid when unpack_error is empty). A lost claim rolls everything
   /// back (claim_lost); any failure leaves nothing of it.
   virtual void complete_unpack(lease_ref ref, unpack_completion completion, callback<unpack_counts> done) = 0;
+
+  /// The unpack stage's net (the sweeper's), as repository::rescue_stranded is the ingest
+  /// stage's: under a cluster-wide advisory lock of its own, in-progress unpack ingestions that
+  /// nobody holds, past due and whose message was not seen for `stale_threshold`, and that no
+  /// message of the Postgres queue names; marks them due and seen now and returns their ids for
+  /// re-enqueueing on the unpack queue. Empty when another node holds the lock.
+  virtual void rescue_stranded(std::chrono::seconds stale_threshold, int limit, callback<std::vector<uuid>> done) = 0;
 };
 
 } // namespace ingestd

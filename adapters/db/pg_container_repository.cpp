@@ -80,6 +80,29 @@ UPDATE ingestion
 constexpr pg::statement reread_sql{"ingestd_unpack_reread",
                                    "SELECT status, claim_token FROM ingestion WHERE id = $1"};
 
+// The unpack stage's net: the ingest stage's rescue (adapters/db/pg_repository.cpp explains how
+// "no message" is told) over the unpack ingestions, under an advisory lock of its own.
+constexpr pg::statement rescue_sql{"ingestd_unpack_rescue", R"sql(
+WITH lock AS (
+  SELECT pg_try_advisory_xact_lock(1769108, hashtext(current_schema())) AS held
+), stranded AS (
+  SELECT i.id FROM ingestion AS i
+   WHERE (SELECT held FROM lock)
+     AND i.status = 'in-progress'
+     AND i.stage = 'unpack'
+     AND (i.claim_token IS NULL OR i.lease_expires_at < now())
+     AND i.due_at < now() - make_interval(secs => $1::double precision)
+     AND i.message_seen_at < now() - make_interval(secs => $1::double precision)
+     AND NOT EXISTS (SELECT 1 FROM queue_message AS q WHERE lower(btrim(q.body)) = i.id::text)
+   ORDER BY i.due_at
+   LIMIT $2
+   FOR UPDATE SKIP LOCKED
+)
+UPDATE ingestion AS i SET due_at = now(), message_seen_at = now()
+  FROM stranded WHERE i.id = stranded.id
+RETURNING i.id
+)sql"};
+
 error claim_lost(const lease_ref& ref) {
   return error::make_claim_lost("complete_unpack: ingestion " + ref.ingestion_id.str()
                                 + " is no longer held by claim " + ref.claim_token.str());
@@ -178,6 +201,20 @@ void pg_container_repository::complete_unpack(lease_ref ref, unpack_completion c
     if (reread->text(0, 0) == "in-progress" && reread->text(0, 1) == ref.claim_token.str())
       return done(err);
     done(claim_lost(ref));
+  });
+}
+
+void pg_container_repository::rescue_stranded(std::chrono::seconds stale_threshold, int limit,
+                                              callback<std::vector<uuid>> done) {
+  pool_->call(std::move(done), [stale_threshold, limit](pg::connection& conn, const auto& done) {
+    auto res = conn.exec(rescue_sql, {std::to_string(stale_threshold.count()), std::to_string(limit)});
+    if (!res)
+      return done(res.error());
+    std::vector<uuid> ids;
+    ids.reserve(static_cast<size_t>(res->size()));
+    for (int r = 0; r < res->size(); ++r)
+      ids.push_back(pg::parse_uuid(res->text(r, 0)));
+    done(std::move(ids));
   });
 }
 

@@ -33,6 +33,7 @@ public:
 
   void depth_of(uuid document_id, callback<int32_t> done) override;
   void complete_unpack(lease_ref ref, unpack_completion completion, callback<unpack_counts> done) override;
+  void rescue_stranded(std::chrono::seconds stale_threshold, int limit, callback<std::vector<uuid>> done) override;
 
 private:
   container_queues queues_;

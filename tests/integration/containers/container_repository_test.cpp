@@ -2,6 +2,8 @@
 // their ingestions and messages in the transaction that completes the container's ingestion; a
 // lost claim leaves nothing; content the tenant already has creates nothing new; the document
 // JSON and the documents list show parent and children.
+#include <tuple>
+
 #include <gtest/gtest.h>
 
 #include "adapters/db/pg_container_repository.hpp"
@@ -86,7 +88,8 @@ protected:
 
 TEST_F(container_repository_test, children_are_created_with_ingestions_and_messages_in_the_completion) {
   use_queues(false);
-  auto [id, parent, token] = claimed_container();
+  uuid id, parent, token;
+  std::tie(id, parent, token) = claimed_container();
   unpack_completion c;
   c.children = {child("a/one.pdf", "h1"), child("two.pdf", "h2"), child("inner.zip", "h3", true)};
   c.body_text = "Dear Bob, the invoices.";
@@ -135,7 +138,8 @@ TEST_F(container_repository_test, children_are_created_with_ingestions_and_messa
 
 TEST_F(container_repository_test, on_sqs_the_messages_go_through_the_outbox) {
   use_queues(true);
-  auto [id, parent, token] = claimed_container();
+  uuid id, parent, token;
+  std::tie(id, parent, token) = claimed_container();
   unpack_completion c;
   c.children = {child("one.pdf", "o1"), child("nested.zip", "o2", true)};
   ASSERT_TRUE(complete(id, token, c));
@@ -148,7 +152,8 @@ TEST_F(container_repository_test, on_sqs_the_messages_go_through_the_outbox) {
 
 TEST_F(container_repository_test, a_lost_claim_leaves_nothing_behind) {
   use_queues(false);
-  auto [id, parent, token] = claimed_container();
+  uuid id, parent, token;
+  std::tie(id, parent, token) = claimed_container();
   unpack_completion c;
   c.children = {child("one.pdf", "l1")};
   auto r = complete(id, uuid::v7(), c);
@@ -164,12 +169,14 @@ TEST_F(container_repository_test, a_lost_claim_leaves_nothing_behind) {
 
 TEST_F(container_repository_test, known_content_is_not_created_again_and_errors_go_to_review) {
   use_queues(false);
-  auto [id1, parent1, token1] = claimed_container();
+  uuid id1, parent1, token1;
+  std::tie(id1, parent1, token1) = claimed_container();
   unpack_completion first;
   first.children = {child("one.pdf", "k1")};
   ASSERT_TRUE(complete(id1, token1, first));
 
-  auto [id2, parent2, token2] = claimed_container();
+  uuid id2, parent2, token2;
+  std::tie(id2, parent2, token2) = claimed_container();
   unpack_completion second;
   second.children = {child("again.pdf", "k1"), child("new.pdf", "k2")};
   second.unpack_error = "after 2 members: truncated archive";
@@ -189,7 +196,8 @@ TEST_F(container_repository_test, known_content_is_not_created_again_and_errors_
 
 TEST_F(container_repository_test, depth_follows_the_nesting) {
   use_queues(false);
-  auto [id, parent, token] = claimed_container();
+  uuid id, parent, token;
+  std::tie(id, parent, token) = claimed_container();
   auto d0 = await<int32_t>([&](auto cb) { containers->depth_of(parent, cb); });
   ASSERT_TRUE(d0);
   EXPECT_EQ(*d0, 0);
@@ -201,15 +209,38 @@ TEST_F(container_repository_test, depth_follows_the_nesting) {
   EXPECT_EQ(*d1, 1);
 }
 
-TEST_F(container_repository_test, the_ingest_sweeper_leaves_unpack_ingestions_to_their_stage) {
+TEST_F(container_repository_test, each_sweeper_net_rescues_its_own_stage) {
   use_queues(false);
-  auto [id, parent, token] = claimed_container();
+  uuid id, parent, token;
+  std::tie(id, parent, token) = claimed_container();
   ASSERT_TRUE(await<void>([&](auto cb) { repo->release({id, token}, cb); }));
   db->query("UPDATE ingestion SET due_at = now() - interval '1 hour', message_seen_at = now() - interval '1 hour' "
             "WHERE id = $1", {id.str()});
   auto rescued = await<std::vector<uuid>>([&](auto cb) { repo->rescue_stranded(60s, 10, cb); });
   ASSERT_TRUE(rescued);
   EXPECT_TRUE(rescued->empty());
+  // The unpack stage's own net finds it, once (it is marked seen).
+  auto mine = await<std::vector<uuid>>([&](auto cb) { containers->rescue_stranded(60s, 10, cb); });
+  ASSERT_TRUE(mine);
+  ASSERT_EQ(mine->size(), 1u);
+  EXPECT_EQ(mine->front(), id);
+  auto again = await<std::vector<uuid>>([&](auto cb) { containers->rescue_stranded(60s, 10, cb); });
+  ASSERT_TRUE(again);
+  EXPECT_TRUE(again->empty());
+}
+
+TEST_F(container_repository_test, the_unpack_net_leaves_a_container_whose_message_exists) {
+  use_queues(false);
+  uuid id, parent, token;
+  std::tie(id, parent, token) = claimed_container();
+  ASSERT_TRUE(await<void>([&](auto cb) { repo->release({id, token}, cb); }));
+  db->query("UPDATE ingestion SET due_at = now() - interval '1 hour', message_seen_at = now() - interval '1 hour' "
+            "WHERE id = $1", {id.str()});
+  db->query("INSERT INTO queue_message (id, queue_name, body) VALUES (gen_random_uuid(), 'unpack-q', $1)",
+            {id.str()});
+  auto mine = await<std::vector<uuid>>([&](auto cb) { containers->rescue_stranded(60s, 10, cb); });
+  ASSERT_TRUE(mine);
+  EXPECT_TRUE(mine->empty());
 }
 
 } // namespace

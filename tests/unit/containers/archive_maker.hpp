@@ -94,10 +94,11 @@ inline std::string make_email(const std::string& subject, const std::string& bod
                     "Content-Type: multipart/mixed; boundary=\"b1\"\r\n\r\n"
                     "--b1\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n"
                   + body + "\r\n";
-  for (auto& [name, bytes] : attachments)
-    m += "--b1\r\nContent-Type: application/octet-stream; name=\"" + name
-         + "\"\r\nContent-Disposition: attachment; filename=\"" + name
-         + "\"\r\nContent-Transfer-Encoding: base64\r\n\r\n" + base64(bytes) + "\r\n";
+  for (const auto& [name, bytes] : attachments) {
+    m.append("--b1\r\nContent-Type: application/octet-stream; name=\"").append(name);
+    m.append("\"\r\nContent-Disposition: attachment; filename=\"").append(name);
+    m.append("\"\r\nContent-Transfer-Encoding: base64\r\n\r\n").append(base64(bytes)).append("\r\n");
+  }
   m += "--b1--\r\n";
   return m;
 }

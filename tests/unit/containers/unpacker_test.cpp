@@ -37,7 +37,7 @@ TEST(container_type, detects_each_kind_and_nothing_else) {
 
 TEST(archive_unpacker, zip_tar_and_tar_gz_keep_members_and_paths) {
   std::vector<test::archive_file> files{{"invoices/a.pdf", pdf_bytes("a")}, {"b.pdf", pdf_bytes("b")}};
-  for (auto bytes : {make_archive("zip", files), make_archive("tar", files), make_archive("tar", files, true)}) {
+  for (const auto& bytes : {make_archive("zip", files), make_archive("tar", files), make_archive("tar", files, true)}) {
     auto r = unpack(bytes);
     ASSERT_TRUE(r) << r.error().describe();
     ASSERT_EQ(r->members.size(), 2u);
