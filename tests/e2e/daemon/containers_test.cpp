@@ -1,11 +1,17 @@
 // Containers end to end (issue 14): `ingestd submit` takes a ZIP and an e-mail whose attachments
-// include a nested ZIP; the daemon's unpack stage makes a child document of every member and
+// include a nested ZIP, the HTTP intake a .tar.gz; the daemon's unpack stage makes a child document of every member and
 // attachment, each child is ingested to completion, the e-mail's body is kept on its document,
 // and `ingestd status --documents --json` shows each child's parent.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
 #include <gtest/gtest.h>
+#include <httplib.h>
+#include <rapidjson/document.h>
 
 #include "adapters/queue/postgres_queue.hpp"
 #include "e2e_checks.hpp"
@@ -27,6 +33,20 @@ void write_file(const std::string& path, const std::string& bytes) {
   out << bytes;
   if (!out)
     throw std::runtime_error("cannot write " + path);
+}
+
+/// A TCP port nobody listens on now (the kernel's pick), for the daemon's HTTP intake.
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0
+      || ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+    throw std::runtime_error("no free port");
+  ::close(fd);
+  return ntohs(addr.sin_port);
 }
 
 } // namespace
@@ -59,13 +79,40 @@ TEST(e2e_daemon_containers, a_zip_and_an_email_become_child_documents_that_all_c
   }
   EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE stage = 'unpack'"), 2);
 
+  // The HTTP intake of the daemon takes a .tar.gz too.
+  auto port = free_port();
+  extra["INGESTD_INTAKE__PORT"] = std::to_string(port);
+  extra["INGESTD_INTAKE__BIND"] = "127.0.0.1";
   auto d = s.start(extra);
-  // The two containers, three documents of theirs, the nested zip and its document: 7 ingestions.
+  httplib::Client http{"127.0.0.1", port};
+  http.set_connection_timeout(5);
+  auto tgz = make_archive("tar", {{"april/inv05.pdf", corpus_file("inv05_en_modern.pdf")}}, true);
+  std::string tgz_document;
   ASSERT_TRUE(wait_until([&] {
-    return s.count("SELECT count(*) FROM ingestion WHERE status = 'completed'") == 7;
+    auto res = http.Post("/v1/documents", httplib::Headers{{"X-File-Name", "april.tar.gz"}}, tgz,
+                         "application/octet-stream");
+    if (!res || res->status != 202)
+      return false;
+    rapidjson::Document body;
+    body.Parse(res->body.c_str());
+    tgz_document = body["document_id"].GetString();
+    return true;
+  }, 60s)) << s.logs();
+  // The three containers, four documents of theirs, the nested zip and its document: 9 ingestions.
+  ASSERT_TRUE(wait_until([&] {
+    return s.count("SELECT count(*) FROM ingestion WHERE status = 'completed'") == 9;
   }, 180s)) << s.logs();
   EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE status <> 'completed'"), 0) << s.logs();
-  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion"), 7);
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion"), 9);
+  // GET /v1/documents/{id} lists the children, each ready.
+  auto got = http.Get("/v1/documents/" + tgz_document);
+  ASSERT_TRUE(got && got->status == 200);
+  rapidjson::Document doc;
+  doc.Parse(got->body.c_str());
+  ASSERT_TRUE(doc.IsObject() && doc.HasMember("children") && doc["children"].IsArray()) << got->body;
+  ASSERT_EQ(doc["children"].Size(), 1u) << got->body;
+  EXPECT_STREQ(doc["children"][0]["member_name"].GetString(), "april/inv05.pdf");
+  EXPECT_STREQ(doc["children"][0]["state"].GetString(), "ready") << got->body;
 
   auto parent_of = [&](const std::string& member) {
     return s.db().scalar("SELECT coalesce(p.member_name, p.file_path) FROM document d JOIN document p ON p.id = d.parent_id "
@@ -77,7 +124,7 @@ TEST(e2e_daemon_containers, a_zip_and_an_email_become_child_documents_that_all_c
   EXPECT_EQ(s.count("SELECT count(*) FROM document WHERE member_name = 'inv04.pdf' AND container_depth = 2"), 1);
   // Every child is extracted (a completed ingestion with structured data), none for review.
   EXPECT_EQ(s.count("SELECT count(*) FROM document WHERE parent_id IS NOT NULL AND mime_type = 'application/pdf' "
-                    "AND structured_data ? 'invoice_number'"), 4);
+                    "AND structured_data ? 'invoice_number'"), 5);
   EXPECT_NE(s.db().scalar("SELECT body_text FROM document WHERE mime_type = 'message/rfc822'")
               .find("the invoices are attached"), std::string::npos);
   // The skipped member is named on its parent.
