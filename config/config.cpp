@@ -342,7 +342,7 @@ const std::vector<key_spec>& schema() {
       .integer("max_depth", &containers::max_depth, 3, 1, 20)
       .integer("max_total_bytes", &containers::max_total_bytes, int64_t{256} << 20, 1, int64_t{1} << 34)
       .integer("max_members", &containers::max_members, 1000, 1, 100000)
-      .number("max_ratio", &containers::max_ratio, 100, 1, 100000)
+      .number("max_ratio", &containers::max_ratio, 100, 0.01, 100000)
       .integer("max_member_bytes", &containers::max_member_bytes, 0, 0, int64_t{1} << 32)
       .derived([](const config& c) { return c.transcription.max_file_bytes; })
       .integer("timeout_seconds", &containers::timeout_seconds, 120, 1, 3600);
