@@ -137,3 +137,41 @@ TEST(e2e_daemon_containers, a_zip_and_an_email_become_child_documents_that_all_c
   EXPECT_NE(out.find("\"parent_id\""), std::string::npos) << out;
   EXPECT_NE(out.find("march/inv02.pdf"), std::string::npos) << out;
 }
+
+TEST(e2e_daemon_containers, a_zip_bomb_and_a_traversal_fail_for_review_and_leave_no_child_behind) {
+  e2e_setup s;
+  auto unpack_queue = s.queue_name() + "-unpack";
+  if (auto r = ingestd::create_postgres_queue(s.db().url(), unpack_queue, unpack_queue + "-dlq", 3); !r)
+    FAIL() << r.error().describe();
+  std::map<std::string, std::string> extra{{"INGESTD_STAGES__ENABLED", "ingest,unpack"},
+                                           {"INGESTD_CONTAINERS__QUEUE_NAME", unpack_queue},
+                                           {"INGESTD_CONTAINERS__DEAD_LETTER_NAME", unpack_queue + "-dlq"}};
+  auto pdf = corpus_file("inv01_en_classic.pdf");
+  auto bomb = make_archive("zip", {{"ok.pdf", pdf}, {"zeros.pdf", std::string(32u << 20, '\0')}});
+  auto escape = make_archive("zip", {{"ok.pdf", pdf}, {"../../etc/cron.d/x.pdf", pdf}});
+  auto in = s.root() + "/in";
+  std::filesystem::create_directories(in);
+  write_file(in + "/bomb.zip", bomb);
+  write_file(in + "/escape.zip", escape);
+  auto env = s.daemon_env();
+  env.insert(extra.begin(), extra.end());
+  {
+    daemon_process submit{env, s.root() + "/submit.log", {"submit", in + "/bomb.zip", in + "/escape.zip"}};
+    ASSERT_EQ(submit.wait_exit(60s), 0) << submit.log_tail();
+  }
+  auto d = s.start(extra);
+  ASSERT_TRUE(wait_until([&] { return s.count("SELECT count(*) FROM ingestion WHERE status = 'failed'") == 2; }, 120s))
+    << s.logs();
+  // A permanent failure at the first attempt, named, for review; nothing of either was kept.
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE attempt_count = 1 AND error_class = 'permanent' "
+                    "AND last_error LIKE '%container.ratio%'"), 1) << s.logs();
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE attempt_count = 1 AND error_class = 'permanent' "
+                    "AND last_error LIKE '%container.unsafe_path%' AND last_error LIKE '%../../etc/cron.d/x.pdf%'"), 1);
+  EXPECT_EQ(s.count("SELECT count(*) FROM document WHERE needs_human_review"), 2);
+  EXPECT_EQ(s.count("SELECT count(*) FROM document WHERE parent_id IS NOT NULL"), 0);
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion"), 2);
+  size_t stored = 0;
+  for (auto& e : std::filesystem::directory_iterator(s.root() + "/documents"))
+    stored += e.is_regular_file() ? 1 : 0;
+  EXPECT_EQ(stored, 2u) << "only the two containers themselves are stored";
+}
