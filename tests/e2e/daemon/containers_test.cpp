@@ -16,7 +16,7 @@
 #include "adapters/queue/postgres_queue.hpp"
 #include "e2e_checks.hpp"
 #include "tests/support/ocr/ocr_support.hpp"
-#include "tests/unit/containers/archive_maker.hpp"
+#include "tests/support/containers/archive_maker.hpp"
 
 using namespace std::chrono_literals;
 using namespace ingestd::test;

@@ -11,7 +11,7 @@
 #include "intake/intake_service.hpp"
 #include "tests/support/environment.hpp"
 #include "tests/support/postgres/pg_fixture.hpp"
-#include "tests/unit/containers/archive_maker.hpp"
+#include "tests/support/containers/archive_maker.hpp"
 
 using namespace ingestd;
 

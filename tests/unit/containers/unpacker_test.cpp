@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "adapters/containers/unpacker.hpp"
-#include "tests/unit/containers/archive_maker.hpp"
+#include "tests/support/containers/archive_maker.hpp"
 
 namespace ingestd {
 namespace {
