@@ -2,7 +2,7 @@
 // the same lifecycle (actors/job.cpp: claim with a fenced token, heartbeat, deadlines, failure
 // with back-off, give-back at shutdown); what differs is the rows they claim and the steps
 // between the claim and the outcome, which a stage_job supplies. Stages: ingest
-// (actors/ingest_job.cpp) and match (actors/match_job.cpp).
+// (actors/ingest_job.cpp), match (actors/match_job.cpp) and unpack (actors/unpack_job.cpp).
 #pragma once
 
 #include <chrono>
@@ -75,7 +75,7 @@ enum class dead_letter_policy : uint8_t {
 
 /// One stage as a node runs it.
 struct stage {
-  /// "ingest", "match": logs, metrics and `ingestd run --stages`.
+  /// "ingest", "match", "unpack": logs, metrics and `ingestd run --stages`.
   std::string name;
   std::shared_ptr<ingestd::queue> queue;
   /// The queue's name (the sweeper looks for its messages on the Postgres queue).

@@ -12,7 +12,8 @@
 // Beside it, when the node serves the match stage, the same net for matching: pending documents
 // whose message was not seen for longer than the longest back-off and that (Postgres queue) no
 // message of the match queue names, e.g. a message given back as often as the redrive allows and
-// dead-lettered before a delivery counted, are sent to the match queue again.
+// dead-lettered before a delivery counted, are sent to the match queue again. And when it serves
+// the unpack stage, the ingest net over containers (unpack ingestions), sent to the unpack queue.
 #include "actors/sweeper.hpp"
 
 #include <algorithm>
@@ -36,6 +37,7 @@ struct sweeper_state {
   /// A sweep of the ingestions, of the matching jobs, is running (each waits for its own calls).
   bool sweeping = false;
   bool sweeping_matching = false;
+  bool sweeping_unpack = false;
 };
 
 using sweeper_ptr = sweeper_actor::stateful_pointer<sweeper_state>;
@@ -152,6 +154,24 @@ std::optional<net> matching_net(const sweeper_state& st) {
   return std::nullopt;
 }
 
+/// The unpack stage's net when this node serves it: containers whose message is gone go back to
+/// the unpack queue (the ingest net leaves them alone).
+std::optional<net> unpack_net(const sweeper_state& st) {
+  if (!st.ctx->ports.containers)
+    return std::nullopt;
+  for (auto& s : st.ctx->stages) {
+    if (s->name != "unpack")
+      continue;
+    auto threshold = stale_after(st.ctx->settings);
+    return net{"unpack jobs", s->queue,
+               [repo = st.ctx->ports.containers, threshold](callback<std::vector<uuid>> done) {
+                 repo->rescue_stranded(threshold, batch_limit, std::move(done));
+               },
+               &sweeper_state::sweeping_unpack};
+  }
+  return std::nullopt;
+}
+
 sweeper_actor::behavior_type sweeper(sweeper_ptr self, std::shared_ptr<worker_context> ctx) {
   self->state.ctx = std::move(ctx);
   self->send(self, tick_atom_v);
@@ -161,6 +181,8 @@ sweeper_actor::behavior_type sweeper(sweeper_ptr self, std::shared_ptr<worker_co
       self->delayed_send(self, st.ctx->settings.sweeper_interval, tick_atom_v);
       if (auto matching = matching_net(st))
         sweep(self, *matching);
+      if (auto unpack = unpack_net(st))
+        sweep(self, *unpack);
       sweep(self, ingestion_net(st));
     },
     [](resume_atom, uint64_t, continuation& c) { c.fn(); },

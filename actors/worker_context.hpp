@@ -13,6 +13,8 @@
 
 #include "actors/metrics.hpp"
 #include "actors/stage.hpp"
+#include "adapters/containers/unpacker.hpp"
+#include "adapters/db/container_repository.hpp"
 #include "adapters/db/matching_repository.hpp"
 #include "adapters/db/repository.hpp"
 #include "adapters/extraction/extractor.hpp"
@@ -54,6 +56,11 @@ struct worker_ports {
   std::shared_ptr<matcher> match;
   /// Called when a document's matching ends `failed` (the webhook notification); may be empty.
   std::function<void(const matching_claim&, const error&, int32_t attempts)> on_matching_failed;
+  /// The unpack stage (issue 14): its queue, its database writes and its readers. Null when the
+  /// node runs no unpacking.
+  std::shared_ptr<queue> unpack_queue;
+  std::shared_ptr<container_repository> containers;
+  std::shared_ptr<container_unpacker> unpacker;
 };
 
 /// How a worker runs, taken from the configuration (make_worker_settings): no value here has a

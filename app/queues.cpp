@@ -47,6 +47,9 @@ queue_spec queue_of_stage(const config& cfg, const std::string& stage) {
   if (stage == "match")
     return {stage, cfg.matching.queue_name, cfg.matching.queue_url, cfg.matching.dead_letter_name,
             cfg.matching.max_receive_count};
+  if (stage == "unpack")
+    return {stage, cfg.containers.queue_name, cfg.containers.queue_url, cfg.containers.dead_letter_name,
+            cfg.containers.max_receive_count};
   return {"ingest", cfg.queue.name, cfg.queue.url, cfg.queue.dead_letter_name, cfg.queue.max_receive_count};
 }
 

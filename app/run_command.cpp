@@ -22,6 +22,7 @@
 #include "actors/ingest_job.hpp"
 #include "actors/match_job.hpp"
 #include "actors/node_registry.hpp"
+#include "actors/unpack_job.hpp"
 #include "actors/shutdown.hpp"
 #include "actors/worker.hpp"
 #include "adapters/db/pg_connection.hpp"
@@ -108,8 +109,9 @@ bool check_stages(const config& cfg) {
     return false;
   }
   for (auto& stage : list) {
-    if (stage != "ingest" && stage != "match") {
-      std::fprintf(stderr, "ingestd run: --stages: unknown stage \"%s\" (stages: ingest, match)\n", stage.c_str());
+    if (stage != "ingest" && stage != "match" && stage != "unpack") {
+      std::fprintf(stderr, "ingestd run: --stages: unknown stage \"%s\" (stages: ingest, match, unpack)\n",
+                   stage.c_str());
       return false;
     }
     if (!stage_enabled(cfg, stage)) {
@@ -219,6 +221,7 @@ int run_command(const arguments& args) {
     intake_opts.max_bytes = static_cast<size_t>(
       std::min(cfg->transcription.max_file_bytes, cfg->storage.max_object_bytes));
     auto intake_db = std::make_shared<pg_intake_repository>(cfg->database.url);
+    intake_opts.unpack_queue = (*rt)->ports.unpack_queue;
     auto intake = std::make_shared<intake_service>(intake_db, (*rt)->ports.ingest_queue, (*rt)->ports.storage,
                                                    intake_opts);
     std::unique_ptr<intake_server> intake_http;
@@ -285,6 +288,13 @@ int run_command(const arguments& args) {
           m.retry_backoff.emplace_back(x);
         m.candidate_limit = cfg->matching.candidate_limit;
         ctx->stages.push_back(make_match_stage(*ctx, m));
+      } else if (name == "unpack") {
+        unpack_stage_settings u;
+        u.queue = ctx->ports.unpack_queue;
+        u.queue_name = cfg->containers.queue_name;
+        u.max_in_flight = cfg->containers.max_in_flight;
+        u.max_depth = cfg->containers.max_depth;
+        ctx->stages.push_back(make_unpack_stage(*ctx, u));
       }
     }
     worker_options opts;
@@ -292,7 +302,13 @@ int run_command(const arguments& args) {
     if ((*rt)->outbox) {
       // Next jobs on SQS leave through the outbox.
       opts.outbox = (*rt)->outbox;
-      opts.destinations[cfg->matching.queue_name] = ctx->ports.match_queue;
+      if (ctx->ports.match_queue)
+        opts.destinations[cfg->matching.queue_name] = ctx->ports.match_queue;
+      if (ctx->ports.unpack_queue) {
+        // A container's children: documents to the ingest queue, containers to the unpack queue.
+        opts.destinations[cfg->queue.name] = ctx->ports.ingest_queue;
+        opts.destinations[cfg->containers.queue_name] = ctx->ports.unpack_queue;
+      }
       opts.relay.interval = std::chrono::milliseconds{cfg->outbox.poll_interval_ms};
       opts.relay.retention = std::chrono::hours{cfg->outbox.retention_hours};
     }

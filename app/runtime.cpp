@@ -5,6 +5,7 @@
 
 #include "adapters/aws/aws_credentials.hpp"
 #include "adapters/db/batching_repository.hpp"
+#include "adapters/db/pg_container_repository.hpp"
 #include "adapters/db/pg_matching_repository.hpp"
 #include "adapters/db/pg_outbox_repository.hpp"
 #include "adapters/db/pg_repository.hpp"
@@ -63,8 +64,16 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     // Claims, completions and audit events of concurrent jobs coalesced into few statements.
     rt->ports.db = std::make_shared<batching_repository>(std::make_shared<pg_repository>(
       cfg.database.url, pg_repository_options{cfg.database.pool_size, session, next}));
-    if (next.via_outbox)
+    bool unpack = stage_enabled(cfg, "unpack");
+    if (next.via_outbox || (unpack && cfg.queue.backend == "sqs"))
       rt->outbox = std::make_shared<pg_outbox_repository>(cfg.database.url, session);
+    if (unpack) {
+      // A container's children are written with its unpacking's completion, their messages in
+      // the same transaction (or through the outbox on SQS).
+      rt->ports.containers = std::make_shared<pg_container_repository>(
+        cfg.database.url, container_queues{cfg.queue.name, cfg.containers.queue_name, cfg.queue.backend == "sqs"},
+        1, session);
+    }
   }
 
   if (parts.queue) {
@@ -73,7 +82,9 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
       auto q = open_queue(cfg, spec, http, parts.require_queues);
       if (!q)
         return q.error();
-      (spec.stage == "match" ? rt->ports.match_queue : rt->ports.ingest_queue) = std::move(*q);
+      (spec.stage == "match"    ? rt->ports.match_queue
+       : spec.stage == "unpack" ? rt->ports.unpack_queue
+                                : rt->ports.ingest_queue) = std::move(*q);
     }
   }
 
@@ -134,6 +145,16 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     // Seed 004's recovery: a text too long for the model goes to the local rules, for review.
     rt->ports.extract = std::make_shared<fallback_extractor>(
       std::make_shared<openai_extractor>(*http(), *http(), opts), std::make_shared<local_extractor>());
+  }
+
+  if (stage_enabled(cfg, "unpack")) {
+    unpack_limits limits;
+    limits.max_total_bytes = static_cast<uint64_t>(cfg.containers.max_total_bytes);
+    limits.max_members = cfg.containers.max_members;
+    limits.max_ratio = cfg.containers.max_ratio;
+    limits.max_member_bytes = static_cast<uint64_t>(cfg.containers.max_member_bytes);
+    rt->ports.unpacker = std::make_shared<container_unpacker>(cpu, limits,
+                                                              std::chrono::seconds{cfg.containers.timeout_seconds});
   }
 
   if (parts.database && stage_enabled(cfg, "match")) {

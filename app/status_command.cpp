@@ -27,7 +27,8 @@ constexpr const char* status_usage = R"(Usage: ingestd status [--json] [--docume
                 (documents by matching status, in_progress_over_10_minutes), queue depth,
                 nodes by state (running, draining, stopped, lost; null when unavailable)
   --documents   also a table of the latest documents with what was extracted, their matching
-                status and cluster (with --json: a "documents" array; cluster_id in full)
+                status and cluster (with --json: a "documents" array; cluster_id in full,
+                parent_id and member_name for a document unpacked from a container)
 
 A matching in progress for more than 10 minutes means a matching worker crashed; the next
 delivery of its message, or the dead-letter queue, takes it from there.

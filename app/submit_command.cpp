@@ -203,6 +203,8 @@ int submit_command(const arguments& args) {
   intake_options opts;
   opts.max_bytes = static_cast<size_t>(
     std::min(cfg->transcription.max_file_bytes, cfg->storage.max_object_bytes));
+  // Containers go to the unpack stage's queue when it is enabled.
+  opts.unpack_queue = (*rt)->ports.unpack_queue;
   intake_service intake{std::make_shared<pg_intake_repository>(cfg->database.url), (*rt)->ports.ingest_queue,
                         (*rt)->ports.storage, opts};
 

@@ -14,6 +14,9 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(Tesseract REQUIRED IMPORTED_TARGET tesseract lept)
 pkg_check_modules(Poppler REQUIRED IMPORTED_TARGET poppler-cpp)
 pkg_check_modules(CPP_HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# Containers (issue 14): archives through libarchive, e-mails through GMime.
+find_package(LibArchive REQUIRED)
+pkg_check_modules(GMime REQUIRED IMPORTED_TARGET gmime-3.0)
 
 # RapidJSON's Debian config exports variables, not a target.
 if(NOT TARGET RapidJSON::RapidJSON)

@@ -196,14 +196,14 @@ rule covers_lease() {
   };
 }
 
-const std::vector<std::string> all_stages = {"ingest", "match"};
+const std::vector<std::string> all_stages = {"ingest", "match", "unpack"};
 
 /// A comma-separated list of known stages; `enabled`: the list of the deployment (it must hold
 /// "ingest"), else a node's subset of it (may be empty: all enabled).
 rule known_stages(bool enabled) {
   return [enabled](const config& c, const value& v) -> std::optional<std::string> {
     auto list = stage_list(std::get<std::string>(v));
-    std::string expected = "a comma-separated list of stages from: ingest, match";
+    std::string expected = "a comma-separated list of stages from: ingest, match, unpack";
     for (auto& stage : list) {
       if (std::find(all_stages.begin(), all_stages.end(), stage) == all_stages.end())
         return expected.append(" (unknown: ").append(stage).append(")");
@@ -330,6 +330,22 @@ const std::vector<key_spec>& schema() {
       .integer("timeout_seconds", &matching::timeout_seconds, 120, 1, 3600)
       .integer("candidate_limit", &matching::candidate_limit, 20, 1, 200)
       .integer_list("retry_backoff_seconds", &matching::retry_backoff_seconds, {300, 1800}, 0, 43200);
+
+    using containers = config::containers_section;
+    keys(t, "containers", &config::containers)
+      .text("queue_name", &containers::queue_name, "ingestd-unpack", required("a non-empty queue name"))
+      .text("queue_url", &containers::queue_url, "")
+      .text("dead_letter_name", &containers::dead_letter_name, "ingestd-unpack-dlq",
+            required("a non-empty queue name"))
+      .integer("max_receive_count", &containers::max_receive_count, 3, 1, 1000)
+      .integer("max_in_flight", &containers::max_in_flight, 0, 0, 100000)
+      .integer("max_depth", &containers::max_depth, 3, 1, 20)
+      .integer("max_total_bytes", &containers::max_total_bytes, int64_t{256} << 20, 1, int64_t{1} << 34)
+      .integer("max_members", &containers::max_members, 1000, 1, 100000)
+      .number("max_ratio", &containers::max_ratio, 100, 0.01, 100000)
+      .integer("max_member_bytes", &containers::max_member_bytes, 0, 0, int64_t{1} << 32)
+      .derived([](const config& c) { return c.transcription.max_file_bytes; })
+      .integer("timeout_seconds", &containers::timeout_seconds, 120, 1, 3600);
 
     using outbox = config::outbox_section;
     keys(t, "outbox", &config::outbox)

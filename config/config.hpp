@@ -77,7 +77,8 @@ struct config {
 
   /// The pipeline's stages (DESIGN §8): which exist in the deployment and which this node runs.
   struct stages_section {
-    /// Comma-separated, in pipeline order; "ingest" always. "match" after it turns matching on.
+    /// Comma-separated, in pipeline order; "ingest" always. "match" after it turns matching on;
+    /// "unpack" accepts containers at intake (issue 14).
     std::string enabled;
     /// The enabled stages this node serves (`ingestd run --stages`); empty: all of them.
     std::string serve;
@@ -104,6 +105,29 @@ struct config {
     /// Visibility before the next delivery after a transient failure, by deliveries so far.
     std::vector<int64_t> retry_backoff_seconds;
   } matching;
+
+  /// The unpack stage (issue 14): containers (ZIP, TAR, .tar.gz, e-mail, mbox) taken apart into
+  /// child documents, and the limits each container must keep.
+  struct containers_section {
+    std::string queue_name;
+    /// The SQS queue URL; looked up by the name when empty.
+    std::string queue_url;
+    std::string dead_letter_name;
+    int max_receive_count{};
+    /// 0: worker.max_in_flight.
+    int max_in_flight{};
+    /// How many containers deep unpacking goes (a submitted container is the first).
+    int max_depth{};
+    /// The bytes of all members of one container together.
+    int64_t max_total_bytes{};
+    int max_members{};
+    /// Unpacked bytes per byte of the container (a compression bomb), past 1 MiB unpacked.
+    double max_ratio{};
+    /// A larger member is skipped and named in the parent's error (0: transcription.max_file_bytes).
+    int64_t max_member_bytes{};
+    /// The CPU pool's deadline for one container.
+    int timeout_seconds{};
+  } containers;
 
   /// The outbox relay (next jobs on SQS; later, status events).
   struct outbox_section {

@@ -41,7 +41,7 @@ void send_error(httplib::Response& res, int status, const std::string& code, con
 int status_for(const error& e) {
   if (e.code == "intake.too_large")
     return 413;
-  if (e.code == "intake.unsupported_type")
+  if (e.code == "intake.unsupported_type" || e.code == "intake.containers_disabled")
     return 415;
   if (e.code == "intake.empty" || e.code == "intake.invalid_source")
     return 400;

@@ -11,8 +11,8 @@
 //   200 {"status":"duplicate", document_id, ingestion_id, ingestion_status}    the tenant already
 //       has this content, ready or in progress: nothing new is created (idempotent retries)
 //   400 missing/invalid tenant or source, empty body; 401 bad or missing token;
-//   413 over the size limit; 415 not PDF/PNG/JPEG/TIFF; 503 (Retry-After) database, storage or
-//   queue unavailable.
+//   413 over the size limit; 415 not PDF/PNG/JPEG/TIFF (nor, with the unpack stage, a ZIP, TAR,
+//   .tar.gz, e-mail or mbox); 503 (Retry-After) database, storage or queue unavailable.
 // GET answers only within the caller's tenant (X-Tenant-Id, else the default tenant): another
 // tenant's document or ingestion is a 404 like an unknown one, so its existence does not leak.
 #pragma once

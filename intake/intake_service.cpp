@@ -16,7 +16,7 @@ namespace ingestd {
 
 namespace {
 
-std::string source_metadata(const intake_item& item, size_t size, const file_type& type) {
+std::string source_metadata(const intake_item& item, size_t size, std::string_view mime) {
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w{buf};
   w.StartObject();
@@ -31,7 +31,7 @@ std::string source_metadata(const intake_item& item, size_t size, const file_typ
   w.Key("size");
   w.Uint64(size);
   w.Key("mime_type");
-  w.String(type.mime.data(), static_cast<rapidjson::SizeType>(type.mime.size()));
+  w.String(mime.data(), static_cast<rapidjson::SizeType>(mime.size()));
   w.EndObject();
   return buf.GetString();
 }
@@ -59,7 +59,7 @@ std::string_view to_string(intake_status s) {
 
 intake_service::intake_service(std::shared_ptr<intake_repository> db, std::shared_ptr<queue> q,
                                std::shared_ptr<object_store> storage, intake_options opts)
-  : db_(std::move(db)), queue_(std::move(q)), storage_(std::move(storage)), opts_(opts) {
+  : db_(std::move(db)), queue_(std::move(q)), storage_(std::move(storage)), opts_(std::move(opts)) {
 }
 
 intake_service::~intake_service() = default;
@@ -71,10 +71,24 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
     return error::make_permanent("intake.too_large",
                                  "the file has " + std::to_string(item.bytes.size())
                                    + " bytes; the limit is " + std::to_string(opts_.max_bytes));
+  // A document the ingest stage reads, or a container the unpack stage takes apart.
   auto type = detect_file_type(item.bytes);
-  if (!type)
-    return error::make_permanent("intake.unsupported_type",
-                                 "not a PDF, PNG, JPEG or TIFF file (by its first bytes)");
+  std::optional<container_type> container;
+  if (!type) {
+    container = detect_container_type(item.bytes);
+    if (!container)
+      return error::make_permanent("intake.unsupported_type",
+                                   "not a PDF, PNG, JPEG or TIFF file, nor a ZIP, TAR, .tar.gz, e-mail (.eml) "
+                                   "or mbox (by its first bytes)");
+    if (!opts_.unpack_queue)
+      return error::make_permanent("intake.containers_disabled",
+                                   "a container (" + std::string{container->ext}
+                                     + ") needs the unpack stage: add unpack to stages.enabled and run "
+                                       "`ingestd queues create`");
+  }
+  std::string_view mime = type ? type->mime : container->mime;
+  std::string_view ext = type ? type->ext : container->ext;
+  auto& target_queue = container ? opts_.unpack_queue : queue_;
   if (item.source.uploaded_by.has_value() == item.source.doc_source_id.has_value())
     return error::make_permanent("intake.invalid_source",
                                  "exactly one of uploaded_by and doc_source_id must be given");
@@ -90,14 +104,15 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
     return database_error(existing.error(), timeout);
 
   intake_outcome out;
-  out.mime_type = type->mime;
+  out.mime_type = mime;
   intake_request req;
   req.tenant_id = item.tenant_id;
   req.content_hash = hash;
-  req.mime_type = type->mime;
+  req.mime_type = mime;
   req.doc_source_id = item.source.doc_source_id;
   req.uploaded_by = item.source.uploaded_by;
-  req.source_metadata = source_metadata(item, item.bytes.size(), *type);
+  req.source_metadata = source_metadata(item, item.bytes.size(), mime);
+  req.stage = container ? "unpack" : "ingest";
   req.ingestion_id = uuid::v7();
 
   // Writes the object unless it is there already (same content hash, so same bytes).
@@ -109,7 +124,7 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
       return {};
     log::warn("intake: restoring a missing document object", {{"file_path", key}});
     return blocking_call<void>(timeout, "intake.timeout", "storage",
-                        [&](auto cb) { storage_->put(key, item.bytes, std::string{type->mime}, cb); });
+                        [&](auto cb) { storage_->put(key, item.bytes, std::string{mime}, cb); });
   };
 
   if (*existing) {
@@ -133,9 +148,9 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
     // Store before the rows exist: a row never points at a missing object.
     out.status = intake_status::created;
     req.document_id = uuid::v7();
-    req.file_path = storage_keys::document(req.document_id.str(), std::string{type->ext});
+    req.file_path = storage_keys::document(req.document_id.str(), std::string{ext});
     auto put = blocking_call<void>(timeout, "intake.timeout", "storage", [&](auto cb) {
-      storage_->put(req.file_path, item.bytes, std::string{type->mime}, cb);
+      storage_->put(req.file_path, item.bytes, std::string{mime}, cb);
     });
     if (!put)
       return put.error();
@@ -153,7 +168,7 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
   out.file_path = created->file_path;
 
   auto sent = blocking_call<std::vector<batch_entry_result>>(timeout, "intake.timeout", "queue", [&](auto cb) {
-    queue_->send({outgoing_message{out.ingestion_id.str(), std::chrono::seconds{0}}}, cb);
+    target_queue->send({outgoing_message{out.ingestion_id.str(), std::chrono::seconds{0}}}, cb);
   });
   if (!sent || sent->empty() || sent->front().failed) {
     // The ingestion stays due in the database: the sweeper re-enqueues it once it is overdue.

@@ -68,9 +68,13 @@ struct intake_options {
   size_t max_bytes = 20u << 20;
   /// Deadline for each port call (storage, database, queue).
   std::chrono::seconds call_timeout{60};
+  /// The unpack stage's queue (issue 14): containers (ZIP, TAR, .tar.gz, e-mail, mbox) are
+  /// accepted and enqueued there. Null: containers are refused ("intake.containers_disabled").
+  std::shared_ptr<queue> unpack_queue;
 };
 
 /// Errors (all permanent unless a port reports a transient one): "intake.empty",
+/// "intake.containers_disabled" (a container while the unpack stage is off),
 /// "intake.too_large", "intake.unsupported_type", "intake.invalid_source",
 /// "intake.timeout" (transient). Thread-safe: call submit() from several threads at once.
 class intake_service {

@@ -33,6 +33,8 @@ struct intake_request {
   std::optional<uuid> uploaded_by;
   /// A JSON object, or empty.
   std::string source_metadata;
+  /// The stage that processes the ingestion: "ingest" (empty: the same) or "unpack" (a container).
+  std::string stage;
 };
 
 /// What intake created or found.
@@ -124,7 +126,8 @@ public:
   virtual result<intake_result> create_ingestion(const intake_request& request, timeout t) = 0;
 
   /// The tenant's document as JSON (state, structured data, ingestions, matching_status,
-  /// cluster_id and its match edges as "matches"); nullopt when unknown
+  /// cluster_id and its match edges as "matches"; parent_id, member_name, body_text,
+  /// unpack_error and the "children" it was unpacked into); nullopt when unknown
   /// or another tenant's (so that a caller cannot tell the two apart).
   virtual result<std::optional<std::string>> document_json(uuid tenant_id, uuid document_id,
                                                            timeout t) = 0;
@@ -138,7 +141,7 @@ public:
   virtual result<std::string> review_json(int limit, timeout t) = 0;
 
   /// One row per document (newest last): file name, state, key extracted fields,
-  /// matching_status and cluster_id, as JSON array.
+  /// matching_status, cluster_id, parent_id and member_name, as JSON array.
   virtual result<std::string> documents_json(int limit, timeout t) = 0;
 
   /// One ingestion with its document's review flag; nullopt when unknown.

@@ -51,6 +51,19 @@ SELECT json_build_object(
   'created_at', d.created_at, 'updated_at', d.updated_at,
   'matching_status', d.matching_status, 'matching_error', d.matching_error,
   'matching_attempts', d.matching_attempts, 'cluster_id', d.cluster_id,
+  'parent_id', d.parent_id, 'member_name', d.member_name, 'container_depth', d.container_depth,
+  'body_text', d.body_text, 'unpack_error', d.unpack_error,
+  'children', COALESCE((
+    SELECT json_agg(json_build_object(
+             'id', c.id, 'member_name', c.member_name, 'mime_type', c.mime_type,
+             'state', CASE
+               WHEN EXISTS (SELECT 1 FROM ingestion AS i
+                             WHERE i.document_id = c.id AND i.status = 'in-progress') THEN 'processing'
+               WHEN c.needs_human_review THEN 'needs_review'
+               WHEN c.structured_data IS NOT NULL THEN 'ready'
+               ELSE 'unprocessed' END)
+           ORDER BY c.created_at, c.id)
+      FROM document AS c WHERE c.parent_id = d.id), '[]'::json),
   'matches', COALESCE((
     SELECT json_agg(json_build_object(
              'document_id', CASE WHEN m.document_a_id = d.id THEN m.document_b_id
@@ -121,9 +134,10 @@ SELECT COALESCE(json_agg(json_build_object(
          'supplier_name', r.sd->'supplier_name', 'customer_name', r.sd->'customer_name',
          'currency', r.sd->'currency', 'total', r.sd->'total',
          'confidence', r.sd->'confidence', 'matching_status', r.matching_status,
-         'cluster_id', r.cluster_id) ORDER BY r.created_at, r.id), '[]'::json)::text
+         'cluster_id', r.cluster_id,
+         'parent_id', r.parent_id, 'member_name', r.member_name) ORDER BY r.created_at, r.id), '[]'::json)::text
   FROM (SELECT d.id, d.created_at, d.needs_human_review, d.structured_data AS sd,
-               d.matching_status, d.cluster_id,
+               d.matching_status, d.cluster_id, d.parent_id, d.member_name,
                latest.file_name, latest.last_error,
                CASE WHEN EXISTS (SELECT 1 FROM ingestion AS i
                                   WHERE i.document_id = d.id AND i.status = 'in-progress')
@@ -156,8 +170,8 @@ WITH new_doc AS (
   SELECT d.id, d.file_path, false FROM document AS d
    WHERE d.tenant_id = $2 AND d.content_hash = $3 AND NOT EXISTS (SELECT 1 FROM new_doc)
 ), new_ing AS (
-  INSERT INTO ingestion (id, document_id, doc_source_id, uploaded_by, source_metadata)
-  SELECT $6, doc.id, $7, $8, $9::jsonb FROM doc
+  INSERT INTO ingestion (id, document_id, doc_source_id, uploaded_by, source_metadata, stage)
+  SELECT $6, doc.id, $7, $8, $9::jsonb, $10 FROM doc
   ON CONFLICT (id) DO NOTHING
   RETURNING id, document_id
 )
@@ -370,7 +384,8 @@ result<intake_result> pg_intake_repository::create_ingestion(const intake_reques
                             request.ingestion_id.str(),
                             request.doc_source_id ? param{request.doc_source_id->str()} : param{},
                             request.uploaded_by ? param{request.uploaded_by->str()} : param{},
-                            pg::opt_text(request.source_metadata)};
+                            pg::opt_text(request.source_metadata),
+                            request.stage.empty() ? std::string{"ingest"} : request.stage};
   borrowed s{*this};
   // Two tries: the second sees a document that a concurrent intake committed meanwhile.
   for (int attempt = 0; attempt < 2; ++attempt) {

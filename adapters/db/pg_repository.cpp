@@ -250,7 +250,8 @@ SELECT e.ingestion_id, e.step, e.outcome, e.detail, e.duration_ms, e.worker_id,
 //   received and still exists has been seen within it. A message that waits unreceived in a
 //   backlog is never seen: the sweeper does not sweep while the queue reports visible or delayed
 //   messages (actors/sweeper.cpp).
-// A failed ingestion, poison included, is never in progress again: nothing revives it.
+// A failed ingestion, poison included, is never in progress again: nothing revives it. An unpack
+// ingestion (a container) belongs to the unpack stage's queue, never to this one.
 constexpr pg::statement rescue_sql{"ingestd_rescue_stranded", R"sql(
 WITH lock AS (
   SELECT pg_try_advisory_xact_lock(1769104, hashtext(current_schema())) AS held
@@ -258,6 +259,7 @@ WITH lock AS (
   SELECT i.id FROM ingestion AS i
    WHERE (SELECT held FROM lock)
      AND i.status = 'in-progress'
+     AND i.stage = 'ingest'
      AND (i.claim_token IS NULL OR i.lease_expires_at < now())
      AND i.due_at < now() - make_interval(secs => $1::double precision)
      AND i.message_seen_at < now() - make_interval(secs => $1::double precision)

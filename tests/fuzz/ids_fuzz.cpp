@@ -29,6 +29,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (auto type = file_type_of_mime(in))
     FUZZ_CHECK(type->mime == in);
+  if (auto box = detect_container_type(in)) {
+    auto again = container_type_of_mime(box->mime);
+    FUZZ_CHECK(again && again->kind == box->kind);
+  }
 
   (void)is_loopback_bind(in);
   auto exposure = check_intake_exposure(in, "");

@@ -1,0 +1,161 @@
+// ZIP, TAR and .tar.gz read with libarchive from memory, member by member, with the limits
+// checked while the bytes come out (a zip bomb stops at the limit, never fills the memory).
+#include <archive.h>
+#include <archive_entry.h>
+
+#include <memory>
+
+#include "adapters/containers/unpacker.hpp"
+
+namespace ingestd {
+
+namespace {
+
+struct archive_closer {
+  void operator()(archive* a) const { archive_read_free(a); }
+};
+using archive_ptr = std::unique_ptr<archive, archive_closer>;
+
+error corrupt(archive* a, const std::string& where) {
+  const char* why = archive_error_string(a);
+  return error::make_permanent("container.corrupt",
+                               where + ": " + (why != nullptr ? why : "unreadable archive"));
+}
+
+std::string entry_name(archive_entry* e) {
+  const char* utf8 = archive_entry_pathname_utf8(e);
+  if (utf8 != nullptr)
+    return utf8;
+  const char* raw = archive_entry_pathname(e);
+  return raw != nullptr ? raw : "";
+}
+
+} // namespace
+
+result<void> check_member_path(std::string_view name) {
+  auto unsafe = [&](const std::string& why) {
+    return error::make_permanent("container.unsafe_path",
+                                 "member \"" + std::string{name} + "\" " + why + ": refused");
+  };
+  if (name.empty())
+    return unsafe("has no name");
+  if (name.front() == '/' || name.front() == '\\')
+    return unsafe("is an absolute path");
+  if (name.size() >= 2 && name[1] == ':')
+    return unsafe("names a drive");
+  size_t pos = 0;
+  while (pos <= name.size()) {
+    auto end = name.find_first_of("/\\", pos);
+    auto part = name.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
+    if (part == "..")
+      return unsafe("climbs out of the archive (a \"..\" component)");
+    if (end == std::string_view::npos)
+      break;
+    pos = end + 1;
+  }
+  return {};
+}
+
+result<unpacked> archive_unpacker::unpack(std::string_view bytes, container_kind kind,
+                                          const unpack_limits& limits) const {
+  archive_ptr a{archive_read_new()};
+  if (!a)
+    return error::make_transient("container.memory", "libarchive could not allocate a reader");
+  switch (kind) {
+    case container_kind::zip:
+      archive_read_support_format_zip(a.get());
+      break;
+    case container_kind::tar:
+      archive_read_support_format_tar(a.get());
+      break;
+    case container_kind::tar_gz:
+      archive_read_support_filter_gzip(a.get());
+      archive_read_support_format_tar(a.get());
+      break;
+    default:
+      return error::make_permanent("container.unsupported", "not an archive libarchive reads here");
+  }
+  if (archive_read_open_memory(a.get(), bytes.data(), bytes.size()) != ARCHIVE_OK)
+    return corrupt(a.get(), "opening the archive");
+
+  unpacked out;
+  bool corrupted = false;
+  uint64_t total = 0;
+  int members = 0;
+  std::string buffer(size_t{64} * 1024, '\0');
+  for (;;) {
+    archive_entry* entry = nullptr;
+    int rc = archive_read_next_header(a.get(), &entry);
+    if (rc == ARCHIVE_EOF)
+      break;
+    if (rc < ARCHIVE_WARN) {
+      // The members read so far are kept; the rest of the archive is lost.
+      auto err = corrupt(a.get(), "after " + std::to_string(out.members.size()) + " members");
+      if (out.members.empty() && out.problems.empty())
+        return err;
+      corrupted = true;
+      out.problems.push_back(err.message);
+      break;
+    }
+    auto name = entry_name(entry);
+    if (auto safe = check_member_path(name); !safe)
+      return safe.error();
+    if (archive_entry_filetype(entry) != AE_IFREG)
+      continue; // directories, links, devices: nothing to ingest
+    if (archive_entry_is_encrypted(entry) != 0)
+      return error::make_permanent("container.encrypted",
+                                   "member \"" + name + "\" is encrypted; encrypted archives are not read");
+    if (++members > limits.max_members)
+      return error::make_permanent("container.too_many_members",
+                                   "more than " + std::to_string(limits.max_members)
+                                     + " members (containers.max_members)");
+    unpacked_member m{name, {}};
+    bool too_big = false;
+    bool broken = false;
+    for (;;) {
+      auto n = archive_read_data(a.get(), buffer.data(), buffer.size());
+      if (n == 0)
+        break;
+      if (n < 0) {
+        out.problems.push_back(corrupt(a.get(), "member \"" + name + "\"").message);
+        broken = true;
+        corrupted = true;
+        break;
+      }
+      total += static_cast<uint64_t>(n);
+      if (total > limits.max_total_bytes)
+        return error::make_permanent("container.too_large",
+                                     "the members hold more than " + std::to_string(limits.max_total_bytes)
+                                       + " bytes (containers.max_total_bytes)");
+      if (total > limits.ratio_floor_bytes
+          && static_cast<double>(total) > limits.max_ratio * static_cast<double>(bytes.size()))
+        return error::make_permanent("container.ratio",
+                                     "the members expand more than " + std::to_string(static_cast<int>(limits.max_ratio))
+                                       + " times the archive's " + std::to_string(bytes.size())
+                                       + " bytes (containers.max_ratio): a compression bomb");
+      if (too_big)
+        continue;
+      if (m.bytes.size() + static_cast<size_t>(n) > limits.max_member_bytes) {
+        too_big = true;
+        m.bytes.clear();
+        m.bytes.shrink_to_fit();
+        continue;
+      }
+      m.bytes.append(buffer.data(), static_cast<size_t>(n));
+    }
+    if (broken)
+      break; // a corrupt member: the reader cannot go on reliably after it
+    if (too_big) {
+      out.problems.push_back("member \"" + name + "\" is larger than " + std::to_string(limits.max_member_bytes)
+                             + " bytes (containers.max_member_bytes): skipped");
+      continue;
+    }
+    out.members.push_back(std::move(m));
+  }
+  // Nothing readable at all: a failure, not an empty container.
+  if (out.members.empty() && corrupted)
+    return error::make_permanent("container.corrupt", out.problems.back());
+  return out;
+}
+
+} // namespace ingestd

@@ -1,0 +1,36 @@
+// The unpack stage's port: the container's reader (libarchive or GMime) run on a CPU worker.
+#include <exception>
+#include <memory>
+
+#include "adapters/containers/unpacker.hpp"
+#include "adapters/support/cpu_executor.hpp"
+
+namespace ingestd {
+
+container_unpacker::container_unpacker(cpu_executor& cpu, const unpack_limits& limits, std::chrono::seconds deadline)
+  : cpu_(cpu), limits_(limits), deadline_(deadline) {}
+
+void container_unpacker::unpack(unpack_request req, callback<unpacked> done) {
+  auto shared = std::make_shared<std::pair<unpack_request, callback<unpacked>>>(std::move(req), std::move(done));
+  cpu_job job;
+  job.deadline = std::chrono::steady_clock::now() + deadline_;
+  job.run = [this, shared] {
+    auto& [request, answer] = *shared;
+    if (request.started)
+      request.started();
+    bool mail = request.kind == container_kind::eml || request.kind == container_kind::mbox;
+    const unpacker& reader = mail ? static_cast<const unpacker&>(mail_) : archives_;
+    try {
+      answer(reader.unpack(request.bytes, request.kind, limits_));
+    } catch (const std::exception& e) {
+      // std::bad_alloc and the like: the libraries are C, but our copies may throw.
+      answer(error::make_transient("container.memory", std::string{"unpacking failed: "} + e.what()));
+    }
+  };
+  job.expired = [shared] {
+    shared->second(error::make_transient("ocr.busy", "no CPU worker was free to unpack the container in time"));
+  };
+  cpu_.submit(std::move(job));
+}
+
+} // namespace ingestd

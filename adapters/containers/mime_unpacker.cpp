@@ -1,0 +1,218 @@
+// E-mails read with GMime: the body as text, each attachment (decoded) and each attached message
+// (as an .eml of its own) as a member; an mbox's messages each as an .eml member, which the unpack
+// stage takes apart in turn.
+#include <gmime/gmime.h>
+
+#include <mutex>
+
+#include "adapters/containers/unpacker.hpp"
+
+namespace ingestd {
+
+namespace {
+
+template <class T>
+struct gobject_ptr {
+  T* p = nullptr;
+  explicit gobject_ptr(T* x) : p(x) {}
+  gobject_ptr(const gobject_ptr&) = delete;
+  gobject_ptr& operator=(const gobject_ptr&) = delete;
+  ~gobject_ptr() {
+    if (p != nullptr)
+      g_object_unref(p);
+  }
+};
+
+/// A string GMime allocated, freed with g_free.
+std::string take(char* s) {
+  if (s == nullptr)
+    return {};
+  std::string out{s};
+  g_free(s);
+  return out;
+}
+
+std::string str(const char* s) {
+  return s != nullptr ? std::string{s} : std::string{};
+}
+
+/// The last component of an attachment's file name: a name, never a path.
+std::string base_name(std::string name) {
+  auto slash = name.find_last_of("/\\");
+  if (slash != std::string::npos)
+    name.erase(0, slash + 1);
+  if (name == "." || name == "..")
+    name.clear();
+  return name;
+}
+
+std::string extension_of(GMimeContentType* type) {
+  auto sub = str(g_mime_content_type_get_media_subtype(type));
+  if (sub == "pdf")
+    return ".pdf";
+  if (sub == "jpeg")
+    return ".jpg";
+  if (sub.empty())
+    return ".bin";
+  return "." + sub;
+}
+
+/// The text of an HTML body, its tags dropped (enough for search and review).
+std::string html_text(const std::string& html) {
+  std::string out;
+  bool in_tag = false;
+  for (char c : html) {
+    if (c == '<')
+      in_tag = true;
+    else if (c == '>') {
+      in_tag = false;
+      out.push_back(' ');
+    } else if (!in_tag)
+      out.push_back(c);
+  }
+  return out;
+}
+
+class walker {
+public:
+  walker(const unpack_limits& limits, unpacked& out) : limits_(limits), out_(out) {}
+
+  result<void> add(std::string name, std::string bytes) {
+    if (static_cast<int>(++count_) > limits_.max_members)
+      return error::make_permanent("container.too_many_members",
+                                   "more than " + std::to_string(limits_.max_members)
+                                     + " members (containers.max_members)");
+    total_ += bytes.size();
+    if (total_ > limits_.max_total_bytes)
+      return error::make_permanent("container.too_large",
+                                   "the members hold more than " + std::to_string(limits_.max_total_bytes)
+                                     + " bytes (containers.max_total_bytes)");
+    if (bytes.size() > limits_.max_member_bytes) {
+      out_.problems.push_back("member \"" + name + "\" is larger than " + std::to_string(limits_.max_member_bytes)
+                              + " bytes (containers.max_member_bytes): skipped");
+      return {};
+    }
+    if (bytes.empty()) {
+      out_.problems.push_back("member \"" + name + "\" is empty: skipped");
+      return {};
+    }
+    out_.members.push_back(unpacked_member{std::move(name), std::move(bytes)});
+    return {};
+  }
+
+  result<void> walk(GMimeObject* obj) {
+    if (obj == nullptr)
+      return {};
+    if (GMIME_IS_MULTIPART_ENCRYPTED(obj) || GMIME_IS_APPLICATION_PKCS7_MIME(obj))
+      return error::make_permanent("container.encrypted", "the e-mail holds an encrypted part; it is not read");
+    if (GMIME_IS_MULTIPART(obj)) {
+      auto* multi = GMIME_MULTIPART(obj);
+      int n = g_mime_multipart_get_count(multi);
+      for (int i = 0; i < n; ++i)
+        if (auto r = walk(g_mime_multipart_get_part(multi, i)); !r)
+          return r;
+      return {};
+    }
+    if (GMIME_IS_MESSAGE_PART(obj)) {
+      auto* message = g_mime_message_part_get_message(GMIME_MESSAGE_PART(obj));
+      if (message == nullptr)
+        return {};
+      auto name = base_name(str(g_mime_object_get_content_disposition_parameter(obj, "filename")));
+      if (name.empty())
+        name = "message-" + std::to_string(count_ + 1) + ".eml";
+      return add(std::move(name), take(g_mime_object_to_string(GMIME_OBJECT(message), nullptr)));
+    }
+    if (!GMIME_IS_PART(obj))
+      return {};
+    auto* part = GMIME_PART(obj);
+    auto* type = g_mime_object_get_content_type(obj);
+    auto file_name = base_name(str(g_mime_part_get_filename(part)));
+    bool text = g_mime_content_type_is_type(type, "text", "*");
+    if (!g_mime_part_is_attachment(part) && file_name.empty() && text && GMIME_IS_TEXT_PART(obj)) {
+      auto body = take(g_mime_text_part_get_text(GMIME_TEXT_PART(obj)));
+      bool html = g_mime_content_type_is_type(type, "text", "html");
+      if (!html && plain_.empty())
+        plain_ = std::move(body);
+      else if (html && html_.empty())
+        html_ = html_text(body);
+      return {};
+    }
+    auto* content = g_mime_part_get_content(part);
+    if (content == nullptr)
+      return {};
+    gobject_ptr<GMimeStream> mem{g_mime_stream_mem_new()};
+    if (g_mime_data_wrapper_write_to_stream(content, mem.p) < 0) {
+      out_.problems.push_back("attachment \"" + file_name + "\" could not be decoded: skipped");
+      return {};
+    }
+    auto* array = g_mime_stream_mem_get_byte_array(GMIME_STREAM_MEM(mem.p));
+    std::string bytes(reinterpret_cast<const char*>(array->data), array->len);
+    if (file_name.empty())
+      file_name = "attachment-" + std::to_string(count_ + 1) + extension_of(type);
+    return add(std::move(file_name), std::move(bytes));
+  }
+
+  std::string body() const { return plain_.empty() ? html_ : plain_; }
+  size_t count() const { return count_; }
+
+private:
+  const unpack_limits& limits_;
+  unpacked& out_;
+  size_t count_ = 0;
+  uint64_t total_ = 0;
+  std::string plain_, html_;
+};
+
+std::string address_list(InternetAddressList* list) {
+  return list != nullptr ? take(internet_address_list_to_string(list, nullptr, FALSE)) : std::string{};
+}
+
+} // namespace
+
+mime_unpacker::mime_unpacker() {
+  static std::once_flag once;
+  std::call_once(once, [] { g_mime_init(); });
+}
+
+result<unpacked> mime_unpacker::unpack(std::string_view bytes, container_kind kind,
+                                       const unpack_limits& limits) const {
+  if (kind != container_kind::eml && kind != container_kind::mbox)
+    return error::make_permanent("container.unsupported", "not an e-mail or mbox");
+  gobject_ptr<GMimeStream> stream{g_mime_stream_mem_new_with_buffer(bytes.data(), bytes.size())};
+  gobject_ptr<GMimeParser> parser{g_mime_parser_new_with_stream(stream.p)};
+  unpacked out;
+  walker w{limits, out};
+
+  if (kind == container_kind::mbox) {
+    g_mime_parser_set_format(parser.p, GMIME_FORMAT_MBOX);
+    while (!g_mime_parser_eos(parser.p)) {
+      gobject_ptr<GMimeMessage> message{g_mime_parser_construct_message(parser.p, nullptr)};
+      if (message.p == nullptr) {
+        if (out.members.empty() && w.count() == 0)
+          return error::make_permanent("container.corrupt", "no message could be read from the mbox");
+        out.problems.push_back("the mbox could not be read past message " + std::to_string(w.count()));
+        break;
+      }
+      auto name = "message-" + std::to_string(w.count() + 1) + ".eml";
+      if (auto r = w.add(std::move(name), take(g_mime_object_to_string(GMIME_OBJECT(message.p), nullptr))); !r)
+        return r.error();
+    }
+    if (w.count() == 0)
+      return error::make_permanent("container.corrupt", "the mbox holds no message");
+    return out;
+  }
+
+  gobject_ptr<GMimeMessage> message{g_mime_parser_construct_message(parser.p, nullptr)};
+  if (message.p == nullptr)
+    return error::make_permanent("container.corrupt", "not a readable RFC 822 message");
+  if (auto r = w.walk(g_mime_message_get_mime_part(message.p)); !r)
+    return r.error();
+  out.body_text = w.body();
+  out.from = address_list(g_mime_message_get_from(message.p));
+  out.to = address_list(g_mime_message_get_to(message.p));
+  out.subject = str(g_mime_message_get_subject(message.p));
+  out.date = str(g_mime_object_get_header(GMIME_OBJECT(message.p), "Date"));
+  return out;
+}
+
+} // namespace ingestd

@@ -1,0 +1,117 @@
+// Containers taken apart (issue 14): the unpacker interface, its limits and what it answers. The
+// implementations are archive_unpacker (libarchive: ZIP, TAR, .tar.gz) and mime_unpacker (GMime:
+// an e-mail and its attachments, an mbox's messages); container_unpacker runs the right one on
+// the CPU pool for the unpack stage. No CAF and no database here.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "messages/file_type.hpp"
+#include "messages/result.hpp"
+
+namespace ingestd {
+
+class cpu_executor;
+
+/// What one container may hold (config section `containers`). Exceeding any of the first four
+/// fails the whole container with a permanent error and keeps nothing of it.
+struct unpack_limits {
+  /// The bytes of all members together.
+  uint64_t max_total_bytes = uint64_t{256} << 20;
+  /// Members (files of an archive, attachments of an e-mail, messages of an mbox).
+  int max_members = 1000;
+  /// Total unpacked bytes per byte of the container, checked once past ratio_floor_bytes (a small
+  /// archive of text may compress well without being a bomb).
+  double max_ratio = 100;
+  uint64_t ratio_floor_bytes = uint64_t{1} << 20;
+  /// A member larger than this is skipped (its ingestion could not fetch it) and named in the
+  /// parent's problems.
+  uint64_t max_member_bytes = uint64_t{20} << 20;
+};
+
+/// One file taken out of a container.
+struct unpacked_member {
+  /// The member's path in the archive, or the attachment's file name.
+  std::string name;
+  std::string bytes;
+};
+
+/// What a container held.
+struct unpacked {
+  std::vector<unpacked_member> members;
+  /// An e-mail's body as text (text/plain, else the text of text/html); empty for archives.
+  std::string body_text;
+  /// An e-mail's From, To, Subject and Date (empty for archives).
+  std::string from, to, subject, date;
+  /// What could not be read while the rest was kept (a corrupt archive's tail, a member too
+  /// large), one sentence each, for the parent's unpack_error.
+  std::vector<std::string> problems;
+};
+
+/// Errors (permanent): "container.too_large", "container.too_many_members",
+/// "container.ratio" (a zip bomb), "container.unsafe_path" (an absolute member name or one
+/// with a ".." component), "container.encrypted", "container.corrupt" (nothing readable),
+/// "container.unsupported" (a kind the implementation does not read).
+class unpacker {
+public:
+  virtual ~unpacker() = default;
+  /// Blocking and CPU-bound: call it on a CPU worker.
+  virtual result<unpacked> unpack(std::string_view bytes, container_kind kind,
+                                  const unpack_limits& limits) const = 0;
+};
+
+/// ZIP, TAR and .tar.gz through libarchive.
+class archive_unpacker final : public unpacker {
+public:
+  result<unpacked> unpack(std::string_view bytes, container_kind kind,
+                          const unpack_limits& limits) const override;
+};
+
+/// An e-mail (RFC 822 with MIME attachments; attached messages become .eml members) or an mbox
+/// (each message becomes an .eml member) through GMime.
+class mime_unpacker final : public unpacker {
+public:
+  mime_unpacker();
+  result<unpacked> unpack(std::string_view bytes, container_kind kind,
+                          const unpack_limits& limits) const override;
+};
+
+/// The unpack stage's port: one container at a time on the CPU pool.
+struct unpack_request {
+  std::string bytes;
+  container_kind kind = container_kind::zip;
+  /// Called from the CPU worker when it starts (the step's deadline starts then).
+  std::function<void()> started;
+};
+
+class container_unpacker {
+public:
+  /// `cpu` must outlive it.
+  container_unpacker(cpu_executor& cpu, const unpack_limits& limits, std::chrono::seconds deadline);
+
+  /// Answers from the CPU worker; "ocr.busy" (transient, never started) when no worker was free
+  /// within the deadline.
+  void unpack(unpack_request req, callback<unpacked> done);
+
+  const unpack_limits& limits() const { return limits_; }
+
+private:
+  cpu_executor& cpu_;
+  unpack_limits limits_;
+  std::chrono::seconds deadline_;
+  archive_unpacker archives_;
+  mime_unpacker mail_;
+};
+
+/// Checks a member's path: relative, no ".." component, no drive letter or backslash-rooted
+/// name; an error naming it otherwise ("container.unsafe_path").
+result<void> check_member_path(std::string_view name);
+
+} // namespace ingestd

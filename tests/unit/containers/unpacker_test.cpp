@@ -1,0 +1,177 @@
+// The unpackers on archives and e-mails made in the test: members and names kept, the body as
+// text, and each limit (a zip bomb, a traversal, an encrypted member, a corrupt archive) refused
+// with its own error.
+#include <gtest/gtest.h>
+
+#include "adapters/containers/unpacker.hpp"
+#include "tests/support/containers/archive_maker.hpp"
+
+namespace ingestd {
+namespace {
+
+using test::make_archive;
+using test::make_email;
+using test::pdf_bytes;
+
+result<unpacked> unpack(const std::string& bytes, unpack_limits limits = {}) {
+  auto type = detect_container_type(bytes);
+  if (!type)
+    return error::make_permanent("test.type", "not a container");
+  if (type->kind == container_kind::eml || type->kind == container_kind::mbox)
+    return mime_unpacker{}.unpack(bytes, type->kind, limits);
+  return archive_unpacker{}.unpack(bytes, type->kind, limits);
+}
+
+TEST(container_type, detects_each_kind_and_nothing_else) {
+  EXPECT_EQ(detect_container_type(make_archive("zip", {{"a.pdf", pdf_bytes("a")}}))->kind, container_kind::zip);
+  EXPECT_EQ(detect_container_type(make_archive("tar", {{"a.pdf", pdf_bytes("a")}}))->kind, container_kind::tar);
+  EXPECT_EQ(detect_container_type(make_archive("tar", {{"a.pdf", pdf_bytes("a")}}, true))->ext, "tar.gz");
+  EXPECT_EQ(detect_container_type(make_email("hello", "body", {}))->mime, "message/rfc822");
+  EXPECT_EQ(detect_container_type("From alice@example.com Mon Nov 23 10:00:00 2026\nFrom: a@b\n\nx\n")->kind,
+            container_kind::mbox);
+  EXPECT_FALSE(detect_container_type(pdf_bytes("x")));
+  EXPECT_FALSE(detect_container_type("hello: world but no mail header\n\nbody"));
+  EXPECT_FALSE(detect_container_type("From here on, plain text\nno headers\n"));
+  EXPECT_FALSE(detect_container_type(""));
+}
+
+TEST(archive_unpacker, zip_tar_and_tar_gz_keep_members_and_paths) {
+  std::vector<test::archive_file> files{{"invoices/a.pdf", pdf_bytes("a")}, {"b.pdf", pdf_bytes("b")}};
+  for (const auto& bytes : {make_archive("zip", files), make_archive("tar", files), make_archive("tar", files, true)}) {
+    auto r = unpack(bytes);
+    ASSERT_TRUE(r) << r.error().describe();
+    ASSERT_EQ(r->members.size(), 2u);
+    EXPECT_EQ(r->members[0].name, "invoices/a.pdf");
+    EXPECT_EQ(r->members[0].bytes, pdf_bytes("a"));
+    EXPECT_EQ(r->members[1].name, "b.pdf");
+    EXPECT_TRUE(r->problems.empty());
+  }
+}
+
+TEST(archive_unpacker, a_zip_bomb_stops_at_the_ratio) {
+  auto bomb = make_archive("zip", {{"zeros.pdf", std::string(16u << 20, '\0')}});
+  ASSERT_LT(bomb.size(), 100u * 1024);
+  auto r = unpack(bomb);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "container.ratio") << r.error().describe();
+  EXPECT_FALSE(r.error().transient());
+}
+
+TEST(archive_unpacker, total_size_and_member_count_are_limited) {
+  unpack_limits small;
+  small.max_total_bytes = 1000;
+  auto r = unpack(make_archive("tar", {{"a.pdf", pdf_bytes(std::string(600, 'a'))},
+                                       {"b.pdf", pdf_bytes(std::string(600, 'b'))}}), small);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "container.too_large");
+
+  unpack_limits few;
+  few.max_members = 2;
+  r = unpack(make_archive("zip", {{"a.pdf", "1"}, {"b.pdf", "2"}, {"c.pdf", "3"}}), few);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "container.too_many_members");
+  EXPECT_NE(r.error().message.find("containers.max_members"), std::string::npos);
+}
+
+TEST(archive_unpacker, traversal_and_absolute_names_are_refused) {
+  for (std::string name : {"../escape.pdf", "docs/../../escape.pdf", "/etc/passwd", "C:\\x.pdf"}) {
+    auto r = unpack(make_archive("zip", {{"ok.pdf", pdf_bytes("ok")}, {name, pdf_bytes("bad")}}));
+    ASSERT_FALSE(r) << name;
+    EXPECT_EQ(r.error().code, "container.unsafe_path") << name;
+    // The zip writer stores "C:\\x.pdf" as "C:/x.pdf": the message names the stored name.
+    if (name.find('\\') == std::string::npos) {
+      EXPECT_NE(r.error().message.find(name), std::string::npos) << r.error().message;
+    }
+  }
+  EXPECT_TRUE(check_member_path("a/b..c/d.pdf"));
+  EXPECT_TRUE(check_member_path("..hidden.pdf"));
+}
+
+TEST(archive_unpacker, an_encrypted_member_is_refused) {
+  auto zip = make_archive("zip", {{"secret.pdf", pdf_bytes("secret")}}, false, "password");
+  auto r = unpack(zip);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "container.encrypted");
+  EXPECT_NE(r.error().message.find("secret.pdf"), std::string::npos);
+}
+
+TEST(archive_unpacker, a_truncated_archive_keeps_what_could_be_read) {
+  auto tar = make_archive("tar", {{"first.pdf", pdf_bytes(std::string(2000, 'x'))},
+                                  {"second.pdf", pdf_bytes(std::string(5000, 'y'))}});
+  // Cut inside the second member's data (a tar header is 512 bytes; the first member 2 blocks...).
+  auto cut = tar.substr(0, 512 + 2560 + 512 + 1000);
+  auto r = unpack(cut);
+  ASSERT_TRUE(r) << r.error().describe();
+  ASSERT_EQ(r->members.size(), 1u);
+  EXPECT_EQ(r->members[0].name, "first.pdf");
+  ASSERT_FALSE(r->problems.empty());
+
+  auto nothing = unpack(std::string{"PK\x03\x04", 4} + std::string(40, '\x7f'));
+  ASSERT_FALSE(nothing);
+  EXPECT_EQ(nothing.error().code, "container.corrupt");
+}
+
+TEST(mime_unpacker, an_email_keeps_its_body_and_attachments) {
+  auto eml = make_email("Invoice 42", "Please find the invoice attached.", {{"invoice.pdf", pdf_bytes("inv")},
+                                                                           {"../../note.pdf", pdf_bytes("n")}});
+  auto r = unpack(eml);
+  ASSERT_TRUE(r) << r.error().describe();
+  EXPECT_NE(r->body_text.find("Please find the invoice attached."), std::string::npos);
+  EXPECT_EQ(r->subject, "Invoice 42");
+  EXPECT_NE(r->from.find("alice@example.com"), std::string::npos);
+  ASSERT_EQ(r->members.size(), 2u);
+  EXPECT_EQ(r->members[0].name, "invoice.pdf");
+  EXPECT_EQ(r->members[0].bytes, pdf_bytes("inv"));
+  // An attachment's name is a file name: its directories are dropped.
+  EXPECT_EQ(r->members[1].name, "note.pdf");
+}
+
+TEST(mime_unpacker, a_zip_nested_in_an_email_unpacks_in_turn) {
+  auto zip = make_archive("zip", {{"inner/a.pdf", pdf_bytes("inner")}});
+  auto eml = make_email("nested", "see the zip", {{"docs.zip", zip}});
+  auto outer = unpack(eml);
+  ASSERT_TRUE(outer) << outer.error().describe();
+  ASSERT_EQ(outer->members.size(), 1u);
+  EXPECT_EQ(outer->members[0].name, "docs.zip");
+  EXPECT_EQ(outer->members[0].bytes, zip);
+  auto inner = unpack(outer->members[0].bytes);
+  ASSERT_TRUE(inner) << inner.error().describe();
+  ASSERT_EQ(inner->members.size(), 1u);
+  EXPECT_EQ(inner->members[0].name, "inner/a.pdf");
+  EXPECT_EQ(inner->members[0].bytes, pdf_bytes("inner"));
+}
+
+TEST(mime_unpacker, an_mbox_gives_one_eml_per_message) {
+  auto one = make_email("first", "one", {{"a.pdf", pdf_bytes("a")}});
+  auto two = make_email("second", "two", {});
+  auto mbox = "From alice@example.com Mon Nov 23 10:00:00 2026\n" + one
+              + "\nFrom bob@example.com Mon Nov 23 11:00:00 2026\n" + two;
+  auto r = unpack(mbox);
+  ASSERT_TRUE(r) << r.error().describe();
+  ASSERT_EQ(r->members.size(), 2u);
+  EXPECT_EQ(r->members[0].name, "message-1.eml");
+  auto first = unpack(r->members[0].bytes);
+  ASSERT_TRUE(first) << first.error().describe();
+  EXPECT_EQ(first->subject, "first");
+  ASSERT_EQ(first->members.size(), 1u);
+  EXPECT_EQ(first->members[0].bytes, pdf_bytes("a"));
+}
+
+TEST(mime_unpacker, an_encrypted_email_and_the_limits_are_refused) {
+  std::string enc = "From: a@example.com\r\nTo: b@example.com\r\nSubject: s\r\nMIME-Version: 1.0\r\n"
+                    "Content-Type: multipart/encrypted; protocol=\"application/pgp-encrypted\"; boundary=\"x\"\r\n\r\n"
+                    "--x\r\nContent-Type: application/pgp-encrypted\r\n\r\nVersion: 1\r\n"
+                    "--x\r\nContent-Type: application/octet-stream\r\n\r\n-----BEGIN PGP MESSAGE-----\r\n--x--\r\n";
+  auto r = unpack(enc);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "container.encrypted");
+
+  unpack_limits few;
+  few.max_members = 1;
+  r = unpack(make_email("many", "x", {{"a.pdf", pdf_bytes("a")}, {"b.pdf", pdf_bytes("b")}}), few);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "container.too_many_members");
+}
+
+} // namespace
+} // namespace ingestd
