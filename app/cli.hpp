@@ -38,5 +38,7 @@ int status_command(const arguments& args);
 int matches_command(const arguments& args);
 int transcribe_command(const arguments& args);
 int extract_command(const arguments& args);
+int known_files_command(const arguments& args);
+int events_command(const arguments& args);
 
 } // namespace ingestd::cli

@@ -11,6 +11,8 @@
 #include "adapters/extraction/openai_extractor.hpp"
 #include "adapters/matching/llm_matcher.hpp"
 #include "adapters/matching/local_matcher.hpp"
+#include "adapters/notify/event_webhook_sink.hpp"
+#include "adapters/notify/queue_event_sink.hpp"
 #include "adapters/notify/webhook_notifier.hpp"
 #include "adapters/ocr/document_ai_transcriber.hpp"
 #include "adapters/ocr/local_transcriber.hpp"
@@ -58,8 +60,24 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     // Claims, completions and audit events of concurrent jobs coalesced into few statements.
     rt->ports.db = std::make_shared<batching_repository>(std::make_shared<pg_repository>(
       cfg.database.url, pg_repository_options{cfg.database.pool_size, session, next}));
-    if (next.via_outbox)
+    if (next.via_outbox || parts.event_sinks)
       rt->outbox = std::make_shared<pg_outbox_repository>(cfg.database.url, session);
+  }
+
+  if (parts.event_sinks) {
+    // The status event stream's sinks: the webhook when INGESTD_EVENTS_WEBHOOK_URL is set, SQS
+    // when outbox.events_sqs_queue names a queue.
+    event_webhook_options hook{cfg.secrets.events_webhook_url, cfg.secrets.events_webhook_secret};
+    if (auto valid = validate(hook); !valid)
+      return valid.error();
+    if (!hook.url.empty())
+      rt->event_sinks[event_sink_destination("webhook")] = std::make_shared<event_webhook_sink>(*http(), hook);
+    if (!cfg.outbox.events_sqs_queue.empty()) {
+      auto q = open_event_queue(cfg, http);
+      if (!q)
+        return q.error();
+      rt->event_sinks[event_sink_destination("sqs")] = std::make_shared<queue_event_sink>(std::move(*q));
+    }
   }
 
   if (parts.queue) {

@@ -334,7 +334,9 @@ const std::vector<key_spec>& schema() {
     using outbox = config::outbox_section;
     keys(t, "outbox", &config::outbox)
       .integer("poll_interval_ms", &outbox::poll_interval_ms, 1000, 10, 60000)
-      .integer("retention_hours", &outbox::retention_hours, 168, 1, int64_t{24} * 365);
+      .integer("retention_hours", &outbox::retention_hours, 168, 1, int64_t{24} * 365)
+      .text("events_sqs_queue", &outbox::events_sqs_queue, "")
+      .integer("events_retry_max_ms", &outbox::events_retry_max_ms, 10000, 100, 3600000);
 
     using transcription = config::transcription_section;
     keys(t, "transcription", &config::transcription)
@@ -403,6 +405,9 @@ const secret_spec secret_specs[] = {
   {"INGESTD_DOCUMENT_AI_TOKEN", "document_ai_token", &config::secrets_section::document_ai_token},
   {"INGESTD_NOTIFY_WEBHOOK_URL", "webhook_url", &config::secrets_section::notify_webhook_url},
   {"INGESTD_INTAKE_TOKEN", "token", &config::secrets_section::intake_token},
+  {"INGESTD_EVENTS_WEBHOOK_URL", "events_webhook_url", &config::secrets_section::events_webhook_url},
+  {"INGESTD_EVENTS_WEBHOOK_SECRET", "events_webhook_secret",
+   &config::secrets_section::events_webhook_secret},
 };
 
 std::string upper(std::string s) {

@@ -109,6 +109,11 @@ struct config {
   struct outbox_section {
     int poll_interval_ms{};
     int retention_hours{};
+    /// The status event stream's SQS sink: a queue name (or URL) on the configured SQS endpoint;
+    /// empty: no SQS sink. The webhook sink comes from INGESTD_EVENTS_WEBHOOK_URL.
+    std::string events_sqs_queue;
+    /// A sink that fails is retried after 0.5 s, doubling up to this.
+    int events_retry_max_ms{};
   } outbox;
 
   struct transcription_section {
@@ -155,6 +160,8 @@ struct config {
     std::string document_ai_token;    // INGESTD_DOCUMENT_AI_TOKEN
     std::string notify_webhook_url;   // INGESTD_NOTIFY_WEBHOOK_URL
     std::string intake_token;         // INGESTD_INTAKE_TOKEN
+    std::string events_webhook_url;   // INGESTD_EVENTS_WEBHOOK_URL
+    std::string events_webhook_secret; // INGESTD_EVENTS_WEBHOOK_SECRET
   } secrets;
 
   /// The effective configuration as JSON, secrets masked (set/unset) and the password in the

@@ -154,12 +154,25 @@ class fake_outbox : public outbox_repository, public fault_script {
 public:
   /// Adds an unsent row; returns its id.
   int64_t add(std::string destination, std::string body);
+  /// Adds an unsent event row for a sink; returns its id.
+  int64_t add_event(std::string destination, std::string event_id, std::string ordering_key);
 
-  void take(int limit, std::chrono::seconds hold, callback<std::vector<outbox_row>> done) override;
+  /// As the real one: event rows ("events:...") only for `sinks`, and a keyed row waits while an
+  /// earlier unsent row of its key and destination is held.
+  void take(int limit, std::chrono::seconds hold, std::vector<std::string> sinks,
+            callback<std::vector<outbox_row>> done) override;
   void mark_sent(std::vector<int64_t> ids, callback<void> done) override;
   void mark_failed(std::vector<int64_t> ids, std::string error, callback<void> done) override;
   /// Deletes the sent rows made old (age_sent); answers how many.
   void prune(std::chrono::seconds retention, callback<int64_t> done) override;
+  void register_sinks(std::vector<std::string> sinks, callback<void> done) override;
+  void emit(std::string type, std::string payload, std::string ordering_key,
+            callback<void> done) override;
+  /// Answers nothing: the fake keeps no stream.
+  void read_stream(int64_t after_id, int limit, callback<std::vector<stream_event>> done) override;
+  /// The sinks registered and the types emitted so far.
+  std::vector<std::string> registered_sinks();
+  std::vector<std::string> emitted();
 
   /// The row was sent longer ago than any retention.
   void age_sent(int64_t id);
@@ -179,6 +192,8 @@ private:
   int64_t next_id_ = 0;
   std::vector<int> take_limits_;
   std::vector<std::chrono::seconds> prune_calls_;
+  std::vector<std::string> sinks_;
+  std::vector<std::string> emitted_;
 };
 
 } // namespace ingestd::test
