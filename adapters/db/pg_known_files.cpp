@@ -26,12 +26,18 @@ ON CONFLICT (hash) DO NOTHING
 constexpr pg::statement count_sql{"ingestd_known_files_count", "SELECT count(*) FROM known_file"};
 
 constexpr const char* stage_sql =
-  "CREATE TEMPORARY TABLE known_file_import (hash text, algorithm text) ON COMMIT DROP";
+  "CREATE TEMPORARY TABLE known_file_import (hash text COLLATE \"C\", algorithm text) ON COMMIT DROP";
+// The merge sorts millions of hashes: in memory rather than in many temporary files.
+constexpr const char* work_mem_sql = "SET LOCAL work_mem = '256MB'";
 constexpr const char* copy_sql = "COPY known_file_import (hash, algorithm) FROM STDIN";
 
+// The anti-join leaves out what the set holds before the insert (a second import of a list costs
+// a merge, not a million speculative insertions); ON CONFLICT covers a concurrent import.
 constexpr pg::statement merge_sql{"ingestd_known_files_merge", R"sql(
 INSERT INTO known_file (hash, algorithm, source)
-SELECT DISTINCT ON (hash) hash, algorithm, $1 FROM known_file_import ORDER BY hash
+SELECT i.hash, i.algorithm, $1
+  FROM (SELECT DISTINCT ON (hash) hash, algorithm FROM known_file_import ORDER BY hash) AS i
+ WHERE NOT EXISTS (SELECT 1 FROM known_file AS k WHERE k.hash = i.hash)
 ON CONFLICT (hash) DO NOTHING
 )sql"};
 
@@ -200,7 +206,7 @@ result<known_files_import_report> pg_known_files::import(std::istream& in, const
       (void)conn_.exec_simple("ROLLBACK");
     return e;
   };
-  for (const char* sql : {"BEGIN", stage_sql})
+  for (const char* sql : {"BEGIN", work_mem_sql, stage_sql})
     if (auto r = conn_.exec_simple(sql); !r)
       return rollback(r.error());
   ::PGresult* started = PQexec(conn_.raw(), copy_sql);
