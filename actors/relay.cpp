@@ -145,12 +145,15 @@ void sink_answered(relay_ptr self, const std::string& destination, bool delivere
     b.failures = 0;
     return;
   }
+  auto now = self->clock().now();
+  if (b.until > now)
+    return;  // already backing off: another document's event failed in the same round
   ++b.failures;
   auto delay = st.settings.sink_retry_initial;
   for (int i = 1; i < b.failures && delay < st.settings.sink_retry_max; ++i)
     delay *= 2;
   delay = std::min(delay, st.settings.sink_retry_max);
-  b.until = self->clock().now() + delay;
+  b.until = now + delay;
 }
 
 /// The sink destinations that may be given events now.

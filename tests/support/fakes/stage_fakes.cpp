@@ -2,6 +2,7 @@
 #include "tests/support/fakes/stage_fakes.hpp"
 
 #include <algorithm>
+#include <set>
 #include <utility>
 
 namespace ingestd::test {
@@ -451,12 +452,17 @@ void fake_outbox::take(int limit, std::chrono::seconds hold, std::vector<std::st
     if (auto err = take_failure("take")) {
       r = *err;
     } else {
+      // Held before this take (the statement's snapshot): rows taken by this take do not count.
+      std::set<int64_t> held_before;
+      for (auto& [id, row] : rows_)
+        if (row.held)
+          held_before.insert(id);
       auto waits = [&](const fake_outbox_row& row) {
         if (row.row.ordering_key.empty())
           return false;
         for (auto& [id, other] : rows_)
-          if (id < row.row.id && !other.sent && other.held && other.row.ordering_key == row.row.ordering_key
-              && other.row.destination == row.row.destination)
+          if (id < row.row.id && !other.sent && held_before.count(id) != 0
+              && other.row.ordering_key == row.row.ordering_key && other.row.destination == row.row.destination)
             return true;
         return false;
       };
@@ -631,6 +637,49 @@ std::vector<std::chrono::seconds> fake_outbox::prune_calls() {
 }
 
 std::vector<std::string> fake_outbox::violations() {
+  std::lock_guard guard{mtx_};
+  return violations_;
+}
+
+// -- fake_event_sink ----------------------------------------------------------------
+
+void fake_event_sink::deliver(sink_event event, callback<void> done) {
+  result<void> r;
+  {
+    std::lock_guard guard{mtx_};
+    if (event.event_id.empty() || event.body.empty())
+      violations_.push_back("deliver of an event without id or body");
+    if (auto err = take_failure("deliver")) {
+      r = *err;
+      ++refused_;
+    } else if (down_) {
+      r = error::make_transient("events.http_503", "the receiver is down");
+      ++refused_;
+    } else {
+      delivered_.push_back(event.event_id);
+    }
+    if (maybe_hold("deliver", [done, r] { done(r); }))
+      return;
+  }
+  done(r);
+}
+
+void fake_event_sink::set_down(bool down) {
+  std::lock_guard guard{mtx_};
+  down_ = down;
+}
+
+std::vector<std::string> fake_event_sink::delivered() {
+  std::lock_guard guard{mtx_};
+  return delivered_;
+}
+
+int fake_event_sink::refused() {
+  std::lock_guard guard{mtx_};
+  return refused_;
+}
+
+std::vector<std::string> fake_event_sink::violations() {
   std::lock_guard guard{mtx_};
   return violations_;
 }

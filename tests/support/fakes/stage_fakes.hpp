@@ -15,6 +15,7 @@
 
 #include "adapters/db/matching_repository.hpp"
 #include "adapters/db/outbox_repository.hpp"
+#include "adapters/notify/event_sink.hpp"
 #include "adapters/matching/matcher.hpp"
 #include "tests/support/fakes/fakes.hpp"
 
@@ -194,6 +195,24 @@ private:
   std::vector<std::chrono::seconds> prune_calls_;
   std::vector<std::string> sinks_;
   std::vector<std::string> emitted_;
+};
+
+/// The event sink port (adapters/notify/event_sink.hpp): records each delivery in order; while
+/// down, every delivery fails (transient). Op name for fail_next and hold: "deliver".
+class fake_event_sink : public event_sink, public fault_script {
+public:
+  void deliver(sink_event event, callback<void> done) override;
+  void set_down(bool down);
+  /// The event ids delivered (accepted), in order, duplicates included.
+  std::vector<std::string> delivered();
+  /// Deliveries refused (down or failed).
+  int refused();
+  std::vector<std::string> violations();
+
+private:
+  bool down_ = false;
+  int refused_ = 0;
+  std::vector<std::string> delivered_;
 };
 
 } // namespace ingestd::test
