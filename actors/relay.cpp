@@ -169,8 +169,8 @@ std::vector<std::string> ready_sinks(relay_ptr self) {
 
 /// Delivers rows[next..] of one ordering key to the sink, one after the other; `sent` collects
 /// the delivered ids, marked when the chain ends.
-void deliver_chain(relay_ptr self, std::shared_ptr<event_sink> sink, std::string destination,
-                   std::shared_ptr<std::vector<outbox_row>> rows, size_t next, std::vector<int64_t> sent) {
+void deliver_chain(relay_ptr self, const std::shared_ptr<event_sink>& sink, const std::string& destination,
+                   const std::shared_ptr<std::vector<outbox_row>>& rows, size_t next, std::vector<int64_t> sent) {
   auto& row = (*rows)[next];
   sink->deliver(sink_event{row.event_id, row.body},
                 in_actor_within<void>(self, call_deadline, "events.deliver",

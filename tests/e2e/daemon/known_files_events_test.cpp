@@ -28,8 +28,9 @@ namespace fs = std::filesystem;
 
 std::vector<std::string> as_env(const std::map<std::string, std::string>& m) {
   std::vector<std::string> out;
+  out.reserve(m.size());
   for (auto& [k, v] : m)
-    out.push_back(k + "=" + v);
+    out.emplace_back(k).append("=").append(v);
   return out;
 }
 

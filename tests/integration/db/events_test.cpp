@@ -57,6 +57,7 @@ protected:
 
   static std::vector<std::string> types(const std::vector<event_view>& events) {
     std::vector<std::string> out;
+    out.reserve(events.size());
     for (auto& e : events)
       out.push_back(e.type);
     return out;
