@@ -45,6 +45,8 @@ SELECT json_build_object(
                   WHERE i.document_id = d.id AND i.status = 'in-progress') THEN 'processing'
     WHEN d.needs_human_review THEN 'needs_review'
     WHEN d.structured_data IS NOT NULL THEN 'ready'
+    WHEN EXISTS (SELECT 1 FROM ingestion AS i
+                  WHERE i.document_id = d.id AND i.status = 'skipped') THEN 'skipped'
     ELSE 'unprocessed' END,
   'needs_human_review', d.needs_human_review,
   'structured_data', d.structured_data,
@@ -130,6 +132,8 @@ SELECT COALESCE(json_agg(json_build_object(
                       THEN 'processing'
                     WHEN d.needs_human_review THEN 'needs_review'
                     WHEN d.structured_data IS NOT NULL THEN 'ready'
+                    WHEN EXISTS (SELECT 1 FROM ingestion AS i
+                                  WHERE i.document_id = d.id AND i.status = 'skipped') THEN 'skipped'
                     ELSE 'unprocessed' END AS state
           FROM document AS d
           LEFT JOIN LATERAL (

@@ -118,7 +118,7 @@ TEST(e2e_known_files, a_known_file_is_skipped_and_the_daemon_s_events_reach_a_si
   EXPECT_EQ(s.db().scalar("SELECT skip_reason FROM ingestion WHERE status = 'skipped'"), "known_file");
   EXPECT_EQ(s.count("SELECT count(*) FROM document WHERE needs_human_review"), 0);
 
-  auto status = run_ingestd({"status", "--json"}, env);
+  auto status = run_ingestd({"status", "--json", "--documents"}, env);
   ASSERT_EQ(status.exit_code, 0) << status.err;
   rapidjson::Document st;
   st.Parse(status.out.c_str());
@@ -126,6 +126,11 @@ TEST(e2e_known_files, a_known_file_is_skipped_and_the_daemon_s_events_reach_a_si
   EXPECT_EQ(st["ingestions"]["skipped"].GetInt64(), 1);
   EXPECT_EQ(st["skipped_by_reason"]["known_file"].GetInt64(), 1);
   EXPECT_EQ(st["ingestions"]["failed"].GetInt64(), 0);
+  std::multiset<std::string> states;
+  for (auto& doc : st["documents"].GetArray())
+    states.insert(doc["state"].GetString());
+  EXPECT_EQ(states.count("skipped"), 1u) << status.out;
+  EXPECT_EQ(states.count("ready"), 1u) << status.out;
 
   // The stream as `ingestd events --json` prints it, one object per line.
   auto printed = run_ingestd({"events", "--json"}, env);
