@@ -69,7 +69,10 @@ void round_done(relay_ptr self) {
     self->delayed_send(self, st.settings.interval, tick_atom_v);
 }
 
-void mark(relay_ptr self, std::vector<int64_t> sent, std::vector<int64_t> failed, std::string why) {
+/// `quiet`: the caller logged the failure itself (an event sink logs once per back-off, not once
+/// per document).
+void mark(relay_ptr self, std::vector<int64_t> sent, std::vector<int64_t> failed, std::string why,
+          bool quiet = false) {
   auto& st = self->state;
   if (!sent.empty()) {
     ++st.outstanding;
@@ -86,7 +89,8 @@ void mark(relay_ptr self, std::vector<int64_t> sent, std::vector<int64_t> failed
     st.full_batch = false;
     ++st.outstanding;
     auto count = static_cast<int64_t>(failed.size());
-    log::warn("outbox rows not sent", {{"rows", count}, {"error", why}});
+    if (!quiet)
+      log::warn("outbox rows not sent", {{"rows", count}, {"error", why}});
     st.outbox->mark_failed(std::move(failed), why, in_actor_within<void>(self, call_deadline, "outbox.mark_failed",
                                                                         [self](const result<void>&) {
       round_done(self);
@@ -137,11 +141,13 @@ void send_group(relay_ptr self, const std::string& destination, std::vector<outb
   }
 }
 
-/// The sink took an event, or failed one.
-void sink_answered(relay_ptr self, const std::string& destination, bool delivered) {
+/// The sink took an event, or failed one (`why`).
+void sink_answered(relay_ptr self, const std::string& destination, const result<void>& r) {
   auto& st = self->state;
   auto& b = st.backoff[destination];
-  if (delivered) {
+  if (r) {
+    if (b.failures > 0)
+      log::info("event sink delivers again", {{"sink", destination}});
     b.failures = 0;
     return;
   }
@@ -154,6 +160,9 @@ void sink_answered(relay_ptr self, const std::string& destination, bool delivere
     delay *= 2;
   delay = std::min(delay, st.settings.sink_retry_max);
   b.until = now + delay;
+  log::warn("event sink failed; its events wait in the outbox",
+            {{"sink", destination}, {"failures_in_a_row", static_cast<int64_t>(b.failures)},
+             {"retry_in_ms", static_cast<int64_t>(delay.count())}, {"error", r.error().describe()}});
 }
 
 /// The sink destinations that may be given events now.
@@ -176,7 +185,7 @@ void deliver_chain(relay_ptr self, const std::shared_ptr<event_sink>& sink, cons
                 in_actor_within<void>(self, call_deadline, "events.deliver",
                                       [self, sink, destination, rows, next,
                                        sent = std::move(sent)](const result<void>& r) mutable {
-    sink_answered(self, destination, static_cast<bool>(r));
+    sink_answered(self, destination, r);
     if (r) {
       sent.push_back((*rows)[next].id);
       if (next + 1 < rows->size())
@@ -187,7 +196,7 @@ void deliver_chain(relay_ptr self, const std::shared_ptr<event_sink>& sink, cons
     std::vector<int64_t> rest;
     for (size_t k = next; k < rows->size(); ++k)
       rest.push_back((*rows)[k].id);
-    mark(self, std::move(sent), std::move(rest), destination + ": " + r.error().describe());
+    mark(self, std::move(sent), std::move(rest), destination + ": " + r.error().describe(), true);
     round_done(self);
   }));
 }
