@@ -141,7 +141,8 @@ result<void> start_event_stream(outbox_repository& outbox,
 /// WORKER_FINISHED, delivered by the relay of this or another node (this one has stopped).
 void finish_event_stream(outbox_repository& outbox, const std::string& worker_id, uint64_t completed,
                          uint64_t failed) {
-  auto emitted = blocking_call<void>(std::chrono::seconds{10}, "events.timeout", "the database", [&](auto cb) {
+  // Briefly: a database that does not answer must not hold the node's exit.
+  auto emitted = blocking_call<void>(std::chrono::seconds{2}, "events.timeout", "the database", [&](auto cb) {
     outbox.emit("WORKER_FINISHED",
                 R"({"worker_id":)" + json_string(worker_id) + R"(,"completed":)" + std::to_string(completed)
                   + R"(,"failed":)" + std::to_string(failed) + "}",
@@ -301,9 +302,12 @@ int run_command(const arguments& args) {
       intake_http->stop();
     if (admin)
       admin->stop();
-    if ((*rt)->outbox)
+    if ((*rt)->outbox) {
+      watchdog.set_stage("writing WORKER_FINISHED");
       finish_event_stream(*(*rt)->outbox, ctx->settings.worker_id, ctx->metrics->jobs("completed"),
                           ctx->metrics->jobs("failed"));
+      watchdog.set_stage("stopping the endpoints and adapters");
+    }
     log::info("ingestd stopped", {{"completed", static_cast<int64_t>(ctx->metrics->jobs("completed"))},
                                   {"failed", static_cast<int64_t>(ctx->metrics->jobs("failed"))}});
     // The adapters (and their threads) go before the actor system: late callbacks still find it.
