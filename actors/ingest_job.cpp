@@ -13,6 +13,7 @@
 #include "actors/job.hpp"
 #include "adapters/extraction/quality_gate.hpp"
 #include "adapters/ocr/transcription_json.hpp"
+#include "adapters/support/log.hpp"
 #include "messages/file_type.hpp"
 
 namespace ingestd {
@@ -56,6 +57,15 @@ public:
           return done(r.error());
         if (r->empty() || !r->front())
           return done(std::optional<claimed_work>{});
+        if (r->front()->skipped) {
+          // A known file: the claim ended it `skipped`; the job finds it finished and
+          // acknowledges its message.
+          ++ctx->metrics->known_file_skips;
+          log::info("ingestion skipped: a known file",
+                    {{"ingestion_id", r->front()->ingestion_id.str()},
+                     {"document_id", r->front()->document_id.str()}});
+          return done(std::optional<claimed_work>{});
+        }
         if (r->front()->poisoned) {
           // This claim failed it as poison: notified here, once, as any final failure is; the
           // job then finds it finished and acknowledges its message.

@@ -318,6 +318,8 @@ void not_claimed(job_ptr self) {
           return ack(self, job_result::skipped, "already completed");
         case ingestion_state::failed:
           return ack(self, job_result::skipped, "already failed");
+        case ingestion_state::skipped:
+          return ack(self, job_result::skipped, "skipped (a known file)");
         case ingestion_state::unknown:
           return ack(self, job_result::skipped, "no such ingestion");
         case ingestion_state::held:

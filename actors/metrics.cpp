@@ -129,6 +129,9 @@ std::string worker_metrics::prometheus() const {
         cpu_admission_waits.load(), "counter");
   gauge(out, "ingestd_sweeper_rescues_total", "Stranded ingestions re-enqueued by the sweeper.",
         rescues.load(), "counter");
+  gauge(out, "ingestd_known_file_skips_total",
+        "Ingestions ended skipped at their claim because the document is a known file.",
+        known_file_skips.load(), "counter");
   gauge(out, "ingestd_queue_receive_errors_total", "Failed queue receives.",
         queue_receive_errors.load(), "counter");
   header(out, "ingestd_llm_tokens_total", "counter", "LLM tokens used, by direction.");

@@ -39,6 +39,8 @@ public:
   /// Polls the poller held back because the CPU pool could not finish more work in time.
   std::atomic<int64_t> cpu_admission_waits{0};
   std::atomic<int64_t> rescues{0};
+  /// Ingestions the claim ended `skipped` (reason known_file).
+  std::atomic<int64_t> known_file_skips{0};
   std::atomic<int64_t> llm_input_tokens{0};
   std::atomic<int64_t> llm_output_tokens{0};
   std::atomic<int64_t> tracked_claims{0};

@@ -8,9 +8,18 @@
 //   all answered ──► a full batch: tick at once; fewer: after the interval
 //   prune (every prune_interval) ──► delete rows sent longer ago than the retention
 //
+// Event rows (destination "events:<sink>") go to their sink one document at a time: a chain per
+// ordering key delivers the key's rows in id order, each after the previous one was accepted;
+// the first failure gives the rest of the chain back (mark_failed) and backs the sink off, so
+// nothing later of that document overtakes it. Chains of different documents run side by side.
+// A sink in its back-off is left out of the take: its rows wait in the outbox, and ingestion,
+// which only writes them, never waits for a receiver.
+//
 // At least once: a crash between a send and its mark sends the row again, so the consumer (the
 // next stage's claim) must tolerate duplicates, and does.
 #include "actors/relay.hpp"
+
+#include <algorithm>
 
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
@@ -23,10 +32,18 @@ namespace ingestd {
 
 namespace {
 
+/// A sink's back-off after failures in a row.
+struct sink_backoff {
+  int failures = 0;
+  caf::actor_clock::time_point until{};
+};
+
 struct relay_state {
   static inline const char* name = "ingestd.relay";
   std::shared_ptr<outbox_repository> outbox;
   std::map<std::string, std::shared_ptr<queue>> destinations;
+  std::map<std::string, std::shared_ptr<event_sink>> sinks;
+  std::map<std::string, sink_backoff> backoff;
   relay_settings settings;
   bool busy = false;
   /// Sends and marks not answered yet in the current round.
@@ -52,7 +69,10 @@ void round_done(relay_ptr self) {
     self->delayed_send(self, st.settings.interval, tick_atom_v);
 }
 
-void mark(relay_ptr self, std::vector<int64_t> sent, std::vector<int64_t> failed, std::string why) {
+/// `quiet`: the caller logged the failure itself (an event sink logs once per back-off, not once
+/// per document).
+void mark(relay_ptr self, std::vector<int64_t> sent, std::vector<int64_t> failed, std::string why,
+          bool quiet = false) {
   auto& st = self->state;
   if (!sent.empty()) {
     ++st.outstanding;
@@ -69,7 +89,8 @@ void mark(relay_ptr self, std::vector<int64_t> sent, std::vector<int64_t> failed
     st.full_batch = false;
     ++st.outstanding;
     auto count = static_cast<int64_t>(failed.size());
-    log::warn("outbox rows not sent", {{"rows", count}, {"error", why}});
+    if (!quiet)
+      log::warn("outbox rows not sent", {{"rows", count}, {"error", why}});
     st.outbox->mark_failed(std::move(failed), why, in_actor_within<void>(self, call_deadline, "outbox.mark_failed",
                                                                         [self](const result<void>&) {
       round_done(self);
@@ -120,6 +141,88 @@ void send_group(relay_ptr self, const std::string& destination, std::vector<outb
   }
 }
 
+/// The sink took an event, or failed one (`why`).
+void sink_answered(relay_ptr self, const std::string& destination, const result<void>& r) {
+  auto& st = self->state;
+  auto& b = st.backoff[destination];
+  if (r) {
+    if (b.failures > 0)
+      log::info("event sink delivers again", {{"sink", destination}});
+    b.failures = 0;
+    return;
+  }
+  auto now = self->clock().now();
+  if (b.until > now)
+    return;  // already backing off: another document's event failed in the same round
+  ++b.failures;
+  auto delay = st.settings.sink_retry_initial;
+  for (int i = 1; i < b.failures && delay < st.settings.sink_retry_max; ++i)
+    delay *= 2;
+  delay = std::min(delay, st.settings.sink_retry_max);
+  b.until = now + delay;
+  log::warn("event sink failed; its events wait in the outbox",
+            {{"sink", destination}, {"failures_in_a_row", static_cast<int64_t>(b.failures)},
+             {"retry_in_ms", static_cast<int64_t>(delay.count())}, {"error", r.error().describe()}});
+}
+
+/// The sink destinations that may be given events now.
+std::vector<std::string> ready_sinks(relay_ptr self) {
+  auto& st = self->state;
+  std::vector<std::string> out;
+  auto now = self->clock().now();
+  for (auto& [destination, sink] : st.sinks)
+    if (auto b = st.backoff.find(destination); b == st.backoff.end() || b->second.until <= now)
+      out.push_back(destination);
+  return out;
+}
+
+/// Delivers rows[next..] of one ordering key to the sink, one after the other; `sent` collects
+/// the delivered ids, marked when the chain ends.
+void deliver_chain(relay_ptr self, const std::shared_ptr<event_sink>& sink, const std::string& destination,
+                   const std::shared_ptr<std::vector<outbox_row>>& rows, size_t next, std::vector<int64_t> sent) {
+  auto& row = (*rows)[next];
+  sink->deliver(sink_event{row.event_id, row.body},
+                in_actor_within<void>(self, call_deadline, "events.deliver",
+                                      [self, sink, destination, rows, next,
+                                       sent = std::move(sent)](const result<void>& r) mutable {
+    sink_answered(self, destination, r);
+    if (r) {
+      sent.push_back((*rows)[next].id);
+      if (next + 1 < rows->size())
+        return deliver_chain(self, sink, destination, rows, next + 1, std::move(sent));
+      mark(self, std::move(sent), {}, "");
+      return round_done(self);
+    }
+    std::vector<int64_t> rest;
+    for (size_t k = next; k < rows->size(); ++k)
+      rest.push_back((*rows)[k].id);
+    mark(self, std::move(sent), std::move(rest), destination + ": " + r.error().describe(), true);
+    round_done(self);
+  }));
+}
+
+void send_events(relay_ptr self, const std::string& destination, std::vector<outbox_row> rows) {
+  auto& st = self->state;
+  auto sink = st.sinks.at(destination);
+  // One chain per ordering key, in id order (rows without a key are chains of their own).
+  std::map<std::string, std::shared_ptr<std::vector<outbox_row>>> chains;
+  std::vector<std::shared_ptr<std::vector<outbox_row>>> order;
+  for (auto& row : rows) {
+    auto key = row.ordering_key.empty() ? "#" + std::to_string(row.id) : row.ordering_key;
+    auto& chain = chains[key];
+    if (!chain) {
+      chain = std::make_shared<std::vector<outbox_row>>();
+      order.push_back(chain);
+    }
+    chain->push_back(std::move(row));
+  }
+  for (auto& chain : order) {
+    std::sort(chain->begin(), chain->end(), [](auto& a, auto& b) { return a.id < b.id; });
+    ++st.outstanding;
+    deliver_chain(self, sink, destination, chain, 0, {});
+  }
+}
+
 void tick(relay_ptr self) {
   auto& st = self->state;
   if (st.busy)
@@ -127,7 +230,7 @@ void tick(relay_ptr self) {
   st.busy = true;
   st.outstanding = 1;  // the take
   st.full_batch = false;
-  st.outbox->take(st.settings.batch, st.settings.hold,
+  st.outbox->take(st.settings.batch, st.settings.hold, ready_sinks(self),
                   in_actor_within<std::vector<outbox_row>>(self, call_deadline, "outbox.take",
                                                            [self](result<std::vector<outbox_row>> r) {
     auto& st = self->state;
@@ -139,18 +242,24 @@ void tick(relay_ptr self) {
     std::map<std::string, std::vector<outbox_row>> groups;
     for (auto& row : *r)
       groups[row.destination].push_back(std::move(row));
-    for (auto& [destination, rows] : groups)
-      send_group(self, destination, std::move(rows));
+    for (auto& [destination, rows] : groups) {
+      if (st.sinks.count(destination) != 0)
+        send_events(self, destination, std::move(rows));
+      else
+        send_group(self, destination, std::move(rows));
+    }
     round_done(self);
   }));
 }
 
 relay_actor::behavior_type relay(relay_ptr self, std::shared_ptr<outbox_repository> outbox,
                                  std::map<std::string, std::shared_ptr<queue>> destinations,
-                                 relay_settings settings) {
+                                 relay_settings settings,
+                                 std::map<std::string, std::shared_ptr<event_sink>> sinks) {
   auto& st = self->state;
   st.outbox = std::move(outbox);
   st.destinations = std::move(destinations);
+  st.sinks = std::move(sinks);
   st.settings = settings;
   self->send(self, tick_atom_v);
   self->send(self, flush_atom_v);
@@ -174,8 +283,9 @@ relay_actor::behavior_type relay(relay_ptr self, std::shared_ptr<outbox_reposito
 
 relay_actor spawn_relay(caf::actor_system& sys, std::shared_ptr<outbox_repository> outbox,
                         std::map<std::string, std::shared_ptr<queue>> destinations,
-                        relay_settings settings) {
-  return sys.spawn(relay, std::move(outbox), std::move(destinations), settings);
+                        relay_settings settings,
+                        std::map<std::string, std::shared_ptr<event_sink>> sinks) {
+  return sys.spawn(relay, std::move(outbox), std::move(destinations), settings, std::move(sinks));
 }
 
 } // namespace ingestd

@@ -37,7 +37,7 @@ worker_handles start_worker(caf::actor_system& sys, const std::shared_ptr<worker
   if (options.cpu_pool)
     others.push_back(caf::actor_cast<caf::actor>(options.cpu_pool));
   if (options.outbox) {
-    w.relay = spawn_relay(sys, options.outbox, options.destinations, options.relay);
+    w.relay = spawn_relay(sys, options.outbox, options.destinations, options.relay, options.sinks);
     others.push_back(caf::actor_cast<caf::actor>(w.relay));
   }
   if (ctx->stages.empty())

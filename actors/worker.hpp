@@ -43,6 +43,8 @@ struct worker_options {
   /// The outbox whose rows a relay sends to `destinations` (queues by name); none when null.
   std::shared_ptr<outbox_repository> outbox;
   std::map<std::string, std::shared_ptr<queue>> destinations;
+  /// The status event sinks the relay delivers to, by outbox destination.
+  std::map<std::string, std::shared_ptr<event_sink>> sinks;
   relay_settings relay;
 };
 

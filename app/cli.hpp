@@ -40,5 +40,7 @@ int transcribe_command(const arguments& args);
 int extract_command(const arguments& args);
 int nodes_command(const arguments& args);
 int drain_command(const arguments& args);
+int known_files_command(const arguments& args);
+int events_command(const arguments& args);
 
 } // namespace ingestd::cli

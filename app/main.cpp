@@ -39,6 +39,11 @@ Commands:
                       text, quality score and defects per page (--json: the whole result)
   extract FILE        transcribe and extract one document and print the fields, confidence,
                       missing fields and the quality gate's verdict (--json: the whole result)
+  known-files import FILE | add FILE... | count
+                      the known-file hash set (deNIST): documents whose hash it holds are
+                      skipped, not processed (see 'ingestd known-files --help')
+  events [--follow] [--json]
+                      print the status event stream (see 'ingestd events --help')
   version             print the version
   nodes [--json]      the cluster's nodes: state, in flight, done in the last minute, last seen
   drain NODE_ID|--all ask a node (or all) to drain and exit 0, as on SIGTERM [--wait]
@@ -98,6 +103,8 @@ int main(int argc, char** argv) {
     {"matches", matches_command},
     {"transcribe", transcribe_command},
     {"extract", extract_command},
+    {"known-files", known_files_command},
+    {"events", events_command},
     {"version", version_command},
     {"nodes", nodes_command},
     {"drain", drain_command},

@@ -97,6 +97,12 @@ result<std::vector<std::string>> create_queues(const config& cfg) {
   return lines;
 }
 
+namespace {
+/// An SQS queue by the spec's URL, or its name looked up.
+result<std::shared_ptr<queue>> open_sqs_queue(const config& cfg, const queue_spec& spec,
+                                              const std::function<std::shared_ptr<curl_engine>()>& http);
+} // namespace
+
 result<std::shared_ptr<queue>> open_queue(const config& cfg, const queue_spec& spec,
                                           const std::function<std::shared_ptr<curl_engine>()>& http,
                                           bool require_registered) {
@@ -118,6 +124,27 @@ result<std::shared_ptr<queue>> open_queue(const config& cfg, const queue_spec& s
     opts.session = session;
     return std::shared_ptr<queue>{std::make_shared<postgres_queue>(cfg.database.url, spec.name, opts)};
   }
+  return open_sqs_queue(cfg, spec, http);
+}
+
+result<std::shared_ptr<queue>> open_event_queue(const config& cfg,
+                                                const std::function<std::shared_ptr<curl_engine>()>& http) {
+  queue_spec spec;
+  spec.stage = "events";
+  auto& name = cfg.outbox.events_sqs_queue;
+  if (name.rfind("http://", 0) == 0 || name.rfind("https://", 0) == 0) {
+    spec.url = name;
+    spec.name = name.substr(name.rfind('/') + 1);
+  } else {
+    spec.name = name;
+  }
+  return open_sqs_queue(cfg, spec, http);
+}
+
+namespace {
+
+result<std::shared_ptr<queue>> open_sqs_queue(const config& cfg, const queue_spec& spec,
+                                              const std::function<std::shared_ptr<curl_engine>()>& http) {
   auto conn = sqs_connection_of(cfg);
   if (!conn)
     return conn.error();
@@ -136,5 +163,7 @@ result<std::shared_ptr<queue>> open_queue(const config& cfg, const queue_spec& s
   }
   return std::shared_ptr<queue>{std::make_shared<sqs_queue>(http(), sqs_queue_options{*conn, url, spec.name})};
 }
+
+} // namespace
 
 } // namespace ingestd

@@ -43,4 +43,9 @@ result<std::shared_ptr<queue>> open_queue(const config& cfg, const queue_spec& s
                                           const std::function<std::shared_ptr<curl_engine>()>& http,
                                           bool require_registered = true);
 
+/// The status event stream's SQS sink (outbox.events_sqs_queue: a name, looked up, or a URL) on
+/// the configured SQS endpoint, whatever queue.backend says.
+result<std::shared_ptr<queue>> open_event_queue(const config& cfg,
+                                                const std::function<std::shared_ptr<curl_engine>()>& http);
+
 } // namespace ingestd

@@ -152,6 +152,58 @@ error registration_error(error e) {
 }
 
 /// Why the daemon does not start, in its log and as the command line's own message.
+/// A JSON string of `s` (worker ids and sink names are plain, but escape anyway).
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20)
+      out += c;
+  }
+  return out + "\"";
+}
+
+/// Registers this node's event sinks (every event from now on gets a row for each) and writes
+/// WORKER_STARTED.
+result<void> start_event_stream(outbox_repository& outbox,
+                                const std::map<std::string, std::shared_ptr<event_sink>>& sinks,
+                                const std::string& worker_id) {
+  std::vector<std::string> names;
+  std::string list;
+  for (auto& [destination, sink] : sinks) {
+    names.push_back(destination.substr(destination.find(':') + 1));
+    list += (list.empty() ? "" : ",") + json_string(names.back());
+  }
+  if (!names.empty()) {
+    auto registered = blocking_call<void>(std::chrono::seconds{30}, "events.timeout", "the database",
+                                          [&](auto cb) { outbox.register_sinks(names, cb); });
+    if (!registered)
+      return registered.error();
+  }
+  auto emitted = blocking_call<void>(std::chrono::seconds{30}, "events.timeout", "the database", [&](auto cb) {
+    outbox.emit("WORKER_STARTED", R"({"worker_id":)" + json_string(worker_id) + R"(,"sinks":[)" + list + "]}",
+                "worker:" + worker_id, cb);
+  });
+  if (!emitted)
+    return emitted.error();
+  return {};
+}
+
+/// WORKER_FINISHED, delivered by the relay of this or another node (this one has stopped).
+void finish_event_stream(outbox_repository& outbox, const std::string& worker_id, uint64_t completed,
+                         uint64_t failed) {
+  // Briefly: a database that does not answer must not hold the node's exit.
+  auto emitted = blocking_call<void>(std::chrono::seconds{2}, "events.timeout", "the database", [&](auto cb) {
+    outbox.emit("WORKER_FINISHED",
+                R"({"worker_id":)" + json_string(worker_id) + R"(,"completed":)" + std::to_string(completed)
+                  + R"(,"failed":)" + std::to_string(failed) + "}",
+                "worker:" + worker_id, cb);
+  });
+  if (!emitted)
+    log::warn("WORKER_FINISHED not written", {{"error", emitted.error().describe()}});
+}
+
 int refuse_to_start(const error& e) {
   log::error("cannot start", {{"error", e.describe()}});
   std::fprintf(stderr, "ingestd run: %s\n", e.describe().c_str());
@@ -196,7 +248,9 @@ int run_command(const arguments& args) {
     auto pool =
       spawn_cpu_pool(sys, ctx->settings.cpu_workers, ctx->settings.cpu_backlog, ctx->metrics);
     auto executor = make_cpu_executor(pool);
-    auto rt = make_runtime(*cfg, *executor);
+    runtime_parts parts;
+    parts.event_sinks = true;
+    auto rt = make_runtime(*cfg, *executor, parts);
     if (!rt) {
       log::error("cannot start", {{"error", rt.error().describe()}});
       std::fprintf(stderr, "ingestd run: %s\n", rt.error().describe().c_str());
@@ -300,7 +354,7 @@ int run_command(const arguments& args) {
     worker_options opts;
     opts.cpu_pool = pool;
     if ((*rt)->outbox) {
-      // Next jobs on SQS leave through the outbox.
+      // Next jobs on SQS and the status events leave through the outbox.
       opts.outbox = (*rt)->outbox;
       if (ctx->ports.match_queue)
         opts.destinations[cfg->matching.queue_name] = ctx->ports.match_queue;
@@ -309,8 +363,15 @@ int run_command(const arguments& args) {
         opts.destinations[cfg->queue.name] = ctx->ports.ingest_queue;
         opts.destinations[cfg->containers.queue_name] = ctx->ports.unpack_queue;
       }
+      opts.sinks = (*rt)->event_sinks;
       opts.relay.interval = std::chrono::milliseconds{cfg->outbox.poll_interval_ms};
       opts.relay.retention = std::chrono::hours{cfg->outbox.retention_hours};
+      opts.relay.sink_retry_max = std::chrono::milliseconds{cfg->outbox.events_retry_max_ms};
+      if (auto started = start_event_stream(*(*rt)->outbox, (*rt)->event_sinks, ctx->settings.worker_id);
+          !started) {
+        caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
+        return refuse_to_start(started.error());
+      }
     }
     // The node's row in the registry before its first poll; refreshed with the heartbeat.
     auto nodes = std::make_shared<pg_node_repository>(
@@ -348,6 +409,12 @@ int run_command(const arguments& args) {
       intake_http->stop();
     if (admin)
       admin->stop();
+    if ((*rt)->outbox) {
+      watchdog.set_stage("writing WORKER_FINISHED");
+      finish_event_stream(*(*rt)->outbox, ctx->settings.worker_id, ctx->metrics->jobs("completed"),
+                          ctx->metrics->jobs("failed"));
+      watchdog.set_stage("stopping the endpoints and adapters");
+    }
     log::info("ingestd stopped", {{"completed", static_cast<int64_t>(ctx->metrics->jobs("completed"))},
                                   {"failed", static_cast<int64_t>(ctx->metrics->jobs("failed"))}});
     // The adapters (and their threads) go before the actor system: late callbacks still find it.

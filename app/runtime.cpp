@@ -16,6 +16,8 @@
 #include "adapters/extraction/openai_extractor.hpp"
 #include "adapters/matching/llm_matcher.hpp"
 #include "adapters/matching/local_matcher.hpp"
+#include "adapters/notify/event_webhook_sink.hpp"
+#include "adapters/notify/queue_event_sink.hpp"
 #include "adapters/notify/webhook_notifier.hpp"
 #include "adapters/ocr/document_ai_transcriber.hpp"
 #include "adapters/ocr/local_transcriber.hpp"
@@ -65,7 +67,7 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     rt->ports.db = std::make_shared<batching_repository>(std::make_shared<pg_repository>(
       cfg.database.url, pg_repository_options{cfg.database.pool_size, session, next}));
     bool unpack = stage_enabled(cfg, "unpack");
-    if (next.via_outbox || (unpack && cfg.queue.backend == "sqs"))
+    if (next.via_outbox || (unpack && cfg.queue.backend == "sqs") || parts.event_sinks)
       rt->outbox = std::make_shared<pg_outbox_repository>(cfg.database.url, session);
     if (unpack) {
       // A container's children are written with its unpacking's completion, their messages in
@@ -73,6 +75,22 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
       rt->ports.containers = std::make_shared<pg_container_repository>(
         cfg.database.url, container_queues{cfg.queue.name, cfg.containers.queue_name, cfg.queue.backend == "sqs"},
         1, session);
+    }
+  }
+
+  if (parts.event_sinks) {
+    // The status event stream's sinks: the webhook when INGESTD_EVENTS_WEBHOOK_URL is set, SQS
+    // when outbox.events_sqs_queue names a queue.
+    event_webhook_options hook{cfg.secrets.events_webhook_url, cfg.secrets.events_webhook_secret};
+    if (auto valid = validate(hook); !valid)
+      return valid.error();
+    if (!hook.url.empty())
+      rt->event_sinks[event_sink_destination("webhook")] = std::make_shared<event_webhook_sink>(*http(), hook);
+    if (!cfg.outbox.events_sqs_queue.empty()) {
+      auto q = open_event_queue(cfg, http);
+      if (!q)
+        return q.error();
+      rt->event_sinks[event_sink_destination("sqs")] = std::make_shared<queue_event_sink>(std::move(*q));
     }
   }
 

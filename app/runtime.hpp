@@ -2,10 +2,13 @@
 // one-document commands): the HTTP engine, the queue, storage, database, OCR and extraction.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <string>
 
 #include "actors/worker_context.hpp"
 #include "adapters/db/outbox_repository.hpp"
+#include "adapters/notify/event_sink.hpp"
 #include "config/config.hpp"
 
 namespace ingestd {
@@ -21,6 +24,9 @@ struct runtime {
   worker_ports ports;
   /// The outbox the relay sends from (next jobs on SQS); null when nothing goes through it.
   std::shared_ptr<outbox_repository> outbox;
+  /// The status event sinks by their outbox destination ("events:webhook", "events:sqs"), built
+  /// when runtime_parts::event_sinks asks and the environment or configuration names them.
+  std::map<std::string, std::shared_ptr<event_sink>> event_sinks;
 
   /// Tears down in the order that lets late callbacks find what they use: the adapters (the
   /// failure notifier first, the queue last: worker_ports' members in reverse), then the HTTP
@@ -36,6 +42,8 @@ struct runtime_parts {
   /// A Postgres queue that `ingestd queues create` has not made is an error (a node, submit);
   /// false for status, which reports an empty queue then.
   bool require_queues = true;
+  /// The event sinks and the outbox their relay reads (`run`).
+  bool event_sinks = false;
 };
 
 /// Builds the adapters of `cfg`. `cpu` runs local OCR (it must outlive the runtime). Blocking

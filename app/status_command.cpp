@@ -150,6 +150,14 @@ int status_command(const arguments& args) {
     w.Key("in_progress"); w.Int64(summary->in_progress);
     w.Key("completed"); w.Int64(summary->completed);
     w.Key("failed"); w.Int64(summary->failed);
+    w.Key("skipped"); w.Int64(summary->skipped);
+    w.EndObject();
+    w.Key("skipped_by_reason");
+    w.StartObject();
+    for (auto& [reason, n] : summary->skipped_by_reason) {
+      w.Key(reason.c_str());
+      w.Int64(n);
+    }
     w.EndObject();
     w.Key("oldest_in_progress_seconds"); w.Int64(summary->oldest_in_progress_seconds);
     w.Key("failures_by_error_class");
@@ -204,6 +212,10 @@ int status_command(const arguments& args) {
   std::printf("ingestions   in progress %lld   completed %lld   failed %lld\n",
               static_cast<long long>(summary->in_progress), static_cast<long long>(summary->completed),
               static_cast<long long>(summary->failed));
+  std::printf("skipped   %lld", static_cast<long long>(summary->skipped));
+  for (auto& [reason, n] : summary->skipped_by_reason)
+    std::printf("   %s %lld", reason.c_str(), static_cast<long long>(n));
+  std::printf("\n");
   std::printf("oldest in progress   %lld s\n", static_cast<long long>(summary->oldest_in_progress_seconds));
   std::printf("failures by class   ");
   if (summary->failures_by_error_class.empty())

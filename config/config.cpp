@@ -350,7 +350,9 @@ const std::vector<key_spec>& schema() {
     using outbox = config::outbox_section;
     keys(t, "outbox", &config::outbox)
       .integer("poll_interval_ms", &outbox::poll_interval_ms, 1000, 10, 60000)
-      .integer("retention_hours", &outbox::retention_hours, 168, 1, int64_t{24} * 365);
+      .integer("retention_hours", &outbox::retention_hours, 168, 1, int64_t{24} * 365)
+      .text("events_sqs_queue", &outbox::events_sqs_queue, "")
+      .integer("events_retry_max_ms", &outbox::events_retry_max_ms, 10000, 100, 3600000);
 
     using cluster = config::cluster_section;
     keys(t, "cluster", &config::cluster)
@@ -429,6 +431,9 @@ const secret_spec secret_specs[] = {
   {"INGESTD_INTAKE_TOKEN", "token", &config::secrets_section::intake_token},
   {"INGESTD_ADMIN_TOKEN", "admin_token", &config::secrets_section::admin_token},
   {"INGESTD_REVIEW_TOKEN", "review_token", &config::secrets_section::review_token},
+  {"INGESTD_EVENTS_WEBHOOK_URL", "events_webhook_url", &config::secrets_section::events_webhook_url},
+  {"INGESTD_EVENTS_WEBHOOK_SECRET", "events_webhook_secret",
+   &config::secrets_section::events_webhook_secret},
 };
 
 std::string upper(std::string s) {

@@ -133,6 +133,11 @@ struct config {
   struct outbox_section {
     int poll_interval_ms{};
     int retention_hours{};
+    /// The status event stream's SQS sink: a queue name (or URL) on the configured SQS endpoint;
+    /// empty: no SQS sink. The webhook sink comes from INGESTD_EVENTS_WEBHOOK_URL.
+    std::string events_sqs_queue;
+    /// A sink that fails is retried after 0.5 s, doubling up to this.
+    int events_retry_max_ms{};
   } outbox;
 
   /// The node registry (issue 17).
@@ -192,6 +197,8 @@ struct config {
     std::string intake_token;         // INGESTD_INTAKE_TOKEN
     std::string admin_token;          // INGESTD_ADMIN_TOKEN (POST /drain)
     std::string review_token;         // INGESTD_REVIEW_TOKEN
+    std::string events_webhook_url;   // INGESTD_EVENTS_WEBHOOK_URL
+    std::string events_webhook_secret; // INGESTD_EVENTS_WEBHOOK_SECRET
   } secrets;
 
   /// The effective configuration as JSON, secrets masked (set/unset) and the password in the

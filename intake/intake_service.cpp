@@ -108,6 +108,7 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
   intake_request req;
   req.tenant_id = item.tenant_id;
   req.content_hash = hash;
+  req.content_md5 = aws::md5_hex(item.bytes);
   req.mime_type = mime;
   req.doc_source_id = item.source.doc_source_id;
   req.uploaded_by = item.source.uploaded_by;

@@ -31,13 +31,16 @@ struct claimed_ingestion {
   /// as poison (no claim_token; attempt_count is the attempts made). Said once, to the claimer
   /// that failed it, which notifies the failure as for any final failure.
   bool poisoned = false;
+  /// Not claimed: the document's hash is in the known-file set, and this claim ended the
+  /// ingestion `skipped` (reason known_file). Said once, to the claimer that skipped it.
+  bool skipped = false;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, claimed_ingestion& x) {
   return f(caf::meta::type_name("claimed_ingestion"), x.ingestion_id, x.document_id, x.tenant_id,
            x.claim_token, x.attempt_count, x.file_path, x.mime_type, x.transcription_file_path,
-           x.poisoned);
+           x.poisoned, x.skipped);
 }
 
 /// Recorded on the ingestion once the transcription is stored (seed 000, step 7).
@@ -113,6 +116,8 @@ enum class ingestion_state : uint8_t {
   held,
   completed,
   failed,
+  /// Ended `skipped` (a known file): final, as completed.
+  skipped,
   /// No such ingestion.
   unknown,
 };

@@ -25,6 +25,8 @@ struct intake_request {
   uuid tenant_id;
   /// SHA-256 of the content, hex.
   std::string content_hash;
+  /// MD5 of the content, hex (the known-file set's other hash); may be empty.
+  std::string content_md5;
   /// Storage key for the proposed document id, e.g. "documents/{document_id}.pdf".
   std::string file_path;
   std::string mime_type;
@@ -81,6 +83,10 @@ struct status_summary {
   int64_t in_progress = 0;
   int64_t completed = 0;
   int64_t failed = 0;
+  /// Ended without processing (a known file); never for review.
+  int64_t skipped = 0;
+  /// Skipped ingestions per skip_reason ("known_file").
+  std::vector<std::pair<std::string, int64_t>> skipped_by_reason;
   /// Age of the oldest in-progress ingestion in seconds (0 when none).
   int64_t oldest_in_progress_seconds = 0;
   /// Failed ingestions per error_class ("transient", "permanent", "" when unknown).

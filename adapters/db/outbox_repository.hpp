@@ -16,6 +16,24 @@ struct outbox_row {
   /// The queue (by name) the body goes to.
   std::string destination;
   std::string body;
+  /// Status events: the event's id, and the key (its document, or its worker) within which the
+  /// relay keeps the order. Empty for next jobs.
+  std::string event_id = {};
+  std::string ordering_key = {};
+};
+
+/// The status event stream's destination in the outbox ('events': the stream itself, written as
+/// sent) and each sink's ('events:<sink>'), as migration 009 writes them.
+inline constexpr const char* event_stream_destination = "events";
+inline std::string event_sink_destination(const std::string& sink) {
+  return std::string{event_stream_destination} + ":" + sink;
+}
+
+/// One event of the stream, as `ingestd events` prints it.
+struct stream_event {
+  int64_t id = 0;
+  /// The event as JSON: id, type, time, tenant_id, document_id, ingestion_id, payload.
+  std::string body;
 };
 
 /// Asynchronous like repository: every call returns at once and calls its callback exactly once
@@ -25,8 +43,12 @@ public:
   virtual ~outbox_repository() = default;
 
   /// Up to `limit` unsent rows, oldest first, held for `hold` so that another relay skips them
-  /// (a relay that dies leaves them to the next once the hold ends).
-  virtual void take(int limit, std::chrono::seconds hold, callback<std::vector<outbox_row>> done) = 0;
+  /// (a relay that dies leaves them to the next once the hold ends). Event rows only for the
+  /// sinks in `sinks` (their destinations, "events:webhook"): a relay takes no event it cannot
+  /// deliver now. A row with an ordering key is not taken while an earlier unsent row of its key
+  /// and destination is held: events go out in order per key.
+  virtual void take(int limit, std::chrono::seconds hold, std::vector<std::string> sinks,
+                    callback<std::vector<outbox_row>> done) = 0;
 
   /// The rows were sent.
   virtual void mark_sent(std::vector<int64_t> ids, callback<void> done) = 0;
@@ -36,6 +58,18 @@ public:
 
   /// Deletes rows sent longer ago than `retention`; answers how many.
   virtual void prune(std::chrono::seconds retention, callback<int64_t> done) = 0;
+
+  /// Registers the event sinks this node delivers to ("webhook", "sqs"): from now on every event
+  /// gets a row for each. Idempotent.
+  virtual void register_sinks(std::vector<std::string> sinks, callback<void> done) = 0;
+
+  /// Writes an event that no other state change carries (WORKER_STARTED, WORKER_FINISHED):
+  /// `payload` a JSON object, ordered under `ordering_key`.
+  virtual void emit(std::string type, std::string payload, std::string ordering_key,
+                    callback<void> done) = 0;
+
+  /// Up to `limit` events of the stream after `after_id`, oldest first.
+  virtual void read_stream(int64_t after_id, int limit, callback<std::vector<stream_event>> done) = 0;
 };
 
 } // namespace ingestd

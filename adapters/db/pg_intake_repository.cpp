@@ -45,6 +45,8 @@ SELECT json_build_object(
                   WHERE i.document_id = d.id AND i.status = 'in-progress') THEN 'processing'
     WHEN d.needs_human_review THEN 'needs_review'
     WHEN d.structured_data IS NOT NULL THEN 'ready'
+    WHEN EXISTS (SELECT 1 FROM ingestion AS i
+                  WHERE i.document_id = d.id AND i.status = 'skipped') THEN 'skipped'
     ELSE 'unprocessed' END,
   'needs_human_review', d.needs_human_review,
   'structured_data', d.structured_data,
@@ -144,6 +146,8 @@ SELECT COALESCE(json_agg(json_build_object(
                       THEN 'processing'
                     WHEN d.needs_human_review THEN 'needs_review'
                     WHEN d.structured_data IS NOT NULL THEN 'ready'
+                    WHEN EXISTS (SELECT 1 FROM ingestion AS i
+                                  WHERE i.document_id = d.id AND i.status = 'skipped') THEN 'skipped'
                     ELSE 'unprocessed' END AS state
           FROM document AS d
           LEFT JOIN LATERAL (
@@ -160,8 +164,8 @@ constexpr pg::statement ping_sql{"ingestd_intake_ping", "SELECT 1"};
 // row comes back and the caller runs the statement again (it sees the committed document).
 constexpr pg::statement intake_sql{"ingestd_create_ingestion", R"sql(
 WITH new_doc AS (
-  INSERT INTO document (id, tenant_id, content_hash, file_path, mime_type)
-  VALUES ($1, $2, $3, $4, $5)
+  INSERT INTO document (id, tenant_id, content_hash, file_path, mime_type, content_md5)
+  VALUES ($1, $2, $3, $4, $5, $11)
   ON CONFLICT (tenant_id, content_hash) DO NOTHING
   RETURNING id, file_path
 ), doc AS (
@@ -197,6 +201,8 @@ SELECT 'class', COALESCE(error_class, ''), count(*) FROM ingestion
 UNION ALL
 SELECT 'oldest', '', COALESCE(floor(extract(epoch FROM now() - min(created_at))), 0)::bigint
   FROM ingestion WHERE status = 'in-progress'
+UNION ALL
+SELECT 'skip', skip_reason, count(*) FROM ingestion WHERE status = 'skipped' GROUP BY skip_reason
 UNION ALL
 SELECT 'review', '', count(*) FROM document WHERE needs_human_review
 UNION ALL
@@ -385,7 +391,8 @@ result<intake_result> pg_intake_repository::create_ingestion(const intake_reques
                             request.doc_source_id ? param{request.doc_source_id->str()} : param{},
                             request.uploaded_by ? param{request.uploaded_by->str()} : param{},
                             pg::opt_text(request.source_metadata),
-                            request.stage.empty() ? std::string{"ingest"} : request.stage};
+                            request.stage.empty() ? std::string{"ingest"} : request.stage,
+                            pg::opt_text(request.content_md5)};
   borrowed s{*this};
   // Two tries: the second sees a document that a concurrent intake committed meanwhile.
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -490,6 +497,10 @@ result<status_summary> pg_intake_repository::summary_of(const pg::statement& st,
         out.completed = n;
       else if (key == "failed")
         out.failed = n;
+      else if (key == "skipped")
+        out.skipped = n;
+    } else if (kind == "skip") {
+      out.skipped_by_reason.emplace_back(key, n);
     } else if (kind == "class") {
       out.failures_by_error_class.emplace_back(key, n);
     } else if (kind == "oldest") {

@@ -51,48 +51,61 @@ WITH req AS (
          i.claim_token IS NOT NULL AND (i.lease_expires_at IS NULL OR i.lease_expires_at < now())
            AS crashed,
          i.claim_token IS NOT NULL AND (i.lease_expires_at IS NULL OR i.lease_expires_at < now())
-           AND i.attempt_count + 1 >= req.max_attempts AS poison
+           AND i.attempt_count + 1 >= req.max_attempts AND NOT k.known AS poison,
+         (i.claim_token IS NULL OR i.lease_expires_at IS NULL OR i.lease_expires_at < now())
+           AND k.known AS skip
     FROM ingestion AS i JOIN req ON req.id = i.id
+    JOIN document AS d ON d.id = i.document_id
+   CROSS JOIN LATERAL (
+     SELECT EXISTS (SELECT 1 FROM known_file AS kf WHERE kf.hash = d.content_hash)
+            OR EXISTS (SELECT 1 FROM known_file AS kf WHERE kf.hash = d.content_md5) AS known
+   ) AS k
    WHERE i.status = 'in-progress'
    ORDER BY i.id
    FOR UPDATE OF i
 ), changed AS (
   UPDATE ingestion AS i
      SET message_seen_at = now(),
-         attempt_count = i.attempt_count + CASE WHEN lock.crashed THEN 1 ELSE 0 END,
-         status = CASE WHEN lock.poison THEN 'failed' ELSE i.status END,
-         completed_at = CASE WHEN lock.poison THEN now() ELSE i.completed_at END,
+         attempt_count = i.attempt_count + CASE WHEN lock.crashed AND NOT lock.skip THEN 1 ELSE 0 END,
+         status = CASE WHEN lock.skip THEN 'skipped' WHEN lock.poison THEN 'failed' ELSE i.status END,
+         skip_reason = CASE WHEN lock.skip THEN 'known_file' ELSE i.skip_reason END,
+         completed_at = CASE WHEN lock.poison OR lock.skip THEN now() ELSE i.completed_at END,
          valid_structured_data = CASE WHEN lock.poison THEN false ELSE i.valid_structured_data END,
-         last_error = CASE WHEN lock.crashed
+         last_error = CASE WHEN lock.skip THEN i.last_error
+                           WHEN lock.crashed
                            THEN CASE WHEN lock.poison THEN 'poison: ' ELSE 'worker.crash: ' END
                                 || 'the claim of ' || coalesce(i.claimed_by, 'a worker')
                                 || ' expired without an outcome or give-back (attempt '
                                 || (i.attempt_count + 1) || ' of ' || lock.max_attempts || ')'
                            ELSE i.last_error END,
          error_class = CASE WHEN lock.poison THEN 'poison' ELSE i.error_class END,
-         claim_token = CASE WHEN lock.poison THEN NULL
+         claim_token = CASE WHEN lock.poison OR lock.skip THEN NULL
                             WHEN lock.claimable THEN lock.token ELSE i.claim_token END,
          claimed_by = CASE WHEN lock.claimable AND NOT lock.poison THEN $3 ELSE i.claimed_by END,
          started_at = CASE WHEN lock.claimable AND NOT lock.poison THEN now() ELSE i.started_at END,
-         lease_expires_at = CASE WHEN lock.poison THEN NULL
+         lease_expires_at = CASE WHEN lock.poison OR lock.skip THEN NULL
                                  WHEN lock.claimable
                                  THEN now() + make_interval(secs => $4::double precision)
                                  ELSE i.lease_expires_at END
     FROM lock
    WHERE i.id = lock.id AND i.status = 'in-progress'
   RETURNING i.id, i.document_id, i.claim_token, i.attempt_count, i.transcription_file_path,
-            lock.claimable AND NOT lock.poison AS granted, lock.crashed, lock.poison, i.last_error
+            lock.claimable AND NOT lock.poison AND NOT lock.skip AS granted, lock.crashed,
+            lock.poison, lock.skip, i.last_error
 ), audit AS (
   INSERT INTO ingestion_event (ingestion_id, step, outcome, detail, worker_id)
-  SELECT c.id, 'claim', CASE WHEN c.poison THEN 'poison' ELSE 'crash' END, c.last_error, $3
+  SELECT c.id, 'claim',
+         CASE WHEN c.skip THEN 'skipped' WHEN c.poison THEN 'poison' ELSE 'crash' END,
+         CASE WHEN c.skip THEN 'known_file: its hash is in the known-file set' ELSE c.last_error END,
+         $3
     FROM changed AS c
-   WHERE c.crashed
+   WHERE c.crashed OR c.skip
 )
 SELECT c.id, c.document_id, d.tenant_id, c.claim_token, c.attempt_count, d.file_path,
-       d.mime_type, c.transcription_file_path, c.poison
+       d.mime_type, c.transcription_file_path, c.poison, c.skip
   FROM changed AS c
   JOIN document AS d ON d.id = c.document_id
- WHERE c.granted OR c.poison
+ WHERE c.granted OR c.poison OR c.skip
 )sql"};
 
 // Where each ingestion stands, in request order; a missing row is an unknown id.
@@ -421,11 +434,12 @@ void pg_repository::claim(std::vector<claim_request> requests, std::string worke
       c.mime_type = rows.str(r, 6);
       c.transcription_file_path = rows.str(r, 7);
       c.poisoned = rows.boolean(r, 8);
+      c.skipped = rows.boolean(r, 9);
       // The request that won is the one whose token was stored (an id requested twice in one
       // batch is claimed once); failed as poison, none was stored: the first request for it.
       for (size_t i = 0; i < requests.size(); ++i) {
         if (requests[i].ingestion_id == c.ingestion_id
-            && (c.poisoned || requests[i].claim_token == c.claim_token) && !out[i]) {
+            && (c.poisoned || c.skipped || requests[i].claim_token == c.claim_token) && !out[i]) {
           out[i] = c;
           break;
         }
@@ -453,6 +467,8 @@ void pg_repository::states(std::vector<uuid> ids,
         out[index] = ingestion_state::completed;
       else if (status == "failed")
         out[index] = ingestion_state::failed;
+      else if (status == "skipped")
+        out[index] = ingestion_state::skipped;
       else
         out[index] = res->boolean(r, 2) ? ingestion_state::held : ingestion_state::claimable;
     }

@@ -257,4 +257,68 @@ CAF_TEST(a failed prune is tried again on the next interval) {
   CAF_CHECK(!outbox->row(a).has_value());
 }
 
+CAF_TEST(events go to their sink in order per document and are marked sent) {
+  auto sink = std::make_shared<test::fake_event_sink>();
+  std::vector<int64_t> rows;
+  for (int i = 0; i < 3; ++i)
+    for (auto* doc : {"doc-a", "doc-b"})
+      rows.push_back(outbox->add_event("events:webhook", std::string{doc} + "-" + std::to_string(i), doc));
+  auto other = outbox->add_event("events:sqs", "elsewhere", "doc-a");
+  auto a = outbox->add("match", "a");
+  auto r = spawn_relay(sys, outbox, {{"match", match_q}}, settings, {{"events:webhook", sink}});
+  periodic.push_back(caf::actor_cast<caf::actor>(r));
+  sched.run();
+  auto got = sink->delivered();
+  strings of_a, of_b;
+  for (auto& id : got)
+    (id.rfind("doc-a", 0) == 0 ? of_a : of_b).push_back(id);
+  CAF_CHECK_EQUAL(of_a, strings({"doc-a-0", "doc-a-1", "doc-a-2"}));
+  CAF_CHECK_EQUAL(of_b, strings({"doc-b-0", "doc-b-1", "doc-b-2"}));
+  for (auto id : rows)
+    CAF_CHECK(outbox->row(id)->sent);
+  // A sink this relay does not have: its rows stay for the relay that has it; queues go on.
+  auto left = *outbox->row(other);
+  CAF_CHECK(!left.sent);
+  CAF_CHECK_EQUAL(left.failures, 0);
+  CAF_CHECK(outbox->row(a)->sent);
+  CAF_CHECK(sink->violations().empty());
+  check_no_violations();
+}
+
+CAF_TEST(a sink that is down holds each document at its first event and is backed off) {
+  settings.sink_retry_initial = 5s;
+  settings.sink_retry_max = 20s;
+  auto sink = std::make_shared<test::fake_event_sink>();
+  sink->set_down(true);
+  for (int i = 0; i < 3; ++i)
+    for (auto* doc : {"doc-a", "doc-b"})
+      outbox->add_event("events:webhook", std::string{doc} + "-" + std::to_string(i), doc);
+  auto r = spawn_relay(sys, outbox, {}, settings, {{"events:webhook", sink}});
+  periodic.push_back(caf::actor_cast<caf::actor>(r));
+  sched.run();
+  // One refusal per document: its later events were not tried behind the first.
+  CAF_CHECK_EQUAL(sink->refused(), 2);
+  // Backing off: rounds on the interval leave the sink's events alone.
+  advance_time(settings.interval);
+  sched.run();
+  CAF_CHECK_EQUAL(sink->refused(), 2);
+  advance_time(5s);
+  sched.run();
+  CAF_CHECK_EQUAL(sink->refused(), 4);
+  // Back up: after the doubled back-off everything arrives, once and in order.
+  sink->set_down(false);
+  advance_time(5s);
+  sched.run();
+  CAF_CHECK(sink->delivered().empty());
+  advance_time(5s);
+  sched.run();
+  strings of_a;
+  for (auto& id : sink->delivered())
+    if (id.rfind("doc-a", 0) == 0)
+      of_a.push_back(id);
+  CAF_CHECK_EQUAL(of_a, strings({"doc-a-0", "doc-a-1", "doc-a-2"}));
+  CAF_CHECK_EQUAL(sink->delivered().size(), 6u);
+  check_no_violations();
+}
+
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -188,12 +188,12 @@ TEST_F(next_job_test, the_outbox_holds_taken_rows_marks_them_and_prunes_sent_one
   pg_outbox_repository outbox{db->url()};
   for (int i = 0; i < 3; ++i)
     db->query("INSERT INTO event_outbox (destination, body) VALUES ('q', $1)", {std::to_string(i)});
-  auto first = await<std::vector<outbox_row>>([&](auto cb) { outbox.take(2, 60s, cb); });
+  auto first = await<std::vector<outbox_row>>([&](auto cb) { outbox.take(2, 60s, {}, cb); });
   ASSERT_TRUE(first) << first.error().describe();
   ASSERT_EQ(first->size(), 2u);
   EXPECT_EQ(first->at(0).body, "0");
   // A second relay gets only the row nobody holds.
-  auto second = await<std::vector<outbox_row>>([&](auto cb) { outbox.take(10, 60s, cb); });
+  auto second = await<std::vector<outbox_row>>([&](auto cb) { outbox.take(10, 60s, {}, cb); });
   ASSERT_TRUE(second);
   ASSERT_EQ(second->size(), 1u);
   EXPECT_EQ(second->at(0).body, "2");
@@ -201,7 +201,7 @@ TEST_F(next_job_test, the_outbox_holds_taken_rows_marks_them_and_prunes_sent_one
   ASSERT_TRUE(await<void>([&](auto cb) { outbox.mark_failed({second->at(0).id}, "queue refused", cb); }));
   EXPECT_EQ(db->scalar("SELECT last_error FROM event_outbox WHERE body = '2'"), "queue refused");
   // The failed row is free again at once; the sent ones never come back.
-  auto again = await<std::vector<outbox_row>>([&](auto cb) { outbox.take(10, 60s, cb); });
+  auto again = await<std::vector<outbox_row>>([&](auto cb) { outbox.take(10, 60s, {}, cb); });
   ASSERT_TRUE(again);
   ASSERT_EQ(again->size(), 1u);
   EXPECT_EQ(again->at(0).body, "2");

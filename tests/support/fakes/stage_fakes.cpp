@@ -2,6 +2,7 @@
 #include "tests/support/fakes/stage_fakes.hpp"
 
 #include <algorithm>
+#include <set>
 #include <utility>
 
 namespace ingestd::test {
@@ -430,7 +431,17 @@ int64_t fake_outbox::add(std::string destination, std::string body) {
   return id;
 }
 
-void fake_outbox::take(int limit, std::chrono::seconds hold, callback<std::vector<outbox_row>> done) {
+int64_t fake_outbox::add_event(std::string destination, std::string event_id, std::string ordering_key) {
+  std::lock_guard guard{mtx_};
+  auto id = ++next_id_;
+  auto body = R"({"id":")" + event_id + R"("})";
+  rows_.emplace(id, fake_outbox_row{outbox_row{id, std::move(destination), std::move(body),
+                                               std::move(event_id), std::move(ordering_key)}});
+  return id;
+}
+
+void fake_outbox::take(int limit, std::chrono::seconds hold, std::vector<std::string> sinks,
+                       callback<std::vector<outbox_row>> done) {
   result<std::vector<outbox_row>> r = std::vector<outbox_row>{};
   {
     std::lock_guard guard{mtx_};
@@ -441,10 +452,26 @@ void fake_outbox::take(int limit, std::chrono::seconds hold, callback<std::vecto
     if (auto err = take_failure("take")) {
       r = *err;
     } else {
+      // Held before this take (the statement's snapshot): rows taken by this take do not count.
+      std::set<int64_t> held_before;
+      for (auto& [id, row] : rows_)
+        if (row.held)
+          held_before.insert(id);
+      auto waits = [&](const fake_outbox_row& row) {
+        if (row.row.ordering_key.empty())
+          return false;
+        for (auto& [id, other] : rows_)
+          if (id < row.row.id && !other.sent && held_before.count(id) != 0
+              && other.row.ordering_key == row.row.ordering_key && other.row.destination == row.row.destination)
+            return true;
+        return false;
+      };
       for (auto& [id, row] : rows_) {  // ids grow with time: oldest first
         if (static_cast<int>(r->size()) >= limit)
           break;
-        if (row.sent || row.held)
+        bool other_sink = row.row.destination.rfind("events:", 0) == 0
+                          && std::find(sinks.begin(), sinks.end(), row.row.destination) == sinks.end();
+        if (row.sent || row.held || other_sink || waits(row))
           continue;
         row.held = true;
         r->push_back(row.row);
@@ -513,6 +540,44 @@ void fake_outbox::mark_failed(std::vector<int64_t> ids, std::string error, callb
   done(r);
 }
 
+void fake_outbox::register_sinks(std::vector<std::string> sinks, callback<void> done) {
+  {
+    std::lock_guard guard{mtx_};
+    if (sinks.empty())
+      violations_.push_back("register_sinks of no sink");
+    sinks_.insert(sinks_.end(), sinks.begin(), sinks.end());
+  }
+  done(result<void>{});
+}
+
+void fake_outbox::emit(std::string type, std::string payload, std::string, callback<void> done) {
+  {
+    std::lock_guard guard{mtx_};
+    if (type.empty() || payload.empty())
+      violations_.push_back("emit without a type or payload");
+    emitted_.push_back(std::move(type));
+  }
+  done(result<void>{});
+}
+
+void fake_outbox::read_stream(int64_t, int limit, callback<std::vector<stream_event>> done) {
+  if (limit < 1) {
+    std::lock_guard guard{mtx_};
+    violations_.push_back("read_stream of " + std::to_string(limit) + " events");
+  }
+  done(std::vector<stream_event>{});
+}
+
+std::vector<std::string> fake_outbox::registered_sinks() {
+  std::lock_guard guard{mtx_};
+  return sinks_;
+}
+
+std::vector<std::string> fake_outbox::emitted() {
+  std::lock_guard guard{mtx_};
+  return emitted_;
+}
+
 void fake_outbox::prune(std::chrono::seconds retention, callback<int64_t> done) {
   result<int64_t> r = int64_t{0};
   {
@@ -572,6 +637,49 @@ std::vector<std::chrono::seconds> fake_outbox::prune_calls() {
 }
 
 std::vector<std::string> fake_outbox::violations() {
+  std::lock_guard guard{mtx_};
+  return violations_;
+}
+
+// -- fake_event_sink ----------------------------------------------------------------
+
+void fake_event_sink::deliver(sink_event event, callback<void> done) {
+  result<void> r;
+  {
+    std::lock_guard guard{mtx_};
+    if (event.event_id.empty() || event.body.empty())
+      violations_.push_back("deliver of an event without id or body");
+    if (auto err = take_failure("deliver")) {
+      r = *err;
+      ++refused_;
+    } else if (down_) {
+      r = error::make_transient("events.http_503", "the receiver is down");
+      ++refused_;
+    } else {
+      delivered_.push_back(event.event_id);
+    }
+    if (maybe_hold("deliver", [done, r] { done(r); }))
+      return;
+  }
+  done(r);
+}
+
+void fake_event_sink::set_down(bool down) {
+  std::lock_guard guard{mtx_};
+  down_ = down;
+}
+
+std::vector<std::string> fake_event_sink::delivered() {
+  std::lock_guard guard{mtx_};
+  return delivered_;
+}
+
+int fake_event_sink::refused() {
+  std::lock_guard guard{mtx_};
+  return refused_;
+}
+
+std::vector<std::string> fake_event_sink::violations() {
   std::lock_guard guard{mtx_};
   return violations_;
 }

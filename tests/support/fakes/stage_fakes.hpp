@@ -15,6 +15,7 @@
 
 #include "adapters/db/matching_repository.hpp"
 #include "adapters/db/outbox_repository.hpp"
+#include "adapters/notify/event_sink.hpp"
 #include "adapters/matching/matcher.hpp"
 #include "tests/support/fakes/fakes.hpp"
 
@@ -154,12 +155,25 @@ class fake_outbox : public outbox_repository, public fault_script {
 public:
   /// Adds an unsent row; returns its id.
   int64_t add(std::string destination, std::string body);
+  /// Adds an unsent event row for a sink; returns its id.
+  int64_t add_event(std::string destination, std::string event_id, std::string ordering_key);
 
-  void take(int limit, std::chrono::seconds hold, callback<std::vector<outbox_row>> done) override;
+  /// As the real one: event rows ("events:...") only for `sinks`, and a keyed row waits while an
+  /// earlier unsent row of its key and destination is held.
+  void take(int limit, std::chrono::seconds hold, std::vector<std::string> sinks,
+            callback<std::vector<outbox_row>> done) override;
   void mark_sent(std::vector<int64_t> ids, callback<void> done) override;
   void mark_failed(std::vector<int64_t> ids, std::string error, callback<void> done) override;
   /// Deletes the sent rows made old (age_sent); answers how many.
   void prune(std::chrono::seconds retention, callback<int64_t> done) override;
+  void register_sinks(std::vector<std::string> sinks, callback<void> done) override;
+  void emit(std::string type, std::string payload, std::string ordering_key,
+            callback<void> done) override;
+  /// Answers nothing: the fake keeps no stream.
+  void read_stream(int64_t after_id, int limit, callback<std::vector<stream_event>> done) override;
+  /// The sinks registered and the types emitted so far.
+  std::vector<std::string> registered_sinks();
+  std::vector<std::string> emitted();
 
   /// The row was sent longer ago than any retention.
   void age_sent(int64_t id);
@@ -179,6 +193,26 @@ private:
   int64_t next_id_ = 0;
   std::vector<int> take_limits_;
   std::vector<std::chrono::seconds> prune_calls_;
+  std::vector<std::string> sinks_;
+  std::vector<std::string> emitted_;
+};
+
+/// The event sink port (adapters/notify/event_sink.hpp): records each delivery in order; while
+/// down, every delivery fails (transient). Op name for fail_next and hold: "deliver".
+class fake_event_sink : public event_sink, public fault_script {
+public:
+  void deliver(sink_event event, callback<void> done) override;
+  void set_down(bool down);
+  /// The event ids delivered (accepted), in order, duplicates included.
+  std::vector<std::string> delivered();
+  /// Deliveries refused (down or failed).
+  int refused();
+  std::vector<std::string> violations();
+
+private:
+  bool down_ = false;
+  int refused_ = 0;
+  std::vector<std::string> delivered_;
 };
 
 } // namespace ingestd::test

@@ -15,6 +15,13 @@
 # GET  /count?model=M          -> {"count": n}
 # GET  /last_auth?model=M      -> {"authorization": "..."} of the last request for M
 # POST /webhook/<tag>          -> 200 "ok", body recorded; GET /webhook/<tag> -> {"count", "last"}
+# POST /events/<tag>?secret=S  -> the status event stream's receiver: checks X-Ingestd-Signature
+#   with Python's hmac (sha256 of "<X-Ingestd-Timestamp>.<body>" keyed with S) and records every
+#   delivery; 503 while the tag is down. GET /events/<tag> -> {"deliveries": [{"id", "header_id",
+#   "type", "document_id", "signature_ok", "age_seconds"}, ...]} in arrival order.
+# POST /events_down/<tag>?down=1|0 -> the receiver for <tag> answers 503 (down) or takes events.
+import hashlib
+import hmac
 import json
 import sys
 import threading
@@ -26,6 +33,8 @@ lock = threading.Lock()
 counts = {}
 auth = {}
 hooks = {}
+events = {}
+events_down = set()
 
 INVOICE = {
     "invoice_number": "INV-1", "invoice_date": "2024-03-15", "due_date": "2024-04-14",
@@ -80,6 +89,26 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def receive_event(self, url, raw):
+        tag = url.path[len("/events/"):]
+        secret = parse_qs(url.query).get("secret", [""])[0].encode()
+        with lock:
+            if tag in events_down:
+                return self.reply(503, {"error": "down"})
+        ts = self.headers.get("X-Ingestd-Timestamp", "")
+        expected = "sha256=" + hmac.new(secret, ts.encode() + b"." + raw, hashlib.sha256).hexdigest()
+        signature_ok = hmac.compare_digest(expected, self.headers.get("X-Ingestd-Signature", ""))
+        body = json.loads(raw)
+        age = time.time() - int(ts) if ts.isdigit() else None
+        with lock:
+            events.setdefault(tag, []).append({
+                "id": body.get("id"), "header_id": self.headers.get("X-Ingestd-Event-Id", ""),
+                "type": body.get("type"), "document_id": body.get("document_id"),
+                "signature_ok": signature_ok, "age_seconds": age})
+        if not signature_ok:
+            return self.reply(401, {"error": "bad signature"})
+        return self.reply(200, {"ok": True})
+
     def do_GET(self):
         url = urlparse(self.path)
         q = parse_qs(url.query)
@@ -92,6 +121,8 @@ class Handler(BaseHTTPRequestHandler):
             if url.path.startswith("/webhook/"):
                 h = hooks.get(url.path, {"count": 0, "last": None})
                 return self.reply(200, h)
+            if url.path.startswith("/events/"):
+                return self.reply(200, {"deliveries": events.get(url.path[len("/events/"):], [])})
         self.reply(404, {"error": "not found"})
 
     def do_POST(self):
@@ -110,6 +141,16 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(data)
             return
+        if url.path.startswith("/events_down/"):
+            tag = url.path[len("/events_down/"):]
+            with lock:
+                if parse_qs(url.query).get("down", ["1"])[0] == "1":
+                    events_down.add(tag)
+                else:
+                    events_down.discard(tag)
+            return self.reply(200, {"down": tag in events_down})
+        if url.path.startswith("/events/"):
+            return self.receive_event(url, raw)
         if url.path != "/v1/chat/completions":
             return self.reply(404, {"error": {"message": "unknown path", "type": "invalid_request_error"}})
         req = json.loads(raw)
