@@ -59,7 +59,8 @@ result<std::vector<std::string>> create_queues(const config& cfg) {
   };
   if (cfg.queue.backend == "postgres") {
     for (auto& q : configured_queues(cfg)) {
-      auto r = create_postgres_queue(cfg.database.url, q.name, q.dead_letter, q.max_receive_count);
+      auto r = create_postgres_queue(cfg.database.url, q.name, q.dead_letter, q.max_receive_count,
+                                     cfg.queue.priority_ageing_per_minute);
       if (!r)
         return error{r.error().cls, r.error().code, "creating queue " + q.name + ": " + r.error().message};
       lines.push_back(q.stage + ": " + q.name + " (postgres), " + redrive(q));

@@ -250,6 +250,10 @@ const std::vector<key_spec>& schema() {
       .integer("visibility_timeout_seconds", &queue::visibility_timeout_seconds, 0, 0,
                max_visibility_seconds, covers_lease())
       .derived(visibility_for_lease);
+    // Scheduling (issue 13): a message's effective priority improves by this many levels per
+    // minute it waits (set on the Postgres queue by `ingestd queues create`; 0: strict priority).
+    keys(t, "queue", &config::queue)
+      .number("priority_ageing_per_minute", &queue::priority_ageing_per_minute, 1, 0, 100);
 
     using aws = config::aws_section;
     keys(t, "aws", &config::aws)

@@ -42,6 +42,8 @@ struct config {
     int max_messages{};
     /// 0 in the file: derived from worker.lease_seconds (see config.cpp).
     int visibility_timeout_seconds{};
+    /// Priority levels a waiting message gains per minute (Postgres queue; 0: strict priority).
+    double priority_ageing_per_minute{};
   } queue;
 
   struct aws_section {

@@ -43,7 +43,8 @@ int status_for(const error& e) {
     return 413;
   if (e.code == "intake.unsupported_type")
     return 415;
-  if (e.code == "intake.empty" || e.code == "intake.invalid_source")
+  if (e.code == "intake.empty" || e.code == "intake.invalid_source"
+      || e.code == "intake.invalid_priority")
     return 400;
   return e.cls == error_class::transient ? 503 : 500;
 }
@@ -141,6 +142,17 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
         return send_error(res, 400, "intake.invalid_source", "X-Uploaded-By is not a UUID");
     } else {
       item.source.uploaded_by = uuid{};
+    }
+    // Priority: X-Priority, the form field or ?priority= (0..100, lower first; default 50).
+    auto priority = value_of(req, "X-Priority", "priority");
+    if (priority.empty() && req.has_param("priority"))
+      priority = req.get_param_value("priority");
+    if (!priority.empty()) {
+      auto p = parse_priority(priority);
+      if (!p)
+        return send_error(res, 400, "intake.invalid_priority",
+                          "priority must be a whole number 0..100 (lower first)");
+      item.priority = *p;
     }
     if (req.is_multipart_form_data()) {
       if (!req.has_file("file"))

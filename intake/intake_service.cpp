@@ -57,6 +57,20 @@ std::string_view to_string(intake_status s) {
   return "unknown";
 }
 
+std::optional<int32_t> parse_priority(std::string_view text) {
+  if (text.empty() || text.size() > 3)
+    return std::nullopt;
+  int32_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9')
+      return std::nullopt;
+    value = value * 10 + (c - '0');
+  }
+  if (value > 100)
+    return std::nullopt;
+  return value;
+}
+
 intake_service::intake_service(std::shared_ptr<intake_repository> db, std::shared_ptr<queue> q,
                                std::shared_ptr<object_store> storage, intake_options opts)
   : db_(std::move(db)), queue_(std::move(q)), storage_(std::move(storage)), opts_(opts) {
@@ -78,6 +92,10 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
   if (item.source.uploaded_by.has_value() == item.source.doc_source_id.has_value())
     return error::make_permanent("intake.invalid_source",
                                  "exactly one of uploaded_by and doc_source_id must be given");
+  if (item.priority < 0 || item.priority > 100)
+    return error::make_permanent("intake.invalid_priority",
+                                 "priority must be 0..100 (lower first), not "
+                                   + std::to_string(item.priority));
   auto hash = aws::sha256_hex(item.bytes);
   auto timeout = opts_.call_timeout;
 
@@ -99,6 +117,7 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
   req.uploaded_by = item.source.uploaded_by;
   req.source_metadata = source_metadata(item, item.bytes.size(), *type);
   req.ingestion_id = uuid::v7();
+  req.priority = item.priority;
 
   // Writes the object unless it is there already (same content hash, so same bytes).
   auto ensure_stored = [&](const std::string& key) -> result<void> {
@@ -153,7 +172,7 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
   out.file_path = created->file_path;
 
   auto sent = blocking_call<std::vector<batch_entry_result>>(timeout, "intake.timeout", "queue", [&](auto cb) {
-    queue_->send({outgoing_message{out.ingestion_id.str(), std::chrono::seconds{0}}}, cb);
+    queue_->send({outgoing_message{out.ingestion_id.str(), std::chrono::seconds{0}, item.priority}}, cb);
   });
   if (!sent || sent->empty() || sent->front().failed) {
     // The ingestion stays due in the database: the sweeper re-enqueues it once it is overdue.

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,6 +35,8 @@ struct intake_item {
   std::string name;
   /// Where it came from ("cli", "http"), kept in source_metadata.
   std::string channel;
+  /// 0..100, lower first (issue 13): stored on the ingestion and carried by its message.
+  int32_t priority = 50;
 };
 
 /// What intake did with one file.
@@ -48,6 +51,10 @@ enum class intake_status {
 };
 
 std::string_view to_string(intake_status s);
+
+/// A priority as the command line and the HTTP intake take it: a whole number 0..100 (lower
+/// first); nullopt otherwise.
+std::optional<int32_t> parse_priority(std::string_view text);
 
 struct intake_outcome {
   intake_status status = intake_status::created;
@@ -71,7 +78,7 @@ struct intake_options {
 };
 
 /// Errors (all permanent unless a port reports a transient one): "intake.empty",
-/// "intake.too_large", "intake.unsupported_type", "intake.invalid_source",
+/// "intake.too_large", "intake.unsupported_type", "intake.invalid_source", "intake.invalid_priority",
 /// "intake.timeout" (transient). Thread-safe: call submit() from several threads at once.
 class intake_service {
 public:

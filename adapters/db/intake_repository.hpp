@@ -33,6 +33,8 @@ struct intake_request {
   std::optional<uuid> uploaded_by;
   /// A JSON object, or empty.
   std::string source_metadata;
+  /// 0..100, lower first (issue 13).
+  int32_t priority = 50;
 };
 
 /// What intake created or found.
