@@ -38,5 +38,6 @@ int status_command(const arguments& args);
 int matches_command(const arguments& args);
 int transcribe_command(const arguments& args);
 int extract_command(const arguments& args);
+int cancel_command(const arguments& args);
 
 } // namespace ingestd::cli

@@ -29,6 +29,7 @@ Commands:
                       comma-separated LIST of them (e.g. --stages match)
   submit FILE|DIR...  submit documents for ingestion (see 'ingestd submit --help')
   status [--json]     counts by status, failures, review backlog, matching, queue depth
+  cancel INGESTION_ID cancel a queued or running ingestion (see 'ingestd cancel --help')
   matches DOCUMENT_ID a document's match edges and its cluster's members [--json]
   migrate             apply the database migrations (a no-op when current)
   queues create       create every configured queue and its dead-letter queue (idempotent)
@@ -96,6 +97,7 @@ int main(int argc, char** argv) {
     {"transcribe", transcribe_command},
     {"extract", extract_command},
     {"version", version_command},
+    {"cancel", cancel_command},
   };
   arguments args;
   std::string name;

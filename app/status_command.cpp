@@ -135,6 +135,7 @@ int status_command(const arguments& args) {
     w.Key("in_progress"); w.Int64(summary->in_progress);
     w.Key("completed"); w.Int64(summary->completed);
     w.Key("failed"); w.Int64(summary->failed);
+    w.Key("cancelled"); w.Int64(summary->cancelled);
     w.EndObject();
     w.Key("oldest_in_progress_seconds"); w.Int64(summary->oldest_in_progress_seconds);
     w.Key("failures_by_error_class");
@@ -176,9 +177,9 @@ int status_command(const arguments& args) {
     return ok;
   }
 
-  std::printf("ingestions   in progress %lld   completed %lld   failed %lld\n",
+  std::printf("ingestions   in progress %lld   completed %lld   failed %lld   cancelled %lld\n",
               static_cast<long long>(summary->in_progress), static_cast<long long>(summary->completed),
-              static_cast<long long>(summary->failed));
+              static_cast<long long>(summary->failed), static_cast<long long>(summary->cancelled));
   std::printf("oldest in progress   %lld s\n", static_cast<long long>(summary->oldest_in_progress_seconds));
   std::printf("failures by class   ");
   if (summary->failures_by_error_class.empty())

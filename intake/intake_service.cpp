@@ -193,6 +193,19 @@ result<std::optional<std::string>> intake_service::document_json(uuid tenant_id,
   return r;
 }
 
+result<cancel_result> intake_service::cancel(std::optional<uuid> tenant_id, uuid ingestion_id,
+                                             const std::string& who) {
+  auto r = db_->cancel_ingestion(ingestion_id, tenant_id, who, opts_.call_timeout);
+  if (!r)
+    return database_error(r.error(), opts_.call_timeout);
+  if (r->outcome == cancel_outcome::cancelled || r->outcome == cancel_outcome::cancelling)
+    log::info("ingestion cancel", {{"ingestion_id", ingestion_id.str()},
+                                   {"outcome", r->outcome == cancel_outcome::cancelled
+                                                 ? "cancelled" : "cancelling"},
+                                   {"by", who}});
+  return r;
+}
+
 result<std::optional<std::string>> intake_service::ingestion_json(uuid tenant_id, uuid ingestion_id) {
   auto r = db_->ingestion_json(tenant_id, ingestion_id, opts_.call_timeout);
   if (!r)

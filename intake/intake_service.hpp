@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "adapters/db/intake_repository.hpp"
 #include "messages/file_type.hpp"
 #include "messages/result.hpp"
 #include "messages/uuid.hpp"
@@ -100,6 +101,11 @@ public:
   /// An ingestion of the tenant's as JSON (status, attempts, errors, audit events); nullopt when
   /// unknown or another tenant's.
   result<std::optional<std::string>> ingestion_json(uuid tenant_id, uuid ingestion_id);
+
+  /// Cancels an ingestion (issue 13) of the tenant's documents, or of any tenant's when nullopt
+  /// (the operator's `ingestd cancel`); `who` goes in the audit event. See cancel_outcome.
+  result<cancel_result> cancel(std::optional<uuid> tenant_id, uuid ingestion_id,
+                               const std::string& who);
 
   const intake_options& options() const { return opts_; }
 

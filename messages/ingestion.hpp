@@ -112,6 +112,8 @@ enum class ingestion_state : uint8_t {
   failed,
   /// No such ingestion.
   unknown,
+  /// Cancelled (ingestd cancel, DELETE /v1/ingestions/{id}): final.
+  cancelled,
 };
 
 /// A claim whose lease the heartbeat renews.
