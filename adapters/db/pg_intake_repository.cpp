@@ -154,8 +154,7 @@ WITH target AS (
 ), queued AS (
   UPDATE ingestion AS i
      SET status = 'cancelled', completed_at = now(), cancel_requested_at = now(),
-         claim_token = NULL, lease_expires_at = NULL, last_error = 'cancelled',
-         error_class = 'cancelled'
+         claim_token = NULL, lease_expires_at = NULL, last_error = 'cancelled'
     FROM target AS t
    WHERE i.id = t.id AND t.status = 'in-progress' AND NOT t.held
   RETURNING i.id

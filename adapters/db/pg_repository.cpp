@@ -234,7 +234,7 @@ SELECT i.id FROM ingestion AS i
 constexpr pg::statement record_cancelled_sql{"ingestd_record_cancelled", R"sql(
 UPDATE ingestion
    SET status = 'cancelled', completed_at = now(), claim_token = NULL, lease_expires_at = NULL,
-       last_error = 'cancelled', error_class = 'cancelled', message_seen_at = now()
+       last_error = 'cancelled', message_seen_at = now()
  WHERE id = $1 AND claim_token = $2 AND status = 'in-progress'
 )sql"};
 
