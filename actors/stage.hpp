@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "adapters/queue/queue.hpp"
@@ -66,7 +67,8 @@ public:
   /// "cancel.unsupported" and the job gives its claim back instead.
   virtual void record_cancelled(const lease_ref& ref, callback<void> done) {
     (void) ref;
-    done(error::make_permanent("cancel.unsupported", "this stage's work cannot be cancelled"));
+    auto answer = std::move(done);
+    answer(error::make_permanent("cancel.unsupported", "this stage's work cannot be cancelled"));
   }
 };
 

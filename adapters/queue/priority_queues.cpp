@@ -45,7 +45,7 @@ batch_entry_result invalid_receipt(const std::string& ref) {
 /// entry's result in the original order once all have answered.
 template <class Call>
 void fan_out(size_t classes, const std::vector<std::optional<size_t>>& class_of_entry,
-             std::vector<batch_entry_result> prefilled, callback<std::vector<batch_entry_result>> done,
+             std::vector<batch_entry_result>&& prefilled, callback<std::vector<batch_entry_result>>&& done,
              Call call) {
   std::vector<std::vector<size_t>> groups(classes);
   for (size_t i = 0; i < class_of_entry.size(); ++i)
@@ -225,6 +225,7 @@ void priority_queues::remove(std::vector<std::string> receipts,
   fan_out(classes_.size(), cls, std::move(out), std::move(done),
                        [this, &inner](size_t c, const std::vector<size_t>& idx, auto cb) {
                          std::vector<std::string> part;
+                         part.reserve(idx.size());
                          for (auto i : idx)
                            part.push_back(inner[i]);
                          classes_[c].q->remove(std::move(part), std::move(cb));
@@ -247,6 +248,7 @@ void priority_queues::change_visibility(std::vector<visibility_change> changes,
   fan_out(classes_.size(), cls, std::move(out), std::move(done),
                              [this, &changes](size_t c, const std::vector<size_t>& idx, auto cb) {
                                std::vector<visibility_change> part;
+                               part.reserve(idx.size());
                                for (auto i : idx)
                                  part.push_back(changes[i]);
                                classes_[c].q->change_visibility(std::move(part), std::move(cb));
@@ -268,6 +270,7 @@ void priority_queues::send(std::vector<outgoing_message> messages,
   fan_out(classes_.size(), cls, std::move(out), std::move(done),
                             [this, &messages](size_t c, const std::vector<size_t>& idx, auto cb) {
                               std::vector<outgoing_message> part;
+                              part.reserve(idx.size());
                               for (auto i : idx)
                                 part.push_back(messages[i]);
                               classes_[c].q->send(std::move(part), std::move(cb));

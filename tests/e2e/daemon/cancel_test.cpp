@@ -18,8 +18,10 @@ namespace {
 
 cli_result cli(e2e_setup& s, const std::vector<std::string>& args) {
   std::vector<std::string> env;
-  for (auto& [k, v] : s.daemon_env())
-    env.push_back(k + "=" + v);
+  for (auto& [k, v] : s.daemon_env()) {
+    auto& kv = env.emplace_back(k);
+    kv.append("=").append(v);
+  }
   return run_ingestd(args, env, 60);
 }
 

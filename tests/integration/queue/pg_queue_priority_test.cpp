@@ -38,6 +38,7 @@ protected:
 
   void send(queue& q, const std::string& prefix, int n, int32_t priority) {
     std::vector<outgoing_message> out;
+    out.reserve(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i)
       out.push_back({prefix + std::to_string(i), 0s, priority});
     // In batches of 10, as SQS takes them.
