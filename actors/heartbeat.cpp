@@ -4,6 +4,8 @@
 //   kept ──tick (every heartbeat_rate)──► extend visibility to min(extension, 12 h left) and
 //          renew leases, each in one batch; a refused entry, a lost lease or the 12-hour
 //          visibility total ──► lost_atom to the job, dropped
+//   kept ──tick, the stage's cancel_requests names it (ingestd cancel while it runs)──►
+//          cancel_atom to the job, once; it stays tracked until the job untracks it
 //   untrack ──► dropped
 //   the job ends without untracking (it died) ──► dropped, so the lease expires and the next
 //          claim counts the crash
@@ -39,6 +41,8 @@ struct heartbeat_state {
     tracked_claim claim;
     clock::time_point visible_until;
     bool fresh = true;
+    /// The job was told that its ingestion is cancelled.
+    bool cancel_sent = false;
   };
 
   std::shared_ptr<worker_context> ctx;
@@ -168,6 +172,38 @@ void renew(heartbeat_ptr self) {
   }
 }
 
+/// Asks, per stage that can cancel, which tracked claims were cancelled, and tells their jobs
+/// (issue 13): they stop at their next step boundary. A failed look-up is retried next tick.
+void check_cancels(heartbeat_ptr self) {
+  auto& st = self->state;
+  std::unordered_map<const stage*, std::vector<uuid>> by_stage;
+  for (auto& [id, e] : st.tracked)
+    if (!e.cancel_sent && (e.claim.stage == nullptr || e.claim.stage->cancel_requests))
+      by_stage[e.claim.stage.get()].push_back(id);
+  for (auto& [stage, ids] : by_stage) {
+    auto done = in_actor_within<std::vector<uuid>>(
+      self, call_deadline(st.ctx->settings), "cancel_requests", [self](result<std::vector<uuid>> r) {
+        if (!r) {
+          log::warn("cancel look-up failed", {{"error", r.error().describe()}});
+          return;
+        }
+        auto& st = self->state;
+        for (auto& id : *r) {
+          auto i = st.tracked.find(id);
+          if (i == st.tracked.end() || i->second.cancel_sent)
+            continue;
+          i->second.cancel_sent = true;
+          log::info("cancel requested; the job stops at its next step", {{"ingestion_id", id.str()}});
+          self->send(caf::actor_cast<job_actor>(i->second.claim.job), cancel_atom_v);
+        }
+      });
+    if (stage != nullptr)
+      stage->cancel_requests(std::move(ids), std::move(done));
+    else
+      st.ctx->ports.db->cancel_requests(std::move(ids), std::move(done));
+  }
+}
+
 heartbeat_actor::behavior_type heartbeat(heartbeat_ptr self, std::shared_ptr<worker_context> ctx) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
@@ -233,6 +269,7 @@ heartbeat_actor::behavior_type heartbeat(heartbeat_ptr self, std::shared_ptr<wor
         all.push_back(id);
       extend(self, all);
       renew(self);
+      check_cancels(self);
     },
     [](resume_atom, uint64_t, continuation& c) { c.fn(); },
     [self](status_atom) { return static_cast<int32_t>(self->state.tracked.size()); },

@@ -97,6 +97,10 @@ public:
     ctx_->ports.db->release(ref, std::move(done));
   }
 
+  void record_cancelled(const lease_ref& ref, callback<void> done) override {
+    ctx_->ports.db->record_cancelled(ref, std::move(done));
+  }
+
   void failed_for_good(const error& err, int32_t attempts) override {
     if (ctx_->ports.on_failed)
       ctx_->ports.on_failed(job_ != nullptr ? claim_ : *granted_, err, attempts);
@@ -318,6 +322,9 @@ std::shared_ptr<stage> make_ingest_stage(const worker_context& ctx) {
   s->renew_leases = [db = ctx.ports.db](std::vector<lease_ref> refs, std::chrono::seconds lease,
                                         callback<std::vector<lease_ref>> done) {
     db->renew_leases(std::move(refs), lease, std::move(done));
+  };
+  s->cancel_requests = [db = ctx.ports.db](std::vector<uuid> ids, callback<std::vector<uuid>> done) {
+    db->cancel_requests(std::move(ids), std::move(done));
   };
   s->make_job = [](const std::shared_ptr<worker_context>& c) { return std::make_unique<ingest_job>(c); };
   return s;

@@ -17,6 +17,9 @@
 //                            │             └─in progress─► untrack ─► visibility = backoff ─► done (retrying)
 //                            └─error or timeout──────────► untrack ─► done (abandoned; message and lease expire)
 //   claim_lost anywhere, or lost from the heartbeat ─► untrack (release) ─► done (lost)
+//   cancel (the heartbeat saw `ingestd cancel`) while working ─► at the next step boundary (the
+//     current step's answer, or its deadline) ─► untrack ─► record_cancelled ─► ack ─► done
+//     (cancelled); the step's result is dropped, so nothing half-written follows
 //   stop (shutdown) ─► untrack ─► release claim ─► visibility 0 ─► done (released)
 //                     (a stop during the claim waits for its answer and gives back what it granted:
 //                      a claim left to expire counts as a crash)
@@ -75,6 +78,7 @@ constexpr std::string_view backoff = "backoff";
 constexpr std::string_view events = "events";
 constexpr std::string_view ack = "ack";
 constexpr std::string_view release = "release";
+constexpr std::string_view cancel = "cancel";
 } // namespace steps
 
 class handle_impl;
@@ -100,6 +104,8 @@ struct job_state {
   /// (untracked first), and the heartbeat itself clears it when it reports the claim lost.
   bool claimed = false;
   bool tracked = false;
+  /// The ingestion was cancelled while the job worked: it stops at the next step boundary.
+  bool cancel_requested = false;
 
   /// The current step: its sequence number (stale completions are ignored), name, start, and
   /// what to do if its deadline passes first.
@@ -134,6 +140,8 @@ void lost(job_ptr self, std::string reason);
 void release(job_ptr self);
 void give_back(job_ptr self, std::string reason);
 void deadline_passed(job_ptr self);
+void cancel_requested(job_ptr self);
+void cancel(job_ptr self);
 
 // ---- how a step runs -----------------------------------------------------------------------
 
@@ -245,6 +253,8 @@ job_actor::behavior_type job(job_ptr self, std::shared_ptr<worker_context> ctx,
       auto& st = self->state;
       if (seq != st.seq)
         return; // the answer of a step abandoned (deadline, stop, lost)
+      if (st.cancel_requested && st.phase == job_phase::working)
+        return cancel(self);  // a step boundary: its result is dropped
       if (log::enabled(log::level::trace))
         log::write(log::level::trace, "job step answered",
                    {{"message_id", st.msg.id}, {"stage", st.stage->name}, {"step", st.step}});
@@ -252,6 +262,7 @@ job_actor::behavior_type job(job_ptr self, std::shared_ptr<worker_context> ctx,
     },
     [self](lost_atom, std::string& reason) { lost(self, std::move(reason)); },
     [self](stop_atom) { release(self); },
+    [self](cancel_atom) { cancel_requested(self); },
     caf::after(st.ctx->settings.step_timeout) >> [self] { deadline_passed(self); },
   };
 }
@@ -320,6 +331,8 @@ void not_claimed(job_ptr self) {
           return ack(self, job_result::skipped, "already failed");
         case ingestion_state::skipped:
           return ack(self, job_result::skipped, "skipped (a known file)");
+        case ingestion_state::cancelled:
+          return ack(self, job_result::skipped, "cancelled");
         case ingestion_state::unknown:
           return ack(self, job_result::skipped, "no such ingestion");
         case ingestion_state::held:
@@ -531,12 +544,50 @@ void deadline_passed(job_ptr self) {
   auto& st = self->state;
   if (!st.on_timeout || st.waiting_for_cpu)
     return;
+  if (st.cancel_requested && st.phase == job_phase::working)
+    return cancel(self);  // the step ended by its deadline: a boundary as good as its answer
   ++st.seq; // the step's completion, should it come, is stale now
   auto secs = std::chrono::duration_cast<std::chrono::seconds>(st.ctx->settings.step_timeout).count();
   auto handler = std::move(st.on_timeout);
   std::string what{st.step};
   what.append(" did not finish within ").append(std::to_string(secs)).append(" s");
   handler(error::make_transient("step.timeout", std::move(what)));
+}
+
+// ---- cancellation (issue 13) ---------------------------------------------------------------
+
+/// The heartbeat saw a cancel request for this job's ingestion. Only the working phase stops:
+/// once the outcome is being stored it wins, and before the claim there is nothing to stop.
+void cancel_requested(job_ptr self) {
+  auto& st = self->state;
+  if (st.phase != job_phase::working)
+    return;
+  st.cancel_requested = true;
+  log::info("job cancelled; stopping at the next step", {{"id", st.id.str()}, {"step", st.step}});
+}
+
+/// At a step boundary: records `cancelled` (fenced), then the audit trail and the ack.
+void cancel(job_ptr self) {
+  auto& st = self->state;
+  step_done(self, "cancelled", "stopped at this step: the ingestion was cancelled");
+  st.phase = job_phase::storing_outcome;
+  untrack(self);
+  request_step<void>(
+    self, steps::cancel, [&](auto cb) { st.work->record_cancelled(st.lease(), std::move(cb)); },
+    [self](result<void> r) {
+      auto& st = self->state;
+      if (!r) {
+        if (r.error().claim_lost())
+          return finish(self, job_result::lost, r.error().describe(), "claim_lost");
+        // Not recorded (the database, or a stage that cannot cancel): give the work back; the
+        // next claim sees the request again.
+        st.phase = job_phase::releasing;
+        return give_back(self, "cancel not recorded: " + r.error().describe());
+      }
+      st.phase = job_phase::outcome_stored;
+      step_done(self, "ok", "cancelled by request");
+      ack(self, job_result::cancelled, "cancelled by request", "cancelled");
+    });
 }
 
 /// Shutdown past the grace period: give everything back so another worker can start at once.
@@ -592,6 +643,7 @@ std::string_view to_string(job_result x) {
     case job_result::lost: return "lost";
     case job_result::released: return "released";
     case job_result::abandoned: return "abandoned";
+    case job_result::cancelled: return "cancelled";
   }
   return "abandoned";
 }

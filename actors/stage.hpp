@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "adapters/queue/queue.hpp"
@@ -60,6 +61,15 @@ public:
 
   /// The work failed for good after `attempts`: tell the people who must know (the webhook).
   virtual void failed_for_good(const error& err, int32_t attempts) = 0;
+
+  /// Cancelled while it ran (issue 13): records the final `cancelled` outcome, fenced like the
+  /// other writes. Only the stages with stage::cancel_requests are ever asked; the others answer
+  /// "cancel.unsupported" and the job gives its claim back instead.
+  virtual void record_cancelled(const lease_ref& ref, callback<void> done) {
+    (void) ref;
+    auto answer = std::move(done);
+    answer(error::make_permanent("cancel.unsupported", "this stage's work cannot be cancelled"));
+  }
 };
 
 /// What happens to the queue message of a job that failed for good.
@@ -93,6 +103,9 @@ struct stage {
   /// Extends the leases of this stage's claims; answers the refs whose claim was lost.
   std::function<void(std::vector<lease_ref>, std::chrono::seconds, callback<std::vector<lease_ref>>)>
     renew_leases;
+  /// Of these claimed ids, those with a cancel request (the heartbeat asks at each tick and tells
+  /// their jobs); empty for a stage whose work cannot be cancelled.
+  std::function<void(std::vector<uuid>, callback<std::vector<uuid>>)> cancel_requests;
   /// The stage's part of a new job.
   std::function<std::unique_ptr<stage_job>(const std::shared_ptr<worker_context>&)> make_job;
 };

@@ -42,5 +42,6 @@ int nodes_command(const arguments& args);
 int drain_command(const arguments& args);
 int known_files_command(const arguments& args);
 int events_command(const arguments& args);
+int cancel_command(const arguments& args);
 
 } // namespace ingestd::cli

@@ -29,6 +29,7 @@ Commands:
                       comma-separated LIST of them (e.g. --stages match)
   submit FILE|DIR...  submit documents for ingestion (see 'ingestd submit --help')
   status [--json]     counts by status, failures, review backlog, matching, queue depth
+  cancel INGESTION_ID cancel a queued or running ingestion (see 'ingestd cancel --help')
   matches DOCUMENT_ID a document's match edges and its cluster's members [--json]
   migrate [--force]   apply the database migrations (a no-op when current; refuses while a
                       live node is older than a migration needs)
@@ -108,6 +109,7 @@ int main(int argc, char** argv) {
     {"version", version_command},
     {"nodes", nodes_command},
     {"drain", drain_command},
+    {"cancel", cancel_command},
   };
   arguments args;
   std::string name;

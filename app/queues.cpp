@@ -3,6 +3,7 @@
 #include "adapters/aws/aws_credentials.hpp"
 #include "adapters/http/curl_engine.hpp"
 #include "adapters/queue/postgres_queue.hpp"
+#include "adapters/queue/priority_queues.hpp"
 #include "adapters/queue/sqs_queue.hpp"
 #include "adapters/support/blocking_call.hpp"
 
@@ -53,6 +54,15 @@ queue_spec queue_of_stage(const config& cfg, const std::string& stage) {
   return {"ingest", cfg.queue.name, cfg.queue.url, cfg.queue.dead_letter_name, cfg.queue.max_receive_count};
 }
 
+std::vector<std::string> sqs_queue_names(const config& cfg, const queue_spec& spec) {
+  if (spec.stage != "ingest" || cfg.queue.priority_classes.empty())
+    return {spec.name};
+  std::vector<std::string> out;
+  for (auto bound : cfg.queue.priority_classes)
+    out.push_back(spec.name + "-p" + std::to_string(bound));
+  return out;
+}
+
 result<std::vector<std::string>> create_queues(const config& cfg) {
   std::vector<std::string> lines;
   auto redrive = [](const queue_spec& q) {
@@ -62,7 +72,8 @@ result<std::vector<std::string>> create_queues(const config& cfg) {
   };
   if (cfg.queue.backend == "postgres") {
     for (auto& q : configured_queues(cfg)) {
-      auto r = create_postgres_queue(cfg.database.url, q.name, q.dead_letter, q.max_receive_count);
+      auto r = create_postgres_queue(cfg.database.url, q.name, q.dead_letter, q.max_receive_count,
+                                     cfg.queue.priority_ageing_per_minute);
       if (!r)
         return error{r.error().cls, r.error().code, "creating queue " + q.name + ": " + r.error().message};
       lines.push_back(q.stage + ": " + q.name + " (postgres), " + redrive(q));
@@ -74,7 +85,13 @@ result<std::vector<std::string>> create_queues(const config& cfg) {
     return conn.error();
   auto http = std::make_shared<curl_engine>();
   sqs_client client{http, *conn};
-  for (auto& q : configured_queues(cfg)) {
+  std::vector<queue_spec> all;
+  for (auto& spec : configured_queues(cfg))
+    for (auto& name : sqs_queue_names(cfg, spec)) {
+      all.push_back(spec);
+      all.back().name = name;
+    }
+  for (auto& q : all) {
     sqs_queue_settings settings;
     settings.visibility_timeout_seconds = cfg.queue.visibility_timeout_seconds;
     if (q.max_receive_count > 0) {
@@ -148,6 +165,22 @@ result<std::shared_ptr<queue>> open_sqs_queue(const config& cfg, const queue_spe
   auto conn = sqs_connection_of(cfg);
   if (!conn)
     return conn.error();
+  if (auto names = sqs_queue_names(cfg, spec); names.size() > 1) {
+    // Priority classes: one queue per class, polled with weights.
+    std::vector<priority_class> classes;
+    for (size_t i = 0; i < names.size(); ++i) {
+      auto one = spec;
+      one.stage = spec.stage + " (priority class)";
+      one.name = names[i];
+      one.url.clear();
+      auto q = open_queue(cfg, one, http, require_registered);
+      if (!q)
+        return q.error();
+      classes.push_back(priority_class{static_cast<int32_t>(cfg.queue.priority_classes[i]),
+                                       static_cast<int32_t>(cfg.queue.priority_class_weights[i]), *q});
+    }
+    return std::shared_ptr<queue>{std::make_shared<priority_queues>(std::move(classes))};
+  }
   auto url = spec.url;
   if (url.empty()) {
     sqs_client client{http(), *conn};

@@ -32,6 +32,10 @@ std::vector<queue_spec> configured_queues(const config& cfg);
 /// The queue of one stage (which must be enabled).
 queue_spec queue_of_stage(const config& cfg, const std::string& stage);
 
+/// The SQS queue names of a spec: with queue.priority_classes, the ingest stage has one queue per
+/// class ("<name>-p<bound>", most urgent first); otherwise the spec's own name.
+std::vector<std::string> sqs_queue_names(const config& cfg, const queue_spec& spec);
+
 /// Creates each queue and its dead-letter queue with the redrive policy, on SQS or on the
 /// Postgres queue; idempotent. Answers one line per queue for the user.
 result<std::vector<std::string>> create_queues(const config& cfg);

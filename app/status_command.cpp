@@ -150,6 +150,7 @@ int status_command(const arguments& args) {
     w.Key("in_progress"); w.Int64(summary->in_progress);
     w.Key("completed"); w.Int64(summary->completed);
     w.Key("failed"); w.Int64(summary->failed);
+    w.Key("cancelled"); w.Int64(summary->cancelled);
     w.Key("skipped"); w.Int64(summary->skipped);
     w.EndObject();
     w.Key("skipped_by_reason");
@@ -209,9 +210,9 @@ int status_command(const arguments& args) {
     return ok;
   }
 
-  std::printf("ingestions   in progress %lld   completed %lld   failed %lld\n",
+  std::printf("ingestions   in progress %lld   completed %lld   failed %lld   cancelled %lld\n",
               static_cast<long long>(summary->in_progress), static_cast<long long>(summary->completed),
-              static_cast<long long>(summary->failed));
+              static_cast<long long>(summary->failed), static_cast<long long>(summary->cancelled));
   std::printf("skipped   %lld", static_cast<long long>(summary->skipped));
   for (auto& [reason, n] : summary->skipped_by_reason)
     std::printf("   %s %lld", reason.c_str(), static_cast<long long>(n));

@@ -24,7 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* submit_usage = R"(Usage: ingestd submit [--tenant T] [--uploaded-by U | --source S] [--jobs N] FILE|DIR ...
+constexpr const char* submit_usage = R"(Usage: ingestd submit [--tenant T] [--uploaded-by U | --source S] [--priority N] [--jobs N] FILE|DIR ...
 
 Submits each file (directories are walked recursively, in name order) for ingestion: the
 document is stored once per tenant and content, an ingestion is created and enqueued.
@@ -34,6 +34,8 @@ is created and the existing ids are printed.
   --tenant T        tenant UUID (default: intake.default_tenant)
   --uploaded-by U   the uploading user's UUID (default when no --source: the nil UUID, "CLI")
   --source S        the document source's UUID (instead of --uploaded-by)
+  --priority N      0..100, lower is served first (default 50); a waiting document gains
+                    queue.priority_ageing_per_minute levels per minute, so nothing starves
   --jobs N          files in flight at once (default 4)
   --quiet           only the summary
 
@@ -122,6 +124,7 @@ int submit_command(const arguments& args) {
   std::optional<uuid> tenant, uploaded_by, source;
   std::vector<std::string> paths;
   int jobs = 4;
+  int32_t priority = 50;
   bool quiet = false;
   auto& raw = args.raw;
   for (size_t i = 0; i < raw.size(); ++i) {
@@ -152,6 +155,16 @@ int submit_command(const arguments& args) {
     } else if (is("--source")) {
       if (!value(v) || !(source = parse_id("--source", v)))
         return usage;
+    } else if (is("--priority")) {
+      if (!value(v))
+        return usage;
+      auto p = parse_priority(v);
+      if (!p) {
+        std::fprintf(stderr, "ingestd submit: --priority must be a whole number 0..100 (lower first), not '%s'\n",
+                     v.c_str());
+        return usage;
+      }
+      priority = *p;
     } else if (is("--jobs")) {
       if (!value(v))
         return usage;
@@ -258,6 +271,7 @@ int submit_command(const arguments& args) {
       item.bytes = std::move(*bytes);
       item.name = fs::path{f.path}.filename().string();
       item.channel = "cli";
+      item.priority = priority;
       report(f.path, intake.submit(item));
     }
   };

@@ -2,6 +2,7 @@
 // rules that make it required) drives the defaults, the JSON file, the environment overrides,
 // validation that names the key, and printing.
 #include "config/config.hpp"
+#include "messages/priority.hpp"
 
 #include "messages/uuid.hpp"
 #include "messages/json_depth.hpp"
@@ -94,9 +95,10 @@ public:
 
   /// A non-empty list, each item in [min, max].
   section_keys& integer_list(const char* key, std::vector<int64_t> Section::*field,
-                             std::vector<int64_t> fallback, int64_t min, int64_t max) {
+                             std::vector<int64_t> fallback, int64_t min, int64_t max,
+                             rule check = {}) {
     return add(key, field, kind::integer_list, std::move(fallback), double(min), double(max), {},
-               {});
+               std::move(check));
   }
 
   /// The last key holds a URL whose password must never be shown.
@@ -250,6 +252,21 @@ const std::vector<key_spec>& schema() {
       .integer("visibility_timeout_seconds", &queue::visibility_timeout_seconds, 0, 0,
                max_visibility_seconds, covers_lease())
       .derived(visibility_for_lease);
+    // Scheduling (issue 13): a message's effective priority improves by this many levels per
+    // minute it waits (set on the Postgres queue by `ingestd queues create`; 0: strict priority).
+    keys(t, "queue", &config::queue)
+      .number("priority_ageing_per_minute", &queue::priority_ageing_per_minute, 1, 0, 100)
+      // SQS has no priorities: one queue per class ("<name>-p<bound>"), each class taking the
+      // priorities up to its bound; receives start with each class as often as its weight. Empty:
+      // one queue. The Postgres queue ignores them (it orders by priority itself).
+      .integer_list("priority_classes", &queue::priority_classes, {}, 0, 100)
+      .integer_list("priority_class_weights", &queue::priority_class_weights, {}, 1, 1000,
+                    [](const config& c, const value&) -> std::optional<std::string> {
+                      if (c.queue.backend != "sqs")
+                        return std::nullopt;  // the Postgres queue orders by priority itself
+                      return check_priority_classes(c.queue.priority_classes,
+                                                    c.queue.priority_class_weights);
+                    });
 
     using aws = config::aws_section;
     keys(t, "aws", &config::aws)
@@ -448,6 +465,12 @@ std::string env_name(const key_spec& spec) {
 
 std::string full_name(const key_spec& spec) { return spec.section + "." + spec.key; }
 
+/// A list key whose default is empty may be given empty (e.g. queue.priority_classes: none).
+bool may_be_empty(const key_spec& spec) {
+  auto* list = std::get_if<std::vector<int64_t>>(&spec.fallback);
+  return list != nullptr && list->empty();
+}
+
 std::string expected_text(const key_spec& spec) {
   auto range = [&](const char* what) {
     std::ostringstream out;
@@ -459,7 +482,7 @@ std::string expected_text(const key_spec& spec) {
     case kind::integer:
       return range("an integer");
     case kind::integer_list:
-      return range("a non-empty list of integers, each");
+      return range(may_be_empty(spec) ? "a list of integers, each" : "a non-empty list of integers, each");
     case kind::number: {
       std::ostringstream out;
       out << "a number from " << spec.min << " to " << spec.max;
@@ -573,7 +596,7 @@ std::optional<value> from_json(const key_spec& spec, const rapidjson::Value& v) 
         return std::string{v.GetString()};
       return std::nullopt;
     case kind::integer_list: {
-      if (!v.IsArray() || v.Empty())
+      if (!v.IsArray() || (v.Empty() && !may_be_empty(spec)))
         return std::nullopt;
       std::vector<int64_t> list;
       for (auto& item : v.GetArray()) {
@@ -627,7 +650,7 @@ std::optional<value> from_env(const key_spec& spec, const std::string& text) {
           return std::nullopt;
         list.push_back(*x);
       }
-      if (list.empty())
+      if (list.empty() && !may_be_empty(spec))
         return std::nullopt;
       return list;
     }

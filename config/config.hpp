@@ -42,6 +42,11 @@ struct config {
     int max_messages{};
     /// 0 in the file: derived from worker.lease_seconds (see config.cpp).
     int visibility_timeout_seconds{};
+    /// Priority levels a waiting message gains per minute (Postgres queue; 0: strict priority).
+    double priority_ageing_per_minute{};
+    /// SQS priority classes: upper bounds ascending to 100 (empty: one queue), and their weights.
+    std::vector<int64_t> priority_classes;
+    std::vector<int64_t> priority_class_weights;
   } queue;
 
   struct aws_section {

@@ -43,7 +43,8 @@ int status_for(const error& e) {
     return 413;
   if (e.code == "intake.unsupported_type" || e.code == "intake.containers_disabled")
     return 415;
-  if (e.code == "intake.empty" || e.code == "intake.invalid_source")
+  if (e.code == "intake.empty" || e.code == "intake.invalid_source"
+      || e.code == "intake.invalid_priority")
     return 400;
   return e.cls == error_class::transient ? 503 : 500;
 }
@@ -142,6 +143,17 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
     } else {
       item.source.uploaded_by = uuid{};
     }
+    // Priority: X-Priority, the form field or ?priority= (0..100, lower first; default 50).
+    auto priority = value_of(req, "X-Priority", "priority");
+    if (priority.empty() && req.has_param("priority"))
+      priority = req.get_param_value("priority");
+    if (!priority.empty()) {
+      auto p = parse_priority(priority);
+      if (!p)
+        return send_error(res, 400, "intake.invalid_priority",
+                          "priority must be a whole number 0..100 (lower first)");
+      item.priority = *p;
+    }
     if (req.is_multipart_form_data()) {
       if (!req.has_file("file"))
         return send_error(res, 400, "intake.empty", "multipart request without a \"file\" field");
@@ -196,6 +208,34 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
   };
   svr.Get(R"(/v1/documents/([^/]+))", getter("document", &intake_service::document_json));
   svr.Get(R"(/v1/ingestions/([^/]+))", getter("ingestion", &intake_service::ingestion_json));
+  // Cancellation (issue 13): 200 cancelled (it was queued, or cancelled before), 202 cancelling
+  // (running: it stops at its next step), 409 when it is finished, 404 when unknown.
+  svr.Delete(R"(/v1/ingestions/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    auto id = uuid::parse(req.matches[1].str());
+    if (!id)
+      return send_error(res, 400, "intake.invalid_id", "ingestion id is not a UUID");
+    auto tenant = caller_tenant(req, res, opts_.default_tenant);
+    if (!tenant)
+      return;
+    auto r = intake_->cancel(*tenant, *id, "http");
+    if (!r) {
+      res.set_header("Retry-After", "5");
+      return send_error(res, 503, r.error().code, r.error().message);
+    }
+    switch (r->outcome) {
+      case cancel_outcome::not_found:
+        return send_error(res, 404, "intake.not_found", "no such ingestion");
+      case cancel_outcome::finished:
+        return send_error(res, 409, "intake.already_finished",
+                          "the ingestion is " + r->status
+                            + ": only a queued or running ingestion can be cancelled");
+      case cancel_outcome::cancelled:
+      case cancel_outcome::already_cancelled:
+        return send_json(res, 200, R"({"ingestion_id":")" + id->str() + R"(","status":"cancelled"})");
+      case cancel_outcome::cancelling:
+        return send_json(res, 202, R"({"ingestion_id":")" + id->str() + R"(","status":"cancelling"})");
+    }
+  });
 }
 
 intake_server::~intake_server() {

@@ -57,6 +57,20 @@ std::string_view to_string(intake_status s) {
   return "unknown";
 }
 
+std::optional<int32_t> parse_priority(std::string_view text) {
+  if (text.empty() || text.size() > 3)
+    return std::nullopt;
+  int32_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9')
+      return std::nullopt;
+    value = value * 10 + (c - '0');
+  }
+  if (value > 100)
+    return std::nullopt;
+  return value;
+}
+
 intake_service::intake_service(std::shared_ptr<intake_repository> db, std::shared_ptr<queue> q,
                                std::shared_ptr<object_store> storage, intake_options opts)
   : db_(std::move(db)), queue_(std::move(q)), storage_(std::move(storage)), opts_(std::move(opts)) {
@@ -92,6 +106,10 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
   if (item.source.uploaded_by.has_value() == item.source.doc_source_id.has_value())
     return error::make_permanent("intake.invalid_source",
                                  "exactly one of uploaded_by and doc_source_id must be given");
+  if (item.priority < 0 || item.priority > 100)
+    return error::make_permanent("intake.invalid_priority",
+                                 "priority must be 0..100 (lower first), not "
+                                   + std::to_string(item.priority));
   auto hash = aws::sha256_hex(item.bytes);
   auto timeout = opts_.call_timeout;
 
@@ -115,6 +133,7 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
   req.source_metadata = source_metadata(item, item.bytes.size(), mime);
   req.stage = container ? "unpack" : "ingest";
   req.ingestion_id = uuid::v7();
+  req.priority = item.priority;
 
   // Writes the object unless it is there already (same content hash, so same bytes).
   auto ensure_stored = [&](const std::string& key) -> result<void> {
@@ -169,7 +188,7 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
   out.file_path = created->file_path;
 
   auto sent = blocking_call<std::vector<batch_entry_result>>(timeout, "intake.timeout", "queue", [&](auto cb) {
-    target_queue->send({outgoing_message{out.ingestion_id.str(), std::chrono::seconds{0}}}, cb);
+    target_queue->send({outgoing_message{out.ingestion_id.str(), std::chrono::seconds{0}, item.priority}}, cb);
   });
   if (!sent || sent->empty() || sent->front().failed) {
     // The ingestion stays due in the database: the sweeper re-enqueues it once it is overdue.
@@ -187,6 +206,19 @@ result<std::optional<std::string>> intake_service::document_json(uuid tenant_id,
   auto r = db_->document_json(tenant_id, document_id, opts_.call_timeout);
   if (!r)
     return database_error(r.error(), opts_.call_timeout);
+  return r;
+}
+
+result<cancel_result> intake_service::cancel(std::optional<uuid> tenant_id, uuid ingestion_id,
+                                             const std::string& who) {
+  auto r = db_->cancel_ingestion(ingestion_id, tenant_id, who, opts_.call_timeout);
+  if (!r)
+    return database_error(r.error(), opts_.call_timeout);
+  if (r->outcome == cancel_outcome::cancelled || r->outcome == cancel_outcome::cancelling)
+    log::info("ingestion cancel", {{"ingestion_id", ingestion_id.str()},
+                                   {"outcome", r->outcome == cancel_outcome::cancelled
+                                                 ? "cancelled" : "cancelling"},
+                                   {"by", who}});
   return r;
 }
 

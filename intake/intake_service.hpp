@@ -5,11 +5,13 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "adapters/db/intake_repository.hpp"
 #include "messages/file_type.hpp"
 #include "messages/result.hpp"
 #include "messages/uuid.hpp"
@@ -34,6 +36,8 @@ struct intake_item {
   std::string name;
   /// Where it came from ("cli", "http"), kept in source_metadata.
   std::string channel;
+  /// 0..100, lower first (issue 13): stored on the ingestion and carried by its message.
+  int32_t priority = 50;
 };
 
 /// What intake did with one file.
@@ -48,6 +52,10 @@ enum class intake_status {
 };
 
 std::string_view to_string(intake_status s);
+
+/// A priority as the command line and the HTTP intake take it: a whole number 0..100 (lower
+/// first); nullopt otherwise.
+std::optional<int32_t> parse_priority(std::string_view text);
 
 struct intake_outcome {
   intake_status status = intake_status::created;
@@ -75,7 +83,7 @@ struct intake_options {
 
 /// Errors (all permanent unless a port reports a transient one): "intake.empty",
 /// "intake.containers_disabled" (a container while the unpack stage is off),
-/// "intake.too_large", "intake.unsupported_type", "intake.invalid_source",
+/// "intake.too_large", "intake.unsupported_type", "intake.invalid_source", "intake.invalid_priority",
 /// "intake.timeout" (transient). Thread-safe: call submit() from several threads at once.
 class intake_service {
 public:
@@ -97,6 +105,11 @@ public:
   /// An ingestion of the tenant's as JSON (status, attempts, errors, audit events); nullopt when
   /// unknown or another tenant's.
   result<std::optional<std::string>> ingestion_json(uuid tenant_id, uuid ingestion_id);
+
+  /// Cancels an ingestion (issue 13) of the tenant's documents, or of any tenant's when nullopt
+  /// (the operator's `ingestd cancel`); `who` goes in the audit event. See cancel_outcome.
+  result<cancel_result> cancel(std::optional<uuid> tenant_id, uuid ingestion_id,
+                               const std::string& who);
 
   const intake_options& options() const { return opts_; }
 

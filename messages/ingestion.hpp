@@ -120,6 +120,8 @@ enum class ingestion_state : uint8_t {
   skipped,
   /// No such ingestion.
   unknown,
+  /// Cancelled (ingestd cancel, DELETE /v1/ingestions/{id}): final.
+  cancelled,
 };
 
 /// A claim whose lease the heartbeat renews.

@@ -39,6 +39,7 @@ enum class job_result : uint8_t {
   lost,        ///< the claim or the message was lost to another worker: stopped, nothing written
   released,    ///< shutdown: claim and message given back for another worker
   abandoned,   ///< an infrastructure error before the claim: the message reappears by itself
+  cancelled,   ///< cancelled while it ran: stopped at a step boundary, recorded, message deleted
 };
 
 std::string_view to_string(job_result x);
@@ -93,6 +94,7 @@ CAF_ADD_ATOM(ingestd, ingestd, idle_atom, "idle")
 CAF_ADD_ATOM(ingestd, ingestd, status_atom, "status")
 CAF_ADD_ATOM(ingestd, ingestd, shutdown_atom, "shutdown")
 CAF_ADD_ATOM(ingestd, ingestd, done_atom, "done")
+CAF_ADD_ATOM(ingestd, ingestd, cancel_atom, "cancel")
 
 namespace ingestd {
 
@@ -104,7 +106,10 @@ using job_actor = caf::typed_actor<
   /// The heartbeat could not keep the message or the claim: stop, write nothing more.
   caf::reacts_to<lost_atom, std::string>,
   /// Shutdown past its grace period: give the claim and the message back, then quit.
-  caf::reacts_to<stop_atom>>;
+  caf::reacts_to<stop_atom>,
+  /// Its ingestion was cancelled (the heartbeat saw the request): stop at the next step
+  /// boundary, record `cancelled`, delete the message.
+  caf::reacts_to<cancel_atom>>;
 
 /// The one poller of a worker (actors/poller.cpp).
 using poller_actor = caf::typed_actor<

@@ -20,12 +20,14 @@ struct queue_message {
   int32_t receive_count = 0;
   /// When the message was first sent, Unix milliseconds (0 if the queue does not say).
   int64_t sent_at_ms = 0;
+  /// The priority it was sent with (0..100, lower first; 50 when the queue does not say).
+  int32_t priority = 50;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, queue_message& x) {
   return f(caf::meta::type_name("queue_message"), x.id, x.receipt, x.body, x.receive_count,
-           x.sent_at_ms);
+           x.sent_at_ms, x.priority);
 }
 
 } // namespace ingestd

@@ -251,6 +251,12 @@ void batching_repository::renew_leases(std::vector<lease_ref> refs, std::chrono:
   inner_->renew_leases(std::move(refs), lease, std::move(done));
 }
 void batching_repository::release(lease_ref ref, callback<void> done) { inner_->release(ref, std::move(done)); }
+void batching_repository::cancel_requests(std::vector<uuid> ids, callback<std::vector<uuid>> done) {
+  inner_->cancel_requests(std::move(ids), std::move(done));
+}
+void batching_repository::record_cancelled(lease_ref ref, callback<void> done) {
+  inner_->record_cancelled(ref, std::move(done));
+}
 void batching_repository::rescue_stranded(std::chrono::seconds stale_threshold, int limit,
                                           callback<std::vector<uuid>> done) {
   inner_->rescue_stranded(stale_threshold, limit, std::move(done));

@@ -39,6 +39,8 @@ public:
   void renew_leases(std::vector<lease_ref> refs, std::chrono::seconds lease,
                     callback<std::vector<lease_ref>> done) override;
   void release(lease_ref ref, callback<void> done) override;
+  void cancel_requests(std::vector<uuid> ids, callback<std::vector<uuid>> done) override;
+  void record_cancelled(lease_ref ref, callback<void> done) override;
   void append_events(std::vector<audit_event> events, callback<void> done) override;
   void rescue_stranded(std::chrono::seconds stale_threshold, int limit,
                        callback<std::vector<uuid>> done) override;

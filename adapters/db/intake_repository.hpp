@@ -37,6 +37,8 @@ struct intake_request {
   std::string source_metadata;
   /// The stage that processes the ingestion: "ingest" (empty: the same) or "unpack" (a container).
   std::string stage;
+  /// 0..100, lower first (issue 13).
+  int32_t priority = 50;
 };
 
 /// What intake created or found.
@@ -87,6 +89,7 @@ struct status_summary {
   int64_t skipped = 0;
   /// Skipped ingestions per skip_reason ("known_file").
   std::vector<std::pair<std::string, int64_t>> skipped_by_reason;
+  int64_t cancelled = 0;
   /// Age of the oldest in-progress ingestion in seconds (0 when none).
   int64_t oldest_in_progress_seconds = 0;
   /// Failed ingestions per error_class ("transient", "permanent", "" when unknown).
@@ -99,6 +102,26 @@ struct status_summary {
   int64_t matching_in_progress_over_10_minutes = 0;
   /// Age of the oldest matching in progress in seconds (0 when none).
   int64_t oldest_matching_in_progress_seconds = 0;
+};
+
+/// What a cancel request did (issue 13).
+enum class cancel_outcome : uint8_t {
+  /// It was queued (nobody held it): now `cancelled`; its message is deleted when it arrives.
+  cancelled,
+  /// A worker holds it: the request is recorded and the job stops at its next step boundary.
+  cancelling,
+  /// It was cancelled before.
+  already_cancelled,
+  /// It is completed or failed: nothing to cancel (`status` says which).
+  finished,
+  /// No such ingestion (or another tenant's).
+  not_found,
+};
+
+struct cancel_result {
+  cancel_outcome outcome = cancel_outcome::not_found;
+  /// The ingestion's status before the request.
+  std::string status;
 };
 
 /// Blocking, for request threads and command-line tools (never inside an actor); thread-safe.
@@ -157,6 +180,11 @@ public:
   /// Counts by status, the oldest in-progress ingestion, failures by class, review backlog,
   /// matching by status and matching in progress for too long.
   virtual result<status_summary> summarize(timeout t) = 0;
+
+  /// Cancels an ingestion (of `tenant_id`'s documents when given) in one statement with its
+  /// audit event (step "cancel"): see cancel_outcome. `who` is recorded as the event's worker.
+  virtual result<cancel_result> cancel_ingestion(uuid ingestion_id, std::optional<uuid> tenant_id,
+                                                 const std::string& who, timeout t) = 0;
 
   /// A cheap round trip to the database.
   virtual result<void> ping(timeout t) = 0;

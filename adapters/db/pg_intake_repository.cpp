@@ -159,6 +159,38 @@ SELECT COALESCE(json_agg(json_build_object(
 
 constexpr pg::statement ping_sql{"ingestd_intake_ping", "SELECT 1"};
 
+// Cancellation (issue 13, migration 010), in one statement with its audit event: a queued
+// ingestion (nobody holds a live lease) is cancelled at once; a running one gets a cancel request
+// that the heartbeat of its worker reports to its job. Answers the status before, whether a
+// worker held it, and what was done; no row: unknown (or another tenant's).
+constexpr pg::statement cancel_sql{"ingestd_cancel_ingestion", R"sql(
+WITH target AS (
+  SELECT i.id, i.status, (i.claim_token IS NOT NULL AND i.lease_expires_at >= now()) AS held
+    FROM ingestion AS i JOIN document AS d ON d.id = i.document_id
+   WHERE i.id = $1 AND ($2::uuid IS NULL OR d.tenant_id = $2::uuid)
+     FOR UPDATE OF i
+), queued AS (
+  UPDATE ingestion AS i
+     SET status = 'cancelled', completed_at = now(), cancel_requested_at = now(),
+         claim_token = NULL, lease_expires_at = NULL, last_error = 'cancelled'
+    FROM target AS t
+   WHERE i.id = t.id AND t.status = 'in-progress' AND NOT t.held
+  RETURNING i.id
+), running AS (
+  UPDATE ingestion AS i SET cancel_requested_at = COALESCE(i.cancel_requested_at, now())
+    FROM target AS t
+   WHERE i.id = t.id AND t.status = 'in-progress' AND t.held
+  RETURNING i.id
+), event AS (
+  INSERT INTO ingestion_event (ingestion_id, step, outcome, detail, worker_id)
+  SELECT id, 'cancel', 'cancelled', 'cancelled while queued', $3 FROM queued
+  UNION ALL
+  SELECT id, 'cancel', 'requested', 'cancel requested while running: it stops at its next step', $3
+    FROM running
+)
+SELECT t.status, EXISTS (SELECT 1 FROM queued), EXISTS (SELECT 1 FROM running) FROM target AS t
+)sql"};
+
 // Intake: insert-or-find the document by (tenant_id, content_hash) and add an ingestion.
 // A concurrent intake of the same content may commit between the insert and the read: then no
 // row comes back and the caller runs the statement again (it sees the committed document).
@@ -174,8 +206,8 @@ WITH new_doc AS (
   SELECT d.id, d.file_path, false FROM document AS d
    WHERE d.tenant_id = $2 AND d.content_hash = $3 AND NOT EXISTS (SELECT 1 FROM new_doc)
 ), new_ing AS (
-  INSERT INTO ingestion (id, document_id, doc_source_id, uploaded_by, source_metadata, stage)
-  SELECT $6, doc.id, $7, $8, $9::jsonb, $10 FROM doc
+  INSERT INTO ingestion (id, document_id, doc_source_id, uploaded_by, source_metadata, stage, priority)
+  SELECT $6, doc.id, $7, $8, $9::jsonb, $10, $12::smallint FROM doc
   ON CONFLICT (id) DO NOTHING
   RETURNING id, document_id
 )
@@ -392,7 +424,8 @@ result<intake_result> pg_intake_repository::create_ingestion(const intake_reques
                             request.uploaded_by ? param{request.uploaded_by->str()} : param{},
                             pg::opt_text(request.source_metadata),
                             request.stage.empty() ? std::string{"ingest"} : request.stage,
-                            pg::opt_text(request.content_md5)};
+                            pg::opt_text(request.content_md5),
+                            std::to_string(request.priority)};
   borrowed s{*this};
   // Two tries: the second sees a document that a concurrent intake committed meanwhile.
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -501,6 +534,8 @@ result<status_summary> pg_intake_repository::summary_of(const pg::statement& st,
         out.skipped = n;
     } else if (kind == "skip") {
       out.skipped_by_reason.emplace_back(key, n);
+      else if (key == "cancelled")
+        out.cancelled = n;
     } else if (kind == "class") {
       out.failures_by_error_class.emplace_back(key, n);
     } else if (kind == "oldest") {
@@ -533,6 +568,30 @@ pg_intake_repository::document_labels(const std::vector<uuid>& document_ids, tim
   for (int r = 0; r < res->size(); ++r)
     out.push_back(document_label{pg::parse_uuid(res->text(r, 0)), res->str(r, 1), res->str(r, 2),
                                  res->str(r, 3)});
+  return out;
+}
+
+result<cancel_result> pg_intake_repository::cancel_ingestion(uuid ingestion_id,
+                                                             std::optional<uuid> tenant_id,
+                                                             const std::string& who, timeout t) {
+  borrowed s{*this};
+  auto res = s->run(cancel_sql,
+                    {ingestion_id.str(), tenant_id ? param{tenant_id->str()} : param{}, pg::opt_clean(who)},
+                    t);
+  if (!res)
+    return res.error();
+  cancel_result out;
+  if (res->size() == 0)
+    return out;  // not_found
+  out.status = res->str(0, 0);
+  if (res->boolean(0, 1))
+    out.outcome = cancel_outcome::cancelled;
+  else if (res->boolean(0, 2))
+    out.outcome = cancel_outcome::cancelling;
+  else if (out.status == "cancelled")
+    out.outcome = cancel_outcome::already_cancelled;
+  else
+    out.outcome = cancel_outcome::finished;
   return out;
 }
 

@@ -49,6 +49,8 @@ public:
   result<std::optional<ingestion_status>> find_ingestion(uuid ingestion_id, timeout t) override;
   result<status_summary> summarize(timeout t) override;
   result<void> ping(timeout t) override;
+  result<cancel_result> cancel_ingestion(uuid ingestion_id, std::optional<uuid> tenant_id,
+                                         const std::string& who, timeout t) override;
 
   /// summarize()'s matching figures alone (the other fields stay 0), for /metrics: the documents
   /// by matching status and matching in progress over 10 minutes, without the ingestion counts.

@@ -238,6 +238,20 @@ UPDATE ingestion
  WHERE id = $1 AND claim_token = $2 AND status = 'in-progress'
 )sql"};
 
+// Cancellation (migration 010): the heartbeat's look-up of its claims' cancel requests, and the
+// fenced end of a running ingestion that was cancelled.
+constexpr pg::statement cancel_requests_sql{"ingestd_cancel_requests", R"sql(
+SELECT i.id FROM ingestion AS i
+ WHERE i.id = ANY($1::uuid[]) AND i.cancel_requested_at IS NOT NULL AND i.status = 'in-progress'
+)sql"};
+
+constexpr pg::statement record_cancelled_sql{"ingestd_record_cancelled", R"sql(
+UPDATE ingestion
+   SET status = 'cancelled', completed_at = now(), claim_token = NULL, lease_expires_at = NULL,
+       last_error = 'cancelled', message_seen_at = now()
+ WHERE id = $1 AND claim_token = $2 AND status = 'in-progress'
+)sql"};
+
 constexpr pg::statement events_sql{"ingestd_append_events", R"sql(
 INSERT INTO ingestion_event (ingestion_id, step, outcome, detail, duration_ms, worker_id, at)
 SELECT e.ingestion_id, e.step, e.outcome, e.detail, e.duration_ms, e.worker_id,
@@ -469,6 +483,8 @@ void pg_repository::states(std::vector<uuid> ids,
         out[index] = ingestion_state::failed;
       else if (status == "skipped")
         out[index] = ingestion_state::skipped;
+      else if (status == "cancelled")
+        out[index] = ingestion_state::cancelled;
       else
         out[index] = res->boolean(r, 2) ? ingestion_state::held : ingestion_state::claimable;
     }
@@ -612,6 +628,32 @@ void pg_repository::release(lease_ref ref, callback<void> done) {
       return done(res.error());
     if (res->affected() == 0)
       return done(claim_lost(ref, "release"));
+    done(result<void>{});
+  });
+}
+
+void pg_repository::cancel_requests(std::vector<uuid> ids, callback<std::vector<uuid>> done) {
+  pool_->call(std::move(done), [ids = std::move(ids)](pg::connection& conn, const auto& done) {
+    std::vector<uuid> out;
+    if (ids.empty())
+      return done(std::move(out));
+    auto res = conn.exec(cancel_requests_sql, {uuids(ids)});
+    if (!res)
+      return done(res.error());
+    for (int r = 0; r < res->size(); ++r)
+      if (auto id = uuid::parse(res->str(r, 0)))
+        out.push_back(*id);
+    done(std::move(out));
+  });
+}
+
+void pg_repository::record_cancelled(lease_ref ref, callback<void> done) {
+  pool_->call(std::move(done), [ref](pg::connection& conn, const auto& done) {
+    auto res = conn.exec(record_cancelled_sql, {ref.ingestion_id.str(), ref.claim_token.str()});
+    if (!res)
+      return done(res.error());
+    if (res->affected() == 0)
+      return done(claim_lost(ref, "record_cancelled"));
     done(result<void>{});
   });
 }

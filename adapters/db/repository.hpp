@@ -95,6 +95,13 @@ public:
   /// another worker may claim at once.
   virtual void release(lease_ref ref, callback<void> done) = 0;
 
+  /// Of these ingestions, those still in progress with a cancel request (ingestd cancel while
+  /// they ran), in one statement; the heartbeat asks for its claims at each tick.
+  virtual void cancel_requests(std::vector<uuid> ids, callback<std::vector<uuid>> done) = 0;
+
+  /// Fenced: the claimed ingestion becomes `cancelled` (final; completed_at set, claim cleared).
+  virtual void record_cancelled(lease_ref ref, callback<void> done) = 0;
+
   /// Appends audit events in one statement.
   virtual void append_events(std::vector<audit_event> events, callback<void> done) = 0;
 

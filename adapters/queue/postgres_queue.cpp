@@ -29,14 +29,15 @@ namespace {
 using pg::param;
 using clock_type = std::chrono::steady_clock;
 
-// Takes up to $2 visible messages of queue $1 in order. Those already received $4 times (when
+// Takes up to $2 visible messages of queue $1 by effective priority (rank: priority less the
+// ageing the queue grants for the time waited, migration 010), then id. Those already received $4 times (when
 // $4 > 0) move to the dead-letter queue $5 instead of being delivered; the rest get a new
 // receipt, a higher receive count and the visibility timeout $3.
 constexpr pg::statement receive_sql{"ingestd_queue_receive", R"sql(
 WITH picked AS (
   SELECT id, receive_count FROM queue_message
    WHERE queue_name = $1 AND visible_at <= now()
-   ORDER BY visible_at, id
+   ORDER BY rank, id
    LIMIT $2
    FOR UPDATE SKIP LOCKED
 ), dead AS (
@@ -52,13 +53,14 @@ WITH picked AS (
          visible_at = now() + make_interval(secs => $3::double precision)
     FROM picked AS p
    WHERE m.id = p.id AND NOT ($4::integer > 0 AND p.receive_count >= $4::integer)
-  RETURNING m.id, m.receipt, m.body, m.receive_count, m.sent_at, m.visible_at
+  RETURNING m.id, m.receipt, m.body, m.receive_count, m.sent_at, m.visible_at, m.priority, m.rank
 )
 SELECT false, g.id, g.receipt, g.body, g.receive_count,
-       floor(extract(epoch FROM g.sent_at) * 1000)::bigint
+       floor(extract(epoch FROM g.sent_at) * 1000)::bigint, g.priority, g.rank
   FROM got AS g
 UNION ALL
-SELECT true, d.id, NULL, NULL, 0, 0 FROM dead AS d
+SELECT true, d.id, NULL, NULL, 0, 0, 0, 0 FROM dead AS d
+ORDER BY 1, 8, 2
 )sql"};
 
 // Seconds until the next message of the queue becomes visible (NULL when the queue is empty).
@@ -80,9 +82,9 @@ RETURNING m.receipt
 )sql"};
 
 constexpr pg::statement send_sql{"ingestd_queue_send", R"sql(
-INSERT INTO queue_message (id, queue_name, body, visible_at, sent_at)
-SELECT m.id, $1, m.body, now() + make_interval(secs => m.delay), now()
-  FROM unnest($2::uuid[], $3::text[], $4::integer[]) AS m(id, body, delay)
+INSERT INTO queue_message (id, queue_name, body, visible_at, sent_at, priority)
+SELECT m.id, $1, m.body, now() + make_interval(secs => m.delay), now(), m.priority
+  FROM unnest($2::uuid[], $3::text[], $4::integer[], $5::smallint[]) AS m(id, body, delay, priority)
 )sql"};
 
 constexpr pg::statement stats_sql{"ingestd_queue_stats", R"sql(
@@ -216,6 +218,7 @@ struct postgres_queue::impl {
         m.body = res->str(r, 3);
         m.receive_count = static_cast<int32_t>(res->i64(r, 4));
         m.sent_at_ms = res->i64(r, 5);
+        m.priority = static_cast<int32_t>(res->i64(r, 6));
         out.push_back(std::move(m));
       }
       if (moved == 0 || static_cast<int>(out.size()) >= poll.max_messages)
@@ -481,7 +484,7 @@ void postgres_queue::send(std::vector<outgoing_message> messages,
   impl_->pool->call(std::move(done), [this, messages = std::move(messages)](pg::connection& conn,
                                                                             const auto& done) {
     std::vector<batch_entry_result> out;
-    std::vector<param> ids, bodies, delays;
+    std::vector<param> ids, bodies, delays, priorities;
     for (auto& m : messages) {
       if (clean_text(m.body) != m.body) {
         // Refused alone (as SQS does) rather than failing the statement of the whole batch.
@@ -491,17 +494,22 @@ void postgres_queue::send(std::vector<outgoing_message> messages,
       } else if (m.delay.count() < 0 || m.delay.count() > 900) {
         out.push_back(failed_entry(
           "", error::make_permanent("queue.InvalidParameterValue", "delay must be 0..900 s")));
+      } else if (!valid_priority(m.priority)) {
+        out.push_back(failed_entry(
+          "", error::make_permanent("queue.InvalidParameterValue", "priority must be 0..100")));
       } else {
         auto id = uuid::v7().str();
         ids.emplace_back(id);
         bodies.emplace_back(m.body);
         delays.emplace_back(std::to_string(m.delay.count()));
+        priorities.emplace_back(std::to_string(m.priority));
         out.push_back(ok_entry(id));
       }
     }
     if (!ids.empty()) {
       auto res = conn.exec(send_sql, {impl_->queue, pg::array_literal(ids),
-                                      pg::array_literal(bodies), pg::array_literal(delays)});
+                                      pg::array_literal(bodies), pg::array_literal(delays),
+                                      pg::array_literal(priorities)});
       if (!res) {
         for (auto& e : out)
           if (!e.failed)
@@ -543,11 +551,12 @@ const std::string& postgres_queue::dead_letter_queue() const {
 namespace {
 
 constexpr pg::statement register_sql{"ingestd_queue_register", R"sql(
-INSERT INTO queue (name, dead_letter_queue, max_receive_count)
-VALUES ($1, NULLIF($2, ''), $3::integer)
+INSERT INTO queue (name, dead_letter_queue, max_receive_count, ageing_per_minute)
+VALUES ($1, NULLIF($2, ''), $3::integer, $4::double precision)
 ON CONFLICT (name) DO UPDATE
    SET dead_letter_queue = EXCLUDED.dead_letter_queue,
-       max_receive_count = EXCLUDED.max_receive_count
+       max_receive_count = EXCLUDED.max_receive_count,
+       ageing_per_minute = EXCLUDED.ageing_per_minute
 )sql"};
 
 constexpr pg::statement exists_sql{"ingestd_queue_exists", R"sql(
@@ -557,15 +566,20 @@ SELECT 1 FROM queue WHERE name = $1
 } // namespace
 
 result<void> create_postgres_queue(const std::string& database_url, const std::string& name,
-                                   const std::string& dead_letter_queue, int max_receive_count) {
+                                   const std::string& dead_letter_queue, int max_receive_count,
+                                   double ageing_per_minute) {
+  if (!(ageing_per_minute >= 0 && ageing_per_minute <= 100))
+    return error::make_permanent("queue.InvalidParameterValue",
+                                 "the priority ageing must be 0..100 levels per minute");
+  auto ageing = std::to_string(ageing_per_minute);
   pg::connection conn{database_url};
   if (auto c = conn.ensure(); !c)
     return c.error();
   if (!dead_letter_queue.empty()) {
-    if (auto r = conn.exec(register_sql, {dead_letter_queue, std::string{}, std::string{"0"}}); !r)
+    if (auto r = conn.exec(register_sql, {dead_letter_queue, std::string{}, std::string{"0"}, ageing}); !r)
       return r.error();
   }
-  auto r = conn.exec(register_sql, {name, dead_letter_queue, std::to_string(max_receive_count)});
+  auto r = conn.exec(register_sql, {name, dead_letter_queue, std::to_string(max_receive_count), ageing});
   if (!r)
     return r.error();
   return {};

@@ -67,8 +67,10 @@ private:
 /// The Postgres queue backend's registry (table queue): `ingestd queues create` registers each
 /// queue with its dead-letter redrive (idempotent: an existing queue's redrive is updated); a node
 /// checks that its queues are registered before it starts. Blocking, for the command line.
+/// `ageing_per_minute`: priority levels a waiting message gains per minute (0: strict priority).
 result<void> create_postgres_queue(const std::string& database_url, const std::string& name,
-                                   const std::string& dead_letter_queue, int max_receive_count);
+                                   const std::string& dead_letter_queue, int max_receive_count,
+                                   double ageing_per_minute = 1.0);
 /// True when `name` is registered.
 result<bool> postgres_queue_exists(const std::string& database_url, const std::string& name);
 

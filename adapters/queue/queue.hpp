@@ -12,10 +12,22 @@
 
 namespace ingestd {
 
+/// Scheduling priority: 0..100, lower first (issue 13).
+constexpr int32_t min_priority = 0;
+constexpr int32_t max_priority = 100;
+constexpr int32_t default_priority = 50;
+
+constexpr bool valid_priority(int64_t p) {
+  return p >= min_priority && p <= max_priority;
+}
+
 /// A message to send, with an optional delay before it becomes visible.
 struct outgoing_message {
   std::string body;
   std::chrono::seconds delay{0};
+  /// 0..100, lower first: the Postgres queue serves by priority with ageing; SQS routes it to
+  /// its priority class's queue (priority_queues).
+  int32_t priority = default_priority;
 };
 
 /// A visibility change for one received message.

@@ -68,6 +68,10 @@ struct instant_repository : repository {
     done(std::vector<lease_ref>{});
   }
   void release(lease_ref, callback<void> done) override { done({}); }
+  void cancel_requests(std::vector<uuid>, callback<std::vector<uuid>> done) override {
+    done(std::vector<uuid>{});
+  }
+  void record_cancelled(lease_ref, callback<void> done) override { done({}); }
   void append_events(std::vector<audit_event>, callback<void> done) override { done({}); }
   void rescue_stranded(std::chrono::seconds, int, callback<std::vector<uuid>> done) override {
     done(std::vector<uuid>{});

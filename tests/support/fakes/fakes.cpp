@@ -310,6 +310,9 @@ void fake_store::put(std::string key, std::string bytes, std::string, callback<v
       objects_[key] = std::move(bytes);
       ++puts_;
     }
+    // Held: the object is written, its answer waits until unhold().
+    if (maybe_hold("put", [done, r] { done(r); }))
+      return;
   }
   done(r);
 }
@@ -422,6 +425,8 @@ void fake_repository::states(std::vector<uuid> ids, callback<std::vector<ingesti
         out.push_back(ingestion_state::completed);
       else if (i->second.status == "failed")
         out.push_back(ingestion_state::failed);
+      else if (i->second.status == "cancelled")
+        out.push_back(ingestion_state::cancelled);
       else
         out.push_back(i->second.lease_live ? ingestion_state::held : ingestion_state::claimable);
     }
@@ -530,6 +535,47 @@ void fake_repository::release(lease_ref ref, callback<void> done) {
     }
   }
   done(r);
+}
+
+void fake_repository::cancel_requests(std::vector<uuid> ids, callback<std::vector<uuid>> done) {
+  std::vector<uuid> out;
+  {
+    std::lock_guard guard{mtx_};
+    for (auto& id : ids)
+      if (auto i = rows_.find(id); i != rows_.end() && i->second.cancel_requested
+                                   && i->second.status == "in-progress")
+        out.push_back(id);
+  }
+  done(std::move(out));
+}
+
+void fake_repository::record_cancelled(lease_ref ref, callback<void> done) {
+  result<void> r;
+  {
+    std::lock_guard guard{mtx_};
+    if (auto err = take_failure("record_cancelled")) {
+      r = *err;
+    } else if (!fenced(ref)) {
+      r = error::make_claim_lost("record_cancelled fenced out");
+    } else {
+      auto& row = rows_.at(ref.ingestion_id);
+      row.status = "cancelled";
+      row.token.reset();
+      row.lease_live = false;
+    }
+  }
+  done(r);
+}
+
+void fake_repository::request_cancel(const uuid& id) {
+  std::lock_guard guard{mtx_};
+  auto& row = rows_.at(id);
+  if (row.status != "in-progress")
+    return;
+  if (row.lease_live)
+    row.cancel_requested = true;
+  else
+    row.status = "cancelled";
 }
 
 void fake_repository::append_events(std::vector<audit_event> events, callback<void> done) {

@@ -133,6 +133,8 @@ struct fake_row {
   std::string error_class;
   std::string transcription_file_path;
   int completions = 0;
+  /// `ingestd cancel` asked while it ran (the heartbeat's cancel_requests reports it).
+  bool cancel_requested = false;
 };
 
 class fake_repository : public repository, public fault_script {
@@ -151,6 +153,8 @@ public:
   void renew_leases(std::vector<lease_ref> refs, std::chrono::seconds lease,
                     callback<std::vector<lease_ref>> done) override;
   void release(lease_ref ref, callback<void> done) override;
+  void cancel_requests(std::vector<uuid> ids, callback<std::vector<uuid>> done) override;
+  void record_cancelled(lease_ref ref, callback<void> done) override;
   void append_events(std::vector<audit_event> events, callback<void> done) override;
   /// Every in-progress ingestion without a live lease, up to `limit` (the fake keeps no due
   /// times); nothing while another node holds the sweep lock. Can fail or be held.
@@ -162,6 +166,9 @@ public:
   void steal_claim(const uuid& id);
   /// Another worker holds a live claim.
   void hold_by_other(const uuid& id);
+  /// `ingestd cancel`: a queued (unheld) ingestion becomes cancelled at once; a running one gets
+  /// a cancel request that cancel_requests reports.
+  void request_cancel(const uuid& id);
   /// The holder of the claim died: its lease runs out with its token still set, so the next
   /// claim counts a crash (and fails the ingestion as poison at max_attempts).
   void crash_holder(const uuid& id);

@@ -1,0 +1,193 @@
+// Cancellation of a running job (issue 13), on the deterministic scheduler with the port fakes:
+// at every step the job stops at the step's boundary, records `cancelled` with its fenced token,
+// writes the audit trail and deletes the message; nothing after the step runs.
+#define CAF_SUITE job_cancel
+#include "caf/test/unit_test_impl.hpp"
+
+#include "adapters/storage/object_store.hpp"
+#include "tests/actors/support/actor_fixture.hpp"
+
+using namespace ingestd;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct fixture : test::actor_fixture {
+  heartbeat_actor hb;
+
+  fixture() {
+    ctx->settings.heartbeat_rate = 10s;
+    ctx->settings.lease = 60s;
+    hb = heartbeat();
+  }
+
+  uuid add_document() {
+    auto id = db->add("documents/d.txt", "text/plain");
+    store->set("documents/d.txt", "Invoice INV-1 total 119.00");
+    return id;
+  }
+
+  size_t events_with(const uuid& id, const std::string& step, const std::string& outcome) {
+    size_t n = 0;
+    for (auto& e : db->events())
+      if (e.ingestion_id == id && e.step == step && e.outcome == outcome)
+        ++n;
+    return n;
+  }
+
+  /// The fake that serves `op`, to hold and release it.
+  test::fault_script& owner(const std::string& op) {
+    if (op == "get" || op == "put")
+      return *store;
+    if (op == "transcribe")
+      return *ocr;
+    if (op == "extract")
+      return *extract;
+    return *db;
+  }
+
+  /// Runs a job until `op` is held, cancels it there (directly, as the heartbeat would tell
+  /// it), then lets the step answer. Returns the job's outcome.
+  job_outcome cancel_at(const uuid& id, const std::string& op) {
+    auto before = outcomes.size();
+    owner(op).hold(op);
+    auto job = spawn_job(sys, ctx, hb, deliver(id.str()));
+    sched.run();
+    CAF_REQUIRE_EQUAL(owner(op).held(op), 1u);
+    CAF_REQUIRE_EQUAL(outcomes.size(), before);
+    db->request_cancel(id);
+    caf::anon_send(job, cancel_atom_v);
+    sched.run();
+    // Nothing happens until the step's boundary.
+    CAF_CHECK_EQUAL(outcomes.size(), before);
+    owner(op).unhold(op);
+    sched.run();
+    CAF_REQUIRE_EQUAL(outcomes.size(), before + 1);
+    return outcomes.back();
+  }
+
+  void check_cancelled(const uuid& id, const job_outcome& o) {
+    CAF_CHECK_EQUAL(o.result, job_result::cancelled);
+    auto row = db->row(id);
+    CAF_CHECK_EQUAL(row.status, "cancelled");
+    CAF_CHECK(!row.token.has_value());
+    CAF_CHECK(!row.lease_live);
+    CAF_CHECK_EQUAL(row.completions, 0);
+    CAF_CHECK_EQUAL(events_with(id, "cancel", "ok"), 1u);
+    CAF_CHECK(db->violations().empty());
+    CAF_CHECK(queue->violations().empty());
+  }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(job_cancel_tests, fixture)
+
+CAF_TEST(a cancel at each step stops the job at that step boundary) {
+  // The ingest stage's port calls in order: the transcription look-up and the fetch (get), OCR,
+  // storing the transcription (put), recording it, extraction.
+  const std::vector<std::pair<std::string, int>> steps = {
+    {"get", 0}, {"transcribe", 1}, {"put", 1}, {"record_transcription", 1}, {"extract", 1}};
+  size_t deleted = 0;
+  for (auto& [op, ocr_calls] : steps) {
+    CAF_MESSAGE("cancel while " << op << " runs");
+    auto id = add_document();
+    auto ocr_before = ocr->calls();
+    auto extract_before = extract->calls();
+    auto o = cancel_at(id, op);
+    check_cancelled(id, o);
+    // Nothing after the step ran: no OCR when cancelled at the fetch, no extraction at all.
+    CAF_CHECK_EQUAL(ocr->calls() - ocr_before, ocr_calls);
+    CAF_CHECK_EQUAL(extract->calls() - extract_before, op == "extract" ? 1 : 0);
+    // The transcription is recorded only when the cancel came after that step.
+    CAF_CHECK_EQUAL(db->row(id).transcription_file_path.empty(),
+                    op != "record_transcription" && op != "extract");
+    CAF_CHECK_EQUAL(queue->deleted_ids().size(), ++deleted);
+  }
+}
+
+CAF_TEST(the heartbeat tells a running job of its cancel request) {
+  auto id = add_document();
+  ocr->hold("transcribe");
+  spawn_job(sys, ctx, hb, deliver(id.str()));
+  sched.run();
+  db->request_cancel(id);
+  CAF_REQUIRE(db->row(id).cancel_requested);
+  advance_time(10s);  // the heartbeat's tick looks the requests up
+  sched.run();
+  ocr->unhold("transcribe");
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  check_cancelled(id, outcomes.back());
+  CAF_CHECK_EQUAL(extract->calls(), 0);
+  CAF_CHECK_EQUAL(queue->deleted_ids().size(), 1u);
+}
+
+CAF_TEST(a cancel whose step runs past its deadline stops at the deadline) {
+  auto id = add_document();
+  extract->hold("extract");
+  auto job = spawn_job(sys, ctx, hb, deliver(id.str()));
+  sched.run();
+  db->request_cancel(id);
+  caf::anon_send(job, cancel_atom_v);
+  sched.run();
+  advance_time(31s);
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  check_cancelled(id, outcomes.back());
+  // Cancelled, not a failed attempt.
+  CAF_CHECK_EQUAL(db->row(id).ingestion.attempt_count, 0);
+  extract->unhold("extract");
+  sched.run();
+  CAF_CHECK_EQUAL(outcomes.size(), 1u);
+}
+
+CAF_TEST(a cancel while the outcome is stored comes too late) {
+  auto id = add_document();
+  db->hold("complete");
+  auto job = spawn_job(sys, ctx, hb, deliver(id.str()));
+  sched.run();
+  caf::anon_send(job, cancel_atom_v);
+  sched.run();
+  db->unhold("complete");
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(outcomes.back().result, job_result::completed);
+  CAF_CHECK_EQUAL(db->row(id).status, "completed");
+  CAF_CHECK_EQUAL(queue->deleted_ids().size(), 1u);
+}
+
+CAF_TEST(a queued ingestion cancelled before its message arrives is skipped and the message deleted) {
+  auto id = add_document();
+  db->request_cancel(id);
+  CAF_REQUIRE_EQUAL(db->row(id).status, "cancelled");
+  auto o = run_job(id.str(), hb);
+  CAF_CHECK_EQUAL(o.result, job_result::skipped);
+  CAF_CHECK_EQUAL(o.detail, "cancelled");
+  CAF_CHECK_EQUAL(queue->deleted_ids().size(), 1u);
+  CAF_CHECK_EQUAL(ocr->calls(), 0);
+  CAF_CHECK_EQUAL(db->row(id).status, "cancelled");
+}
+
+CAF_TEST(a cancel that cannot be recorded gives the claim and the message back) {
+  auto id = add_document();
+  ocr->hold("transcribe");
+  auto job = spawn_job(sys, ctx, hb, deliver(id.str()));
+  sched.run();
+  db->request_cancel(id);
+  db->fail_next("record_cancelled", error::make_transient("pg.connection", "connection lost"));
+  caf::anon_send(job, cancel_atom_v);
+  ocr->unhold("transcribe");
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(outcomes.back().result, job_result::released);
+  auto row = db->row(id);
+  CAF_CHECK_EQUAL(row.status, "in-progress");
+  CAF_CHECK(!row.token.has_value());
+  CAF_CHECK(queue->deleted_ids().empty());
+  auto calls = queue->visibility_calls();
+  CAF_REQUIRE(!calls.empty());
+  CAF_CHECK_EQUAL(calls.back().timeout, 0s);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()

@@ -1,0 +1,163 @@
+// The HTTP intake's scheduling parts (issue 13) against the real PostgreSQL, the filesystem store
+// and the Postgres queue, the server in-process: the priority of POST /v1/documents (header, form
+// field, query) stored on the ingestion and its queue message, bad priorities refused, and
+// DELETE /v1/ingestions/{id} on a queued, a running, a finished and another tenant's ingestion.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include "adapters/db/pg_intake_repository.hpp"
+#include "adapters/db/pg_repository.hpp"
+#include "adapters/queue/postgres_queue.hpp"
+#include "adapters/storage/filesystem_store.hpp"
+#include "intake/intake_server.hpp"
+#include "intake/intake_service.hpp"
+#include "tests/support/environment.hpp"
+#include "tests/support/postgres/await.hpp"
+#include "tests/support/postgres/pg_fixture.hpp"
+
+using namespace ingestd;
+using namespace std::chrono_literals;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string corpus(const std::string& name) {
+  std::ifstream in{test::source_dir() + "/tests/fixtures/corpus/" + name, std::ios::binary};
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string json_string(const std::string& body, const std::string& key) {
+  auto k = "\"" + key + "\":\"";
+  auto i = body.find(k);
+  if (i == std::string::npos)
+    return {};
+  i += k.size();
+  return body.substr(i, body.find('"', i) - i);
+}
+
+class intake_scheduling_test : public ::testing::Test {
+protected:
+  void SetUp() override {
+    db = std::make_unique<test::pg_schema>();
+    root = test::make_temp_dir("intake_sched");
+    queue_name = test::unique_name("q");
+    ASSERT_TRUE(create_postgres_queue(db->url(), queue_name, queue_name + "-dlq", 0));
+    auto q = std::make_shared<postgres_queue>(db->url(), queue_name);
+    auto service = std::make_shared<intake_service>(std::make_shared<pg_intake_repository>(db->url()), q,
+                                                    std::make_shared<filesystem_store>(root));
+    intake_server_options opts;
+    opts.default_tenant = tenant;
+    server = std::make_unique<intake_server>(service, opts);
+    ASSERT_TRUE(server->start());
+    client = std::make_unique<httplib::Client>("127.0.0.1", server->port());
+  }
+  void TearDown() override {
+    client.reset();
+    if (server)
+      server->stop();
+    server.reset();
+    fs::remove_all(root);
+  }
+
+  /// POSTs a corpus file with `headers`; answers the ingestion id (empty on failure).
+  std::string post(const std::string& file, const httplib::Headers& headers, const std::string& path = "/v1/documents",
+                   int expect = 202) {
+    auto r = client->Post(path.c_str(), headers, corpus(file), "application/pdf");
+    EXPECT_TRUE(r);
+    if (!r)
+      return {};
+    EXPECT_EQ(r->status, expect) << r->body;
+    return json_string(r->body, "ingestion_id");
+  }
+
+  std::string column(const std::string& id, const std::string& expr) {
+    return db->scalar("SELECT " + expr + " FROM ingestion WHERE id = $1::uuid", {id});
+  }
+
+  std::unique_ptr<test::pg_schema> db;
+  std::string root, queue_name;
+  uuid tenant = uuid::v4();
+  std::unique_ptr<intake_server> server;
+  std::unique_ptr<httplib::Client> client;
+};
+
+} // namespace
+
+TEST_F(intake_scheduling_test, the_priority_is_stored_on_the_ingestion_and_its_message) {
+  auto by_header = post("inv01_en_classic.pdf", {{"X-Priority", "5"}});
+  auto by_query = post("inv02_de_modern.pdf", {}, "/v1/documents?priority=95");
+  auto by_default = post("inv03_en_compact.pdf", {});
+  ASSERT_FALSE(by_header.empty());
+  EXPECT_EQ(column(by_header, "priority"), "5");
+  EXPECT_EQ(column(by_query, "priority"), "95");
+  EXPECT_EQ(column(by_default, "priority"), "50");
+  EXPECT_EQ(db->scalar("SELECT priority FROM queue_message WHERE queue_name = $1 AND body = $2",
+                       {queue_name, by_header}),
+            "5");
+  for (const char* bad : {"101", "-1", "high", "5.5", ""}) {
+    if (std::string{bad}.empty())
+      continue;
+    auto r = client->Post("/v1/documents", {{"X-Priority", bad}}, corpus("inv04_de_classic.pdf"),
+                          "application/pdf");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << bad << " " << r->body;
+    EXPECT_NE(r->body.find("intake.invalid_priority"), std::string::npos) << r->body;
+  }
+}
+
+TEST_F(intake_scheduling_test, delete_cancels_queued_and_running_ingestions_and_refuses_finished_ones) {
+  auto queued = post("inv01_en_classic.pdf", {});
+  auto running = post("inv02_de_modern.pdf", {});
+  auto finished = post("inv03_en_compact.pdf", {});
+  ASSERT_FALSE(queued.empty());
+  auto path = [](const std::string& id) { return "/v1/ingestions/" + id; };
+
+  auto r = client->Delete(path(queued).c_str());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_NE(r->body.find("\"status\":\"cancelled\""), std::string::npos) << r->body;
+  EXPECT_EQ(column(queued, "status"), "cancelled");
+  EXPECT_EQ(db->scalar("SELECT worker_id FROM ingestion_event WHERE ingestion_id = $1::uuid AND step = 'cancel'",
+                       {queued}),
+            "http");
+  r = client->Delete(path(queued).c_str());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+
+  // A worker holds it: the request is recorded, the job stops at its next step.
+  pg_repository repo{db->url()};
+  auto claimed = test::await<std::vector<std::optional<claimed_ingestion>>>([&](auto cb) {
+    repo.claim({claim_request{*uuid::parse(running), uuid::v7(), 3}}, "w1", 300s, cb);
+  });
+  ASSERT_TRUE(claimed && claimed->at(0));
+  r = client->Delete(path(running).c_str());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 202) << r->body;
+  EXPECT_NE(r->body.find("\"status\":\"cancelling\""), std::string::npos) << r->body;
+  EXPECT_EQ(column(running, "status"), "in-progress");
+  EXPECT_EQ(column(running, "cancel_requested_at IS NOT NULL"), "t");
+
+  db->query("UPDATE ingestion SET status = 'completed' WHERE id = $1::uuid", {finished});
+  r = client->Delete(path(finished).c_str());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 409) << r->body;
+  EXPECT_NE(r->body.find("intake.already_finished"), std::string::npos) << r->body;
+
+  // Another tenant's, unknown, malformed.
+  r = client->Delete(path(running).c_str(), {{"X-Tenant-Id", uuid::v4().str()}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404) << r->body;
+  r = client->Delete(path(uuid::v7().str()).c_str());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404) << r->body;
+  r = client->Delete("/v1/ingestions/not-a-uuid");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+}
