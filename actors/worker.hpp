@@ -44,6 +44,9 @@ struct worker_options {
   std::shared_ptr<outbox_repository> outbox;
   std::map<std::string, std::shared_ptr<queue>> destinations;
   relay_settings relay;
+  /// Called once, from an actor, when the node decides to drain itself (worker.lifetime_units,
+  /// worker.exit_after_idle_polls), before the coordinator starts the drain.
+  std::function<void(const std::string& why)> on_self_drain;
 };
 
 /// The scheduler settings `ingestd run` uses, for a caller's config before its actor_system

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,6 +36,7 @@ struct intake_item {
   /// Where it came from ("cli", "http"), kept in source_metadata.
   std::string channel;
 };
+
 
 /// What intake did with one file.
 enum class intake_status {
@@ -68,7 +70,17 @@ struct intake_options {
   size_t max_bytes = 20u << 20;
   /// Deadline for each port call (storage, database, queue).
   std::chrono::seconds call_timeout{60};
+  /// Size classes (seed 004): a document of at least large_min_bytes bytes or large_min_pages
+  /// pages (as count_pages tells; 0 when it cannot) starts in the large class and goes to
+  /// large_queue. Null large_queue: every document is small and goes to the intake's queue.
+  std::shared_ptr<queue> large_queue;
+  size_t large_min_bytes = 5u << 20;
+  int large_min_pages = 10;
+  std::function<int(std::string_view bytes, std::string_view mime)> count_pages;
 };
+
+/// The size class a document of `bytes` with MIME type `mime` starts in under `opts`.
+std::string size_class_of(const intake_options& opts, std::string_view bytes, std::string_view mime);
 
 /// Errors (all permanent unless a port reports a transient one): "intake.empty",
 /// "intake.too_large", "intake.unsupported_type", "intake.invalid_source",

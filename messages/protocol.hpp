@@ -39,6 +39,7 @@ enum class job_result : uint8_t {
   lost,        ///< the claim or the message was lost to another worker: stopped, nothing written
   released,    ///< shutdown: claim and message given back for another worker
   abandoned,   ///< an infrastructure error before the claim: the message reappears by itself
+  escalated,   ///< the small class gave up on it: moved to the large class's queue (seed 004)
 };
 
 std::string_view to_string(job_result x);

@@ -33,6 +33,8 @@ struct intake_request {
   std::optional<uuid> uploaded_by;
   /// A JSON object, or empty.
   std::string source_metadata;
+  /// The size class the ingestion starts in ("small", "large"; migration 011).
+  std::string size_class = "small";
 };
 
 /// What intake created or found.

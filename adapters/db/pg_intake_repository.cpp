@@ -156,8 +156,8 @@ WITH new_doc AS (
   SELECT d.id, d.file_path, false FROM document AS d
    WHERE d.tenant_id = $2 AND d.content_hash = $3 AND NOT EXISTS (SELECT 1 FROM new_doc)
 ), new_ing AS (
-  INSERT INTO ingestion (id, document_id, doc_source_id, uploaded_by, source_metadata)
-  SELECT $6, doc.id, $7, $8, $9::jsonb FROM doc
+  INSERT INTO ingestion (id, document_id, doc_source_id, uploaded_by, source_metadata, size_class)
+  SELECT $6, doc.id, $7, $8, $9::jsonb, $10 FROM doc
   ON CONFLICT (id) DO NOTHING
   RETURNING id, document_id
 )
@@ -370,7 +370,8 @@ result<intake_result> pg_intake_repository::create_ingestion(const intake_reques
                             request.ingestion_id.str(),
                             request.doc_source_id ? param{request.doc_source_id->str()} : param{},
                             request.uploaded_by ? param{request.uploaded_by->str()} : param{},
-                            pg::opt_text(request.source_metadata)};
+                            pg::opt_text(request.source_metadata),
+                            request.size_class == "large" ? std::string{"large"} : std::string{"small"}};
   borrowed s{*this};
   // Two tries: the second sees a document that a concurrent intake committed meanwhile.
   for (int attempt = 0; attempt < 2; ++attempt) {
