@@ -292,7 +292,7 @@ std::shared_ptr<stage> make_ingest_class_stage(const worker_context& ctx, const 
   s->queue = cls.queue;
   s->queue_name = cls.queue_name;
   s->size_class = cls.name;
-  s->weight = std::max(cls.weight, 1);
+  s->weight = std::max(cls.weight, 0);
   s->step_timeout = cls.step_timeout;
   s->escalate_to = cls.escalate_to;
   s->class_max_attempts = std::max(cls.class_max_attempts, 1);

@@ -21,7 +21,7 @@ struct size_class_settings {
   std::string name;
   std::shared_ptr<ingestd::queue> queue;
   std::string queue_name;
-  /// Slots of worker.capacity_slots one of its jobs takes.
+  /// Slots of worker.capacity_slots one of its jobs takes (0: none).
   int weight = 1;
   /// Step and OCR deadlines (0: worker.step_timeout_seconds, transcription.timeout_seconds).
   std::chrono::seconds step_timeout{0};

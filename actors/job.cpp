@@ -18,12 +18,12 @@
 //                            └─error or timeout──────────► untrack ─► done (abandoned; message and lease expire)
 //   claim_lost anywhere, or lost from the heartbeat ─► untrack (release) ─► done (lost)
 //   stop (shutdown) ─► untrack ─► release claim ─► visibility 0 ─► done (released)
+//                     (a stop during the claim waits for its answer and gives back what it granted:
+//                      a claim left to expire counts as a crash)
 //   size classes (seed 004), the small class only: a timeout or class_max_attempts failures ─►
 //     record_failure (escalate: the row moves to the large class) ─► hand over ─► done (escalated);
 //     a claim that finds its row large (a crash moved it) ─► release claim ─► hand over
 //     (hand over: the id sent to the large class's queue, then this message acked)
-//                     (a stop during the claim waits for its answer and gives back what it granted:
-//                      a claim left to expire counts as a crash)
 //
 // (*) not deleted when the stage leaves it for the queue's dead-letter redrive. Every step is
 // a port call with a deadline (settings.step_timeout); a late completion of an abandoned step is ignored.
@@ -491,7 +491,11 @@ void fail(job_ptr self, const error& err, std::string structured_data) {
       if (rec.escalate)
         delay = std::chrono::seconds{0};
     } else {
+      // The large class: a timeout (even the OCR's, which is permanent elsewhere) is one of
+      // its class_max_attempts, as any transient failure.
       rec.max_attempts = st.claim.class_attempts_base + s.class_max_attempts;
+      if (timed_out)
+        rec.error.cls = error_class::transient;
     }
   }
   auto escalating = rec.escalate;

@@ -88,7 +88,7 @@ int64_t jobs_that_fit(const poller_state& st) {
   int64_t cap = st.ctx->settings.capacity_slots;
   int64_t w = st.stage->weight;
   auto used = st.ctx->metrics->slots_in_use.load();
-  if (cap <= 0)
+  if (cap <= 0 || w == 0)
     return std::numeric_limits<int>::max();
   return w > cap ? (used == 0 ? 1 : 0) : (cap - used) / w;
 }
@@ -99,7 +99,7 @@ int64_t jobs_left_in_lifetime(const poller_state& st) {
   auto life = st.ctx->settings.lifetime_units;
   if (life <= 0)
     return std::numeric_limits<int>::max();
-  int64_t w = st.stage->weight;
+  int64_t w = std::max(st.stage->weight, 1);
   auto done = st.ctx->metrics->units_admitted.load();
   return done >= life ? 0 : (life - done + w - 1) / w;
 }
@@ -109,17 +109,18 @@ int64_t jobs_left_in_lifetime(const poller_state& st) {
 bool admit_one(poller_state& st) {
   auto& m = *st.ctx->metrics;
   int64_t w = st.stage->weight;
+  int64_t units = std::max<int64_t>(w, 1);
   auto life = st.ctx->settings.lifetime_units;
   auto done = m.units_admitted.load();
   do {
     if (life > 0 && done >= life)
       return false;
-  } while (!m.units_admitted.compare_exchange_weak(done, done + w));
+  } while (!m.units_admitted.compare_exchange_weak(done, done + units));
   int64_t cap = st.ctx->settings.capacity_slots;
   auto used = m.slots_in_use.load();
   do {
-    if (cap > 0 && (w > cap ? used != 0 : used + w > cap)) {
-      m.units_admitted -= w;
+    if (cap > 0 && w > 0 && (w > cap ? used != 0 : used + w > cap)) {
+      m.units_admitted -= units;
       return false;
     }
   } while (!m.slots_in_use.compare_exchange_weak(used, used + w));

@@ -104,7 +104,8 @@ struct stage {
   // serves, each instance with its own queue, deadlines and weight; other stages have none.
   /// "small" or "large"; empty: the stage has no classes.
   std::string size_class;
-  /// Slots of worker.capacity_slots one job of this stage takes.
+  /// Slots of worker.capacity_slots one job of this stage takes (0: none), and its units of
+  /// worker.lifetime_units (at least 1).
   int weight = 1;
   /// The deadline of each step of its jobs (0: worker.step_timeout_seconds).
   std::chrono::seconds step_timeout{0};

@@ -337,8 +337,9 @@ const std::vector<key_spec>& schema() {
             required("a non-empty queue name"))
       .integer("large_min_bytes", &classes::large_min_bytes, int64_t{5} << 20, 1, int64_t{1} << 34)
       .integer("large_min_pages", &classes::large_min_pages, 10, 1, 100000)
-      .integer("small_weight", &classes::small_weight, 1, 1, 1000)
-      .integer("large_weight", &classes::large_weight, 5, 1, 1000)
+      // 0: its jobs take no slot (still counted by worker.max_in_flight, and as 1 lifetime unit).
+      .integer("small_weight", &classes::small_weight, 1, 0, 1000)
+      .integer("large_weight", &classes::large_weight, 5, 0, 1000)
       .integer("small_max_attempts", &classes::small_max_attempts, 2, 1, 100)
       .integer("large_max_attempts", &classes::large_max_attempts, 2, 1, 100)
       .integer("large_step_timeout_seconds", &classes::large_step_timeout_seconds, 1800, 1, 86400)

@@ -239,6 +239,26 @@ CAF_TEST(a large task that fails twice fails for review) {
   CAF_CHECK_EQUAL(notified[0], id.str() + " llm.unavailable 2");
 }
 
+CAF_TEST(a large task that times out twice fails for review) {
+  auto id = add_document("large");
+  ocr->hold("transcribe");
+  for (auto expected : {job_result::retrying, job_result::failed}) {
+    queue_message got;
+    large_queue->receive(1, 0s, 60s, [&](result<std::vector<queue_message>> r) { got = r->front(); });
+    auto before = outcomes.size();
+    spawn_job(sys, ctx, large, hb, got);
+    sched.run();
+    advance_time(121s);  // the large class's step deadline
+    sched.run();
+    CAF_REQUIRE_EQUAL(outcomes.size(), before + 1);
+    CAF_CHECK_EQUAL(outcomes.back().result, expected);
+    large_queue->expire(got.id);
+  }
+  CAF_CHECK_EQUAL(db->row(id).status, "failed");
+  CAF_CHECK_EQUAL(db->row(id).ingestion.attempt_count, 2);
+  CAF_CHECK(large_queue->sent_bodies().empty());
+}
+
 CAF_TEST(a task escalated after two small failures fails after two large ones) {
   auto id = add_document("small");
   for (int i = 0; i < 4; ++i)
