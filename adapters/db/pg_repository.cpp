@@ -187,9 +187,9 @@ SELECT id, token FROM done
 constexpr pg::statement failure_sql{"ingestd_record_failure", R"sql(
 UPDATE ingestion
    SET attempt_count = attempt_count + 1,
-       status = CASE WHEN $3::boolean OR attempt_count + 1 >= $4::integer
+       status = CASE WHEN NOT $9::boolean AND ($3::boolean OR attempt_count + 1 >= $4::integer)
                      THEN 'failed' ELSE status END,
-       completed_at = CASE WHEN $3::boolean OR attempt_count + 1 >= $4::integer
+       completed_at = CASE WHEN NOT $9::boolean AND ($3::boolean OR attempt_count + 1 >= $4::integer)
                            THEN now() ELSE completed_at END,
        structured_data = COALESCE($7::jsonb, structured_data),
        valid_structured_data = false,
@@ -197,7 +197,7 @@ UPDATE ingestion
        error_class = $6,
        claim_token = NULL,
        lease_expires_at = NULL,
-       due_at = CASE WHEN $3::boolean OR attempt_count + 1 >= $4::integer
+       due_at = CASE WHEN NOT $9::boolean AND ($3::boolean OR attempt_count + 1 >= $4::integer)
                      THEN due_at ELSE now() + make_interval(secs => $8::double precision) END,
        -- Size classes (migration 011): the small class gives up on it ($9, never with $3 set).
        size_class = CASE WHEN $9::boolean THEN 'large' ELSE size_class END,
