@@ -14,7 +14,10 @@ TEST(e2e_daemon_lifetime, a_node_exits_0_after_its_lifetime_and_a_restarted_node
   e2e_setup s;
   auto ids = s.add_documents(8, doc_kind::text_pdf);
   s.enqueue(ids);
+  // Every stage's jobs count against the lifetime: this node serves the ingest stage only, so its
+  // three units are three ingestions (the matching jobs they make wait for the second node).
   auto first = s.start({{"INGESTD_WORKER__LIFETIME_UNITS", "3"},
+                        {"INGESTD_STAGES__SERVE", "ingest"},
                         {"INGESTD_WORKER__CAPACITY_SLOTS", "2"},
                         {"INGESTD_WORKER__ID", "e2e-lifetime-first"}});
   auto rc = first->wait_exit(120s);
