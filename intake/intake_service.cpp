@@ -59,7 +59,7 @@ std::string_view to_string(intake_status s) {
 
 intake_service::intake_service(std::shared_ptr<intake_repository> db, std::shared_ptr<queue> q,
                                std::shared_ptr<object_store> storage, intake_options opts)
-  : db_(std::move(db)), queue_(std::move(q)), storage_(std::move(storage)), opts_(opts) {
+  : db_(std::move(db)), queue_(std::move(q)), storage_(std::move(storage)), opts_(std::move(opts)) {
 }
 
 intake_service::~intake_service() = default;
