@@ -41,7 +41,9 @@ void notify_poisoned(const worker_context& ctx, const claimed_ingestion& c) {
 
 class ingest_job final : public stage_job {
 public:
-  explicit ingest_job(std::shared_ptr<worker_context> ctx) : ctx_(std::move(ctx)) {}
+  explicit ingest_job(std::shared_ptr<worker_context> ctx, bool crash_escalates = false,
+                      std::chrono::seconds ocr_timeout = std::chrono::seconds{0})
+    : ctx_(std::move(ctx)), crash_escalates_(crash_escalates), ocr_timeout_(ocr_timeout) {}
 
   void claim(const uuid& id, const uuid& token, int32_t max_attempts,
              callback<std::optional<claimed_work>> done) override {
@@ -50,7 +52,8 @@ public:
     auto slot = std::make_shared<claimed_ingestion>();
     granted_ = slot;
     ctx_->ports.db->claim(
-      {claim_request{id, token, max_attempts}}, ctx_->settings.worker_id, ctx_->settings.lease,
+      {claim_request{id, token, max_attempts, crash_escalates_}}, ctx_->settings.worker_id,
+      ctx_->settings.lease,
       [slot, ctx = ctx_,
        done = std::move(done)](result<std::vector<std::optional<claimed_ingestion>>> r) {
         if (!r)
@@ -73,8 +76,9 @@ public:
           return done(std::optional<claimed_work>{});
         }
         *slot = std::move(*r->front());
-        done(std::optional<claimed_work>{
-          claimed_work{slot->ingestion_id, slot->claim_token, slot->attempt_count, slot->document_id}});
+        done(std::optional<claimed_work>{claimed_work{slot->ingestion_id, slot->claim_token,
+                                                      slot->attempt_count, slot->document_id,
+                                                      slot->size_class, slot->class_attempts_base}});
       });
   }
 
@@ -168,7 +172,7 @@ private:
   void transcribe() {
     auto mime = mime_of(claim_, file_);
     transcription_request req{std::move(file_), std::move(mime), ctx_->settings.quality_threshold,
-                              true, {}};
+                              true, {}, ocr_timeout_};
     job_->request<transcription>(
       "transcribe",
       [&](auto cb) {
@@ -298,6 +302,8 @@ private:
   }
 
   std::shared_ptr<worker_context> ctx_;
+  bool crash_escalates_ = false;
+  std::chrono::seconds ocr_timeout_{0};
   job_handle* job_ = nullptr;
   std::shared_ptr<claimed_ingestion> granted_;
   claimed_ingestion claim_;
@@ -327,6 +333,25 @@ std::shared_ptr<stage> make_ingest_stage(const worker_context& ctx) {
     db->cancel_requests(std::move(ids), std::move(done));
   };
   s->make_job = [](const std::shared_ptr<worker_context>& c) { return std::make_unique<ingest_job>(c); };
+  return s;
+}
+
+std::shared_ptr<stage> make_ingest_class_stage(const worker_context& ctx, const size_class_settings& cls) {
+  auto s = make_ingest_stage(ctx);
+  s->name = "ingest." + cls.name;
+  s->queue = cls.queue;
+  s->queue_name = cls.queue_name;
+  s->size_class = cls.name;
+  s->weight = std::max(cls.weight, 0);
+  s->step_timeout = cls.step_timeout;
+  s->escalate_to = cls.escalate_to;
+  s->class_max_attempts = std::max(cls.class_max_attempts, 1);
+  if (cls.max_in_flight > 0)
+    s->max_in_flight = cls.max_in_flight;
+  s->make_job = [escalates = cls.escalate_to != nullptr,
+                 ocr = cls.ocr_timeout](const std::shared_ptr<worker_context>& c) {
+    return std::make_unique<ingest_job>(c, escalates, ocr);
+  };
   return s;
 }
 

@@ -23,6 +23,10 @@
 //   stop (shutdown) ─► untrack ─► release claim ─► visibility 0 ─► done (released)
 //                     (a stop during the claim waits for its answer and gives back what it granted:
 //                      a claim left to expire counts as a crash)
+//   size classes (seed 004), the small class only: a timeout or class_max_attempts failures ─►
+//     record_failure (escalate: the row moves to the large class) ─► hand over ─► done (escalated);
+//     a claim that finds its row large (a crash moved it) ─► release claim ─► hand over
+//     (hand over: the id sent to the large class's queue, then this message acked)
 //
 // (*) not deleted when the stage leaves it for the queue's dead-letter redrive. Every step is
 // a port call with a deadline (settings.step_timeout); a late completion of an abandoned step is ignored.
@@ -36,6 +40,8 @@
 // reads in that order: the state, how a step runs, the actor's messages, each step from parse to
 // finish, then the failure path and the two ways out that come from outside (lost, stop).
 #include "actors/job.hpp"
+
+#include <limits>
 
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
@@ -79,6 +85,7 @@ constexpr std::string_view events = "events";
 constexpr std::string_view ack = "ack";
 constexpr std::string_view release = "release";
 constexpr std::string_view cancel = "cancel";
+constexpr std::string_view escalate = "escalate";
 } // namespace steps
 
 class handle_impl;
@@ -142,6 +149,12 @@ void give_back(job_ptr self, std::string reason);
 void deadline_passed(job_ptr self);
 void cancel_requested(job_ptr self);
 void cancel(job_ptr self);
+void hand_over(job_ptr self, std::string detail, std::string error_class);
+
+/// The deadline of each step of the stage's jobs.
+std::chrono::seconds step_timeout_of(const job_state& st) {
+  return st.stage->step_timeout.count() > 0 ? st.stage->step_timeout : st.ctx->settings.step_timeout;
+}
 
 // ---- how a step runs -----------------------------------------------------------------------
 
@@ -263,7 +276,7 @@ job_actor::behavior_type job(job_ptr self, std::shared_ptr<worker_context> ctx,
     [self](lost_atom, std::string& reason) { lost(self, std::move(reason)); },
     [self](stop_atom) { release(self); },
     [self](cancel_atom) { cancel_requested(self); },
-    caf::after(st.ctx->settings.step_timeout) >> [self] { deadline_passed(self); },
+    caf::after(step_timeout_of(st)) >> [self] { deadline_passed(self); },
   };
 }
 
@@ -308,6 +321,21 @@ void claim(job_ptr self) {
         return give_back(self, "shutdown");  // a stop came while the claim ran
       if (!granted)
         return not_claimed(self);
+      if (st.stage->escalate_to && st.claim.size_class == "large") {
+        // A crash moved it to the large class (or an escalation's hand-over did not finish):
+        // give the claim back uncounted and hand it over; nothing here can undo that.
+        st.phase = job_phase::outcome_stored;
+        return request_step<void>(
+          self, steps::release, [&](auto cb) { st.work->release(st.lease(), std::move(cb)); },
+          [self](result<void> r) {
+            if (!r)  // still held: it expires and counts as a crash, once more within the bound
+              return finish(self, job_result::abandoned,
+                            "releasing a large-class claim failed: " + r.error().describe(),
+                            to_string(r.error().cls));
+            step_done(self, "ok");
+            hand_over(self, "in the large class (after a crash)", "none");
+          });
+      }
       st.phase = job_phase::working;
       if (st.msg.sent_at_ms > 0)
         st.ctx->metrics->claim_wait(static_cast<double>(unix_ms() - st.msg.sent_at_ms) / 1000.0);
@@ -467,12 +495,31 @@ void fail(job_ptr self, const error& err, std::string structured_data) {
     delay = std::max(delay, std::chrono::seconds{
                               (std::min(err.retry_after_ms, max_retry_after_ms) + 999) / 1000});
   failure_record rec{err, s.max_attempts, std::move(structured_data)};
+  if (s.class_max_attempts > 0) {
+    // Size classes (seed 004): attempts count per class; a timeout in the small class moves it
+    // at once (it is larger than it looked), a failure after class_max_attempts of them.
+    auto in_class = st.claim.attempt_count + 1 - st.claim.class_attempts_base;
+    auto timed_out = err.code == "step.timeout" || err.code == "ocr.deadline";
+    if (s.escalate_to) {
+      rec.escalate = timed_out || (!err.permanent() && in_class >= s.class_max_attempts);
+      rec.max_attempts = std::numeric_limits<int32_t>::max();
+      if (rec.escalate)
+        delay = std::chrono::seconds{0};
+    } else {
+      // The large class: a timeout (even the OCR's, which is permanent elsewhere) is one of
+      // its class_max_attempts, as any transient failure.
+      rec.max_attempts = st.claim.class_attempts_base + s.class_max_attempts;
+      if (timed_out)
+        rec.error.cls = error_class::transient;
+    }
+  }
+  auto escalating = rec.escalate;
   untrack(self);
   st.phase = job_phase::storing_outcome;
   request_step<failure_outcome>(
     self, steps::record_failure,
     [&](auto cb) { st.work->record_failure(st.lease(), std::move(rec), delay, std::move(cb)); },
-    [self, err, delay](result<failure_outcome> r) {
+    [self, err, delay, escalating](result<failure_outcome> r) {
       auto& st = self->state;
       auto cls = std::string{to_string(err.cls)};
       if (!r) {
@@ -487,6 +534,8 @@ void fail(job_ptr self, const error& err, std::string structured_data) {
       step_done(self, r->failed ? "failed" : "retrying", err.describe());
       auto detail = err.describe();
       st.claim.attempt_count = r->attempt_count - 1;
+      if (escalating && !r->failed)
+        return hand_over(self, detail, cls);
       if (!r->failed)
         return back_off(self, delay, detail, cls);
       st.work->failed_for_good(err, r->attempt_count);
@@ -515,6 +564,29 @@ void back_off(job_ptr self, std::chrono::seconds delay, std::string detail, std:
 }
 
 // ---- ways out from outside: the claim lost, the step's deadline, shutdown -------------------
+
+/// The row is in the large class now: its id goes to the large class's queue, then this message
+/// is acknowledged. Should the send fail, this message reappears after its visibility timeout and
+/// the next delivery finds the row large and hands it over again.
+void hand_over(job_ptr self, std::string detail, std::string error_class) {
+  auto& st = self->state;
+  request_step<std::vector<batch_entry_result>>(
+    self, steps::escalate,
+    [&](auto cb) { st.stage->escalate_to->send({outgoing_message{st.id.str(), std::chrono::seconds{0}}}, std::move(cb)); },
+    [self, detail = std::move(detail),
+     error_class = std::move(error_class)](result<std::vector<batch_entry_result>> r) {
+      if (!r || r->empty() || r->front().failed) {
+        auto why = !r ? r.error().describe() : r->empty() ? std::string{"no result"} : r->front().error.describe();
+        step_done(self, "transient", why);
+        return finish(self, job_result::retrying,
+                      detail + "; moving it to the large class failed (" + why + "): its message reappears",
+                      error_class);
+      }
+      step_done(self, "ok", "to " + self->state.stage->escalate_to->name());
+      self->state.ctx->metrics->escalations++;
+      ack(self, job_result::escalated, "moved to the large class: " + detail, error_class);
+    });
+}
 
 /// The heartbeat could not keep the message or the claim: stop, write nothing more.
 void lost(job_ptr self, std::string reason) {
@@ -547,7 +619,7 @@ void deadline_passed(job_ptr self) {
   if (st.cancel_requested && st.phase == job_phase::working)
     return cancel(self);  // the step ended by its deadline: a boundary as good as its answer
   ++st.seq; // the step's completion, should it come, is stale now
-  auto secs = std::chrono::duration_cast<std::chrono::seconds>(st.ctx->settings.step_timeout).count();
+  auto secs = step_timeout_of(st).count();
   auto handler = std::move(st.on_timeout);
   std::string what{st.step};
   what.append(" did not finish within ").append(std::to_string(secs)).append(" s");
@@ -644,6 +716,7 @@ std::string_view to_string(job_result x) {
     case job_result::released: return "released";
     case job_result::abandoned: return "abandoned";
     case job_result::cancelled: return "cancelled";
+    case job_result::escalated: return "escalated";
   }
   return "abandoned";
 }

@@ -103,6 +103,13 @@ uint64_t worker_metrics::jobs(std::string_view outcome) const {
   return total;
 }
 
+double worker_metrics::capacity_usage_ratio(int64_t max_jobs) const {
+  auto cap = capacity_slots.load();
+  auto used = cap > 0 ? slots_in_use.load() : in_flight.load();
+  auto of = cap > 0 ? cap : max_jobs;
+  return of > 0 ? static_cast<double>(used) / static_cast<double>(of) : 0.0;
+}
+
 std::string worker_metrics::prometheus() const {
   std::string out;
   std::lock_guard guard{mtx_};
@@ -132,6 +139,17 @@ std::string worker_metrics::prometheus() const {
   gauge(out, "ingestd_known_file_skips_total",
         "Ingestions ended skipped at their claim because the document is a known file.",
         known_file_skips.load(), "counter");
+  header(out, "ingestd_capacity_usage_ratio", "gauge",
+         "Weighted slots in use over worker.capacity_slots (jobs over worker.max_in_flight without a budget).");
+  out.append("ingestd_capacity_usage_ratio ").append(std::to_string(capacity_usage_ratio(max_in_flight.load()))).append("\n");
+  gauge(out, "ingestd_capacity_slots_in_use", "Weighted slots held by running jobs.", slots_in_use.load());
+  gauge(out, "ingestd_escalations_total", "Ingestions moved from the small to the large class.",
+        escalations.load(), "counter");
+  gauge(out, "ingestd_admission_give_backs_total",
+        "Received messages whose slots another stage took meanwhile: made visible again.",
+        admission_give_backs.load(), "counter");
+  gauge(out, "ingestd_lifetime_units_admitted_total", "Units of work admitted (worker.lifetime_units).",
+        units_admitted.load(), "counter");
   gauge(out, "ingestd_queue_receive_errors_total", "Failed queue receives.",
         queue_receive_errors.load(), "counter");
   header(out, "ingestd_llm_tokens_total", "counter", "LLM tokens used, by direction.");

@@ -46,6 +46,26 @@ public:
   std::atomic<int64_t> tracked_claims{0};
   std::atomic<int64_t> queue_receive_errors{0};
 
+  // Size classes and capacity (seed 004).
+  /// Ingestions the small class handed to the large one.
+  std::atomic<int64_t> escalations{0};
+  /// Weighted slots held by running jobs and receives in progress, and the node's budget
+  /// (worker.capacity_slots; 0: none, the ratio is then over worker.max_in_flight).
+  std::atomic<int64_t> slots_in_use{0};
+  std::atomic<int64_t> capacity_slots{0};
+  std::atomic<int64_t> peak_slots_in_use{0};
+  /// Slot-milliseconds of finished jobs (weight x run time), for the usage over the lifetime.
+  std::atomic<int64_t> slot_ms_used{0};
+  /// Units of work admitted (the weights of the messages received), for worker.lifetime_units.
+  std::atomic<int64_t> units_admitted{0};
+  /// Receives in a row that brought nothing (any stage), for worker.exit_after_idle_polls.
+  std::atomic<int64_t> idle_polls{0};
+  /// Messages received when their slots had been taken meanwhile (by another stage's poller):
+  /// made visible again at once.
+  std::atomic<int64_t> admission_give_backs{0};
+  /// slots_in_use over the budget (or over `max_in_flight` without one).
+  double capacity_usage_ratio(int64_t max_in_flight) const;
+
   /// A job ended with `outcome` ("completed", "failed", ...) and, unless it completed, the
   /// error class ("transient", "permanent", "claim_lost", or "none").
   void job_finished(std::string_view outcome, std::string_view error_class);
@@ -64,6 +84,8 @@ public:
   /// Prometheus text exposition of everything above (without the queue figures, which the
   /// admin endpoint adds).
   std::string prometheus() const;
+  /// Set by the worker: the denominator of the usage ratio when there is no slot budget.
+  std::atomic<int64_t> max_in_flight{0};
 
 private:
   mutable std::mutex mtx_;

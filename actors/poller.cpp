@@ -7,6 +7,13 @@
 //     │     (a receive unanswered past its long poll + 30 s is an error)
 //     ├── full (the stage's max_in_flight jobs): no receive until a job ends (backpressure)
 //     ├── the node full (worker.max_in_flight jobs of all stages): look again in a second
+//     ├── no free weighted slot (worker.capacity_slots, shared by the stages; a job of the stage's
+//     │   weight fits, or the node is idle for one heavier than the whole budget): look again in
+//     │   a second (or when one of its jobs ends). A receive asks only for what fits now and
+//     │   holds no slot while it waits; each message takes its slots when it arrives, and one
+//     │   whose slots another stage took meanwhile is made visible again at once
+//     ├── worker.lifetime_units admitted, or worker.exit_after_idle_polls empty receives in a row
+//     │   with nothing running: ask the node to drain (request_drain) ──► stop, as below
 //     └── (stages that use the CPU pool) CPU pool saturated (its backlog needs more than half the OCR deadline): no receive,
 //         look again in a second
 //   stop ──► no new receive; the current one finishes and its messages still run; when no job
@@ -16,8 +23,10 @@
 #include "actors/poller.hpp"
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <unordered_map>
+#include <utility>
 
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
@@ -40,6 +49,12 @@ struct poller_state {
   std::vector<heartbeat_actor> heartbeats;
   size_t next_heartbeat = 0;
   std::unordered_map<caf::actor_addr, job_actor> jobs;
+  /// When each job started: its slots are freed and its slot-time counted when it ends.
+  std::unordered_map<caf::actor_addr, std::chrono::steady_clock::time_point> job_started;
+  /// This poller asked the node to drain (logged once).
+  bool drain_asked = false;
+  /// A look in a second for free slots is armed (a job of this stage that ends looks at once).
+  bool slot_timer = false;
   bool receiving = false;
   bool backing_off = false;
   bool stopping = false;
@@ -65,6 +80,82 @@ void check_drained(poller_ptr self) {
 
 void poll_queue(poller_ptr self);
 
+// ---- capacity and lifetime (seed 004) ------------------------------------------------------
+
+/// How many jobs of the stage's weight fit in the node's free slots now (worker.capacity_slots;
+/// no budget: any number). A job heavier than the whole budget fits when the node is idle.
+int64_t jobs_that_fit(const poller_state& st) {
+  int64_t cap = st.ctx->settings.capacity_slots;
+  int64_t w = st.stage->weight;
+  auto used = st.ctx->metrics->slots_in_use.load();
+  if (cap <= 0 || w == 0)
+    return std::numeric_limits<int>::max();
+  return w > cap ? (used == 0 ? 1 : 0) : (cap - used) / w;
+}
+
+/// How many more jobs of the stage's weight worker.lifetime_units admits (the last one may take
+/// more units than are left).
+int64_t jobs_left_in_lifetime(const poller_state& st) {
+  auto life = st.ctx->settings.lifetime_units;
+  if (life <= 0)
+    return std::numeric_limits<int>::max();
+  int64_t w = std::max(st.stage->weight, 1);
+  auto done = st.ctx->metrics->units_admitted.load();
+  return done >= life ? 0 : (life - done + w - 1) / w;
+}
+
+/// Takes one job's slots and units, if they are still free: the stages' pollers admit what they
+/// received concurrently, and the last check is this one.
+bool admit_one(poller_state& st) {
+  auto& m = *st.ctx->metrics;
+  int64_t w = st.stage->weight;
+  int64_t units = std::max<int64_t>(w, 1);
+  auto life = st.ctx->settings.lifetime_units;
+  auto done = m.units_admitted.load();
+  do {
+    if (life > 0 && done >= life)
+      return false;
+  } while (!m.units_admitted.compare_exchange_weak(done, done + units));
+  int64_t cap = st.ctx->settings.capacity_slots;
+  auto used = m.slots_in_use.load();
+  do {
+    if (cap > 0 && w > 0 && (w > cap ? used != 0 : used + w > cap)) {
+      m.units_admitted -= units;
+      return false;
+    }
+  } while (!m.slots_in_use.compare_exchange_weak(used, used + w));
+  auto peak = m.peak_slots_in_use.load();
+  while (used + w > peak && !m.peak_slots_in_use.compare_exchange_weak(peak, used + w)) {
+  }
+  return true;
+}
+
+/// A job ended: its slots are free again, and its slot-time is counted.
+void job_ended(poller_state& st, const caf::actor_addr& job) {
+  auto i = st.job_started.find(job);
+  if (i == st.job_started.end())
+    return;
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - i->second);
+  st.ctx->metrics->slot_ms_used += ms.count() * st.stage->weight;
+  st.ctx->metrics->slots_in_use -= st.stage->weight;
+  st.job_started.erase(i);
+}
+
+/// Asks the node to drain, once per node (every poller may see the limit).
+void drain_node(poller_state& st, const std::string& why) {
+  if (std::exchange(st.drain_asked, true))
+    return;
+  auto& m = *st.ctx->metrics;
+  log::info("draining the node", {{"stage", st.stage->name},
+                                  {"reason", why},
+                                  {"units_admitted", m.units_admitted.load()},
+                                  {"lifetime_units", st.ctx->settings.lifetime_units},
+                                  {"capacity_slots", st.ctx->settings.capacity_slots},
+                                  {"peak_slots_in_use", m.peak_slots_in_use.load()}});
+  if (st.ctx->request_drain)
+    st.ctx->request_drain(why);
+}
+
 void received(poller_ptr self, result<std::vector<queue_message>> r) {
   auto& st = self->state;
   st.receiving = false;
@@ -86,6 +177,15 @@ void received(poller_ptr self, result<std::vector<queue_message>> r) {
     log::info("queue receive recovered", {{"failed_attempts", st.error_streak}});
     st.error_streak = 0;
   }
+  auto& m = *st.ctx->metrics;
+  if (r->empty()) {
+    auto idle = ++m.idle_polls;
+    auto limit = st.ctx->settings.exit_after_idle_polls;
+    if (limit > 0 && idle >= limit && m.in_flight.load() == 0 && !st.stopping)
+      drain_node(st, "worker.exit_after_idle_polls: " + std::to_string(idle) + " empty receives in a row");
+  } else {
+    m.idle_polls = 0;
+  }
   if (st.forced && !r->empty()) {
     // Received while the worker gives its work back: make them visible again at once.
     std::vector<visibility_change> back;
@@ -94,11 +194,22 @@ void received(poller_ptr self, result<std::vector<queue_message>> r) {
     st.stage->queue->change_visibility(std::move(back), [](auto) {});
     return check_drained(self);
   }
+  std::vector<visibility_change> no_room;
   for (auto& msg : *r) {
+    if (!admit_one(st)) {
+      // Another stage took the slots meanwhile, or the lifetime ran out: visible again at once.
+      no_room.push_back({msg.receipt, std::chrono::seconds{0}});
+      continue;
+    }
     auto hb = st.heartbeats[st.next_heartbeat++ % st.heartbeats.size()];
     auto job = spawn_job(self->system(), st.ctx, st.stage, hb, std::move(msg));
     self->monitor(job);
+    st.job_started.emplace(job->address(), std::chrono::steady_clock::now());
     st.jobs.emplace(job->address(), job);
+  }
+  if (!no_room.empty()) {
+    m.admission_give_backs += static_cast<int64_t>(no_room.size());
+    st.stage->queue->change_visibility(std::move(no_room), [](auto) {});
   }
   poll_queue(self);
   check_drained(self);
@@ -138,14 +249,28 @@ void poll_queue(poller_ptr self) {
     self->delayed_send(self, std::chrono::seconds{1}, poll_atom_v);
     return;
   }
-  st.receiving = true;
   auto& s = st.ctx->settings;
+  auto left = jobs_left_in_lifetime(st);
+  if (left <= 0) {
+    // worker.lifetime_units admitted: the node drains and exits (the coordinator stops us).
+    drain_node(st, "worker.lifetime_units reached");
+    return;
+  }
+  auto fit = jobs_that_fit(st);
+  if (fit <= 0) {
+    // No free slot: one of this stage's jobs that ends wakes us; another stage's does not.
+    if (!std::exchange(st.slot_timer, true))
+      self->delayed_send(self, std::chrono::seconds{1}, poll_atom_v);
+    return;
+  }
+  room = static_cast<int>(std::min<int64_t>({room, s.max_messages, fit, left}));
+  st.receiving = true;
   // A receive that never answers would stop this node for good: past the long poll and a margin
   // it counts as failed (messages it may still bring are dropped and reappear after their
   // visibility timeout).
   auto deadline = std::chrono::duration_cast<std::chrono::milliseconds>(s.wait_time + receive_margin);
   st.stage->queue->receive(
-    std::min(s.max_messages, room), s.wait_time, s.visibility_timeout,
+    room, s.wait_time, s.visibility_timeout,
     in_actor_within<std::vector<queue_message>>(self, deadline, "queue.receive",
                                                 [self](auto r) { received(self, std::move(r)); }));
 }
@@ -157,7 +282,10 @@ poller_actor::behavior_type poller(poller_ptr self, std::shared_ptr<worker_conte
   st.ctx = std::move(ctx);
   st.stage = std::move(stage);
   st.heartbeats = std::move(heartbeats);
+  st.ctx->metrics->capacity_slots = st.ctx->settings.capacity_slots;
+  st.ctx->metrics->max_in_flight = st.ctx->settings.max_in_flight;
   self->set_down_handler([self](caf::down_msg& down) {
+    job_ended(self->state, down.source);
     self->state.jobs.erase(down.source);
     poll_queue(self);
     check_drained(self);
@@ -166,6 +294,7 @@ poller_actor::behavior_type poller(poller_ptr self, std::shared_ptr<worker_conte
   return {
     [self](poll_atom) {
       self->state.backing_off = false;
+      self->state.slot_timer = false;
       poll_queue(self);
     },
     [](resume_atom, uint64_t, continuation& c) { c.fn(); },

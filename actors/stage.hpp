@@ -32,6 +32,10 @@ struct claimed_work {
   int32_t attempt_count = 0;
   /// For the job's log line.
   uuid document_id;
+  /// The size class the row runs in ("small", "large"; empty for stages without classes) and
+  /// the attempt count when it entered that class.
+  std::string size_class;
+  int32_t class_attempts_base = 0;
 };
 
 /// The stage's part of one job: one object per queue message, owned by its job actor, called
@@ -108,6 +112,22 @@ struct stage {
   std::function<void(std::vector<uuid>, callback<std::vector<uuid>>)> cancel_requests;
   /// The stage's part of a new job.
   std::function<std::unique_ptr<stage_job>(const std::shared_ptr<worker_context>&)> make_job;
+
+  // Size classes and capacity (seed 004). The ingest stage runs once per size class a node
+  // serves, each instance with its own queue, deadlines and weight; other stages have none.
+  /// "small" or "large"; empty: the stage has no classes.
+  std::string size_class;
+  /// Slots of worker.capacity_slots one job of this stage takes (0: none), and its units of
+  /// worker.lifetime_units (at least 1).
+  int weight = 1;
+  /// The deadline of each step of its jobs (0: worker.step_timeout_seconds).
+  std::chrono::seconds step_timeout{0};
+  /// The small class: the large class's queue, where the ingestions it gives up on go (a
+  /// timeout, class_max_attempts failures, or a crash). Null: no escalation.
+  std::shared_ptr<ingestd::queue> escalate_to;
+  /// Failed attempts in the class before the small class escalates, or the large class fails
+  /// for good (0: the stage has no classes; max_attempts counts).
+  int class_max_attempts = 0;
 };
 
 } // namespace ingestd

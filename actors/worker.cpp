@@ -4,8 +4,11 @@
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/send.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <string>
 #include <thread>
 
 #include "actors/heartbeat.hpp"
@@ -49,6 +52,22 @@ worker_handles start_worker(caf::actor_system& sys, const std::shared_ptr<worker
   }
   w.coordinator = spawn_shutdown(sys, ctx, w.pollers, std::move(others), std::move(options.on_stopped));
   auto& s = ctx->settings;
+  ctx->metrics->capacity_slots = s.capacity_slots;
+  ctx->metrics->max_in_flight = s.max_in_flight;
+  if (!ctx->request_drain) {
+    // Once per node: a second shutdown request would force the jobs out. A weak address, so the
+    // context does not keep the coordinator alive.
+    auto asked = std::make_shared<std::atomic<bool>>(false);
+    ctx->request_drain = [asked, coordinator = caf::actor_cast<caf::actor_addr>(w.coordinator),
+                          hook = std::move(options.on_self_drain)](const std::string& why) {
+      if (asked->exchange(true))
+        return;
+      if (hook)
+        hook(why);
+      if (auto c = caf::actor_cast<caf::actor>(coordinator))
+        caf::anon_send(c, shutdown_atom_v);
+    };
+  }
   log::info("worker started", {{"worker_id", s.worker_id},
                                {"stages", names},
                                {"queue", ctx->ports.ingest_queue ? ctx->ports.ingest_queue->name() : std::string{"none"}},

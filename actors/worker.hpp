@@ -46,6 +46,9 @@ struct worker_options {
   /// The status event sinks the relay delivers to, by outbox destination.
   std::map<std::string, std::shared_ptr<event_sink>> sinks;
   relay_settings relay;
+  /// Called once, from an actor, when the node decides to drain itself (worker.lifetime_units,
+  /// worker.exit_after_idle_polls), before the coordinator starts the drain.
+  std::function<void(const std::string& why)> on_self_drain;
 };
 
 /// The scheduler settings `ingestd run` uses, for a caller's config before its actor_system

@@ -51,6 +51,9 @@ worker_settings make_worker_settings(const config& cfg) {
   s.cpu_workers = cpu_pool_size(cfg.worker.preprocessing_pool_size_dec);
   s.cpu_backlog = cpu_backlog_limit;
   s.cpu_deadline = seconds{cfg.transcription.timeout_seconds};
+  s.capacity_slots = cfg.worker.capacity_slots;
+  s.lifetime_units = cfg.worker.lifetime_units;
+  s.exit_after_idle_polls = cfg.worker.exit_after_idle_polls;
   return s;
 }
 

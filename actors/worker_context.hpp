@@ -37,6 +37,9 @@ struct worker_ports {
   std::shared_ptr<queue> ingest_queue;
   /// The matching stage's queue (null when matching is off).
   std::shared_ptr<queue> match_queue;
+  /// The large size class's queue (null when classes.enabled is off); ingest_queue is then the
+  /// small class's.
+  std::shared_ptr<queue> large_ingest_queue;
   std::shared_ptr<object_store> storage;
   std::shared_ptr<repository> db;
   std::shared_ptr<transcriber> ocr;
@@ -99,6 +102,12 @@ struct worker_settings {
   /// The OCR deadline (transcription.timeout_seconds): the poller admits work only while the CPU
   /// pool's backlog can be worked off within half of it.
   std::chrono::seconds cpu_deadline{};
+  /// Capacity and lifetime (seed 004): the weighted slots the stages share (0: no budget; the
+  /// in-flight limits alone), the units of work (slot weights admitted) after which the node
+  /// drains and exits 0, and the empty polls in a row after which it does (0: never).
+  int capacity_slots{};
+  int64_t lifetime_units{};
+  int exit_after_idle_polls{};
 };
 
 /// The worker's settings from the configuration (an empty worker.id becomes hostname-pid).
@@ -133,6 +142,9 @@ struct worker_context {
   std::shared_ptr<worker_metrics> metrics = std::make_shared<worker_metrics>();
   std::shared_ptr<held_claims> claims = std::make_shared<held_claims>();
   worker_observer observer;
+  /// Asks the node to drain and stop (a lifetime or idle limit reached; `why` for the log).
+  /// start_worker sets it to a shutdown request to the coordinator; called from any actor.
+  std::function<void(const std::string& why)> request_drain;
 };
 
 } // namespace ingestd

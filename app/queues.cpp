@@ -39,12 +39,18 @@ bool is_missing(const error& e) {
 
 std::vector<queue_spec> configured_queues(const config& cfg) {
   std::vector<queue_spec> out;
-  for (auto& stage : stage_list(cfg.stages.enabled))
+  for (auto& stage : stage_list(cfg.stages.enabled)) {
     out.push_back(queue_of_stage(cfg, stage));
+    if (stage == "ingest" && cfg.classes.enabled)
+      out.push_back(queue_of_stage(cfg, "ingest.large"));
+  }
   return out;
 }
 
 queue_spec queue_of_stage(const config& cfg, const std::string& stage) {
+  if (stage == "ingest.large")
+    return {stage, cfg.classes.large_queue_name, cfg.classes.large_queue_url,
+            cfg.classes.large_dead_letter_name, cfg.queue.max_receive_count};
   if (stage == "match")
     return {stage, cfg.matching.queue_name, cfg.matching.queue_url, cfg.matching.dead_letter_name,
             cfg.matching.max_receive_count};

@@ -16,7 +16,7 @@ namespace ingestd {
 class curl_engine;
 
 struct queue_spec {
-  /// "ingest", "match", "unpack".
+  /// "ingest", "ingest.large" (the large size class, classes.enabled), "match", "unpack".
   std::string stage;
   std::string name;
   /// SQS only: the URL when configured (else looked up by name).

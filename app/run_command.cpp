@@ -34,6 +34,7 @@
 #include "admin/admin_server.hpp"
 #include "app/cli.hpp"
 #include "app/runtime.hpp"
+#include "app/size_classes.hpp"
 #include "intake/intake_server.hpp"
 #include "intake/intake_service.hpp"
 #include "review/review_setup.hpp"
@@ -149,6 +150,22 @@ error registration_error(error e) {
     e.message += " (the schema predates this node: run `ingestd migrate` first)";
   e.message = "registering the node: " + e.message;
   return e;
+/// What the node used of its capacity over its life (worker.lifetime_units: a replacement starts).
+void log_capacity_usage(const worker_context& ctx, std::chrono::steady_clock::time_point started) {
+  auto& m = *ctx.metrics;
+  auto& s = ctx.settings;
+  auto uptime_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
+  auto budget = s.capacity_slots > 0 ? s.capacity_slots : s.max_in_flight;
+  auto average = uptime_ms > 0 && budget > 0
+                   ? static_cast<double>(m.slot_ms_used.load()) / (static_cast<double>(uptime_ms) * budget)
+                   : 0.0;
+  log::info("capacity usage", {{"units_admitted", m.units_admitted.load()},
+                               {"lifetime_units", s.lifetime_units},
+                               {"capacity_slots", static_cast<int64_t>(s.capacity_slots)},
+                               {"peak_slots_in_use", m.peak_slots_in_use.load()},
+                               {"average_usage_ratio", average},
+                               {"escalations", m.escalations.load()},
+                               {"uptime_ms", static_cast<int64_t>(uptime_ms)}});
 }
 
 /// Why the daemon does not start, in its log and as the command line's own message.
@@ -245,6 +262,7 @@ int run_command(const arguments& args) {
     auto ctx = std::make_shared<worker_context>();
     ctx->settings = make_worker_settings(*cfg);
     auto flags = std::make_shared<node_drain_flags>();
+    auto started = std::chrono::steady_clock::now();
     auto pool =
       spawn_cpu_pool(sys, ctx->settings.cpu_workers, ctx->settings.cpu_backlog, ctx->metrics);
     auto executor = make_cpu_executor(pool);
@@ -274,6 +292,7 @@ int run_command(const arguments& args) {
     intake_options intake_opts;
     intake_opts.max_bytes = static_cast<size_t>(
       std::min(cfg->transcription.max_file_bytes, cfg->storage.max_object_bytes));
+    configure_intake_classes(*cfg, ctx->ports, intake_opts);
     auto intake_db = std::make_shared<pg_intake_repository>(cfg->database.url);
     intake_opts.unpack_queue = (*rt)->ports.unpack_queue;
     auto intake = std::make_shared<intake_service>(intake_db, (*rt)->ports.ingest_queue, (*rt)->ports.storage,
@@ -326,7 +345,11 @@ int run_command(const arguments& args) {
     }
     // A poller per served stage, each under its own limit and the node's.
     for (auto& name : served_stages(*cfg)) {
-      if (name == "ingest") {
+      if (name == "ingest" && cfg->classes.enabled) {
+        // Size classes (seed 004): the ingest stage once per class this node serves.
+        for (auto& cls : make_size_class_stages(*cfg, *ctx, cfg->stages.ingest_max_in_flight))
+          ctx->stages.push_back(std::move(cls));
+      } else if (name == "ingest") {
         auto ingest = make_ingest_stage(*ctx);
         ingest->max_in_flight = cfg->stages.ingest_max_in_flight;
         ingest->queue_name = cfg->queue.name;
@@ -391,6 +414,12 @@ int run_command(const arguments& args) {
     reg.interval = ctx->settings.heartbeat_rate;
     reg.retention = std::chrono::hours{cfg->cluster.node_retention_hours};
     auto registry = spawn_node_registry(sys, nodes, reg, ctx->metrics, flags);
+    // worker.lifetime_units and worker.exit_after_idle_polls: the node drains itself as on SIGTERM.
+    opts.on_self_drain = [a = admin.get(), &watchdog, ctx](const std::string&) {
+      watchdog.arm(ctx->settings.shutdown_grace + shutdown_margin, ctx);
+      if (a)
+        a->set_shutting_down();
+    };
     auto w = start_worker(sys, ctx, opts);
     forward_signals_until_stopped(w.coordinator, *flags, [a = admin.get(), &watchdog, ctx] {
       watchdog.arm(ctx->settings.shutdown_grace + shutdown_margin, ctx);
@@ -417,6 +446,7 @@ int run_command(const arguments& args) {
     }
     log::info("ingestd stopped", {{"completed", static_cast<int64_t>(ctx->metrics->jobs("completed"))},
                                   {"failed", static_cast<int64_t>(ctx->metrics->jobs("failed"))}});
+    log_capacity_usage(*ctx, started);
     // The adapters (and their threads) go before the actor system: late callbacks still find it.
   }
   watchdog.set_stage("stopping the actor system");

@@ -100,9 +100,10 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
       auto q = open_queue(cfg, spec, http, parts.require_queues);
       if (!q)
         return q.error();
-      (spec.stage == "match"    ? rt->ports.match_queue
-       : spec.stage == "unpack" ? rt->ports.unpack_queue
-                                : rt->ports.ingest_queue) = std::move(*q);
+      (spec.stage == "match"          ? rt->ports.match_queue
+       : spec.stage == "unpack"       ? rt->ports.unpack_queue
+       : spec.stage == "ingest.large" ? rt->ports.large_ingest_queue
+                                      : rt->ports.ingest_queue) = std::move(*q);
     }
   }
 

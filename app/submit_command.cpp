@@ -16,6 +16,7 @@
 #include "adapters/ocr/thread_pool_executor.hpp"
 #include "app/cli.hpp"
 #include "app/runtime.hpp"
+#include "app/size_classes.hpp"
 #include "intake/intake_service.hpp"
 
 namespace ingestd::cli {
@@ -218,6 +219,7 @@ int submit_command(const arguments& args) {
     std::min(cfg->transcription.max_file_bytes, cfg->storage.max_object_bytes));
   // Containers go to the unpack stage's queue when it is enabled.
   opts.unpack_queue = (*rt)->ports.unpack_queue;
+  configure_intake_classes(*cfg, (*rt)->ports, opts);
   intake_service intake{std::make_shared<pg_intake_repository>(cfg->database.url), (*rt)->ports.ingest_queue,
                         (*rt)->ports.storage, opts};
 

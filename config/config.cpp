@@ -218,6 +218,19 @@ rule known_stages(bool enabled) {
   };
 }
 
+/// worker.classes: a non-empty list of "small" and "large".
+rule size_classes() {
+  return [](const config&, const value& v) -> std::optional<std::string> {
+    auto list = stage_list(std::get<std::string>(v));
+    if (list.empty())
+      return "a comma-separated list of size classes: small, large";
+    for (auto& c : list)
+      if (c != "small" && c != "large")
+        return "a comma-separated list of size classes: small, large (\"" + c + "\" is none)";
+    return std::nullopt;
+  };
+}
+
 /// The whole table, section by section in the order `ingestd config` prints them.
 const std::vector<key_spec>& schema() {
   static const std::vector<key_spec> all = [] {
@@ -324,7 +337,30 @@ const std::vector<key_spec>& schema() {
       // Visibility before the next attempt, by attempts so far (the last entry repeats).
       .integer_list("retry_backoff_seconds", &worker::retry_backoff_seconds, {300, 1800}, 0, 43200)
       .integer("step_timeout_seconds", &worker::step_timeout_seconds, 300, 1, 86400)
-      .integer("sweeper_interval_seconds", &worker::sweeper_interval_seconds, 60, 1, 86400);
+      .integer("sweeper_interval_seconds", &worker::sweeper_interval_seconds, 60, 1, 86400)
+      // Size classes and capacity (seed 004): see deploy/OPERATIONS.md.
+      .text("classes", &worker::classes, "small,large", size_classes())
+      .integer("capacity_slots", &worker::capacity_slots, 0, 0, 1000000)
+      .integer("lifetime_units", &worker::lifetime_units, 0, 0, int64_t{1} << 40)
+      .integer("exit_after_idle_polls", &worker::exit_after_idle_polls, 0, 0, 1000000);
+
+    using classes = config::classes_section;
+    keys(t, "classes", &config::classes)
+      .boolean("enabled", &classes::enabled, false)
+      .text("large_queue_name", &classes::large_queue_name, "ingestd-ingest-large",
+            required("a non-empty queue name"))
+      .text("large_queue_url", &classes::large_queue_url, "")
+      .text("large_dead_letter_name", &classes::large_dead_letter_name, "ingestd-ingest-large-dlq",
+            required("a non-empty queue name"))
+      .integer("large_min_bytes", &classes::large_min_bytes, int64_t{5} << 20, 1, int64_t{1} << 34)
+      .integer("large_min_pages", &classes::large_min_pages, 10, 1, 100000)
+      // 0: its jobs take no slot (still counted by worker.max_in_flight, and as 1 lifetime unit).
+      .integer("small_weight", &classes::small_weight, 1, 0, 1000)
+      .integer("large_weight", &classes::large_weight, 5, 0, 1000)
+      .integer("small_max_attempts", &classes::small_max_attempts, 2, 1, 100)
+      .integer("large_max_attempts", &classes::large_max_attempts, 2, 1, 100)
+      .integer("large_step_timeout_seconds", &classes::large_step_timeout_seconds, 1800, 1, 86400)
+      .integer("large_ocr_timeout_seconds", &classes::large_ocr_timeout_seconds, 1800, 1, 86400);
 
     using stages = config::stages_section;
     keys(t, "stages", &config::stages)

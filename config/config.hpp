@@ -78,6 +78,13 @@ struct config {
     std::vector<int64_t> retry_backoff_seconds;
     int step_timeout_seconds{};
     int sweeper_interval_seconds{};
+    /// Size classes and capacity (seed 004): the classes this node serves ("small,large"), the
+    /// weighted slots its stages share (0: no budget), the units of work after which it drains
+    /// and exits 0 (0: never) and the empty polls in a row after which it does (0: never).
+    std::string classes;
+    int capacity_slots{};
+    int64_t lifetime_units{};
+    int exit_after_idle_polls{};
   } worker;
 
   /// The pipeline's stages (DESIGN §8): which exist in the deployment and which this node runs.
@@ -90,6 +97,31 @@ struct config {
     /// The ingest stage's own in-flight limit (0: worker.max_in_flight).
     int ingest_max_in_flight{};
   } stages;
+
+  /// Size classes of the ingest stage (seed 004): intake routes by size and page count, the
+  /// small class escalates to the large one, each class has its own queue and deadlines.
+  struct classes_section {
+    /// false: one ingest queue and class, as before.
+    bool enabled{};
+    /// The small class uses queue.name; the large class this queue.
+    std::string large_queue_name;
+    std::string large_queue_url;
+    std::string large_dead_letter_name;
+    /// A document of at least this many bytes, or pages, starts in the large class.
+    int64_t large_min_bytes{};
+    int large_min_pages{};
+    /// Slots a job takes of worker.capacity_slots.
+    int small_weight{};
+    int large_weight{};
+    /// Failed attempts in the small class before it moves to the large one (a timeout moves it
+    /// at once), and in the large class before it fails for review.
+    int small_max_attempts{};
+    int large_max_attempts{};
+    /// The large class's deadlines (the small class uses worker.step_timeout_seconds and
+    /// transcription.timeout_seconds).
+    int large_step_timeout_seconds{};
+    int large_ocr_timeout_seconds{};
+  } classes;
 
   /// The matching stage (seed 003).
   struct matching_section {

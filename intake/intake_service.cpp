@@ -176,6 +176,7 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
       return put.error();
   }
 
+  req.size_class = size_class_of(opts_, item.bytes, type->mime);
   auto created = db_->create_ingestion(req, timeout);
   if (!created)
     return database_error(created.error(), timeout);
@@ -188,7 +189,8 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
   out.file_path = created->file_path;
 
   auto sent = blocking_call<std::vector<batch_entry_result>>(timeout, "intake.timeout", "queue", [&](auto cb) {
-    target_queue->send({outgoing_message{out.ingestion_id.str(), std::chrono::seconds{0}, item.priority}}, cb);
+    auto& target = !container && req.size_class == "large" && opts_.large_queue ? opts_.large_queue : target_queue;
+    target->send({outgoing_message{out.ingestion_id.str(), std::chrono::seconds{0}, item.priority}}, cb);
   });
   if (!sent || sent->empty() || sent->front().failed) {
     // The ingestion stays due in the database: the sweeper re-enqueues it once it is overdue.
@@ -200,6 +202,16 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
               {{"ingestion_id", out.ingestion_id.str()}, {"error", out.enqueue_error}});
   }
   return out;
+}
+
+std::string size_class_of(const intake_options& opts, std::string_view bytes, std::string_view mime) {
+  if (!opts.large_queue)
+    return "small";
+  if (bytes.size() >= opts.large_min_bytes)
+    return "large";
+  if (opts.count_pages && opts.count_pages(bytes, mime) >= opts.large_min_pages)
+    return "large";
+  return "small";
 }
 
 result<std::optional<std::string>> intake_service::document_json(uuid tenant_id, uuid document_id) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,6 +40,7 @@ struct intake_item {
   /// 0..100, lower first (issue 13): stored on the ingestion and carried by its message.
   int32_t priority = 50;
 };
+
 
 /// What intake did with one file.
 enum class intake_status {
@@ -79,7 +81,17 @@ struct intake_options {
   /// The unpack stage's queue (issue 14): containers (ZIP, TAR, .tar.gz, e-mail, mbox) are
   /// accepted and enqueued there. Null: containers are refused ("intake.containers_disabled").
   std::shared_ptr<queue> unpack_queue;
+  /// Size classes (seed 004): a document of at least large_min_bytes bytes or large_min_pages
+  /// pages (as count_pages tells; 0 when it cannot) starts in the large class and goes to
+  /// large_queue. Null large_queue: every document is small and goes to the intake's queue.
+  std::shared_ptr<queue> large_queue;
+  size_t large_min_bytes = 5u << 20;
+  int large_min_pages = 10;
+  std::function<int(std::string_view bytes, std::string_view mime)> count_pages;
 };
+
+/// The size class a document of `bytes` with MIME type `mime` starts in under `opts`.
+std::string size_class_of(const intake_options& opts, std::string_view bytes, std::string_view mime);
 
 /// Errors (all permanent unless a port reports a transient one): "intake.empty",
 /// "intake.containers_disabled" (a container while the unpack stage is off),

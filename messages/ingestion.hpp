@@ -34,13 +34,17 @@ struct claimed_ingestion {
   /// Not claimed: the document's hash is in the known-file set, and this claim ended the
   /// ingestion `skipped` (reason known_file). Said once, to the claimer that skipped it.
   bool skipped = false;
+  /// The size class the ingestion runs in ("small", "large"; migration 011) and attempt_count
+  /// when it entered that class: attempt_count - class_attempts_base attempts were made in it.
+  std::string size_class = "small";
+  int32_t class_attempts_base = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, claimed_ingestion& x) {
   return f(caf::meta::type_name("claimed_ingestion"), x.ingestion_id, x.document_id, x.tenant_id,
            x.claim_token, x.attempt_count, x.file_path, x.mime_type, x.transcription_file_path,
-           x.poisoned, x.skipped);
+           x.poisoned, x.skipped, x.size_class, x.class_attempts_base);
 }
 
 /// Recorded on the ingestion once the transcription is stored (seed 000, step 7).
@@ -71,6 +75,9 @@ struct failure_record {
   int32_t max_attempts = 3;
   /// Extraction output to keep for the human reviewer (e.g. a gate failure); may be empty.
   std::string structured_data;
+  /// The small class gives up on it: it moves to the large class (size_class 'large', its
+  /// attempts there counted from now) and stays in progress whatever the error (seed 004).
+  bool escalate = false;
 };
 
 /// What recording a failed attempt left behind.

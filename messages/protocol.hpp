@@ -40,6 +40,7 @@ enum class job_result : uint8_t {
   released,    ///< shutdown: claim and message given back for another worker
   abandoned,   ///< an infrastructure error before the claim: the message reappears by itself
   cancelled,   ///< cancelled while it ran: stopped at a step boundary, recorded, message deleted
+  escalated,   ///< the small class gave up on it: moved to the large class's queue (seed 004)
 };
 
 std::string_view to_string(job_result x);

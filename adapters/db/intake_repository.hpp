@@ -39,6 +39,8 @@ struct intake_request {
   std::string stage;
   /// 0..100, lower first (issue 13).
   int32_t priority = 50;
+  /// The size class the ingestion starts in ("small", "large"; migration 011).
+  std::string size_class = "small";
 };
 
 /// What intake created or found.

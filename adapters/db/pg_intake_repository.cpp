@@ -206,8 +206,9 @@ WITH new_doc AS (
   SELECT d.id, d.file_path, false FROM document AS d
    WHERE d.tenant_id = $2 AND d.content_hash = $3 AND NOT EXISTS (SELECT 1 FROM new_doc)
 ), new_ing AS (
-  INSERT INTO ingestion (id, document_id, doc_source_id, uploaded_by, source_metadata, stage, priority)
-  SELECT $6, doc.id, $7, $8, $9::jsonb, $10, $12::smallint FROM doc
+  INSERT INTO ingestion (id, document_id, doc_source_id, uploaded_by, source_metadata, stage, priority,
+                         size_class)
+  SELECT $6, doc.id, $7, $8, $9::jsonb, $10, $12::smallint, $13 FROM doc
   ON CONFLICT (id) DO NOTHING
   RETURNING id, document_id
 )
@@ -425,7 +426,8 @@ result<intake_result> pg_intake_repository::create_ingestion(const intake_reques
                             pg::opt_text(request.source_metadata),
                             request.stage.empty() ? std::string{"ingest"} : request.stage,
                             pg::opt_text(request.content_md5),
-                            std::to_string(request.priority)};
+                            std::to_string(request.priority),
+                            request.size_class == "large" ? std::string{"large"} : std::string{"small"}};
   borrowed s{*this};
   // Two tries: the second sees a document that a concurrent intake committed meanwhile.
   for (int attempt = 0; attempt < 2; ++attempt) {

@@ -41,11 +41,13 @@ using pg::valid_json;
 // sweeper's statement).
 constexpr pg::statement claim_sql{"ingestd_claim", R"sql(
 WITH req AS (
-  SELECT DISTINCT ON (r.id) r.id, r.token, greatest(r.max_attempts, 1) AS max_attempts
-    FROM unnest($1::uuid[], $2::uuid[], $5::integer[]) AS r(id, token, max_attempts)
+  SELECT DISTINCT ON (r.id) r.id, r.token, greatest(r.max_attempts, 1) AS max_attempts,
+         r.escalates
+    FROM unnest($1::uuid[], $2::uuid[], $5::integer[], $6::boolean[])
+         AS r(id, token, max_attempts, escalates)
    ORDER BY r.id
 ), lock AS (
-  SELECT i.id, req.token, req.max_attempts,
+  SELECT i.id, req.token, req.max_attempts, req.escalates,
          i.claim_token IS NULL OR i.lease_expires_at IS NULL OR i.lease_expires_at < now()
            AS claimable,
          i.claim_token IS NOT NULL AND (i.lease_expires_at IS NULL OR i.lease_expires_at < now())
@@ -79,6 +81,12 @@ WITH req AS (
                                 || (i.attempt_count + 1) || ' of ' || lock.max_attempts || ')'
                            ELSE i.last_error END,
          error_class = CASE WHEN lock.poison THEN 'poison' ELSE i.error_class END,
+         -- Size classes (migration 011): a crash moves a small ingestion to the large class.
+         size_class = CASE WHEN lock.crashed AND lock.escalates AND NOT lock.poison
+                           THEN 'large' ELSE i.size_class END,
+         class_attempts_base = CASE WHEN lock.crashed AND lock.escalates AND NOT lock.poison
+                                         AND i.size_class = 'small'
+                                    THEN i.attempt_count + 1 ELSE i.class_attempts_base END,
          claim_token = CASE WHEN lock.poison OR lock.skip THEN NULL
                             WHEN lock.claimable THEN lock.token ELSE i.claim_token END,
          claimed_by = CASE WHEN lock.claimable AND NOT lock.poison THEN $3 ELSE i.claimed_by END,
@@ -91,7 +99,7 @@ WITH req AS (
    WHERE i.id = lock.id AND i.status = 'in-progress'
   RETURNING i.id, i.document_id, i.claim_token, i.attempt_count, i.transcription_file_path,
             lock.claimable AND NOT lock.poison AND NOT lock.skip AS granted, lock.crashed,
-            lock.poison, lock.skip, i.last_error
+            lock.poison, lock.skip, i.last_error, i.size_class, i.class_attempts_base
 ), audit AS (
   INSERT INTO ingestion_event (ingestion_id, step, outcome, detail, worker_id)
   SELECT c.id, 'claim',
@@ -102,7 +110,7 @@ WITH req AS (
    WHERE c.crashed OR c.skip
 )
 SELECT c.id, c.document_id, d.tenant_id, c.claim_token, c.attempt_count, d.file_path,
-       d.mime_type, c.transcription_file_path, c.poison, c.skip
+       d.mime_type, c.transcription_file_path, c.poison, c.skip, c.size_class, c.class_attempts_base
   FROM changed AS c
   JOIN document AS d ON d.id = c.document_id
  WHERE c.granted OR c.poison OR c.skip
@@ -192,9 +200,9 @@ SELECT id, token FROM done
 constexpr pg::statement failure_sql{"ingestd_record_failure", R"sql(
 UPDATE ingestion
    SET attempt_count = attempt_count + 1,
-       status = CASE WHEN $3::boolean OR attempt_count + 1 >= $4::integer
+       status = CASE WHEN NOT $9::boolean AND ($3::boolean OR attempt_count + 1 >= $4::integer)
                      THEN 'failed' ELSE status END,
-       completed_at = CASE WHEN $3::boolean OR attempt_count + 1 >= $4::integer
+       completed_at = CASE WHEN NOT $9::boolean AND ($3::boolean OR attempt_count + 1 >= $4::integer)
                            THEN now() ELSE completed_at END,
        structured_data = COALESCE($7::jsonb, structured_data),
        valid_structured_data = false,
@@ -202,8 +210,11 @@ UPDATE ingestion
        error_class = $6,
        claim_token = NULL,
        lease_expires_at = NULL,
-       due_at = CASE WHEN $3::boolean OR attempt_count + 1 >= $4::integer
-                     THEN due_at ELSE now() + make_interval(secs => $8::double precision) END
+       due_at = CASE WHEN NOT $9::boolean AND ($3::boolean OR attempt_count + 1 >= $4::integer)
+                     THEN due_at ELSE now() + make_interval(secs => $8::double precision) END,
+       -- Size classes (migration 011): the small class gives up on it ($9, never with $3 set).
+       size_class = CASE WHEN $9::boolean THEN 'large' ELSE size_class END,
+       class_attempts_base = CASE WHEN $9::boolean THEN attempt_count + 1 ELSE class_attempts_base END
  WHERE id = $1 AND claim_token = $2 AND status = 'in-progress'
 RETURNING attempt_count, status
 )sql"};
@@ -425,15 +436,16 @@ void pg_repository::claim(std::vector<claim_request> requests, std::string worke
     if (requests.empty())
       return done(std::move(out));
     std::vector<uuid> ids, tokens;
-    std::vector<param> max_attempts;
+    std::vector<param> max_attempts, escalates;
     for (auto& r : requests) {
       ids.push_back(r.ingestion_id);
       tokens.push_back(r.claim_token);
       max_attempts.emplace_back(std::to_string(r.max_attempts));
+      escalates.emplace_back(r.crash_escalates ? "t" : "f");
     }
     auto res = conn.exec(claim_sql, {uuids(ids), uuids(tokens), worker_id,
                                      std::to_string(lease.count()),
-                                     pg::array_literal(max_attempts)});
+                                     pg::array_literal(max_attempts), pg::array_literal(escalates)});
     if (!res)
       return done(res.error());
     auto& rows = *res;
@@ -449,6 +461,8 @@ void pg_repository::claim(std::vector<claim_request> requests, std::string worke
       c.transcription_file_path = rows.str(r, 7);
       c.poisoned = rows.boolean(r, 8);
       c.skipped = rows.boolean(r, 9);
+      c.size_class = rows.str(r, 10);
+      c.class_attempts_base = static_cast<int32_t>(rows.i64(r, 11));
       // The request that won is the one whose token was stored (an id requested twice in one
       // batch is claimed once); failed as poison, none was stored: the first request for it.
       for (size_t i = 0; i < requests.size(); ++i) {
@@ -585,9 +599,11 @@ void pg_repository::record_failure(lease_ref ref, failure_record record,
     auto max_attempts = std::max<int32_t>(record.max_attempts, 1);
     auto res = conn.exec(failure_sql,
                          {ref.ingestion_id.str(), ref.claim_token.str(),
-                          record.error.permanent() ? "t" : "f", std::to_string(max_attempts),
-                          clean(record.error.describe()), std::string{to_string(record.error.cls)},
-                          data, std::to_string(std::max<int64_t>(retry_delay.count(), 0))});
+                          record.error.permanent() && !record.escalate ? "t" : "f",
+                          std::to_string(max_attempts), clean(record.error.describe()),
+                          std::string{to_string(record.error.cls)}, data,
+                          std::to_string(std::max<int64_t>(retry_delay.count(), 0)),
+                          record.escalate ? "t" : "f"});
     if (!res)
       return done(res.error());
     if (res->size() == 0)

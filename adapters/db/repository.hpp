@@ -22,6 +22,9 @@ struct claim_request {
   uuid claim_token;
   /// Attempts after which a crash fails the ingestion as poison (worker.max_retry_attempts).
   int32_t max_attempts = 3;
+  /// Size classes (seed 004): a crash taken over moves a small ingestion to the large class,
+  /// keeping its attempt count (so the poison bound above still holds).
+  bool crash_escalates = false;
 };
 
 struct completion {
@@ -60,7 +63,8 @@ public:
   /// the ingestion with error class `poison` instead of claiming it: the answer is then the
   /// ingestion with `poisoned` set (not claimed), for the caller to notify the failure; a later
   /// claim of it answers nullopt (it is finished).
-  /// Every in-progress ingestion asked for records that its message was seen.
+  /// Every in-progress ingestion asked for records that its message was seen. A crash taken over
+  /// on a request with crash_escalates moves a small ingestion to the large class (size_class).
   virtual void claim(std::vector<claim_request> requests, std::string worker_id,
                      std::chrono::seconds lease,
                      callback<std::vector<std::optional<claimed_ingestion>>> done) = 0;
@@ -82,6 +86,7 @@ public:
   /// Seed 000's failure update: attempt_count + 1; `failed` at max attempts or at once for a
   /// permanent error; last_error and error_class recorded; the claim is cleared so the next
   /// delivery can claim at once; due_at = now() + retry_delay while it stays in progress.
+  /// With record.escalate the ingestion moves to the large class and stays in progress.
   virtual void record_failure(lease_ref ref, failure_record record,
                               std::chrono::seconds retry_delay,
                               callback<failure_outcome> done) = 0;

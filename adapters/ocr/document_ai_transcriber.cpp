@@ -339,7 +339,9 @@ void document_ai_transcriber::transcribe(transcription_request request,
   req.headers = {{"Authorization", "Bearer " + options_.access_token},
                  {"Content-Type", "application/json; charset=utf-8"}};
   req.body = document_ai_request_body(request.bytes, type->mime, options_);
-  req.total_timeout = options_.timeout;
+  req.total_timeout = request.timeout.count() > 0
+                        ? std::chrono::duration_cast<std::chrono::milliseconds>(request.timeout)
+                        : options_.timeout;
   auto start = std::chrono::steady_clock::now();
   http_.submit(std::move(req), [done = std::move(done), start](result<http_response> r) {
     if (!r) {

@@ -52,6 +52,13 @@ struct doc_state {
   std::mutex mtx;
   std::optional<error> first_error;
 
+  /// The request's own deadline (its size class's), else the provider's.
+  clock_type::duration document_timeout() const {
+    if (request.timeout.count() > 0)
+      return request.timeout;
+    return options.document_timeout;
+  }
+
   void fail(error e) {
     std::lock_guard<std::mutex> guard{mtx};
     if (!first_error)
@@ -214,7 +221,7 @@ void run_page(const std::shared_ptr<doc_state>& st, int index) {
 
 void open_and_fan_out(const std::shared_ptr<doc_state>& st) {
   // A worker has the document now: its deadline counts from here, not from the wait for one.
-  st->deadline = clock_type::now() + st->options.document_timeout;
+  st->deadline = clock_type::now() + st->document_timeout();
   if (st->request.started)
     st->request.started();
   result<std::shared_ptr<document_source>> src = error::make_permanent("ocr.internal", "");
@@ -257,10 +264,10 @@ void local_transcriber::transcribe(transcription_request request, callback<trans
   st->executor = &executor_;
   st->done = std::move(done);
   st->start = clock_type::now();
-  st->deadline = st->start + options_.document_timeout;
   st->bytes = std::make_shared<const std::string>(std::move(request.bytes));
   request.bytes.clear();
   st->request = std::move(request);
+  st->deadline = st->start + st->document_timeout();
   cpu_job job;
   job.deadline = st->deadline;
   job.run = [st] { open_and_fan_out(st); };

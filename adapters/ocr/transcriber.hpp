@@ -2,6 +2,8 @@
 // the local provider (poppler, Tesseract, OpenCV on the CPU pool) and document_ai.
 #pragma once
 
+#include <chrono>
+
 #include <functional>
 #include <string>
 
@@ -22,6 +24,9 @@ struct transcription_request {
   /// document, before `done`: the caller's deadline for the work starts then, not while the
   /// document waits for a free worker.
   std::function<void()> started;
+  /// The document's deadline for this request (the size class's OCR deadline); 0: the
+  /// provider's own (transcription.timeout_seconds).
+  std::chrono::seconds timeout{0};
 };
 
 /// True for the error of a document (or one of its pages) that did not get a CPU worker before

@@ -57,6 +57,17 @@ TEST(e2e_queues, postgres_queues_are_created_idempotently_and_a_missing_one_stop
   fs::remove_all(root);
 }
 
+TEST(e2e_queues, size_classes_get_the_large_queue_too) {
+  test::pg_schema db{true};
+  std::vector<std::string> env{"INGESTD_DATABASE__URL=" + db.url(), "INGESTD_STAGES__ENABLED=ingest",
+                               "INGESTD_CLASSES__ENABLED=true"};
+  auto made = run({"queues", "create"}, env);
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_NE(made.out.find("ingest.large: ingestd-ingest-large (postgres)"), std::string::npos) << made.out;
+  EXPECT_EQ(db.scalar("SELECT string_agg(name, ' ' ORDER BY name) FROM queue"),
+            "ingestd-ingest ingestd-ingest-dlq ingestd-ingest-large ingestd-ingest-large-dlq");
+}
+
 TEST(e2e_queues, stages_on_the_command_line_are_checked) {
   auto unknown = run({"run", "--stages", "ingest,bogus"}, {});
   EXPECT_EQ(unknown.exit_code, 1);

@@ -398,6 +398,11 @@ void fake_repository::claim(std::vector<claim_request> requests, std::string, st
             r->push_back(c);
             continue;
           }
+          // Size classes: the crash moves a small ingestion to the large class (migration 011).
+          if (req.crash_escalates && row.ingestion.size_class == "small") {
+            row.ingestion.size_class = "large";
+            row.ingestion.class_attempts_base = row.ingestion.attempt_count;
+          }
         }
         i->second.token = req.claim_token;
         i->second.lease_live = true;
@@ -495,7 +500,12 @@ void fake_repository::record_failure(lease_ref ref, failure_record record, std::
       row.error_class = std::string{to_string(record.error.cls)};
       row.token.reset();
       row.lease_live = false;
-      bool final = record.error.permanent() || row.ingestion.attempt_count >= record.max_attempts;
+      bool final = !record.escalate
+                   && (record.error.permanent() || row.ingestion.attempt_count >= record.max_attempts);
+      if (record.escalate) {
+        row.ingestion.size_class = "large";
+        row.ingestion.class_attempts_base = row.ingestion.attempt_count;
+      }
       if (final) {
         row.status = "failed";
         row.structured_data = record.structured_data;
@@ -635,6 +645,11 @@ void fake_repository::steal_claim(const uuid& id) {
 }
 
 void fake_repository::hold_by_other(const uuid& id) { steal_claim(id); }
+
+void fake_repository::set_size_class(const uuid& id, const std::string& size_class) {
+  std::lock_guard guard{mtx_};
+  rows_.at(id).ingestion.size_class = size_class;
+}
 
 void fake_repository::crash_holder(const uuid& id) {
   std::lock_guard guard{mtx_};

@@ -164,6 +164,8 @@ public:
   fake_row row(const uuid& id);
   /// Another worker takes the claim over (as after an expired lease).
   void steal_claim(const uuid& id);
+  /// Sets the size class (intake's routing: "small", "large").
+  void set_size_class(const uuid& id, const std::string& size_class);
   /// Another worker holds a live claim.
   void hold_by_other(const uuid& id);
   /// `ingestd cancel`: a queued (unheld) ingestion becomes cancelled at once; a running one gets
