@@ -179,7 +179,7 @@ result<std::shared_ptr<queue>> open_sqs_queue(const config& cfg, const queue_spe
       one.stage = spec.stage + " (priority class)";
       one.name = names[i];
       one.url.clear();
-      auto q = open_queue(cfg, one, http, require_registered);
+      auto q = open_sqs_queue(cfg, one, http);
       if (!q)
         return q.error();
       classes.push_back(priority_class{static_cast<int32_t>(cfg.queue.priority_classes[i]),

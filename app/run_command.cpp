@@ -150,6 +150,8 @@ error registration_error(error e) {
     e.message += " (the schema predates this node: run `ingestd migrate` first)";
   e.message = "registering the node: " + e.message;
   return e;
+}
+
 /// What the node used of its capacity over its life (worker.lifetime_units: a replacement starts).
 void log_capacity_usage(const worker_context& ctx, std::chrono::steady_clock::time_point started) {
   auto& m = *ctx.metrics;
@@ -168,7 +170,6 @@ void log_capacity_usage(const worker_context& ctx, std::chrono::steady_clock::ti
                                {"uptime_ms", static_cast<int64_t>(uptime_ms)}});
 }
 
-/// Why the daemon does not start, in its log and as the command line's own message.
 /// A JSON string of `s` (worker ids and sink names are plain, but escape anyway).
 std::string json_string(const std::string& s) {
   std::string out = "\"";
@@ -221,6 +222,7 @@ void finish_event_stream(outbox_repository& outbox, const std::string& worker_id
     log::warn("WORKER_FINISHED not written", {{"error", emitted.error().describe()}});
 }
 
+/// Why the daemon does not start, in its log and as the command line's own message.
 int refuse_to_start(const error& e) {
   log::error("cannot start", {{"error", e.describe()}});
   std::fprintf(stderr, "ingestd run: %s\n", e.describe().c_str());

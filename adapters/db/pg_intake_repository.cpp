@@ -534,10 +534,10 @@ result<status_summary> pg_intake_repository::summary_of(const pg::statement& st,
         out.failed = n;
       else if (key == "skipped")
         out.skipped = n;
-    } else if (kind == "skip") {
-      out.skipped_by_reason.emplace_back(key, n);
       else if (key == "cancelled")
         out.cancelled = n;
+    } else if (kind == "skip") {
+      out.skipped_by_reason.emplace_back(key, n);
     } else if (kind == "class") {
       out.failures_by_error_class.emplace_back(key, n);
     } else if (kind == "oldest") {
