@@ -38,7 +38,8 @@ public:
 
   /// Runs `work` (a callable returning result<T>: a parse, the local extractor's rules) on the
   /// node's CPU pool as the current step, so CPU work never holds a scheduler thread. Like a
-  /// transcription, its deadline starts when a worker takes it; no worker within the CPU
+  /// transcription, its deadline starts when a worker takes it (it waits ahead of new documents'
+  /// OCR, as the pages of a started document do); no worker within the CPU
   /// deadline is "cpu.busy", which gives the work back (never_started()). Without a pool
   /// (ports.cpu null) the work runs inline.
   template <class T, class Work, class Next>
@@ -48,6 +49,9 @@ public:
       if (!ctx.ports.cpu)
         return cb(guarded<T>(work));
       cpu_job job;
+      // Part of a job already under way: it goes ahead of new documents' OCR, so a cheap step
+      // (the local rules take under a millisecond) never waits behind a backlog of scans.
+      job.continues_started_work = true;
       job.run = [started = wait_for_cpu(), work = std::move(work), cb]() mutable {
         started();
         cb(guarded<T>(work));
