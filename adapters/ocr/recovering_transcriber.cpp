@@ -61,7 +61,7 @@ bool provider_refused(const error& err) {
 
 recovering_transcriber::recovering_transcriber(std::shared_ptr<transcriber> remote,
                                                std::shared_ptr<transcriber> local, cpu_executor& cpu,
-                                               document_limits limits)
+                                               const document_limits& limits)
   : remote_(std::move(remote)), local_(std::move(local)), cpu_(cpu), limits_(limits) {}
 
 void recovering_transcriber::transcribe(transcription_request request, callback<transcription> done) {

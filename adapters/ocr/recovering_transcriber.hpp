@@ -24,7 +24,7 @@ public:
   /// `cpu` must outlive this object and every transcription in flight. `limits` bound the
   /// decoding of a page for preprocessing.
   recovering_transcriber(std::shared_ptr<transcriber> remote, std::shared_ptr<transcriber> local,
-                         cpu_executor& cpu, document_limits limits);
+                         cpu_executor& cpu, const document_limits& limits);
 
   void transcribe(transcription_request request, callback<transcription> done) override;
   std::string name() const override { return remote_->name(); }
