@@ -137,6 +137,12 @@ TEST_F(review_api_test, approve_with_a_correction_keeps_the_machines_version_and
   EXPECT_EQ(db->scalar("SELECT outcome || ' ' || worker_id FROM ingestion_event WHERE step = 'review' AND "
                        "ingestion_id IN (SELECT id FROM ingestion WHERE document_id = $1)", {a1}),
             "approve review");
+  // The decision is in the status event stream, in its own transaction.
+  EXPECT_EQ(db->scalar("SELECT (body::jsonb->'payload'->>'action') || ' ' || (body::jsonb->'payload'->>'reviewer') "
+                       "|| ' ' || (body::jsonb->'payload'->'changed_fields')::text FROM event_outbox "
+                       "WHERE destination = 'events' AND body::jsonb->>'type' = 'REVIEW_COMPLETED' "
+                       "AND body::jsonb->>'document_id' = $1", {a1}),
+            "approve alice [\"total\"]");
   // Out of the queue.
   EXPECT_EQ(get_json("/review/api/queue", token_a).json["documents"].Size(), 0u);
 }
