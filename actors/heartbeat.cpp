@@ -60,12 +60,25 @@ queue& queue_of(const heartbeat_state& st, const tracked_claim& c) {
   return c.stage ? *c.stage->queue : *st.ctx->ports.ingest_queue;
 }
 
+/// The fields of a log line about a tracked claim: those of its job's lines (actors/job.cpp).
+std::vector<log::field> claim_fields(const heartbeat_state& st, const tracked_claim& c) {
+  std::vector<log::field> f;
+  f.emplace_back("worker_id", st.ctx->settings.worker_id);
+  f.emplace_back("stage", c.stage ? c.stage->name : std::string{"ingest"});
+  f.emplace_back("step", "heartbeat");
+  if (!c.stage || c.stage->audit)
+    f.emplace_back("ingestion_id", c.lease.ingestion_id.str());
+  f.emplace_back("document_id", c.document_id.is_nil() ? std::string{} : c.document_id.str());
+  f.emplace_back("tenant_id", c.tenant_id.is_nil() ? std::string{} : c.tenant_id.str());
+  return f;
+}
+
 void drop_as_lost(heartbeat_ptr self, const uuid& id, const std::string& reason) {
   auto& st = self->state;
   auto i = st.tracked.find(id);
   if (i == st.tracked.end())
     return;
-  log::warn("claim lost", {{"ingestion_id", id.str()}, {"reason", reason}});
+  log::write_with(log::level::warn, "claim lost", claim_fields(st, i->second.claim), {{"reason", reason}});
   self->send(caf::actor_cast<job_actor>(i->second.claim.job), lost_atom_v, reason);
   st.tracked.erase(i);
   st.ctx->metrics->tracked_claims--;
@@ -193,7 +206,8 @@ void check_cancels(heartbeat_ptr self) {
           if (i == st.tracked.end() || i->second.cancel_sent)
             continue;
           i->second.cancel_sent = true;
-          log::info("cancel requested; the job stops at its next step", {{"ingestion_id", id.str()}});
+          log::write_with(log::level::info, "cancel requested; the job stops at its next step",
+                          claim_fields(st, i->second.claim));
           self->send(caf::actor_cast<job_actor>(i->second.claim.job), cancel_atom_v);
         }
       });
@@ -219,8 +233,8 @@ heartbeat_actor::behavior_type heartbeat(heartbeat_ptr self, std::shared_ptr<wor
     auto i = st.tracked.find(id);
     if (i == st.tracked.end() || i->second.claim.job.address() != down.source)
       return;  // untracked as it should be, or tracked again by another job
-    log::warn("a job ended without giving up its claim; its lease is left to expire",
-              {{"ingestion_id", id.str()}});
+    log::write_with(log::level::warn, "a job ended without giving up its claim; its lease is left to expire",
+                    claim_fields(st, i->second.claim));
     st.tracked.erase(i);
     st.ctx->metrics->tracked_claims--;
     st.ctx->claims->remove(id);

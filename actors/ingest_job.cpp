@@ -65,8 +65,12 @@ public:
           // acknowledges its message.
           ++ctx->metrics->known_file_skips;
           log::info("ingestion skipped: a known file",
-                    {{"ingestion_id", r->front()->ingestion_id.str()},
-                     {"document_id", r->front()->document_id.str()}});
+                    {{"worker_id", ctx->settings.worker_id},
+                     {"stage", "ingest"},
+                     {"step", "claim"},
+                     {"ingestion_id", r->front()->ingestion_id.str()},
+                     {"document_id", r->front()->document_id.str()},
+                     {"tenant_id", r->front()->tenant_id.str()}});
           return done(std::optional<claimed_work>{});
         }
         if (r->front()->poisoned) {
@@ -78,7 +82,8 @@ public:
         *slot = std::move(*r->front());
         done(std::optional<claimed_work>{claimed_work{slot->ingestion_id, slot->claim_token,
                                                       slot->attempt_count, slot->document_id,
-                                                      slot->size_class, slot->class_attempts_base}});
+                                                      slot->size_class, slot->class_attempts_base,
+                                                      slot->tenant_id}});
       });
   }
 
@@ -176,9 +181,11 @@ private:
     job_->request<transcription>(
       "transcribe",
       [&](auto cb) {
-        // The step's deadline starts when a CPU worker does.
+        // The step's deadline starts when a CPU worker does, and stops while a remote provider's
+        // request waits for the provider's limits.
         if (ctx_->ports.ocr->waits_for_cpu())
           req.started = job_->wait_for_cpu();
+        req.provider_wait = job_->pause_hooks();
         ctx_->ports.ocr->transcribe(std::move(req), std::move(cb));
       },
       [this](result<transcription> r) {
@@ -256,7 +263,8 @@ private:
     auto& port = ctx_->ports.extract;
     if (!port->runs_inline())
       return job_->request<extraction>(
-        "extract", [&](auto cb) { port->extract(text_.text, std::move(cb)); }, std::move(next));
+        "extract", [&](auto cb) { port->extract_with(text_.text, job_->pause_hooks(), std::move(cb)); },
+        std::move(next));
     // Rules that run inline (the local extractor's regular expressions) run on the CPU pool.
     job_->on_cpu<extraction>("extract", [port, text = text_.text] {
       result<extraction> out{error::make_transient("extract.no_answer", "the extractor did not answer")};

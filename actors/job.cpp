@@ -120,9 +120,9 @@ struct job_state {
   std::string_view step = steps::parse;
   clock::time_point step_started;
   std::function<void(error)> on_timeout;
-  /// The step waits for a CPU worker: its deadline does not run yet (the CPU pool answers a
-  /// document that waits too long with never_started()).
-  bool waiting_for_cpu = false;
+  /// The step waits for a CPU worker or for a provider's limits: its deadline does not run (the
+  /// CPU pool and the provider's line answer work that waits too long with never_started()).
+  bool step_waiting = false;
 
   clock::time_point started = clock::now();
   std::vector<audit_event> events;
@@ -150,6 +150,25 @@ void deadline_passed(job_ptr self);
 void cancel_requested(job_ptr self);
 void cancel(job_ptr self);
 void hand_over(job_ptr self, std::string detail, std::string error_class);
+
+/// The fields every log line about this job carries (seed 001's, with the stage and the tenant):
+/// the node, the stage, the current step, the ingestion (stages whose message names one), the
+/// document and tenant once claimed, the attempt and the queue message.
+std::vector<log::field> log_fields(const job_state& st) {
+  auto known = [](bool yes, const uuid& id) { return yes && !id.is_nil() ? id.str() : std::string{}; };
+  std::vector<log::field> f;
+  f.reserve(8);
+  f.emplace_back("worker_id", st.ctx->settings.worker_id);
+  f.emplace_back("stage", st.stage->name);
+  f.emplace_back("step", st.step);
+  if (st.stage->audit)  // the message names an ingestion (ingest, unpack), not a document (match)
+    f.emplace_back("ingestion_id", known(true, st.id));
+  f.emplace_back("document_id", st.claimed ? known(true, st.claim.document_id) : known(!st.stage->audit, st.id));
+  f.emplace_back("tenant_id", known(st.claimed, st.claim.tenant_id));
+  f.emplace_back("attempt", static_cast<int64_t>(st.claim.attempt_count + (st.claimed ? 1 : 0)));
+  f.emplace_back("message_id", st.msg.id);
+  return f;
+}
 
 /// The deadline of each step of the stage's jobs.
 std::chrono::seconds step_timeout_of(const job_state& st) {
@@ -193,7 +212,10 @@ void step_done(job_ptr self, std::string_view outcome, std::string detail = {}) 
   auto& st = self->state;
   auto elapsed = clock::now() - st.step_started;
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
-  st.ctx->metrics->step_duration(st.step, std::chrono::duration<double>(elapsed).count());
+  st.ctx->metrics->step_duration(st.stage->name, st.step, std::chrono::duration<double>(elapsed).count());
+  if (log::enabled(log::level::debug))
+    log::write_with(log::level::debug, "step finished", log_fields(st),
+                    {{"status", outcome}, {"duration_ms", static_cast<int64_t>(ms)}, {"detail", detail}});
   if (st.claimed && st.stage->audit)
     st.events.push_back(audit_event{st.id, std::string{st.step}, std::string{outcome},
                                     std::move(detail), ms, st.ctx->settings.worker_id, unix_ms()});
@@ -225,25 +247,30 @@ public:
     ack(self_, job_result::completed, "");
   }
   std::function<void()> wait_for_cpu() override {
-    // The notice is a message to the job, which restarts its receive timeout.
-    auto& st = self_->state;
-    st.waiting_for_cpu = true;
-    auto self = self_;
-    return [me = caf::actor_cast<caf::actor>(self_), seq = st.seq, self] {
-      caf::anon_send(me, resume_atom_v, seq, continuation{[self] { self->state.waiting_for_cpu = false; }});
-    };
+    self_->state.step_waiting = true;
+    return waiting_notice(false);
   }
+  wait_hooks pause_hooks() override { return {waiting_notice(true), waiting_notice(false)}; }
   const std::shared_ptr<worker_context>& context() const override { return self_->state.ctx; }
   const claimed_work& claim() const override { return self_->state.claim; }
 
 protected:
   std::function<void(std::function<void()>)> begin(std::string_view step,
                                                    std::function<void(error)> on_timeout) override {
-    self_->state.waiting_for_cpu = false;
+    self_->state.step_waiting = false;
     return begin_request(self_, step, std::move(on_timeout));
   }
 
 private:
+  /// A notice (from any thread) that the current step waits, or goes on. It is a message to the
+  /// job, which restarts the receive timeout: the step's deadline runs from then on.
+  std::function<void()> waiting_notice(bool waiting) const {
+    auto self = self_;
+    return [me = caf::actor_cast<caf::actor>(self_), seq = self_->state.seq, self, waiting] {
+      caf::anon_send(me, resume_atom_v, seq, continuation{[self, waiting] { self->state.step_waiting = waiting; }});
+    };
+  }
+
   job_ptr self_;
 };
 
@@ -258,8 +285,8 @@ job_actor::behavior_type job(job_ptr self, std::shared_ptr<worker_context> ctx,
   st.handle = std::make_unique<handle_impl>(self);
   st.heartbeat = std::move(hb);
   st.msg = std::move(msg);
-  st.ctx->metrics->in_flight++;
-  self->attach_functor([metrics = st.ctx->metrics] { metrics->in_flight--; });
+  st.ctx->metrics->job_started(st.stage->name);
+  self->attach_functor([metrics = st.ctx->metrics, stage = st.stage] { metrics->job_ended(stage->name); });
   self->send(self, resume_atom_v, uint64_t{0}, continuation{[self] { parse(self); }});
   return {
     [self](resume_atom, uint64_t seq, continuation& c) {
@@ -269,8 +296,7 @@ job_actor::behavior_type job(job_ptr self, std::shared_ptr<worker_context> ctx,
       if (st.cancel_requested && st.phase == job_phase::working)
         return cancel(self);  // a step boundary: its result is dropped
       if (log::enabled(log::level::trace))
-        log::write(log::level::trace, "job step answered",
-                   {{"message_id", st.msg.id}, {"stage", st.stage->name}, {"step", st.step}});
+        log::write_with(log::level::trace, "job step answered", log_fields(st));
       c.fn();
     },
     [self](lost_atom, std::string& reason) { lost(self, std::move(reason)); },
@@ -292,8 +318,8 @@ void parse(job_ptr self) {
   auto id = uuid::parse(body);
   if (!id || id->is_nil()) {
     auto shown = std::string{utf8_prefix(st.msg.body, 80)};
-    log::warn("message body is not an id; deleting it",
-              {{"message_id", st.msg.id}, {"stage", st.stage->name}, {"body", shown}});
+    log::write_with(log::level::warn, "message body is not an id; deleting it", log_fields(st),
+                    {{"body", shown}});
     return ack(self, job_result::invalid, "body is not a UUID: \"" + shown + "\"");
   }
   st.id = *id;
@@ -376,7 +402,7 @@ void track(job_ptr self) {
   st.tracked = true;
   self->send(st.heartbeat, track_atom_v,
              tracked_claim{st.msg.receipt, st.lease(), caf::actor_cast<caf::actor>(self), st.started,
-                           st.stage});
+                           st.stage, st.claim.document_id, st.claim.tenant_id});
   st.work->run(*st.handle);
 }
 
@@ -401,8 +427,8 @@ void ack(job_ptr self, job_result outcome, std::string detail, std::string error
     self, steps::events, [&](auto cb) { st.ctx->ports.db->append_events(std::move(events), std::move(cb)); },
     [self, outcome, detail, error_class](result<void> r) {
       if (!r)
-        log::warn("audit events not stored", {{"id", self->state.id.str()},
-                                              {"error", r.error().describe()}});
+        log::write_with(log::level::warn, "audit events not stored", log_fields(self->state),
+                        {{"error", r.error().describe()}});
       delete_message(self, outcome, detail, error_class);
     });
 }
@@ -416,7 +442,7 @@ void delete_message(job_ptr self, job_result outcome, std::string detail, std::s
       if (!r || (!r->empty() && r->front().failed)) {
         auto why = !r ? r.error().describe() : r->front().error.describe();
         // The outcome is already final in the database: a redelivery finds it and deletes.
-        log::warn("message not deleted", {{"message_id", self->state.msg.id}, {"error", why}});
+        log::write_with(log::level::warn, "message not deleted", log_fields(self->state), {{"error", why}});
         step_done(self, "transient", why);
       } else {
         step_done(self, "ok");
@@ -429,10 +455,9 @@ void flush_events(job_ptr self) {
   auto& st = self->state;
   if (st.events.empty())
     return;
-  auto id = st.id.str();
-  st.ctx->ports.db->append_events(std::move(st.events), [id](result<void> r) {
+  st.ctx->ports.db->append_events(std::move(st.events), [fields = log_fields(st)](result<void> r) {
     if (!r)
-      log::warn("audit events not stored", {{"id", id}, {"error", r.error().describe()}});
+      log::write_with(log::level::warn, "audit events not stored", fields, {{"error", r.error().describe()}});
   });
   st.events.clear();
 }
@@ -447,19 +472,14 @@ void finish(job_ptr self, job_result result, std::string detail, std::string_vie
   flush_events(self);
   auto elapsed = std::chrono::duration<double>(clock::now() - st.started).count();
   auto outcome = to_string(result);
-  st.ctx->metrics->job_finished(outcome, error_class);
+  st.ctx->metrics->job_finished(st.stage->name, outcome, error_class);
   auto lvl = result == job_result::completed || result == job_result::skipped ? log::level::info
                                                                              : log::level::warn;
-  log::write(lvl, "job finished",
-             {{"stage", st.stage->name},
-              {st.stage->audit ? "ingestion_id" : "id", st.id.is_nil() ? std::string{} : st.id.str()},
-              {"document_id", st.claimed ? st.claim.document_id.str() : std::string{}},
-              {"worker_id", st.ctx->settings.worker_id},
-              {"attempt", static_cast<int64_t>(st.claim.attempt_count + (st.claimed ? 1 : 0))},
-              {"message_id", st.msg.id},
-              {"status", std::string{outcome}},
-              {"detail", detail},
-              {"duration_ms", static_cast<int64_t>(elapsed * 1000)}});
+  log::write_with(lvl, "job finished", log_fields(st),
+                  {{"status", std::string{outcome}},
+                   {"error_class", error_class},
+                   {"detail", detail},
+                   {"duration_ms", static_cast<int64_t>(elapsed * 1000)}});
   if (st.ctx->observer)
     st.ctx->observer(job_outcome{st.msg.id, st.id, result, std::move(detail),
                                  st.claim.attempt_count + (st.claimed ? 1 : 0)});
@@ -614,7 +634,7 @@ void lost(job_ptr self, std::string reason) {
 /// No message for step_timeout: the current step ran past its deadline and fails with it.
 void deadline_passed(job_ptr self) {
   auto& st = self->state;
-  if (!st.on_timeout || st.waiting_for_cpu)
+  if (!st.on_timeout || st.step_waiting)
     return;
   if (st.cancel_requested && st.phase == job_phase::working)
     return cancel(self);  // the step ended by its deadline: a boundary as good as its answer
@@ -635,7 +655,7 @@ void cancel_requested(job_ptr self) {
   if (st.phase != job_phase::working)
     return;
   st.cancel_requested = true;
-  log::info("job cancelled; stopping at the next step", {{"id", st.id.str()}, {"step", st.step}});
+  log::write_with(log::level::info, "job cancelled; stopping at the next step", log_fields(st));
 }
 
 /// At a step boundary: records `cancelled` (fenced), then the audit trail and the ack.

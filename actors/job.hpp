@@ -15,6 +15,7 @@
 #include "actors/stage.hpp"
 #include "actors/worker_context.hpp"
 #include "messages/protocol.hpp"
+#include "messages/wait_hooks.hpp"
 
 namespace ingestd {
 
@@ -80,6 +81,10 @@ public:
   /// The current step waits for a CPU worker: its deadline does not run until `started()` is
   /// called (from any thread) when one takes it.
   virtual std::function<void()> wait_for_cpu() = 0;
+  /// For the current step's port call when it may wait for a provider's limits (an LLM, Document
+  /// AI): while it waits the step's deadline does not run; when it goes on the deadline starts
+  /// again. The port calls them from any thread.
+  virtual wait_hooks pause_hooks() = 0;
 
   virtual const std::shared_ptr<worker_context>& context() const = 0;
   virtual const claimed_work& claim() const = 0;

@@ -38,7 +38,8 @@ public:
           return done(std::optional<claimed_work>{});
         *slot = std::move(**r);
         done(std::optional<claimed_work>{
-          claimed_work{slot->document_id, slot->claim_token, slot->attempt_count, slot->document_id}});
+          claimed_work{slot->document_id, slot->claim_token, slot->attempt_count, slot->document_id, {}, 0,
+                       slot->tenant_id}});
       });
   }
 
@@ -126,7 +127,9 @@ private:
   void decide(std::vector<match_document> candidates) {
     job_->request<std::vector<match_edge>>(
       "decide",
-      [&](auto cb) { ctx_->ports.match->decide(doc_, std::move(candidates), std::move(cb)); },
+      [&](auto cb) {
+        ctx_->ports.match->decide_with(doc_, std::move(candidates), job_->pause_hooks(), std::move(cb));
+      },
       [this](result<std::vector<match_edge>> r) {
         // No silent degradation (seed 003): a decision not made is an error, never "no match".
         if (!r)

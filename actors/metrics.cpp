@@ -33,6 +33,22 @@ void gauge(std::string& out, std::string_view name, std::string_view help, int64
   out += ' ' + std::to_string(value) + '\n';
 }
 
+/// A Prometheus label value: backslash, double quote and line feed escaped.
+std::string label_value(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    if (c == '\\' || c == '"')
+      out.push_back('\\');
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
 } // namespace
 
 void histogram::observe(double seconds) {
@@ -71,17 +87,43 @@ std::pair<double, uint64_t> worker_metrics::heartbeat_lateness_quantile(double q
   return {heartbeat_lateness_.quantile_upper_bound(q), heartbeat_lateness_.count()};
 }
 
-void worker_metrics::job_finished(std::string_view outcome, std::string_view error_class) {
+void worker_metrics::set_node(std::string id, std::string version, std::string stages, std::string classes) {
   std::lock_guard guard{mtx_};
-  ++jobs_[{std::string{outcome}, std::string{error_class}}];
+  node_labels_ = "node=\"" + label_value(id) + "\",version=\"" + label_value(version) + "\",stages=\""
+                 + label_value(stages) + "\",classes=\"" + label_value(classes) + "\"";
 }
 
-void worker_metrics::step_duration(std::string_view step, double seconds) {
+void worker_metrics::add_stage(std::string_view stage) {
   std::lock_guard guard{mtx_};
-  auto i = steps_.find(step);
-  if (i == steps_.end())
-    i = steps_.emplace(std::string{step}, histogram{}).first;
-  i->second.observe(seconds);
+  if (stage_in_flight_.find(stage) == stage_in_flight_.end())
+    stage_in_flight_.emplace(std::string{stage}, 0);
+}
+
+void worker_metrics::job_started(std::string_view stage) {
+  ++in_flight;
+  std::lock_guard guard{mtx_};
+  auto i = stage_in_flight_.find(stage);
+  if (i == stage_in_flight_.end())
+    i = stage_in_flight_.emplace(std::string{stage}, 0).first;
+  ++i->second;
+}
+
+void worker_metrics::job_ended(std::string_view stage) {
+  --in_flight;
+  std::lock_guard guard{mtx_};
+  if (auto i = stage_in_flight_.find(stage); i != stage_in_flight_.end())
+    --i->second;
+}
+
+void worker_metrics::job_finished(std::string_view stage, std::string_view outcome,
+                                  std::string_view error_class) {
+  std::lock_guard guard{mtx_};
+  ++jobs_[std::make_tuple(std::string{stage}, std::string{outcome}, std::string{error_class})];
+}
+
+void worker_metrics::step_duration(std::string_view stage, std::string_view step, double seconds) {
+  std::lock_guard guard{mtx_};
+  steps_[std::make_pair(std::string{stage}, std::string{step})].observe(seconds);
 }
 
 void worker_metrics::claim_wait(double seconds) {
@@ -98,7 +140,7 @@ uint64_t worker_metrics::jobs(std::string_view outcome) const {
   std::lock_guard guard{mtx_};
   uint64_t total = 0;
   for (auto& [key, n] : jobs_)
-    if (key.first == outcome)
+    if (std::get<1>(key) == outcome)
       total += n;
   return total;
 }
@@ -113,20 +155,27 @@ double worker_metrics::capacity_usage_ratio(int64_t max_jobs) const {
 std::string worker_metrics::prometheus() const {
   std::string out;
   std::lock_guard guard{mtx_};
-  header(out, "ingestd_jobs_total", "counter", "Jobs finished, by outcome and error class.");
+  if (!node_labels_.empty()) {
+    header(out, "ingestd_node_info", "gauge",
+           "This node: its id (as ingestd nodes shows it), version, stages and size classes served.");
+    out += "ingestd_node_info{" + node_labels_ + "} 1\n";
+  }
+  header(out, "ingestd_jobs_total", "counter", "Jobs finished, by stage, outcome and error class.");
   for (auto& [key, n] : jobs_)
-    out += "ingestd_jobs_total{outcome=\"" + key.first + "\",error_class=\"" + key.second + "\"} "
-           + std::to_string(n) + "\n";
-  header(out, "ingestd_step_duration_seconds", "histogram", "Duration of each pipeline step.");
-  for (auto& [step, h] : steps_)
-    h.render(out, "ingestd_step_duration_seconds", "step=\"" + step + "\"");
+    out += "ingestd_jobs_total{stage=\"" + std::get<0>(key) + "\",outcome=\"" + std::get<1>(key)
+           + "\",error_class=\"" + std::get<2>(key) + "\"} " + std::to_string(n) + "\n";
+  header(out, "ingestd_step_duration_seconds", "histogram", "Duration of each step, by stage.");
+  for (auto& [key, h] : steps_)
+    h.render(out, "ingestd_step_duration_seconds", "stage=\"" + key.first + "\",step=\"" + key.second + "\"");
   header(out, "ingestd_claim_wait_seconds", "histogram",
          "Time from a message's first send to the claim of its ingestion.");
   claim_wait_.render(out, "ingestd_claim_wait_seconds", "");
   header(out, "ingestd_heartbeat_lateness_seconds", "histogram",
          "How late heartbeat ticks fired against their schedule.");
   heartbeat_lateness_.render(out, "ingestd_heartbeat_lateness_seconds", "");
-  gauge(out, "ingestd_jobs_in_flight", "Jobs running now.", in_flight.load());
+  header(out, "ingestd_jobs_in_flight", "gauge", "Jobs running now, by stage.");
+  for (auto& [stage, n] : stage_in_flight_)
+    out += "ingestd_jobs_in_flight{stage=\"" + stage + "\"} " + std::to_string(n) + "\n";
   gauge(out, "ingestd_tracked_claims", "Claims the heartbeat keeps alive.", tracked_claims.load());
   gauge(out, "ingestd_cpu_pool_backlog", "Work items waiting for a CPU pool worker.", cpu_backlog.load());
   header(out, "ingestd_cpu_item_seconds", "gauge", "Moving average of a CPU pool item's run time.");

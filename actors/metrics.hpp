@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <tuple>
 
 namespace ingestd {
 
@@ -66,10 +67,18 @@ public:
   /// slots_in_use over the budget (or over `max_in_flight` without one).
   double capacity_usage_ratio(int64_t max_in_flight) const;
 
-  /// A job ended with `outcome` ("completed", "failed", ...) and, unless it completed, the
-  /// error class ("transient", "permanent", "claim_lost", or "none").
-  void job_finished(std::string_view outcome, std::string_view error_class);
-  void step_duration(std::string_view step, double seconds);
+  /// Who this node is, for ingestd_node_info (set once at start, before the first scrape): its id
+  /// (worker.id, as `ingestd nodes` shows it), version, and the stages and size classes it serves.
+  void set_node(std::string id, std::string version, std::string stages, std::string classes);
+  /// A stage this node runs: its series exist (at zero) before its first job.
+  void add_stage(std::string_view stage);
+  /// A job of `stage` started / ended (in_flight, and the stage's own count).
+  void job_started(std::string_view stage);
+  void job_ended(std::string_view stage);
+  /// A job of `stage` ended with `outcome` ("completed", "failed", ...) and, unless it completed,
+  /// the error class ("transient", "permanent", "claim_lost", or "none").
+  void job_finished(std::string_view stage, std::string_view outcome, std::string_view error_class);
+  void step_duration(std::string_view stage, std::string_view step, double seconds);
   /// From the message's first send to its claim.
   void claim_wait(double seconds);
   /// How late a heartbeat tick fired against its schedule.
@@ -89,8 +98,13 @@ public:
 
 private:
   mutable std::mutex mtx_;
-  std::map<std::pair<std::string, std::string>, uint64_t> jobs_;
-  std::map<std::string, histogram, std::less<>> steps_;
+  /// By stage, outcome and error class.
+  std::map<std::tuple<std::string, std::string, std::string>, uint64_t> jobs_;
+  /// By stage and step.
+  std::map<std::pair<std::string, std::string>, histogram> steps_;
+  std::map<std::string, int64_t, std::less<>> stage_in_flight_;
+  /// The labels of ingestd_node_info (empty until set_node).
+  std::string node_labels_;
   histogram claim_wait_;
   histogram heartbeat_lateness_;
 };

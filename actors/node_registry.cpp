@@ -65,7 +65,7 @@ void refresh(registry_ptr self) {
   st.refreshing = true;
   node_refresh row{st.settings.id, st.settings.incarnation,
                    static_cast<int32_t>(st.metrics->in_flight.load()), done_last_minute(st, self->clock().now()),
-                   st.flags->draining.load()};
+                   st.flags->draining.load(), st.metrics->capacity_usage_ratio(st.metrics->max_in_flight.load())};
   // Ticks skip while it waits (a slow database gets one refresh at a time, not a queue of
   // them); past the deadline it counts as failed and the next tick tries again.
   st.nodes->refresh(std::move(row), in_actor_within<node_refresh_answer>(

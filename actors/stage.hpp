@@ -36,6 +36,8 @@ struct claimed_work {
   /// the attempt count when it entered that class.
   std::string size_class;
   int32_t class_attempts_base = 0;
+  /// For the job's log lines.
+  uuid tenant_id;
 };
 
 /// The stage's part of one job: one object per queue message, owned by its job actor, called

@@ -6,8 +6,11 @@
 //
 //   tick (re-armed first) ──► queue stats ──visible or delayed messages: a backlog──► skip
 //                                 │         └─error (logged)──────────────────────────► skip
-//                                 └─none waiting──► rescue_stranded ──ids──► send ──► counted, logged
+//                                 └─none waiting──► rescue_stranded ──found──► send ──► counted, logged
 //                                                          └─none / lock held elsewhere / error (logged)
+//
+// With size classes the ingest net watches both classes' queues and sends each ingestion to its
+// own class's queue, at its own priority.
 //
 // Beside it, when the node serves the match stage, the same net for matching: pending documents
 // whose message was not seen for longer than the longest back-off and that (Postgres queue) no
@@ -42,15 +45,34 @@ struct sweeper_state {
 
 using sweeper_ptr = sweeper_actor::stateful_pointer<sweeper_state>;
 
-/// One net: the queue whose work it guards, how it finds the stranded ids (the repository's
-/// rescue, given its callback), and which of the state's flags says it runs.
+/// One net: the queues whose work it guards (a backlog in any of them holds the sweep), how it
+/// finds the stranded work (the repository's rescue, given its callback), where each piece goes,
+/// and which of the state's flags says it runs.
 struct net {
   /// "ingestions" or "matching jobs", for the logs.
   const char* what;
-  std::shared_ptr<queue> target;
-  std::function<void(callback<std::vector<uuid>>)> find;
+  std::vector<std::shared_ptr<queue>> watched;
+  std::function<void(callback<std::vector<stranded_ingestion>>)> find;
+  /// The queue of one piece of stranded work.
+  std::function<std::shared_ptr<queue>(const stranded_ingestion&)> target;
   bool sweeper_state::*running;
 };
+
+/// A net over ids alone (matching, unpacking): one queue, the default priority.
+std::function<void(callback<std::vector<stranded_ingestion>>)>
+as_stranded(std::function<void(callback<std::vector<uuid>>)> find_ids) {
+  return [find_ids = std::move(find_ids)](callback<std::vector<stranded_ingestion>> done) {
+    find_ids([done = std::move(done)](result<std::vector<uuid>> r) {
+      if (!r)
+        return done(r.error());
+      std::vector<stranded_ingestion> out;
+      out.reserve(r->size());
+      for (auto& id : *r)
+        out.push_back({id, "small", default_priority});
+      done(std::move(out));
+    });
+  };
+}
 
 constexpr int batch_limit = 500;
 /// Each port call of a sweep answers within two intervals (at least a minute), or counts as
@@ -66,27 +88,61 @@ void sweep_done(sweeper_ptr self, const net& n, const char* why = nullptr, const
     log::warn(why, {{"work", n.what}, {"error", err != nullptr ? err->describe() : std::string{}}});
 }
 
-void enqueue(sweeper_ptr self, const net& n, const std::vector<uuid>& ids) {
+/// Sends the stranded work, one batch per target queue; the sweep ends with the last answer.
+void enqueue(sweeper_ptr self, const net& n, const std::vector<stranded_ingestion>& found) {
   auto& st = self->state;
-  std::vector<outgoing_message> messages;
-  messages.reserve(ids.size());
-  for (const auto& id : ids)
-    messages.push_back({id.str(), std::chrono::seconds{0}});
-  auto count = static_cast<int64_t>(messages.size());
-  n.target->send(
-    std::move(messages),
-    in_actor_within<std::vector<batch_entry_result>>(self, call_deadline(st.ctx->settings), "queue.send",
-                                                     [self, n, count](result<std::vector<batch_entry_result>> r) {
-      // Not sent: they stay stranded; the next sweep finds them again once the threshold passed.
+  std::vector<std::pair<std::shared_ptr<queue>, std::vector<outgoing_message>>> batches;
+  for (const auto& s : found) {
+    auto q = n.target(s);
+    auto b = std::find_if(batches.begin(), batches.end(), [&](auto& x) { return x.first == q; });
+    if (b == batches.end())
+      b = batches.insert(batches.end(), {q, {}});
+    b->second.push_back({s.id.str(), std::chrono::seconds{0}, s.priority});
+  }
+  auto left = std::make_shared<size_t>(batches.size());
+  for (auto& [q, messages] : batches) {
+    auto count = static_cast<int64_t>(messages.size());
+    q->send(std::move(messages),
+            in_actor_within<std::vector<batch_entry_result>>(
+              self, call_deadline(st.ctx->settings), "queue.send",
+              [self, n, count, left, name = q->name()](result<std::vector<batch_entry_result>> r) {
+                auto last = --*left == 0;
+                // Not sent: they stay stranded; the next sweep finds them again once the threshold passed.
+                if (!r) {
+                  log::warn("sweeper could not re-enqueue", {{"work", n.what}, {"queue", name},
+                                                             {"error", r.error().describe()}});
+                } else {
+                  int64_t sent = 0;
+                  for (auto& e : *r)
+                    if (!e.failed)
+                      ++sent;
+                  self->state.ctx->metrics->rescues += sent;
+                  log::info("sweeper re-enqueued stranded work",
+                            {{"work", n.what}, {"queue", name}, {"sent", sent}, {"failed", count - sent}});
+                }
+                if (last)
+                  sweep_done(self, n);
+              }));
+  }
+}
+
+/// The watched queues' depth, one after the other: whether any holds visible or delayed messages.
+void any_backlog(sweeper_ptr self, const net& n, size_t i, std::function<void(result<bool>)> next) {
+  if (i == n.watched.size())
+    return next(false);
+  n.watched[i]->stats(in_actor_within<queue_stats>(
+    self, call_deadline(self->state.ctx->settings), "queue.stats",
+    [self, n, i, next = std::move(next)](result<queue_stats> r) mutable {
       if (!r)
-        return sweep_done(self, n, "sweeper could not re-enqueue", &r.error());
-      sweep_done(self, n);
-      int64_t sent = 0;
-      for (auto& e : *r)
-        if (!e.failed)
-          ++sent;
-      self->state.ctx->metrics->rescues += sent;
-      log::info("sweeper re-enqueued stranded work", {{"work", n.what}, {"sent", sent}, {"failed", count - sent}});
+        return next(r.error());
+      if (r->visible + r->delayed > 0) {
+        log::debug("sweep skipped: messages wait in the queue", {{"work", n.what},
+                                                                 {"queue", n.watched[i]->name()},
+                                                                 {"visible", r->visible},
+                                                                 {"delayed", r->delayed}});
+        return next(true);
+      }
+      any_backlog(self, n, i + 1, std::move(next));
     }));
 }
 
@@ -98,22 +154,20 @@ void sweep(sweeper_ptr self, const net& n) {
     return;
   st.*n.running = true;
   auto deadline = call_deadline(st.ctx->settings);
-  n.target->stats(in_actor_within<queue_stats>(self, deadline, "queue.stats", [self, n, deadline](result<queue_stats> r) {
-    if (!r)
-      return sweep_done(self, n, "sweep skipped: queue depth unknown", &r.error());
-    if (r->visible + r->delayed > 0) {
-      log::debug("sweep skipped: messages wait in the queue",
-                 {{"work", n.what}, {"visible", r->visible}, {"delayed", r->delayed}});
+  any_backlog(self, n, 0, [self, n, deadline](result<bool> backlog) {
+    if (!backlog)
+      return sweep_done(self, n, "sweep skipped: queue depth unknown", &backlog.error());
+    if (*backlog)
       return sweep_done(self, n);
-    }
-    n.find(in_actor_within<std::vector<uuid>>(self, deadline, "db.rescue_stranded", [self, n](result<std::vector<uuid>> ids) {
-      if (!ids)
-        return sweep_done(self, n, "sweep failed", &ids.error());
-      if (ids->empty())
-        return sweep_done(self, n);
-      enqueue(self, n, *ids);
-    }));
-  }));
+    n.find(in_actor_within<std::vector<stranded_ingestion>>(
+      self, deadline, "db.rescue_stranded", [self, n](result<std::vector<stranded_ingestion>> found) {
+        if (!found)
+          return sweep_done(self, n, "sweep failed", &found.error());
+        if (found->empty())
+          return sweep_done(self, n);
+        enqueue(self, n, *found);
+      }));
+  });
 }
 
 /// Longer than any invisibility the queue gives a message (a receive, a heartbeat extension), so
@@ -124,11 +178,21 @@ std::chrono::seconds stale_after(const worker_settings& s) {
   return std::max(s.stale_threshold, std::max(s.visibility_timeout, s.heartbeat_extension) + margin);
 }
 
+/// The ingest stage's net: each ingestion back to its size class's queue (the large class's when
+/// the node has it), at its priority.
 net ingestion_net(const sweeper_state& st) {
   auto db = st.ctx->ports.db;
   auto threshold = stale_after(st.ctx->settings);
-  return {"ingestions", st.ctx->ports.ingest_queue,
-          [db, threshold](callback<std::vector<uuid>> done) { db->rescue_stranded(threshold, batch_limit, std::move(done)); },
+  auto small = st.ctx->ports.ingest_queue;
+  auto large = st.ctx->ports.large_ingest_queue;
+  std::vector<std::shared_ptr<queue>> watched{small};
+  if (large)
+    watched.push_back(large);
+  return {"ingestions", std::move(watched),
+          [db, threshold](callback<std::vector<stranded_ingestion>> done) {
+            db->rescue_stranded(threshold, batch_limit, std::move(done));
+          },
+          [small, large](const stranded_ingestion& s) { return s.size_class == "large" && large ? large : small; },
           &sweeper_state::sweeping};
 }
 
@@ -144,11 +208,12 @@ std::optional<net> matching_net(const sweeper_state& st) {
     for (auto b : s->retry_backoff)
       longest = std::max(longest, b);
     auto threshold = longest + stale_after(st.ctx->settings);
-    return net{"matching jobs", s->queue,
-               [repo = st.ctx->ports.matching, queue_name = s->queue_name,
-                threshold](callback<std::vector<uuid>> done) {
+    return net{"matching jobs", {s->queue},
+               as_stranded([repo = st.ctx->ports.matching, queue_name = s->queue_name,
+                            threshold](callback<std::vector<uuid>> done) {
                  repo->rescue_stranded(queue_name, threshold, batch_limit, std::move(done));
-               },
+               }),
+               [q = s->queue](const stranded_ingestion&) { return q; },
                &sweeper_state::sweeping_matching};
   }
   return std::nullopt;
@@ -163,10 +228,11 @@ std::optional<net> unpack_net(const sweeper_state& st) {
     if (s->name != "unpack")
       continue;
     auto threshold = stale_after(st.ctx->settings);
-    return net{"unpack jobs", s->queue,
-               [repo = st.ctx->ports.containers, threshold](callback<std::vector<uuid>> done) {
+    return net{"unpack jobs", {s->queue},
+               as_stranded([repo = st.ctx->ports.containers, threshold](callback<std::vector<uuid>> done) {
                  repo->rescue_stranded(threshold, batch_limit, std::move(done));
-               },
+               }),
+               [q = s->queue](const stranded_ingestion&) { return q; },
                &sweeper_state::sweeping_unpack};
   }
   return std::nullopt;

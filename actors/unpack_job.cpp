@@ -85,7 +85,8 @@ public:
         }
         *slot = std::move(*r->front());
         done(std::optional<claimed_work>{
-          claimed_work{slot->ingestion_id, slot->claim_token, slot->attempt_count, slot->document_id}});
+          claimed_work{slot->ingestion_id, slot->claim_token, slot->attempt_count, slot->document_id, {}, 0,
+                       slot->tenant_id}});
       });
   }
 

@@ -47,6 +47,7 @@ worker_handles start_worker(caf::actor_system& sys, const std::shared_ptr<worker
     ctx->stages.push_back(make_ingest_stage(*ctx));
   std::string names;
   for (auto& stage : ctx->stages) {
+    ctx->metrics->add_stage(stage->name);
     w.pollers.push_back(spawn_poller(sys, ctx, stage, w.heartbeats));
     names.append(names.empty() ? "" : ",").append(stage->name);
   }

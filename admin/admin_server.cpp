@@ -60,22 +60,31 @@ bool same_secret(const std::string& given, const std::string& expected) {
 
 } // namespace
 
-std::string queue_prometheus(const result<queue_stats>& stats) {
-  std::string out;
-  out += "# HELP ingestd_queue_up Whether the ingest queue answered the last depth query.\n";
-  out += "# TYPE ingestd_queue_up gauge\n";
-  out += "ingestd_queue_up " + std::string{stats ? "1" : "0"} + "\n";
-  if (!stats)
-    return out;
-  out += "# HELP ingestd_queue_messages Messages in the ingest queue, by state.\n";
-  out += "# TYPE ingestd_queue_messages gauge\n";
-  out += "ingestd_queue_messages{state=\"visible\"} " + std::to_string(stats->visible) + "\n";
-  out += "ingestd_queue_messages{state=\"in_flight\"} " + std::to_string(stats->in_flight) + "\n";
-  out += "ingestd_queue_messages{state=\"delayed\"} " + std::to_string(stats->delayed) + "\n";
-  out += "# HELP ingestd_queue_oldest_message_age_seconds Age of the oldest message in the ingest queue.\n";
-  out += "# TYPE ingestd_queue_oldest_message_age_seconds gauge\n";
-  out += "ingestd_queue_oldest_message_age_seconds " + std::to_string(stats->oldest_age_seconds) + "\n";
-  return out;
+std::string queue_prometheus(const result<std::vector<queue_depth>>& all) {
+  std::string up = "# HELP ingestd_queue_up Whether the queue answered the last depth query.\n"
+                   "# TYPE ingestd_queue_up gauge\n";
+  std::string messages = "# HELP ingestd_queue_messages Messages in the queue, by state.\n"
+                         "# TYPE ingestd_queue_messages gauge\n";
+  std::string oldest = "# HELP ingestd_queue_oldest_message_age_seconds Age of the oldest message in the queue.\n"
+                       "# TYPE ingestd_queue_oldest_message_age_seconds gauge\n";
+  if (!all)
+    return up;  // no queue could be asked: no series
+  for (auto& q : *all) {
+    std::string label = "queue=\"";
+    for (char c : q.queue)
+      if (c != '"' && c != '\\' && c != '\n')  // queue names are plain; never break the line
+        label.push_back(c);
+    label += "\"";
+    up += "ingestd_queue_up{" + label + "} " + std::string{q.stats ? "1" : "0"} + "\n";
+    if (!q.stats)
+      continue;
+    auto& s = *q.stats;
+    messages += "ingestd_queue_messages{" + label + ",state=\"visible\"} " + std::to_string(s.visible) + "\n";
+    messages += "ingestd_queue_messages{" + label + ",state=\"in_flight\"} " + std::to_string(s.in_flight) + "\n";
+    messages += "ingestd_queue_messages{" + label + ",state=\"delayed\"} " + std::to_string(s.delayed) + "\n";
+    oldest += "ingestd_queue_oldest_message_age_seconds{" + label + "} " + std::to_string(s.oldest_age_seconds) + "\n";
+  }
+  return up + messages + oldest;
 }
 
 std::string matching_prometheus(const result<matching_figures>& figures) {
@@ -111,6 +120,15 @@ admin_server::admin_server(std::string bind, int port, admin_probes probes)
     database_ = std::make_shared<background_probe<void>>(probes_.database);
   if (probes_.queue)
     queue_ = std::make_shared<background_probe<queue_stats>>(probes_.queue);
+  if (probes_.queues) {
+    queues_ = std::make_shared<background_probe<std::vector<queue_depth>>>(
+      [probe = probes_.queues]() -> result<std::vector<queue_depth>> { return probe(); });
+  } else if (probes_.queue) {
+    queues_ = std::make_shared<background_probe<std::vector<queue_depth>>>(
+      [probe = probes_.queue, name = probes_.queue_name]() -> result<std::vector<queue_depth>> {
+        return std::vector<queue_depth>{queue_depth{name, probe()}};
+      });
+  }
   if (probes_.matching)
     matching_ = std::make_shared<background_probe<matching_figures>>(probes_.matching);
   auto& svr = *server_;
@@ -146,9 +164,9 @@ admin_server::admin_server(std::string bind, int port, admin_probes probes)
   });
   svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     std::string out = probes_.metrics ? probes_.metrics() : std::string{};
-    if (queue_)
-      out += queue_prometheus(queue_->answer(queue_->run(), std::chrono::steady_clock::now() + probes_.deadline,
-                                             probes_.deadline, "the queue"));
+    if (queues_)
+      out += queue_prometheus(queues_->answer(queues_->run(), std::chrono::steady_clock::now() + probes_.deadline,
+                                              probes_.deadline, "the queues"));
     if (matching_)
       out += matching_prometheus(matching_->answer(matching_->run(),
                                                    std::chrono::steady_clock::now() + probes_.deadline,

@@ -30,6 +30,13 @@ struct matching_figures {
   int64_t oldest_in_progress_seconds = 0;
 };
 
+/// One queue's depth, for /metrics.
+struct queue_depth {
+  /// The queue's name (ingestd_queue_messages{queue=...}).
+  std::string queue;
+  result<queue_stats> stats{error::make_transient("admin.no_answer", "not asked")};
+};
+
 /// How the admin endpoint learns what it reports. The database and queue probes may block: each
 /// runs on a thread of its own, and a request waits for them up to `deadline`.
 struct admin_probes {
@@ -37,6 +44,10 @@ struct admin_probes {
   std::function<result<void>()> database;
   /// The ingest queue's depth; an error makes /readyz answer 503.
   std::function<result<queue_stats>()> queue;
+  /// The depth of every queue the node's stages read (each stage's, each size class's), for
+  /// /metrics; empty: the ingest queue's (`queue`) alone, under `queue_name`.
+  std::function<std::vector<queue_depth>()> queues;
+  std::string queue_name = "ingest";
   /// The matching figures (optional); an error sets ingestd_matching_up to 0, readiness unchanged.
   std::function<result<matching_figures>()> matching;
   /// The worker's metrics in Prometheus text (may be empty).
@@ -51,9 +62,10 @@ struct admin_probes {
   std::chrono::milliseconds deadline{std::chrono::seconds{5}};
 };
 
-/// The queue figures in Prometheus text: depth by state, oldest message age, and whether the
-/// queue answered (ingestd_queue_up).
-std::string queue_prometheus(const result<queue_stats>& stats);
+/// The queue figures in Prometheus text, per queue: depth by state, oldest message age, and
+/// whether the queue answered (ingestd_queue_up); `all` set when the depths could not be asked
+/// at all (every queue down).
+std::string queue_prometheus(const result<std::vector<queue_depth>>& all);
 
 /// The matching figures in Prometheus text: documents by matching status, matching in progress
 /// over 10 minutes, the oldest matching in progress, and whether the query answered.
@@ -93,6 +105,7 @@ private:
   admin_probes probes_;
   std::shared_ptr<background_probe<void>> database_;
   std::shared_ptr<background_probe<queue_stats>> queue_;
+  std::shared_ptr<background_probe<std::vector<queue_depth>>> queues_;
   std::shared_ptr<background_probe<matching_figures>> matching_;
   std::atomic<bool> shutting_down_{false};
   std::atomic<bool> listen_returned_{false};

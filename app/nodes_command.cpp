@@ -2,6 +2,7 @@
 // `ingestd drain NODE_ID | --all [--wait]`: asks nodes to drain through the registry (each sees
 // the request on its next heartbeat refresh, stops polling, finishes or gives back its work and
 // exits 0).
+#include <cmath>
 #include <cstdio>
 #include <thread>
 
@@ -19,8 +20,9 @@ namespace {
 constexpr const char* nodes_usage = R"(Usage: ingestd nodes [--json]
 
 The nodes of the cluster as the registry knows them: per node its id, state, jobs in flight
-against its capacity, jobs finished in the last minute, when it was last seen, host, pid,
-version and stages. A state is running, draining, stopped, or lost (a node not stopped that has
+against its capacity, its capacity usage (weighted slots in use over worker.capacity_slots, or
+jobs over worker.max_in_flight), jobs finished in the last minute, when it was last seen, host,
+pid, version, and the stages (with the size classes) it serves. A state is running, draining, stopped, or lost (a node not stopped that has
 not refreshed its row for its lease: killed, frozen or cut off; its work is taken over once its
 claims expire). Rows of stopped and lost nodes go after cluster.node_retention_hours.
 
@@ -75,7 +77,7 @@ void print_json(const std::vector<node_info>& nodes) {
     w.Key("drain_requested"); w.Bool(n.drain_requested);
     w.Key("in_flight"); w.Int(n.in_flight);
     w.Key("capacity"); w.Int(n.capacity);
-    w.Key("capacity_usage"); w.Double(n.capacity > 0 ? static_cast<double>(n.in_flight) / n.capacity : 0.0);
+    w.Key("capacity_usage"); w.Double(n.capacity_usage);
     w.Key("done_last_minute"); w.Int(n.done_last_minute);
     w.Key("last_seen"); w.String(n.last_seen.c_str());
     w.Key("last_seen_seconds_ago"); w.Int64(n.last_seen_seconds_ago);
@@ -84,6 +86,7 @@ void print_json(const std::vector<node_info>& nodes) {
     w.Key("pid"); w.Int(n.pid);
     w.Key("version"); w.String(n.version.c_str());
     w.Key("stages"); w.String(n.stages.c_str());
+    w.Key("classes"); w.String(n.classes.c_str());
     w.EndObject();
   }
   w.EndArray();
@@ -104,10 +107,11 @@ void print_table(const std::vector<node_info>& nodes) {
   for (auto& n : nodes) {
     auto state = n.state + (n.drain_requested && n.state == "running" ? "*" : "");
     auto flight = std::to_string(n.in_flight) + "/" + std::to_string(n.capacity);
-    auto use = std::to_string(n.capacity > 0 ? n.in_flight * 100 / n.capacity : 0) + "%";
+    auto use = std::to_string(std::lround(n.capacity_usage * 100)) + "%";
+    auto stages = n.stages + (n.classes.empty() ? "" : " (" + n.classes + ")");
     std::printf("%-24s %-9s %-11s %5s %7d %-12s %-20s %7d %-8s %s\n", n.id.c_str(), state.c_str(),
                 flight.c_str(), use.c_str(), n.done_last_minute, ago(n.last_seen_seconds_ago).c_str(),
-                n.host.c_str(), n.pid, n.version.c_str(), n.stages.c_str());
+                n.host.c_str(), n.pid, n.version.c_str(), stages.c_str());
   }
   std::printf("nodes: %zu", nodes.size());
   for (auto* state : node_states)

@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdio>
 #include <functional>
+#include <future>
 #include <optional>
 #include <thread>
 
@@ -29,6 +30,7 @@
 #include "adapters/db/migrator.hpp"
 #include "adapters/db/pg_intake_repository.hpp"
 #include "adapters/db/pg_node_repository.hpp"
+#include "adapters/http/rate_limited_client.hpp"
 #include "adapters/support/blocking_call.hpp"
 #include "adapters/support/log.hpp"
 #include "admin/admin_server.hpp"
@@ -124,6 +126,37 @@ bool check_stages(const config& cfg) {
   return true;
 }
 
+/// Every queue the node's stages read: the ingest queue (the small class's), the large class's,
+/// the matching and the unpack queues, as far as the node has them.
+std::vector<std::shared_ptr<queue>> stage_queues(const worker_ports& p) {
+  std::vector<std::shared_ptr<queue>> out;
+  for (auto* q : {&p.ingest_queue, &p.large_ingest_queue, &p.match_queue, &p.unpack_queue})
+    if (*q)
+      out.push_back(*q);
+  return out;
+}
+
+/// The depth of each queue, asked of all at once under one deadline (for /metrics).
+std::vector<queue_depth> queue_depths(const std::vector<std::shared_ptr<queue>>& queues) {
+  std::vector<std::future<result<queue_stats>>> asked;
+  for (auto& q : queues) {
+    auto answer = std::make_shared<std::promise<result<queue_stats>>>();
+    asked.push_back(answer->get_future());
+    q->stats([answer](result<queue_stats> r) { answer->set_value(std::move(r)); });
+  }
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds{5};
+  std::vector<queue_depth> out;
+  for (size_t i = 0; i < queues.size(); ++i) {
+    queue_depth d{queues[i]->name()};
+    if (asked[i].wait_until(until) == std::future_status::ready)
+      d.stats = asked[i].get();
+    else
+      d.stats = error::make_transient("admin.timeout", "the queue did not answer within 5 s");
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
 /// The registry's writes at start and stop wait at most this.
 constexpr std::chrono::seconds registry_timeout{30};
 
@@ -137,8 +170,12 @@ node_registration this_node(const config& cfg, const worker_settings& s) {
     me.host = host.data();
   me.pid = static_cast<int32_t>(::getpid());
   me.version = INGESTD_VERSION;
-  for (auto& stage : served_stages(cfg))
+  for (auto& stage : served_stages(cfg)) {
     me.stages.append(me.stages.empty() ? "" : ",").append(stage);
+    if (stage == "ingest" && cfg.classes.enabled)
+      for (auto& cls : stage_list(cfg.worker.classes))
+        me.classes.append(me.classes.empty() ? "" : ",").append(cls);
+  }
   me.capacity = s.max_in_flight;
   me.lease = s.lease;
   return me;
@@ -320,7 +357,10 @@ int run_command(const arguments& args) {
         return blocking_call<queue_stats>(std::chrono::seconds{5}, "admin.timeout", "the queue",
                                           [&](auto cb) { q->stats(cb); });
       };
-      probes.metrics = [m = ctx->metrics] { return m->prometheus(); };
+      probes.queues = [queues = stage_queues((*rt)->ports)] { return queue_depths(queues); };
+      probes.metrics = [m = ctx->metrics, limiters = (*rt)->limiters] {
+        return m->prometheus() + provider_limits_prometheus(limiters);
+      };
       probes.drain = [flags] { flags->drain_requested = true; };
       probes.drain_token = cfg->secrets.admin_token;
       probes.matching = [intake_db]() -> result<matching_figures> {
@@ -404,6 +444,7 @@ int run_command(const arguments& args) {
                                              std::chrono::seconds{cfg->database.lock_timeout_seconds},
                                              std::chrono::seconds{cfg->database.tcp_user_timeout_seconds}});
     auto me = this_node(*cfg, ctx->settings);
+    ctx->metrics->set_node(me.id, me.version, me.stages, me.classes);
     if (auto registered = blocking_call<void>(registry_timeout, "nodes.timeout", "the database",
                                               [&](auto cb) { nodes->register_node(me, cb); });
         !registered) {

@@ -10,6 +10,7 @@
 #include "adapters/db/pg_outbox_repository.hpp"
 #include "adapters/db/pg_repository.hpp"
 #include "adapters/http/curl_engine.hpp"
+#include "adapters/http/rate_limited_client.hpp"
 #include "adapters/extraction/fallback_extractor.hpp"
 #include "adapters/extraction/local_extractor.hpp"
 #include "adapters/ocr/recovering_transcriber.hpp"
@@ -39,10 +40,34 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
   auto rt = std::make_unique<runtime>();
   // The HTTP engine's thread exists only when a backend speaks HTTP (SQS, S3, Document AI, the
   // LLM, the webhook); the embedded default (Postgres, files, Tesseract, local rules) has none.
-  auto http = [&rt] {
-    if (!rt->http)
-      rt->http = std::make_shared<curl_engine>();
+  auto http = [&rt, &cfg] {
+    if (!rt->http) {
+      curl_engine_options opts;
+      opts.max_total_connections = cfg.http.max_total_connections;
+      opts.max_connections_per_host = cfg.http.max_connections_per_host;
+      opts.connection_cache_size = cfg.http.connection_cache_size;
+      rt->http = std::make_shared<curl_engine>(opts);
+    }
     return rt->http;
+  };
+  // One limiter per provider, shared by its adapters (the extractor and the matcher both call the
+  // LLM), even without limits: its figures show each provider's traffic in /metrics.
+  auto wait_ms = std::chrono::milliseconds{std::chrono::seconds{cfg.limits.max_wait_seconds}};
+  auto provider = [&rt, &http](const std::string& name, provider_limits limits) -> http_client& {
+    for (auto& l : rt->limiters)
+      if (l->provider() == name)
+        return *l;
+    auto engine = http();
+    rt->limiters.push_back(std::make_shared<rate_limited_client>(name, *engine, *engine, limits));
+    return *rt->limiters.back();
+  };
+  auto llm = [&]() -> http_client& {
+    return provider("llm", provider_limits{cfg.limits.llm_max_concurrent, cfg.limits.llm_requests_per_minute,
+                                           cfg.limits.llm_tokens_per_minute, wait_ms});
+  };
+  auto webhook = [&]() -> http_client& {
+    return provider("webhook", provider_limits{cfg.limits.webhook_max_concurrent,
+                                               cfg.limits.webhook_requests_per_minute, 0, wait_ms});
   };
 
   bool aws_needed = parts.storage && cfg.storage.backend == "s3";
@@ -85,7 +110,7 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     if (auto valid = validate(hook); !valid)
       return valid.error();
     if (!hook.url.empty())
-      rt->event_sinks[event_sink_destination("webhook")] = std::make_shared<event_webhook_sink>(*http(), hook);
+      rt->event_sinks[event_sink_destination("webhook")] = std::make_shared<event_webhook_sink>(webhook(), hook);
     if (!cfg.outbox.events_sqs_queue.empty()) {
       auto q = open_event_queue(cfg, http);
       if (!q)
@@ -144,8 +169,11 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
       cfg.transcription.languages, static_cast<size_t>(cfg.transcription.max_file_bytes),
       std::max(cfg.transcription.max_pages, defaults.max_pages),
       std::chrono::seconds{cfg.transcription.timeout_seconds});
+    auto& document_ai = provider("document_ai",
+                                 provider_limits{cfg.limits.document_ai_max_concurrent,
+                                                 cfg.limits.document_ai_requests_per_minute, 0, wait_ms});
     rt->ports.ocr = std::make_shared<recovering_transcriber>(
-      std::make_shared<document_ai_transcriber>(*http(), opts), std::make_shared<local_transcriber>(cpu, local),
+      std::make_shared<document_ai_transcriber>(document_ai, opts), std::make_shared<local_transcriber>(cpu, local),
       cpu, local.limits);
   }
 
@@ -163,7 +191,7 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     // The engine's thread also runs the retry back-off.
     // Seed 004's recovery: a text too long for the model goes to the local rules, for review.
     rt->ports.extract = std::make_shared<fallback_extractor>(
-      std::make_shared<openai_extractor>(*http(), *http(), opts), std::make_shared<local_extractor>());
+      std::make_shared<openai_extractor>(llm(), *http(), opts), std::make_shared<local_extractor>());
   }
 
   if (stage_enabled(cfg, "unpack")) {
@@ -190,7 +218,7 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
       opts.request_timeout = std::chrono::seconds{cfg.matching.timeout_seconds};
       opts.max_candidates = static_cast<size_t>(cfg.matching.candidate_limit);
       // The engine's thread also runs the retry back-off (seed 003: 2 s, 4 s, 8 s).
-      rt->ports.match = std::make_shared<llm_matcher>(*http(), *http(), opts);
+      rt->ports.match = std::make_shared<llm_matcher>(llm(), *http(), opts);
     }
   }
 
@@ -202,7 +230,7 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     else if (cfg.review.enabled && cfg.admin.port != 0)
       // The review desk's document page, where the person resolves it.
       opts.link_template = review_address(cfg, cfg.admin.port) + "/documents/{document_id}";
-    auto notifier = std::make_shared<webhook_notifier>(*http(), opts);
+    auto notifier = std::make_shared<webhook_notifier>(webhook(), opts);
     rt->ports.on_failed = [notifier](const claimed_ingestion& c, const error& e, int32_t attempts) {
       notifier->notify_failed(failure_notice{c.ingestion_id.str(), c.document_id.str(), c.tenant_id.str(),
                                              e.describe(), std::string{to_string(e.cls)}, attempts},

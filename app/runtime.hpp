@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "actors/worker_context.hpp"
 #include "adapters/db/outbox_repository.hpp"
@@ -15,11 +16,15 @@ namespace ingestd {
 
 class curl_engine;
 class cpu_executor;
+class rate_limited_client;
 
 struct runtime {
   // Declared first so it is destroyed last: the adapters in `ports` hold references to it. Null
   // when no backend speaks HTTP. It is also the LLM client's retry timer.
   std::shared_ptr<curl_engine> http;
+  /// Each provider's limits in front of the engine (the LLM, Document AI, webhooks), for the
+  /// providers the configuration uses; the adapters in `ports` hold references to them.
+  std::vector<std::shared_ptr<rate_limited_client>> limiters;
   /// The adapters, handed to the worker as they are (`gate` stays empty: the default gate).
   worker_ports ports;
   /// The outbox the relay sends from (next jobs on SQS); null when nothing goes through it.

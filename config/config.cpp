@@ -438,6 +438,28 @@ const std::vector<key_spec>& schema() {
     using notify = config::notify_section;
     keys(t, "notify", &config::notify).text("link_template", &notify::link_template, "");
 
+    // Provider limits (issue 13): requests wait for them without a thread, and their wait does
+    // not count against the job's step deadline (deploy/OPERATIONS.md, "Provider limits").
+    using limits = config::limits_section;
+    keys(t, "limits", &config::limits)
+      .integer("llm_max_concurrent", &limits::llm_max_concurrent, 0, 0, 100000)
+      .integer("llm_requests_per_minute", &limits::llm_requests_per_minute, 0, 0, 10000000)
+      .integer("llm_tokens_per_minute", &limits::llm_tokens_per_minute, 0, 0, int64_t{1} << 40)
+      .integer("document_ai_max_concurrent", &limits::document_ai_max_concurrent, 0, 0, 100000)
+      .integer("document_ai_requests_per_minute", &limits::document_ai_requests_per_minute, 0, 0, 10000000)
+      .integer("webhook_max_concurrent", &limits::webhook_max_concurrent, 0, 0, 100000)
+      .integer("webhook_requests_per_minute", &limits::webhook_requests_per_minute, 0, 0, 10000000)
+      // A request that waited this long for its provider's limits is given back (provider.busy).
+      .integer("max_wait_seconds", &limits::max_wait_seconds, 600, 1, 86400);
+
+    // The HTTP engine (every SQS, S3, LLM, Document AI and webhook request): open connections in
+    // all and per host (requests beyond them wait in the engine), idle connections kept.
+    using http = config::http_section;
+    keys(t, "http", &config::http)
+      .integer("max_total_connections", &http::max_total_connections, 0, 0, 1000000)
+      .integer("max_connections_per_host", &http::max_connections_per_host, 0, 0, 1000000)
+      .integer("connection_cache_size", &http::connection_cache_size, 0, 0, 1000000);
+
     using admin = config::admin_section;
     keys(t, "admin", &config::admin)
       .text("bind", &admin::bind, "127.0.0.1")

@@ -205,6 +205,26 @@ struct config {
     std::string link_template;
   } notify;
 
+  /// Provider limits (issue 13): per provider, requests at once and per minute (0: none), and
+  /// for the LLM tokens per minute; a request waits for them at most max_wait_seconds.
+  struct limits_section {
+    int llm_max_concurrent{};
+    int llm_requests_per_minute{};
+    int64_t llm_tokens_per_minute{};
+    int document_ai_max_concurrent{};
+    int document_ai_requests_per_minute{};
+    int webhook_max_concurrent{};
+    int webhook_requests_per_minute{};
+    int max_wait_seconds{};
+  } limits;
+
+  /// The HTTP engine's connections (0: curl's defaults, no bound).
+  struct http_section {
+    int max_total_connections{};
+    int max_connections_per_host{};
+    int connection_cache_size{};
+  } http;
+
   struct admin_section {
     std::string bind;
     int port{};

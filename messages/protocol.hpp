@@ -137,6 +137,9 @@ struct tracked_claim {
   std::chrono::steady_clock::time_point received_at;
   /// Whose queue and leases (actors/stage.hpp); null: the ingest stage's ports.
   std::shared_ptr<const ingestd::stage> stage;
+  /// For the log lines about the claim (the job's own fields).
+  uuid document_id;
+  uuid tenant_id;
 };
 
 /// One of the heartbeat actors (actors/heartbeat.cpp).

@@ -258,7 +258,7 @@ void batching_repository::record_cancelled(lease_ref ref, callback<void> done) {
   inner_->record_cancelled(ref, std::move(done));
 }
 void batching_repository::rescue_stranded(std::chrono::seconds stale_threshold, int limit,
-                                          callback<std::vector<uuid>> done) {
+                                          callback<std::vector<stranded_ingestion>> done) {
   inner_->rescue_stranded(stale_threshold, limit, std::move(done));
 }
 

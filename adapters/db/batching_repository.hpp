@@ -43,7 +43,7 @@ public:
   void record_cancelled(lease_ref ref, callback<void> done) override;
   void append_events(std::vector<audit_event> events, callback<void> done) override;
   void rescue_stranded(std::chrono::seconds stale_threshold, int limit,
-                       callback<std::vector<uuid>> done) override;
+                       callback<std::vector<stranded_ingestion>> done) override;
 
   /// Calls made to the wrapped repository for each batched operation, and calls received
   /// (for tests and benchmarks).

@@ -26,6 +26,8 @@ struct node_registration {
   std::string version;
   /// The stages served, comma-separated.
   std::string stages;
+  /// The size classes of its ingest stage, comma-separated ("small,large"; empty: none).
+  std::string classes;
   int32_t capacity = 0;
   /// Not seen for this long (and not stopped): shown as lost.
   std::chrono::seconds lease{0};
@@ -38,6 +40,8 @@ struct node_refresh {
   int32_t in_flight = 0;
   int32_t done_last_minute = 0;
   bool draining = false;
+  /// Weighted slots in use over worker.capacity_slots (jobs over max_in_flight without a budget).
+  double capacity_usage = 0;
 };
 
 struct node_refresh_answer {
@@ -54,9 +58,12 @@ struct node_info {
   int32_t pid = 0;
   std::string version;
   std::string stages;
+  std::string classes;
   int32_t capacity = 0;
   int32_t in_flight = 0;
   int32_t done_last_minute = 0;
+  /// As of the last refresh (0..1, above 1 while a task heavier than the budget runs alone).
+  double capacity_usage = 0;
   /// running, draining, stopped, or lost (not stopped and not seen for its lease), computed when
   /// read.
   std::string state;

@@ -12,14 +12,15 @@ namespace {
 constexpr pg::statement register_sql{"ingestd_node_register", R"sql(
 INSERT INTO worker_node AS n (id, incarnation, host, pid, version, stages, capacity, lease_seconds,
                               in_flight, done_last_minute, started_at, last_seen, state,
-                              drain_requested_at)
+                              drain_requested_at, classes, capacity_usage)
 VALUES ($1, $2::uuid, $3, $4::integer, $5, $6, $7::integer, $8::integer, 0, 0, now(), now(),
-        'running', NULL)
+        'running', NULL, $9, 0)
 ON CONFLICT (id) DO UPDATE
    SET incarnation = EXCLUDED.incarnation, host = EXCLUDED.host, pid = EXCLUDED.pid,
        version = EXCLUDED.version, stages = EXCLUDED.stages, capacity = EXCLUDED.capacity,
        lease_seconds = EXCLUDED.lease_seconds, in_flight = 0, done_last_minute = 0,
-       started_at = now(), last_seen = now(), state = 'running', drain_requested_at = NULL
+       started_at = now(), last_seen = now(), state = 'running', drain_requested_at = NULL,
+       classes = EXCLUDED.classes, capacity_usage = 0
 )sql"};
 
 // A stopped row stays stopped: a refresh that was on its way when the node stopped changes
@@ -27,7 +28,8 @@ ON CONFLICT (id) DO UPDATE
 constexpr pg::statement refresh_sql{"ingestd_node_refresh", R"sql(
 UPDATE worker_node
    SET last_seen = now(), in_flight = $3::integer, done_last_minute = $4::integer,
-       state = CASE WHEN $5::boolean THEN 'draining' ELSE 'running' END
+       state = CASE WHEN $5::boolean THEN 'draining' ELSE 'running' END,
+       capacity_usage = $6::real
  WHERE id = $1 AND incarnation = $2::uuid AND state <> 'stopped'
 RETURNING drain_requested_at IS NOT NULL
 )sql"};
@@ -44,7 +46,8 @@ SELECT id, host, pid, version, stages, capacity, in_flight, done_last_minute,
        drain_requested_at IS NOT NULL,
        to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
        to_char(last_seen AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
-       greatest(0, floor(extract(epoch FROM now() - last_seen)))::bigint
+       greatest(0, floor(extract(epoch FROM now() - last_seen)))::bigint,
+       classes, capacity_usage::float8
   FROM worker_node
  ORDER BY id
 )sql"};
@@ -78,7 +81,8 @@ void pg_node_repository::register_node(node_registration node, callback<void> do
     auto res = conn.exec(register_sql,
                          {pg::clean(node.id), node.incarnation.str(), pg::clean(node.host),
                           std::to_string(node.pid), pg::clean(node.version), pg::clean(node.stages),
-                          std::to_string(node.capacity), std::to_string(node.lease.count())});
+                          std::to_string(node.capacity), std::to_string(node.lease.count()),
+                          pg::clean(node.classes)});
     if (!res)
       return done(res.error());
     done({});
@@ -89,7 +93,7 @@ void pg_node_repository::refresh(node_refresh node, callback<node_refresh_answer
   pool_->call(std::move(done), [node = std::move(node)](pg::connection& conn, const auto& done) {
     auto res = conn.exec(refresh_sql, {pg::clean(node.id), node.incarnation.str(),
                                        std::to_string(node.in_flight), std::to_string(node.done_last_minute),
-                                       node.draining ? "true" : "false"});
+                                       node.draining ? "true" : "false", std::to_string(node.capacity_usage)});
     if (!res)
       return done(res.error());
     node_refresh_answer answer;
@@ -130,6 +134,8 @@ void pg_node_repository::list(callback<std::vector<node_info>> done) {
       n.started_at = res->str(r, 10);
       n.last_seen = res->str(r, 11);
       n.last_seen_seconds_ago = res->i64(r, 12);
+      n.classes = res->str(r, 13);
+      n.capacity_usage = res->f64(r, 14);
       nodes.push_back(std::move(n));
     }
     done(std::move(nodes));

@@ -308,7 +308,7 @@ WITH lock AS (
 )
 UPDATE ingestion AS i SET due_at = now(), message_seen_at = now()
   FROM stranded WHERE i.id = stranded.id
-RETURNING i.id
+RETURNING i.id, i.size_class, i.priority
 )sql"};
 
 // -- helpers ---------------------------------------------------------------------------------
@@ -713,17 +713,17 @@ void pg_repository::append_events_each(std::vector<audit_event> events,
 }
 
 void pg_repository::rescue_stranded(std::chrono::seconds stale_threshold, int limit,
-                                    callback<std::vector<uuid>> done) {
+                                    callback<std::vector<stranded_ingestion>> done) {
   pool_->call(std::move(done), [stale_threshold, limit](pg::connection& conn, const auto& done) {
     auto res = conn.exec(rescue_sql, {std::to_string(std::max<int64_t>(stale_threshold.count(), 0)),
                                       std::to_string(std::max(limit, 0))});
     if (!res)
       return done(res.error());
-    std::vector<uuid> ids;
-    ids.reserve(static_cast<size_t>(res->size()));
+    std::vector<stranded_ingestion> found;
+    found.reserve(static_cast<size_t>(res->size()));
     for (int r = 0; r < res->size(); ++r)
-      ids.push_back(parse_uuid(res->text(r, 0)));
-    done(std::move(ids));
+      found.push_back({parse_uuid(res->text(r, 0)), res->str(r, 1), static_cast<int32_t>(res->i64(r, 2))});
+    done(std::move(found));
   });
 }
 

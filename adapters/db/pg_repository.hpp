@@ -64,7 +64,7 @@ public:
   void append_events_each(std::vector<audit_event> events,
                           callback<std::vector<result<void>>> done) override;
   void rescue_stranded(std::chrono::seconds stale_threshold, int limit,
-                       callback<std::vector<uuid>> done) override;
+                       callback<std::vector<stranded_ingestion>> done) override;
 
   /// UPDATE statements sent for record_transcription (fewer than calls under load).
   uint64_t transcription_statements() const;

@@ -16,6 +16,15 @@
 
 namespace ingestd {
 
+/// An ingestion the sweeper sends to its queue again: its size class's queue, at its priority.
+struct stranded_ingestion {
+  uuid id;
+  /// "small" or "large" (migration 011).
+  std::string size_class = "small";
+  /// 0..100, lower first (migration 010).
+  int32_t priority = 50;
+};
+
 struct claim_request {
   uuid ingestion_id;
   /// A fresh token the claimer generated; the claim stores it.
@@ -124,11 +133,11 @@ public:
   /// The sweeper's net: under a cluster-wide advisory lock, finds `in-progress` ingestions that
   /// nobody holds (no live lease), that were due more than `stale_threshold` ago, whose message
   /// was last seen more than `stale_threshold` ago and that no message of the Postgres queue
-  /// names; marks them due and seen now and returns their ids for re-enqueueing. Empty when
-  /// another node holds the lock. The caller makes `stale_threshold` longer than any
-  /// invisibility the queue gives a message.
+  /// names; marks them due and seen now and returns them (id, size class, priority) for
+  /// re-enqueueing. Empty when another node holds the lock. The caller makes `stale_threshold`
+  /// longer than any invisibility the queue gives a message.
   virtual void rescue_stranded(std::chrono::seconds stale_threshold, int limit,
-                               callback<std::vector<uuid>> done) = 0;
+                               callback<std::vector<stranded_ingestion>> done) = 0;
 };
 
 } // namespace ingestd

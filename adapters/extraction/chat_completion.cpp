@@ -23,6 +23,9 @@ namespace ingestd {
 
 namespace {
 
+/// The answer's tokens counted against a tokens-per-minute limit when max_output_tokens is not set.
+constexpr int64_t estimated_answer_tokens = 1000;
+
 std::string lower_ascii(std::string_view s) {
   std::string out{s};
   for (auto& c : out)
@@ -352,6 +355,8 @@ struct chat_call : std::enable_shared_from_this<chat_call> {
   chat_prompt prompt;
   chat_client::acceptor accept;
   callback<chat_usage> done;
+  /// Passed to every attempt's request: the caller hears when one waits for the provider's limits.
+  wait_hooks hooks;
   int attempt = 0;
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
@@ -380,6 +385,10 @@ struct chat_call : std::enable_shared_from_this<chat_call> {
     if (!s->opts.api_key.empty())
       req.headers.emplace_back("Authorization", "Bearer " + s->opts.api_key);
     req.body = build_chat_body(s->opts, prompt);
+    // For a tokens-per-minute limit: about four bytes a token in, and the answer's bound out.
+    req.estimated_tokens = static_cast<int64_t>(req.body.size() / 4)
+                           + (s->opts.max_output_tokens > 0 ? s->opts.max_output_tokens : estimated_answer_tokens);
+    req.hooks = hooks;
     // Answers are a few kB: a small receive buffer keeps thousands of waiting calls cheap.
     req.receive_buffer_bytes = 1024;
     req.connect_timeout = s->opts.connect_timeout;
@@ -419,7 +428,9 @@ struct chat_call : std::enable_shared_from_this<chat_call> {
     }
     auto& err = outcome.error();
     bool too_long = err.retry_after_ms > s->opts.max_retry_after.count();
-    if (err.permanent() || attempt >= max_attempts || too_long) {
+    // A request that waited its longest for the provider's limits is not retried here: the
+    // line is full, and the job gives its work back.
+    if (err.permanent() || attempt >= max_attempts || too_long || provider_busy(err)) {
       err.message += " (attempt " + std::to_string(attempt) + " of " + std::to_string(max_attempts) + ")";
       log::warn("llm " + s->purpose + " failed",
                 {{"error", err.describe()}, {"error_class", to_string(err.cls)}});
@@ -443,12 +454,13 @@ chat_client::chat_client(http_client& http, timer& retry_timer, chat_options opt
 
 chat_client::~chat_client() = default;
 
-void chat_client::complete(chat_prompt prompt, acceptor accept, callback<chat_usage> done) {
+void chat_client::complete(chat_prompt prompt, acceptor accept, callback<chat_usage> done, wait_hooks hooks) {
   auto call = std::make_shared<chat_call>();
   call->s = shared_;
   call->prompt = std::move(prompt);
   call->accept = std::move(accept);
   call->done = std::move(done);
+  call->hooks = std::move(hooks);
   call->start();
 }
 

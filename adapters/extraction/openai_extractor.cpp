@@ -65,6 +65,10 @@ openai_extractor::openai_extractor(http_client& http, timer& retry_timer, openai
 openai_extractor::~openai_extractor() = default;
 
 void openai_extractor::extract(std::string text, callback<extraction> done) {
+  extract_with(std::move(text), {}, std::move(done));
+}
+
+void openai_extractor::extract_with(std::string text, wait_hooks hooks, callback<extraction> done) {
   // The answer is read into `out` by the acceptor; the call's usage completes it.
   auto out = std::make_shared<extraction>();
   auto prompt = extraction_prompt(system_prompt_, text);
@@ -87,7 +91,8 @@ void openai_extractor::extract(std::string text, callback<extraction> done) {
       out->output_tokens = usage->output_tokens;
       out->model = usage->model;
       done(std::move(*out));
-    });
+    },
+    std::move(hooks));
 }
 
 openai_stats openai_extractor::stats() const { return client_.stats(); }

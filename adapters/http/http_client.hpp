@@ -12,6 +12,7 @@
 
 #include "messages/error.hpp"
 #include "messages/result.hpp"
+#include "messages/wait_hooks.hpp"
 
 namespace ingestd {
 
@@ -30,6 +31,12 @@ struct http_request {
   /// curl's 16 KiB suits downloads; a slow call with a small answer, held open by the thousand (an
   /// LLM request), is better served by a small one: the buffer is most of its memory.
   size_t receive_buffer_bytes = 16 * 1024;
+  /// What the request is expected to cost against its provider's tokens-per-minute limit (an LLM
+  /// call: prompt and answer); 0 for requests that are not counted in tokens.
+  int64_t estimated_tokens = 0;
+  /// Told when the request waits for its provider's limits (rate_limited_client) and when it
+  /// leaves that wait for the network.
+  wait_hooks hooks;
 };
 
 struct http_response {
@@ -49,7 +56,7 @@ int64_t parse_retry_after_seconds(std::string_view value);
 /// Asynchronous: submit returns at once; `done` is called exactly once from the engine thread,
 /// with the response for any HTTP status (a 500 is a response, not an error) or with a transport
 /// error: "http.timeout", "http.connect", "http.cancelled" (all transient), "http.too_large",
-/// "http.tls" (permanent).
+/// "http.tls" (permanent); behind a provider's limits also "provider.busy" (transient).
 class http_client {
 public:
   virtual ~http_client() = default;

@@ -225,6 +225,11 @@ llm_matcher::~llm_matcher() = default;
 
 void llm_matcher::decide(match_document doc, std::vector<match_document> candidates,
                          callback<std::vector<match_edge>> done) {
+  decide_with(std::move(doc), std::move(candidates), {}, std::move(done));
+}
+
+void llm_matcher::decide_with(match_document doc, std::vector<match_document> candidates, wait_hooks hooks,
+                              callback<std::vector<match_edge>> done) {
   // A document of its own candidates is not one; nothing to compare is a real answer.
   candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
                                   [&](const match_document& c) { return c.id == doc.id; }),
@@ -254,7 +259,8 @@ void llm_matcher::decide(match_document doc, std::vector<match_document> candida
         return;
       }
       done(std::move(*out));
-    });
+    },
+    std::move(hooks));
 }
 
 chat_stats llm_matcher::stats() const { return client_.stats(); }

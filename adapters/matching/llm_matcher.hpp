@@ -41,6 +41,8 @@ public:
   llm_matcher(http_client& http, timer& retry_timer, llm_matcher_options opts);
   ~llm_matcher() override;
 
+  void decide_with(match_document doc, std::vector<match_document> candidates, wait_hooks hooks,
+                   callback<std::vector<match_edge>> done) override;
   void decide(match_document doc, std::vector<match_document> candidates,
               callback<std::vector<match_edge>> done) override;
   std::string name() const override { return "llm"; }

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "messages/matching.hpp"
 #include "messages/result.hpp"
+#include "messages/wait_hooks.hpp"
 
 namespace ingestd {
 
@@ -24,6 +26,13 @@ public:
   /// appears at most once). An empty vector is a real answer: no match.
   virtual void decide(match_document doc, std::vector<match_document> candidates,
                       callback<std::vector<match_edge>> done) = 0;
+  /// decide() for a caller whose deadline must not run while the request waits for its
+  /// provider's limits (see extractor::extract_with); a local matcher ignores `hooks`.
+  virtual void decide_with(match_document doc, std::vector<match_document> candidates, wait_hooks hooks,
+                           callback<std::vector<match_edge>> done) {
+    (void) hooks;
+    decide(std::move(doc), std::move(candidates), std::move(done));
+  }
 
   /// "local" or "llm", for logs.
   virtual std::string name() const = 0;

@@ -19,6 +19,8 @@ struct attempt {
   std::string mime_type;
   double quality_threshold = 0;
   bool allow_preprocessing = true;
+  std::chrono::seconds timeout{0};
+  wait_hooks provider_wait;
   callback<transcription> done;
 
   transcription_request request(std::string body, std::string mime) const {
@@ -27,6 +29,8 @@ struct attempt {
     req.mime_type = std::move(mime);
     req.quality_threshold = quality_threshold;
     req.allow_preprocessing = false;
+    req.timeout = timeout;
+    req.provider_wait = provider_wait;
     return req;
   }
 };
@@ -70,6 +74,8 @@ void recovering_transcriber::transcribe(transcription_request request, callback<
   a->mime_type = request.mime_type;
   a->quality_threshold = request.quality_threshold;
   a->allow_preprocessing = request.allow_preprocessing;
+  a->timeout = request.timeout;
+  a->provider_wait = std::move(request.provider_wait);
   a->done = std::move(done);
   auto first = a->request(*a->bytes, a->mime_type);
   first.allow_preprocessing = a->allow_preprocessing;

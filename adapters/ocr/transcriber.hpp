@@ -9,6 +9,7 @@
 
 #include "messages/result.hpp"
 #include "messages/transcription.hpp"
+#include "messages/wait_hooks.hpp"
 
 namespace ingestd {
 
@@ -27,12 +28,18 @@ struct transcription_request {
   /// The document's deadline for this request (the size class's OCR deadline); 0: the
   /// provider's own (transcription.timeout_seconds).
   std::chrono::seconds timeout{0};
+  /// A remote provider tells these when its request waits for the provider's limits (Document
+  /// AI behind rate_limited_client) and when it goes on: the caller's deadline stops meanwhile.
+  wait_hooks provider_wait;
 };
 
 /// True for the error of a document (or one of its pages) that did not get a CPU worker before
-/// its deadline (code "ocr.busy", or "cpu.busy" for other CPU work of a job): the node was
-/// loaded, the document is not at fault.
-inline bool never_started(const error& err) { return err.code == "ocr.busy" || err.code == "cpu.busy"; }
+/// its deadline (code "ocr.busy", or "cpu.busy" for other CPU work of a job), or of a request
+/// that waited its longest for its provider's limits ("provider.busy"): the node or the provider
+/// was loaded, the document is not at fault.
+inline bool never_started(const error& err) {
+  return err.code == "ocr.busy" || err.code == "cpu.busy" || provider_busy(err);
+}
 
 /// Asynchronous: returns at once, calls `done` exactly once from another thread. Corrupt,
 /// unsupported or over-limit input is a permanent error naming the problem; a document that

@@ -1,6 +1,7 @@
 // Structured log lines on top of spdlog's thread-safe stderr sink.
 #include "adapters/support/log.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -91,15 +92,16 @@ void setup(std::string_view format, std::string_view lvl) {
 
 bool enabled(level lvl) { return static_cast<int>(lvl) >= min_level.load(); }
 
-void write(level lvl, std::string_view message, std::initializer_list<field> fields) {
-  if (!enabled(lvl))
-    return;
+namespace {
+
+void write_line(level lvl, std::string_view message, const field* context, size_t context_size,
+                std::initializer_list<field> fields) {
   std::string line;
   line.reserve(128);
   if (json_format) {
     line += "{\"ts\":\"" + timestamp() + "\",\"level\":\"" + level_name(lvl) + "\",\"msg\":";
     append_json_string(line, message);
-    for (auto& f : fields) {
+    auto add = [&line](const field& f) {
       line.push_back(',');
       append_json_string(line, f.key);
       line.push_back(':');
@@ -107,15 +109,19 @@ void write(level lvl, std::string_view message, std::initializer_list<field> fie
         line += f.value;
       else
         append_json_string(line, f.value);
-    }
+    };
+    std::for_each(context, context + context_size, add);
+    std::for_each(fields.begin(), fields.end(), add);
     line.push_back('}');
   } else {
     line += timestamp() + " " + level_name(lvl) + " " + std::string{message};
-    for (auto& f : fields) {
+    auto add = [&line](const field& f) {
       line += " " + std::string{f.key} + "=";
-      bool quote = f.value.find_first_of(" \"=") != std::string::npos;
+      bool quote = f.value.empty() || f.value.find_first_of(" \"=") != std::string::npos;
       line += quote ? "\"" + f.value + "\"" : f.value;
-    }
+    };
+    std::for_each(context, context + context_size, add);
+    std::for_each(fields.begin(), fields.end(), add);
   }
   if (capturing.load(std::memory_order_relaxed)) {
     std::lock_guard g{captured_mtx};
@@ -123,6 +129,19 @@ void write(level lvl, std::string_view message, std::initializer_list<field> fie
     return;
   }
   logger()->info(line);
+}
+
+} // namespace
+
+void write(level lvl, std::string_view message, std::initializer_list<field> fields) {
+  if (enabled(lvl))
+    write_line(lvl, message, nullptr, 0, fields);
+}
+
+void write_with(level lvl, std::string_view message, const std::vector<field>& context,
+                std::initializer_list<field> fields) {
+  if (enabled(lvl))
+    write_line(lvl, message, context.data(), context.size(), fields);
 }
 
 capture::capture() {

@@ -34,6 +34,11 @@ bool enabled(level lvl);
 
 void write(level lvl, std::string_view message, std::initializer_list<field> fields = {});
 
+/// write() with the fields every line about one thing carries (a job's node, stage, step,
+/// ingestion, document and tenant) before the line's own `fields`.
+void write_with(level lvl, std::string_view message, const std::vector<field>& context,
+                std::initializer_list<field> fields = {});
+
 inline void debug(std::string_view m, std::initializer_list<field> f = {}) { write(level::debug, m, f); }
 inline void info(std::string_view m, std::initializer_list<field> f = {}) { write(level::info, m, f); }
 inline void warn(std::string_view m, std::initializer_list<field> f = {}) { write(level::warn, m, f); }

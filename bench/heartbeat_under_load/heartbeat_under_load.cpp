@@ -73,8 +73,8 @@ struct instant_repository : repository {
   }
   void record_cancelled(lease_ref, callback<void> done) override { done({}); }
   void append_events(std::vector<audit_event>, callback<void> done) override { done({}); }
-  void rescue_stranded(std::chrono::seconds, int, callback<std::vector<uuid>> done) override {
-    done(std::vector<uuid>{});
+  void rescue_stranded(std::chrono::seconds, int, callback<std::vector<stranded_ingestion>> done) override {
+    done(std::vector<stranded_ingestion>{});
   }
 };
 

@@ -501,6 +501,68 @@ CAF_TEST(a document that got no CPU worker in time is given back without countin
   CAF_CHECK_EQUAL(run_job(id.str(), hb).result, job_result::completed);
 }
 
+CAF_TEST(the step deadline does not run while the extraction waits for the provider limits) {
+  auto id = add_document();
+  extract->hold("extract");
+  spawn_job(sys, ctx, hb, deliver(id.str()));
+  sched.run();
+  auto hooks = extract->last_hooks();
+  CAF_REQUIRE(hooks.waiting && hooks.resumed);
+  hooks.waiting();  // as rate_limited_client tells it: the request waits in the provider's line
+  sched.run();
+  for (int i = 0; i < 4; ++i) {  // four step deadlines (30 s each) pass while it waits
+    advance_time(31s);
+    sched.run();
+  }
+  CAF_CHECK(outcomes.empty());
+  hooks.resumed();  // sent: the deadline runs from now
+  sched.run();
+  advance_time(29s);
+  sched.run();
+  CAF_CHECK(outcomes.empty());
+  extract->unhold("extract");
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(outcomes.back().result, job_result::completed);
+}
+
+CAF_TEST(the step deadline runs again once the request has left the provider line) {
+  auto id = add_document();
+  extract->hold("extract");
+  spawn_job(sys, ctx, hb, deliver(id.str()));
+  sched.run();
+  auto hooks = extract->last_hooks();
+  hooks.waiting();
+  sched.run();
+  advance_time(61s);
+  sched.run();
+  hooks.resumed();
+  sched.run();
+  CAF_CHECK(outcomes.empty());
+  advance_time(31s);
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK(db->row(id).last_error.find("extract did not finish within 30 s") != std::string::npos);
+  extract->unhold("extract");
+  sched.run();
+}
+
+CAF_TEST(an extraction that waited its longest for the provider is given back without counting an attempt) {
+  auto id = add_document();
+  extract->fail_next("extract", error::make_transient("provider.busy", "the request waited 600 s for the llm "
+                                                                       "provider's limits and was not sent"));
+  spawn_job(sys, ctx, hb, deliver(id.str()));
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(outcomes.back().result, job_result::released);
+  CAF_CHECK_EQUAL(db->row(id).ingestion.attempt_count, 0);
+  CAF_CHECK(!db->row(id).token.has_value());
+  auto calls = queue->visibility_calls();
+  CAF_REQUIRE(!calls.empty());
+  CAF_CHECK_EQUAL(calls.back().timeout, 0s);
+  CAF_CHECK_EQUAL(run_job(id.str(), hb).result, job_result::completed);
+}
+
 CAF_TEST(a stored transcription is parsed and the local rules run on the CPU pool not on a scheduler thread) {
   auto cpu = std::make_shared<manual_cpu>();
   ctx->ports.cpu = cpu;

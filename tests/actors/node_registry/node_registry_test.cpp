@@ -69,9 +69,15 @@ CAF_TEST(each interval refreshes the row with in flight and the state) {
   CAF_CHECK_EQUAL(row->refreshes, 1);
   CAF_CHECK_EQUAL(row->in_flight, 3);
   CAF_CHECK_EQUAL(row->state, "running");
+  // The capacity usage: slots in use over the budget (jobs over max_in_flight without one).
+  ctx->metrics->max_in_flight = 12;
+  CAF_CHECK_EQUAL(nodes->refreshes().back().capacity_usage, 0.0);
+  ctx->metrics->capacity_slots = 10;
+  ctx->metrics->slots_in_use = 5;
   flags->draining = true;
   ctx->metrics->in_flight = 1;
   next_tick();
+  CAF_CHECK_EQUAL(nodes->refreshes().back().capacity_usage, 0.5);
   row = nodes->find("node-a");
   CAF_CHECK_EQUAL(row->refreshes, 2);
   CAF_CHECK_EQUAL(row->in_flight, 1);
@@ -93,9 +99,9 @@ CAF_TEST(a drain request on the row sets the drain flag of the node) {
 CAF_TEST(jobs finished count for one minute) {
   start();
   for (int i = 0; i < 3; ++i)
-    ctx->metrics->job_finished("completed", "none");
-  ctx->metrics->job_finished("failed", "permanent");
-  ctx->metrics->job_finished("retried", "transient");  // not finished
+    ctx->metrics->job_finished("ingest", "completed", "none");
+  ctx->metrics->job_finished("ingest", "failed", "permanent");
+  ctx->metrics->job_finished("ingest", "retried", "transient");  // not finished
   next_tick();
   CAF_CHECK_EQUAL(nodes->find("node-a")->done_last_minute, 4);
   for (int i = 0; i < 61; ++i)

@@ -60,6 +60,32 @@ struct fixture : test::actor_fixture {
 
 CAF_TEST_FIXTURE_SCOPE(sweeper_tests, fixture)
 
+CAF_TEST(a stranded ingestion goes back to its size class queue at its priority) {
+  auto large_queue = std::make_shared<test::fake_queue>();
+  ctx->ports.large_ingest_queue = large_queue;
+  auto small = db->add("documents/small.txt");
+  auto large = db->add("documents/large.txt");
+  db->set_size_class(large, "large");
+  db->set_priority(large, 10);
+  db->set_priority(small, 70);
+  sweeper();
+  CAF_CHECK_EQUAL(queue->sent_bodies(), std::vector<std::string>{small.str()});
+  CAF_CHECK_EQUAL(large_queue->sent_bodies(), std::vector<std::string>{large.str()});
+  CAF_CHECK_EQUAL(queue->sent_priority(small.str()), 70);
+  CAF_CHECK_EQUAL(large_queue->sent_priority(large.str()), 10);
+  CAF_CHECK_EQUAL(ctx->metrics->rescues.load(), 2);
+}
+
+CAF_TEST(a backlog in the large class queue holds the sweep too) {
+  auto large_queue = std::make_shared<test::fake_queue>();
+  ctx->ports.large_ingest_queue = large_queue;
+  large_queue->push("waiting");
+  db->add("documents/a.txt");
+  sweeper();
+  CAF_CHECK(queue->sent_bodies().empty());
+  CAF_CHECK(db->rescue_calls().empty());
+}
+
 CAF_TEST(stranded ingestions are re - enqueued at start and on every interval) {
   auto a = db->add("documents/a.txt");
   auto b = db->add("documents/b.txt");

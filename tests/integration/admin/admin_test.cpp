@@ -430,7 +430,8 @@ TEST_F(admin_test, metrics_pass_promtool_and_readyz_follows_the_database) {
   std::ifstream in{metrics};
   std::ostringstream ss;
   ss << in.rdbuf();
-  for (auto name : {"ingestd_jobs_in_flight", "ingestd_queue_messages{state=\"visible\"}",
+  for (auto name : {"ingestd_jobs_in_flight{stage=\"ingest\"}", "ingestd_queue_messages{queue=\"",
+                    "state=\"visible\"}", "ingestd_queue_up{queue=\"", "ingestd_node_info{node=\"",
                     "ingestd_queue_oldest_message_age_seconds", "ingestd_claim_wait_seconds_bucket",
                     "ingestd_sweeper_rescues_total", "ingestd_cpu_pool_backlog",
                     "ingestd_llm_tokens_total", "ingestd_heartbeat_lateness_seconds_count",

@@ -216,7 +216,7 @@ TEST_F(container_repository_test, each_sweeper_net_rescues_its_own_stage) {
   ASSERT_TRUE(await<void>([&](auto cb) { repo->release({id, token}, cb); }));
   db->query("UPDATE ingestion SET due_at = now() - interval '1 hour', message_seen_at = now() - interval '1 hour' "
             "WHERE id = $1", {id.str()});
-  auto rescued = await<std::vector<uuid>>([&](auto cb) { repo->rescue_stranded(60s, 10, cb); });
+  auto rescued = await<std::vector<stranded_ingestion>>([&](auto cb) { repo->rescue_stranded(60s, 10, cb); });
   ASSERT_TRUE(rescued);
   EXPECT_TRUE(rescued->empty());
   // The unpack stage's own net finds it, once (it is marked seen).

@@ -33,6 +33,7 @@ node_registration node(const std::string& id, int32_t pid = 100) {
   n.pid = pid;
   n.version = "0.1.0";
   n.stages = "ingest,match";
+  n.classes = "small,large";
   n.capacity = 50;
   n.lease = std::chrono::seconds{10};
   return n;
@@ -45,7 +46,7 @@ std::vector<node_info> list(node_repository& repo) {
 node_refresh_answer refresh(node_repository& repo, const node_registration& n, int32_t in_flight,
                             bool draining = false) {
   return must<node_refresh_answer>(
-    [&](auto cb) { repo.refresh(node_refresh{n.id, n.incarnation, in_flight, 7, draining}, cb); });
+    [&](auto cb) { repo.refresh(node_refresh{n.id, n.incarnation, in_flight, 7, draining, in_flight / 50.0}, cb); });
 }
 
 } // namespace
@@ -66,8 +67,10 @@ TEST(node_repository, registers_refreshes_and_lists_with_the_state) {
   EXPECT_EQ(nodes[0].pid, 100);
   EXPECT_EQ(nodes[0].version, "0.1.0");
   EXPECT_EQ(nodes[0].stages, "ingest,match");
+  EXPECT_EQ(nodes[0].classes, "small,large");
   EXPECT_EQ(nodes[0].capacity, 50);
   EXPECT_EQ(nodes[0].in_flight, 3);
+  EXPECT_NEAR(nodes[0].capacity_usage, 0.06, 1e-6);
   EXPECT_EQ(nodes[0].done_last_minute, 7);
   EXPECT_EQ(nodes[0].last_seen.size(), 20U) << nodes[0].last_seen;  // 2026-01-01T00:00:00Z
   refresh(repo, a, 1, true);

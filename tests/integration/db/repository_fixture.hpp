@@ -92,9 +92,19 @@ protected:
               {uuid::v4().str(), queue_name, id.str()});
   }
 
+  /// The ids a sweep of `target` rescues (60 s threshold).
+  static result<std::vector<uuid>> rescued_ids(repository& target, int limit = 100) {
+    auto got = await<std::vector<stranded_ingestion>>([&](auto cb) { target.rescue_stranded(60s, limit, cb); });
+    if (!got)
+      return got.error();
+    std::vector<uuid> ids;
+    for (auto& s : *got)
+      ids.push_back(s.id);
+    return ids;
+  }
+
   std::vector<uuid> rescue(int limit = 100, pg_repository* r = nullptr) {
-    auto& target = r != nullptr ? *r : *repo;
-    auto got = await<std::vector<uuid>>([&](auto cb) { target.rescue_stranded(60s, limit, cb); });
+    auto got = rescued_ids(r != nullptr ? *r : *repo, limit);
     EXPECT_TRUE(got) << got.error().describe();
     return got ? *got : std::vector<uuid>{};
   }

@@ -97,23 +97,23 @@ TEST_F(repository_test, rescue_stranded_finds_only_unheld_overdue_ingestions) {
   // Another node holds the sweeper lock: nothing for us.
   auto lock_key = "SELECT pg_advisory_lock(1769104, hashtext($1))";
   db->query(lock_key, {db->name()});
-  auto none = await<std::vector<uuid>>([&](auto cb) { repo->rescue_stranded(60s, 100, cb); });
+  auto none = rescued_ids(*repo, 100);
   ASSERT_TRUE(none) << none.error().describe();
   EXPECT_TRUE(none->empty());
   db->query("SELECT pg_advisory_unlock(1769104, hashtext($1))", {db->name()});
 
-  auto got = await<std::vector<uuid>>([&](auto cb) { repo->rescue_stranded(60s, 100, cb); });
+  auto got = rescued_ids(*repo, 100);
   ASSERT_TRUE(got) << got.error().describe();
   EXPECT_EQ(std::set<uuid>(got->begin(), got->end()),
             (std::set<uuid>{stranded1, stranded2, expired}));
   EXPECT_EQ(column(stranded1, "due_at > now() - interval '10 s'"), "t");
   // Marked due now: not stranded again until the threshold passes once more.
-  auto again = await<std::vector<uuid>>([&](auto cb) { repo->rescue_stranded(60s, 100, cb); });
+  auto again = rescued_ids(*repo, 100);
   ASSERT_TRUE(again);
   EXPECT_TRUE(again->empty());
   // The limit bounds one sweep.
   long_forgotten("status = 'in-progress'");
-  auto limited = await<std::vector<uuid>>([&](auto cb) { repo->rescue_stranded(60s, 2, cb); });
+  auto limited = rescued_ids(*repo, 2);
   ASSERT_TRUE(limited);
   EXPECT_EQ(limited->size(), 2u);
 }
@@ -129,11 +129,11 @@ TEST_F(repository_test, only_one_of_two_concurrent_sweepers_gets_rows) {
     std::optional<result<std::vector<uuid>>> a, b;
     std::thread ta{[&] {
       go.arrive_and_wait();
-      a.emplace(await<std::vector<uuid>>([&](auto cb) { repo->rescue_stranded(60s, 100, cb); }));
+      a.emplace(rescued_ids(*repo, 100));
     }};
     std::thread tb{[&] {
       go.arrive_and_wait();
-      b.emplace(await<std::vector<uuid>>([&](auto cb) { other.rescue_stranded(60s, 100, cb); }));
+      b.emplace(rescued_ids(other, 100));
     }};
     ta.join();
     tb.join();
@@ -334,4 +334,24 @@ TEST(repository_errors, unreachable_database_is_a_transient_error) {
   ASSERT_FALSE(again);
   EXPECT_TRUE(again.error().transient());
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+}
+
+TEST_F(repository_test, rescue_stranded_names_each_ingestions_size_class_and_priority) {
+  auto small = new_ingestion();
+  auto large = new_ingestion();
+  db->query("UPDATE ingestion SET size_class = 'large', priority = 10 WHERE id = $1", {large.str()});
+  long_forgotten("true");
+  auto got = await<std::vector<stranded_ingestion>>([&](auto cb) { repo->rescue_stranded(60s, 100, cb); });
+  ASSERT_TRUE(got) << got.error().describe();
+  ASSERT_EQ(got->size(), 2u);
+  for (auto& s : *got) {
+    if (s.id == large) {
+      EXPECT_EQ(s.size_class, "large");
+      EXPECT_EQ(s.priority, 10);
+    } else {
+      EXPECT_EQ(s.id, small);
+      EXPECT_EQ(s.size_class, "small");
+      EXPECT_EQ(s.priority, 50);
+    }
+  }
 }

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "adapters/aws/encoding.hpp"
+#include "adapters/queue/priority_queues.hpp"
 #include "tests/support/environment.hpp"
 #include "tests/support/await.hpp"
 #include "tests/support/fauxqs/fauxqs_fixture.hpp"
@@ -387,4 +388,67 @@ sqs.delete_message(QueueUrl=sys.argv[1], ReceiptHandle=m[0]['ReceiptHandle'])
   auto st = stats(*q);
   ASSERT_TRUE(st);
   EXPECT_EQ(st->visible + st->in_flight, 0) << "boto3 deleted it";
+}
+
+// Priority classes on SQS (issue 13): one real queue per class, each message in its class's
+// queue, the most urgent class served first, receipts that find their class's queue again.
+TEST_F(sqs_fauxqs, priority_classes_route_each_message_to_its_class_queue_and_serve_the_urgent_first) {
+  std::shared_ptr<queue> high = make_queue();
+  std::shared_ptr<queue> normal = make_queue();
+  std::shared_ptr<queue> low = make_queue();
+  priority_queues q{{{29, 6, high}, {69, 3, normal}, {100, 1, low}}};
+  std::vector<outgoing_message> batch;
+  for (int i = 0; i < 8; ++i)
+    batch.push_back({"low-" + std::to_string(i), 0s, 90});
+  for (int i = 0; i < 2; ++i)
+    batch.push_back({"normal-" + std::to_string(i), 0s, 50});
+  for (int i = 0; i < 3; ++i)
+    batch.push_back({"high-" + std::to_string(i), 0s, 10});
+  auto sent = send(q, batch);
+  ASSERT_EQ(sent.size(), batch.size());
+  for (auto& e : sent)
+    EXPECT_FALSE(e.failed) << e.error.describe();
+  // Each in its class's own queue.
+  EXPECT_EQ(stats(*high)->visible, 3);
+  EXPECT_EQ(stats(*normal)->visible, 2);
+  EXPECT_EQ(stats(*low)->visible, 8);
+  auto all = stats(q);
+  ASSERT_TRUE(all) << all.error().describe();
+  EXPECT_EQ(all->visible, 13);
+
+  // The first receive starts with the class of the largest weight, the urgent one, and answers
+  // from it alone.
+  auto first = receive(q, 10, 1s, 30s);
+  ASSERT_TRUE(first) << first.error().describe();
+  ASSERT_FALSE(first->empty());
+  for (auto& m : *first) {
+    EXPECT_EQ(m.body.rfind("high-", 0), 0u) << m.body;
+    EXPECT_EQ(m.priority, 0) << "a class's message reads as the class's most urgent priority";
+  }
+  // Everything else comes through too, each once; the class receipts delete from the right queue.
+  auto rest = receive_until(q, 13 - first->size(), 30s);
+  std::set<std::string> bodies;
+  std::vector<std::string> receipts;
+  for (auto* part : {&*first, &rest})
+    for (auto& m : *part) {
+      EXPECT_TRUE(bodies.insert(m.body).second) << "received twice: " << m.body;
+      receipts.push_back(m.receipt);
+    }
+  EXPECT_EQ(bodies.size(), 13u);
+  // A visibility change through a class receipt reaches its queue (made visible again, then deleted).
+  auto released = change(q, {{receipts.front(), 0s}});
+  ASSERT_EQ(released.size(), 1u);
+  EXPECT_FALSE(released[0].failed) << released[0].error.describe();
+  auto again = receive_until(q, 1, 30s, 10s);
+  ASSERT_EQ(again.size(), 1u);
+  receipts.front() = again[0].receipt;
+  auto deleted = remove(q, receipts);
+  ASSERT_EQ(deleted.size(), receipts.size());
+  for (auto& e : deleted)
+    EXPECT_FALSE(e.failed) << e.error.describe();
+  for (auto* one : {&high, &normal, &low}) {
+    auto st = stats(**one);
+    ASSERT_TRUE(st);
+    EXPECT_EQ(st->visible + st->in_flight, 0);
+  }
 }

@@ -223,6 +223,7 @@ void fake_queue::send(std::vector<outgoing_message> messages, callback<std::vect
     auto id = push(m.body);
     std::lock_guard guard{mtx_};
     sent_.push_back(m.body);
+    sent_priorities_[m.body] = m.priority;
     out.push_back(batch_entry_result{id});
   }
   done(std::move(out));
@@ -271,6 +272,12 @@ std::vector<int> fake_queue::receive_sizes() {
 std::vector<std::string> fake_queue::sent_bodies() {
   std::lock_guard guard{mtx_};
   return sent_;
+}
+
+int32_t fake_queue::sent_priority(const std::string& body) {
+  std::lock_guard guard{mtx_};
+  auto i = sent_priorities_.find(body);
+  return i == sent_priorities_.end() ? -1 : i->second;
 }
 
 size_t fake_queue::pending_receives() {
@@ -601,8 +608,8 @@ void fake_repository::append_events(std::vector<audit_event> events, callback<vo
 }
 
 void fake_repository::rescue_stranded(std::chrono::seconds stale_threshold, int limit,
-                                      callback<std::vector<uuid>> done) {
-  result<std::vector<uuid>> r = std::vector<uuid>{};
+                                      callback<std::vector<stranded_ingestion>> done) {
+  result<std::vector<stranded_ingestion>> r = std::vector<stranded_ingestion>{};
   {
     std::lock_guard guard{mtx_};
     if (stale_threshold.count() <= 0 || limit < 1)
@@ -614,7 +621,7 @@ void fake_repository::rescue_stranded(std::chrono::seconds stale_threshold, int 
     } else if (!sweep_lock_elsewhere_) {
       for (auto& [id, row] : rows_)
         if (row.status == "in-progress" && !row.lease_live && static_cast<int>(r->size()) < limit)
-          r->push_back(id);
+          r->push_back({id, row.ingestion.size_class, row.priority});
     }
     if (maybe_hold("rescue_stranded", [done, r] { done(r); }))
       return;
@@ -649,6 +656,11 @@ void fake_repository::hold_by_other(const uuid& id) { steal_claim(id); }
 void fake_repository::set_size_class(const uuid& id, const std::string& size_class) {
   std::lock_guard guard{mtx_};
   rows_.at(id).ingestion.size_class = size_class;
+}
+
+void fake_repository::set_priority(const uuid& id, int32_t priority) {
+  std::lock_guard guard{mtx_};
+  rows_.at(id).priority = priority;
 }
 
 void fake_repository::crash_holder(const uuid& id) {
@@ -763,6 +775,19 @@ void fake_extractor::extract(std::string, callback<extraction> done) {
       return;
   }
   done(std::move(r));
+}
+
+void fake_extractor::extract_with(std::string text, wait_hooks hooks, callback<extraction> done) {
+  {
+    std::lock_guard guard{mtx_};
+    hooks_ = std::move(hooks);
+  }
+  extract(std::move(text), std::move(done));
+}
+
+wait_hooks fake_extractor::last_hooks() {
+  std::lock_guard guard{mtx_};
+  return hooks_;
 }
 
 int fake_extractor::calls() {

@@ -81,6 +81,8 @@ public:
   std::vector<visibility_change> visibility_calls();
   std::vector<int> receive_sizes();
   std::vector<std::string> sent_bodies();
+  /// The priority the last message with this body was sent with (-1: none sent).
+  int32_t sent_priority(const std::string& body);
   size_t pending_receives();
   std::vector<std::string> violations();
 
@@ -100,6 +102,7 @@ private:
   std::vector<visibility_change> visibility_calls_;
   std::vector<int> receive_sizes_;
   std::vector<std::string> sent_;
+  std::map<std::string, int32_t> sent_priorities_;
   std::vector<std::string> refused_;
   std::vector<std::string> refused_sends_;
   int next_id_ = 0;
@@ -135,6 +138,7 @@ struct fake_row {
   int completions = 0;
   /// `ingestd cancel` asked while it ran (the heartbeat's cancel_requests reports it).
   bool cancel_requested = false;
+  int32_t priority = 50;
 };
 
 class fake_repository : public repository, public fault_script {
@@ -159,13 +163,14 @@ public:
   /// Every in-progress ingestion without a live lease, up to `limit` (the fake keeps no due
   /// times); nothing while another node holds the sweep lock. Can fail or be held.
   void rescue_stranded(std::chrono::seconds stale_threshold, int limit,
-                       callback<std::vector<uuid>> done) override;
+                       callback<std::vector<stranded_ingestion>> done) override;
 
   fake_row row(const uuid& id);
   /// Another worker takes the claim over (as after an expired lease).
   void steal_claim(const uuid& id);
   /// Sets the size class (intake's routing: "small", "large").
   void set_size_class(const uuid& id, const std::string& size_class);
+  void set_priority(const uuid& id, int32_t priority);
   /// Another worker holds a live claim.
   void hold_by_other(const uuid& id);
   /// `ingestd cancel`: a queued (unheld) ingestion becomes cancelled at once; a running one gets
@@ -221,9 +226,13 @@ class fake_extractor : public extractor, public fault_script {
 public:
   /// Answers `next_result` (a valid, reconciling invoice with high confidence by default).
   void extract(std::string text, callback<extraction> done) override;
+  /// As extract(), keeping `hooks` for the test to call as a provider's limiter would.
+  void extract_with(std::string text, wait_hooks hooks, callback<extraction> done) override;
   std::string name() const override { return "fake"; }
   bool deterministic() const override { return deterministic_answers; }
   int calls();
+  /// The hooks of the last extract_with() call (empty ones for a plain extract()).
+  wait_hooks last_hooks();
   extraction next_result = valid_invoice();
   /// Answer like the local rules: the gate's verdict is final at the first attempt.
   bool deterministic_answers = false;
@@ -231,6 +240,7 @@ public:
 
 private:
   int calls_ = 0;
+  wait_hooks hooks_;
 };
 
 } // namespace ingestd::test

@@ -93,6 +93,24 @@ void fake_http_client::cancel(uint64_t id) {
       p.cancelled = true;
 }
 
+void fake_http_client::hold() {
+  std::lock_guard guard{mu_};
+  holding_ = true;
+}
+
+void fake_http_client::release(size_t n) {
+  {
+    std::lock_guard guard{mu_};
+    released_ += n;
+  }
+  cv_.notify_all();
+}
+
+size_t fake_http_client::unanswered() const {
+  std::lock_guard guard{mu_};
+  return queue_.size() + answering_;
+}
+
 std::vector<http_request> fake_http_client::requests() const {
   std::lock_guard guard{mu_};
   return log_;
@@ -111,11 +129,14 @@ std::vector<std::string> fake_http_client::violations() const {
 void fake_http_client::run() {
   std::unique_lock lock{mu_};
   while (true) {
-    cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    cv_.wait(lock, [this] { return stop_ || (!queue_.empty() && (!holding_ || released_ > 0)); });
     if (queue_.empty() && stop_)
       return;
+    if (holding_ && released_ > 0)
+      --released_;
     auto p = std::move(queue_.front());
     queue_.pop_front();
+    ++answering_;
     auto answer = answer_;
     bool stopping = stop_;
     lock.unlock();
@@ -128,6 +149,7 @@ void fake_http_client::run() {
     else
       p.done(answer(p.request));
     lock.lock();
+    --answering_;
   }
 }
 

@@ -42,6 +42,14 @@ public:
   uint64_t submit(http_request request, callback<http_response> done) override;
   void cancel(uint64_t id) override;
 
+  /// From now on requests wait, unanswered, until release() lets them go (oldest first): a test
+  /// holds requests "on the network" as long as it wants.
+  void hold();
+  /// Lets the `n` oldest held requests (and those that come later, up to `n` in all) be answered.
+  void release(size_t n = 1);
+  /// Requests submitted and not answered yet.
+  size_t unanswered() const;
+
   /// Every request submitted so far, in order.
   std::vector<http_request> requests() const;
   size_t request_count() const;
@@ -67,6 +75,10 @@ private:
   std::vector<std::string> violations_;
   uint64_t next_id_ = 1;
   bool stop_ = false;
+  bool holding_ = false;
+  size_t released_ = 0;
+  /// Taken off the queue by the worker and not answered yet.
+  size_t answering_ = 0;
   std::thread worker_;
 };
 

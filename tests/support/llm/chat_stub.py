@@ -7,12 +7,14 @@
 #   rate_limited (429 + retry-after-ms), rate_limited_seconds (429 + Retry-After: 1),
 #   rate_limited_long (429 + Retry-After: 600), quota, server_error, flaky (500 then success),
 #   context_openai, context_vllm, context_llamacpp, context_llamacpp_500, unauthorized,
-#   forbidden (403), hang, no_match.
+#   forbidden (403), hang, no_match, slow (success after 0.3 s, counting how many of the model's
+#   requests are open at once).
 #   A request whose json_schema is named "match_decision" (the matcher's) gets a match decision
 #   instead of an invoice: success links the first candidate of the user message's JSON as
 #   same_invoice, no_match answers {"matches": []}, schema_invalid names an unknown document and
 #   kind; every error scenario answers as for an extraction.
 # GET  /count?model=M          -> {"count": n}
+# GET  /peak?model=M           -> {"peak": n}: the most requests for M open at once (slow)
 # GET  /last_auth?model=M      -> {"authorization": "..."} of the last request for M
 # POST /webhook/<tag>          -> 200 "ok", body recorded; GET /webhook/<tag> -> {"count", "last"}
 # POST /events/<tag>?secret=S  -> the status event stream's receiver: checks X-Ingestd-Signature
@@ -31,6 +33,8 @@ from urllib.parse import urlparse, parse_qs
 
 lock = threading.Lock()
 counts = {}
+open_now = {}
+peaks = {}
 auth = {}
 hooks = {}
 events = {}
@@ -116,6 +120,8 @@ class Handler(BaseHTTPRequestHandler):
         with lock:
             if url.path == "/count":
                 return self.reply(200, {"count": counts.get(model, 0)})
+            if url.path == "/peak":
+                return self.reply(200, {"peak": peaks.get(model, 0)})
             if url.path == "/last_auth":
                 return self.reply(200, {"authorization": auth.get(model, "")})
             if url.path.startswith("/webhook/"):
@@ -165,6 +171,14 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(400, {"error": {"message": "stub expects strict json_schema",
                                               "type": "invalid_request_error", "code": None}})
         matching = fmt.get("json_schema", {}).get("name") == "match_decision"
+        if scenario == "slow":
+            with lock:
+                open_now[model] = open_now.get(model, 0) + 1
+                peaks[model] = max(peaks.get(model, 0), open_now[model])
+            time.sleep(0.3)
+            with lock:
+                open_now[model] -= 1
+            return self.reply(200, completion(json.dumps(INVOICE), model=model))
         ok = scenario in ("success", "no_match") or (scenario == "flaky" and n > 1) or (scenario.startswith("rate_limited") and scenario.endswith("_once") and n > 1)
         if matching and (ok or scenario == "schema_invalid"):
             return self.reply(200, completion(json.dumps(match_decision(req, scenario)), model=model))
