@@ -88,7 +88,9 @@ result<unpacked> archive_unpacker::unpack(std::string_view bytes, container_kind
     int rc = archive_read_next_header(a.get(), &entry);
     if (rc == ARCHIVE_EOF)
       break;
-    if (rc < ARCHIVE_WARN) {
+    // ARCHIVE_RETRY (a damaged header, e.g. a tar checksum that does not match) leaves the entry
+    // empty: a corrupt tail like ARCHIVE_FAILED and ARCHIVE_FATAL, never a member without a name.
+    if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {
       // The members read so far are kept; the rest of the archive is lost.
       auto err = corrupt(a.get(), "after " + std::to_string(out.members.size()) + " members");
       if (out.members.empty() && out.problems.empty())

@@ -111,6 +111,26 @@ TEST(archive_unpacker, a_truncated_archive_keeps_what_could_be_read) {
   EXPECT_EQ(nothing.error().code, "container.corrupt");
 }
 
+TEST(archive_unpacker, a_damaged_header_is_a_corrupt_tail_not_an_unsafe_name) {
+  auto tar = make_archive("tar", {{"first.pdf", pdf_bytes("first")}, {"second.pdf", pdf_bytes("second")}});
+  // The second member's header starts at 1024 (a header block, then one data block); a changed
+  // name byte breaks its checksum, which libarchive answers with ARCHIVE_RETRY and no entry.
+  auto damaged = tar;
+  damaged[1024] = 'X';
+  auto r = unpack(damaged);
+  ASSERT_TRUE(r) << r.error().describe();
+  ASSERT_EQ(r->members.size(), 1u);
+  EXPECT_EQ(r->members[0].name, "first.pdf");
+  ASSERT_EQ(r->problems.size(), 1u);
+  EXPECT_NE(r->problems[0].find("Damaged tar archive"), std::string::npos) << r->problems[0];
+
+  damaged = tar;
+  damaged[0] = 'X';
+  r = unpack(damaged);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "container.corrupt") << r.error().describe();
+}
+
 TEST(mime_unpacker, an_email_keeps_its_body_and_attachments) {
   auto eml = make_email("Invoice 42", "Please find the invoice attached.", {{"invoice.pdf", pdf_bytes("inv")},
                                                                            {"../../note.pdf", pdf_bytes("n")}});
