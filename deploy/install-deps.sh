@@ -45,3 +45,12 @@ if [[ ! -d "$here/kubernetes/validate/node_modules/kubernetes-models" ]]; then
   echo "install-deps: installing kubernetes-models under deploy/kubernetes/validate/"
   (cd "$here/kubernetes/validate" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 fi
+
+# The offline check of the Grafana dashboard (deploy/grafana): @grafana/schema's types with the
+# TypeScript compiler, and the PromQL grammar of @prometheus-io/lezer-promql, pinned likewise.
+grafana_validate="$here/grafana/validate/node_modules"
+if [[ ! -d "$grafana_validate/@grafana/schema" || ! -d "$grafana_validate/typescript" \
+      || ! -d "$grafana_validate/@prometheus-io/lezer-promql" ]]; then
+  echo "install-deps: installing @grafana/schema and typescript under deploy/grafana/validate/"
+  (cd "$here/grafana/validate" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi
