@@ -125,6 +125,30 @@ bool empty_value(const rapidjson::Value& v) {
   return v.IsNull() || (v.IsString() && v.GetStringLength() == 0) || (v.IsArray() && v.Empty());
 }
 
+/// The approved data says a person verified it: extraction_successful true and confidence
+/// "high", unless the reviewer's own fields set them. `data` is a valid JSON object.
+std::string human_verified(const std::string& data, std::string_view fields_json) {
+  rapidjson::Document doc;
+  doc.Parse(data.data(), data.size());
+  rapidjson::Document fields;
+  if (!fields_json.empty())
+    fields.Parse(fields_json.data(), fields_json.size());
+  auto set_by_reviewer = [&fields](const char* name) { return fields.IsObject() && fields.HasMember(name); };
+  if (doc.HasParseError() || !doc.IsObject())
+    return data;
+  auto set = [&doc, &set_by_reviewer](const char* name, rapidjson::Value value) {
+    if (set_by_reviewer(name))
+      return;
+    if (auto it = doc.FindMember(name); it != doc.MemberEnd())
+      it->value = value;
+    else
+      doc.AddMember(rapidjson::StringRef(name), value, doc.GetAllocator());
+  };
+  set("extraction_successful", rapidjson::Value{true});
+  set("confidence", rapidjson::Value{rapidjson::StringRef("high")});
+  return to_text(doc);
+}
+
 /// A reprocess's choice of one kind of provider: empty (as configured), or one of `known` (listed
 /// in `names`) that this node runs (`here`).
 template <size_t N>
@@ -362,7 +386,7 @@ result<review_done> review_service::approve(const reviewer& who, uuid id, int64_
   d.expected_version = version;
   d.action = "approve";
   d.reviewer = who.name;
-  d.reviewed_data = checked->data;
+  d.reviewed_data = human_verified(checked->data, fields_json);
   d.changes = checked->changes;
   d.warnings = findings_json(checked->warnings);
   auto saved = db_->save(d, opts_.call_timeout);

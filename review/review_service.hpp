@@ -115,8 +115,11 @@ public:
   /// and validates the result. Errors: "review.invalid" (not an object, an unknown field).
   result<review_check> check(const review_document& doc, std::string_view fields_json) const;
 
-  /// Approve, as is or with fields changed. Errors: "review.not_found", "review.conflict",
-  /// "review.invalid", "review.schema_invalid" (nothing saved), transient database errors.
+  /// Approve, as is or with fields changed. The approved data says a person verified it:
+  /// extraction_successful true and confidence "high", unless `fields_json` sets them (the
+  /// machine's own stay on its ingestion and in the review row). Errors: "review.not_found",
+  /// "review.conflict", "review.invalid", "review.schema_invalid" (nothing saved), transient
+  /// database errors.
   result<review_done> approve(const reviewer& who, uuid id, int64_t version,
                               std::string_view fields_json);
   /// Reject with a reason (not empty: "review.invalid").

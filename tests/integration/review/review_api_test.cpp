@@ -1,8 +1,9 @@
 // The review desk's JSON API over HTTP on the admin server, against the real PostgreSQL, the
 // filesystem store and the Postgres queue: the queue with its counts and filters, a document,
-// approve (as is, corrected, refused by the schema, with plausibility warnings), reject,
-// reprocess (with the providers chosen, which the worker's claim returns; unknown ones and ones
-// this node cannot run refused), tokens and tenants, the concurrent save, and the page images.
+// approve (as is, corrected, refused by the schema, with plausibility warnings; the approved data
+// says a person verified it), reject, reprocess (with the providers chosen, which the worker's
+// claim returns; unknown ones and ones this node cannot run refused), tokens and tenants, the
+// concurrent save, and the page images.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -384,6 +385,61 @@ TEST_F(review_api_test, reprocess_refuses_unknown_providers_and_those_this_node_
   EXPECT_EQ(db->scalar("SELECT transcription_provider FROM ingestion WHERE id = $1",
                        {std::string{ok.json["ingestion_id"].GetString()}}),
             "document_ai");
+}
+
+TEST_F(review_api_test, approved_data_says_a_person_verified_it_and_the_machines_stays_beside_it) {
+  auto a1 = add_document(tenant_a, "inv01_en_classic.pdf", "gate-failed", 2);
+  auto a2 = add_document(tenant_a, "inv02_de_modern.pdf", "gate-failed", 1);
+  // The machine could not vouch for either: not successful, low confidence.
+  for (auto& d : {a1, a2}) {
+    db->query("UPDATE ingestion SET structured_data = structured_data || "
+              "'{\"extraction_successful\": false, \"confidence\": \"low\"}'::jsonb WHERE document_id = $1", {d});
+    db->query("UPDATE document SET structured_data = (SELECT structured_data FROM ingestion WHERE "
+              "document_id = $1) WHERE id = $1", {d});
+  }
+  start_desk();
+  auto flags = [&](const std::string& sql, const std::string& document) {
+    return db->scalar("SELECT (x->>'extraction_successful') || ' ' || (x->>'confidence') FROM (" + sql + ") AS s(x)",
+                      {document});
+  };
+  ASSERT_EQ(flags("SELECT structured_data FROM document WHERE id = $1", a1), "false low");
+  auto r = post_json("/review/api/documents/" + a1 + "/approve",
+                     R"({"version":)" + std::to_string(version_of(a1)) + R"(,"fields":{"total":119}})", token_a,
+                     "erin");
+  ASSERT_EQ(r.status, 200) << r.body;
+  // The document's data (what consumers read) is the reviewer's: verified by a person.
+  EXPECT_EQ(flags("SELECT structured_data FROM document WHERE id = $1", a1), "true high");
+  EXPECT_EQ(flags("SELECT reviewed_data FROM document_review WHERE document_id = $1", a1), "true high");
+  // The machine's own verdict stays on its ingestion and in the review row.
+  EXPECT_EQ(flags("SELECT structured_data FROM ingestion WHERE document_id = $1", a1), "false low");
+  EXPECT_EQ(flags("SELECT machine_data FROM document_review WHERE document_id = $1", a1), "false low");
+  // Only the reviewer's edits count as changes.
+  EXPECT_EQ(db->scalar("SELECT string_agg(k, ',') FROM document_review, jsonb_object_keys(changes) AS k "
+                       "WHERE document_id = $1", {a1}),
+            "total");
+  // No failed check about the machine's verdict is left on the page's data.
+  auto doc = get_json("/review/api/documents/" + a1, token_a);
+  for (auto& f : doc.json["failed_checks"].GetArray()) {
+    EXPECT_NE(std::string{f["check"].GetString()}, "low_confidence") << doc.body;
+    EXPECT_NE(std::string{f["check"].GetString()}, "extraction_not_successful") << doc.body;
+  }
+  // The document API says who verified it.
+  auto api = intake->document_json(tenant_a, *uuid::parse(a1));
+  ASSERT_TRUE(api && *api) << (api ? "no document" : api.error().describe());
+  rapidjson::Document json;
+  json.Parse((*api)->c_str());
+  EXPECT_EQ(std::string{json["review_status"].GetString()}, "approved") << **api;
+  EXPECT_EQ(std::string{json["reviewed_by"].GetString()}, "erin") << **api;
+  EXPECT_TRUE(json["reviewed_at"].IsString()) << **api;
+  EXPECT_EQ(std::string{json["structured_data"]["confidence"].GetString()}, "high") << **api;
+
+  // A reviewer who says otherwise is taken at their word.
+  auto own = post_json("/review/api/documents/" + a2 + "/approve",
+                       R"({"version":)" + std::to_string(version_of(a2))
+                         + R"(,"fields":{"total":119,"confidence":"medium"}})",
+                       token_a);
+  ASSERT_EQ(own.status, 200) << own.body;
+  EXPECT_EQ(flags("SELECT structured_data FROM document WHERE id = $1", a2), "true medium");
 }
 
 TEST_F(review_api_test, page_images_are_rendered_once_and_cached_in_object_storage) {
