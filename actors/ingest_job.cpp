@@ -14,6 +14,7 @@
 #include "adapters/extraction/quality_gate.hpp"
 #include "adapters/ocr/transcription_json.hpp"
 #include "adapters/support/log.hpp"
+#include "config/providers.hpp"
 #include "messages/file_type.hpp"
 
 namespace ingestd {
@@ -37,6 +38,25 @@ void notify_poisoned(const worker_context& ctx, const claimed_ingestion& c) {
     "poison", "its processing ended without an outcome (a crash) " + std::to_string(c.attempt_count)
                 + " times, the limit of worker.max_retry_attempts: failed for review");
   ctx.ports.on_failed(c, err, c.attempt_count);
+}
+
+/// A reprocess's choice of provider (migration 013) from the node's providers `named` into
+/// `slot`; an empty name keeps the configured one. A provider this node does not run is a
+/// permanent error naming it and the configuration it needs.
+template <class Port>
+result<void> choose(const std::map<std::string, std::shared_ptr<Port>, std::less<>>& named,
+                    const std::string& name, std::string_view kind, std::shared_ptr<Port>& slot) {
+  if (name.empty())
+    return {};
+  if (auto it = named.find(name); it != named.end()) {
+    slot = it->second;
+    return {};
+  }
+  auto needs = provider_requirement(name);
+  return error::make_permanent("provider.unavailable",
+                               "the reprocess chose the " + std::string{kind} + " provider " + name
+                                 + ", which this node does not run"
+                                 + (needs.empty() ? std::string{} : ": it needs " + std::string{needs}));
 }
 
 class ingest_job final : public stage_job {
@@ -118,11 +138,36 @@ public:
   void run(job_handle& job) override {
     job_ = &job;
     claim_ = std::move(*granted_);
-    resume_or_fetch();
+    if (choose_providers())
+      resume_or_fetch();
   }
 
 private:
   std::string id() const { return claim_.ingestion_id.str(); }
+
+  /// The node's configured providers, or those a reprocess chose for this ingestion; false after
+  /// failing it when this node does not run a chosen one.
+  bool choose_providers() {
+    auto& ports = ctx_->ports;
+    ocr_ = ports.ocr;
+    extractor_ = ports.extract;
+    if (claim_.transcription_provider.empty() && claim_.extraction_provider.empty())
+      return true;
+    job_->begin_local("providers");
+    auto chosen = choose(ports.transcribers, claim_.transcription_provider, "transcription", ocr_);
+    if (chosen)
+      chosen = choose(ports.extractors, claim_.extraction_provider, "extraction", extractor_);
+    if (!chosen) {
+      job_->step_failed(chosen.error());
+      return false;
+    }
+    auto named = [](const std::string& choice, const std::string& configured) {
+      return choice.empty() ? "as configured (" + configured + ")" : choice;
+    };
+    job_->step_done("chosen", "transcription " + named(claim_.transcription_provider, ocr_->name())
+                                + ", extraction " + named(claim_.extraction_provider, extractor_->name()));
+    return true;
+  }
 
   /// Crash resume (seed 000): a transcription stored by an earlier attempt is reused.
   void resume_or_fetch() {
@@ -183,16 +228,17 @@ private:
       [&](auto cb) {
         // The step's deadline starts when a CPU worker does, and stops while a remote provider's
         // request waits for the provider's limits.
-        if (ctx_->ports.ocr->waits_for_cpu())
+        if (ocr_->waits_for_cpu())
           req.started = job_->wait_for_cpu();
         req.provider_wait = job_->pause_hooks();
-        ctx_->ports.ocr->transcribe(std::move(req), std::move(cb));
+        ocr_->transcribe(std::move(req), std::move(cb));
       },
       [this](result<transcription> r) {
         if (!r)
           return job_->step_failed(r.error());
         text_ = std::move(*r);
-        job_->step_done("ok", "quality " + std::to_string(text_.quality_score)
+        job_->step_done("ok", (text_.provider.empty() ? ocr_->name() : text_.provider) + ", quality "
+                                + std::to_string(text_.quality_score)
                                 + (text_.preprocessed ? ", preprocessed" : "")
                                 + (text_.native_text ? ", native text" : ""));
         store_transcription();
@@ -257,10 +303,11 @@ private:
         fields_ = std::move(*r);
         ctx_->metrics->llm_input_tokens += fields_.input_tokens;
         ctx_->metrics->llm_output_tokens += fields_.output_tokens;
-        job_->step_done("ok", "confidence " + fields_.confidence + ", model " + fields_.model);
+        job_->step_done("ok", extractor_->name() + ", confidence " + fields_.confidence + ", model "
+                                + fields_.model);
         gate();
     };
-    auto& port = ctx_->ports.extract;
+    auto& port = extractor_;
     if (!port->runs_inline())
       return job_->request<extraction>(
         "extract", [&](auto cb) { port->extract_with(text_.text, job_->pause_hooks(), std::move(cb)); },
@@ -280,7 +327,7 @@ private:
     if (!verdict.passed) {
       job_->step_done("failed", verdict.reason);
       // Seed 000's table: a retry only where it can change the answer (an LLM), and only once.
-      auto retry_can_help = !ctx_->ports.extract->deterministic() && claim_.attempt_count == 0;
+      auto retry_can_help = !extractor_->deterministic() && claim_.attempt_count == 0;
       return job_->fail(gate_error(verdict, retry_can_help), fields_.structured_data);
     }
     job_->step_done("ok");
@@ -315,6 +362,9 @@ private:
   job_handle* job_ = nullptr;
   std::shared_ptr<claimed_ingestion> granted_;
   claimed_ingestion claim_;
+  /// This ingestion's providers (choose_providers).
+  std::shared_ptr<transcriber> ocr_;
+  std::shared_ptr<extractor> extractor_;
   std::string file_;
   transcription text_;
   extraction fields_;

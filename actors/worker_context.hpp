@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -44,6 +45,11 @@ struct worker_ports {
   std::shared_ptr<repository> db;
   std::shared_ptr<transcriber> ocr;
   std::shared_ptr<extractor> extract;
+  /// Every provider the node can run, by its configuration name (config/providers.hpp), `ocr`
+  /// and `extract` among them: an ingestion for which a reprocess chose one runs with it
+  /// (migration 013); one whose choice is missing here fails for review.
+  std::map<std::string, std::shared_ptr<transcriber>, std::less<>> transcribers;
+  std::map<std::string, std::shared_ptr<extractor>, std::less<>> extractors;
   /// The node's CPU pool, for a job's own CPU work (job_handle::on_cpu); null runs it inline
   /// (unit tests on the deterministic scheduler).
   std::shared_ptr<cpu_executor> cpu;

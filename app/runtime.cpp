@@ -27,6 +27,7 @@
 #include "adapters/storage/filesystem_store.hpp"
 #include "adapters/storage/s3_store.hpp"
 #include "app/queues.hpp"
+#include "config/providers.hpp"
 #include "review/review_setup.hpp"
 #include "adapters/support/blocking_call.hpp"
 #include "adapters/support/log.hpp"
@@ -61,7 +62,7 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     rt->limiters.push_back(std::make_shared<rate_limited_client>(name, *engine, *engine, limits));
     return *rt->limiters.back();
   };
-  auto llm = [&]() -> http_client& {
+  auto llm_http = [&]() -> http_client& {
     return provider("llm", provider_limits{cfg.limits.llm_max_concurrent, cfg.limits.llm_requests_per_minute,
                                            cfg.limits.llm_tokens_per_minute, wait_ms});
   };
@@ -147,15 +148,18 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     }
   }
 
-  if (cfg.transcription.provider == "tesseract") {
+  // Every provider whose configuration is complete, by name (config/providers.hpp): the
+  // configured ones serve every ingestion, the others those a reprocess chose them for.
+  if (cfg.transcription.provider == "document_ai" && cfg.secrets.document_ai_token.empty())
+    return error::make_permanent("config.secret_missing",
+                                 "transcription.provider is document_ai but INGESTD_DOCUMENT_AI_TOKEN is not set");
+  auto tesseract = [&]() -> std::shared_ptr<transcriber> {
     auto opts = make_local_transcriber_options(
       cfg.transcription.languages, static_cast<size_t>(cfg.transcription.max_file_bytes),
       cfg.transcription.max_pages, std::chrono::seconds{cfg.transcription.timeout_seconds});
-    rt->ports.ocr = std::make_shared<local_transcriber>(cpu, opts);
-  } else {
-    if (cfg.secrets.document_ai_token.empty())
-      return error::make_permanent("config.secret_missing",
-                                   "transcription.provider is document_ai but INGESTD_DOCUMENT_AI_TOKEN is not set");
+    return std::make_shared<local_transcriber>(cpu, opts);
+  };
+  auto document_ai = [&]() -> std::shared_ptr<transcriber> {
     document_ai_options opts;
     opts.endpoint = cfg.transcription.document_ai_endpoint;
     opts.access_token = cfg.secrets.document_ai_token;
@@ -169,19 +173,20 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
       cfg.transcription.languages, static_cast<size_t>(cfg.transcription.max_file_bytes),
       std::max(cfg.transcription.max_pages, defaults.max_pages),
       std::chrono::seconds{cfg.transcription.timeout_seconds});
-    auto& document_ai = provider("document_ai",
-                                 provider_limits{cfg.limits.document_ai_max_concurrent,
-                                                 cfg.limits.document_ai_requests_per_minute, 0, wait_ms});
-    rt->ports.ocr = std::make_shared<recovering_transcriber>(
-      std::make_shared<document_ai_transcriber>(document_ai, opts), std::make_shared<local_transcriber>(cpu, local),
+    auto& limited = provider("document_ai",
+                             provider_limits{cfg.limits.document_ai_max_concurrent,
+                                             cfg.limits.document_ai_requests_per_minute, 0, wait_ms});
+    return std::make_shared<recovering_transcriber>(
+      std::make_shared<document_ai_transcriber>(limited, opts), std::make_shared<local_transcriber>(cpu, local),
       cpu, local.limits);
-  }
+  };
+  for (auto& name : available_transcription_providers(cfg))
+    rt->ports.transcribers[name] = name == "document_ai" ? document_ai() : tesseract();
+  rt->ports.ocr = rt->ports.transcribers.at(cfg.transcription.provider);
 
-  if (cfg.extraction.provider == "local") {
-    rt->ports.extract = std::make_shared<local_extractor>();
-  } else {
+  auto llm = [&]() -> std::shared_ptr<extractor> {
     if (cfg.secrets.llm_api_key.empty())
-      log::warn("extraction.provider is llm and INGESTD_LLM_API_KEY is not set: requests go without a key");
+      log::warn("the LLM extractor has no INGESTD_LLM_API_KEY: requests go without a key");
     openai_options opts;
     opts.base_url = cfg.extraction.llm_base_url;
     opts.api_key = cfg.secrets.llm_api_key;
@@ -190,9 +195,12 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     opts.max_attempts = cfg.extraction.max_attempts;
     // The engine's thread also runs the retry back-off.
     // Seed 004's recovery: a text too long for the model goes to the local rules, for review.
-    rt->ports.extract = std::make_shared<fallback_extractor>(
-      std::make_shared<openai_extractor>(llm(), *http(), opts), std::make_shared<local_extractor>());
-  }
+    return std::make_shared<fallback_extractor>(
+      std::make_shared<openai_extractor>(llm_http(), *http(), opts), std::make_shared<local_extractor>());
+  };
+  for (auto& name : available_extraction_providers(cfg))
+    rt->ports.extractors[name] = name == "llm" ? llm() : std::make_shared<local_extractor>();
+  rt->ports.extract = rt->ports.extractors.at(cfg.extraction.provider);
 
   if (stage_enabled(cfg, "unpack")) {
     unpack_limits limits;
@@ -218,7 +226,7 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
       opts.request_timeout = std::chrono::seconds{cfg.matching.timeout_seconds};
       opts.max_candidates = static_cast<size_t>(cfg.matching.candidate_limit);
       // The engine's thread also runs the retry back-off (seed 003: 2 s, 4 s, 8 s).
-      rt->ports.match = std::make_shared<llm_matcher>(llm(), *http(), opts);
+      rt->ports.match = std::make_shared<llm_matcher>(llm_http(), *http(), opts);
     }
   }
 

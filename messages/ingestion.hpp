@@ -38,13 +38,19 @@ struct claimed_ingestion {
   /// when it entered that class: attempt_count - class_attempts_base attempts were made in it.
   std::string size_class = "small";
   int32_t class_attempts_base = 0;
+  /// The providers a reprocess chose for this ingestion (migration 013): a transcription.provider
+  /// ("tesseract", "document_ai") and an extraction.provider ("local", "llm") name. Empty: the
+  /// node's configured one.
+  std::string transcription_provider;
+  std::string extraction_provider;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, claimed_ingestion& x) {
   return f(caf::meta::type_name("claimed_ingestion"), x.ingestion_id, x.document_id, x.tenant_id,
            x.claim_token, x.attempt_count, x.file_path, x.mime_type, x.transcription_file_path,
-           x.poisoned, x.skipped, x.size_class, x.class_attempts_base);
+           x.poisoned, x.skipped, x.size_class, x.class_attempts_base, x.transcription_provider,
+           x.extraction_provider);
 }
 
 /// Recorded on the ingestion once the transcription is stored (seed 000, step 7).

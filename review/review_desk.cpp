@@ -49,7 +49,8 @@ int status_of(const error& e) {
     return 404;
   if (e.code == "review.conflict")
     return 409;
-  if (e.code == "review.invalid")
+  if (e.code == "review.invalid" || e.code == "review.unknown_provider"
+      || e.code == "review.provider_unavailable")
     return 400;
   if (e.code == "review.schema_invalid" || e.code == "review.unreadable"
       || e.code == "review.unsupported_type")
@@ -112,10 +113,40 @@ std::string done_json(const review_done& d) {
                                                                         : "reprocessing")
                     + ",\"version\":" + std::to_string(d.version)
                     + ",\"warnings\":" + findings_json(d.warnings) + ",\"changes\":" + d.changes;
+  auto provider = [](const std::string& name) {
+    return name.empty() ? std::string{"null"} : json_string(name);
+  };
   if (d.ingestion_id)
     out += ",\"ingestion_id\":" + json_string(d.ingestion_id->str())
-           + ",\"enqueued\":" + (d.enqueued ? "true" : "false");
+           + ",\"enqueued\":" + (d.enqueued ? "true" : "false")
+           + ",\"transcription_provider\":" + provider(d.providers.transcription)
+           + ",\"extraction_provider\":" + provider(d.providers.extraction);
   return out + "}";
+}
+
+/// A reprocess's choice from its body: "transcription_provider" and "extraction_provider", each a
+/// provider's name, or absent, null or "" for the configured one. nullopt after answering 400.
+std::optional<provider_choice> choice_of(const rapidjson::Document& body, httplib::Response& res) {
+  if (body.HasMember("provider")) {
+    send_error(res, 400, "review.invalid",
+               "name the providers as \"transcription_provider\" and \"extraction_provider\" "
+               "(either may be left out for the configured one), not \"provider\"");
+    return std::nullopt;
+  }
+  provider_choice out;
+  for (auto [key, slot] : {std::pair{"transcription_provider", &out.transcription},
+                           std::pair{"extraction_provider", &out.extraction}}) {
+    auto it = body.FindMember(key);
+    if (it == body.MemberEnd() || it->value.IsNull())
+      continue;
+    if (!it->value.IsString()) {
+      send_error(res, 400, "review.invalid",
+                 std::string{"\""} + key + "\" must be a provider's name or null");
+      return std::nullopt;
+    }
+    slot->assign(it->value.GetString(), it->value.GetStringLength());
+  }
+  return out;
 }
 
 std::string queue_json(const review_queue& q) {
@@ -387,11 +418,10 @@ public:
                       : std::string{};
       done = svc.reject(c->who, id, *version, std::move(reason));
     } else if (action == "reprocess") {
-      if (body->HasMember("provider"))
-        return send_error(res, 400, "review.invalid",
-                          "choosing a provider per reprocess is not supported: the new "
-                          "ingestion uses the node's configured providers; omit \"provider\"");
-      done = svc.reprocess(c->who, id, *version);
+      auto choice = choice_of(*body, res);
+      if (!choice)
+        return;
+      done = svc.reprocess(c->who, id, *version, *choice);
     }
     if (!done)
       return send_failure(res, done.error());
@@ -432,6 +462,7 @@ public:
     }
     document_view view;
     view.doc = &**doc;
+    view.providers = svc.providers();
     view.findings = svc.findings((*doc)->structured_data);
     if (auto text = svc.transcription(**doc)) {
       view.transcription = text->first;

@@ -7,13 +7,14 @@
 //   POST /review/api/documents/{id}/check      {"fields": {...}}        validate, no save
 //   POST /review/api/documents/{id}/approve    {"version": N, "fields": {...}}
 //   POST /review/api/documents/{id}/reject     {"version": N, "reason": "..."}
-//   POST /review/api/documents/{id}/reprocess  {"version": N}
+//   POST /review/api/documents/{id}/reprocess  {"version": N, "transcription_provider": "...",
+//                                               "extraction_provider": "..."} (both optional)
 // Access: "Authorization: Bearer TOKEN" (no CSRF token needed; X-Reviewer names the reviewer),
 // or the cookie of the login form, with which every POST carries the session's CSRF token
 // (header X-CSRF-Token or form field csrf). API POSTs take application/json only. Without any
 // configured token the desk is open to the default tenant (allowed on a loopback bind only).
-// Answers: 200, 400 bad request, 401 no or bad token, 403 CSRF or tenant, 404 unknown (or
-// another tenant's) document, 409 changed since the version given or being processed,
+// Answers: 200, 400 bad request (also an unknown provider, or one this node cannot run), 401 no
+// or bad token, 403 CSRF or tenant, 404 unknown (or another tenant's) document, 409 changed since the version given or being processed,
 // 415 not JSON, 422 refused by the extraction schema, 503 database or storage unavailable.
 #pragma once
 

@@ -3,9 +3,13 @@
 // through data- attributes, never into script text.
 #include "review/review_pages.hpp"
 
+#include <algorithm>
+
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
+
+#include "config/providers.hpp"
 
 namespace ingestd {
 
@@ -29,6 +33,8 @@ tr.sel{background:#e6f0fb}.counts span{margin-right:1.2em}.tag{padding:0 .4em;bo
 .field .machine,.field .note{font-size:12px;color:#667}.field .note{color:#a14d00}
 .field.changed input{border:2px solid #2b7bd9}
 .checks li{color:#a14d00}.error{color:#b00020;font-weight:600}.ok{color:#1b7d2b;font-weight:600}
+fieldset{border:1px solid #e2e4e8;margin:.6em 0;padding:.4em .6em}fieldset label{margin-right:.3em}
+fieldset select{margin-right:.8em;font:inherit}
 button{font:inherit;padding:.35em .9em;margin-right:.4em;cursor:pointer}button.primary{background:#1b7d2b;color:#fff;border:0}
 pre{white-space:pre-wrap;max-height:24em;overflow:auto;background:#fafafa;padding:.5em}
 kbd{border:1px solid #aab;border-radius:3px;padding:0 .3em;font-size:12px;background:#fff}
@@ -179,15 +185,19 @@ constexpr const char* document_script = R"js(
   function reject(){var reason=document.getElementById('reason').value.trim();
     if(!reason){say('Give a reason to reject','error');document.getElementById('reason').focus();return;}
     post('reject',{version:version,reason:reason}).then(function(r){done(r,'Rejected');});}
-  function reprocess(){post('reprocess',{version:version}).then(function(r){done(r,'Sent for reprocessing');});}
+  var rp=document.getElementById('reprocess-form');
+  function reprocess(e){e.preventDefault();var body={version:version};
+    [].slice.call(rp.querySelectorAll('select')).forEach(function(s){if(s.value)body[s.name]=s.value;});
+    say('Sending…');post('reprocess',body).then(function(r){done(r,'Sent for reprocessing');});}
   document.getElementById('approve').addEventListener('click',approve);
   document.getElementById('reject').addEventListener('click',reject);
-  document.getElementById('reprocess').addEventListener('click',reprocess);
+  rp.addEventListener('submit',reprocess);
   document.addEventListener('keydown',function(e){
-    if(e.key==='Enter'&&(e.ctrlKey||e.metaKey)){approve();e.preventDefault();return;}
+    if(e.key==='Enter'&&(e.ctrlKey||e.metaKey)&&!e.target.matches('select')){approve();e.preventDefault();return;}
     if(e.key==='Escape'){document.activeElement.blur();return;}
-    if(e.target.matches('input,textarea'))return;
+    if(e.target.matches('input,textarea,select'))return;
     if(e.key==='a')approve();
+    else if(e.key==='r'){document.getElementById('rp-transcription').focus();e.preventDefault();}
     else if(e.key==='n'&&next)location.href='/review/documents/'+next;
     else if(e.key==='q')location.href='/review';
     else if(e.key==='e'&&inputs.length){inputs[0].focus();e.preventDefault();}
@@ -201,6 +211,26 @@ constexpr const char* document_script = R"js(
   if(pre)pre.addEventListener('click',function(){img.src='/review/api/documents/'+id+'/pages/0.png?variant=preprocessed';});
 })();
 )js";
+
+/// A select of the reprocess form: "as configured" (the default), then every provider of `names`,
+/// those this node cannot run disabled with what they need.
+template <size_t N>
+std::string provider_select(const char* id, const char* name, const char* label,
+                            const std::string_view (&names)[N], const std::vector<std::string>& here) {
+  std::string out = std::string{"<label for=\""} + id + "\">" + label + "</label><select id=\"" + id
+                    + "\" name=\"" + name + "\"><option value=\"\" selected>as configured";
+  if (!here.empty())
+    out += " (" + html_escape(here.front()) + " on this node)";
+  out += "</option>";
+  for (auto n : names) {
+    bool runs = std::find(here.begin(), here.end(), n) != here.end();
+    out += "<option value=\"" + html_escape(n) + "\"";
+    if (!runs)
+      out += " disabled title=\"needs " + html_escape(provider_requirement(n)) + "\"";
+    out += ">" + html_escape(n) + (runs ? "" : " (not on this node)") + "</option>";
+  }
+  return out + "</select>";
+}
 
 } // namespace
 
@@ -361,11 +391,16 @@ std::string document_page(const page_context& ctx, const document_view& view) {
   }
   out += "</form><p id=\"status\" role=\"status\"></p>"
          "<button class=\"primary\" id=\"approve\" type=\"button\">Approve</button>"
-         "<button id=\"reprocess\" type=\"button\">Reprocess</button>"
-         "<div class=\"field\"><label for=\"reason\">Reason to reject</label><input id=\"reason\"></div>"
-         "<button id=\"reject\" type=\"button\">Reject</button>"
-         "<p class=\"muted\">Keys: <kbd>a</kbd> or <kbd>Ctrl</kbd>+<kbd>Enter</kbd> approve, <kbd>e</kbd> edit, "
-         "<kbd>Esc</kbd> leave a field, <kbd>n</kbd> next document, <kbd>q</kbd> queue</p>";
+         "<form id=\"reprocess-form\"><fieldset><legend>Reprocess: a new ingestion</legend>"
+         + provider_select("rp-transcription", "transcription_provider", "Transcription",
+                           transcription_provider_names, view.providers.transcription)
+         + provider_select("rp-extraction", "extraction_provider", "Extraction", extraction_provider_names,
+                           view.providers.extraction)
+         + "<button id=\"reprocess\" type=\"submit\">Reprocess</button></fieldset></form>"
+           "<div class=\"field\"><label for=\"reason\">Reason to reject</label><input id=\"reason\"></div>"
+           "<button id=\"reject\" type=\"button\">Reject</button>"
+           "<p class=\"muted\">Keys: <kbd>a</kbd> or <kbd>Ctrl</kbd>+<kbd>Enter</kbd> approve, <kbd>e</kbd> edit, "
+           "<kbd>r</kbd> reprocess, <kbd>Esc</kbd> leave a field, <kbd>n</kbd> next document, <kbd>q</kbd> queue</p>";
   if (!view.next_id.empty())
     out += "<p><a id=\"next\" href=\"/review/documents/" + html_escape(view.next_id) + "\">Next document →</a></p>";
   out += "</div>";

@@ -34,10 +34,12 @@ struct document_view {
   int page_count = 1;
   /// The next document in the queue (empty when none).
   std::string next_id;
+  /// The providers a reprocess may choose here (the reprocess form's choices).
+  node_providers providers;
 };
 
 /// The page image beside a form with one input per field, the failed checks at their fields,
-/// the actions, the transcription, the audit trail, matches, cluster and earlier reviews.
+/// the actions (reprocess with a choice of providers), the transcription, the audit trail, matches, cluster and earlier reviews.
 std::string document_page(const page_context& ctx, const document_view& view);
 
 } // namespace ingestd

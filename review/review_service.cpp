@@ -19,6 +19,7 @@
 #include "adapters/support/blocking_call.hpp"
 #include "adapters/support/cpu_executor.hpp"
 #include "adapters/support/log.hpp"
+#include "config/providers.hpp"
 #include "messages/cpu_job.hpp"
 
 namespace ingestd {
@@ -122,6 +123,55 @@ std::vector<review_finding> gate_findings(const std::string& data, gate_options 
 
 bool empty_value(const rapidjson::Value& v) {
   return v.IsNull() || (v.IsString() && v.GetStringLength() == 0) || (v.IsArray() && v.Empty());
+}
+
+/// The approved data says a person verified it: extraction_successful true and confidence
+/// "high", unless the reviewer's own fields set them. `data` is a valid JSON object.
+std::string human_verified(const std::string& data, std::string_view fields_json) {
+  rapidjson::Document doc;
+  doc.Parse(data.data(), data.size());
+  rapidjson::Document fields;
+  if (!fields_json.empty())
+    fields.Parse(fields_json.data(), fields_json.size());
+  auto set_by_reviewer = [&fields](const char* name) { return fields.IsObject() && fields.HasMember(name); };
+  if (doc.HasParseError() || !doc.IsObject())
+    return data;
+  auto set = [&doc, &set_by_reviewer](const char* name, rapidjson::Value value) {
+    if (set_by_reviewer(name))
+      return;
+    if (auto it = doc.FindMember(name); it != doc.MemberEnd())
+      it->value = value;
+    else
+      doc.AddMember(rapidjson::StringRef(name), value, doc.GetAllocator());
+  };
+  set("extraction_successful", rapidjson::Value{true});
+  set("confidence", rapidjson::Value{rapidjson::StringRef("high")});
+  return to_text(doc);
+}
+
+/// A reprocess's choice of one kind of provider: empty (as configured), or one of `known` (listed
+/// in `names`) that this node runs (`here`).
+template <size_t N>
+result<void> check_choice(std::string_view kind, const std::string& name, const std::string_view (&known)[N],
+                          const std::string& names, const std::vector<std::string>& here) {
+  if (name.empty())
+    return {};
+  if (std::find(std::begin(known), std::end(known), name) == std::end(known))
+    return error::make_permanent("review.unknown_provider",
+                                 "unknown " + std::string{kind} + "_provider \"" + name + "\": one of " + names
+                                   + ", or none for the configured one");
+  if (std::find(here.begin(), here.end(), name) == here.end()) {
+    std::string runs;
+    for (auto& h : here)
+      runs.append(runs.empty() ? "" : ", ").append(h);
+    auto needs = provider_requirement(name);
+    return error::make_permanent(
+      "review.provider_unavailable",
+      "this node cannot run the " + std::string{kind} + " provider \"" + name + "\""
+        + (needs.empty() ? std::string{} : ": it needs " + std::string{needs})
+        + (runs.empty() ? std::string{" (it runs only its configured one)"} : " (it runs " + runs + ")"));
+  }
+  return {};
 }
 
 error database_error(const error& e, std::chrono::milliseconds t) {
@@ -336,7 +386,7 @@ result<review_done> review_service::approve(const reviewer& who, uuid id, int64_
   d.expected_version = version;
   d.action = "approve";
   d.reviewer = who.name;
-  d.reviewed_data = checked->data;
+  d.reviewed_data = human_verified(checked->data, fields_json);
   d.changes = checked->changes;
   d.warnings = findings_json(checked->warnings);
   auto saved = db_->save(d, opts_.call_timeout);
@@ -344,7 +394,8 @@ result<review_done> review_service::approve(const reviewer& who, uuid id, int64_
     return database_error(saved.error(), opts_.call_timeout);
   log::info("review: approved", {{"document_id", id.str()}, {"reviewer", who.name},
                                  {"version", saved->version}});
-  return review_done{"approve", saved->version, std::move(checked->warnings), checked->changes, {}, true};
+  return review_done{"approve", saved->version, std::move(checked->warnings),
+                     checked->changes, {}, true, {}};
 }
 
 result<review_done> review_service::reject(const reviewer& who, uuid id, int64_t version,
@@ -365,10 +416,19 @@ result<review_done> review_service::reject(const reviewer& who, uuid id, int64_t
   if (!saved)
     return database_error(saved.error(), opts_.call_timeout);
   log::info("review: rejected", {{"document_id", id.str()}, {"reviewer", who.name}});
-  return review_done{"reject", saved->version, {}, "{}", {}, true};
+  return review_done{"reject", saved->version, {}, "{}", {}, true, {}};
 }
 
-result<review_done> review_service::reprocess(const reviewer& who, uuid id, int64_t version) {
+result<review_done> review_service::reprocess(const reviewer& who, uuid id, int64_t version,
+                                              const provider_choice& choice) {
+  if (auto ok = check_choice("transcription", choice.transcription, transcription_provider_names,
+                             transcription_provider_list(), opts_.providers.transcription);
+      !ok)
+    return ok.error();
+  if (auto ok = check_choice("extraction", choice.extraction, extraction_provider_names,
+                             extraction_provider_list(), opts_.providers.extraction);
+      !ok)
+    return ok.error();
   auto doc = load(who, id, version);
   if (!doc)
     return doc.error();
@@ -379,10 +439,12 @@ result<review_done> review_service::reprocess(const reviewer& who, uuid id, int6
   d.action = "reprocess";
   d.reviewer = who.name;
   d.new_ingestion_id = uuid::v7();
+  d.transcription_provider = choice.transcription;
+  d.extraction_provider = choice.extraction;
   auto saved = db_->save(d, opts_.call_timeout);
   if (!saved)
     return database_error(saved.error(), opts_.call_timeout);
-  review_done out{"reprocess", saved->version, {}, "{}", saved->ingestion_id, true};
+  review_done out{"reprocess", saved->version, {}, "{}", saved->ingestion_id, true, choice};
   if (!saved->ingestion_id)
     return out;
   auto sent = blocking_call<std::vector<batch_entry_result>>(
@@ -396,7 +458,9 @@ result<review_done> review_service::reprocess(const reviewer& who, uuid id, int6
               {{"ingestion_id", saved->ingestion_id->str()}});
   }
   log::info("review: reprocessing", {{"document_id", id.str()}, {"reviewer", who.name},
-                                     {"ingestion_id", saved->ingestion_id->str()}});
+                                     {"ingestion_id", saved->ingestion_id->str()},
+                                     {"transcription_provider", choice.transcription},
+                                     {"extraction_provider", choice.extraction}});
   return out;
 }
 

@@ -24,6 +24,20 @@ class queue;
 class object_store;
 class cpu_executor;
 
+/// The providers this node runs (config/providers.hpp's names, the configured one first): a
+/// reprocess may choose among them. Empty: only the configured ones ("as configured").
+struct node_providers {
+  std::vector<std::string> transcription;
+  std::vector<std::string> extraction;
+};
+
+/// The providers a reprocess chooses for its new ingestion; empty: the configured one of the
+/// node that takes it.
+struct provider_choice {
+  std::string transcription;
+  std::string extraction;
+};
+
 struct review_options {
   /// Deadline of each port call (database, storage, queue, a page render).
   std::chrono::milliseconds call_timeout{std::chrono::seconds{20}};
@@ -31,6 +45,8 @@ struct review_options {
   gate_options gate;
   /// Larger stored documents are not rendered.
   size_t max_file_bytes = size_t{100} << 20;
+  /// What a reprocess may choose on this node.
+  node_providers providers;
 };
 
 /// A check of the quality gate that fails on some data, and the fields it concerns.
@@ -68,6 +84,8 @@ struct review_done {
   /// reprocess: the new ingestion, and whether it reached the queue (else the sweeper sends it).
   std::optional<uuid> ingestion_id;
   bool enqueued = true;
+  /// reprocess: the providers chosen (empty: as configured).
+  provider_choice providers;
 };
 
 class review_service {
@@ -97,14 +115,23 @@ public:
   /// and validates the result. Errors: "review.invalid" (not an object, an unknown field).
   result<review_check> check(const review_document& doc, std::string_view fields_json) const;
 
-  /// Approve, as is or with fields changed. Errors: "review.not_found", "review.conflict",
-  /// "review.invalid", "review.schema_invalid" (nothing saved), transient database errors.
+  /// Approve, as is or with fields changed. The approved data says a person verified it:
+  /// extraction_successful true and confidence "high", unless `fields_json` sets them (the
+  /// machine's own stay on its ingestion and in the review row). Errors: "review.not_found",
+  /// "review.conflict", "review.invalid", "review.schema_invalid" (nothing saved), transient
+  /// database errors.
   result<review_done> approve(const reviewer& who, uuid id, int64_t version,
                               std::string_view fields_json);
   /// Reject with a reason (not empty: "review.invalid").
   result<review_done> reject(const reviewer& who, uuid id, int64_t version, std::string reason);
-  /// A new ingestion of the document, enqueued.
-  result<review_done> reprocess(const reviewer& who, uuid id, int64_t version);
+  /// A new ingestion of the document, enqueued, with the providers of `choice`. Errors besides
+  /// those of approve: "review.unknown_provider" (a name that is no provider),
+  /// "review.provider_unavailable" (a provider this node's configuration cannot run).
+  result<review_done> reprocess(const reviewer& who, uuid id, int64_t version,
+                                const provider_choice& choice = {});
+
+  /// What a reprocess may choose on this node.
+  const node_providers& providers() const { return opts_.providers; }
 
   /// Page `index` of the document ("original") or of the latest ingestion's preprocessed image
   /// ("preprocessed"); PDF pages are rendered on the CPU pool once and cached in object storage.

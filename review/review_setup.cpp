@@ -5,6 +5,7 @@
 
 #include "adapters/db/pg_review_repository.hpp"
 #include "admin/admin_server.hpp"
+#include "config/providers.hpp"
 #include "review/review_desk.hpp"
 #include "review/review_service.hpp"
 
@@ -44,6 +45,8 @@ result<void> mount_review_desk(admin_server& admin, const config& cfg,
     return tokens.error();
   review_options opts;
   opts.max_file_bytes = static_cast<size_t>(cfg.storage.max_object_bytes);
+  // The providers the node's runtime builds from the same configuration.
+  opts.providers = {available_transcription_providers(cfg), available_extraction_providers(cfg)};
   auto service = std::make_shared<review_service>(
     std::make_shared<pg_review_repository>(cfg.database.url), std::move(ingest_queue),
     std::move(storage), std::move(cpu), opts);

@@ -50,6 +50,7 @@ SELECT json_build_object(
     ELSE 'unprocessed' END,
   'needs_human_review', d.needs_human_review,
   'structured_data', d.structured_data,
+  'review_status', d.review_status, 'reviewed_by', d.reviewed_by, 'reviewed_at', d.reviewed_at,
   'created_at', d.created_at, 'updated_at', d.updated_at,
   'matching_status', d.matching_status, 'matching_error', d.matching_error,
   'matching_attempts', d.matching_attempts, 'cluster_id', d.cluster_id,

@@ -99,7 +99,8 @@ WITH req AS (
    WHERE i.id = lock.id AND i.status = 'in-progress'
   RETURNING i.id, i.document_id, i.claim_token, i.attempt_count, i.transcription_file_path,
             lock.claimable AND NOT lock.poison AND NOT lock.skip AS granted, lock.crashed,
-            lock.poison, lock.skip, i.last_error, i.size_class, i.class_attempts_base
+            lock.poison, lock.skip, i.last_error, i.size_class, i.class_attempts_base,
+            i.transcription_provider, i.extraction_provider
 ), audit AS (
   INSERT INTO ingestion_event (ingestion_id, step, outcome, detail, worker_id)
   SELECT c.id, 'claim',
@@ -110,7 +111,8 @@ WITH req AS (
    WHERE c.crashed OR c.skip
 )
 SELECT c.id, c.document_id, d.tenant_id, c.claim_token, c.attempt_count, d.file_path,
-       d.mime_type, c.transcription_file_path, c.poison, c.skip, c.size_class, c.class_attempts_base
+       d.mime_type, c.transcription_file_path, c.poison, c.skip, c.size_class, c.class_attempts_base,
+       COALESCE(c.transcription_provider, ''), COALESCE(c.extraction_provider, '')
   FROM changed AS c
   JOIN document AS d ON d.id = c.document_id
  WHERE c.granted OR c.poison OR c.skip
@@ -463,6 +465,8 @@ void pg_repository::claim(std::vector<claim_request> requests, std::string worke
       c.skipped = rows.boolean(r, 9);
       c.size_class = rows.str(r, 10);
       c.class_attempts_base = static_cast<int32_t>(rows.i64(r, 11));
+      c.transcription_provider = rows.str(r, 12);
+      c.extraction_provider = rows.str(r, 13);
       // The request that won is the one whose token was stored (an id requested twice in one
       // batch is claimed once); failed as poison, none was stored: the first request for it.
       for (size_t i = 0; i < requests.size(); ++i) {

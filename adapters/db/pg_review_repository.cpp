@@ -100,7 +100,10 @@ SELECT d.id, d.tenant_id, d.file_path, COALESCE(d.mime_type, ''),
                                            'at', r.at, 'changes', r.changes,
                                            'warnings', r.warnings, 'reason', r.reason,
                                            'based_on_version', r.based_on_version,
-                                           'ingestion_id', r.ingestion_id) ORDER BY r.at, r.id)
+                                           'ingestion_id', r.ingestion_id,
+                                           'transcription_provider', r.transcription_provider,
+                                           'extraction_provider', r.extraction_provider)
+                  ORDER BY r.at, r.id)
            FROM document_review AS r WHERE r.document_id = d.id), '[]'::json)::text,
        COALESCE(d.cluster_id::text, '')
   FROM document AS d
@@ -115,7 +118,8 @@ SELECT d.id, d.tenant_id, d.file_path, COALESCE(d.mime_type, ''),
 // reprocess, the new ingestion of the same source. Concurrent saves: the second waits for the
 // first's row lock, then finds the version changed and updates nothing.
 // $1 document, $2 tenant, $3 expected version, $4 action, $5 reviewed data, $6 reviewer,
-// $7 changes, $8 warnings, $9 new ingestion id, $10 reason, $11 audit detail.
+// $7 changes, $8 warnings, $9 new ingestion id, $10 reason, $11 audit detail, $12 and $13 the
+// transcription and extraction providers a reprocess chose (NULL: the node's configured ones).
 constexpr pg::statement save_sql{"ingestd_review_save", R"sql(
 WITH upd AS (
   UPDATE document AS d
@@ -135,20 +139,22 @@ latest AS (
     FROM ingestion AS i JOIN upd ON i.document_id = upd.id
    ORDER BY i.created_at DESC, i.id DESC LIMIT 1),
 fresh AS (
-  INSERT INTO ingestion (id, document_id, doc_source_id, uploaded_by, source_metadata)
+  INSERT INTO ingestion (id, document_id, doc_source_id, uploaded_by, source_metadata,
+                         transcription_provider, extraction_provider)
   SELECT $9::uuid, l.document_id, l.doc_source_id, l.uploaded_by,
          COALESCE(l.source_metadata, '{}'::jsonb)
            || jsonb_build_object('channel', 'review', 'requested_by', $6::text,
-                                 'reprocess_of', l.id)
+                                 'reprocess_of', l.id),
+         $12, $13
     FROM latest AS l WHERE $4 = 'reprocess'
   RETURNING id),
 rev AS (
   INSERT INTO document_review (document_id, tenant_id, action, reviewer, based_on_version,
                                machine_data, reviewed_data, changes, warnings, reason,
-                               ingestion_id)
+                               ingestion_id, transcription_provider, extraction_provider)
   SELECT upd.id, upd.tenant_id, $4, $6, $3, upd.before_data,
          CASE WHEN $4 = 'approve' THEN upd.after_data END, $7::jsonb, $8::jsonb, $10,
-         (SELECT id FROM fresh)
+         (SELECT id FROM fresh), $12, $13
     FROM upd),
 ev AS (
   INSERT INTO ingestion_event (ingestion_id, step, outcome, detail, worker_id)
@@ -325,13 +331,19 @@ result<review_saved> pg_review_repository::save(const review_decision& d, timeou
     return error::make_permanent("review.invalid", "the reviewed data is not valid JSON");
   if (!pg::valid_json(d.changes) || !pg::valid_json(d.warnings))
     return error::make_permanent("review.invalid", "changes and warnings must be JSON");
+  bool reprocess = d.action == "reprocess";
   std::string detail = "by " + d.reviewer;
   if (d.action == "approve" && d.changes != "{}")
     detail += ", changed " + d.changes;
   if (d.action == "reject")
     detail += ": " + d.reason;
-  if (d.action == "reprocess")
+  if (reprocess) {
     detail += ", new ingestion " + d.new_ingestion_id.str();
+    if (!d.transcription_provider.empty())
+      detail += ", transcription provider " + d.transcription_provider;
+    if (!d.extraction_provider.empty())
+      detail += ", extraction provider " + d.extraction_provider;
+  }
   std::vector<param> params{d.document_id.str(),
                             d.tenant_id.str(),
                             std::to_string(d.expected_version),
@@ -342,7 +354,9 @@ result<review_saved> pg_review_repository::save(const review_decision& d, timeou
                             d.warnings,
                             d.new_ingestion_id.str(),
                             pg::opt_clean(d.reason),
-                            pg::clean(detail)};
+                            pg::clean(detail),
+                            pg::opt_clean(reprocess ? d.transcription_provider : std::string{}),
+                            pg::opt_clean(reprocess ? d.extraction_provider : std::string{})};
   {
     borrowed s{*this};
     auto res = s->run(save_sql, params, t);

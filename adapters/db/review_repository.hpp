@@ -104,6 +104,10 @@ struct review_decision {
   std::string reason;
   /// reprocess: the id of the new ingestion.
   uuid new_ingestion_id;
+  /// reprocess: the providers chosen for the new ingestion (a transcription.provider and an
+  /// extraction.provider name); empty: the configured one of the node that takes it.
+  std::string transcription_provider;
+  std::string extraction_provider;
 };
 
 /// How a save went.
@@ -130,9 +134,9 @@ public:
                                                           uuid document_id, timeout t) = 0;
 
   /// Saves the decision: approve (structured_data replaced, needs_human_review cleared), reject
-  /// (needs_human_review cleared), reprocess (a new in-progress ingestion of the same source);
-  /// each with a document_review row and an audit event on the latest ingestion, in one
-  /// transaction.
+  /// (needs_human_review cleared), reprocess (a new in-progress ingestion of the same source,
+  /// with the providers chosen); each with a document_review row and an audit event on the
+  /// latest ingestion, in one transaction.
   virtual result<review_saved> save(const review_decision& decision, timeout t) = 0;
 };
 

@@ -1,7 +1,8 @@
 // The review desk in `ingestd run`: refused at start when misconfigured (an open desk on a public
 // bind, no admin port, a bad token setting), and served by a running daemon: a document that
 // failed for good is in the desk's queue, a reprocess through the API makes the daemon take it
-// again, and the desk's address is in the log.
+// again, and the desk's address is in the log; a reprocess that chooses the LLM extractor on a
+// node configured with the local rules goes through the LLM (the chat-completions stub).
 #include <chrono>
 #include <csignal>
 
@@ -15,6 +16,7 @@
 #include <rapidjson/document.h>
 
 #include "tests/support/daemon/e2e_setup.hpp"
+#include "tests/support/llm/chat_stub.hpp"
 
 using namespace std::chrono_literals;
 using namespace ingestd::test;
@@ -34,6 +36,19 @@ int free_port() {
     port = ntohs(addr.sin_port);
   ::close(fd);
   return port;
+}
+
+/// A valid one-page PDF whose text layer reads "Dear customer, thank you for your letter.": the
+/// local rules find no invoice in it.
+std::string letter_pdf() {
+  std::string content = "BT /F1 14 Tf 72 700 Td (Dear customer, thank you for your letter.) Tj ET";
+  return "%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n"
+         "2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj\n"
+         "3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]/Contents 4 0 R"
+         "/Resources<</Font<</F1 5 0 R>>>>>>endobj\n"
+         "4 0 obj<</Length " + std::to_string(content.size()) + ">>stream\n" + content + "\nendstream endobj\n"
+         "5 0 obj<</Type/Font/Subtype/Type1/BaseFont/Helvetica>>endobj\n"
+         "trailer<</Root 1 0 R>>\n%%EOF\n";
 }
 
 TEST(review_desk_daemon, refuses_to_start_when_misconfigured) {
@@ -91,6 +106,76 @@ TEST(review_desk_daemon, a_failed_document_is_reviewed_and_reprocessed_through_t
   ASSERT_TRUE(wait_until([&] { return setup.with_status("failed") == 2; }, 60s)) << setup.logs();
   EXPECT_EQ(setup.count("SELECT count(*) FROM document WHERE needs_human_review"), 1);
   EXPECT_EQ(setup.count("SELECT count(*) FROM document_review WHERE action = 'reprocess' AND reviewer = 'ops'"), 1);
+
+  d->signal(SIGTERM);
+  auto code = d->wait_exit(60s);
+  ASSERT_TRUE(code);
+  EXPECT_EQ(*code, 0) << d->log_tail();
+}
+
+TEST(review_desk_daemon, a_reprocess_that_chooses_the_llm_goes_through_the_llm_extractor) {
+  chat_stub stub;
+  e2e_setup setup;
+  auto first = setup.add_document_bytes(letter_pdf(), "pdf", "application/pdf");
+  auto tenant = setup.db().scalar("SELECT d.tenant_id FROM document AS d JOIN ingestion AS i ON i.document_id = d.id "
+                                  "WHERE i.id = $1", {first});
+  auto document = setup.db().scalar("SELECT document_id FROM ingestion WHERE id = $1", {first});
+  setup.enqueue({first});
+  int port = free_port();
+  // The local rules are the configured extractor; the LLM is there for a reprocess to choose.
+  auto model = std::string{"success:e2e-reprocess"};
+  auto d = setup.start({{"INGESTD_REVIEW__ENABLED", "true"},
+                        {"INGESTD_ADMIN__PORT", std::to_string(port)},
+                        {"INGESTD_REVIEW_TOKEN", tenant + ":desk-token"},
+                        {"INGESTD_EXTRACTION__LLM_BASE_URL", stub.base_url()},
+                        {"INGESTD_EXTRACTION__LLM_MODEL", model}});
+  // The local rules find no invoice in a letter: failed for review at the first attempt.
+  ASSERT_TRUE(wait_until([&] { return setup.with_status("failed") == 1; }, 60s)) << setup.logs();
+
+  httplib::Client c{"127.0.0.1", port};
+  c.set_read_timeout(30, 0);
+  httplib::Headers auth{{"Authorization", "Bearer desk-token"}, {"X-Reviewer", "ops"}};
+  auto version = setup.db().scalar("SELECT review_version FROM document WHERE id = $1", {document});
+  auto path = "/review/api/documents/" + document + "/reprocess";
+  // This node has no Document AI: refused by the desk, which runs inside it.
+  auto refused = c.Post(path.c_str(), auth, R"({"version":)" + version + R"(,"transcription_provider":"document_ai"})",
+                        "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 400) << refused->body;
+  EXPECT_NE(refused->body.find("review.provider_unavailable"), std::string::npos) << refused->body;
+
+  auto r = c.Post(path.c_str(), auth, R"({"version":)" + version + R"(,"extraction_provider":"llm"})",
+                  "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  rapidjson::Document done;
+  done.Parse(r->body.c_str());
+  std::string second = done["ingestion_id"].GetString();
+  // The new ingestion is extracted by the LLM: the stub's invoice passes the gate.
+  ASSERT_TRUE(wait_until([&] { return setup.with_status("completed") == 1; }, 60s)) << setup.logs();
+  EXPECT_EQ(setup.db().scalar("SELECT status || ' ' || extraction_model || ' ' || extraction_provider "
+                              "FROM ingestion WHERE id = $1", {second}),
+            "completed " + model + " llm");
+  EXPECT_EQ(setup.db().scalar("SELECT (structured_data->>'invoice_number') || ' ' || needs_human_review::text "
+                              "FROM document WHERE id = $1", {document}),
+            "INV-1 false");
+  auto counted = httplib::Client{"127.0.0.1", stub.port()}.Get(("/count?model=" + model).c_str());
+  ASSERT_TRUE(counted);
+  rapidjson::Document count;
+  count.Parse(counted->body.c_str());
+  ASSERT_TRUE(count.IsObject() && count.HasMember("count")) << counted->body;
+  EXPECT_EQ(count["count"].GetInt(), 1) << "one request for the one extraction";
+  // The audit trail names the providers.
+  EXPECT_EQ(setup.db().scalar("SELECT detail FROM ingestion_event WHERE ingestion_id = $1 AND step = 'providers'",
+                              {second}),
+            "transcription as configured (tesseract), extraction llm");
+  auto extract = setup.db().scalar("SELECT detail FROM ingestion_event WHERE ingestion_id = $1 AND step = 'extract'",
+                                   {second});
+  EXPECT_EQ(extract.rfind("openai, confidence high, model " + model, 0), 0u) << extract;
+  // The first ingestion went through the local rules.
+  EXPECT_EQ(setup.db().scalar("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1 AND step = 'extract' "
+                              "AND detail LIKE 'local,%'", {first}),
+            "1");
 
   d->signal(SIGTERM);
   auto code = d->wait_exit(60s);

@@ -203,6 +203,22 @@ TEST_F(schema_test, status_constraint) {
     EXPECT_EQ(sqlstate_of(*db, "UPDATE ingestion SET status = $2 WHERE id = $1", {ing, s}), "ok");
 }
 
+// Migration 013: the providers a reprocess chose, NULL (as configured) or a known name.
+TEST_F(schema_test, provider_choice_constraints) {
+  auto doc = new_document(*db);
+  auto ing = new_ingestion(*db, doc);
+  EXPECT_EQ(db->scalar("SELECT COALESCE(transcription_provider, 'null') || ' ' || "
+                       "COALESCE(extraction_provider, 'null') FROM ingestion WHERE id = $1", {ing}),
+            "null null");
+  for (auto p : {"tesseract", "document_ai"})
+    EXPECT_EQ(sqlstate_of(*db, "UPDATE ingestion SET transcription_provider = $2 WHERE id = $1", {ing, p}), "ok");
+  for (auto p : {"local", "llm"})
+    EXPECT_EQ(sqlstate_of(*db, "UPDATE ingestion SET extraction_provider = $2 WHERE id = $1", {ing, p}), "ok");
+  EXPECT_EQ(sqlstate_of(*db, "UPDATE ingestion SET transcription_provider = 'llm' WHERE id = $1", {ing}), "23514");
+  EXPECT_EQ(sqlstate_of(*db, "UPDATE ingestion SET extraction_provider = 'openai' WHERE id = $1", {ing}), "23514");
+  EXPECT_EQ(sqlstate_of(*db, "UPDATE ingestion SET extraction_provider = NULL WHERE id = $1", {ing}), "ok");
+}
+
 TEST_F(schema_test, content_hash_unique_per_tenant) {
   auto tenant = uuid::v4().str();
   auto sql = "INSERT INTO document (id, tenant_id, content_hash, file_path) VALUES ($1, $2, $3, "

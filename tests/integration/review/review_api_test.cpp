@@ -1,7 +1,9 @@
 // The review desk's JSON API over HTTP on the admin server, against the real PostgreSQL, the
 // filesystem store and the Postgres queue: the queue with its counts and filters, a document,
-// approve (as is, corrected, refused by the schema, with plausibility warnings), reject,
-// reprocess, tokens and tenants, the concurrent save, and the page images.
+// approve (as is, corrected, refused by the schema, with plausibility warnings; the approved data
+// says a person verified it), reject, reprocess (with the providers chosen, which the worker's
+// claim returns; unknown ones and ones this node cannot run refused), tokens and tenants, the
+// concurrent save, and the page images.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -14,6 +16,7 @@
 #include <rapidjson/document.h>
 
 #include "adapters/db/pg_intake_repository.hpp"
+#include "adapters/db/pg_repository.hpp"
 #include "adapters/db/pg_review_repository.hpp"
 #include "adapters/ocr/transcription_json.hpp"
 #include "adapters/queue/postgres_queue.hpp"
@@ -24,6 +27,7 @@
 #include "review/review_desk.hpp"
 #include "review/review_service.hpp"
 #include "tests/integration/review/review_fixture.hpp"
+#include "tests/support/await.hpp"
 
 namespace ingestd {
 namespace {
@@ -277,6 +281,165 @@ TEST_F(review_api_test, reprocess_creates_and_enqueues_a_new_ingestion_and_block
                       R"({"version":)" + std::to_string(version_of(a1)) + R"(,"provider":"llm"})", token_a)
               .status,
             400);
+}
+
+TEST_F(review_api_test, reprocess_writes_the_chosen_providers_on_the_new_ingestion_and_the_claim_returns_them) {
+  auto a1 = add_document(tenant_a, "inv01_en_classic.pdf", "failed", 3);
+  auto a2 = add_document(tenant_a, "inv02_de_modern.pdf", "gate", 2);
+  auto a3 = add_document(tenant_a, "inv03_en_compact.pdf", "failed", 1);
+  start_desk();
+  auto reprocess = [&](const std::string& document, const std::string& choice) {
+    return post_json("/review/api/documents/" + document + "/reprocess",
+                     R"({"version":)" + std::to_string(version_of(document)) + choice + "}", token_a, "dave");
+  };
+  auto llm = reprocess(a1, R"(,"extraction_provider":"llm")");
+  ASSERT_EQ(llm.status, 200) << llm.body;
+  EXPECT_TRUE(llm.json["transcription_provider"].IsNull()) << llm.body;
+  EXPECT_EQ(std::string{llm.json["extraction_provider"].GetString()}, "llm");
+  auto both = reprocess(a2, R"(,"transcription_provider":"tesseract","extraction_provider":"local")");
+  ASSERT_EQ(both.status, 200) << both.body;
+  // null (and "") mean the configured one, as leaving the key out does.
+  auto none = reprocess(a3, R"(,"transcription_provider":null,"extraction_provider":"")");
+  ASSERT_EQ(none.status, 200) << none.body;
+  EXPECT_TRUE(none.json["extraction_provider"].IsNull()) << none.body;
+
+  std::string i1 = llm.json["ingestion_id"].GetString();
+  std::string i2 = both.json["ingestion_id"].GetString();
+  std::string i3 = none.json["ingestion_id"].GetString();
+  auto providers_of = [&](const std::string& table, const std::string& column, const std::string& id) {
+    return db->scalar("SELECT COALESCE(transcription_provider, '-') || ' ' || COALESCE(extraction_provider, '-') "
+                      "FROM " + table + " WHERE " + column + " = $1", {id});
+  };
+  EXPECT_EQ(providers_of("ingestion", "id", i1), "- llm");
+  EXPECT_EQ(providers_of("ingestion", "id", i2), "tesseract local");
+  EXPECT_EQ(providers_of("ingestion", "id", i3), "- -");
+  // Beside the decision: the review row, the audit event and REVIEW_COMPLETED.
+  EXPECT_EQ(providers_of("document_review", "document_id", a1), "- llm");
+  auto detail = db->scalar("SELECT detail FROM ingestion_event WHERE step = 'review' AND ingestion_id IN "
+                           "(SELECT id FROM ingestion WHERE document_id = $1)", {a2});
+  EXPECT_NE(detail.find("transcription provider tesseract, extraction provider local"), std::string::npos)
+    << detail;
+  EXPECT_EQ(db->scalar("SELECT COALESCE(body::jsonb->'payload'->>'transcription_provider', 'null') || ' ' || "
+                       "(body::jsonb->'payload'->>'extraction_provider') FROM event_outbox "
+                       "WHERE destination = 'events' AND body::jsonb->>'type' = 'REVIEW_COMPLETED' "
+                       "AND body::jsonb->>'document_id' = $1", {a1}),
+            "null llm");
+  auto doc = get_json("/review/api/documents/" + a1, token_a);
+  ASSERT_EQ(doc.json["reviews"].Size(), 1u) << doc.body;
+  EXPECT_EQ(std::string{doc.json["reviews"][0]["extraction_provider"].GetString()}, "llm");
+
+  // The worker's claim returns the choice with the ingestion.
+  pg_repository worker{db->url(), pg_repository_options{1}};
+  std::vector<claim_request> requests;
+  for (auto& id : {i1, i2, i3})
+    requests.push_back(claim_request{*uuid::parse(id), uuid::v7(), 3, false});
+  auto claimed = test::await<std::vector<std::optional<claimed_ingestion>>>(
+    [&](auto cb) { worker.claim(requests, "review-test", std::chrono::seconds{30}, cb); });
+  ASSERT_TRUE(claimed) << claimed.error().describe();
+  ASSERT_EQ(claimed->size(), 3u);
+  for (auto& c : *claimed)
+    ASSERT_TRUE(c.has_value());
+  EXPECT_EQ((*claimed)[0]->transcription_provider, "");
+  EXPECT_EQ((*claimed)[0]->extraction_provider, "llm");
+  EXPECT_EQ((*claimed)[1]->transcription_provider, "tesseract");
+  EXPECT_EQ((*claimed)[1]->extraction_provider, "local");
+  EXPECT_EQ((*claimed)[2]->transcription_provider, "");
+  EXPECT_EQ((*claimed)[2]->extraction_provider, "");
+}
+
+TEST_F(review_api_test, reprocess_refuses_unknown_providers_and_those_this_node_cannot_run) {
+  auto a1 = add_document(tenant_a, "inv01_en_classic.pdf", "failed", 1);
+  start_desk();
+  auto path = "/review/api/documents/" + a1 + "/reprocess";
+  auto v = R"({"version":)" + std::to_string(version_of(a1));
+  auto messages = [&] { return db->scalar("SELECT count(*) FROM queue_message WHERE queue_name = $1", {queue_name}); };
+  auto messages_before = messages();
+  auto unknown = post_json(path, v + R"(,"transcription_provider":"abbyy"})", token_a);
+  EXPECT_EQ(unknown.status, 400) << unknown.body;
+  EXPECT_EQ(std::string{unknown.json["error"].GetString()}, "review.unknown_provider");
+  EXPECT_NE(unknown.body.find("abbyy"), std::string::npos) << unknown.body;
+  EXPECT_NE(unknown.body.find("tesseract, document_ai"), std::string::npos) << unknown.body;
+  auto unknown_extraction = post_json(path, v + R"(,"extraction_provider":"gpt"})", token_a);
+  EXPECT_EQ(unknown_extraction.status, 400);
+  EXPECT_NE(unknown_extraction.body.find("local, llm"), std::string::npos) << unknown_extraction.body;
+  // A provider this node is not configured for: refused here, with what it would need.
+  auto unavailable = post_json(path, v + R"(,"transcription_provider":"document_ai","extraction_provider":"llm"})",
+                               token_a);
+  EXPECT_EQ(unavailable.status, 400) << unavailable.body;
+  EXPECT_EQ(std::string{unavailable.json["error"].GetString()}, "review.provider_unavailable");
+  EXPECT_NE(unavailable.body.find("cannot run the transcription provider"), std::string::npos) << unavailable.body;
+  EXPECT_NE(unavailable.body.find("INGESTD_DOCUMENT_AI_TOKEN"), std::string::npos) << unavailable.body;
+  EXPECT_EQ(post_json(path, v + R"(,"extraction_provider":3})", token_a).status, 400);
+  EXPECT_EQ(post_json(path, v + R"(,"provider":"llm"})", token_a).status, 400);
+  // Nothing was saved or created.
+  EXPECT_EQ(db->scalar("SELECT count(*) FROM document_review"), "0");
+  EXPECT_EQ(db->scalar("SELECT count(*) FROM ingestion WHERE document_id = $1", {a1}), "1");
+  EXPECT_EQ(messages(), messages_before);
+
+  // The same node with Document AI configured takes the choice.
+  admin->stop();
+  providers.transcription.emplace_back("document_ai");
+  start_desk();
+  auto ok = post_json(path, v + R"(,"transcription_provider":"document_ai"})", token_a);
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(db->scalar("SELECT transcription_provider FROM ingestion WHERE id = $1",
+                       {std::string{ok.json["ingestion_id"].GetString()}}),
+            "document_ai");
+}
+
+TEST_F(review_api_test, approved_data_says_a_person_verified_it_and_the_machines_stays_beside_it) {
+  auto a1 = add_document(tenant_a, "inv01_en_classic.pdf", "gate-failed", 2);
+  auto a2 = add_document(tenant_a, "inv02_de_modern.pdf", "gate-failed", 1);
+  // The machine could not vouch for either: not successful, low confidence.
+  for (auto& d : {a1, a2}) {
+    db->query("UPDATE ingestion SET structured_data = structured_data || "
+              "'{\"extraction_successful\": false, \"confidence\": \"low\"}'::jsonb WHERE document_id = $1", {d});
+    db->query("UPDATE document SET structured_data = (SELECT structured_data FROM ingestion WHERE "
+              "document_id = $1) WHERE id = $1", {d});
+  }
+  start_desk();
+  auto flags = [&](const std::string& sql, const std::string& document) {
+    return db->scalar("SELECT (x->>'extraction_successful') || ' ' || (x->>'confidence') FROM (" + sql + ") AS s(x)",
+                      {document});
+  };
+  ASSERT_EQ(flags("SELECT structured_data FROM document WHERE id = $1", a1), "false low");
+  auto r = post_json("/review/api/documents/" + a1 + "/approve",
+                     R"({"version":)" + std::to_string(version_of(a1)) + R"(,"fields":{"total":119}})", token_a,
+                     "erin");
+  ASSERT_EQ(r.status, 200) << r.body;
+  // The document's data (what consumers read) is the reviewer's: verified by a person.
+  EXPECT_EQ(flags("SELECT structured_data FROM document WHERE id = $1", a1), "true high");
+  EXPECT_EQ(flags("SELECT reviewed_data FROM document_review WHERE document_id = $1", a1), "true high");
+  // The machine's own verdict stays on its ingestion and in the review row.
+  EXPECT_EQ(flags("SELECT structured_data FROM ingestion WHERE document_id = $1", a1), "false low");
+  EXPECT_EQ(flags("SELECT machine_data FROM document_review WHERE document_id = $1", a1), "false low");
+  // Only the reviewer's edits count as changes.
+  EXPECT_EQ(db->scalar("SELECT string_agg(k, ',') FROM document_review, jsonb_object_keys(changes) AS k "
+                       "WHERE document_id = $1", {a1}),
+            "total");
+  // No failed check about the machine's verdict is left on the page's data.
+  auto doc = get_json("/review/api/documents/" + a1, token_a);
+  for (auto& f : doc.json["failed_checks"].GetArray()) {
+    EXPECT_NE(std::string{f["check"].GetString()}, "low_confidence") << doc.body;
+    EXPECT_NE(std::string{f["check"].GetString()}, "extraction_not_successful") << doc.body;
+  }
+  // The document API says who verified it.
+  auto api = intake->document_json(tenant_a, *uuid::parse(a1));
+  ASSERT_TRUE(api && *api) << (api ? "no document" : api.error().describe());
+  rapidjson::Document json;
+  json.Parse((*api)->c_str());
+  EXPECT_EQ(std::string{json["review_status"].GetString()}, "approved") << **api;
+  EXPECT_EQ(std::string{json["reviewed_by"].GetString()}, "erin") << **api;
+  EXPECT_TRUE(json["reviewed_at"].IsString()) << **api;
+  EXPECT_EQ(std::string{json["structured_data"]["confidence"].GetString()}, "high") << **api;
+
+  // A reviewer who says otherwise is taken at their word.
+  auto own = post_json("/review/api/documents/" + a2 + "/approve",
+                       R"({"version":)" + std::to_string(version_of(a2))
+                         + R"(,"fields":{"total":119,"confidence":"medium"}})",
+                       token_a);
+  ASSERT_EQ(own.status, 200) << own.body;
+  EXPECT_EQ(flags("SELECT structured_data FROM document WHERE id = $1", a2), "true medium");
 }
 
 TEST_F(review_api_test, page_images_are_rendered_once_and_cached_in_object_storage) {

@@ -2,7 +2,8 @@
 """The review desk in a real browser: headless Chromium (Debian's chromium and chromedriver)
 driven by Debian's python3-selenium. Signs in, opens the queue, opens the oldest document with
 the keyboard, corrects the total, waits for the live check to accept it, approves, and waits for
-the desk to move on. Screenshots of both pages go to --out. Exit 0 on success, 1 on a failure,
+the desk to move on; on the next document, reprocesses it with the LLM extractor chosen in the
+reprocess form by keyboard alone. Screenshots of both pages go to --out. Exit 0 on success, 1 on a failure,
 77 when the browser cannot start (the caller skips then).
 
 Run by the integration_review_browser test, which prepares the data and checks the database."""
@@ -89,6 +90,27 @@ def main():
         # Approved, the desk moves on to the next document.
         driver.find_element(By.ID, "approve").click()
         wait.until(ec.url_contains("/review/documents/" + a.next))
+
+        # Reprocess with the keyboard: r to the form, Tab to the extraction select, down to "llm",
+        # Tab to the button, Enter.
+        # The page's script is in place once the document has loaded.
+        wait.until(lambda d: d.execute_script("return document.readyState") == "complete")
+        driver.find_element(By.TAG_NAME, "body").send_keys("r")
+        active = driver.switch_to.active_element
+        assert active.get_attribute("id") == "rp-transcription", "r focuses the reprocess form"
+        active.send_keys(Keys.TAB)
+        extraction = driver.switch_to.active_element
+        assert extraction.get_attribute("id") == "rp-extraction", "Tab reaches the extraction select"
+        while extraction.get_attribute("value") != "llm":
+            before = extraction.get_attribute("value")
+            extraction.send_keys(Keys.ARROW_DOWN)
+            assert extraction.get_attribute("value") != before, "the arrow keys choose a provider"
+        extraction.send_keys(Keys.TAB)
+        button = driver.switch_to.active_element
+        assert button.get_attribute("id") == "reprocess", "Tab reaches the Reprocess button"
+        button.send_keys(Keys.ENTER)
+        # Sent, the desk goes back to the queue (this was the last document); a refusal would stay.
+        wait.until(lambda d: d.current_url.endswith("/review"))
         print(json.dumps({"ok": True, "screenshots": ["review-queue.png", "review-document.png"]}))
         return 0
     except Exception as e:

@@ -1,8 +1,9 @@
 // The review desk in a real browser (review_browser.py: headless Chromium through Debian's
 // python3-selenium) against the desk on a real admin server: sign in, queue, document, correct
-// the total, approve; then the database shows the reviewer's version. Screenshots of both pages
-// are written under the build directory (test-artifacts/review/). Skipped, with the script's
-// message, only when the browser cannot start.
+// the total, approve; then reprocess the next document with the LLM extractor chosen in the
+// reprocess form by keyboard; the database shows the reviewer's version and the choice.
+// Screenshots of both pages are written under the build directory (test-artifacts/review/).
+// Skipped, with the script's message, only when the browser cannot start.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -52,6 +53,14 @@ TEST_F(review_browser_test, a_reviewer_corrects_a_field_and_approves_in_chromium
   EXPECT_EQ(db->scalar("SELECT changes::text FROM document_review WHERE document_id = $1", {first}),
             R"({"total": {"to": 119, "from": 120}})");
   EXPECT_EQ(db->scalar("SELECT needs_human_review::text FROM document WHERE id = $1", {second}), "true");
+  // The second document was reprocessed from its page with the LLM extractor chosen.
+  EXPECT_EQ(db->scalar("SELECT reviewer || ' ' || action || ' ' || extraction_provider || ' ' || "
+                       "COALESCE(transcription_provider, 'as-configured') FROM document_review "
+                       "WHERE document_id = $1", {second}),
+            "Hana reprocess llm as-configured");
+  EXPECT_EQ(db->scalar("SELECT extraction_provider FROM ingestion WHERE document_id = $1 AND status = 'in-progress'",
+                       {second}),
+            "llm");
   for (auto name : {"review-queue.png", "review-document.png"})
     EXPECT_GT(std::filesystem::file_size(out + "/" + name), 10000u) << name;
 }

@@ -81,8 +81,10 @@ protected:
     opts.tokens = std::move(*parsed);
     opts.default_tenant = tenant_a;
     cpu = std::make_shared<thread_pool_executor>(1);
+    review_options service_opts;
+    service_opts.providers = providers;
     service = std::make_shared<review_service>(std::make_shared<pg_review_repository>(db->url()), q, store,
-                                               cpu);
+                                               cpu, service_opts);
     auto desk = std::make_shared<review_desk>(service, std::move(opts));
     admin = std::make_unique<admin_server>("127.0.0.1", 0, admin_probes{});
     admin->mount([desk](httplib::Server& svr) { desk->mount(svr); }, 6);
@@ -201,6 +203,8 @@ protected:
   std::unique_ptr<admin_server> admin;
   uuid tenant_a = uuid::v7(), tenant_b = uuid::v7();
   std::string token_a, token_b, token_both;
+  /// The node's providers as start_desk() gives them to the desk: no Document AI.
+  node_providers providers{{"tesseract"}, {"local", "llm"}};
 };
 
 } // namespace ingestd::test

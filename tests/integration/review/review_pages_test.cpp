@@ -1,5 +1,6 @@
 // The review desk's pages over HTTP: the login form and its cookie, the queue and document pages
-// (escaped values, the failed checks at their fields), and CSRF on every cookie-session POST.
+// (escaped values, the failed checks at their fields, the reprocess form with the node's
+// providers), and CSRF on every cookie-session POST.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -128,6 +129,59 @@ TEST_F(review_pages_test, every_cookie_session_post_needs_the_sessions_csrf_toke
   auto after = get_page("/review", cookie);
   ASSERT_TRUE(after);
   EXPECT_EQ(after->status, 303);
+}
+
+TEST_F(review_pages_test, the_reprocess_form_offers_the_nodes_providers_and_its_post_needs_the_csrf_token) {
+  auto a1 = add_document(tenant_a, "inv01_en_classic.pdf", "failed", 1);
+  start_desk();
+  auto cookie = sign_in("Erin", token_a);
+  ASSERT_FALSE(cookie.empty());
+  auto page = get_page("/review/documents/" + a1, cookie);
+  ASSERT_TRUE(page);
+  ASSERT_EQ(page->status, 200);
+  auto& html = page->body;
+  // Two labelled selects, "as configured" first and chosen; what this node cannot run is
+  // listed disabled with what it needs.
+  EXPECT_NE(html.find("<form id=\"reprocess-form\">"), std::string::npos);
+  EXPECT_NE(html.find("<label for=\"rp-transcription\">"), std::string::npos);
+  EXPECT_NE(html.find("<select id=\"rp-transcription\" name=\"transcription_provider\"><option value=\"\" "
+                      "selected>as configured (tesseract on this node)</option>"),
+            std::string::npos)
+    << html;
+  EXPECT_NE(html.find("<option value=\"tesseract\">tesseract</option>"), std::string::npos);
+  EXPECT_NE(html.find("<option value=\"document_ai\" disabled title=\"needs transcription.document_ai_endpoint "
+                      "and INGESTD_DOCUMENT_AI_TOKEN\">document_ai (not on this node)</option>"),
+            std::string::npos)
+    << html;
+  EXPECT_NE(html.find("<select id=\"rp-extraction\" name=\"extraction_provider\"><option value=\"\" "
+                      "selected>as configured (local on this node)</option>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<option value=\"llm\">llm</option>"), std::string::npos);
+  EXPECT_NE(html.find("<button id=\"reprocess\" type=\"submit\">"), std::string::npos);
+  auto csrf = csrf_of(html);
+  ASSERT_FALSE(csrf.empty());
+
+  // What the form's script sends, with and without the session's CSRF token.
+  auto path = "/review/api/documents/" + a1 + "/reprocess";
+  auto body = R"({"version":)" + std::to_string(version_of(a1)) + R"(,"extraction_provider":"llm"})";
+  auto none = client().Post(path.c_str(), httplib::Headers{{"Cookie", cookie}}, body, "application/json");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 403);
+  auto wrong = client().Post(path.c_str(), httplib::Headers{{"Cookie", cookie}, {"X-CSRF-Token", csrf + "0"}},
+                             body, "application/json");
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 403);
+  EXPECT_EQ(db->scalar("SELECT count(*) FROM ingestion WHERE document_id = $1", {a1}), "1");
+  auto ok = client().Post(path.c_str(), httplib::Headers{{"Cookie", cookie}, {"X-CSRF-Token", csrf}}, body,
+                          "application/json");
+  ASSERT_TRUE(ok);
+  ASSERT_EQ(ok->status, 200) << ok->body;
+  EXPECT_EQ(db->scalar("SELECT reviewer || ' ' || extraction_provider FROM document_review WHERE document_id = $1",
+                       {a1}),
+            "Erin llm");
+  EXPECT_EQ(db->scalar("SELECT extraction_provider FROM ingestion WHERE document_id = $1 AND status = 'in-progress'",
+                       {a1}),
+            "llm");
 }
 
 TEST_F(review_pages_test, an_open_desk_signs_in_by_name_only_and_still_checks_csrf) {

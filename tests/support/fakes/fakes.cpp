@@ -663,6 +663,13 @@ void fake_repository::set_priority(const uuid& id, int32_t priority) {
   rows_.at(id).priority = priority;
 }
 
+void fake_repository::choose_providers(const uuid& id, const std::string& transcription,
+                                       const std::string& extraction) {
+  std::lock_guard guard{mtx_};
+  rows_.at(id).ingestion.transcription_provider = transcription;
+  rows_.at(id).ingestion.extraction_provider = extraction;
+}
+
 void fake_repository::crash_holder(const uuid& id) {
   std::lock_guard guard{mtx_};
   auto& row = rows_.at(id);
@@ -706,7 +713,7 @@ void fake_transcriber::transcribe(transcription_request request, callback<transc
       t.pages.push_back(transcription_page{1, request.bytes, 0.95, {}});
       t.page_count = 1;
       t.quality_score = 0.95;
-      t.provider = "fake";
+      t.provider = name_;
     }
     if (cpu_) {
       waiting_.push_back(waiting{std::move(request.started), std::move(done), std::move(r)});

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "adapters/db/repository.hpp"
@@ -171,6 +172,8 @@ public:
   /// Sets the size class (intake's routing: "small", "large").
   void set_size_class(const uuid& id, const std::string& size_class);
   void set_priority(const uuid& id, int32_t priority);
+  /// The providers a reprocess chose for the ingestion (empty: as configured).
+  void choose_providers(const uuid& id, const std::string& transcription, const std::string& extraction);
   /// Another worker holds a live claim.
   void hold_by_other(const uuid& id);
   /// `ingestd cancel`: a queued (unheld) ingestion becomes cancelled at once; a running one gets
@@ -199,9 +202,11 @@ private:
 
 class fake_transcriber : public transcriber, public fault_script {
 public:
+  /// `name`: the provider it stands for (a node's named providers, the transcription's provider).
+  explicit fake_transcriber(std::string name = "fake") : name_(std::move(name)) {}
   /// The file's bytes are taken as its text; quality 0.95.
   void transcribe(transcription_request request, callback<transcription> done) override;
-  std::string name() const override { return "fake"; }
+  std::string name() const override { return name_; }
   bool waits_for_cpu() const override { return cpu_; }
   int calls();
 
@@ -217,6 +222,7 @@ private:
     callback<transcription> done;
     result<transcription> answer;
   };
+  std::string name_;
   int calls_ = 0;
   bool cpu_ = false;
   std::vector<waiting> waiting_;
@@ -224,11 +230,13 @@ private:
 
 class fake_extractor : public extractor, public fault_script {
 public:
+  /// `name`: the provider it stands for (a node's named providers).
+  explicit fake_extractor(std::string name = "fake") : name_(std::move(name)) {}
   /// Answers `next_result` (a valid, reconciling invoice with high confidence by default).
   void extract(std::string text, callback<extraction> done) override;
   /// As extract(), keeping `hooks` for the test to call as a provider's limiter would.
   void extract_with(std::string text, wait_hooks hooks, callback<extraction> done) override;
-  std::string name() const override { return "fake"; }
+  std::string name() const override { return name_; }
   bool deterministic() const override { return deterministic_answers; }
   int calls();
   /// The hooks of the last extract_with() call (empty ones for a plain extract()).
@@ -239,6 +247,7 @@ public:
   static extraction valid_invoice();
 
 private:
+  std::string name_;
   int calls_ = 0;
   wait_hooks hooks_;
 };

@@ -7,6 +7,7 @@
 #include <rapidjson/document.h>
 
 #include "config/config.hpp"
+#include "config/providers.hpp"
 #include "tests/support/environment.hpp"
 
 using namespace ingestd;
@@ -325,4 +326,35 @@ TEST_F(config_test, lease_and_database_timeouts_are_range_checked) {
                     "database.statement_timeout_seconds = \"-1\"", "database.lock_timeout_seconds = \"x\"",
                     "database.tcp_user_timeout_seconds = \"3601\""})
     EXPECT_NE(text.find(line), std::string::npos) << line << " in:\n" << text;
+}
+
+TEST_F(config_test, the_providers_a_node_runs_are_those_whose_configuration_is_complete) {
+  using names = std::vector<std::string>;
+  auto with = [](const environment& env) {
+    auto cfg = load_config(std::nullopt, env);
+    EXPECT_TRUE(cfg) << cfg.error().message;
+    return cfg ? *cfg : default_config();
+  };
+  // The embedded default: Tesseract and the local rules; the default LLM server has no key.
+  auto plain = with({});
+  EXPECT_EQ(available_transcription_providers(plain), (names{"tesseract"}));
+  EXPECT_EQ(available_extraction_providers(plain), (names{"local"}));
+  // Document AI needs its endpoint and its token.
+  EXPECT_EQ(available_transcription_providers(
+              with({{"INGESTD_TRANSCRIPTION__DOCUMENT_AI_ENDPOINT", "https://eu-documentai.googleapis.com/x:process"}})),
+            (names{"tesseract"}));
+  EXPECT_EQ(available_transcription_providers(
+              with({{"INGESTD_TRANSCRIPTION__DOCUMENT_AI_ENDPOINT", "https://eu-documentai.googleapis.com/x:process"},
+                    {"INGESTD_DOCUMENT_AI_TOKEN", "t"}})),
+            (names{"tesseract", "document_ai"}));
+  // The LLM: a server of one's own, or a key for the default one; the configured one comes first.
+  EXPECT_EQ(available_extraction_providers(with({{"INGESTD_EXTRACTION__LLM_BASE_URL", "http://127.0.0.1:8000"}})),
+            (names{"local", "llm"}));
+  EXPECT_EQ(available_extraction_providers(with({{"INGESTD_LLM_API_KEY", "sk-x"}})), (names{"local", "llm"}));
+  EXPECT_EQ(available_extraction_providers(with({{"INGESTD_EXTRACTION__PROVIDER", "llm"}})),
+            (names{"llm", "local"}));
+  EXPECT_EQ(transcription_provider_list(), "tesseract, document_ai");
+  EXPECT_EQ(extraction_provider_list(), "local, llm");
+  EXPECT_NE(provider_requirement("document_ai").find("INGESTD_DOCUMENT_AI_TOKEN"), std::string_view::npos);
+  EXPECT_TRUE(provider_requirement("tesseract").empty());
 }
