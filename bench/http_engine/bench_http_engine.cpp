@@ -1,9 +1,14 @@
 // Benchmark of the HTTP engine: N concurrent requests to a local server that answers each after
-// a delay, for a few rounds, on one curl_engine; prints throughput, wall time and memory.
+// a delay, for a few rounds, on one curl_engine; prints throughput, wall time and memory. With a
+// provider limit the requests go through rate_limited_client (the limits.* of a provider): it
+// prints what the limit let through at most, the threads the process had while the requests
+// waited in line, and their average wait.
 //
 //   bench_http_engine [--requests N=1000] [--rounds R=3] [--delay-ms D=1000]
+//                     [--max-concurrent C=0] [--requests-per-minute M=0]
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +18,7 @@
 #include <string>
 
 #include "adapters/http/curl_engine.hpp"
+#include "adapters/http/rate_limited_client.hpp"
 #include "tests/support/http/http_call.hpp"
 #include "tests/support/http/local_http_server.hpp"
 
@@ -64,8 +70,18 @@ static int run_bench(int argc, char** argv) {
   auto url = server.base_url() + "/delay/" + std::to_string(delay_ms);
   auto rss_before = proc_status_kb("VmRSS");
   curl_engine engine;
-  std::printf("bench_http_engine: %zu concurrent requests x %ld rounds, server delay %ld ms\n", n,
+  provider_limits limits;
+  limits.max_concurrent = static_cast<int>(arg(argc, argv, "--max-concurrent", 0));
+  limits.requests_per_minute = static_cast<int>(arg(argc, argv, "--requests-per-minute", 0));
+  limits.max_wait = std::chrono::hours{1};
+  rate_limited_client limited{"bench", engine, engine, limits};
+  http_client& client = limits.any() ? static_cast<http_client&>(limited) : engine;
+  std::printf("bench_http_engine: %zu concurrent requests x %ld rounds, server delay %ld ms", n,
               rounds, delay_ms);
+  if (limits.any())
+    std::printf(", provider limit: %d at once, %d per minute", limits.max_concurrent, limits.requests_per_minute);
+  std::printf("\n");
+  long threads_waiting = 0;
   std::printf("RSS before the engine: %ld kB\n", rss_before);
   size_t total = 0;
   size_t failures = 0;
@@ -79,9 +95,10 @@ static int run_bench(int argc, char** argv) {
       r.url = url;
       r.connect_timeout = 30s;
       r.total_timeout = 120s;
-      engine.submit(std::move(r), collector.make_callback());
+      client.submit(std::move(r), collector.make_callback());
     }
     auto rss_submitted = proc_status_kb("VmRSS");
+    threads_waiting = std::max(threads_waiting, proc_status_kb("Threads"));
     if (!collector.wait_for(n, 300s)) {
       std::printf("round %ld: only %zu of %zu completed within 300 s\n", round, collector.calls(),
                   n);
@@ -107,6 +124,13 @@ static int run_bench(int argc, char** argv) {
   std::printf("process CPU (engine thread + callbacks + submitting): %.3f s = %.0f us/request\n",
               cpu, cpu * 1e6 / static_cast<double>(total));
   std::printf("peak in flight: %llu\n", static_cast<unsigned long long>(stats.peak_in_flight));
+  if (limits.any()) {
+    auto s = limited.stats();
+    std::printf("provider limit: %llu requests waited in line, %.3f s on average; process threads "
+                "with every request submitted: %ld\n",
+                static_cast<unsigned long long>(s.waited), s.waited > 0 ? s.wait_seconds / static_cast<double>(s.waited) : 0.0,
+                threads_waiting);
+  }
   std::printf("peak RSS (VmHWM): %ld kB; delta over the pre-engine RSS: %ld kB = %.1f kB per "
               "in-flight request\n",
               hwm, hwm - rss_before,

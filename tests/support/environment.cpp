@@ -2,6 +2,7 @@
 #include "tests/support/environment.hpp"
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +10,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -86,6 +89,34 @@ cli_result run_ingestd(const std::vector<std::string>& args, const std::vector<s
   r.err = slurp(dir + "/err");
   std::filesystem::remove_all(dir);
   return r;
+}
+
+shell_result run_shell(const std::string& command) {
+  shell_result r;
+  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+  if (p == nullptr)
+    return r;
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof buf, p))
+    r.output.append(buf, n);
+  int status = ::pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+int free_tcp_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  bool ok = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0
+            && ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  if (fd >= 0)
+    ::close(fd);
+  if (!ok)
+    throw std::runtime_error("no free TCP port on 127.0.0.1");
+  return ntohs(addr.sin_port);
 }
 
 } // namespace ingestd::test

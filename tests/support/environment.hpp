@@ -36,4 +36,17 @@ struct cli_result {
 cli_result run_ingestd(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
                        int timeout_seconds = 120);
 
+/// What a shell command printed (standard output and error together) and its exit code (-1 when
+/// it could not run or was killed by a signal).
+struct shell_result {
+  int code = -1;
+  std::string output;
+};
+
+/// Runs `command` with /bin/sh and waits for it.
+shell_result run_shell(const std::string& command);
+
+/// A loopback TCP port nobody listens on now (the kernel's pick), for a server the test starts.
+int free_tcp_port();
+
 } // namespace ingestd::test

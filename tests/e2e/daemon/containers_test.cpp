@@ -2,10 +2,6 @@
 // include a nested ZIP, the HTTP intake a .tar.gz; the daemon's unpack stage makes a child document of every member and
 // attachment, each child is ingested to completion, the e-mail's body is kept on its document,
 // and `ingestd status --documents --json` shows each child's parent.
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 
@@ -17,6 +13,7 @@
 #include "e2e_checks.hpp"
 #include "tests/support/ocr/ocr_support.hpp"
 #include "tests/support/containers/archive_maker.hpp"
+#include "tests/support/environment.hpp"
 
 using namespace std::chrono_literals;
 using namespace ingestd::test;
@@ -33,20 +30,6 @@ void write_file(const std::string& path, const std::string& bytes) {
   out << bytes;
   if (!out)
     throw std::runtime_error("cannot write " + path);
-}
-
-/// A TCP port nobody listens on now (the kernel's pick), for the daemon's HTTP intake.
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0
-      || ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-    throw std::runtime_error("no free port");
-  ::close(fd);
-  return ntohs(addr.sin_port);
 }
 
 } // namespace
@@ -80,7 +63,7 @@ TEST(e2e_daemon_containers, a_zip_and_an_email_become_child_documents_that_all_c
   EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE stage = 'unpack'"), 2);
 
   // The HTTP intake of the daemon takes a .tar.gz too.
-  auto port = free_port();
+  auto port = free_tcp_port();
   extra["INGESTD_INTAKE__PORT"] = std::to_string(port);
   extra["INGESTD_INTAKE__BIND"] = "127.0.0.1";
   auto d = s.start(extra);

@@ -5,17 +5,11 @@
 // the daemon does not export. The same scrape refuses a dashboard with a misspelt metric, so the
 // check can fail at all. Skipped, saying so, where node or the validator's npm packages are not
 // installed (deploy/install-deps.sh installs both).
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <csignal>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <sys/wait.h>
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -29,38 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// A TCP port nobody listens on now (the kernel's pick), for the daemon's admin endpoint.
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0
-      || ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-    throw std::runtime_error("no free port");
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-struct outcome {
-  int code = -1;
-  std::string output;
-};
-
-outcome run(const std::string& cmd) {
-  outcome o;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr)
-    return o;
-  char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof buf, p))
-    o.output.append(buf, n);
-  int st = ::pclose(p);
-  o.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return o;
-}
-
 fs::path validator_dir() {
   return fs::path{source_dir()} / "deploy/grafana/validate";
 }
@@ -71,7 +33,7 @@ fs::path dashboard() {
 
 /// Why the check cannot run here, or "" when it can.
 std::string missing() {
-  if (run("command -v node").code != 0)
+  if (ingestd::test::run_shell("command -v node").code != 0)
     return "node is not installed";
   for (auto package : {"@grafana/schema", "typescript", "@prometheus-io/lezer-promql"})
     if (!fs::exists(validator_dir() / "node_modules" / package))
@@ -94,8 +56,8 @@ void write_text(const fs::path& p, const std::string& text) {
     throw std::runtime_error("cannot write " + p.string());
 }
 
-outcome validate(const fs::path& scrape, const fs::path& board) {
-  return run("node '" + (validator_dir() / "validate.cjs").string() + "' --metrics '" + scrape.string() + "' '"
+ingestd::test::shell_result validate(const fs::path& scrape, const fs::path& board) {
+  return ingestd::test::run_shell("node '" + (validator_dir() / "validate.cjs").string() + "' --metrics '" + scrape.string() + "' '"
              + board.string() + "'");
 }
 
@@ -105,7 +67,7 @@ TEST(e2e_daemon_grafana_metrics, every_dashboard_query_names_a_metric_the_daemon
   if (auto why = missing(); !why.empty())
     GTEST_SKIP() << why << ": the dashboard's metric names are not checked";
   e2e_setup s;
-  int port = free_port();
+  int port = ingestd::test::free_tcp_port();
   auto d = s.start({{"INGESTD_ADMIN__PORT", std::to_string(port)},
                     {"INGESTD_ADMIN__BIND", "127.0.0.1"},
                     {"INGESTD_WORKER__ID", "e2e-grafana"}});

@@ -4,13 +4,10 @@
 // Whether the queries name metrics the daemon exports is e2e_daemon_grafana_metrics' check (a
 // real scrape). Skipped, saying so, where node or the validator's npm packages are not installed
 // (deploy/install-deps.sh installs both).
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
-
-#include <sys/wait.h>
 
 #include <gtest/gtest.h>
 
@@ -19,24 +16,6 @@
 namespace fs = std::filesystem;
 
 namespace {
-
-struct outcome {
-  int code = -1;
-  std::string output;
-};
-
-outcome run(const std::string& cmd) {
-  outcome o;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr)
-    return o;
-  char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof buf, p))
-    o.output.append(buf, n);
-  int st = ::pclose(p);
-  o.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return o;
-}
 
 fs::path validator_dir() {
   return fs::path{ingestd::test::source_dir()} / "deploy/grafana/validate";
@@ -48,7 +27,7 @@ fs::path dashboard() {
 
 /// Why the check cannot run here, or "" when it can.
 std::string missing() {
-  if (run("command -v node").code != 0)
+  if (ingestd::test::run_shell("command -v node").code != 0)
     return "node is not installed";
   for (auto package : {"@grafana/schema", "typescript", "@prometheus-io/lezer-promql"})
     if (!fs::exists(validator_dir() / "node_modules" / package))
@@ -66,7 +45,7 @@ std::string validator() {
 TEST(grafana_dashboard, the_validator_refuses_broken_dashboards) {
   if (auto why = missing(); !why.empty())
     GTEST_SKIP() << why << ": the dashboard is not checked";
-  auto r = run(validator() + " --self-test");
+  auto r = ingestd::test::run_shell(validator() + " --self-test");
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("self-test: the valid dashboard passes"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(" passed, 0 failed"), std::string::npos) << r.output;
@@ -75,7 +54,7 @@ TEST(grafana_dashboard, the_validator_refuses_broken_dashboards) {
 TEST(grafana_dashboard, the_dashboard_matches_the_grafana_schema) {
   if (auto why = missing(); !why.empty())
     GTEST_SKIP() << why << ": the dashboard is not checked";
-  auto r = run(validator() + " '" + dashboard().string() + "'");
+  auto r = ingestd::test::run_shell(validator() + " '" + dashboard().string() + "'");
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("ingestd-dashboard.json: ok ("), std::string::npos) << r.output;
 }
@@ -99,7 +78,7 @@ TEST(grafana_dashboard, a_dashboard_that_is_not_json_is_refused) {
   auto dir = fs::path{ingestd::test::make_temp_dir("grafana")};
   auto file = dir / "broken.json";
   std::ofstream{file} << "{\"title\": \"x\", \"panels\": [";
-  auto r = run(validator() + " '" + file.string() + "'");
+  auto r = ingestd::test::run_shell(validator() + " '" + file.string() + "'");
   EXPECT_EQ(r.code, 1) << r.output;
   fs::remove_all(dir);
 }

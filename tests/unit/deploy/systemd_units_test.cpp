@@ -1,13 +1,10 @@
 // The systemd units of deploy/systemd (the single node's and the template for several nodes on
 // one host) pass `systemd-analyze verify` without a warning, with ExecStart pointed at the built
 // binary. Skipped, saying so, where systemd-analyze is not installed.
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
-
-#include <sys/wait.h>
 
 #include <gtest/gtest.h>
 
@@ -17,26 +14,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct outcome {
-  int code = -1;
-  std::string output;
-};
-
-outcome run(const std::string& cmd) {
-  outcome o;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr)
-    return o;
-  char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof buf, p))
-    o.output.append(buf, n);
-  int st = ::pclose(p);
-  o.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return o;
-}
-
 bool have_systemd_analyze() {
-  return run("command -v systemd-analyze").code == 0;
+  return ingestd::test::run_shell("command -v systemd-analyze").code == 0;
 }
 
 /// The unit `name` of deploy/systemd, written as `as` into `dir` with the built binary in
@@ -56,8 +35,8 @@ fs::path copy_unit(const std::string& name, const fs::path& dir, const std::stri
   return path;
 }
 
-outcome verify(const fs::path& unit) {
-  return run("SYSTEMD_LOG_COLOR=0 systemd-analyze verify '" + unit.string() + "'");
+ingestd::test::shell_result verify(const fs::path& unit) {
+  return ingestd::test::run_shell("SYSTEMD_LOG_COLOR=0 systemd-analyze verify '" + unit.string() + "'");
 }
 
 } // namespace
