@@ -230,7 +230,7 @@ private:
         // request waits for the provider's limits.
         if (ocr_->waits_for_cpu())
           req.started = job_->wait_for_cpu();
-        req.provider_wait = job_->pause_hooks();
+        req.context = job_->port_call();
         ocr_->transcribe(std::move(req), std::move(cb));
       },
       [this](result<transcription> r) {
@@ -310,7 +310,7 @@ private:
     auto& port = extractor_;
     if (!port->runs_inline())
       return job_->request<extraction>(
-        "extract", [&](auto cb) { port->extract_with(text_.text, job_->pause_hooks(), std::move(cb)); },
+        "extract", [&](auto cb) { port->extract_with(text_.text, job_->port_call(), std::move(cb)); },
         std::move(next));
     // Rules that run inline (the local extractor's regular expressions) run on the CPU pool.
     job_->on_cpu<extraction>("extract", [port, text = text_.text] {

@@ -250,7 +250,12 @@ public:
     self_->state.step_waiting = true;
     return waiting_notice(false);
   }
-  wait_hooks pause_hooks() override { return {waiting_notice(true), waiting_notice(false)}; }
+  call_context port_call() override {
+    call_context c{waiting_notice(true), waiting_notice(false), {}};
+    for (auto& f : log_fields(self_->state))
+      c.log_fields.push_back({std::string{f.key}, f.value, f.number});
+    return c;
+  }
   const std::shared_ptr<worker_context>& context() const override { return self_->state.ctx; }
   const claimed_work& claim() const override { return self_->state.claim; }
 

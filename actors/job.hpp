@@ -15,7 +15,7 @@
 #include "actors/stage.hpp"
 #include "actors/worker_context.hpp"
 #include "messages/protocol.hpp"
-#include "messages/wait_hooks.hpp"
+#include "messages/call_context.hpp"
 
 namespace ingestd {
 
@@ -81,10 +81,11 @@ public:
   /// The current step waits for a CPU worker: its deadline does not run until `started()` is
   /// called (from any thread) when one takes it.
   virtual std::function<void()> wait_for_cpu() = 0;
-  /// For the current step's port call when it may wait for a provider's limits (an LLM, Document
-  /// AI): while it waits the step's deadline does not run; when it goes on the deadline starts
-  /// again. The port calls them from any thread.
-  virtual wait_hooks pause_hooks() = 0;
+  /// The call context of the current step's port call: while the call waits for a provider's
+  /// limits (an LLM, Document AI) the step's deadline does not run, and starts again when it goes
+  /// on (the port calls the hooks from any thread); the adapter's log lines about the call carry
+  /// the job's fields (node, stage, step, ingestion, document, tenant).
+  virtual call_context port_call() = 0;
 
   virtual const std::shared_ptr<worker_context>& context() const = 0;
   virtual const claimed_work& claim() const = 0;

@@ -128,7 +128,7 @@ private:
     job_->request<std::vector<match_edge>>(
       "decide",
       [&](auto cb) {
-        ctx_->ports.match->decide_with(doc_, std::move(candidates), job_->pause_hooks(), std::move(cb));
+        ctx_->ports.match->decide_with(doc_, std::move(candidates), job_->port_call(), std::move(cb));
       },
       [this](result<std::vector<match_edge>> r) {
         // No silent degradation (seed 003): a decision not made is an error, never "no match".

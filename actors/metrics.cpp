@@ -87,7 +87,8 @@ std::pair<double, uint64_t> worker_metrics::heartbeat_lateness_quantile(double q
   return {heartbeat_lateness_.quantile_upper_bound(q), heartbeat_lateness_.count()};
 }
 
-void worker_metrics::set_node(std::string id, std::string version, std::string stages, std::string classes) {
+void worker_metrics::set_node(const std::string& id, const std::string& version, const std::string& stages,
+                              const std::string& classes) {
   std::lock_guard guard{mtx_};
   node_labels_ = "node=\"" + label_value(id) + "\",version=\"" + label_value(version) + "\",stages=\""
                  + label_value(stages) + "\",classes=\"" + label_value(classes) + "\"";

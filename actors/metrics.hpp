@@ -69,7 +69,8 @@ public:
 
   /// Who this node is, for ingestd_node_info (set once at start, before the first scrape): its id
   /// (worker.id, as `ingestd nodes` shows it), version, and the stages and size classes it serves.
-  void set_node(std::string id, std::string version, std::string stages, std::string classes);
+  void set_node(const std::string& id, const std::string& version, const std::string& stages,
+                const std::string& classes);
   /// A stage this node runs: its series exist (at zero) before its first job.
   void add_stage(std::string_view stage);
   /// A job of `stage` started / ended (in_flight, and the stage's own count).

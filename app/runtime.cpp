@@ -238,6 +238,7 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     else if (cfg.review.enabled && cfg.admin.port != 0)
       // The review desk's document page, where the person resolves it.
       opts.link_template = review_address(cfg, cfg.admin.port) + "/documents/{document_id}";
+    opts.worker_id = make_worker_settings(cfg).worker_id;
     auto notifier = std::make_shared<webhook_notifier>(webhook(), opts);
     rt->ports.on_failed = [notifier](const claimed_ingestion& c, const error& e, int32_t attempts) {
       notifier->notify_failed(failure_notice{c.ingestion_id.str(), c.document_id.str(), c.tenant_id.str(),

@@ -356,7 +356,7 @@ struct chat_call : std::enable_shared_from_this<chat_call> {
   chat_client::acceptor accept;
   callback<chat_usage> done;
   /// Passed to every attempt's request: the caller hears when one waits for the provider's limits.
-  wait_hooks hooks;
+  call_context context;
   int attempt = 0;
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
@@ -388,7 +388,7 @@ struct chat_call : std::enable_shared_from_this<chat_call> {
     // For a tokens-per-minute limit: about four bytes a token in, and the answer's bound out.
     req.estimated_tokens = static_cast<int64_t>(req.body.size() / 4)
                            + (s->opts.max_output_tokens > 0 ? s->opts.max_output_tokens : estimated_answer_tokens);
-    req.hooks = hooks;
+    req.context = context;
     // Answers are a few kB: a small receive buffer keeps thousands of waiting calls cheap.
     req.receive_buffer_bytes = 1024;
     req.connect_timeout = s->opts.connect_timeout;
@@ -432,17 +432,17 @@ struct chat_call : std::enable_shared_from_this<chat_call> {
     // line is full, and the job gives its work back.
     if (err.permanent() || attempt >= max_attempts || too_long || provider_busy(err)) {
       err.message += " (attempt " + std::to_string(attempt) + " of " + std::to_string(max_attempts) + ")";
-      log::warn("llm " + s->purpose + " failed",
-                {{"error", err.describe()}, {"error_class", to_string(err.cls)}});
+      log::write_with(log::level::warn, "llm " + s->purpose + " failed", log::fields_of(context.log_fields),
+                      {{"error", err.describe()}, {"error_class", to_string(err.cls)}});
       finish(std::move(outcome));
       return;
     }
     auto wait = err.retry_after_ms >= 0 ? std::chrono::milliseconds{err.retry_after_ms}
                                         : s->backoff(attempt);
     ++s->retries;
-    log::info("llm attempt failed; retrying",
-              {{"purpose", s->purpose}, {"attempt", attempt}, {"max_attempts", max_attempts},
-               {"error", err.code}, {"retry_in_ms", static_cast<int64_t>(wait.count())}});
+    log::write_with(log::level::info, "llm attempt failed; retrying", log::fields_of(context.log_fields),
+                    {{"purpose", s->purpose}, {"llm_attempt", attempt}, {"max_attempts", max_attempts},
+                     {"error", err.code}, {"retry_in_ms", static_cast<int64_t>(wait.count())}});
     s->tmr.after(wait, [self = shared_from_this()] { self->start(); });
   }
 };
@@ -454,13 +454,13 @@ chat_client::chat_client(http_client& http, timer& retry_timer, chat_options opt
 
 chat_client::~chat_client() = default;
 
-void chat_client::complete(chat_prompt prompt, acceptor accept, callback<chat_usage> done, wait_hooks hooks) {
+void chat_client::complete(chat_prompt prompt, acceptor accept, callback<chat_usage> done, call_context context) {
   auto call = std::make_shared<chat_call>();
   call->s = shared_;
   call->prompt = std::move(prompt);
   call->accept = std::move(accept);
   call->done = std::move(done);
-  call->hooks = std::move(hooks);
+  call->context = std::move(context);
   call->start();
 }
 

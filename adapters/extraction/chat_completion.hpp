@@ -124,8 +124,9 @@ public:
   /// one) after `accept` took an answer, or with the last attempt's classified error, whose
   /// message says how many attempts ran. A call abandoned because the timer shut down with its
   /// retry pending answers a transient "llm.cancelled".
-  /// `hooks` go with every attempt's request (see http_request::hooks).
-  void complete(chat_prompt prompt, acceptor accept, callback<chat_usage> done, wait_hooks hooks = {});
+  /// `context` goes with every attempt's request (see http_request::context), and its log fields
+  /// on every line about the call.
+  void complete(chat_prompt prompt, acceptor accept, callback<chat_usage> done, call_context context = {});
 
   const chat_options& options() const;
   /// Requests sent and retries scheduled so far (all calls together).

@@ -7,7 +7,7 @@
 
 #include "messages/extraction.hpp"
 #include "messages/result.hpp"
-#include "messages/wait_hooks.hpp"
+#include "messages/call_context.hpp"
 
 namespace ingestd {
 
@@ -16,11 +16,11 @@ class extractor {
 public:
   virtual ~extractor() = default;
   virtual void extract(std::string text, callback<extraction> done) = 0;
-  /// extract() for a caller whose deadline must not run while the request waits for its
-  /// provider's limits: `hooks` hear when it waits and when it goes on. An extractor without a
-  /// remote provider ignores them.
-  virtual void extract_with(std::string text, wait_hooks hooks, callback<extraction> done) {
-    (void) hooks;
+  /// extract() with the caller's call context: its hooks hear when the request waits for its
+  /// provider's limits and when it goes on (a job's step deadline stops in between), its log
+  /// fields go on every line about the call. An extractor without a remote provider ignores it.
+  virtual void extract_with(std::string text, call_context context, callback<extraction> done) {
+    (void) context;
     extract(std::move(text), std::move(done));
   }
   virtual std::string name() const = 0;

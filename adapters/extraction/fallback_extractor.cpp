@@ -12,9 +12,9 @@ void fallback_extractor::extract(std::string text, callback<extraction> done) {
   extract_with(std::move(text), {}, std::move(done));
 }
 
-void fallback_extractor::extract_with(std::string text, wait_hooks hooks, callback<extraction> done) {
+void fallback_extractor::extract_with(std::string text, call_context context, callback<extraction> done) {
   auto kept = std::make_shared<std::string>(text);
-  primary_->extract_with(std::move(text), std::move(hooks), [this, kept, done = std::move(done)](result<extraction> r) mutable {
+  primary_->extract_with(std::move(text), std::move(context), [this, kept, done = std::move(done)](result<extraction> r) mutable {
     if (r || r.error().code != "llm.context_exceeded")
       return done(std::move(r));
     auto why = r.error().describe();

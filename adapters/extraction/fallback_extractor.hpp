@@ -14,7 +14,7 @@ public:
   fallback_extractor(std::shared_ptr<extractor> primary, std::shared_ptr<extractor> fallback);
 
   void extract(std::string text, callback<extraction> done) override;
-  void extract_with(std::string text, wait_hooks hooks, callback<extraction> done) override;
+  void extract_with(std::string text, call_context context, callback<extraction> done) override;
   std::string name() const override { return primary_->name(); }
   bool deterministic() const override { return primary_->deterministic(); }
 

@@ -68,7 +68,7 @@ void openai_extractor::extract(std::string text, callback<extraction> done) {
   extract_with(std::move(text), {}, std::move(done));
 }
 
-void openai_extractor::extract_with(std::string text, wait_hooks hooks, callback<extraction> done) {
+void openai_extractor::extract_with(std::string text, call_context context, callback<extraction> done) {
   // The answer is read into `out` by the acceptor; the call's usage completes it.
   auto out = std::make_shared<extraction>();
   auto prompt = extraction_prompt(system_prompt_, text);
@@ -92,7 +92,7 @@ void openai_extractor::extract_with(std::string text, wait_hooks hooks, callback
       out->model = usage->model;
       done(std::move(*out));
     },
-    std::move(hooks));
+    std::move(context));
 }
 
 openai_stats openai_extractor::stats() const { return client_.stats(); }

@@ -32,7 +32,7 @@ public:
   /// Calls `done` exactly once: with the validated extraction (tokens summed over all attempts),
   /// or with the last attempt's classified error, whose message says how many attempts ran.
   void extract(std::string text, callback<extraction> done) override;
-  void extract_with(std::string text, wait_hooks hooks, callback<extraction> done) override;
+  void extract_with(std::string text, call_context context, callback<extraction> done) override;
   std::string name() const override { return "openai"; }
 
   /// Requests sent and retries scheduled so far (all extract() calls together).

@@ -12,7 +12,7 @@
 
 #include "messages/error.hpp"
 #include "messages/result.hpp"
-#include "messages/wait_hooks.hpp"
+#include "messages/call_context.hpp"
 
 namespace ingestd {
 
@@ -34,9 +34,9 @@ struct http_request {
   /// What the request is expected to cost against its provider's tokens-per-minute limit (an LLM
   /// call: prompt and answer); 0 for requests that are not counted in tokens.
   int64_t estimated_tokens = 0;
-  /// Told when the request waits for its provider's limits (rate_limited_client) and when it
-  /// leaves that wait for the network.
-  wait_hooks hooks;
+  /// The caller's: its hooks are told when the request waits for its provider's limits
+  /// (rate_limited_client) and when it leaves that wait for the network.
+  call_context context;
 };
 
 struct http_response {

@@ -141,8 +141,8 @@ struct rate_limited_client::state : std::enable_shared_from_this<rate_limited_cl
                          error::make_transient("provider.busy", "the request waited " + std::to_string(secs)
                                                                   + " s for the " + provider
                                                                   + " provider's limits and was not sent")});
-      if (w.request.hooks.resumed)
-        w.request.hooks.resumed();
+      if (w.request.context.resumed)
+        w.request.context.resumed();
       line.pop_front();
     }
     while (!line.empty() && admissible(line.front().request)) {
@@ -209,8 +209,8 @@ struct rate_limited_client::state : std::enable_shared_from_this<rate_limited_cl
   }
 
   void send(to_send s) {
-    if (s.waited && s.request.hooks.resumed)
-      s.request.hooks.resumed();
+    if (s.waited && s.request.context.resumed)
+      s.request.context.resumed();
     auto id = s.id;
     auto inner_id = inner.submit(std::move(s.request), [self = shared_from_this(), id,
                                                         done = std::move(s.done)](result<http_response> r) {
@@ -242,8 +242,8 @@ rate_limited_client::~rate_limited_client() {
     left.swap(st_->line);
   }
   for (auto& w : left) {
-    if (w.request.hooks.resumed)
-      w.request.hooks.resumed();
+    if (w.request.context.resumed)
+      w.request.context.resumed();
     w.done(error::make_transient("http.cancelled", "the " + st_->provider + " client shut down before the request was sent"));
   }
 }
@@ -273,8 +273,8 @@ uint64_t rate_limited_client::submit(http_request request, callback<http_respons
         out.push_back({id, std::move(request), std::move(done), false});
       } else {
         // Told under the lock, so that it comes before the `resumed` of whoever sends it.
-        if (request.hooks.waiting)
-          request.hooks.waiting();
+        if (request.context.waiting)
+          request.context.waiting();
         st.line.push_back({id, std::move(request), std::move(done), at});
         st.advance(out, expired);
       }
@@ -302,8 +302,8 @@ void rate_limited_client::cancel(uint64_t id) {
     }
   }
   if (removed) {
-    if (removed->request.hooks.resumed)
-      removed->request.hooks.resumed();
+    if (removed->request.context.resumed)
+      removed->request.context.resumed();
     removed->done(error::make_transient("http.cancelled", "the request was cancelled before it was sent"));
   } else if (inner_id != 0) {
     st.inner.cancel(inner_id);

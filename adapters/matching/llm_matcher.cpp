@@ -228,7 +228,7 @@ void llm_matcher::decide(match_document doc, std::vector<match_document> candida
   decide_with(std::move(doc), std::move(candidates), {}, std::move(done));
 }
 
-void llm_matcher::decide_with(match_document doc, std::vector<match_document> candidates, wait_hooks hooks,
+void llm_matcher::decide_with(match_document doc, std::vector<match_document> candidates, call_context context,
                               callback<std::vector<match_edge>> done) {
   // A document of its own candidates is not one; nothing to compare is a real answer.
   candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
@@ -260,7 +260,7 @@ void llm_matcher::decide_with(match_document doc, std::vector<match_document> ca
       }
       done(std::move(*out));
     },
-    std::move(hooks));
+    std::move(context));
 }
 
 chat_stats llm_matcher::stats() const { return client_.stats(); }

@@ -41,7 +41,7 @@ public:
   llm_matcher(http_client& http, timer& retry_timer, llm_matcher_options opts);
   ~llm_matcher() override;
 
-  void decide_with(match_document doc, std::vector<match_document> candidates, wait_hooks hooks,
+  void decide_with(match_document doc, std::vector<match_document> candidates, call_context context,
                    callback<std::vector<match_edge>> done) override;
   void decide(match_document doc, std::vector<match_document> candidates,
               callback<std::vector<match_edge>> done) override;

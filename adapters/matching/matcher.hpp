@@ -9,7 +9,7 @@
 
 #include "messages/matching.hpp"
 #include "messages/result.hpp"
-#include "messages/wait_hooks.hpp"
+#include "messages/call_context.hpp"
 
 namespace ingestd {
 
@@ -26,11 +26,11 @@ public:
   /// appears at most once). An empty vector is a real answer: no match.
   virtual void decide(match_document doc, std::vector<match_document> candidates,
                       callback<std::vector<match_edge>> done) = 0;
-  /// decide() for a caller whose deadline must not run while the request waits for its
-  /// provider's limits (see extractor::extract_with); a local matcher ignores `hooks`.
-  virtual void decide_with(match_document doc, std::vector<match_document> candidates, wait_hooks hooks,
+  /// decide() with the caller's call context (see extractor::extract_with); a local matcher
+  /// ignores it.
+  virtual void decide_with(match_document doc, std::vector<match_document> candidates, call_context context,
                            callback<std::vector<match_edge>> done) {
-    (void) hooks;
+    (void) context;
     decide(std::move(doc), std::move(candidates), std::move(done));
   }
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <exception>
+#include <memory>
+#include <vector>
 
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -151,16 +153,24 @@ void webhook_notifier::notify_failed(failure_notice notice, callback<void> done)
   req.total_timeout = opts_.timeout;
   req.max_response_bytes = size_t{64} * 1024;
   auto where = loggable(opts_.url);
-  auto document_id = notice.document_id;
-  auto failed = [this, where, document_id](const error& e) {
+  // The job's fields (actors/job.cpp), for every line about this notice.
+  auto about = std::make_shared<std::vector<log::field>>();
+  about->emplace_back("worker_id", opts_.worker_id);
+  about->emplace_back("stage", notice.stage);
+  about->emplace_back("step", "notify");
+  if (!notice.ingestion_id.empty())
+    about->emplace_back("ingestion_id", notice.ingestion_id);
+  about->emplace_back("document_id", notice.document_id);
+  about->emplace_back("tenant_id", notice.tenant_id);
+  auto failed = [this, where, about](const error& e) {
     auto err = e;
     err.message = scrub(err.message);
-    log::warn("webhook notification failed", {{"document_id", document_id}, {"webhook", where},
-                                               {"error", err.describe()}});
+    log::write_with(log::level::warn, "webhook notification failed", *about, {{"webhook", where},
+                                                                              {"error", err.describe()}});
     return err;
   };
   try {
-    http_.submit(std::move(req), [done = std::move(done), where, document_id,
+    http_.submit(std::move(req), [done = std::move(done), where, about,
                                   failed](result<http_response> r) {
       if (!r) {
         done(failed(r.error()));
@@ -168,7 +178,7 @@ void webhook_notifier::notify_failed(failure_notice notice, callback<void> done)
       }
       long status = r->status;
       if (status >= 200 && status < 300) {
-        log::info("webhook notification delivered", {{"document_id", document_id}, {"webhook", where}});
+        log::write_with(log::level::info, "webhook notification delivered", *about, {{"webhook", where}});
         done(result<void>{});
         return;
       }
@@ -179,8 +189,8 @@ void webhook_notifier::notify_failed(failure_notice notice, callback<void> done)
     });
   } catch (const std::exception& e) {
     // The port does not throw; this guards the "never affects the ingestion" promise anyway.
-    log::warn("webhook notification not submitted",
-              {{"document_id", document_id}, {"webhook", where}, {"error", scrub(e.what())}});
+    log::write_with(log::level::warn, "webhook notification not submitted", *about,
+                    {{"webhook", where}, {"error", scrub(e.what())}});
   }
 }
 

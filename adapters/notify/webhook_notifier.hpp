@@ -18,6 +18,9 @@ struct webhook_options {
   /// The admin link; {document_id}, {ingestion_id} and {tenant_id} are replaced.
   std::string link_template = "https://admin.example/documents/{document_id}";
   std::chrono::milliseconds timeout{10'000};
+  /// This node's id, for the log lines about a notice (they name the node, stage, ingestion,
+  /// document and tenant, as the job's own lines do).
+  std::string worker_id;
 };
 
 class webhook_notifier final : public notifier {

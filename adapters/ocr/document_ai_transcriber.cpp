@@ -342,7 +342,7 @@ void document_ai_transcriber::transcribe(transcription_request request,
   req.total_timeout = request.timeout.count() > 0
                         ? std::chrono::duration_cast<std::chrono::milliseconds>(request.timeout)
                         : options_.timeout;
-  req.hooks = std::move(request.provider_wait);
+  req.context = std::move(request.context);
   auto start = std::chrono::steady_clock::now();
   http_.submit(std::move(req), [done = std::move(done), start](result<http_response> r) {
     if (!r) {

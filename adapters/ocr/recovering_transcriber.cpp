@@ -20,7 +20,7 @@ struct attempt {
   double quality_threshold = 0;
   bool allow_preprocessing = true;
   std::chrono::seconds timeout{0};
-  wait_hooks provider_wait;
+  call_context context;
   callback<transcription> done;
 
   transcription_request request(std::string body, std::string mime) const {
@@ -30,7 +30,7 @@ struct attempt {
     req.quality_threshold = quality_threshold;
     req.allow_preprocessing = false;
     req.timeout = timeout;
-    req.provider_wait = provider_wait;
+    req.context = context;
     return req;
   }
 };
@@ -75,7 +75,7 @@ void recovering_transcriber::transcribe(transcription_request request, callback<
   a->quality_threshold = request.quality_threshold;
   a->allow_preprocessing = request.allow_preprocessing;
   a->timeout = request.timeout;
-  a->provider_wait = std::move(request.provider_wait);
+  a->context = std::move(request.context);
   a->done = std::move(done);
   auto first = a->request(*a->bytes, a->mime_type);
   first.allow_preprocessing = a->allow_preprocessing;

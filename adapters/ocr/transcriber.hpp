@@ -9,7 +9,7 @@
 
 #include "messages/result.hpp"
 #include "messages/transcription.hpp"
-#include "messages/wait_hooks.hpp"
+#include "messages/call_context.hpp"
 
 namespace ingestd {
 
@@ -28,9 +28,10 @@ struct transcription_request {
   /// The document's deadline for this request (the size class's OCR deadline); 0: the
   /// provider's own (transcription.timeout_seconds).
   std::chrono::seconds timeout{0};
-  /// A remote provider tells these when its request waits for the provider's limits (Document
-  /// AI behind rate_limited_client) and when it goes on: the caller's deadline stops meanwhile.
-  wait_hooks provider_wait;
+  /// The caller's: a remote provider tells its hooks when its request waits for the provider's
+  /// limits (Document AI behind rate_limited_client) and when it goes on, so that the caller's
+  /// deadline stops meanwhile.
+  call_context context;
 };
 
 /// True for the error of a document (or one of its pages) that did not get a CPU worker before

@@ -39,6 +39,19 @@ void write(level lvl, std::string_view message, std::initializer_list<field> fie
 void write_with(level lvl, std::string_view message, const std::vector<field>& context,
                 std::initializer_list<field> fields = {});
 
+/// A call context's log fields (messages/call_context.hpp; anything with key, value and number
+/// members) as fields for write_with(); they refer to `xs`, which must outlive them.
+template <class Fields>
+std::vector<field> fields_of(const Fields& xs) {
+  std::vector<field> out;
+  out.reserve(xs.size());
+  for (auto& x : xs) {
+    out.emplace_back(std::string_view{x.key}, x.value);
+    out.back().number = x.number;
+  }
+  return out;
+}
+
 inline void debug(std::string_view m, std::initializer_list<field> f = {}) { write(level::debug, m, f); }
 inline void info(std::string_view m, std::initializer_list<field> f = {}) { write(level::info, m, f); }
 inline void warn(std::string_view m, std::initializer_list<field> f = {}) { write(level::warn, m, f); }

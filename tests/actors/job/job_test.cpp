@@ -506,7 +506,7 @@ CAF_TEST(the step deadline does not run while the extraction waits for the provi
   extract->hold("extract");
   spawn_job(sys, ctx, hb, deliver(id.str()));
   sched.run();
-  auto hooks = extract->last_hooks();
+  auto hooks = extract->last_context();
   CAF_REQUIRE(hooks.waiting && hooks.resumed);
   hooks.waiting();  // as rate_limited_client tells it: the request waits in the provider's line
   sched.run();
@@ -531,7 +531,7 @@ CAF_TEST(the step deadline runs again once the request has left the provider lin
   extract->hold("extract");
   spawn_job(sys, ctx, hb, deliver(id.str()));
   sched.run();
-  auto hooks = extract->last_hooks();
+  auto hooks = extract->last_context();
   hooks.waiting();
   sched.run();
   advance_time(61s);

@@ -71,13 +71,14 @@ CAF_TEST(each interval refreshes the row with in flight and the state) {
   CAF_CHECK_EQUAL(row->state, "running");
   // The capacity usage: slots in use over the budget (jobs over max_in_flight without one).
   ctx->metrics->max_in_flight = 12;
-  CAF_CHECK_EQUAL(nodes->refreshes().back().capacity_usage, 0.0);
+  auto usage = [&] { return nodes->refreshes().back().capacity_usage; };
+  CAF_CHECK_EQUAL(usage(), 0.0);
   ctx->metrics->capacity_slots = 10;
   ctx->metrics->slots_in_use = 5;
   flags->draining = true;
   ctx->metrics->in_flight = 1;
   next_tick();
-  CAF_CHECK_EQUAL(nodes->refreshes().back().capacity_usage, 0.5);
+  CAF_CHECK_EQUAL(usage(), 0.5);
   row = nodes->find("node-a");
   CAF_CHECK_EQUAL(row->refreshes, 2);
   CAF_CHECK_EQUAL(row->in_flight, 1);

@@ -5,9 +5,11 @@
 #include <future>
 
 #include <gtest/gtest.h>
+#include <rapidjson/document.h>
 
 #include "adapters/http/curl_engine.hpp"
 #include "adapters/extraction/openai_extractor.hpp"
+#include "adapters/support/log.hpp"
 #include "tests/support/llm/stub_client.hpp"
 #include "tests/support/llm/chat_stub.hpp"
 
@@ -151,4 +153,43 @@ TEST_F(openai_stub, a_dead_server_is_a_transient_connect_error) {
   EXPECT_EQ(r.error().code, "llm.connect") << r.error().describe();
   EXPECT_EQ(ex.stats().requests, 3u);
   EXPECT_EQ(ex.stats().retries, 2u);
+}
+
+// The lines the LLM client writes about a call carry the caller's log fields (a job's node,
+// stage, step, ingestion, document and tenant), beside their own.
+TEST_F(openai_stub, retry_and_failure_lines_carry_the_callers_log_fields) {
+  log::setup("json", "info");
+  log::capture captured;
+  openai_options o;
+  o.base_url = stub_->base_url();
+  o.model = "server_error:log-fields";
+  o.base_backoff = 10ms;
+  openai_extractor ex{engine_, engine_, o};
+  call_context context;
+  context.log_fields = {{"worker_id", "node-1"}, {"stage", "ingest"}, {"step", "extract"},
+                        {"ingestion_id", "0190a1b2-0000-7000-8000-000000000001"},
+                        {"document_id", "0190a1b2-0000-7000-8000-0000000000d0"}, {"tenant_id", "tenant-9"},
+                        {"attempt", "2", true}};
+  auto p = std::make_shared<std::promise<result<extraction>>>();
+  ex.extract_with("Invoice INV-1", context, [p](result<extraction> r) { p->set_value(std::move(r)); });
+  auto f = p->get_future();
+  ASSERT_EQ(f.wait_for(60s), std::future_status::ready);
+  EXPECT_FALSE(f.get());
+  auto lines = captured.lines();
+  log::setup("text", "info");
+  ASSERT_EQ(lines.size(), 3u) << "two retries and the failure";
+  for (auto& line : lines) {
+    rapidjson::Document d;
+    d.Parse(line.c_str());
+    ASSERT_FALSE(d.HasParseError()) << line;
+    ASSERT_TRUE(d.IsObject()) << line;
+    EXPECT_STREQ(d["worker_id"].GetString(), "node-1") << line;
+    EXPECT_STREQ(d["stage"].GetString(), "ingest") << line;
+    EXPECT_STREQ(d["step"].GetString(), "extract") << line;
+    EXPECT_STREQ(d["ingestion_id"].GetString(), "0190a1b2-0000-7000-8000-000000000001") << line;
+    EXPECT_STREQ(d["document_id"].GetString(), "0190a1b2-0000-7000-8000-0000000000d0") << line;
+    EXPECT_STREQ(d["tenant_id"].GetString(), "tenant-9") << line;
+    ASSERT_TRUE(d["attempt"].IsInt()) << line;
+    EXPECT_EQ(d["attempt"].GetInt(), 2) << "the job's attempt, written as a number: " << line;
+  }
 }

@@ -48,7 +48,7 @@ TEST(provider_limits, the_llms_concurrency_limit_holds_at_the_server_and_every_c
   std::promise<void> all_done;
   std::atomic<int> waits{0};
   for (int i = 0; i < calls; ++i)
-    ex.extract_with("Invoice INV-1, total 119.00 EUR", wait_hooks{[&] { ++waits; }, {}},
+    ex.extract_with("Invoice INV-1, total 119.00 EUR", call_context{[&] { ++waits; }, {}},
                     [&](result<extraction> r) {
                       std::lock_guard lock{mtx};
                       answers.push_back(std::move(r));

@@ -398,6 +398,7 @@ TEST_F(sqs_fauxqs, priority_classes_route_each_message_to_its_class_queue_and_se
   std::shared_ptr<queue> low = make_queue();
   priority_queues q{{{29, 6, high}, {69, 3, normal}, {100, 1, low}}};
   std::vector<outgoing_message> batch;
+  batch.reserve(13);
   for (int i = 0; i < 8; ++i)
     batch.push_back({"low-" + std::to_string(i), 0s, 90});
   for (int i = 0; i < 2; ++i)

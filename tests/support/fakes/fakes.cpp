@@ -784,15 +784,15 @@ void fake_extractor::extract(std::string, callback<extraction> done) {
   done(std::move(r));
 }
 
-void fake_extractor::extract_with(std::string text, wait_hooks hooks, callback<extraction> done) {
+void fake_extractor::extract_with(std::string text, call_context context, callback<extraction> done) {
   {
     std::lock_guard guard{mtx_};
-    hooks_ = std::move(hooks);
+    hooks_ = std::move(context);
   }
   extract(std::move(text), std::move(done));
 }
 
-wait_hooks fake_extractor::last_hooks() {
+call_context fake_extractor::last_context() {
   std::lock_guard guard{mtx_};
   return hooks_;
 }

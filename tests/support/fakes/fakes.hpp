@@ -234,13 +234,13 @@ public:
   explicit fake_extractor(std::string name = "fake") : name_(std::move(name)) {}
   /// Answers `next_result` (a valid, reconciling invoice with high confidence by default).
   void extract(std::string text, callback<extraction> done) override;
-  /// As extract(), keeping `hooks` for the test to call as a provider's limiter would.
-  void extract_with(std::string text, wait_hooks hooks, callback<extraction> done) override;
+  /// As extract(), keeping `context` for the test to call as a provider's limiter would.
+  void extract_with(std::string text, call_context context, callback<extraction> done) override;
   std::string name() const override { return name_; }
   bool deterministic() const override { return deterministic_answers; }
   int calls();
-  /// The hooks of the last extract_with() call (empty ones for a plain extract()).
-  wait_hooks last_hooks();
+  /// The context of the last extract_with() call (empty ones for a plain extract()).
+  call_context last_context();
   extraction next_result = valid_invoice();
   /// Answer like the local rules: the gate's verdict is final at the first attempt.
   bool deterministic_answers = false;
@@ -249,7 +249,7 @@ public:
 private:
   std::string name_;
   int calls_ = 0;
-  wait_hooks hooks_;
+  call_context hooks_;
 };
 
 } // namespace ingestd::test

@@ -38,7 +38,7 @@ struct observed {
   std::vector<std::string> errors;
   std::vector<std::string> hooks;
 
-  callback<http_response> on_answer(std::string url) {
+  callback<http_response> on_answer(const std::string& url) {
     return [this, url](result<http_response> r) {
       std::lock_guard lock{mtx};
       if (r)
@@ -47,7 +47,7 @@ struct observed {
         errors.push_back(url + ": " + r.error().code);
     };
   }
-  wait_hooks hooks_for(const std::string& url) {
+  call_context hooks_for(const std::string& url) {
     return {[this, url] { std::lock_guard lock{mtx}; hooks.push_back("waiting " + url); },
             [this, url] { std::lock_guard lock{mtx}; hooks.push_back("resumed " + url); }};
   }
@@ -75,7 +75,7 @@ protected:
   }
   void submit(rate_limited_client& l, const std::string& url, int64_t tokens = 0) {
     auto r = request(url, tokens);
-    r.hooks = seen.hooks_for(url);
+    r.context = seen.hooks_for(url);
     l.submit(std::move(r), seen.on_answer(url));
   }
 };
@@ -167,7 +167,7 @@ TEST_F(rate_limited_client_test, cancel_takes_a_waiting_request_out_of_the_line_
   auto l = limiter({.max_concurrent = 1});
   auto sent = l->submit(request("sent"), seen.on_answer("sent"));
   auto r = request("waiting");
-  r.hooks = seen.hooks_for("waiting");
+  r.context = seen.hooks_for("waiting");
   auto waiting = l->submit(std::move(r), seen.on_answer("waiting"));
   l->cancel(waiting);
   {
@@ -244,6 +244,7 @@ TEST(rate_limited_client_threads, the_bound_holds_under_concurrent_submits) {
   rate_limited_client l{"llm", http, clock, {.max_concurrent = 3}, [&] { return clock.now(); }};
   std::atomic<int> answers{0};
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&] {
       for (int i = 0; i < 250; ++i)

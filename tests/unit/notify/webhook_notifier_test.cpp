@@ -106,7 +106,9 @@ TEST(webhook_notifier, failure_lines_are_json_and_carry_no_secret_part_of_the_ur
   log::setup("json", "info");
   log::capture captured;
   fake_http_client http;
-  webhook_notifier n{http, {url}};
+  webhook_options opts{url};
+  opts.worker_id = "node-7";
+  webhook_notifier n{http, opts};
   std::vector<ingestd::error> reported;
   auto outcome = [&](fake_http_client::responder f) {
     http.set_responder(std::move(f));
@@ -134,6 +136,12 @@ TEST(webhook_notifier, failure_lines_are_json_and_carry_no_secret_part_of_the_ur
     EXPECT_STREQ(d["level"].GetString(), "warn") << line;
     EXPECT_STREQ(d["webhook"].GetString(), "https://hooks.slack.test") << line;
     EXPECT_STREQ(d["document_id"].GetString(), "0190a1b2-0000-7000-8000-0000000000d0") << line;
+    // The job's fields, as every line about a job carries them.
+    EXPECT_STREQ(d["worker_id"].GetString(), "node-7") << line;
+    EXPECT_STREQ(d["stage"].GetString(), "ingest") << line;
+    EXPECT_STREQ(d["step"].GetString(), "notify") << line;
+    EXPECT_STREQ(d["ingestion_id"].GetString(), "0190a1b2-0000-7000-8000-000000000001") << line;
+    EXPECT_STREQ(d["tenant_id"].GetString(), "tenant-42") << line;
     for (const char* secret : {"/services", "s3cr3t", "token=", "q5ecret"})
       EXPECT_EQ(line.find(secret), std::string::npos) << secret << " in " << line;
   }
