@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "actors/ingestion_stage_job.hpp"
 #include "actors/job.hpp"
 #include "adapters/extraction/quality_gate.hpp"
 #include "adapters/ocr/transcription_json.hpp"
@@ -28,16 +29,6 @@ std::string mime_of(const claimed_ingestion& c, std::string_view bytes) {
     return c.mime_type;
   auto type = detect_file_type(bytes);
   return type ? std::string{type->mime} : std::string{};
-}
-
-/// The notification of an ingestion the claim failed as poison (its crashes reached the limit).
-void notify_poisoned(const worker_context& ctx, const claimed_ingestion& c) {
-  if (!ctx.ports.on_failed)
-    return;
-  auto err = error::make_permanent(
-    "poison", "its processing ended without an outcome (a crash) " + std::to_string(c.attempt_count)
-                + " times, the limit of worker.max_retry_attempts: failed for review");
-  ctx.ports.on_failed(c, err, c.attempt_count);
 }
 
 /// A reprocess's choice of provider (migration 013) from the node's providers `named` into
@@ -59,85 +50,15 @@ result<void> choose(const std::map<std::string, std::shared_ptr<Port>, std::less
                                  + (needs.empty() ? std::string{} : ": it needs " + std::string{needs}));
 }
 
-class ingest_job final : public stage_job {
+class ingest_job final : public ingestion_stage_job {
 public:
-  explicit ingest_job(std::shared_ptr<worker_context> ctx, bool crash_escalates = false,
+  explicit ingest_job(std::shared_ptr<worker_context> ctx, std::string stage = "ingest", bool crash_escalates = false,
                       std::chrono::seconds ocr_timeout = std::chrono::seconds{0})
-    : ctx_(std::move(ctx)), crash_escalates_(crash_escalates), ocr_timeout_(ocr_timeout) {}
-
-  void claim(const uuid& id, const uuid& token, int32_t max_attempts,
-             callback<std::optional<claimed_work>> done) override {
-    // The row lands in a slot of its own: this job may be gone (deadline) when the answer comes
-    // on the database thread, and the actor reads the slot only after the answer arrives.
-    auto slot = std::make_shared<claimed_ingestion>();
-    granted_ = slot;
-    ctx_->ports.db->claim(
-      {claim_request{id, token, max_attempts, crash_escalates_}}, ctx_->settings.worker_id,
-      ctx_->settings.lease,
-      [slot, ctx = ctx_,
-       done = std::move(done)](result<std::vector<std::optional<claimed_ingestion>>> r) {
-        if (!r)
-          return done(r.error());
-        if (r->empty() || !r->front())
-          return done(std::optional<claimed_work>{});
-        if (r->front()->skipped) {
-          // A known file: the claim ended it `skipped`; the job finds it finished and
-          // acknowledges its message.
-          ++ctx->metrics->known_file_skips;
-          log::info("ingestion skipped: a known file",
-                    {{"worker_id", ctx->settings.worker_id},
-                     {"stage", "ingest"},
-                     {"step", "claim"},
-                     {"ingestion_id", r->front()->ingestion_id.str()},
-                     {"document_id", r->front()->document_id.str()},
-                     {"tenant_id", r->front()->tenant_id.str()}});
-          return done(std::optional<claimed_work>{});
-        }
-        if (r->front()->poisoned) {
-          // This claim failed it as poison: notified here, once, as any final failure is; the
-          // job then finds it finished and acknowledges its message.
-          notify_poisoned(*ctx, *r->front());
-          return done(std::optional<claimed_work>{});
-        }
-        *slot = std::move(*r->front());
-        done(std::optional<claimed_work>{claimed_work{slot->ingestion_id, slot->claim_token,
-                                                      slot->attempt_count, slot->document_id,
-                                                      slot->size_class, slot->class_attempts_base,
-                                                      slot->tenant_id}});
-      });
-  }
-
-  void state(const uuid& id, callback<ingestion_state> done) override {
-    ctx_->ports.db->states({id}, [done = std::move(done)](result<std::vector<ingestion_state>> r) {
-      if (!r)
-        return done(r.error());
-      if (r->empty())
-        return done(error::make_transient("db.no_result", "states returned nothing"));
-      done(r->front());
-    });
-  }
-
-  void record_failure(const lease_ref& ref, failure_record record, std::chrono::seconds delay,
-                      callback<failure_outcome> done) override {
-    ctx_->ports.db->record_failure(ref, std::move(record), delay, std::move(done));
-  }
-
-  void release(const lease_ref& ref, callback<void> done) override {
-    ctx_->ports.db->release(ref, std::move(done));
-  }
-
-  void record_cancelled(const lease_ref& ref, callback<void> done) override {
-    ctx_->ports.db->record_cancelled(ref, std::move(done));
-  }
-
-  void failed_for_good(const error& err, int32_t attempts) override {
-    if (ctx_->ports.on_failed)
-      ctx_->ports.on_failed(job_ != nullptr ? claim_ : *granted_, err, attempts);
-  }
+    : ingestion_stage_job(std::move(ctx), std::move(stage), "its processing", crash_escalates),
+      ocr_timeout_(ocr_timeout) {}
 
   void run(job_handle& job) override {
-    job_ = &job;
-    claim_ = std::move(*granted_);
+    take_claim(job);
     if (choose_providers())
       resume_or_fetch();
   }
@@ -356,12 +277,7 @@ private:
       });
   }
 
-  std::shared_ptr<worker_context> ctx_;
-  bool crash_escalates_ = false;
   std::chrono::seconds ocr_timeout_{0};
-  job_handle* job_ = nullptr;
-  std::shared_ptr<claimed_ingestion> granted_;
-  claimed_ingestion claim_;
   /// This ingestion's providers (choose_providers).
   std::shared_ptr<transcriber> ocr_;
   std::shared_ptr<extractor> extractor_;
@@ -406,9 +322,9 @@ std::shared_ptr<stage> make_ingest_class_stage(const worker_context& ctx, const 
   s->class_max_attempts = std::max(cls.class_max_attempts, 1);
   if (cls.max_in_flight > 0)
     s->max_in_flight = cls.max_in_flight;
-  s->make_job = [escalates = cls.escalate_to != nullptr,
+  s->make_job = [name = s->name, escalates = cls.escalate_to != nullptr,
                  ocr = cls.ocr_timeout](const std::shared_ptr<worker_context>& c) {
-    return std::make_unique<ingest_job>(c, escalates, ocr);
+    return std::make_unique<ingest_job>(c, name, escalates, ocr);
   };
   return s;
 }

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <set>
 
+#include "actors/ingestion_stage_job.hpp"
 #include "actors/job.hpp"
 #include "adapters/aws/encoding.hpp"
 #include "messages/file_type.hpp"
@@ -58,65 +59,13 @@ struct skipped_member {
   std::string reason;
 };
 
-class unpack_job final : public stage_job {
+class unpack_job final : public ingestion_stage_job {
 public:
-  unpack_job(std::shared_ptr<worker_context> ctx, int max_depth) : ctx_(std::move(ctx)), max_depth_(max_depth) {}
-
-  void claim(const uuid& id, const uuid& token, int32_t max_attempts,
-             callback<std::optional<claimed_work>> done) override {
-    auto slot = std::make_shared<claimed_ingestion>();
-    granted_ = slot;
-    ctx_->ports.db->claim(
-      {claim_request{id, token, max_attempts}}, ctx_->settings.worker_id, ctx_->settings.lease,
-      [slot, ctx = ctx_, done = std::move(done)](result<std::vector<std::optional<claimed_ingestion>>> r) {
-        if (!r)
-          return done(r.error());
-        if (r->empty() || !r->front())
-          return done(std::optional<claimed_work>{});
-        if (r->front()->poisoned) {
-          // Failed as poison by this claim (its crashes reached the limit): notified once, here.
-          if (ctx->ports.on_failed)
-            ctx->ports.on_failed(*r->front(),
-                                 error::make_permanent("poison", "unpacking it ended without an outcome (a crash) "
-                                                                   + std::to_string(r->front()->attempt_count)
-                                                                   + " times: failed for review"),
-                                 r->front()->attempt_count);
-          return done(std::optional<claimed_work>{});
-        }
-        *slot = std::move(*r->front());
-        done(std::optional<claimed_work>{
-          claimed_work{slot->ingestion_id, slot->claim_token, slot->attempt_count, slot->document_id, {}, 0,
-                       slot->tenant_id}});
-      });
-  }
-
-  void state(const uuid& id, callback<ingestion_state> done) override {
-    ctx_->ports.db->states({id}, [done = std::move(done)](result<std::vector<ingestion_state>> r) {
-      if (!r)
-        return done(r.error());
-      if (r->empty())
-        return done(error::make_transient("db.no_result", "states returned nothing"));
-      done(r->front());
-    });
-  }
-
-  void record_failure(const lease_ref& ref, failure_record record, std::chrono::seconds delay,
-                      callback<failure_outcome> done) override {
-    ctx_->ports.db->record_failure(ref, std::move(record), delay, std::move(done));
-  }
-
-  void release(const lease_ref& ref, callback<void> done) override {
-    ctx_->ports.db->release(ref, std::move(done));
-  }
-
-  void failed_for_good(const error& err, int32_t attempts) override {
-    if (ctx_->ports.on_failed)
-      ctx_->ports.on_failed(job_ != nullptr ? claim_ : *granted_, err, attempts);
-  }
+  unpack_job(std::shared_ptr<worker_context> ctx, int max_depth)
+    : ingestion_stage_job(std::move(ctx), "unpack", "its unpacking"), max_depth_(max_depth) {}
 
   void run(job_handle& job) override {
-    job_ = &job;
-    claim_ = *granted_;
+    take_claim(job);
     read_depth();
   }
 
@@ -313,11 +262,7 @@ private:
       });
   }
 
-  std::shared_ptr<worker_context> ctx_;
   int max_depth_;
-  job_handle* job_ = nullptr;
-  std::shared_ptr<claimed_ingestion> granted_;
-  claimed_ingestion claim_;
   int32_t depth_ = 0;
   container_type type_;
   unpacked content_;
