@@ -398,9 +398,10 @@ TEST_F(review_api_test, approved_data_says_a_person_verified_it_and_the_machines
               "document_id = $1) WHERE id = $1", {d});
   }
   start_desk();
+  // The two flags of the JSON one query (with the document as $1) answers.
   auto flags = [&](const std::string& sql, const std::string& document) {
-    return db->scalar("SELECT (x->>'extraction_successful') || ' ' || (x->>'confidence') FROM (" + sql + ") AS s(x)",
-                      {document});
+    auto json = db->scalar(sql, {document});
+    return db->scalar("SELECT ($1::jsonb->>'extraction_successful') || ' ' || ($1::jsonb->>'confidence')", {json});
   };
   ASSERT_EQ(flags("SELECT structured_data FROM document WHERE id = $1", a1), "false low");
   auto r = post_json("/review/api/documents/" + a1 + "/approve",
