@@ -24,28 +24,22 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-/// Folds one run time into the moving average the poller's admission reads (weight 1/8).
-void record_run_time(worker_metrics& m, clock::duration took) {
-  auto us = std::max<int64_t>(std::chrono::duration_cast<std::chrono::microseconds>(took).count(), 1);
-  auto avg = m.cpu_item_us.load();
-  m.cpu_item_us = avg == 0 ? us : avg + (us - avg) / 8;
-}
-
 caf::behavior cpu_worker(caf::event_based_actor* self, const caf::actor& master,
-                         const std::shared_ptr<worker_metrics>& metrics) {
+                         const std::shared_ptr<node_admission>& admission) {
   self->send(master, idle_atom_v, caf::actor{self});
   return {
-    [self, master, metrics](run_atom, cpu_job& job) {
-      auto start = clock::now();
-      if (start > job.deadline) {
-        if (job.expired)
-          job.expired();
-      } else {
-        job.run();
-        record_run_time(*metrics, clock::now() - start);
-      }
-      self->send(master, idle_atom_v, caf::actor{self});
-    },
+      [self, master, admission](run_atom, cpu_job& job) {
+        auto start = clock::now();
+        if (start > job.deadline) {
+          if (job.expired)
+            job.expired();
+        } else {
+          job.run();
+          admission->cpu_item_ran(
+              std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - start));
+        }
+        self->send(master, idle_atom_v, caf::actor{self});
+      },
   };
 }
 
@@ -56,7 +50,7 @@ struct cpu_pool_state {
   size_t continuing = 0;
   std::vector<caf::actor> idle;
   size_t max_backlog = 0;
-  std::shared_ptr<worker_metrics> metrics;
+  std::shared_ptr<node_admission> admission;
 
   /// Items still waiting when the pool stops get their `expired` call: every item is answered.
   ~cpu_pool_state() {
@@ -69,57 +63,58 @@ struct cpu_pool_state {
 using cpu_pool_ptr = cpu_pool_actor::stateful_pointer<cpu_pool_state>;
 
 cpu_pool_actor::behavior_type cpu_pool(cpu_pool_ptr self, int workers, int backlog,
-                                       std::shared_ptr<worker_metrics> metrics, cpu_workers mode) {
+                                       std::shared_ptr<node_admission> admission,
+                                       cpu_workers mode) {
   auto& st = self->state;
   st.max_backlog = static_cast<size_t>(std::max(backlog, 0));
-  st.metrics = std::move(metrics);
+  st.admission = std::move(admission);
   auto master = caf::actor_cast<caf::actor>(self);
   for (int i = 0; i < std::max(workers, 1); ++i) {
     if (mode == cpu_workers::detached)
-      self->spawn<caf::detached + caf::linked>(cpu_worker, master, st.metrics);
+      self->spawn<caf::detached + caf::linked>(cpu_worker, master, st.admission);
     else
-      self->spawn<caf::linked>(cpu_worker, master, st.metrics);
+      self->spawn<caf::linked>(cpu_worker, master, st.admission);
   }
   return {
-    [self](run_atom, cpu_job& job) {
-      auto& st = self->state;
-      if (!st.idle.empty()) {
-        auto worker = std::move(st.idle.back());
-        st.idle.pop_back();
-        caf::anon_send(worker, run_atom_v, std::move(job));
-      } else if (st.backlog.size() >= st.max_backlog) {
-        if (job.expired)
-          job.expired();
-      } else {
-        if (job.continues_started_work) {
-          st.backlog.insert(st.backlog.begin() + static_cast<std::ptrdiff_t>(st.continuing), std::move(job));
-          ++st.continuing;
-        } else {
-          st.backlog.push_back(std::move(job));
-        }
-        st.metrics->cpu_backlog = static_cast<int64_t>(st.backlog.size());
-      }
-    },
-    [self](idle_atom, caf::actor& worker) {
-      auto& st = self->state;
-      auto now = clock::now();
-      while (!st.backlog.empty()) {
-        auto job = std::move(st.backlog.front());
-        st.backlog.pop_front();
-        if (st.continuing > 0)
-          --st.continuing;
-        st.metrics->cpu_backlog = static_cast<int64_t>(st.backlog.size());
-        if (now > job.deadline) {
+      [self](run_atom, cpu_job& job) {
+        auto& st = self->state;
+        if (!st.idle.empty()) {
+          auto worker = std::move(st.idle.back());
+          st.idle.pop_back();
+          caf::anon_send(worker, run_atom_v, std::move(job));
+        } else if (st.backlog.size() >= st.max_backlog) {
           if (job.expired)
             job.expired();
-          continue;
+        } else {
+          if (job.continues_started_work) {
+            st.backlog.insert(st.backlog.begin() + static_cast<std::ptrdiff_t>(st.continuing),
+                              std::move(job));
+            ++st.continuing;
+          } else {
+            st.backlog.push_back(std::move(job));
+          }
+          st.admission->cpu_backlog_is(static_cast<int64_t>(st.backlog.size()));
         }
-        caf::anon_send(worker, run_atom_v, std::move(job));
-        return;
-      }
-      st.idle.push_back(std::move(worker));
-    },
-    [self](status_atom) { return static_cast<int32_t>(self->state.backlog.size()); },
+      },
+      [self](idle_atom, caf::actor& worker) {
+        auto& st = self->state;
+        auto now = clock::now();
+        while (!st.backlog.empty()) {
+          auto job = std::move(st.backlog.front());
+          st.backlog.pop_front();
+          if (st.continuing > 0)
+            --st.continuing;
+          st.admission->cpu_backlog_is(static_cast<int64_t>(st.backlog.size()));
+          if (now > job.deadline) {
+            if (job.expired)
+              job.expired();
+            continue;
+          }
+          caf::anon_send(worker, run_atom_v, std::move(job));
+          return;
+        }
+        st.idle.push_back(std::move(worker));
+      },
   };
 }
 
@@ -135,8 +130,8 @@ private:
 } // namespace
 
 cpu_pool_actor spawn_cpu_pool(caf::actor_system& sys, int workers, int backlog,
-                              std::shared_ptr<worker_metrics> metrics, cpu_workers mode) {
-  return sys.spawn(cpu_pool, workers, backlog, std::move(metrics), mode);
+                              std::shared_ptr<node_admission> admission, cpu_workers mode) {
+  return sys.spawn(cpu_pool, workers, backlog, std::move(admission), mode);
 }
 
 std::shared_ptr<cpu_executor> make_cpu_executor(cpu_pool_actor pool) {

@@ -6,7 +6,7 @@
 
 #include <caf/fwd.hpp>
 
-#include "actors/metrics.hpp"
+#include "actors/admission.hpp"
 #include "adapters/support/cpu_executor.hpp"
 #include "messages/protocol.hpp"
 
@@ -16,9 +16,10 @@ namespace ingestd {
 /// (tests on CAF's deterministic scheduler, which detached actors escape).
 enum class cpu_workers { detached, scheduled };
 
-/// Spawns the master and `workers` workers (at least 1); at most `backlog` items wait.
+/// Spawns the master and `workers` workers (at least 1); at most `backlog` items wait. The pool
+/// reports its backlog and its items' run time to `admission`.
 cpu_pool_actor spawn_cpu_pool(caf::actor_system& sys, int workers, int backlog,
-                              std::shared_ptr<worker_metrics> metrics,
+                              std::shared_ptr<node_admission> admission,
                               cpu_workers mode = cpu_workers::detached);
 
 /// The pool as the cpu_executor that adapters (the local OCR provider) submit work to.

@@ -5,11 +5,11 @@
 
 #include <caf/fwd.hpp>
 
-#include "actors/worker_context.hpp"
+#include "actors/node_context.hpp"
 #include "messages/protocol.hpp"
 
 namespace ingestd {
 
-heartbeat_actor spawn_heartbeat(caf::actor_system& sys, std::shared_ptr<worker_context> ctx);
+heartbeat_actor spawn_heartbeat(caf::actor_system& sys, std::shared_ptr<node_context> ctx);
 
 } // namespace ingestd

@@ -1,6 +1,6 @@
-// The job actor: one per queue message, owning one claim's lifecycle for its stage (claim,
-// heartbeat, deadlines, failure and back-off, acknowledgement, give-back at shutdown); the
-// stage's own steps run through a job_handle (actors/stage.hpp).
+// The job actor: one per queue message, owning one work item's lifecycle for its stage (the
+// claim, the heartbeat, deadlines, failure and back-off, acknowledgement, give-back at shutdown,
+// cancellation); the stage's own steps run through a job_handle (actors/stage.hpp).
 #pragma once
 
 #include <chrono>
@@ -12,15 +12,16 @@
 
 #include <caf/fwd.hpp>
 
+#include "actors/node_context.hpp"
 #include "actors/stage.hpp"
-#include "actors/worker_context.hpp"
-#include "messages/protocol.hpp"
 #include "messages/call_context.hpp"
+#include "messages/error_codes.hpp"
+#include "messages/protocol.hpp"
 
 namespace ingestd {
 
 /// What a stage's steps can do inside their job actor. Valid while the job runs; every
-/// continuation it hands out runs inside the actor, and only while the step is current.
+/// continuation it hands out runs inside the actor, and only while its step is current.
 class job_handle {
 public:
   virtual ~job_handle() = default;
@@ -37,59 +38,69 @@ public:
     }});
   }
 
-  /// Runs `work` (a callable returning result<T>: a parse, the local extractor's rules) on the
-  /// node's CPU pool as the current step, so CPU work never holds a scheduler thread. Like a
-  /// transcription, its deadline starts when a worker takes it (it waits ahead of new documents'
-  /// OCR, as the pages of a started document do); no worker within the CPU
-  /// deadline is "cpu.busy", which gives the work back (never_started()). Without a pool
-  /// (ports.cpu null) the work runs inline.
+  /// Runs `work` (a callable returning result<T>: a parse, a hash, the local rules) on the
+  /// node's CPU pool as the current step, so that CPU work never holds a scheduler thread. Its
+  /// deadline starts when a worker takes it (it waits ahead of new documents' OCR, as the pages
+  /// of a started document do); no worker within the CPU deadline is "cpu.busy", which gives
+  /// the work back. Without a pool (node().cpu null: tests on the deterministic scheduler) the
+  /// work runs inline.
   template <class T, class Work, class Next>
   void on_cpu(std::string_view step, Work work, Next next) {
-    request<T>(step, [&](callback<T> cb) {
-      auto& ctx = *context();
-      if (!ctx.ports.cpu)
-        return cb(guarded<T>(work));
-      cpu_job job;
-      // Part of a job already under way: it goes ahead of new documents' OCR, so a cheap step
-      // (the local rules take under a millisecond) never waits behind a backlog of scans.
-      job.continues_started_work = true;
-      job.run = [started = wait_for_cpu(), work = std::move(work), cb]() mutable {
-        started();
-        cb(guarded<T>(work));
-      };
-      job.expired = [cb, what = std::string{step}]() mutable {
-        cb(error::make_transient("cpu.busy", "no CPU worker was free for " + what + " within its deadline"));
-      };
-      job.deadline = std::chrono::steady_clock::now() + ctx.settings.cpu_deadline;
-      ctx.ports.cpu->submit(std::move(job));
-    }, std::move(next));
+    request<T>(
+        step,
+        [&](callback<T> cb) {
+          auto& node = this->node();
+          if (!node.cpu)
+            return cb(guarded<T>(work));
+          cpu_job job;
+          job.continues_started_work = true;
+          job.run = [started = wait_for_cpu(), work = std::move(work), cb]() mutable {
+            started();
+            cb(guarded<T>(work));
+          };
+          job.expired = [cb, what = std::string{step}]() mutable {
+            cb(error::make_transient(std::string{errc::cpu_busy}, "no CPU worker was free for "
+                                                                      + what
+                                                                      + " within its deadline"));
+          };
+          job.deadline = std::chrono::steady_clock::now() + node.settings.cpu_deadline;
+          node.cpu->submit(std::move(job));
+        },
+        std::move(next));
   }
 
   /// A step without a port call (e.g. the quality gate), recorded like the others.
   virtual void begin_local(std::string_view step) = 0;
-  /// Records the current step's duration and outcome (audit trail once claimed, metrics always).
+  /// Records the current step's duration and outcome (the audit trail once claimed, metrics
+  /// always).
   virtual void step_done(std::string_view outcome, std::string detail = {}) = 0;
-  /// The step's port call failed: the audit trail records the error, then fail().
+  /// The step failed: the audit trail records the error, then fail().
   virtual void step_failed(const error& err) = 0;
   /// The failure path: recorded as an attempt with back-off, or given back when the database
-  /// or the node (no CPU worker in time) failed rather than the work.
-  virtual void fail(const error& err, std::string structured_data = {}) = 0;
+  /// or the node (no CPU worker in time, a provider's full line) failed rather than the work.
+  virtual void fail(const error& err) = 0;
   /// The next request stores the outcome: a shutdown no longer gives the work back.
   virtual void storing_outcome() = 0;
+  /// The generic part of the outcome, for the stage's final write to finish the item in its
+  /// transaction: the claim, the audit trail (the current step's row, "ok", included), and
+  /// `next`, the next stages' work.
+  virtual work_outcome outcome(std::vector<next_work> next = {}) = 0;
   /// The outcome is stored: acknowledge the message and finish as completed.
   virtual void completed() = 0;
+  /// For a stage that stores nothing of its own at the end: finishes the item (step "complete")
+  /// with `next`, then completed().
+  virtual void complete(std::vector<next_work> next = {}) = 0;
   /// The current step waits for a CPU worker: its deadline does not run until `started()` is
   /// called (from any thread) when one takes it.
   virtual std::function<void()> wait_for_cpu() = 0;
   /// The call context of the current step's port call: while the call waits for a provider's
-  /// limits (an LLM, Document AI) the step's deadline does not run, and starts again when it goes
-  /// on (the port calls the hooks from any thread); the adapter's log lines about the call carry
-  /// the job's fields (node, stage, step, ingestion, document, tenant).
+  /// limits the step's deadline does not run, and starts again when it goes on (the port calls
+  /// the hooks from any thread); the adapter's log lines about the call carry the job's fields.
   virtual call_context port_call() = 0;
 
-  virtual const std::shared_ptr<worker_context>& context() const = 0;
+  virtual const node_context& node() const = 0;
   virtual const claimed_work& claim() const = 0;
-  lease_ref lease() const { return lease_ref{claim().id, claim().claim_token}; }
+  claim_ref ref() const { return claim().ref(); }
 
 protected:
   /// work(), or its exception as a transient error (a CPU worker must not die of it).
@@ -98,21 +109,19 @@ protected:
     try {
       return work();
     } catch (const std::exception& e) {
-      return error::make_transient("step.exception", e.what());
+      return error::make_transient(std::string{errc::step_exception}, e.what());
     }
   }
 
   /// Starts the step; the returned function posts a continuation to the job for this step.
   virtual std::function<void(std::function<void()>)> begin(std::string_view step,
-                                                           std::function<void(error)> on_timeout) = 0;
+                                                           std::function<void(error)> on_timeout)
+      = 0;
 };
 
 /// Spawns the job of `stage` for `msg`; it tracks its claim with `heartbeat` and quits when done.
-job_actor spawn_job(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
-                    std::shared_ptr<const stage> stage, heartbeat_actor heartbeat, queue_message msg);
-
-/// The ingest stage's job (the stage ingest_stage(*ctx) builds).
-job_actor spawn_job(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
-                    heartbeat_actor heartbeat, queue_message msg);
+job_actor spawn_job(caf::actor_system& sys, std::shared_ptr<node_context> node,
+                    std::shared_ptr<const stage> stage, heartbeat_actor heartbeat,
+                    queue_message msg);
 
 } // namespace ingestd

@@ -1,6 +1,8 @@
 // Metrics bookkeeping and the Prometheus text rendering.
 #include "actors/metrics.hpp"
 
+#include "actors/admission.hpp"
+
 #include <cstdio>
 #include <limits>
 
@@ -87,11 +89,12 @@ std::pair<double, uint64_t> worker_metrics::heartbeat_lateness_quantile(double q
   return {heartbeat_lateness_.quantile_upper_bound(q), heartbeat_lateness_.count()};
 }
 
-void worker_metrics::set_node(const std::string& id, const std::string& version, const std::string& stages,
-                              const std::string& classes) {
+void worker_metrics::set_node(const std::string& id, const std::string& version,
+                              const std::string& stages, const std::string& classes) {
   std::lock_guard guard{mtx_};
-  node_labels_ = "node=\"" + label_value(id) + "\",version=\"" + label_value(version) + "\",stages=\""
-                 + label_value(stages) + "\",classes=\"" + label_value(classes) + "\"";
+  node_labels_ = "node=\"" + label_value(id) + "\",version=\"" + label_value(version)
+                 + "\",stages=\"" + label_value(stages) + "\",classes=\"" + label_value(classes)
+                 + "\"";
 }
 
 void worker_metrics::add_stage(std::string_view stage) {
@@ -100,8 +103,12 @@ void worker_metrics::add_stage(std::string_view stage) {
     stage_in_flight_.emplace(std::string{stage}, 0);
 }
 
+void worker_metrics::watch(std::shared_ptr<const node_admission> admission) {
+  std::lock_guard guard{mtx_};
+  admission_ = std::move(admission);
+}
+
 void worker_metrics::job_started(std::string_view stage) {
-  ++in_flight;
   std::lock_guard guard{mtx_};
   auto i = stage_in_flight_.find(stage);
   if (i == stage_in_flight_.end())
@@ -110,7 +117,6 @@ void worker_metrics::job_started(std::string_view stage) {
 }
 
 void worker_metrics::job_ended(std::string_view stage) {
-  --in_flight;
   std::lock_guard guard{mtx_};
   if (auto i = stage_in_flight_.find(stage); i != stage_in_flight_.end())
     --i->second;
@@ -146,19 +152,13 @@ uint64_t worker_metrics::jobs(std::string_view outcome) const {
   return total;
 }
 
-double worker_metrics::capacity_usage_ratio(int64_t max_jobs) const {
-  auto cap = capacity_slots.load();
-  auto used = cap > 0 ? slots_in_use.load() : in_flight.load();
-  auto of = cap > 0 ? cap : max_jobs;
-  return of > 0 ? static_cast<double>(used) / static_cast<double>(of) : 0.0;
-}
-
 std::string worker_metrics::prometheus() const {
   std::string out;
   std::lock_guard guard{mtx_};
   if (!node_labels_.empty()) {
-    header(out, "ingestd_node_info", "gauge",
-           "This node: its id (as ingestd nodes shows it), version, stages and size classes served.");
+    header(
+        out, "ingestd_node_info", "gauge",
+        "This node: its id (as ingestd nodes shows it), version, stages and size classes served.");
     out += "ingestd_node_info{" + node_labels_ + "} 1\n";
   }
   header(out, "ingestd_jobs_total", "counter", "Jobs finished, by stage, outcome and error class.");
@@ -167,9 +167,10 @@ std::string worker_metrics::prometheus() const {
            + "\",error_class=\"" + std::get<2>(key) + "\"} " + std::to_string(n) + "\n";
   header(out, "ingestd_step_duration_seconds", "histogram", "Duration of each step, by stage.");
   for (auto& [key, h] : steps_)
-    h.render(out, "ingestd_step_duration_seconds", "stage=\"" + key.first + "\",step=\"" + key.second + "\"");
+    h.render(out, "ingestd_step_duration_seconds",
+             "stage=\"" + key.first + "\",step=\"" + key.second + "\"");
   header(out, "ingestd_claim_wait_seconds", "histogram",
-         "Time from a message's first send to the claim of its ingestion.");
+         "Time from a message's first send to the claim of its work item.");
   claim_wait_.render(out, "ingestd_claim_wait_seconds", "");
   header(out, "ingestd_heartbeat_lateness_seconds", "histogram",
          "How late heartbeat ticks fired against their schedule.");
@@ -178,33 +179,45 @@ std::string worker_metrics::prometheus() const {
   for (auto& [stage, n] : stage_in_flight_)
     out += "ingestd_jobs_in_flight{stage=\"" + stage + "\"} " + std::to_string(n) + "\n";
   gauge(out, "ingestd_tracked_claims", "Claims the heartbeat keeps alive.", tracked_claims.load());
-  gauge(out, "ingestd_cpu_pool_backlog", "Work items waiting for a CPU pool worker.", cpu_backlog.load());
-  header(out, "ingestd_cpu_item_seconds", "gauge", "Moving average of a CPU pool item's run time.");
-  out += "ingestd_cpu_item_seconds " + std::to_string(static_cast<double>(cpu_item_us.load()) / 1e6) + "\n";
+  if (admission_) {
+    auto& a = *admission_;
+    gauge(out, "ingestd_cpu_pool_backlog", "Work items waiting for a CPU pool worker.",
+          a.cpu_backlog());
+    header(out, "ingestd_cpu_item_seconds", "gauge",
+           "Moving average of a CPU pool item's run time.");
+    out += "ingestd_cpu_item_seconds " + std::to_string(static_cast<double>(a.cpu_item_us()) / 1e6)
+           + "\n";
+    header(out, "ingestd_capacity_usage_ratio", "gauge",
+           "Weighted slots in use over worker.capacity_slots (jobs over worker.max_in_flight "
+           "without a budget).");
+    out.append("ingestd_capacity_usage_ratio ")
+        .append(std::to_string(a.usage_ratio()))
+        .append("\n");
+    gauge(out, "ingestd_capacity_slots_in_use", "Weighted slots held by running jobs.",
+          a.slots_in_use());
+    gauge(out, "ingestd_lifetime_units_admitted_total",
+          "Units of work admitted (worker.lifetime_units).", a.units_admitted(), "counter");
+  }
   gauge(out, "ingestd_cpu_admission_waits_total",
         "Polls held back because the CPU pool could not finish more work within its deadline.",
         cpu_admission_waits.load(), "counter");
-  gauge(out, "ingestd_sweeper_rescues_total", "Stranded ingestions re-enqueued by the sweeper.",
+  gauge(out, "ingestd_sweeper_rescues_total", "Work items whose message the sweeper sent again.",
         rescues.load(), "counter");
   gauge(out, "ingestd_known_file_skips_total",
         "Ingestions ended skipped at their claim because the document is a known file.",
         known_file_skips.load(), "counter");
-  header(out, "ingestd_capacity_usage_ratio", "gauge",
-         "Weighted slots in use over worker.capacity_slots (jobs over worker.max_in_flight without a budget).");
-  out.append("ingestd_capacity_usage_ratio ").append(std::to_string(capacity_usage_ratio(max_in_flight.load()))).append("\n");
-  gauge(out, "ingestd_capacity_slots_in_use", "Weighted slots held by running jobs.", slots_in_use.load());
-  gauge(out, "ingestd_escalations_total", "Ingestions moved from the small to the large class.",
+  gauge(out, "ingestd_escalations_total", "Work moved from the small to the large size class.",
         escalations.load(), "counter");
   gauge(out, "ingestd_admission_give_backs_total",
         "Received messages whose slots another stage took meanwhile: made visible again.",
         admission_give_backs.load(), "counter");
-  gauge(out, "ingestd_lifetime_units_admitted_total", "Units of work admitted (worker.lifetime_units).",
-        units_admitted.load(), "counter");
   gauge(out, "ingestd_queue_receive_errors_total", "Failed queue receives.",
         queue_receive_errors.load(), "counter");
   header(out, "ingestd_llm_tokens_total", "counter", "LLM tokens used, by direction.");
-  out += "ingestd_llm_tokens_total{direction=\"input\"} " + std::to_string(llm_input_tokens.load()) + "\n";
-  out += "ingestd_llm_tokens_total{direction=\"output\"} " + std::to_string(llm_output_tokens.load()) + "\n";
+  out += "ingestd_llm_tokens_total{direction=\"input\"} " + std::to_string(llm_input_tokens.load())
+         + "\n";
+  out += "ingestd_llm_tokens_total{direction=\"output\"} "
+         + std::to_string(llm_output_tokens.load()) + "\n";
   return out;
 }
 

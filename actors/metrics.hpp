@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -17,7 +18,7 @@ namespace ingestd {
 class histogram {
 public:
   static constexpr std::array<double, 14> bounds{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-                                                 0.5,   1,     2.5,  5,     10,  30,  120};
+                                                 0.5,   1,     2.5,  5,     10,   30,  120};
   void observe(double seconds);
   /// Appends the _bucket, _sum and _count lines of `name` with `labels` ("" or `step="claim"`).
   void render(std::string& out, std::string_view name, std::string_view labels) const;
@@ -31,12 +32,10 @@ private:
   double sum_ = 0;
 };
 
+class node_admission;
+
 class worker_metrics {
 public:
-  std::atomic<int64_t> in_flight{0};
-  std::atomic<int64_t> cpu_backlog{0};
-  /// How long a CPU pool item runs, in microseconds: a moving average (0 until one ran).
-  std::atomic<int64_t> cpu_item_us{0};
   /// Polls the poller held back because the CPU pool could not finish more work in time.
   std::atomic<int64_t> cpu_admission_waits{0};
   std::atomic<int64_t> rescues{0};
@@ -47,25 +46,15 @@ public:
   std::atomic<int64_t> tracked_claims{0};
   std::atomic<int64_t> queue_receive_errors{0};
 
-  // Size classes and capacity (seed 004).
-  /// Ingestions the small class handed to the large one.
+  /// Work moved from the small size class to the large one.
   std::atomic<int64_t> escalations{0};
-  /// Weighted slots held by running jobs and receives in progress, and the node's budget
-  /// (worker.capacity_slots; 0: none, the ratio is then over worker.max_in_flight).
-  std::atomic<int64_t> slots_in_use{0};
-  std::atomic<int64_t> capacity_slots{0};
-  std::atomic<int64_t> peak_slots_in_use{0};
-  /// Slot-milliseconds of finished jobs (weight x run time), for the usage over the lifetime.
-  std::atomic<int64_t> slot_ms_used{0};
-  /// Units of work admitted (the weights of the messages received), for worker.lifetime_units.
-  std::atomic<int64_t> units_admitted{0};
-  /// Receives in a row that brought nothing (any stage), for worker.exit_after_idle_polls.
-  std::atomic<int64_t> idle_polls{0};
   /// Messages received when their slots had been taken meanwhile (by another stage's poller):
   /// made visible again at once.
   std::atomic<int64_t> admission_give_backs{0};
-  /// slots_in_use over the budget (or over `max_in_flight` without one).
-  double capacity_usage_ratio(int64_t max_in_flight) const;
+
+  /// The node's admission, whose figures (in flight, slots, units, the CPU backlog) the
+  /// exposition shows; set by the node's builder.
+  void watch(std::shared_ptr<const node_admission> admission);
 
   /// Who this node is, for ingestd_node_info (set once at start, before the first scrape): its id
   /// (worker.id, as `ingestd nodes` shows it), version, and the stages and size classes it serves.
@@ -73,7 +62,7 @@ public:
                 const std::string& classes);
   /// A stage this node runs: its series exist (at zero) before its first job.
   void add_stage(std::string_view stage);
-  /// A job of `stage` started / ended (in_flight, and the stage's own count).
+  /// A job of `stage` started / ended (the stage's count in flight).
   void job_started(std::string_view stage);
   void job_ended(std::string_view stage);
   /// A job of `stage` ended with `outcome` ("completed", "failed", ...) and, unless it completed,
@@ -94,8 +83,6 @@ public:
   /// Prometheus text exposition of everything above (without the queue figures, which the
   /// admin endpoint adds).
   std::string prometheus() const;
-  /// Set by the worker: the denominator of the usage ratio when there is no slot budget.
-  std::atomic<int64_t> max_in_flight{0};
 
 private:
   mutable std::mutex mtx_;
@@ -106,6 +93,7 @@ private:
   std::map<std::string, int64_t, std::less<>> stage_in_flight_;
   /// The labels of ingestd_node_info (empty until set_node).
   std::string node_labels_;
+  std::shared_ptr<const node_admission> admission_;
   histogram claim_wait_;
   histogram heartbeat_lateness_;
 };

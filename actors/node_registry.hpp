@@ -9,6 +9,7 @@
 
 #include <caf/fwd.hpp>
 
+#include "actors/admission.hpp"
 #include "actors/metrics.hpp"
 #include "adapters/db/node_repository.hpp"
 #include "messages/protocol.hpp"
@@ -36,12 +37,15 @@ struct node_registry_settings {
   std::chrono::seconds prune_interval{std::chrono::hours{1}};
 };
 
-/// Spawns the actor that refreshes the registered row of `settings.id` (in flight and jobs
-/// finished from `metrics`, the state from `flags`) and sets flags->drain_requested when a drain
-/// is asked for. The node registers before and marks itself stopped after, itself.
-node_registry_actor spawn_node_registry(caf::actor_system& sys, std::shared_ptr<node_repository> nodes,
+/// Spawns the actor that refreshes the registered row of `settings.id` (jobs finished from
+/// `metrics`, in flight and capacity usage from `admission`, the state from `flags`) and sets
+/// flags->drain_requested when a drain is asked for. The node registers before and marks itself
+/// stopped after, itself.
+node_registry_actor spawn_node_registry(caf::actor_system& sys,
+                                        std::shared_ptr<node_repository> nodes,
                                         node_registry_settings settings,
                                         std::shared_ptr<worker_metrics> metrics,
+                                        std::shared_ptr<const node_admission> admission,
                                         std::shared_ptr<node_drain_flags> flags);
 
 } // namespace ingestd

@@ -14,8 +14,8 @@
 //     │   whose slots another stage took meanwhile is made visible again at once
 //     ├── worker.lifetime_units admitted, or worker.exit_after_idle_polls empty receives in a row
 //     │   with nothing running: ask the node to drain (request_drain) ──► stop, as below
-//     └── (stages that use the CPU pool) CPU pool saturated (its backlog needs more than half the OCR deadline): no receive,
-//         look again in a second
+//     └── (stages that use the CPU pool) CPU pool saturated (its backlog needs more than half the
+//         OCR deadline): no receive, look again in a second
 //   stop ──► no new receive; the current one finishes and its messages still run; when no job
 //            is left: drained_atom to the listener
 //   force ──► stop_atom to every job (they give their work back); messages of a receive still
@@ -33,7 +33,6 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/continuation.hpp"
-#include "actors/ingest_job.hpp"
 #include "actors/job.hpp"
 #include "adapters/support/log.hpp"
 
@@ -41,10 +40,12 @@ namespace ingestd {
 
 namespace {
 
+using poller_impl = with_continuations<poller_actor>;
+
 struct poller_state {
   static inline const char* name = "ingestd.poller";
 
-  std::shared_ptr<worker_context> ctx;
+  std::shared_ptr<node_context> ctx;
   std::shared_ptr<const ingestd::stage> stage;
   std::vector<heartbeat_actor> heartbeats;
   size_t next_heartbeat = 0;
@@ -64,7 +65,7 @@ struct poller_state {
   std::mt19937 rng{std::random_device{}()};
 };
 
-using poller_ptr = poller_actor::stateful_pointer<poller_state>;
+using poller_ptr = poller_impl::stateful_pointer<poller_state>;
 
 /// How long a receive may take beyond its long poll before it counts as failed.
 constexpr std::chrono::seconds receive_margin{30};
@@ -80,64 +81,16 @@ void check_drained(poller_ptr self) {
 
 void poll_queue(poller_ptr self);
 
-// ---- capacity and lifetime (seed 004) ------------------------------------------------------
-
-/// How many jobs of the stage's weight fit in the node's free slots now (worker.capacity_slots;
-/// no budget: any number). A job heavier than the whole budget fits when the node is idle.
-int64_t jobs_that_fit(const poller_state& st) {
-  int64_t cap = st.ctx->settings.capacity_slots;
-  int64_t w = st.stage->weight;
-  auto used = st.ctx->metrics->slots_in_use.load();
-  if (cap <= 0 || w == 0)
-    return std::numeric_limits<int>::max();
-  return w > cap ? (used == 0 ? 1 : 0) : (cap - used) / w;
-}
-
-/// How many more jobs of the stage's weight worker.lifetime_units admits (the last one may take
-/// more units than are left).
-int64_t jobs_left_in_lifetime(const poller_state& st) {
-  auto life = st.ctx->settings.lifetime_units;
-  if (life <= 0)
-    return std::numeric_limits<int>::max();
-  int64_t w = std::max(st.stage->weight, 1);
-  auto done = st.ctx->metrics->units_admitted.load();
-  return done >= life ? 0 : (life - done + w - 1) / w;
-}
-
-/// Takes one job's slots and units, if they are still free: the stages' pollers admit what they
-/// received concurrently, and the last check is this one.
-bool admit_one(poller_state& st) {
-  auto& m = *st.ctx->metrics;
-  int64_t w = st.stage->weight;
-  int64_t units = std::max<int64_t>(w, 1);
-  auto life = st.ctx->settings.lifetime_units;
-  auto done = m.units_admitted.load();
-  do {
-    if (life > 0 && done >= life)
-      return false;
-  } while (!m.units_admitted.compare_exchange_weak(done, done + units));
-  int64_t cap = st.ctx->settings.capacity_slots;
-  auto used = m.slots_in_use.load();
-  do {
-    if (cap > 0 && w > 0 && (w > cap ? used != 0 : used + w > cap)) {
-      m.units_admitted -= units;
-      return false;
-    }
-  } while (!m.slots_in_use.compare_exchange_weak(used, used + w));
-  auto peak = m.peak_slots_in_use.load();
-  while (used + w > peak && !m.peak_slots_in_use.compare_exchange_weak(peak, used + w)) {
-  }
-  return true;
-}
+// ---- capacity and lifetime ------------------------------------------------------------------
 
 /// A job ended: its slots are free again, and its slot-time is counted.
 void job_ended(poller_state& st, const caf::actor_addr& job) {
   auto i = st.job_started.find(job);
   if (i == st.job_started.end())
     return;
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - i->second);
-  st.ctx->metrics->slot_ms_used += ms.count() * st.stage->weight;
-  st.ctx->metrics->slots_in_use -= st.stage->weight;
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now()
+                                                                  - i->second);
+  st.ctx->admission->release(st.stage->weight, ms);
   st.job_started.erase(i);
 }
 
@@ -145,13 +98,13 @@ void job_ended(poller_state& st, const caf::actor_addr& job) {
 void drain_node(poller_state& st, const std::string& why) {
   if (std::exchange(st.drain_asked, true))
     return;
-  auto& m = *st.ctx->metrics;
-  log::info("draining the node", {{"stage", st.stage->name},
+  auto& a = *st.ctx->admission;
+  log::info("draining the node", {{"stage", st.stage->label},
                                   {"reason", why},
-                                  {"units_admitted", m.units_admitted.load()},
+                                  {"units_admitted", a.units_admitted()},
                                   {"lifetime_units", st.ctx->settings.lifetime_units},
                                   {"capacity_slots", st.ctx->settings.capacity_slots},
-                                  {"peak_slots_in_use", m.peak_slots_in_use.load()}});
+                                  {"peak_slots_in_use", a.peak_slots_in_use()}});
   if (st.ctx->request_drain)
     st.ctx->request_drain(why);
 }
@@ -162,13 +115,13 @@ void received(poller_ptr self, result<std::vector<queue_message>> r) {
   if (!r) {
     st.ctx->metrics->queue_receive_errors++;
     if (st.error_streak++ == 0)
-      log::warn("queue receive failed; backing off", {{"stage", st.stage->name},
+      log::warn("queue receive failed; backing off", {{"stage", st.stage->label},
                                                       {"queue", st.stage->queue->name()},
                                                       {"error", r.error().describe()}});
     // Exponential backoff from 0.5 s up to 30 s, with ±50 % jitter.
     auto base = std::min(30'000.0, 500.0 * std::pow(2.0, std::min(st.error_streak - 1, 10)));
-    auto wait = std::chrono::milliseconds{static_cast<int64_t>(
-      base * std::uniform_real_distribution<double>{0.5, 1.5}(st.rng))};
+    auto wait = std::chrono::milliseconds{
+        static_cast<int64_t>(base * std::uniform_real_distribution<double>{0.5, 1.5}(st.rng))};
     st.backing_off = true;
     self->delayed_send(self, wait, poll_atom_v);
     return check_drained(self);
@@ -177,14 +130,15 @@ void received(poller_ptr self, result<std::vector<queue_message>> r) {
     log::info("queue receive recovered", {{"failed_attempts", st.error_streak}});
     st.error_streak = 0;
   }
-  auto& m = *st.ctx->metrics;
+  auto& admission = *st.ctx->admission;
   if (r->empty()) {
-    auto idle = ++m.idle_polls;
+    auto idle = admission.idle_receive();
     auto limit = st.ctx->settings.exit_after_idle_polls;
-    if (limit > 0 && idle >= limit && m.in_flight.load() == 0 && !st.stopping)
-      drain_node(st, "worker.exit_after_idle_polls: " + std::to_string(idle) + " empty receives in a row");
+    if (limit > 0 && idle >= limit && admission.in_flight() == 0 && !st.stopping)
+      drain_node(st, "worker.exit_after_idle_polls: " + std::to_string(idle)
+                         + " empty receives in a row");
   } else {
-    m.idle_polls = 0;
+    admission.busy_receive();
   }
   if (st.forced && !r->empty()) {
     // Received while the worker gives its work back: make them visible again at once.
@@ -196,7 +150,7 @@ void received(poller_ptr self, result<std::vector<queue_message>> r) {
   }
   std::vector<visibility_change> no_room;
   for (auto& msg : *r) {
-    if (!admit_one(st)) {
+    if (!admission.admit(st.stage->weight)) {
       // Another stage took the slots meanwhile, or the lifetime ran out: visible again at once.
       no_room.push_back({msg.receipt, std::chrono::seconds{0}});
       continue;
@@ -208,41 +162,31 @@ void received(poller_ptr self, result<std::vector<queue_message>> r) {
     st.jobs.emplace(job->address(), job);
   }
   if (!no_room.empty()) {
-    m.admission_give_backs += static_cast<int64_t>(no_room.size());
+    st.ctx->metrics->admission_give_backs += static_cast<int64_t>(no_room.size());
     st.stage->queue->change_visibility(std::move(no_room), [](auto) {});
   }
   poll_queue(self);
   check_drained(self);
 }
 
-/// The CPU pool's backlog would take more than half the OCR deadline to work off: a document
-/// admitted now would wait for a worker past its deadline and only be given back.
-bool cpu_saturated(const poller_state& st) {
-  auto& m = *st.ctx->metrics;
-  auto backlog = m.cpu_backlog.load();
-  auto item_us = m.cpu_item_us.load();
-  if (backlog <= 0 || item_us <= 0)
-    return false;
-  auto wait_us = backlog * item_us / std::max(st.ctx->settings.cpu_workers, 1);
-  return wait_us > std::chrono::duration_cast<std::chrono::microseconds>(st.ctx->settings.cpu_deadline).count() / 2;
-}
-
 void poll_queue(poller_ptr self) {
   auto& st = self->state;
-  auto limit = st.stage->max_in_flight > 0 ? st.stage->max_in_flight : st.ctx->settings.max_in_flight;
+  auto limit
+      = st.stage->max_in_flight > 0 ? st.stage->max_in_flight : st.ctx->settings.max_in_flight;
   auto room = limit - static_cast<int>(st.jobs.size());
   if (st.stopping || st.receiving || st.backing_off || room <= 0)
     return;
   // The node-wide limit counts every stage's jobs; another stage's job that ends does not wake
   // this poller, so it looks again in a second.
-  auto node_room = st.ctx->settings.max_in_flight - static_cast<int>(st.ctx->metrics->in_flight.load());
+  auto& admission = *st.ctx->admission;
+  auto node_room = static_cast<int>(admission.room_in_flight());
   if (node_room <= 0) {
     st.backing_off = true;
     self->delayed_send(self, std::chrono::seconds{1}, poll_atom_v);
     return;
   }
   room = std::min(room, node_room);
-  if (st.stage->uses_cpu && cpu_saturated(st)) {
+  if (st.stage->uses_cpu && admission.cpu_saturated()) {
     // Admission by what the CPU pool can finish: look again in a second.
     st.ctx->metrics->cpu_admission_waits++;
     st.backing_off = true;
@@ -250,13 +194,13 @@ void poll_queue(poller_ptr self) {
     return;
   }
   auto& s = st.ctx->settings;
-  auto left = jobs_left_in_lifetime(st);
+  auto left = admission.jobs_left_in_lifetime(st.stage->weight);
   if (left <= 0) {
     // worker.lifetime_units admitted: the node drains and exits (the coordinator stops us).
     drain_node(st, "worker.lifetime_units reached");
     return;
   }
-  auto fit = jobs_that_fit(st);
+  auto fit = admission.jobs_that_fit(st.stage->weight);
   if (fit <= 0) {
     // No free slot: one of this stage's jobs that ends wakes us; another stage's does not.
     if (!std::exchange(st.slot_timer, true))
@@ -268,22 +212,21 @@ void poll_queue(poller_ptr self) {
   // A receive that never answers would stop this node for good: past the long poll and a margin
   // it counts as failed (messages it may still bring are dropped and reappear after their
   // visibility timeout).
-  auto deadline = std::chrono::duration_cast<std::chrono::milliseconds>(s.wait_time + receive_margin);
+  auto deadline
+      = std::chrono::duration_cast<std::chrono::milliseconds>(s.wait_time + receive_margin);
   st.stage->queue->receive(
-    room, s.wait_time, s.visibility_timeout,
-    in_actor_within<std::vector<queue_message>>(self, deadline, "queue.receive",
-                                                [self](auto r) { received(self, std::move(r)); }));
+      room, s.wait_time, s.visibility_timeout,
+      in_actor_within<std::vector<queue_message>>(
+          self, deadline, "queue.receive", [self](auto r) { received(self, std::move(r)); }));
 }
 
-poller_actor::behavior_type poller(poller_ptr self, std::shared_ptr<worker_context> ctx,
-                                   std::shared_ptr<const stage> stage,
-                                   std::vector<heartbeat_actor> heartbeats) {
+poller_impl::behavior_type poller(poller_ptr self, std::shared_ptr<node_context> ctx,
+                                  std::shared_ptr<const stage> stage,
+                                  std::vector<heartbeat_actor> heartbeats) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
   st.stage = std::move(stage);
   st.heartbeats = std::move(heartbeats);
-  st.ctx->metrics->capacity_slots = st.ctx->settings.capacity_slots;
-  st.ctx->metrics->max_in_flight = st.ctx->settings.max_in_flight;
   self->set_down_handler([self](caf::down_msg& down) {
     job_ended(self->state, down.source);
     self->state.jobs.erase(down.source);
@@ -292,41 +235,35 @@ poller_actor::behavior_type poller(poller_ptr self, std::shared_ptr<worker_conte
   });
   self->send(self, poll_atom_v);
   return {
-    [self](poll_atom) {
-      self->state.backing_off = false;
-      self->state.slot_timer = false;
-      poll_queue(self);
-    },
-    [](resume_atom, uint64_t, continuation& c) { c.fn(); },
-    [self](stop_atom, caf::actor& listener) {
-      auto& st = self->state;
-      log::info("poller stopping", {{"stage", st.stage->name},
-                                    {"jobs_in_flight", static_cast<int64_t>(st.jobs.size())},
-                                    {"receive_in_progress", st.receiving ? "yes" : "no"}});
-      st.stopping = true;
-      st.stop_listener = std::move(listener);
-      check_drained(self);
-    },
-    [self](force_atom) {
-      self->state.forced = true;
-      for (auto& [addr, job] : self->state.jobs)
-        self->send(job, stop_atom_v);
-    },
-    [self](status_atom) { return static_cast<int32_t>(self->state.jobs.size()); },
+      [self](poll_atom) {
+        self->state.backing_off = false;
+        self->state.slot_timer = false;
+        poll_queue(self);
+      },
+      run_continuations(),
+      [self](stop_atom, caf::actor& listener) {
+        auto& st = self->state;
+        log::info("poller stopping", {{"stage", st.stage->label},
+                                      {"jobs_in_flight", static_cast<int64_t>(st.jobs.size())},
+                                      {"receive_in_progress", st.receiving ? "yes" : "no"}});
+        st.stopping = true;
+        st.stop_listener = std::move(listener);
+        check_drained(self);
+      },
+      [self](force_atom) {
+        self->state.forced = true;
+        for (auto& [addr, job] : self->state.jobs)
+          self->send(job, stop_atom_v);
+      },
   };
 }
 
 } // namespace
 
-poller_actor spawn_poller(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
-                          std::shared_ptr<const stage> stage, std::vector<heartbeat_actor> heartbeats) {
-  return sys.spawn(poller, std::move(ctx), std::move(stage), std::move(heartbeats));
-}
-
-poller_actor spawn_poller(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
+poller_actor spawn_poller(caf::actor_system& sys, std::shared_ptr<node_context> ctx,
+                          std::shared_ptr<const stage> stage,
                           std::vector<heartbeat_actor> heartbeats) {
-  std::shared_ptr<const stage> ingest = make_ingest_stage(*ctx);
-  return spawn_poller(sys, std::move(ctx), std::move(ingest), std::move(heartbeats));
+  return sys.spawn(poller, std::move(ctx), std::move(stage), std::move(heartbeats));
 }
 
 } // namespace ingestd

@@ -7,16 +7,13 @@
 
 #include <caf/fwd.hpp>
 
-#include "actors/worker_context.hpp"
+#include "actors/node_context.hpp"
 #include "messages/protocol.hpp"
 
 namespace ingestd {
 
-poller_actor spawn_poller(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
-                          std::shared_ptr<const stage> stage, std::vector<heartbeat_actor> heartbeats);
-
-/// The ingest stage's poller (the stage make_ingest_stage(*ctx) builds).
-poller_actor spawn_poller(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
+poller_actor spawn_poller(caf::actor_system& sys, std::shared_ptr<node_context> ctx,
+                          std::shared_ptr<const stage> stage,
                           std::vector<heartbeat_actor> heartbeats);
 
 } // namespace ingestd

@@ -3,8 +3,8 @@
 //   tick ──► take (a batch, held from other relays) ──► send per queue (batches of 10)
 //              │                                          ├─sent──► mark_sent
 //              │                                          └─refused / unknown queue / error
-//              │                                               ──► mark_failed (tried again next time)
-//              └─error (logged) ──► tick after the interval
+//              │                                               ──► mark_failed (tried again next
+//              time) └─error (logged) ──► tick after the interval
 //   all answered ──► a full batch: tick at once; fewer: after the interval
 //   prune (every prune_interval) ──► delete rows sent longer ago than the retention
 //
@@ -51,7 +51,8 @@ struct relay_state {
   bool full_batch = false;
 };
 
-using relay_ptr = relay_actor::stateful_pointer<relay_state>;
+using relay_impl = with_continuations<relay_actor>;
+using relay_ptr = relay_impl::stateful_pointer<relay_state>;
 
 /// Every port call of the relay answers within this, or counts as failed.
 constexpr std::chrono::milliseconds call_deadline{std::chrono::seconds{60}};
@@ -76,12 +77,13 @@ void mark(relay_ptr self, std::vector<int64_t> sent, std::vector<int64_t> failed
   auto& st = self->state;
   if (!sent.empty()) {
     ++st.outstanding;
-    st.outbox->mark_sent(std::move(sent), in_actor_within<void>(self, call_deadline, "outbox.mark_sent",
-                                                                [self](result<void> r) {
-      if (!r) // sent again next time: a duplicate the consumer tolerates
-        log::warn("outbox rows sent but not marked", {{"error", r.error().describe()}});
-      round_done(self);
-    }));
+    st.outbox->mark_sent(
+        std::move(sent),
+        in_actor_within<void>(self, call_deadline, "outbox.mark_sent", [self](result<void> r) {
+          if (!r) // sent again next time: a duplicate the consumer tolerates
+            log::warn("outbox rows sent but not marked", {{"error", r.error().describe()}});
+          round_done(self);
+        }));
   }
   if (!failed.empty()) {
     // Failed rows are taken again at once (their hold is dropped): the next round waits for the
@@ -91,10 +93,10 @@ void mark(relay_ptr self, std::vector<int64_t> sent, std::vector<int64_t> failed
     auto count = static_cast<int64_t>(failed.size());
     if (!quiet)
       log::warn("outbox rows not sent", {{"rows", count}, {"error", why}});
-    st.outbox->mark_failed(std::move(failed), why, in_actor_within<void>(self, call_deadline, "outbox.mark_failed",
-                                                                        [self](const result<void>&) {
-      round_done(self);
-    }));
+    st.outbox->mark_failed(
+        std::move(failed), why,
+        in_actor_within<void>(self, call_deadline, "outbox.mark_failed",
+                              [self](const result<void>&) { round_done(self); }));
   }
 }
 
@@ -111,33 +113,34 @@ void send_group(relay_ptr self, const std::string& destination, std::vector<outb
     std::vector<outgoing_message> messages;
     std::vector<int64_t> chunk;
     for (size_t k = from; k < std::min(rows.size(), from + 10); ++k) {
-      messages.push_back({rows[k].body, std::chrono::seconds{0}});
+      messages.push_back({rows[k].body, std::chrono::seconds{0}, rows[k].priority});
       chunk.push_back(rows[k].id);
     }
     ++st.outstanding;
-    q->second->send(std::move(messages), in_actor_within<std::vector<batch_entry_result>>(
-                                           self, call_deadline, "queue.send",
-                                           [self, chunk](result<std::vector<batch_entry_result>> r) {
-      if (!r) {
-        mark(self, {}, chunk, r.error().describe());
-        return round_done(self);
-      }
-      std::vector<int64_t> sent, failed;
-      std::string why;
-      for (size_t k = 0; k < chunk.size(); ++k) {
-        if (k < r->size() && !(*r)[k].failed) {
-          sent.push_back(chunk[k]);
-        } else {
-          failed.push_back(chunk[k]);
-          if (k < r->size())
-            why = (*r)[k].error.describe();
-          else
-            why = "the queue answered fewer entries than were sent";
-        }
-      }
-      mark(self, std::move(sent), std::move(failed), why);
-      round_done(self);
-    }));
+    q->second->send(std::move(messages),
+                    in_actor_within<std::vector<batch_entry_result>>(
+                        self, call_deadline, "queue.send",
+                        [self, chunk](result<std::vector<batch_entry_result>> r) {
+                          if (!r) {
+                            mark(self, {}, chunk, r.error().describe());
+                            return round_done(self);
+                          }
+                          std::vector<int64_t> sent, failed;
+                          std::string why;
+                          for (size_t k = 0; k < chunk.size(); ++k) {
+                            if (k < r->size() && !(*r)[k].failed) {
+                              sent.push_back(chunk[k]);
+                            } else {
+                              failed.push_back(chunk[k]);
+                              if (k < r->size())
+                                why = (*r)[k].error.describe();
+                              else
+                                why = "the queue answered fewer entries than were sent";
+                            }
+                          }
+                          mark(self, std::move(sent), std::move(failed), why);
+                          round_done(self);
+                        }));
   }
 }
 
@@ -153,7 +156,7 @@ void sink_answered(relay_ptr self, const std::string& destination, const result<
   }
   auto now = self->clock().now();
   if (b.until > now)
-    return;  // already backing off: another document's event failed in the same round
+    return; // already backing off: another document's event failed in the same round
   ++b.failures;
   auto delay = st.settings.sink_retry_initial;
   for (int i = 1; i < b.failures && delay < st.settings.sink_retry_max; ++i)
@@ -161,8 +164,10 @@ void sink_answered(relay_ptr self, const std::string& destination, const result<
   delay = std::min(delay, st.settings.sink_retry_max);
   b.until = now + delay;
   log::warn("event sink failed; its events wait in the outbox",
-            {{"sink", destination}, {"failures_in_a_row", static_cast<int64_t>(b.failures)},
-             {"retry_in_ms", static_cast<int64_t>(delay.count())}, {"error", r.error().describe()}});
+            {{"sink", destination},
+             {"failures_in_a_row", static_cast<int64_t>(b.failures)},
+             {"retry_in_ms", static_cast<int64_t>(delay.count())},
+             {"error", r.error().describe()}});
 }
 
 /// The sink destinations that may be given events now.
@@ -178,27 +183,31 @@ std::vector<std::string> ready_sinks(relay_ptr self) {
 
 /// Delivers rows[next..] of one ordering key to the sink, one after the other; `sent` collects
 /// the delivered ids, marked when the chain ends.
-void deliver_chain(relay_ptr self, const std::shared_ptr<event_sink>& sink, const std::string& destination,
-                   const std::shared_ptr<std::vector<outbox_row>>& rows, size_t next, std::vector<int64_t> sent) {
+void deliver_chain(relay_ptr self, const std::shared_ptr<event_sink>& sink,
+                   const std::string& destination,
+                   const std::shared_ptr<std::vector<outbox_row>>& rows, size_t next,
+                   std::vector<int64_t> sent) {
   auto& row = (*rows)[next];
   sink->deliver(sink_event{row.event_id, row.body},
                 in_actor_within<void>(self, call_deadline, "events.deliver",
                                       [self, sink, destination, rows, next,
                                        sent = std::move(sent)](const result<void>& r) mutable {
-    sink_answered(self, destination, r);
-    if (r) {
-      sent.push_back((*rows)[next].id);
-      if (next + 1 < rows->size())
-        return deliver_chain(self, sink, destination, rows, next + 1, std::move(sent));
-      mark(self, std::move(sent), {}, "");
-      return round_done(self);
-    }
-    std::vector<int64_t> rest;
-    for (size_t k = next; k < rows->size(); ++k)
-      rest.push_back((*rows)[k].id);
-    mark(self, std::move(sent), std::move(rest), destination + ": " + r.error().describe(), true);
-    round_done(self);
-  }));
+                                        sink_answered(self, destination, r);
+                                        if (r) {
+                                          sent.push_back((*rows)[next].id);
+                                          if (next + 1 < rows->size())
+                                            return deliver_chain(self, sink, destination, rows,
+                                                                 next + 1, std::move(sent));
+                                          mark(self, std::move(sent), {}, "");
+                                          return round_done(self);
+                                        }
+                                        std::vector<int64_t> rest;
+                                        for (size_t k = next; k < rows->size(); ++k)
+                                          rest.push_back((*rows)[k].id);
+                                        mark(self, std::move(sent), std::move(rest),
+                                             destination + ": " + r.error().describe(), true);
+                                        round_done(self);
+                                      }));
 }
 
 void send_events(relay_ptr self, const std::string& destination, std::vector<outbox_row> rows) {
@@ -228,34 +237,35 @@ void tick(relay_ptr self) {
   if (st.busy)
     return;
   st.busy = true;
-  st.outstanding = 1;  // the take
+  st.outstanding = 1; // the take
   st.full_batch = false;
-  st.outbox->take(st.settings.batch, st.settings.hold, ready_sinks(self),
-                  in_actor_within<std::vector<outbox_row>>(self, call_deadline, "outbox.take",
-                                                           [self](result<std::vector<outbox_row>> r) {
-    auto& st = self->state;
-    if (!r) {
-      log::warn("outbox not read", {{"error", r.error().describe()}});
-      return round_done(self);
-    }
-    st.full_batch = static_cast<int>(r->size()) >= st.settings.batch;
-    std::map<std::string, std::vector<outbox_row>> groups;
-    for (auto& row : *r)
-      groups[row.destination].push_back(std::move(row));
-    for (auto& [destination, rows] : groups) {
-      if (st.sinks.count(destination) != 0)
-        send_events(self, destination, std::move(rows));
-      else
-        send_group(self, destination, std::move(rows));
-    }
-    round_done(self);
-  }));
+  st.outbox->take(
+      st.settings.batch, st.settings.hold, ready_sinks(self),
+      in_actor_within<std::vector<outbox_row>>(
+          self, call_deadline, "outbox.take", [self](result<std::vector<outbox_row>> r) {
+            auto& st = self->state;
+            if (!r) {
+              log::warn("outbox not read", {{"error", r.error().describe()}});
+              return round_done(self);
+            }
+            st.full_batch = static_cast<int>(r->size()) >= st.settings.batch;
+            std::map<std::string, std::vector<outbox_row>> groups;
+            for (auto& row : *r)
+              groups[row.destination].push_back(std::move(row));
+            for (auto& [destination, rows] : groups) {
+              if (st.sinks.count(destination) != 0)
+                send_events(self, destination, std::move(rows));
+              else
+                send_group(self, destination, std::move(rows));
+            }
+            round_done(self);
+          }));
 }
 
-relay_actor::behavior_type relay(relay_ptr self, std::shared_ptr<outbox_repository> outbox,
-                                 std::map<std::string, std::shared_ptr<queue>> destinations,
-                                 relay_settings settings,
-                                 std::map<std::string, std::shared_ptr<event_sink>> sinks) {
+relay_impl::behavior_type relay(relay_ptr self, std::shared_ptr<outbox_repository> outbox,
+                                std::map<std::string, std::shared_ptr<queue>> destinations,
+                                relay_settings settings,
+                                std::map<std::string, std::shared_ptr<event_sink>> sinks) {
   auto& st = self->state;
   st.outbox = std::move(outbox);
   st.destinations = std::move(destinations);
@@ -264,18 +274,18 @@ relay_actor::behavior_type relay(relay_ptr self, std::shared_ptr<outbox_reposito
   self->send(self, tick_atom_v);
   self->send(self, flush_atom_v);
   return {
-    [self](tick_atom) { tick(self); },
-    [self](flush_atom) {
-      auto& st = self->state;
-      self->delayed_send(self, st.settings.prune_interval, flush_atom_v);
-      st.outbox->prune(st.settings.retention, [](result<int64_t> r) {
-        if (!r)
-          log::warn("outbox not pruned", {{"error", r.error().describe()}});
-        else if (*r > 0)
-          log::info("outbox pruned", {{"rows", *r}});
-      });
-    },
-    [](resume_atom, uint64_t, continuation& c) { c.fn(); },
+      [self](tick_atom) { tick(self); },
+      [self](flush_atom) {
+        auto& st = self->state;
+        self->delayed_send(self, st.settings.prune_interval, flush_atom_v);
+        st.outbox->prune(st.settings.retention, [](result<int64_t> r) {
+          if (!r)
+            log::warn("outbox not pruned", {{"error", r.error().describe()}});
+          else if (*r > 0)
+            log::info("outbox pruned", {{"rows", *r}});
+        });
+      },
+      run_continuations(),
   };
 }
 

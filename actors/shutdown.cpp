@@ -21,7 +21,7 @@ namespace {
 
 struct shutdown_state {
   static inline const char* name = "ingestd.shutdown";
-  std::shared_ptr<worker_context> ctx;
+  std::shared_ptr<node_context> ctx;
   std::vector<poller_actor> pollers;
   size_t drained = 0;
   std::vector<caf::actor> others;
@@ -37,64 +37,58 @@ void force(shutdown_ptr self, const char* why) {
   if (st.forcing)
     return;
   st.forcing = true;
-  log::warn("releasing the jobs still running", {{"reason", why},
-                                                 {"jobs_in_flight", st.ctx->metrics->in_flight.load()}});
+  log::warn("releasing the jobs still running",
+            {{"reason", why}, {"jobs_in_flight", st.ctx->admission->in_flight()}});
   for (auto& p : st.pollers)
     self->send(p, force_atom_v);
 }
 
-shutdown_actor::behavior_type shutdown(shutdown_ptr self, std::shared_ptr<worker_context> ctx,
-                                       std::vector<poller_actor> pollers, std::vector<caf::actor> others,
-                                       std::function<void()> done) {
+shutdown_actor::behavior_type shutdown(shutdown_ptr self, std::shared_ptr<node_context> ctx,
+                                       std::vector<poller_actor> pollers,
+                                       std::vector<caf::actor> others, std::function<void()> done) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
   st.pollers = std::move(pollers);
   st.others = std::move(others);
   st.done = std::move(done);
   return {
-    [self](shutdown_atom) {
-      auto& st = self->state;
-      if (st.draining)
-        return force(self, "second shutdown request");
-      st.draining = true;
-      auto grace = st.ctx->settings.shutdown_grace;
-      log::info("shutting down: draining jobs",
-                {{"grace_seconds", static_cast<int64_t>(grace.count())},
-                 {"jobs_in_flight", st.ctx->metrics->in_flight.load()}});
-      for (auto& p : st.pollers)
-        self->send(p, stop_atom_v, caf::actor_cast<caf::actor>(self));
-      self->delayed_send(self, grace, timeout_atom_v, uint64_t{0});
-    },
-    [self](timeout_atom, uint64_t) { force(self, "grace period over"); },
-    [self](drained_atom) {
-      auto& st = self->state;
-      if (++st.drained < st.pollers.size())
-        return;
-      log::info("drained: stopping the worker");
-      for (auto& p : st.pollers)
-        self->send_exit(p, caf::exit_reason::user_shutdown);
-      for (auto& other : st.others)
-        self->send_exit(other, caf::exit_reason::user_shutdown);
-      if (st.done)
-        st.done();
-      self->quit();
-    },
+      [self](shutdown_atom) {
+        auto& st = self->state;
+        if (st.draining)
+          return force(self, "second shutdown request");
+        st.draining = true;
+        auto grace = st.ctx->settings.shutdown_grace;
+        log::info("shutting down: draining jobs",
+                  {{"grace_seconds", static_cast<int64_t>(grace.count())},
+                   {"jobs_in_flight", st.ctx->admission->in_flight()}});
+        for (auto& p : st.pollers)
+          self->send(p, stop_atom_v, caf::actor_cast<caf::actor>(self));
+        self->delayed_send(self, grace, timeout_atom_v, uint64_t{0});
+      },
+      [self](timeout_atom, uint64_t) { force(self, "grace period over"); },
+      [self](drained_atom) {
+        auto& st = self->state;
+        if (++st.drained < st.pollers.size())
+          return;
+        log::info("drained: stopping the worker");
+        for (auto& p : st.pollers)
+          self->send_exit(p, caf::exit_reason::user_shutdown);
+        for (auto& other : st.others)
+          self->send_exit(other, caf::exit_reason::user_shutdown);
+        if (st.done)
+          st.done();
+        self->quit();
+      },
   };
 }
 
 } // namespace
 
-shutdown_actor spawn_shutdown(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
+shutdown_actor spawn_shutdown(caf::actor_system& sys, std::shared_ptr<node_context> ctx,
                               std::vector<poller_actor> pollers, std::vector<caf::actor> others,
                               std::function<void()> done) {
-  return sys.spawn(shutdown, std::move(ctx), std::move(pollers), std::move(others), std::move(done));
-}
-
-shutdown_actor spawn_shutdown(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
-                              poller_actor poller, std::vector<caf::actor> others,
-                              std::function<void()> done) {
-  return spawn_shutdown(sys, std::move(ctx), std::vector<poller_actor>{std::move(poller)},
-                        std::move(others), std::move(done));
+  return sys.spawn(shutdown, std::move(ctx), std::move(pollers), std::move(others),
+                   std::move(done));
 }
 
 // -- watchdog --------------------------------------------------------------------------------
@@ -126,16 +120,18 @@ shutdown_watchdog::~shutdown_watchdog() {
     thread_.join();
 }
 
-void shutdown_watchdog::arm(std::chrono::seconds after, std::shared_ptr<const worker_context> ctx) {
+void shutdown_watchdog::arm(std::chrono::seconds after, std::shared_ptr<const node_context> ctx) {
   std::lock_guard guard{mtx_};
   if (thread_.joinable() || disarmed_)
     return;
   auto deadline = std::chrono::steady_clock::now() + after;
-  thread_ = std::thread{[this, deadline, after, ctx = std::move(ctx)] { watch(deadline, after, ctx); }};
+  thread_
+      = std::thread{[this, deadline, after, ctx = std::move(ctx)] { watch(deadline, after, ctx); }};
 }
 
-void shutdown_watchdog::watch(std::chrono::steady_clock::time_point deadline, std::chrono::seconds after,
-                              const std::shared_ptr<const worker_context>& ctx) {
+void shutdown_watchdog::watch(std::chrono::steady_clock::time_point deadline,
+                              std::chrono::seconds after,
+                              const std::shared_ptr<const node_context>& ctx) {
   {
     std::unique_lock guard{mtx_};
     if (cv_.wait_until(guard, deadline, [this] { return disarmed_; }))
@@ -146,7 +142,7 @@ void shutdown_watchdog::watch(std::chrono::steady_clock::time_point deadline, st
   log::error("shutdown did not finish in time: exiting without releasing what is still held",
              {{"deadline_seconds", static_cast<int64_t>(after.count())},
               {"stage", stage_.load()},
-              {"jobs_in_flight", ctx->metrics->in_flight.load()},
+              {"jobs_in_flight", ctx->admission->in_flight()},
               {"claims_held", static_cast<int64_t>(held.size())},
               {"ingestion_ids", named(held, [](const uuid& id) { return id.str(); })},
               {"calls_in_progress", named(calls, [](const std::string& c) { return c; })}});

@@ -15,19 +15,14 @@
 
 #include <caf/fwd.hpp>
 
-#include "actors/worker_context.hpp"
+#include "actors/node_context.hpp"
 #include "messages/protocol.hpp"
 
 namespace ingestd {
 
 /// `others` are stopped (exit) once every poller has drained; `done` is called last.
-shutdown_actor spawn_shutdown(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
+shutdown_actor spawn_shutdown(caf::actor_system& sys, std::shared_ptr<node_context> ctx,
                               std::vector<poller_actor> pollers, std::vector<caf::actor> others,
-                              std::function<void()> done = {});
-
-/// A node with one poller.
-shutdown_actor spawn_shutdown(caf::actor_system& sys, std::shared_ptr<worker_context> ctx,
-                              poller_actor poller, std::vector<caf::actor> others,
                               std::function<void()> done = {});
 
 /// After the first shutdown request a node gets at most its grace period plus this: room for
@@ -38,27 +33,27 @@ constexpr std::chrono::seconds shutdown_margin{30};
 /// database that never answers blocks a connection thread, then the destructors that join it).
 /// Once armed, if it is not destroyed before the deadline, it logs what was not released (the
 /// claims still held, the jobs in flight, the calls still waiting for an answer, the stage the
-/// shutdown was in) and ends the process at once with `exit_code`, without running destructors. The claims it names expire with their
-/// lease and their messages reappear with the visibility timeout.
+/// shutdown was in) and ends the process at once with `exit_code`, without running destructors. The
+/// claims it names expire with their lease and their messages reappear with the visibility timeout.
 class shutdown_watchdog {
 public:
   /// `calls_in_progress` names the adapter calls still waiting (may be empty).
   explicit shutdown_watchdog(int exit_code,
                              std::function<std::vector<std::string>()> calls_in_progress = {})
-    : exit_code_(exit_code), calls_in_progress_(std::move(calls_in_progress)) {}
+      : exit_code_(exit_code), calls_in_progress_(std::move(calls_in_progress)) {}
   /// Disarms and joins the thread.
   ~shutdown_watchdog();
   shutdown_watchdog(const shutdown_watchdog&) = delete;
   shutdown_watchdog& operator=(const shutdown_watchdog&) = delete;
 
   /// Starts the clock: the process ends `after` from now. Only the first call counts.
-  void arm(std::chrono::seconds after, std::shared_ptr<const worker_context> ctx);
+  void arm(std::chrono::seconds after, std::shared_ptr<const node_context> ctx);
   /// What the shutdown is doing now (a string literal), for the log line.
   void set_stage(const char* stage) { stage_ = stage; }
 
 private:
   void watch(std::chrono::steady_clock::time_point deadline, std::chrono::seconds after,
-             const std::shared_ptr<const worker_context>& ctx);
+             const std::shared_ptr<const node_context>& ctx);
 
   int exit_code_;
   std::function<std::vector<std::string>()> calls_in_progress_;

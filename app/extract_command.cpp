@@ -21,10 +21,10 @@ namespace ingestd::cli {
 
 namespace {
 
-constexpr const char* scalar_fields[] = {"invoice_number", "invoice_date",  "due_date",
-                                         "supplier_name",  "supplier_address", "supplier_vat_id",
-                                         "customer_name",  "currency",      "subtotal",
-                                         "vat_amount",     "total"};
+constexpr const char* scalar_fields[]
+    = {"invoice_number",   "invoice_date",    "due_date",      "supplier_name",
+       "supplier_address", "supplier_vat_id", "customer_name", "currency",
+       "subtotal",         "vat_amount",      "total"};
 
 std::string show(const rapidjson::Value& v) {
   if (v.IsNull())
@@ -46,21 +46,22 @@ result<extraction> run_extractor(const config& cfg, const std::string& text) {
   if (cfg.extraction.provider == "local")
     return local_extractor{}.run(text);
   thread_pool_executor pool{1};
-  auto rt = make_runtime(cfg, pool, runtime_parts{false, false, false});
+  auto rt = make_runtime(cfg, pool, runtime_parts{false, false, false, false});
   if (!rt)
     return rt.error();
   // Each attempt's deadline, and the in-process back-offs between attempts (2, 4, 8 s...).
-  auto deadline = std::chrono::seconds{cfg.extraction.timeout_seconds * cfg.extraction.max_attempts +
-                                       (2 << cfg.extraction.max_attempts) + 30};
+  auto deadline = std::chrono::seconds{cfg.extraction.timeout_seconds * cfg.extraction.max_attempts
+                                       + (2 << cfg.extraction.max_attempts) + 30};
+  auto extractor = (*rt)->providers->extractors().at(cfg.extraction.provider);
   return blocking_call<extraction>(deadline, "extract.timeout", "the extractor",
-                                   [&](auto cb) { (*rt)->ports.extract->extract(text, cb); });
+                                   [&](auto cb) { extractor->extract(text, cb); });
 }
 
 void print_human(const transcription& t, const extraction& x, const rapidjson::Document& d,
                  const gate_verdict& v) {
   std::printf("transcription: %s, %d page%s, quality %.2f%s%s\n", t.provider.c_str(), t.page_count,
-              t.page_count == 1 ? "" : "s", t.quality_score, t.native_text ? ", native PDF text" : "",
-              t.preprocessed ? ", preprocessed" : "");
+              t.page_count == 1 ? "" : "s", t.quality_score,
+              t.native_text ? ", native PDF text" : "", t.preprocessed ? ", preprocessed" : "");
   std::printf("extractor: %s", x.model.c_str());
   if (x.input_tokens || x.output_tokens)
     std::printf(" (%lld input + %lld output tokens)", static_cast<long long>(x.input_tokens),
@@ -101,7 +102,8 @@ void print_human(const transcription& t, const extraction& x, const rapidjson::D
   if (v.passed)
     std::printf("gate: passed\n");
   else
-    std::printf("gate: FAILED - %s\n(the pipeline would retry this document and, at max attempts, send it to human review)\n",
+    std::printf("gate: FAILED - %s\n(the pipeline would retry this document and, at max attempts, "
+                "send it to human review)\n",
                 v.reason.c_str());
 }
 

@@ -66,8 +66,9 @@ int matches_command(const arguments& args) {
   }
   auto id = uuid::parse(ids.front());
   if (!id) {
-    std::fprintf(stderr, "ingestd matches: '%s' is not a document id (a UUID such as "
-                         "0190c6e2-7a4b-7c3d-8e5f-1a2b3c4d5e6f)\n",
+    std::fprintf(stderr,
+                 "ingestd matches: '%s' is not a document id (a UUID such as "
+                 "0190c6e2-7a4b-7c3d-8e5f-1a2b3c4d5e6f)\n",
                  ids.front().c_str());
     return usage;
   }
@@ -78,7 +79,7 @@ int matches_command(const arguments& args) {
   pg::session_options session{std::chrono::seconds{cfg->database.statement_timeout_seconds},
                               std::chrono::seconds{cfg->database.lock_timeout_seconds},
                               std::chrono::seconds{cfg->database.tcp_user_timeout_seconds}};
-  pg_matching_repository repo{cfg->database.url, pg_repository_options{1, session}};
+  pg_matching_repository repo{cfg->database.url, pg_matching_options{1, session}};
   auto found = blocking_call<matches>(matches_timeout, "matches.timeout", "the database",
                                       [&](auto cb) { repo.matches_of(*id, cb); });
   if (!found) {
@@ -123,20 +124,29 @@ int matches_command(const arguments& args) {
         w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size()));
     };
     w.StartObject();
-    w.Key("document_id"); w.String(id->str().c_str());
-    w.Key("file_name"); text_or_null(self.file_name);
-    w.Key("matching_status"); text_or_null(self.matching_status);
-    w.Key("cluster_id"); text_or_null(self.cluster_id);
+    w.Key("document_id");
+    w.String(id->str().c_str());
+    w.Key("file_name");
+    text_or_null(self.file_name);
+    w.Key("matching_status");
+    text_or_null(self.matching_status);
+    w.Key("cluster_id");
+    text_or_null(self.cluster_id);
     w.Key("matches");
     w.StartArray();
     for (auto& e : edges) {
       auto other = label(e.document_a == *id ? e.document_b : e.document_a);
       w.StartObject();
-      w.Key("document_id"); w.String(other.id.str().c_str());
-      w.Key("file_name"); text_or_null(other.file_name);
-      w.Key("kind"); text_or_null(e.kind);
-      w.Key("confidence"); w.Double(e.confidence);
-      w.Key("reason"); text_or_null(e.reason);
+      w.Key("document_id");
+      w.String(other.id.str().c_str());
+      w.Key("file_name");
+      text_or_null(other.file_name);
+      w.Key("kind");
+      text_or_null(e.kind);
+      w.Key("confidence");
+      w.Double(e.confidence);
+      w.Key("reason");
+      text_or_null(e.reason);
       w.EndObject();
     }
     w.EndArray();
@@ -145,9 +155,12 @@ int matches_command(const arguments& args) {
     for (auto& m : members) {
       auto l = label(m);
       w.StartObject();
-      w.Key("document_id"); w.String(m.str().c_str());
-      w.Key("file_name"); text_or_null(l.file_name);
-      w.Key("matching_status"); text_or_null(l.matching_status);
+      w.Key("document_id");
+      w.String(m.str().c_str());
+      w.Key("file_name");
+      text_or_null(l.file_name);
+      w.Key("matching_status");
+      text_or_null(l.matching_status);
       w.EndObject();
     }
     w.EndArray();
@@ -158,7 +171,8 @@ int matches_command(const arguments& args) {
 
   std::printf("document %s  %s  matching %s\n", id->str().c_str(), self.file_name.c_str(),
               self.matching_status.empty() ? "not queued" : self.matching_status.c_str());
-  std::printf("cluster  %s\n", self.cluster_id.empty() ? "- (not matched yet)" : self.cluster_id.c_str());
+  std::printf("cluster  %s\n",
+              self.cluster_id.empty() ? "- (not matched yet)" : self.cluster_id.c_str());
   std::printf("\nmatches (%zu)\n", edges.size());
   if (edges.empty())
     std::printf("  none\n");

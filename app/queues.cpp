@@ -26,8 +26,8 @@ result<sqs_connection> sqs_connection_of(const config& cfg) {
 
 error missing(const queue_spec& q, const error& why) {
   return error::make_permanent("queue.missing", "the " + q.stage + " stage's queue \"" + q.name
-                                                  + "\" does not exist (" + why.describe()
-                                                  + "): create it with `ingestd queues create`");
+                                                    + "\" does not exist (" + why.describe()
+                                                    + "): create it with `ingestd queues create`");
 }
 
 bool is_missing(const error& e) {
@@ -36,29 +36,6 @@ bool is_missing(const error& e) {
 }
 
 } // namespace
-
-std::vector<queue_spec> configured_queues(const config& cfg) {
-  std::vector<queue_spec> out;
-  for (auto& stage : stage_list(cfg.stages.enabled)) {
-    out.push_back(queue_of_stage(cfg, stage));
-    if (stage == "ingest" && cfg.classes.enabled)
-      out.push_back(queue_of_stage(cfg, "ingest.large"));
-  }
-  return out;
-}
-
-queue_spec queue_of_stage(const config& cfg, const std::string& stage) {
-  if (stage == "ingest.large")
-    return {stage, cfg.classes.large_queue_name, cfg.classes.large_queue_url,
-            cfg.classes.large_dead_letter_name, cfg.queue.max_receive_count};
-  if (stage == "match")
-    return {stage, cfg.matching.queue_name, cfg.matching.queue_url, cfg.matching.dead_letter_name,
-            cfg.matching.max_receive_count};
-  if (stage == "unpack")
-    return {stage, cfg.containers.queue_name, cfg.containers.queue_url, cfg.containers.dead_letter_name,
-            cfg.containers.max_receive_count};
-  return {"ingest", cfg.queue.name, cfg.queue.url, cfg.queue.dead_letter_name, cfg.queue.max_receive_count};
-}
 
 std::vector<std::string> sqs_queue_names(const config& cfg, const queue_spec& spec) {
   if (spec.stage != "ingest" || cfg.queue.priority_classes.empty())
@@ -72,16 +49,18 @@ std::vector<std::string> sqs_queue_names(const config& cfg, const queue_spec& sp
 result<std::vector<std::string>> create_queues(const config& cfg) {
   std::vector<std::string> lines;
   auto redrive = [](const queue_spec& q) {
-    return q.max_receive_count > 0
-             ? "dead letters to " + q.dead_letter + " after " + std::to_string(q.max_receive_count) + " receives"
-             : "dead-letter queue " + q.dead_letter + " (no redrive: queue.max_receive_count is 0)";
+    return q.max_receive_count > 0 ? "dead letters to " + q.dead_letter + " after "
+                                         + std::to_string(q.max_receive_count) + " receives"
+                                   : "dead-letter queue " + q.dead_letter
+                                         + " (no redrive: queue.max_receive_count is 0)";
   };
   if (cfg.queue.backend == "postgres") {
     for (auto& q : configured_queues(cfg)) {
       auto r = create_postgres_queue(cfg.database.url, q.name, q.dead_letter, q.max_receive_count,
                                      cfg.queue.priority_ageing_per_minute);
       if (!r)
-        return error{r.error().cls, r.error().code, "creating queue " + q.name + ": " + r.error().message};
+        return error{r.error().cls, r.error().code,
+                     "creating queue " + q.name + ": " + r.error().message};
       lines.push_back(q.stage + ": " + q.name + " (postgres), " + redrive(q));
     }
     return lines;
@@ -102,17 +81,21 @@ result<std::vector<std::string>> create_queues(const config& cfg) {
     settings.visibility_timeout_seconds = cfg.queue.visibility_timeout_seconds;
     if (q.max_receive_count > 0) {
       auto r = blocking_call<std::pair<std::string, std::string>>(
-        call_timeout, "sqs.timeout", "SQS CreateQueue", [&](auto cb) {
-          client.create_queue_with_dead_letter(q.name, q.dead_letter, q.max_receive_count, settings, cb);
-        });
+          call_timeout, "sqs.timeout", "SQS CreateQueue", [&](auto cb) {
+            client.create_queue_with_dead_letter(q.name, q.dead_letter, q.max_receive_count,
+                                                 settings, cb);
+          });
       if (!r)
-        return error{r.error().cls, r.error().code, "creating queue " + q.name + ": " + r.error().message};
+        return error{r.error().cls, r.error().code,
+                     "creating queue " + q.name + ": " + r.error().message};
     } else {
       for (auto* name : {&q.dead_letter, &q.name}) {
-        auto r = blocking_call<std::string>(call_timeout, "sqs.timeout", "SQS CreateQueue",
-                                            [&](auto cb) { client.create_queue(*name, settings, cb); });
+        auto r = blocking_call<std::string>(
+            call_timeout, "sqs.timeout", "SQS CreateQueue",
+            [&](auto cb) { client.create_queue(*name, settings, cb); });
         if (!r)
-          return error{r.error().cls, r.error().code, "creating queue " + *name + ": " + r.error().message};
+          return error{r.error().cls, r.error().code,
+                       "creating queue " + *name + ": " + r.error().message};
       }
     }
     lines.push_back(q.stage + ": " + q.name + " (sqs), " + redrive(q));
@@ -122,8 +105,9 @@ result<std::vector<std::string>> create_queues(const config& cfg) {
 
 namespace {
 /// An SQS queue by the spec's URL, or its name looked up.
-result<std::shared_ptr<queue>> open_sqs_queue(const config& cfg, const queue_spec& spec,
-                                              const std::function<std::shared_ptr<curl_engine>()>& http);
+result<std::shared_ptr<queue>>
+open_sqs_queue(const config& cfg, const queue_spec& spec,
+               const std::function<std::shared_ptr<curl_engine>()>& http);
 } // namespace
 
 result<std::shared_ptr<queue>> open_queue(const config& cfg, const queue_spec& spec,
@@ -145,13 +129,14 @@ result<std::shared_ptr<queue>> open_queue(const config& cfg, const queue_spec& s
     opts.max_receive_count = spec.max_receive_count;
     opts.dead_letter_queue = spec.max_receive_count > 0 ? spec.dead_letter : std::string{};
     opts.session = session;
-    return std::shared_ptr<queue>{std::make_shared<postgres_queue>(cfg.database.url, spec.name, opts)};
+    return std::shared_ptr<queue>{
+        std::make_shared<postgres_queue>(cfg.database.url, spec.name, opts)};
   }
   return open_sqs_queue(cfg, spec, http);
 }
 
-result<std::shared_ptr<queue>> open_event_queue(const config& cfg,
-                                                const std::function<std::shared_ptr<curl_engine>()>& http) {
+result<std::shared_ptr<queue>>
+open_event_queue(const config& cfg, const std::function<std::shared_ptr<curl_engine>()>& http) {
   queue_spec spec;
   spec.stage = "events";
   auto& name = cfg.outbox.events_sqs_queue;
@@ -166,8 +151,9 @@ result<std::shared_ptr<queue>> open_event_queue(const config& cfg,
 
 namespace {
 
-result<std::shared_ptr<queue>> open_sqs_queue(const config& cfg, const queue_spec& spec,
-                                              const std::function<std::shared_ptr<curl_engine>()>& http) {
+result<std::shared_ptr<queue>>
+open_sqs_queue(const config& cfg, const queue_spec& spec,
+               const std::function<std::shared_ptr<curl_engine>()>& http) {
   auto conn = sqs_connection_of(cfg);
   if (!conn)
     return conn.error();
@@ -183,7 +169,8 @@ result<std::shared_ptr<queue>> open_sqs_queue(const config& cfg, const queue_spe
       if (!q)
         return q.error();
       classes.push_back(priority_class{static_cast<int32_t>(cfg.queue.priority_classes[i]),
-                                       static_cast<int32_t>(cfg.queue.priority_class_weights[i]), *q});
+                                       static_cast<int32_t>(cfg.queue.priority_class_weights[i]),
+                                       *q});
     }
     return std::shared_ptr<queue>{std::make_shared<priority_queues>(std::move(classes))};
   }
@@ -200,7 +187,8 @@ result<std::shared_ptr<queue>> open_sqs_queue(const config& cfg, const queue_spe
     }
     url = *found;
   }
-  return std::shared_ptr<queue>{std::make_shared<sqs_queue>(http(), sqs_queue_options{*conn, url, spec.name})};
+  return std::shared_ptr<queue>{
+      std::make_shared<sqs_queue>(http(), sqs_queue_options{*conn, url, spec.name})};
 }
 
 } // namespace

@@ -1,5 +1,5 @@
-// The queues a configuration names (each enabled stage's queue and its dead-letter queue), how
-// `ingestd queues create` makes them and how a node opens them.
+// How `ingestd queues create` makes the queues of the enabled stages (stages/registry.hpp names
+// them, each with its dead-letter queue) and how a node opens them.
 #pragma once
 
 #include <functional>
@@ -10,27 +10,11 @@
 #include "adapters/queue/queue.hpp"
 #include "config/config.hpp"
 #include "messages/result.hpp"
+#include "stages/registry.hpp"
 
 namespace ingestd {
 
 class curl_engine;
-
-struct queue_spec {
-  /// "ingest", "ingest.large" (the large size class, classes.enabled), "match", "unpack".
-  std::string stage;
-  std::string name;
-  /// SQS only: the URL when configured (else looked up by name).
-  std::string url;
-  std::string dead_letter;
-  /// 0: no redrive (the dead-letter queue is still made, for a later change of mind).
-  int max_receive_count = 0;
-};
-
-/// Every queue of the enabled stages, in pipeline order.
-std::vector<queue_spec> configured_queues(const config& cfg);
-
-/// The queue of one stage (which must be enabled).
-queue_spec queue_of_stage(const config& cfg, const std::string& stage);
 
 /// The SQS queue names of a spec: with queue.priority_classes, the ingest stage has one queue per
 /// class ("<name>-p<bound>", most urgent first); otherwise the spec's own name.
@@ -49,7 +33,7 @@ result<std::shared_ptr<queue>> open_queue(const config& cfg, const queue_spec& s
 
 /// The status event stream's SQS sink (outbox.events_sqs_queue: a name, looked up, or a URL) on
 /// the configured SQS endpoint, whatever queue.backend says.
-result<std::shared_ptr<queue>> open_event_queue(const config& cfg,
-                                                const std::function<std::shared_ptr<curl_engine>()>& http);
+result<std::shared_ptr<queue>>
+open_event_queue(const config& cfg, const std::function<std::shared_ptr<curl_engine>()>& http);
 
 } // namespace ingestd

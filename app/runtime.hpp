@@ -1,59 +1,67 @@
-// The adapters a configuration asks for, built and owned in one place (used by `run` and the
-// one-document commands): the HTTP engine, the queue, storage, database, OCR and extraction.
+// What a process's configuration asks for, built and owned in one place (by `run` and the commands
+// that need part of it): the providers with their HTTP engine, storage, the claimed-work
+// repository, the outbox with its event sinks, and the queues, opened once each.
 #pragma once
 
 #include <map>
 #include <memory>
 #include <string>
-#include <vector>
 
-#include "actors/worker_context.hpp"
 #include "adapters/db/outbox_repository.hpp"
+#include "adapters/db/work_repository.hpp"
 #include "adapters/notify/event_sink.hpp"
+#include "adapters/providers/provider_set.hpp"
+#include "adapters/queue/queue.hpp"
+#include "adapters/storage/object_store.hpp"
 #include "config/config.hpp"
+#include "stages/registry.hpp"
 
 namespace ingestd {
 
-class curl_engine;
 class cpu_executor;
-class rate_limited_client;
 
 struct runtime {
-  // Declared first so it is destroyed last: the adapters in `ports` hold references to it. Null
-  // when no backend speaks HTTP. It is also the LLM client's retry timer.
-  std::shared_ptr<curl_engine> http;
-  /// Each provider's limits in front of the engine (the LLM, Document AI, webhooks), for the
-  /// providers the configuration uses; the adapters in `ports` hold references to them.
-  std::vector<std::shared_ptr<rate_limited_client>> limiters;
-  /// The adapters, handed to the worker as they are (`gate` stays empty: the default gate).
-  worker_ports ports;
-  /// The outbox the relay sends from (next jobs on SQS); null when nothing goes through it.
+  // Declared first so that it goes last: every adapter below holds references to its engine.
+  std::unique_ptr<provider_set> providers;
+  std::shared_ptr<object_store> storage;
+  std::shared_ptr<work_repository> work;
+  /// The outbox the relay sends from: messages of hand-offs on SQS, and the status events.
   std::shared_ptr<outbox_repository> outbox;
-  /// The status event sinks by their outbox destination ("events:webhook", "events:sqs"), built
-  /// when runtime_parts::event_sinks asks and the environment or configuration names them.
+  /// The status event sinks this node delivers to, by outbox destination ("events:webhook",
+  /// "events:sqs", "events:notify"), each with the event types it takes (empty: all).
   std::map<std::string, std::shared_ptr<event_sink>> event_sinks;
+  std::map<std::string, std::vector<std::string>> event_sink_types;
+  /// The queues opened so far, by name.
+  std::map<std::string, std::shared_ptr<queue>> queues;
 
-  /// Tears down in the order that lets late callbacks find what they use: the adapters (the
-  /// failure notifier first, the queue last: worker_ports' members in reverse), then the HTTP
-  /// engine (which answers its calls still in flight and drops pending retries).
-  ~runtime();
+  /// Opens the queue of `spec` (once; later calls answer the same one). A Postgres queue that
+  /// `ingestd queues create` did not make is an error naming it, unless `require_queues` is off.
+  result<std::shared_ptr<queue>> open_queue(const queue_spec& spec);
+
+  /// The deadlines of the stages' own repositories.
+  pg::session_options session;
+  const config* cfg = nullptr;
+  bool require_queues = true;
 };
 
-/// Which adapters to build: the one-document commands need neither queue nor database.
+/// Which parts to build: the one-document commands need no database.
 struct runtime_parts {
-  bool queue = true;
   bool database = true;
   bool storage = true;
   /// A Postgres queue that `ingestd queues create` has not made is an error (a node, submit);
   /// false for status, which reports an empty queue then.
   bool require_queues = true;
-  /// The event sinks and the outbox their relay reads (`run`).
+  /// The outbox and the event sinks (`run`).
   bool event_sinks = false;
 };
 
-/// Builds the adapters of `cfg`. `cpu` runs local OCR (it must outlive the runtime). Blocking
-/// (it may look an SQS queue URL up): call it before the actors start.
+/// Builds the parts of `cfg` (which must outlive the runtime). `cpu` runs local OCR (it must
+/// outlive the runtime too). Blocking (it may look an SQS queue URL up): call it before the actors
+/// start.
 result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& cpu,
                                               runtime_parts parts = {});
+
+/// What the node shares with each stage's factory, over `rt`.
+stage_env stage_env_of(runtime& rt, std::shared_ptr<cpu_executor> cpu);
 
 } // namespace ingestd

@@ -95,7 +95,7 @@ int status_command(const arguments& args) {
   if (!cfg)
     return failure;
   thread_pool_executor cpu{1};
-  auto rt = make_runtime(*cfg, cpu, runtime_parts{true, false, false, false});
+  auto rt = make_runtime(*cfg, cpu, runtime_parts{false, false, false, false});
   if (!rt) {
     std::fprintf(stderr, "ingestd status: %s\n", rt.error().describe().c_str());
     return failure;
@@ -103,33 +103,41 @@ int status_command(const arguments& args) {
   pg_intake_repository look{cfg->database.url};
   auto summary = look.summarize(status_timeout);
   if (!summary) {
-    std::fprintf(stderr, "ingestd status: database: %s\n", database_error(summary.error()).describe().c_str());
+    std::fprintf(stderr, "ingestd status: database: %s\n",
+                 database_error(summary.error()).describe().c_str());
+    return failure;
+  }
+  auto ingest_queue = (*rt)->open_queue(configured_queues(*cfg).front());
+  if (!ingest_queue) {
+    std::fprintf(stderr, "ingestd status: queue: %s\n", ingest_queue.error().describe().c_str());
     return failure;
   }
   auto qs = blocking_call<queue_stats>(status_timeout, "status.timeout", "the queue",
-                                      [&](auto cb) { (*rt)->ports.ingest_queue->stats(cb); });
+                                       [&](auto cb) { (*ingest_queue)->stats(cb); });
   if (!qs) {
     std::fprintf(stderr, "ingestd status: queue: %s\n", qs.error().describe().c_str());
     return failure;
   }
   auto review = look.review_json(100, status_timeout);
   if (!review) {
-    std::fprintf(stderr, "ingestd status: database: %s\n", database_error(review.error()).describe().c_str());
+    std::fprintf(stderr, "ingestd status: database: %s\n",
+                 database_error(review.error()).describe().c_str());
     return failure;
   }
   result<std::string> docs = std::string{"[]"};
   if (documents) {
     docs = look.documents_json(1000, status_timeout);
     if (!docs) {
-      std::fprintf(stderr, "ingestd status: database: %s\n", database_error(docs.error()).describe().c_str());
+      std::fprintf(stderr, "ingestd status: database: %s\n",
+                   database_error(docs.error()).describe().c_str());
       return failure;
     }
   }
   // The node registry: nodes by state (lost: not seen for its lease). Unavailable (e.g. a schema
   // before migration 006) is reported, not fatal.
   pg_node_repository node_registry{cfg->database.url};
-  auto nodes = blocking_call<std::vector<node_info>>(status_timeout, "status.timeout", "the database",
-                                                     [&](auto cb) { node_registry.list(cb); });
+  auto nodes = blocking_call<std::vector<node_info>>(
+      status_timeout, "status.timeout", "the database", [&](auto cb) { node_registry.list(cb); });
   auto nodes_in = [&](const char* state) {
     long long n = 0;
     if (nodes)
@@ -147,11 +155,16 @@ int status_command(const arguments& args) {
     w.StartObject();
     w.Key("ingestions");
     w.StartObject();
-    w.Key("in_progress"); w.Int64(summary->in_progress);
-    w.Key("completed"); w.Int64(summary->completed);
-    w.Key("failed"); w.Int64(summary->failed);
-    w.Key("cancelled"); w.Int64(summary->cancelled);
-    w.Key("skipped"); w.Int64(summary->skipped);
+    w.Key("in_progress");
+    w.Int64(summary->in_progress);
+    w.Key("completed");
+    w.Int64(summary->completed);
+    w.Key("failed");
+    w.Int64(summary->failed);
+    w.Key("cancelled");
+    w.Int64(summary->cancelled);
+    w.Key("skipped");
+    w.Int64(summary->skipped);
     w.EndObject();
     w.Key("skipped_by_reason");
     w.StartObject();
@@ -160,7 +173,8 @@ int status_command(const arguments& args) {
       w.Int64(n);
     }
     w.EndObject();
-    w.Key("oldest_in_progress_seconds"); w.Int64(summary->oldest_in_progress_seconds);
+    w.Key("oldest_in_progress_seconds");
+    w.Int64(summary->oldest_in_progress_seconds);
     w.Key("failures_by_error_class");
     w.StartObject();
     for (auto& [cls, n] : summary->failures_by_error_class) {
@@ -168,7 +182,8 @@ int status_command(const arguments& args) {
       w.Int64(n);
     }
     w.EndObject();
-    w.Key("documents_needing_review"); w.Int64(summary->documents_needing_review);
+    w.Key("documents_needing_review");
+    w.Int64(summary->documents_needing_review);
     w.Key("matching");
     w.StartObject();
     for (const char* st : {"pending", "in-progress", "succeeded", "failed"}) {
@@ -176,26 +191,35 @@ int status_command(const arguments& args) {
       for (auto& [key, count] : summary->matching_by_status)
         if (key == st)
           n = count;
-      w.Key(st); w.Int64(n);
+      w.Key(st);
+      w.Int64(n);
     }
-    w.Key("in_progress_over_10_minutes"); w.Int64(summary->matching_in_progress_over_10_minutes);
-    w.Key("oldest_in_progress_seconds"); w.Int64(summary->oldest_matching_in_progress_seconds);
+    w.Key("in_progress_over_10_minutes");
+    w.Int64(summary->matching_in_progress_over_10_minutes);
+    w.Key("oldest_in_progress_seconds");
+    w.Int64(summary->oldest_matching_in_progress_seconds);
     w.EndObject();
     w.Key("review");
     review_doc.Accept(w);
     w.Key("queue");
     w.StartObject();
-    w.Key("name"); w.String(cfg->queue.name.c_str());
-    w.Key("visible"); w.Int64(qs->visible);
-    w.Key("in_flight"); w.Int64(qs->in_flight);
-    w.Key("delayed"); w.Int64(qs->delayed);
-    w.Key("oldest_age_seconds"); w.Int64(qs->oldest_age_seconds);
+    w.Key("name");
+    w.String(cfg->queue.name.c_str());
+    w.Key("visible");
+    w.Int64(qs->visible);
+    w.Key("in_flight");
+    w.Int64(qs->in_flight);
+    w.Key("delayed");
+    w.Int64(qs->delayed);
+    w.Key("oldest_age_seconds");
+    w.Int64(qs->oldest_age_seconds);
     w.EndObject();
     w.Key("nodes");
     if (nodes) {
       w.StartObject();
       for (const char* st : {"running", "draining", "stopped", "lost"}) {
-        w.Key(st); w.Int64(nodes_in(st));
+        w.Key(st);
+        w.Int64(nodes_in(st));
       }
       w.EndObject();
     } else {
@@ -211,13 +235,15 @@ int status_command(const arguments& args) {
   }
 
   std::printf("ingestions   in progress %lld   completed %lld   failed %lld   cancelled %lld\n",
-              static_cast<long long>(summary->in_progress), static_cast<long long>(summary->completed),
-              static_cast<long long>(summary->failed), static_cast<long long>(summary->cancelled));
+              static_cast<long long>(summary->in_progress),
+              static_cast<long long>(summary->completed), static_cast<long long>(summary->failed),
+              static_cast<long long>(summary->cancelled));
   std::printf("skipped   %lld", static_cast<long long>(summary->skipped));
   for (auto& [reason, n] : summary->skipped_by_reason)
     std::printf("   %s %lld", reason.c_str(), static_cast<long long>(n));
   std::printf("\n");
-  std::printf("oldest in progress   %lld s\n", static_cast<long long>(summary->oldest_in_progress_seconds));
+  std::printf("oldest in progress   %lld s\n",
+              static_cast<long long>(summary->oldest_in_progress_seconds));
   std::printf("failures by class   ");
   if (summary->failures_by_error_class.empty())
     std::printf(" none");
@@ -234,16 +260,19 @@ int status_command(const arguments& args) {
     return 0LL;
   };
   std::printf("matching   pending %lld   in progress %lld   succeeded %lld   failed %lld\n",
-              matching("pending"), matching("in-progress"), matching("succeeded"), matching("failed"));
+              matching("pending"), matching("in-progress"), matching("succeeded"),
+              matching("failed"));
   std::printf("matching in progress over 10 min   %lld%s\n",
               static_cast<long long>(summary->matching_in_progress_over_10_minutes),
-              summary->matching_in_progress_over_10_minutes > 0 ? "   (a matching worker crashed?)" : "");
+              summary->matching_in_progress_over_10_minutes > 0 ? "   (a matching worker crashed?)"
+                                                                : "");
   if (nodes)
-    std::printf("nodes   running %lld   draining %lld   stopped %lld   lost %lld\n", nodes_in("running"),
-                nodes_in("draining"), nodes_in("stopped"), nodes_in("lost"));
+    std::printf("nodes   running %lld   draining %lld   stopped %lld   lost %lld\n",
+                nodes_in("running"), nodes_in("draining"), nodes_in("stopped"), nodes_in("lost"));
   else
     std::printf("nodes   unavailable: %s\n", nodes.error().describe().c_str());
-  std::printf("documents awaiting review: %lld\n", static_cast<long long>(summary->documents_needing_review));
+  std::printf("documents awaiting review: %lld\n",
+              static_cast<long long>(summary->documents_needing_review));
   if (review_doc.IsArray())
     for (auto& r : review_doc.GetArray())
       std::printf("  %s  %s  %s\n", field(r, "document_id").c_str(), field(r, "file_name").c_str(),
@@ -253,14 +282,16 @@ int status_command(const arguments& args) {
                 "STATE", "REVIEW", "INVOICE", "SUPPLIER", "DATE", "CUR", "TOTAL", "MATCHING",
                 "CLUSTER");
     for (auto& d : docs_doc.GetArray())
-      std::printf("%-8s %-34s %-12s %-6s %-16s %-26s %-10s %5s %12s %-11s %-8s\n",
-                  short_id(field(d, "document_id")).c_str(), clip(field(d, "file_name"), 34).c_str(),
-                  field(d, "state").c_str(), field(d, "needs_human_review").c_str(),
-                  clip(field(d, "invoice_number"), 16).c_str(), clip(field(d, "supplier_name"), 26).c_str(),
-                  field(d, "invoice_date").c_str(), field(d, "currency").c_str(), field(d, "total").c_str(),
-                  field(d, "matching_status").c_str(), short_id(field(d, "cluster_id")).c_str());
-    std::printf("(ID and CLUSTER: the last 8 hex digits; a cluster is named by its smallest document id; "
-                "full ids: --json; 'ingestd matches ID' lists a document's matches)\n");
+      std::printf(
+          "%-8s %-34s %-12s %-6s %-16s %-26s %-10s %5s %12s %-11s %-8s\n",
+          short_id(field(d, "document_id")).c_str(), clip(field(d, "file_name"), 34).c_str(),
+          field(d, "state").c_str(), field(d, "needs_human_review").c_str(),
+          clip(field(d, "invoice_number"), 16).c_str(), clip(field(d, "supplier_name"), 26).c_str(),
+          field(d, "invoice_date").c_str(), field(d, "currency").c_str(), field(d, "total").c_str(),
+          field(d, "matching_status").c_str(), short_id(field(d, "cluster_id")).c_str());
+    std::printf(
+        "(ID and CLUSTER: the last 8 hex digits; a cluster is named by its smallest document id; "
+        "full ids: --json; 'ingestd matches ID' lists a document's matches)\n");
   }
   return ok;
 }

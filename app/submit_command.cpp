@@ -15,9 +15,10 @@
 #include "adapters/db/pg_intake_repository.hpp"
 #include "adapters/ocr/thread_pool_executor.hpp"
 #include "app/cli.hpp"
+#include "app/intake_setup.hpp"
 #include "app/runtime.hpp"
-#include "app/size_classes.hpp"
 #include "intake/intake_service.hpp"
+#include "messages/error_codes.hpp"
 
 namespace ingestd::cli {
 
@@ -25,7 +26,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* submit_usage = R"(Usage: ingestd submit [--tenant T] [--uploaded-by U | --source S] [--priority N] [--jobs N] FILE|DIR ...
+constexpr const char* submit_usage
+    = R"(Usage: ingestd submit [--tenant T] [--uploaded-by U | --source S] [--priority N] [--jobs N] FILE|DIR ...
 
 Submits each file (directories are walked recursively, in name order) for ingestion: the
 document is stored once per tenant and content, an ingestion is created and enqueued.
@@ -45,12 +47,12 @@ Exit codes: 0 all submitted (new or duplicate), 1 any failed, 2 usage error.
 
 struct file_entry {
   std::string path;
-  std::string error;  // set when the path cannot be submitted at all
+  std::string error; // set when the path cannot be submitted at all
 };
 
 struct tally {
   std::mutex mtx;
-  int64_t created = 0, reprocessing = 0, duplicate = 0, failed = 0, not_enqueued = 0;
+  int64_t created = 0, reprocessing = 0, duplicate = 0, failed = 0;
   std::vector<std::pair<std::string, std::string>> failures;
 };
 
@@ -71,7 +73,8 @@ std::vector<file_entry> collect(const std::vector<std::string>& paths) {
       out.push_back({p, "no such file or directory"});
     } else if (fs::is_directory(st)) {
       std::vector<std::string> files;
-      for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
+      for (auto it
+           = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
            !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
         if (it->is_regular_file(ec))
           files.push_back(it->path().string());
@@ -94,10 +97,10 @@ result<std::string> read_file(const std::string& path, size_t max_bytes) {
   auto size = fs::file_size(path, ec);
   if (ec)
     return error::make_permanent("intake.unreadable", ec.message());
-  if (size > max_bytes)  // refused before reading it
-    return error::make_permanent("intake.too_large", "the file has " + std::to_string(size)
-                                                       + " bytes; the limit is "
-                                                       + std::to_string(max_bytes));
+  if (size > max_bytes) // refused before reading it
+    return error::make_permanent(errc::intake_too_large, "the file has " + std::to_string(size)
+                                                             + " bytes; the limit is "
+                                                             + std::to_string(max_bytes));
   std::ifstream in{path, std::ios::binary};
   if (!in)
     return error::make_permanent("intake.unreadable", "cannot open the file");
@@ -142,7 +145,8 @@ int submit_command(const arguments& args) {
       out = raw[++i];
       return true;
     };
-    auto is = [&](const char* name) { return a == name || a.rfind(std::string{name} + "=", 0) == 0; };
+    auto is
+        = [&](const char* name) { return a == name || a.rfind(std::string{name} + "=", 0) == 0; };
     std::string v;
     if (a == "-h" || a == "--help") {
       std::fputs(submit_usage, stdout);
@@ -161,8 +165,10 @@ int submit_command(const arguments& args) {
         return usage;
       auto p = parse_priority(v);
       if (!p) {
-        std::fprintf(stderr, "ingestd submit: --priority must be a whole number 0..100 (lower first), not '%s'\n",
-                     v.c_str());
+        std::fprintf(
+            stderr,
+            "ingestd submit: --priority must be a whole number 0..100 (lower first), not '%s'\n",
+            v.c_str());
         return usage;
       }
       priority = *p;
@@ -208,20 +214,20 @@ int submit_command(const arguments& args) {
     src.uploaded_by = uploaded_by.value_or(uuid{});
 
   thread_pool_executor cpu{1};
-  // The worker's repository is not needed: intake has its own port.
-  auto rt = make_runtime(*cfg, cpu, runtime_parts{true, false, true});
+  auto rt = make_runtime(*cfg, cpu, runtime_parts{false, true, true});
   if (!rt) {
     std::fprintf(stderr, "ingestd submit: %s\n", rt.error().describe().c_str());
     return failure;
   }
-  intake_options opts;
-  opts.max_bytes = static_cast<size_t>(
-    std::min(cfg->transcription.max_file_bytes, cfg->storage.max_object_bytes));
-  // Containers go to the unpack stage's queue when it is enabled.
-  opts.unpack_queue = (*rt)->ports.unpack_queue;
-  configure_intake_classes(*cfg, (*rt)->ports, opts);
-  intake_service intake{std::make_shared<pg_intake_repository>(cfg->database.url), (*rt)->ports.ingest_queue,
-                        (*rt)->ports.storage, opts};
+  // The messages are written with the rows, to queues that must exist: a missing one is named.
+  for (auto& spec : configured_queues(*cfg))
+    if (auto q = (*rt)->open_queue(spec); !q) {
+      std::fprintf(stderr, "ingestd submit: %s\n", q.error().describe().c_str());
+      return failure;
+    }
+  intake_service intake{
+      std::make_shared<pg_intake_repository>(cfg->database.url, cfg->queue.backend == "sqs"),
+      (*rt)->storage, intake_options_of(*cfg)};
 
   auto files = collect(paths);
   bool tty = ::isatty(STDERR_FILENO) == 1 && !quiet;
@@ -235,21 +241,25 @@ int submit_command(const arguments& args) {
       t.failures.emplace_back(path, r.error().describe());
     } else {
       switch (r->status) {
-        case intake_status::created: ++t.created; break;
-        case intake_status::reprocessing: ++t.reprocessing; break;
-        case intake_status::duplicate: ++t.duplicate; break;
+      case intake_status::created:
+        ++t.created;
+        break;
+      case intake_status::reprocessing:
+        ++t.reprocessing;
+        break;
+      case intake_status::duplicate:
+        ++t.duplicate;
+        break;
       }
-      if (!r->enqueued)
-        ++t.not_enqueued;
     }
     auto n = ++done;
     if (tty) {
       draw_bar(n, files.size(), t);
     } else if (!quiet) {
       if (r)
-        std::printf("%-12s %s document=%s ingestion=%s%s\n", std::string{to_string(r->status)}.c_str(),
-                    path.c_str(), r->document_id.str().c_str(), r->ingestion_id.str().c_str(),
-                    r->enqueued ? "" : " (not enqueued: the sweeper will)");
+        std::printf("%-12s %s document=%s ingestion=%s\n",
+                    std::string{to_string(r->status)}.c_str(), path.c_str(),
+                    r->document_id.str().c_str(), r->ingestion_id.str().c_str());
       else
         std::printf("%-12s %s %s\n", "failed", path.c_str(), r.error().describe().c_str());
       std::fflush(stdout);
@@ -262,7 +272,7 @@ int submit_command(const arguments& args) {
         report(f.path, error::make_permanent("intake.not_found", f.error));
         continue;
       }
-      auto bytes = read_file(f.path, opts.max_bytes);
+      auto bytes = read_file(f.path, intake.options().max_bytes);
       if (!bytes) {
         report(f.path, bytes.error());
         continue;
@@ -285,14 +295,12 @@ int submit_command(const arguments& args) {
   if (tty)
     std::fputc('\n', stderr);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  std::printf("submitted %zu file(s) in %.2f s (%.1f/s): %lld new, %lld reprocessing, %lld duplicate, "
-              "%lld failed\n",
-              files.size(), secs, secs > 0 ? files.size() / secs : 0.0,
-              static_cast<long long>(t.created), static_cast<long long>(t.reprocessing),
-              static_cast<long long>(t.duplicate), static_cast<long long>(t.failed));
-  if (t.not_enqueued > 0)
-    std::printf("%lld ingestion(s) could not be enqueued; the sweeper re-enqueues them\n",
-                static_cast<long long>(t.not_enqueued));
+  std::printf(
+      "submitted %zu file(s) in %.2f s (%.1f/s): %lld new, %lld reprocessing, %lld duplicate, "
+      "%lld failed\n",
+      files.size(), secs, secs > 0 ? files.size() / secs : 0.0, static_cast<long long>(t.created),
+      static_cast<long long>(t.reprocessing), static_cast<long long>(t.duplicate),
+      static_cast<long long>(t.failed));
   for (auto& [path, why] : t.failures)
     std::printf("failed: %s: %s\n", path.c_str(), why.c_str());
   return t.failed > 0 ? failure : ok;

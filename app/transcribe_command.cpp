@@ -43,8 +43,8 @@ result<transcription> transcribe_path(const config& cfg, const std::string& path
   double threshold = cfg.transcription.ocr_quality_threshold;
   if (cfg.transcription.provider == "tesseract") {
     auto opts = make_local_transcriber_options(
-      cfg.transcription.languages, static_cast<size_t>(cfg.transcription.max_file_bytes),
-      cfg.transcription.max_pages, std::chrono::seconds{cfg.transcription.timeout_seconds});
+        cfg.transcription.languages, static_cast<size_t>(cfg.transcription.max_file_bytes),
+        cfg.transcription.max_pages, std::chrono::seconds{cfg.transcription.timeout_seconds});
     return transcribe_file_blocking(path, opts, threshold, true);
   }
   auto bytes = read_document(path);
@@ -57,13 +57,17 @@ result<transcription> transcribe_path(const config& cfg, const std::string& path
     return error::make_permanent("ocr.unsupported_type",
                                  path + " is not a PDF, PNG, JPEG or TIFF file");
   thread_pool_executor pool{1};
-  auto rt = make_runtime(cfg, pool, runtime_parts{false, false, false});
+  auto rt = make_runtime(cfg, pool, runtime_parts{false, false, false, false});
   if (!rt)
     return rt.error();
+  auto transcribers = (*rt)->providers->transcribers();
+  if (!transcribers)
+    return transcribers.error();
+  auto ocr = transcribers->at(cfg.transcription.provider);
   transcription_request req{std::move(*bytes), std::string{type->mime}, threshold, true};
   auto deadline = std::chrono::seconds{cfg.transcription.timeout_seconds + 30};
   return blocking_call<transcription>(deadline, "ocr.timeout", "the OCR provider",
-                                      [&](auto cb) { (*rt)->ports.ocr->transcribe(std::move(req), cb); });
+                                      [&](auto cb) { ocr->transcribe(std::move(req), cb); });
 }
 
 } // namespace
@@ -84,7 +88,8 @@ int transcribe_argument(const arguments& args, const char* command, transcribed_
   out.path = args.positional.front();
   auto t = transcribe_path(*cfg, out.path);
   if (!t) {
-    std::fprintf(stderr, "ingestd %s: %s: %s\n", command, out.path.c_str(), t.error().describe().c_str());
+    std::fprintf(stderr, "ingestd %s: %s: %s\n", command, out.path.c_str(),
+                 t.error().describe().c_str());
     return failure;
   }
   out.cfg = std::move(*cfg);

@@ -13,6 +13,7 @@
 #include <rapidjson/writer.h>
 
 #include "adapters/support/log.hpp"
+#include "messages/error_codes.hpp"
 
 namespace ingestd {
 
@@ -23,7 +24,8 @@ void send_json(httplib::Response& res, int status, const std::string& body) {
   res.set_content(body, "application/json");
 }
 
-void send_error(httplib::Response& res, int status, const std::string& code, const std::string& message) {
+void send_error(httplib::Response& res, int status, const std::string& code,
+                const std::string& message) {
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w{buf};
   w.StartObject();
@@ -39,12 +41,12 @@ void send_error(httplib::Response& res, int status, const std::string& code, con
 }
 
 int status_for(const error& e) {
-  if (e.code == "intake.too_large")
+  if (e.code == errc::intake_too_large)
     return 413;
-  if (e.code == "intake.unsupported_type" || e.code == "intake.containers_disabled")
+  if (e.code == errc::intake_unsupported_type || e.code == errc::intake_containers_disabled)
     return 415;
-  if (e.code == "intake.empty" || e.code == "intake.invalid_source"
-      || e.code == "intake.invalid_priority")
+  if (e.code == errc::intake_empty || e.code == errc::intake_invalid_source
+      || e.code == errc::intake_invalid_priority)
     return 400;
   return e.cls == error_class::transient ? 503 : 500;
 }
@@ -110,7 +112,8 @@ result<void> check_intake_exposure(std::string_view bind, std::string_view beare
 }
 
 intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_server_options opts)
-  : intake_(std::move(intake)), opts_(std::move(opts)), server_(std::make_unique<httplib::Server>()) {
+    : intake_(std::move(intake)), opts_(std::move(opts)),
+      server_(std::make_unique<httplib::Server>()) {
   auto& svr = *server_;
   // Uploads are I/O bound and bounded by the database: four threads keep the daemon's count low.
   svr.new_task_queue = [] { return new httplib::ThreadPool(4); };
@@ -133,7 +136,8 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
     auto uploaded = value_of(req, "X-Uploaded-By", "uploaded_by");
     auto source = value_of(req, "X-Doc-Source-Id", "doc_source_id");
     if (!uploaded.empty() && !source.empty())
-      return send_error(res, 400, "intake.invalid_source", "give X-Uploaded-By or X-Doc-Source-Id, not both");
+      return send_error(res, 400, "intake.invalid_source",
+                        "give X-Uploaded-By or X-Doc-Source-Id, not both");
     if (!source.empty()) {
       if (!(item.source.doc_source_id = uuid::parse(source)))
         return send_error(res, 400, "intake.invalid_source", "X-Doc-Source-Id is not a UUID");
@@ -175,12 +179,18 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
     auto doc = r->document_id.str(), ing = r->ingestion_id.str();
     auto status = std::string{to_string(r->status)};
     w.StartObject();
-    w.Key("status"); w.String(status.c_str());
-    w.Key("document_id"); w.String(doc.c_str());
-    w.Key("ingestion_id"); w.String(ing.c_str());
-    w.Key("ingestion_status"); w.String(r->ingestion_status.c_str());
-    w.Key("mime_type"); w.String(r->mime_type.c_str());
-    w.Key("enqueued"); w.Bool(r->enqueued);
+    w.Key("status");
+    w.String(status.c_str());
+    w.Key("document_id");
+    w.String(doc.c_str());
+    w.Key("ingestion_id");
+    w.String(ing.c_str());
+    w.Key("ingestion_status");
+    w.String(r->ingestion_status.c_str());
+    w.Key("mime_type");
+    w.String(r->mime_type.c_str());
+    w.Key("enqueued");
+    w.Bool(r->enqueued);
     w.EndObject();
     bool duplicate = r->status == intake_status::duplicate;
     if (!duplicate)
@@ -210,7 +220,8 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
   svr.Get(R"(/v1/ingestions/([^/]+))", getter("ingestion", &intake_service::ingestion_json));
   // Cancellation (issue 13): 200 cancelled (it was queued, or cancelled before), 202 cancelling
   // (running: it stops at its next step), 409 when it is finished, 404 when unknown.
-  svr.Delete(R"(/v1/ingestions/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+  svr.Delete(R"(/v1/ingestions/([^/]+))", [this](const httplib::Request& req,
+                                                 httplib::Response& res) {
     auto id = uuid::parse(req.matches[1].str());
     if (!id)
       return send_error(res, 400, "intake.invalid_id", "ingestion id is not a UUID");
@@ -223,17 +234,18 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
       return send_error(res, 503, r.error().code, r.error().message);
     }
     switch (r->outcome) {
-      case cancel_outcome::not_found:
-        return send_error(res, 404, "intake.not_found", "no such ingestion");
-      case cancel_outcome::finished:
-        return send_error(res, 409, "intake.already_finished",
-                          "the ingestion is " + r->status
+    case cancel_outcome::not_found:
+      return send_error(res, 404, "intake.not_found", "no such ingestion");
+    case cancel_outcome::finished:
+      return send_error(res, 409, "intake.already_finished",
+                        "the ingestion is " + r->status
                             + ": only a queued or running ingestion can be cancelled");
-      case cancel_outcome::cancelled:
-      case cancel_outcome::already_cancelled:
-        return send_json(res, 200, R"({"ingestion_id":")" + id->str() + R"(","status":"cancelled"})");
-      case cancel_outcome::cancelling:
-        return send_json(res, 202, R"({"ingestion_id":")" + id->str() + R"(","status":"cancelling"})");
+    case cancel_outcome::cancelled:
+    case cancel_outcome::already_cancelled:
+      return send_json(res, 200, R"({"ingestion_id":")" + id->str() + R"(","status":"cancelled"})");
+    case cancel_outcome::cancelling:
+      return send_json(res, 202,
+                       R"({"ingestion_id":")" + id->str() + R"(","status":"cancelling"})");
     }
   });
 }
@@ -252,7 +264,7 @@ result<void> intake_server::start() {
     bound_port_ = svr.bind_to_port(opts_.bind.c_str(), opts_.port) ? opts_.port : -1;
   if (bound_port_ <= 0)
     return error::make_permanent("intake.bind", "cannot listen on " + opts_.bind + ":"
-                                                  + std::to_string(opts_.port));
+                                                    + std::to_string(opts_.port));
   thread_ = std::thread{[this] {
     server_->listen_after_bind();
     listen_returned_ = true;
@@ -261,8 +273,10 @@ result<void> intake_server::start() {
   // right after start() is not lost (and its join does not hang).
   while (!server_->is_running() && !listen_returned_)
     std::this_thread::yield();
-  log::info("intake endpoint listening", {{"bind", opts_.bind}, {"port", bound_port_},
-                                          {"auth", opts_.bearer_token.empty() ? "none" : "bearer"}});
+  log::info("intake endpoint listening",
+            {{"bind", opts_.bind},
+             {"port", bound_port_},
+             {"auth", opts_.bearer_token.empty() ? "none" : "bearer"}});
   return {};
 }
 

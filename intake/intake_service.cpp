@@ -1,5 +1,6 @@
 // Intake: validation, deduplication under the repository's per-content lock, store-before-rows,
-// enqueue; and the document and ingestion look-ups that the HTTP server shows.
+// the rows with their work item and queue message; and the document and ingestion look-ups that
+// the HTTP server shows.
 #include "intake/intake_service.hpp"
 
 #include <rapidjson/stringbuffer.h>
@@ -7,10 +8,10 @@
 
 #include "adapters/aws/encoding.hpp"
 #include "adapters/db/intake_repository.hpp"
-#include "adapters/queue/queue.hpp"
 #include "adapters/storage/object_store.hpp"
 #include "adapters/support/blocking_call.hpp"
 #include "adapters/support/log.hpp"
+#include "messages/error_codes.hpp"
 
 namespace ingestd {
 
@@ -47,12 +48,12 @@ error database_error(error e, std::chrono::milliseconds timeout) {
 
 std::string_view to_string(intake_status s) {
   switch (s) {
-    case intake_status::created:
-      return "new";
-    case intake_status::reprocessing:
-      return "reprocessing";
-    case intake_status::duplicate:
-      return "duplicate";
+  case intake_status::created:
+    return "new";
+  case intake_status::reprocessing:
+    return "reprocessing";
+  case intake_status::duplicate:
+    return "duplicate";
   }
   return "unknown";
 }
@@ -71,45 +72,45 @@ std::optional<int32_t> parse_priority(std::string_view text) {
   return value;
 }
 
-intake_service::intake_service(std::shared_ptr<intake_repository> db, std::shared_ptr<queue> q,
+intake_service::intake_service(std::shared_ptr<intake_repository> db,
                                std::shared_ptr<object_store> storage, intake_options opts)
-  : db_(std::move(db)), queue_(std::move(q)), storage_(std::move(storage)), opts_(std::move(opts)) {
-}
+    : db_(std::move(db)), storage_(std::move(storage)), opts_(std::move(opts)) {}
 
 intake_service::~intake_service() = default;
 
 result<intake_outcome> intake_service::submit(const intake_item& item) {
   if (item.bytes.empty())
-    return error::make_permanent("intake.empty", "the file is empty");
+    return error::make_permanent(errc::intake_empty, "the file is empty");
   if (item.bytes.size() > opts_.max_bytes)
-    return error::make_permanent("intake.too_large",
+    return error::make_permanent(errc::intake_too_large,
                                  "the file has " + std::to_string(item.bytes.size())
-                                   + " bytes; the limit is " + std::to_string(opts_.max_bytes));
+                                     + " bytes; the limit is " + std::to_string(opts_.max_bytes));
   // A document the ingest stage reads, or a container the unpack stage takes apart.
   auto type = detect_file_type(item.bytes);
   std::optional<container_type> container;
   if (!type) {
     container = detect_container_type(item.bytes);
     if (!container)
-      return error::make_permanent("intake.unsupported_type",
-                                   "not a PDF, PNG, JPEG or TIFF file, nor a ZIP, TAR, .tar.gz, e-mail (.eml) "
-                                   "or mbox (by its first bytes)");
-    if (!opts_.unpack_queue)
-      return error::make_permanent("intake.containers_disabled",
-                                   "a container (" + std::string{container->ext}
-                                     + ") needs the unpack stage: add unpack to stages.enabled and run "
-                                       "`ingestd queues create`");
+      return error::make_permanent(
+          errc::intake_unsupported_type,
+          "not a PDF, PNG, JPEG or TIFF file, nor a ZIP, TAR, .tar.gz, e-mail (.eml) "
+          "or mbox (by its first bytes)");
+    if (opts_.unpack_queue.empty())
+      return error::make_permanent(
+          errc::intake_containers_disabled,
+          "a container (" + std::string{container->ext}
+              + ") needs the unpack stage: add unpack to stages.enabled and run "
+                "`ingestd queues create`");
   }
   std::string_view mime = type ? type->mime : container->mime;
   std::string_view ext = type ? type->ext : container->ext;
-  auto& target_queue = container ? opts_.unpack_queue : queue_;
   if (item.source.uploaded_by.has_value() == item.source.doc_source_id.has_value())
-    return error::make_permanent("intake.invalid_source",
+    return error::make_permanent(errc::intake_invalid_source,
                                  "exactly one of uploaded_by and doc_source_id must be given");
   if (item.priority < 0 || item.priority > 100)
-    return error::make_permanent("intake.invalid_priority",
+    return error::make_permanent(errc::intake_invalid_priority,
                                  "priority must be 0..100 (lower first), not "
-                                   + std::to_string(item.priority));
+                                     + std::to_string(item.priority));
   auto hash = aws::sha256_hex(item.bytes);
   auto timeout = opts_.call_timeout;
 
@@ -137,14 +138,16 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
 
   // Writes the object unless it is there already (same content hash, so same bytes).
   auto ensure_stored = [&](const std::string& key) -> result<void> {
-    auto there = blocking_call<bool>(timeout, "intake.timeout", "storage", [&](auto cb) { storage_->exists(key, cb); });
+    auto there = blocking_call<bool>(timeout, "intake.timeout", "storage",
+                                     [&](auto cb) { storage_->exists(key, cb); });
     if (!there)
       return there.error();
     if (*there)
       return {};
     log::warn("intake: restoring a missing document object", {{"file_path", key}});
-    return blocking_call<void>(timeout, "intake.timeout", "storage",
-                        [&](auto cb) { storage_->put(key, item.bytes, std::string{mime}, cb); });
+    return blocking_call<void>(timeout, "intake.timeout", "storage", [&](auto cb) {
+      storage_->put(key, item.bytes, std::string{mime}, cb);
+    });
   };
 
   if (*existing) {
@@ -176,7 +179,11 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
       return put.error();
   }
 
-  req.size_class = size_class_of(opts_, item.bytes, type->mime);
+  // A container has no size class of its own: its documents get theirs when it is unpacked.
+  req.size_class = container ? "small" : size_class_of(opts_, item.bytes, mime);
+  req.queue = container                   ? opts_.unpack_queue
+              : req.size_class == "large" ? opts_.large_queue
+                                          : opts_.ingest_queue;
   auto created = db_->create_ingestion(req, timeout);
   if (!created)
     return database_error(created.error(), timeout);
@@ -188,24 +195,12 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
   out.ingestion_id = created->ingestion_id;
   out.file_path = created->file_path;
 
-  auto sent = blocking_call<std::vector<batch_entry_result>>(timeout, "intake.timeout", "queue", [&](auto cb) {
-    auto& target = !container && req.size_class == "large" && opts_.large_queue ? opts_.large_queue : target_queue;
-    target->send({outgoing_message{out.ingestion_id.str(), std::chrono::seconds{0}, item.priority}}, cb);
-  });
-  if (!sent || sent->empty() || sent->front().failed) {
-    // The ingestion stays due in the database: the sweeper re-enqueues it once it is overdue.
-    out.enqueued = false;
-    out.enqueue_error = !sent ? sent.error().describe()
-                              : sent->empty() ? std::string{"no result"}
-                                              : sent->front().error.describe();
-    log::warn("intake: enqueue failed; the sweeper will re-enqueue the ingestion",
-              {{"ingestion_id", out.ingestion_id.str()}, {"error", out.enqueue_error}});
-  }
   return out;
 }
 
-std::string size_class_of(const intake_options& opts, std::string_view bytes, std::string_view mime) {
-  if (!opts.large_queue)
+std::string size_class_of(const intake_options& opts, std::string_view bytes,
+                          std::string_view mime) {
+  if (opts.large_queue.empty())
     return "small";
   if (bytes.size() >= opts.large_min_bytes)
     return "large";
@@ -227,14 +222,15 @@ result<cancel_result> intake_service::cancel(std::optional<uuid> tenant_id, uuid
   if (!r)
     return database_error(r.error(), opts_.call_timeout);
   if (r->outcome == cancel_outcome::cancelled || r->outcome == cancel_outcome::cancelling)
-    log::info("ingestion cancel", {{"ingestion_id", ingestion_id.str()},
-                                   {"outcome", r->outcome == cancel_outcome::cancelled
-                                                 ? "cancelled" : "cancelling"},
-                                   {"by", who}});
+    log::info("ingestion cancel",
+              {{"ingestion_id", ingestion_id.str()},
+               {"outcome", r->outcome == cancel_outcome::cancelled ? "cancelled" : "cancelling"},
+               {"by", who}});
   return r;
 }
 
-result<std::optional<std::string>> intake_service::ingestion_json(uuid tenant_id, uuid ingestion_id) {
+result<std::optional<std::string>> intake_service::ingestion_json(uuid tenant_id,
+                                                                  uuid ingestion_id) {
   auto r = db_->ingestion_json(tenant_id, ingestion_id, opts_.call_timeout);
   if (!r)
     return database_error(r.error(), opts_.call_timeout);

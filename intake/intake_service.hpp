@@ -1,6 +1,7 @@
-// The intake service (seed 001's webhook handler), shared by `ingestd submit` and the HTTP intake
-// server: hash the file, find or create its document, store it once, create an ingestion and
-// enqueue it. Business logic over ports only (intake_repository, object_store, queue): no SQL here.
+// The intake service, shared by `ingestd submit` and the HTTP intake server: hash the file, find
+// or create its document, store it once, and create an ingestion with its work item and queue
+// message in one transaction. Business logic over ports only (intake_repository, object_store):
+// no SQL here.
 #pragma once
 
 #include <chrono>
@@ -20,7 +21,6 @@
 namespace ingestd {
 
 class intake_repository;
-class queue;
 class object_store;
 
 /// Who sent the document: exactly one of the two ids (the schema's XOR).
@@ -37,10 +37,9 @@ struct intake_item {
   std::string name;
   /// Where it came from ("cli", "http"), kept in source_metadata.
   std::string channel;
-  /// 0..100, lower first (issue 13): stored on the ingestion and carried by its message.
+  /// 0..100, lower first: stored on the work item and carried by its message.
   int32_t priority = 50;
 };
-
 
 /// What intake did with one file.
 enum class intake_status {
@@ -67,10 +66,9 @@ struct intake_outcome {
   std::string ingestion_status = "in-progress";
   std::string file_path;
   std::string mime_type;
-  /// false when the rows were written but the enqueue failed: the sweeper re-enqueues the
-  /// ingestion once it is overdue (it stays due in the database).
+  /// The queue message is written in the transaction that creates the ingestion: true once it
+  /// is created (and for a duplicate, whose message exists).
   bool enqueued = true;
-  std::string enqueue_error;
 };
 
 struct intake_options {
@@ -78,35 +76,40 @@ struct intake_options {
   size_t max_bytes = 20u << 20;
   /// Deadline for each port call (storage, database, queue).
   std::chrono::seconds call_timeout{60};
-  /// The unpack stage's queue (issue 14): containers (ZIP, TAR, .tar.gz, e-mail, mbox) are
-  /// accepted and enqueued there. Null: containers are refused ("intake.containers_disabled").
-  std::shared_ptr<queue> unpack_queue;
-  /// Size classes (seed 004): a document of at least large_min_bytes bytes or large_min_pages
-  /// pages (as count_pages tells; 0 when it cannot) starts in the large class and goes to
-  /// large_queue. Null large_queue: every document is small and goes to the intake's queue.
-  std::shared_ptr<queue> large_queue;
+  /// The ingest stage's queue (its small class's with size classes): where a document's
+  /// message goes.
+  std::string ingest_queue = "ingestd-ingest";
+  /// The unpack stage's queue: containers (ZIP, TAR, .tar.gz, e-mail, mbox) are accepted and
+  /// their messages go there. Empty: containers are refused ("intake.containers_disabled").
+  std::string unpack_queue;
+  /// Size classes: a document of at least large_min_bytes bytes or large_min_pages pages (as
+  /// count_pages tells; 0 when it cannot) starts in the large class and its message goes to
+  /// large_queue. Empty large_queue: every document is small.
+  std::string large_queue;
   size_t large_min_bytes = 5u << 20;
   int large_min_pages = 10;
   std::function<int(std::string_view bytes, std::string_view mime)> count_pages;
 };
 
 /// The size class a document of `bytes` with MIME type `mime` starts in under `opts`.
-std::string size_class_of(const intake_options& opts, std::string_view bytes, std::string_view mime);
+std::string size_class_of(const intake_options& opts, std::string_view bytes,
+                          std::string_view mime);
 
 /// Errors (all permanent unless a port reports a transient one): "intake.empty",
 /// "intake.containers_disabled" (a container while the unpack stage is off),
-/// "intake.too_large", "intake.unsupported_type", "intake.invalid_source", "intake.invalid_priority",
-/// "intake.timeout" (transient). Thread-safe: call submit() from several threads at once.
+/// "intake.too_large", "intake.unsupported_type", "intake.invalid_source",
+/// "intake.invalid_priority", "intake.timeout" (transient). Thread-safe: call submit() from several
+/// threads at once.
 class intake_service {
 public:
   /// `db` also serialises the intake of one (tenant, content) across processes.
-  intake_service(std::shared_ptr<intake_repository> db, std::shared_ptr<queue> q,
-                 std::shared_ptr<object_store> storage, intake_options opts = {});
+  intake_service(std::shared_ptr<intake_repository> db, std::shared_ptr<object_store> storage,
+                 intake_options opts = {});
   ~intake_service();
   intake_service(const intake_service&) = delete;
   intake_service& operator=(const intake_service&) = delete;
 
-  /// Blocking: validates, deduplicates, stores, creates and enqueues (see intake_status).
+  /// Blocking: validates, deduplicates, stores, creates (see intake_status).
   /// Idempotent: the same bytes again for the same tenant are a duplicate with the same ids.
   result<intake_outcome> submit(const intake_item& item);
 
@@ -118,7 +121,7 @@ public:
   /// unknown or another tenant's.
   result<std::optional<std::string>> ingestion_json(uuid tenant_id, uuid ingestion_id);
 
-  /// Cancels an ingestion (issue 13) of the tenant's documents, or of any tenant's when nullopt
+  /// Cancels an ingestion of the tenant's documents, or of any tenant's when nullopt
   /// (the operator's `ingestd cancel`); `who` goes in the audit event. See cancel_outcome.
   result<cancel_result> cancel(std::optional<uuid> tenant_id, uuid ingestion_id,
                                const std::string& who);
@@ -127,7 +130,6 @@ public:
 
 private:
   std::shared_ptr<intake_repository> db_;
-  std::shared_ptr<queue> queue_;
   std::shared_ptr<object_store> storage_;
   intake_options opts_;
 };

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "messages/error.hpp"
+#include "messages/error_codes.hpp"
 
 namespace ingestd {
 
@@ -34,6 +34,8 @@ struct call_context {
 /// True for the error of a request that waited the longest wait for its provider's limits and
 /// was never sent ("provider.busy", transient; adapters/http/rate_limited_client): the provider's
 /// line was full, nothing is wrong with the work.
-inline bool provider_busy(const error& err) { return err.code == "provider.busy"; }
+inline bool provider_busy(const error& err) {
+  return err.code == errc::provider_busy;
+}
 
 } // namespace ingestd

@@ -30,7 +30,8 @@ inline constexpr int64_t max_retry_after_ms = int64_t{12} * 60 * 60 * 1000;
 
 struct error {
   error_class cls = error_class::transient;
-  /// A short machine-readable code, e.g. "http_429", "s3.NoSuchKey", "pg.57P01", "ocr.corrupt_file".
+  /// A short machine-readable code, e.g. "http_429", "s3.NoSuchKey", "pg.57P01",
+  /// "ocr.corrupt_file".
   std::string code;
   /// A human-readable explanation; never contains a secret.
   std::string message;
@@ -45,11 +46,11 @@ struct error {
   /// "code: message" for logs and the ingestion's last_error column.
   std::string describe() const;
 
-  static error make_transient(std::string code, std::string message) {
-    return error{error_class::transient, std::move(code), std::move(message)};
+  static error make_transient(std::string_view code, std::string message) {
+    return error{error_class::transient, std::string{code}, std::move(message)};
   }
-  static error make_permanent(std::string code, std::string message) {
-    return error{error_class::permanent, std::move(code), std::move(message)};
+  static error make_permanent(std::string_view code, std::string message) {
+    return error{error_class::permanent, std::string{code}, std::move(message)};
   }
   static error make_claim_lost(std::string message) {
     return error{error_class::claim_lost, "claim_lost", std::move(message)};

@@ -12,6 +12,7 @@
 
 #include "adapters/support/log.hpp"
 #include "intake/intake_server.hpp"
+#include "messages/error_codes.hpp"
 #include "messages/json_depth.hpp"
 #include "review/review_pages.hpp"
 #include "review/review_service.hpp"
@@ -21,7 +22,8 @@ namespace ingestd {
 namespace {
 
 constexpr const char* cookie_name = "ingestd_review";
-constexpr const char* uuid_re = "([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})";
+constexpr const char* uuid_re
+    = "([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})";
 
 std::string json_string(std::string_view s) {
   rapidjson::StringBuffer buf;
@@ -36,7 +38,8 @@ void send_json(httplib::Response& res, int status, const std::string& body) {
   res.set_content(body, "application/json");
 }
 
-void send_error(httplib::Response& res, int status, std::string_view code, std::string_view message) {
+void send_error(httplib::Response& res, int status, std::string_view code,
+                std::string_view message) {
   send_json(res, status,
             "{\"error\":" + json_string(code) + ",\"message\":" + json_string(message) + "}");
 }
@@ -44,16 +47,16 @@ void send_error(httplib::Response& res, int status, std::string_view code, std::
 int status_of(const error& e) {
   if (e.transient())
     return 503;
-  if (e.code == "review.not_found" || e.code == "review.page_out_of_range"
-      || e.code == "storage.not_found")
+  if (e.code == errc::review_not_found || e.code == errc::review_page_out_of_range
+      || e.code == errc::storage_not_found)
     return 404;
-  if (e.code == "review.conflict")
+  if (e.code == errc::review_conflict)
     return 409;
-  if (e.code == "review.invalid" || e.code == "review.unknown_provider"
-      || e.code == "review.provider_unavailable")
+  if (e.code == errc::review_invalid || e.code == errc::review_unknown_provider
+      || e.code == errc::review_provider_unavailable)
     return 400;
-  if (e.code == "review.schema_invalid" || e.code == "review.unreadable"
-      || e.code == "review.unsupported_type")
+  if (e.code == errc::review_schema_invalid || e.code == errc::review_unreadable
+      || e.code == errc::review_unsupported_type)
     return 422;
   return 500;
 }
@@ -108,9 +111,10 @@ std::optional<int64_t> version_of(const rapidjson::Document& body) {
 }
 
 std::string done_json(const review_done& d) {
-  std::string out = "{\"status\":" + json_string(d.action == "approve"  ? "approved"
-                                                 : d.action == "reject" ? "rejected"
-                                                                        : "reprocessing")
+  std::string out = "{\"status\":"
+                    + json_string(d.action == "approve"  ? "approved"
+                                  : d.action == "reject" ? "rejected"
+                                                         : "reprocessing")
                     + ",\"version\":" + std::to_string(d.version)
                     + ",\"warnings\":" + findings_json(d.warnings) + ",\"changes\":" + d.changes;
   auto provider = [](const std::string& name) {
@@ -228,15 +232,18 @@ public:
       std::vector<uuid> tenants;
       if (header.starts_with(prefix))
         tenants = opts.tokens.open() && opts.default_tenant
-                    ? std::vector<uuid>{*opts.default_tenant}
-                    : opts.tokens.tenants_of(std::string_view{header}.substr(prefix.size()));
+                      ? std::vector<uuid>{*opts.default_tenant}
+                      : opts.tokens.tenants_of(std::string_view{header}.substr(prefix.size()));
       if (tenants.empty()) {
         res.set_header("WWW-Authenticate", "Bearer");
-        send_error(res, 401, "review.unauthorized", "the bearer token is not valid for the review desk");
+        send_error(res, 401, "review.unauthorized",
+                   "the bearer token is not valid for the review desk");
         return std::nullopt;
       }
-      return caller{reviewer{clean_name(req.get_header_value("X-Reviewer"), "api"), std::move(tenants)},
-                    false, {}};
+      return caller{
+          reviewer{clean_name(req.get_header_value("X-Reviewer"), "api"), std::move(tenants)},
+          false,
+          {}};
     }
     if (auto sid = cookie_of(req, cookie_name); !sid.empty())
       if (auto s = desk_->sessions_.find(sid)) {
@@ -252,9 +259,10 @@ public:
         return caller{reviewer{s->reviewer, s->tenants}, true, s->csrf};
       }
     if (api && opts.tokens.open() && opts.default_tenant)
-      return caller{reviewer{clean_name(req.get_header_value("X-Reviewer"), "api"),
-                             {*opts.default_tenant}},
-                    false, {}};
+      return caller{
+          reviewer{clean_name(req.get_header_value("X-Reviewer"), "api"), {*opts.default_tenant}},
+          false,
+          {}};
     if (api) {
       res.set_header("WWW-Authenticate", "Bearer");
       send_error(res, 401, "review.unauthorized",
@@ -311,7 +319,7 @@ public:
     f.reason = req.get_param_value("reason");
     if (!f.reason.empty()
         && std::find(std::begin(review_reasons), std::end(review_reasons), f.reason)
-             == std::end(review_reasons)) {
+               == std::end(review_reasons)) {
       send_error(res, 400, "review.invalid", "reason must be gate or failed");
       return std::nullopt;
     }
@@ -399,23 +407,23 @@ public:
       auto checked = svc.check(**doc, fields);
       if (!checked)
         return send_failure(res, checked.error());
-      return send_json(res, 200,
-                       std::string{"{\"valid\":"} + (checked->schema_error.empty() ? "true" : "false")
-                         + ",\"schema_error\":" + json_string(checked->schema_error)
-                         + ",\"warnings\":" + findings_json(checked->warnings)
-                         + ",\"changes\":" + checked->changes + "}");
+      return send_json(
+          res, 200,
+          std::string{"{\"valid\":"} + (checked->schema_error.empty() ? "true" : "false")
+              + ",\"schema_error\":" + json_string(checked->schema_error) + ",\"warnings\":"
+              + findings_json(checked->warnings) + ",\"changes\":" + checked->changes + "}");
     }
     auto version = version_of(*body);
     if (!version)
       return send_error(res, 400, "review.invalid",
                         "\"version\" (the document's version you reviewed) is required");
-    result<review_done> done = error::make_permanent("review.invalid", "unknown action");
+    result<review_done> done = error::make_permanent(errc::review_invalid, "unknown action");
     if (action == "approve") {
       done = svc.approve(c->who, id, *version, fields);
     } else if (action == "reject") {
       auto reason = body->HasMember("reason") && (*body)["reason"].IsString()
-                      ? std::string{(*body)["reason"].GetString()}
-                      : std::string{};
+                        ? std::string{(*body)["reason"].GetString()}
+                        : std::string{};
       done = svc.reject(c->who, id, *version, std::move(reason));
     } else if (action == "reprocess") {
       auto choice = choice_of(*body, res);
@@ -493,13 +501,14 @@ public:
       tenants = opts.tokens.tenants_of(req.get_param_value("token"));
     if (tenants.empty() || name.empty()) {
       res.status = tenants.empty() ? 401 : 400;
-      return res.set_content(login_page(tenants.empty() ? "That token is not valid." : "Enter your name.", open),
-                             "text/html; charset=utf-8");
+      return res.set_content(
+          login_page(tenants.empty() ? "That token is not valid." : "Enter your name.", open),
+          "text/html; charset=utf-8");
     }
     auto sid = desk_->sessions_.open(name, std::move(tenants));
     log::info("review: signed in", {{"reviewer", name}});
     res.set_header("Set-Cookie", std::string{cookie_name} + "=" + sid
-                                   + "; Path=/review; HttpOnly; SameSite=Strict");
+                                     + "; Path=/review; HttpOnly; SameSite=Strict");
     res.status = 303;
     res.set_header("Location", "/review");
   }
@@ -508,7 +517,8 @@ public:
     if (!authenticate(req, res, false))
       return;
     desk_->sessions_.close(cookie_of(req, cookie_name));
-    res.set_header("Set-Cookie", std::string{cookie_name} + "=; Path=/review; HttpOnly; SameSite=Strict; Max-Age=0");
+    res.set_header("Set-Cookie", std::string{cookie_name}
+                                     + "=; Path=/review; HttpOnly; SameSite=Strict; Max-Age=0");
     res.status = 303;
     res.set_header("Location", "/review/login");
   }
@@ -520,8 +530,7 @@ private:
 };
 
 review_desk::review_desk(std::shared_ptr<review_service> service, review_desk_options opts)
-  : service_(std::move(service)), opts_(std::move(opts)) {
-}
+    : service_(std::move(service)), opts_(std::move(opts)) {}
 
 void review_desk::mount(httplib::Server& svr) {
   auto h = std::make_shared<handlers>(shared_from_this());
@@ -533,7 +542,8 @@ void review_desk::mount(httplib::Server& svr) {
   std::string doc = std::string{"/review/api/documents/"} + uuid_re;
   svr.Get("/review/api/queue", [h](req_t req, res_t res) { h->api_queue(req, res); });
   svr.Get(doc, [h](req_t req, res_t res) { h->api_document(req, res); });
-  svr.Get(doc + R"(/pages/([0-9]{1,5})\.png)", [h](req_t req, res_t res) { h->api_page(req, res); });
+  svr.Get(doc + R"(/pages/([0-9]{1,5})\.png)",
+          [h](req_t req, res_t res) { h->api_page(req, res); });
   for (std::string action : {"check", "approve", "reject", "reprocess"}) {
     auto path = doc;
     path.append("/").append(action);

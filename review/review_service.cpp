@@ -21,6 +21,7 @@
 #include "adapters/support/log.hpp"
 #include "config/providers.hpp"
 #include "messages/cpu_job.hpp"
+#include "messages/error_codes.hpp"
 
 namespace ingestd {
 
@@ -133,7 +134,8 @@ std::string human_verified(const std::string& data, std::string_view fields_json
   rapidjson::Document fields;
   if (!fields_json.empty())
     fields.Parse(fields_json.data(), fields_json.size());
-  auto set_by_reviewer = [&fields](const char* name) { return fields.IsObject() && fields.HasMember(name); };
+  auto set_by_reviewer
+      = [&fields](const char* name) { return fields.IsObject() && fields.HasMember(name); };
   if (doc.HasParseError() || !doc.IsObject())
     return data;
   auto set = [&doc, &set_by_reviewer](const char* name, rapidjson::Value value) {
@@ -152,30 +154,32 @@ std::string human_verified(const std::string& data, std::string_view fields_json
 /// A reprocess's choice of one kind of provider: empty (as configured), or one of `known` (listed
 /// in `names`) that this node runs (`here`).
 template <size_t N>
-result<void> check_choice(std::string_view kind, const std::string& name, const std::string_view (&known)[N],
-                          const std::string& names, const std::vector<std::string>& here) {
+result<void> check_choice(std::string_view kind, const std::string& name,
+                          const std::string_view (&known)[N], const std::string& names,
+                          const std::vector<std::string>& here) {
   if (name.empty())
     return {};
   if (std::find(std::begin(known), std::end(known), name) == std::end(known))
-    return error::make_permanent("review.unknown_provider",
-                                 "unknown " + std::string{kind} + "_provider \"" + name + "\": one of " + names
-                                   + ", or none for the configured one");
+    return error::make_permanent(errc::review_unknown_provider,
+                                 "unknown " + std::string{kind} + "_provider \"" + name
+                                     + "\": one of " + names + ", or none for the configured one");
   if (std::find(here.begin(), here.end(), name) == here.end()) {
     std::string runs;
     for (auto& h : here)
       runs.append(runs.empty() ? "" : ", ").append(h);
     auto needs = provider_requirement(name);
     return error::make_permanent(
-      "review.provider_unavailable",
-      "this node cannot run the " + std::string{kind} + " provider \"" + name + "\""
-        + (needs.empty() ? std::string{} : ": it needs " + std::string{needs})
-        + (runs.empty() ? std::string{" (it runs only its configured one)"} : " (it runs " + runs + ")"));
+        "review.provider_unavailable",
+        "this node cannot run the " + std::string{kind} + " provider \"" + name + "\""
+            + (needs.empty() ? std::string{} : ": it needs " + std::string{needs})
+            + (runs.empty() ? std::string{" (it runs only its configured one)"}
+                            : " (it runs " + runs + ")"));
   }
   return {};
 }
 
 error database_error(const error& e, std::chrono::milliseconds t) {
-  if (e.code == "db.timeout")
+  if (e.code == errc::db_timeout)
     return timeout_error("review.timeout", "the database", t);
   return e;
 }
@@ -202,12 +206,10 @@ std::string findings_json(const std::vector<review_finding>& findings) {
 }
 
 review_service::review_service(std::shared_ptr<review_repository> db,
-                               std::shared_ptr<ingestd::queue> ingest_queue,
                                std::shared_ptr<object_store> storage,
                                std::shared_ptr<cpu_executor> cpu, review_options opts)
-  : db_(std::move(db)), queue_(std::move(ingest_queue)), storage_(std::move(storage)),
-    cpu_(std::move(cpu)), opts_(std::move(opts)) {
-}
+    : db_(std::move(db)), storage_(std::move(storage)), cpu_(std::move(cpu)),
+      opts_(std::move(opts)) {}
 
 review_service::~review_service() = default;
 
@@ -236,7 +238,7 @@ result<std::pair<std::string, int>> review_service::transcription(const review_d
     return std::pair<std::string, int>{"", 1};
   auto bytes = fetch(doc.transcription_file_path, opts_.max_file_bytes);
   if (!bytes) {
-    if (bytes.error().code == "storage.not_found")
+    if (bytes.error().code == errc::storage_not_found)
       return std::pair<std::string, int>{"", 1};
     return bytes.error();
   }
@@ -258,8 +260,8 @@ std::vector<review_finding> review_service::findings(const std::string& structur
       if (m.IsString())
         missing.emplace_back(m.GetString(), m.GetStringLength());
   if (doc.HasMember("extraction_successful") && doc["extraction_successful"].IsFalse())
-    out.push_back({"extraction_not_successful", "the extractor could not read the document",
-                   missing});
+    out.push_back(
+        {"extraction_not_successful", "the extractor could not read the document", missing});
   if (doc.HasMember("confidence") && doc["confidence"].IsString()
       && std::string_view{doc["confidence"].GetString()} == "low")
     out.push_back({"low_confidence", "the extractor's confidence is low", missing});
@@ -296,12 +298,12 @@ result<review_check> review_service::check(const review_document& doc,
   if (!fields_json.empty()) {
     fields.Parse(fields_json.data(), fields_json.size());
     if (fields.HasParseError() || !fields.IsObject())
-      return error::make_permanent("review.invalid", "\"fields\" must be a JSON object");
+      return error::make_permanent(errc::review_invalid, "\"fields\" must be a JSON object");
     auto& known = schema_fields();
     for (auto& m : fields.GetObject()) {
       std::string name{m.name.GetString(), m.name.GetStringLength()};
       if (std::find(known.begin(), known.end(), name) == known.end())
-        return error::make_permanent("review.invalid", "unknown field '" + name + "'");
+        return error::make_permanent(errc::review_invalid, "unknown field '" + name + "'");
       auto old = data.FindMember(name.c_str());
       std::string before = old == data.MemberEnd() ? "null" : to_text(old->value);
       if (before == to_text(m.value))
@@ -352,19 +354,20 @@ result<review_document> review_service::load(const reviewer& who, uuid id, int64
   if (!doc)
     return doc.error();
   if (!*doc)
-    return error::make_permanent("review.not_found", "no such document");
+    return error::make_permanent(errc::review_not_found, "no such document");
   if ((*doc)->processing)
-    return error::make_permanent("review.conflict",
+    return error::make_permanent(errc::review_conflict,
                                  "the document is being processed again; reload it when the "
                                  "ingestion has finished");
   if ((*doc)->version != version)
     return error::make_permanent(
-      "review.conflict", "the document changed since you opened it (version "
-                           + std::to_string(version) + ", now " + std::to_string((*doc)->version)
-                           + (((*doc)->reviewed_by.empty())
-                                ? std::string{}
-                                : ": " + (*doc)->review_status + " by " + (*doc)->reviewed_by)
-                           + "); nothing was saved. Reload to see the current version.");
+        "review.conflict", "the document changed since you opened it (version "
+                               + std::to_string(version) + ", now "
+                               + std::to_string((*doc)->version)
+                               + (((*doc)->reviewed_by.empty())
+                                      ? std::string{}
+                                      : ": " + (*doc)->review_status + " by " + (*doc)->reviewed_by)
+                               + "); nothing was saved. Reload to see the current version.");
   return std::move(**doc);
 }
 
@@ -377,9 +380,9 @@ result<review_done> review_service::approve(const reviewer& who, uuid id, int64_
   if (!checked)
     return checked.error();
   if (!checked->schema_error.empty())
-    return error::make_permanent("review.schema_invalid",
+    return error::make_permanent(errc::review_schema_invalid,
                                  "the data does not match the extraction schema: "
-                                   + checked->schema_error);
+                                     + checked->schema_error);
   review_decision d;
   d.tenant_id = doc->tenant_id;
   d.document_id = id;
@@ -392,16 +395,16 @@ result<review_done> review_service::approve(const reviewer& who, uuid id, int64_
   auto saved = db_->save(d, opts_.call_timeout);
   if (!saved)
     return database_error(saved.error(), opts_.call_timeout);
-  log::info("review: approved", {{"document_id", id.str()}, {"reviewer", who.name},
-                                 {"version", saved->version}});
-  return review_done{"approve", saved->version, std::move(checked->warnings),
-                     checked->changes, {}, true, {}};
+  log::info("review: approved",
+            {{"document_id", id.str()}, {"reviewer", who.name}, {"version", saved->version}});
+  return review_done{
+      "approve", saved->version, std::move(checked->warnings), checked->changes, {}, true, {}};
 }
 
 result<review_done> review_service::reject(const reviewer& who, uuid id, int64_t version,
                                            std::string reason) {
   if (reason.find_first_not_of(" \t\r\n") == std::string::npos)
-    return error::make_permanent("review.invalid", "a rejection needs a reason");
+    return error::make_permanent(errc::review_invalid, "a rejection needs a reason");
   auto doc = load(who, id, version);
   if (!doc)
     return doc.error();
@@ -447,17 +450,8 @@ result<review_done> review_service::reprocess(const reviewer& who, uuid id, int6
   review_done out{"reprocess", saved->version, {}, "{}", saved->ingestion_id, true, choice};
   if (!saved->ingestion_id)
     return out;
-  auto sent = blocking_call<std::vector<batch_entry_result>>(
-    opts_.call_timeout, "review.timeout", "the queue", [&](auto cb) {
-      queue_->send({outgoing_message{saved->ingestion_id->str(), std::chrono::seconds{0}}}, cb);
-    });
-  if (!sent || sent->empty() || sent->front().failed) {
-    // The ingestion stays due in the database: the sweeper enqueues it once it is overdue.
-    out.enqueued = false;
-    log::warn("review: enqueue failed; the sweeper will re-enqueue the ingestion",
-              {{"ingestion_id", saved->ingestion_id->str()}});
-  }
-  log::info("review: reprocessing", {{"document_id", id.str()}, {"reviewer", who.name},
+  log::info("review: reprocessing", {{"document_id", id.str()},
+                                     {"reviewer", who.name},
                                      {"ingestion_id", saved->ingestion_id->str()},
                                      {"transcription_provider", choice.transcription},
                                      {"extraction_provider", choice.extraction}});
@@ -489,11 +483,11 @@ result<page_image> review_service::page(const std::vector<uuid>& tenants, uuid i
   if (!doc)
     return doc.error();
   if (!*doc)
-    return error::make_permanent("review.not_found", "no such document");
+    return error::make_permanent(errc::review_not_found, "no such document");
   auto& d = **doc;
   if (variant == "preprocessed") {
     if (d.preprocessed_file_path.empty() || index != 0)
-      return error::make_permanent("review.page_out_of_range", "no preprocessed image");
+      return error::make_permanent(errc::review_page_out_of_range, "no preprocessed image");
     auto bytes = fetch(d.preprocessed_file_path, opts_.max_file_bytes);
     if (!bytes)
       return bytes.error();
@@ -513,12 +507,13 @@ result<page_image> review_service::page(const std::vector<uuid>& tenants, uuid i
   auto bytes = fetch(d.file_path, opts_.max_file_bytes);
   if (!bytes)
     return bytes.error();
-  auto rendered = render_on_pool(std::make_shared<const std::string>(std::move(*bytes)), d.mime_type,
-                                 index);
+  auto rendered
+      = render_on_pool(std::make_shared<const std::string>(std::move(*bytes)), d.mime_type, index);
   if (!rendered)
     return rendered.error();
-  auto stored = blocking_call<void>(opts_.call_timeout, "review.timeout", "the object store",
-                                    [&](auto cb) { storage_->put(key, rendered->bytes, "image/png", cb); });
+  auto stored
+      = blocking_call<void>(opts_.call_timeout, "review.timeout", "the object store",
+                            [&](auto cb) { storage_->put(key, rendered->bytes, "image/png", cb); });
   if (!stored)
     log::warn("review: a rendered page could not be cached",
               {{"key", key}, {"error", stored.error().describe()}});

@@ -1,5 +1,5 @@
-// The review desk's business logic (issue 18) over ports only (review_repository, queue,
-// object_store, cpu_executor): the queue, a document with its transcription, page images and
+// The review desk's business logic over ports only (review_repository, object_store,
+// cpu_executor): the review queue, a document with its transcription, page images and
 // the gate's failed checks, and the reviewer's decisions. Blocking: for the admin server's
 // request threads, never inside an actor. Thread-safe.
 #pragma once
@@ -20,7 +20,6 @@
 
 namespace ingestd {
 
-class queue;
 class object_store;
 class cpu_executor;
 
@@ -39,7 +38,7 @@ struct provider_choice {
 };
 
 struct review_options {
-  /// Deadline of each port call (database, storage, queue, a page render).
+  /// Deadline of each port call (database, storage, a page render).
   std::chrono::milliseconds call_timeout{std::chrono::seconds{20}};
   /// The gate whose sums and plausibility checks become the reviewer's warnings.
   gate_options gate;
@@ -81,7 +80,7 @@ struct review_done {
   int64_t version = 0;
   std::vector<review_finding> warnings;
   std::string changes = "{}";
-  /// reprocess: the new ingestion, and whether it reached the queue (else the sweeper sends it).
+  /// reprocess: the new ingestion (its queue message is written with it: enqueued).
   std::optional<uuid> ingestion_id;
   bool enqueued = true;
   /// reprocess: the providers chosen (empty: as configured).
@@ -90,9 +89,8 @@ struct review_done {
 
 class review_service {
 public:
-  review_service(std::shared_ptr<review_repository> db, std::shared_ptr<queue> ingest_queue,
-                 std::shared_ptr<object_store> storage, std::shared_ptr<cpu_executor> cpu,
-                 review_options opts = {});
+  review_service(std::shared_ptr<review_repository> db, std::shared_ptr<object_store> storage,
+                 std::shared_ptr<cpu_executor> cpu, review_options opts = {});
   ~review_service();
   review_service(const review_service&) = delete;
   review_service& operator=(const review_service&) = delete;
@@ -145,7 +143,6 @@ private:
                                     const std::string& mime, int index);
 
   std::shared_ptr<review_repository> db_;
-  std::shared_ptr<ingestd::queue> queue_;
   std::shared_ptr<object_store> storage_;
   std::shared_ptr<cpu_executor> cpu_;
   review_options opts_;

@@ -37,7 +37,6 @@ result<void> check_review_config(const config& cfg) {
 }
 
 result<void> mount_review_desk(admin_server& admin, const config& cfg,
-                               std::shared_ptr<queue> ingest_queue,
                                std::shared_ptr<object_store> storage,
                                std::shared_ptr<cpu_executor> cpu) {
   auto tokens = tokens_of(cfg);
@@ -48,8 +47,9 @@ result<void> mount_review_desk(admin_server& admin, const config& cfg,
   // The providers the node's runtime builds from the same configuration.
   opts.providers = {available_transcription_providers(cfg), available_extraction_providers(cfg)};
   auto service = std::make_shared<review_service>(
-    std::make_shared<pg_review_repository>(cfg.database.url), std::move(ingest_queue),
-    std::move(storage), std::move(cpu), opts);
+      std::make_shared<pg_review_repository>(cfg.database.url, cfg.queue.name,
+                                             cfg.queue.backend == "sqs"),
+      std::move(storage), std::move(cpu), opts);
   review_desk_options desk_opts;
   desk_opts.tokens = std::move(*tokens);
   desk_opts.default_tenant = uuid::parse(cfg.intake.default_tenant);

@@ -1,6 +1,5 @@
 // The review desk as `ingestd run` starts it: checked against the configuration before anything
-// connects, then built over the node's queue, storage and CPU pool and mounted on its admin
-// endpoint.
+// connects, then built over the node's storage and CPU pool and mounted on its admin endpoint.
 #pragma once
 
 #include <memory>
@@ -12,7 +11,6 @@
 namespace ingestd {
 
 class admin_server;
-class queue;
 class object_store;
 class cpu_executor;
 
@@ -21,8 +19,9 @@ class cpu_executor;
 result<void> check_review_config(const config& cfg);
 
 /// Builds the desk and mounts it on `admin` (before admin.start()).
+/// A reprocess's ingestion gets its message on the ingest queue (cfg.queue.name), an outbox row
+/// with SQS.
 result<void> mount_review_desk(admin_server& admin, const config& cfg,
-                               std::shared_ptr<queue> ingest_queue,
                                std::shared_ptr<object_store> storage,
                                std::shared_ptr<cpu_executor> cpu);
 

@@ -4,14 +4,17 @@
 
 #include "adapters/containers/unpacker.hpp"
 #include "adapters/support/cpu_executor.hpp"
+#include "messages/error_codes.hpp"
 
 namespace ingestd {
 
-container_unpacker::container_unpacker(cpu_executor& cpu, const unpack_limits& limits, std::chrono::seconds deadline)
-  : cpu_(cpu), limits_(limits), deadline_(deadline) {}
+container_unpacker::container_unpacker(cpu_executor& cpu, const unpack_limits& limits,
+                                       std::chrono::seconds deadline)
+    : cpu_(cpu), limits_(limits), deadline_(deadline) {}
 
 void container_unpacker::unpack(unpack_request req, callback<unpacked> done) {
-  auto shared = std::make_shared<std::pair<unpack_request, callback<unpacked>>>(std::move(req), std::move(done));
+  auto shared = std::make_shared<std::pair<unpack_request, callback<unpacked>>>(std::move(req),
+                                                                                std::move(done));
   cpu_job job;
   job.deadline = std::chrono::steady_clock::now() + deadline_;
   job.run = [this, shared] {
@@ -24,11 +27,13 @@ void container_unpacker::unpack(unpack_request req, callback<unpacked> done) {
       answer(reader.unpack(request.bytes, request.kind, limits_));
     } catch (const std::exception& e) {
       // std::bad_alloc and the like: the libraries are C, but our copies may throw.
-      answer(error::make_transient("container.memory", std::string{"unpacking failed: "} + e.what()));
+      answer(
+          error::make_transient("container.memory", std::string{"unpacking failed: "} + e.what()));
     }
   };
   job.expired = [shared] {
-    shared->second(error::make_transient("ocr.busy", "no CPU worker was free to unpack the container in time"));
+    shared->second(error::make_transient(errc::ocr_busy,
+                                         "no CPU worker was free to unpack the container in time"));
   };
   cpu_.submit(std::move(job));
 }

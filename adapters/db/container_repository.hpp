@@ -1,8 +1,8 @@
-// The unpack stage's database port (issue 14): a container's depth, and its unpacking's outcome
-// in one transaction: the child documents, their ingestions and queue messages, the parent's
-// body text and errors, and the parent's ingestion completed. Claims, failures, give-backs and
-// lease renewals of an unpack ingestion are the repository's (repository.hpp): an unpack is an
-// ingestion whose stage is `unpack`. Implemented by pg_container_repository.
+// The unpack stage's database port: what its job reads of a container's ingestion, and its
+// unpacking's outcome in one transaction: the child documents, their ingestions, work items and
+// queue messages, the parent's body text and errors, and the parent's work item completed. The
+// claim, failures and give-backs are the work item's (work_repository.hpp). Implemented by
+// pg_container_repository.
 #pragma once
 
 #include <chrono>
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "messages/ingestion.hpp"
 #include "messages/result.hpp"
 #include "messages/uuid.hpp"
+#include "messages/work.hpp"
 
 namespace ingestd {
 
@@ -28,8 +28,18 @@ struct unpack_child {
   std::string mime_type;
   /// Its path in the archive, or the attachment's file name.
   std::string member_name;
-  /// A container itself: its ingestion is the unpack stage's, its message on the unpack queue.
-  bool container = false;
+  /// The stage of its ingestion ("ingest" for a document, "unpack" for a container) and the
+  /// queue its message goes to.
+  std::string stage = "ingest";
+  std::string queue;
+};
+
+/// A container's ingestion joined with its document, as the unpack job needs it.
+struct container_details {
+  std::string file_path;
+  std::string mime_type;
+  /// How deep in nested containers the document lies (0: submitted by itself).
+  int32_t depth = 0;
 };
 
 /// What the unpacking of one container produced.
@@ -52,31 +62,26 @@ struct unpack_counts {
   int known = 0;
 };
 
-/// Asynchronous like repository: every call returns at once and calls its callback exactly once
-/// from a database thread; connection problems are transient; a fenced write whose token no
-/// longer matches is an error of class claim_lost.
+/// Asynchronous: every call returns at once and calls its callback exactly once from a database
+/// thread; connection problems are transient; a fenced write whose claim no longer holds is an
+/// error of class claim_lost.
 class container_repository {
 public:
   virtual ~container_repository() = default;
 
-  /// How deep in nested containers the document lies (0: submitted by itself); 0 when unknown.
-  virtual void depth_of(uuid document_id, callback<int32_t> done) = 0;
+  /// The container's ingestion `id` and its document; a permanent error when it does not exist.
+  virtual void load(uuid ingestion_id, callback<container_details> done) = 0;
 
-  /// In one transaction, fenced by the parent ingestion's claim: inserts each child document
-  /// (parent_id, member_name, the parent's depth + 1; skipped when the tenant has its content),
-  /// an in-progress ingestion for each new one (the parent ingestion's source, stage `unpack`
-  /// for containers), and its queue message (a Postgres queue row, or an outbox row for SQS);
-  /// stores body_text and unpack_error on the parent document; completes the parent ingestion
-  /// with structured_data (valid when unpack_error is empty). A lost claim rolls everything
-  /// back (claim_lost); any failure leaves nothing of it.
-  virtual void complete_unpack(lease_ref ref, unpack_completion completion, callback<unpack_counts> done) = 0;
-
-  /// The unpack stage's net (the sweeper's), as repository::rescue_stranded is the ingest
-  /// stage's: under a cluster-wide advisory lock of its own, in-progress unpack ingestions that
-  /// nobody holds, past due and whose message was not seen for `stale_threshold`, and that no
-  /// message of the Postgres queue names; marks them due and seen now and returns their ids for
-  /// re-enqueueing on the unpack queue. Empty when another node holds the lock.
-  virtual void rescue_stranded(std::chrono::seconds stale_threshold, int limit, callback<std::vector<uuid>> done) = 0;
+  /// In one transaction, fenced by the parent's claim: inserts each child document (parent_id,
+  /// member_name, the parent's depth + 1; skipped when the tenant has its content), an
+  /// ingestion for each new one (the parent ingestion's source) with its work item and queue
+  /// message, stores body_text and unpack_error on the parent document, keeps structured_data
+  /// on the parent's ingestion (valid when unpack_error is empty) and completes its work item
+  /// (`outcome`). A lost claim rolls everything back (claim_lost); any failure leaves nothing
+  /// of it.
+  virtual void complete_unpack(work_outcome outcome, unpack_completion completion,
+                               callback<unpack_counts> done)
+      = 0;
 };
 
 } // namespace ingestd

@@ -1,6 +1,6 @@
-// The intake and status side of the database (the worker's side is repository.hpp): documents and
-// ingestions created by intake under a per-content lock, and the look-ups that the HTTP intake,
-// `ingestd status` and the admin endpoint show. Implemented by pg_intake_repository.
+// The intake and status side of the database: documents and ingestions created by intake under a
+// per-content lock (with their first work item and its queue message), and the look-ups that the
+// HTTP intake, `ingestd status` and the admin endpoint show. Implemented by pg_intake_repository.
 #pragma once
 
 #include <chrono>
@@ -12,12 +12,14 @@
 #include <utility>
 #include <vector>
 
+#include "messages/error_codes.hpp"
 #include "messages/result.hpp"
 #include "messages/uuid.hpp"
 
 namespace ingestd {
 
-/// Intake: a document (deduplicated by tenant and content hash) and a new ingestion of it.
+/// Intake: a document (deduplicated by tenant and content hash), a new ingestion of it, and the
+/// ingestion's work item with its queue message.
 struct intake_request {
   /// Proposed ids (UUIDv7); the document id is used only when the document is new.
   uuid document_id;
@@ -37,10 +39,12 @@ struct intake_request {
   std::string source_metadata;
   /// The stage that processes the ingestion: "ingest" (empty: the same) or "unpack" (a container).
   std::string stage;
-  /// 0..100, lower first (issue 13).
+  /// 0..100, lower first.
   int32_t priority = 50;
-  /// The size class the ingestion starts in ("small", "large"; migration 011).
+  /// The size class the ingestion starts in ("small", "large").
   std::string size_class = "small";
+  /// The queue its message goes to (the stage's, or its size class's).
+  std::string queue;
 };
 
 /// What intake created or found.
@@ -100,13 +104,13 @@ struct status_summary {
   /// Documents per matching_status ("pending", "in-progress", "succeeded", "failed"; documents
   /// never queued for matching are not counted).
   std::vector<std::pair<std::string, int64_t>> matching_by_status;
-  /// Matching in progress for longer than 10 minutes: a crashed matching worker (seed 003).
+  /// Matching in progress for longer than 10 minutes: a crashed matching worker.
   int64_t matching_in_progress_over_10_minutes = 0;
   /// Age of the oldest matching in progress in seconds (0 when none).
   int64_t oldest_matching_in_progress_seconds = 0;
 };
 
-/// What a cancel request did (issue 13).
+/// What a cancel request did.
 enum class cancel_outcome : uint8_t {
   /// It was queued (nobody held it): now `cancelled`; its message is deleted when it arrives.
   cancelled,
@@ -134,7 +138,7 @@ class intake_repository {
 public:
   using timeout = std::chrono::milliseconds;
   /// The code of a call that passed its deadline.
-  static constexpr std::string_view timeout_code = "db.timeout";
+  static constexpr std::string_view timeout_code = errc::db_timeout;
 
   /// Held while one (tenant, content) is taken in, so that concurrent intakes of the same
   /// content (in any process) see each other's rows. Destroying it releases the lock.
@@ -148,12 +152,12 @@ public:
   virtual ~intake_repository() = default;
 
   /// Waits until no one else holds the lock of (tenant_id, content_hash), then holds it.
-  virtual result<std::unique_ptr<content_lock>> lock_content(uuid tenant_id,
-                                                             const std::string& content_hash,
-                                                             timeout t) = 0;
+  virtual result<std::unique_ptr<content_lock>>
+  lock_content(uuid tenant_id, const std::string& content_hash, timeout t) = 0;
 
-  /// Creates the document (or finds it by tenant_id and content_hash) and a new in-progress
-  /// ingestion of it, in one statement; retrying with the same ingestion id creates nothing new.
+  /// Creates the document (or finds it by tenant_id and content_hash), a new in-progress
+  /// ingestion of it, its work item and its queue message, in one statement; retrying with the
+  /// same ingestion id creates nothing new.
   virtual result<intake_result> create_ingestion(const intake_request& request, timeout t) = 0;
 
   /// The tenant's document as JSON (state, structured data, ingestions, matching_status,
@@ -161,12 +165,14 @@ public:
   /// unpack_error and the "children" it was unpacked into); nullopt when unknown
   /// or another tenant's (so that a caller cannot tell the two apart).
   virtual result<std::optional<std::string>> document_json(uuid tenant_id, uuid document_id,
-                                                           timeout t) = 0;
+                                                           timeout t)
+      = 0;
 
   /// An ingestion of the tenant's documents as JSON (status, attempts, errors, audit events);
   /// nullopt when unknown or another tenant's.
   virtual result<std::optional<std::string>> ingestion_json(uuid tenant_id, uuid ingestion_id,
-                                                            timeout t) = 0;
+                                                            timeout t)
+      = 0;
 
   /// Documents flagged for human review (id, tenant, file name), newest last, as a JSON array.
   virtual result<std::string> review_json(int limit, timeout t) = 0;
@@ -176,8 +182,7 @@ public:
   virtual result<std::string> documents_json(int limit, timeout t) = 0;
 
   /// One ingestion with its document's review flag; nullopt when unknown.
-  virtual result<std::optional<ingestion_status>> find_ingestion(uuid ingestion_id,
-                                                                 timeout t) = 0;
+  virtual result<std::optional<ingestion_status>> find_ingestion(uuid ingestion_id, timeout t) = 0;
 
   /// Counts by status, the oldest in-progress ingestion, failures by class, review backlog,
   /// matching by status and matching in progress for too long.
@@ -186,7 +191,8 @@ public:
   /// Cancels an ingestion (of `tenant_id`'s documents when given) in one statement with its
   /// audit event (step "cancel"): see cancel_outcome. `who` is recorded as the event's worker.
   virtual result<cancel_result> cancel_ingestion(uuid ingestion_id, std::optional<uuid> tenant_id,
-                                                 const std::string& who, timeout t) = 0;
+                                                 const std::string& who, timeout t)
+      = 0;
 
   /// A cheap round trip to the database.
   virtual result<void> ping(timeout t) = 0;

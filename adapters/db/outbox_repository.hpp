@@ -1,5 +1,6 @@
-// The outbox port (DESIGN §8): rows written in the transaction that changed the state, to be sent
-// at least once by the relay actor. Implemented by pg_outbox_repository.
+// The outbox port: rows written in the transaction that changed the state (queue messages of
+// hand-offs on SQS, the status events), sent at least once by the relay actor. Implemented by
+// pg_outbox_repository.
 #pragma once
 
 #include <chrono>
@@ -20,14 +21,24 @@ struct outbox_row {
   /// relay keeps the order. Empty for next jobs.
   std::string event_id = {};
   std::string ordering_key = {};
+  /// A queue message's priority (0..100, lower first): for a queue that serves by it.
+  int32_t priority = 50;
 };
 
 /// The status event stream's destination in the outbox ('events': the stream itself, written as
-/// sent) and each sink's ('events:<sink>'), as migration 009 writes them.
+/// sent) and each sink's ('events:<sink>'), as ingestd_emit_event writes them.
 inline constexpr const char* event_stream_destination = "events";
 inline std::string event_sink_destination(const std::string& sink) {
   return std::string{event_stream_destination} + ":" + sink;
 }
+
+/// An event sink as a node registers it.
+struct registered_sink {
+  /// "webhook", "sqs", "notify".
+  std::string name;
+  /// The event types it takes; empty: every type.
+  std::vector<std::string> types = {};
+};
 
 /// One event of the stream, as `ingestd events` prints it.
 struct stream_event {
@@ -48,7 +59,8 @@ public:
   /// deliver now. A row with an ordering key is not taken while an earlier unsent row of its key
   /// and destination is held: events go out in order per key.
   virtual void take(int limit, std::chrono::seconds hold, std::vector<std::string> sinks,
-                    callback<std::vector<outbox_row>> done) = 0;
+                    callback<std::vector<outbox_row>> done)
+      = 0;
 
   /// The rows were sent.
   virtual void mark_sent(std::vector<int64_t> ids, callback<void> done) = 0;
@@ -59,17 +71,20 @@ public:
   /// Deletes rows sent longer ago than `retention`; answers how many.
   virtual void prune(std::chrono::seconds retention, callback<int64_t> done) = 0;
 
-  /// Registers the event sinks this node delivers to ("webhook", "sqs"): from now on every event
-  /// gets a row for each. Idempotent.
-  virtual void register_sinks(std::vector<std::string> sinks, callback<void> done) = 0;
+  /// Registers the event sinks this node delivers to ("webhook", "sqs", "notify"), each with the
+  /// event types it takes (empty: all): from now on every event of those types gets a row for
+  /// each. Registering again replaces the types.
+  virtual void register_sinks(std::vector<registered_sink> sinks, callback<void> done) = 0;
 
   /// Writes an event that no other state change carries (WORKER_STARTED, WORKER_FINISHED):
   /// `payload` a JSON object, ordered under `ordering_key`.
   virtual void emit(std::string type, std::string payload, std::string ordering_key,
-                    callback<void> done) = 0;
+                    callback<void> done)
+      = 0;
 
   /// Up to `limit` events of the stream after `after_id`, oldest first.
-  virtual void read_stream(int64_t after_id, int limit, callback<std::vector<stream_event>> done) = 0;
+  virtual void read_stream(int64_t after_id, int limit, callback<std::vector<stream_event>> done)
+      = 0;
 };
 
 } // namespace ingestd

@@ -1,8 +1,8 @@
 // libpq connection handling shared by the repository, the Postgres queue and the migrator:
 // reconnect with backoff, prepared statements, SQLSTATE classification, the thread pool.
 #include "adapters/db/pg_connection.hpp"
-#include "adapters/db/repository.hpp"
 #include "adapters/support/thread_name.hpp"
+#include "messages/error_codes.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -30,8 +30,8 @@ std::string milliseconds_text(std::chrono::seconds s) {
 std::string startup_options(const std::string& url, const session_options& session) {
   std::string out = "-c statement_timeout=";
   out.append(milliseconds_text(session.statement_timeout))
-    .append(" -c lock_timeout=")
-    .append(milliseconds_text(session.lock_timeout));
+      .append(" -c lock_timeout=")
+      .append(milliseconds_text(session.lock_timeout));
   char* message = nullptr;
   if (PQconninfoOption* parsed = PQconninfoParse(url.c_str(), &message)) {
     for (auto o = parsed; o->keyword != nullptr; ++o)
@@ -149,12 +149,13 @@ error classify(const ::pg_result* res, const ::pg_conn* conn, std::string_view c
     message = std::string{context} + ": " + message;
   if (state.empty()) {
     // No server answer: the connection broke or could not be made.
-    return error::make_transient("pg.connection", message);
+    return error::make_transient(errc::pg_connection, message);
   }
   auto code = "pg." + state;
   auto cls = state.substr(0, 2);
   if (state == "08007")
-    return error::make_transient(code, "commit outcome unknown, re-read before redoing: " + message);
+    return error::make_transient(code,
+                                 "commit outcome unknown, re-read before redoing: " + message);
   if (cls == "08" || state == "57P01" || state == "57P02" || state == "57P03" || state == "40001"
       || state == "40P01" || cls == "53" || state == "55P03" || state == "57014" || cls == "58"
       || cls == "XX")
@@ -209,9 +210,8 @@ std::string array_literal(const std::vector<param>& items) {
 // -- connection ------------------------------------------------------------------------------
 
 connection::connection(std::string url, session_options session)
-  : url_(std::move(url)), startup_options_(startup_options(url_, session)),
-    tcp_user_timeout_(milliseconds_text(session.tcp_user_timeout)) {
-}
+    : url_(std::move(url)), startup_options_(startup_options(url_, session)),
+      tcp_user_timeout_(milliseconds_text(session.tcp_user_timeout)) {}
 
 connection::~connection() {
   drop();
@@ -240,7 +240,7 @@ result<void> connection::ensure(bool wait_backoff) {
       if (::poll(&pending, 1, 0) <= 0 || PQconsumeInput(conn_) == 0)
         break;
       // PQconsumeInput only buffers; parsing (which reports the FATAL) happens here.
-      (void) PQisBusy(conn_);
+      (void)PQisBusy(conn_);
     }
     if (PQstatus(conn_) == CONNECTION_OK && !fatal_seen_)
       return {};
@@ -249,16 +249,26 @@ result<void> connection::ensure(bool wait_backoff) {
   auto now = std::chrono::steady_clock::now();
   if (now < next_attempt_) {
     if (!wait_backoff)
-      return error::make_transient("pg.connection", "reconnecting after a failure (backing off)");
+      return error::make_transient(errc::pg_connection,
+                                   "reconnecting after a failure (backing off)");
     std::this_thread::sleep_for(next_attempt_ - now);
   }
   // Defaults first: the URL (expanded from dbname) overrides them. The startup options come
   // after it: they already hold the URL's own.
-  const char* keys[] = {"connect_timeout", "application_name", "keepalives_idle",
-                        "keepalives_interval", "keepalives_count", "tcp_user_timeout",
-                        "dbname", "options", nullptr};
-  const char* values[] = {"5", "ingestd", "30", "10", "3", tcp_user_timeout_.c_str(),
-                          url_.c_str(), startup_options_.c_str(), nullptr};
+  const char* keys[] = {"connect_timeout",
+                        "application_name",
+                        "keepalives_idle",
+                        "keepalives_interval",
+                        "keepalives_count",
+                        "tcp_user_timeout",
+                        "dbname",
+                        "options",
+                        nullptr};
+  const char* values[] = {"5",          "ingestd",
+                          "30",         "10",
+                          "3",          tcp_user_timeout_.c_str(),
+                          url_.c_str(), startup_options_.c_str(),
+                          nullptr};
   conn_ = PQconnectdbParams(keys, values, 1);
   if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) {
     auto err = classify(nullptr, conn_, "connect");
@@ -274,14 +284,14 @@ result<void> connection::ensure(bool wait_backoff) {
   // server is closing the connection, possibly before the end of the stream is readable.
   fatal_seen_ = false;
   PQsetNoticeReceiver(
-    conn_,
-    [](void* self, const PGresult* res) {
-      auto severity = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
-      if (severity != nullptr
-          && (std::strcmp(severity, "FATAL") == 0 || std::strcmp(severity, "PANIC") == 0))
-        static_cast<connection*>(self)->fatal_seen_ = true;
-    },
-    this);
+      conn_,
+      [](void* self, const PGresult* res) {
+        auto severity = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+        if (severity != nullptr
+            && (std::strcmp(severity, "FATAL") == 0 || std::strcmp(severity, "PANIC") == 0))
+          static_cast<connection*>(self)->fatal_seen_ = true;
+      },
+      this);
   backoff_ = std::chrono::milliseconds{0};
   next_attempt_ = {};
   ++connects_;

@@ -1,5 +1,5 @@
-// The unpack stage's database port over PostgreSQL: the children of a container written in the
-// transaction that completes its unpacking (DESIGN §8's outbox: next jobs with the state change).
+// The unpack stage's database port over PostgreSQL: a container's details, and its children
+// written in the transaction that completes its unpacking.
 #pragma once
 
 #include <memory>
@@ -14,29 +14,26 @@ namespace pg {
 class pool;
 }
 
-/// Where the children's messages go.
-struct container_queues {
-  /// The ingest stage's queue (a child that is a document) and the unpack stage's (a child that
-  /// is a container).
-  std::string ingest_queue;
-  std::string unpack_queue;
-  /// true: outbox rows the relay sends (SQS); false: rows of the Postgres queue.
+struct pg_container_options {
+  /// Connection threads (each owns one connection).
+  int pool_size = 1;
+  pg::session_options session = {};
+  /// The children's messages: outbox rows the relay sends (SQS), or rows of the Postgres queue.
   bool via_outbox = false;
 };
 
 /// Callbacks run on the pool's threads.
 class pg_container_repository final : public container_repository {
 public:
-  pg_container_repository(std::string database_url, container_queues queues, int pool_size = 1,
-                          pg::session_options session = {});
+  explicit pg_container_repository(std::string database_url, const pg_container_options& opts = {});
   ~pg_container_repository() override;
 
-  void depth_of(uuid document_id, callback<int32_t> done) override;
-  void complete_unpack(lease_ref ref, unpack_completion completion, callback<unpack_counts> done) override;
-  void rescue_stranded(std::chrono::seconds stale_threshold, int limit, callback<std::vector<uuid>> done) override;
+  void load(uuid ingestion_id, callback<container_details> done) override;
+  void complete_unpack(work_outcome outcome, unpack_completion completion,
+                       callback<unpack_counts> done) override;
 
 private:
-  container_queues queues_;
+  bool via_outbox_;
   std::shared_ptr<pg::pool> pool_;
 };
 

@@ -8,6 +8,7 @@
 #include "adapters/db/pg_connection.hpp"
 #include "adapters/db/pg_values.hpp"
 #include "adapters/support/blocking_call.hpp"
+#include "messages/error_codes.hpp"
 
 namespace ingestd {
 
@@ -22,8 +23,8 @@ using pg::param;
 // taken before it waits for the lock and would miss what the previous holder committed.
 constexpr pg::statement lock_sql{"ingestd_intake_lock",
                                  "SELECT pg_advisory_lock(hashtextextended($1 || ':' || $2, 0))"};
-constexpr pg::statement unlock_sql{"ingestd_intake_unlock",
-                                   "SELECT pg_advisory_unlock(hashtextextended($1 || ':' || $2, 0))"};
+constexpr pg::statement unlock_sql{
+    "ingestd_intake_unlock", "SELECT pg_advisory_unlock(hashtextextended($1 || ':' || $2, 0))"};
 
 constexpr pg::statement existing_sql{"ingestd_intake_existing", R"sql(
 SELECT d.id, d.file_path, COALESCE(d.mime_type, ''), live.id, live.status
@@ -52,8 +53,8 @@ SELECT json_build_object(
   'structured_data', d.structured_data,
   'review_status', d.review_status, 'reviewed_by', d.reviewed_by, 'reviewed_at', d.reviewed_at,
   'created_at', d.created_at, 'updated_at', d.updated_at,
-  'matching_status', d.matching_status, 'matching_error', d.matching_error,
-  'matching_attempts', d.matching_attempts, 'cluster_id', d.cluster_id,
+  'matching_status', m.matching_status, 'matching_error', m.matching_error,
+  'matching_attempts', m.matching_attempts, 'cluster_id', d.cluster_id,
   'parent_id', d.parent_id, 'member_name', d.member_name, 'container_depth', d.container_depth,
   'body_text', d.body_text, 'unpack_error', d.unpack_error,
   'children', COALESCE((
@@ -78,23 +79,25 @@ SELECT json_build_object(
      WHERE m.document_a_id = d.id OR m.document_b_id = d.id), '[]'::json),
   'ingestions', COALESCE((
     SELECT json_agg(json_build_object('id', i.id, 'status', i.status,
-                                      'attempt_count', i.attempt_count,
+                                      'attempt_count', w.attempt_count,
                                       'created_at', i.created_at,
                                       'completed_at', i.completed_at)
                     ORDER BY i.created_at, i.id)
-      FROM ingestion AS i WHERE i.document_id = d.id), '[]'::json))::text
-  FROM document AS d WHERE d.id = $1 AND d.tenant_id = $2
+      FROM ingestion AS i LEFT JOIN work_item AS w ON w.id = i.id
+     WHERE i.document_id = d.id), '[]'::json))::text
+  FROM document AS d LEFT JOIN document_matching AS m ON m.document_id = d.id
+ WHERE d.id = $1 AND d.tenant_id = $2
 )sql"};
 
 constexpr pg::statement ingestion_json_sql{"ingestd_intake_ingestion", R"sql(
 SELECT json_build_object(
   'id', i.id, 'document_id', i.document_id, 'status', i.status,
-  'attempt_count', i.attempt_count,
+  'attempt_count', w.attempt_count,
   'uploaded_by', i.uploaded_by, 'doc_source_id', i.doc_source_id,
   'source_metadata', i.source_metadata,
-  'last_error', i.last_error, 'error_class', i.error_class,
-  'claimed_by', i.claimed_by,
-  'claimed', i.claim_token IS NOT NULL AND i.lease_expires_at >= now(),
+  'last_error', w.last_error, 'error_class', w.error_class,
+  'claimed_by', w.claimed_by,
+  'claimed', w.claim_token IS NOT NULL AND w.lease_expires_at >= now(),
   'transcription_file_path', i.transcription_file_path,
   'preprocessed_file_path', i.preprocessed_file_path,
   'transcription_quality_score', i.transcription_quality_score,
@@ -103,8 +106,8 @@ SELECT json_build_object(
   'extraction_model', i.extraction_model,
   'extraction_input_tokens', i.extraction_input_tokens,
   'extraction_output_tokens', i.extraction_output_tokens,
-  'created_at', i.created_at, 'started_at', i.started_at, 'completed_at', i.completed_at,
-  'due_at', i.due_at,
+  'created_at', i.created_at, 'started_at', w.started_at, 'completed_at', i.completed_at,
+  'due_at', w.due_at, 'stage', w.stage, 'priority', w.priority, 'size_class', w.size_class,
   'events', COALESCE((
     SELECT json_agg(json_build_object('step', e.step, 'outcome', e.outcome, 'detail', e.detail,
                                       'duration_ms', e.duration_ms, 'worker_id', e.worker_id,
@@ -112,6 +115,7 @@ SELECT json_build_object(
                     ORDER BY e.at, e.id)
       FROM ingestion_event AS e WHERE e.ingestion_id = i.id), '[]'::json))::text
   FROM ingestion AS i JOIN document AS d ON d.id = i.document_id
+  LEFT JOIN work_item AS w ON w.id = i.id
  WHERE i.id = $1 AND d.tenant_id = $2
 )sql"};
 
@@ -123,7 +127,7 @@ SELECT COALESCE(json_agg(json_build_object(
   FROM (SELECT d.id, d.tenant_id, d.updated_at,
                (SELECT i.source_metadata->>'file_name' FROM ingestion AS i
                  WHERE i.document_id = d.id ORDER BY i.created_at DESC LIMIT 1) AS file_name,
-               (SELECT i.last_error FROM ingestion AS i
+               (SELECT w.last_error FROM ingestion AS i JOIN work_item AS w ON w.id = i.id
                  WHERE i.document_id = d.id ORDER BY i.created_at DESC LIMIT 1) AS last_error
           FROM document AS d WHERE d.needs_human_review
          ORDER BY d.updated_at DESC, d.id DESC LIMIT $1) AS r
@@ -140,7 +144,7 @@ SELECT COALESCE(json_agg(json_build_object(
          'cluster_id', r.cluster_id,
          'parent_id', r.parent_id, 'member_name', r.member_name) ORDER BY r.created_at, r.id), '[]'::json)::text
   FROM (SELECT d.id, d.created_at, d.needs_human_review, d.structured_data AS sd,
-               d.matching_status, d.cluster_id, d.parent_id, d.member_name,
+               m.matching_status, d.cluster_id, d.parent_id, d.member_name,
                latest.file_name, latest.last_error,
                CASE WHEN EXISTS (SELECT 1 FROM ingestion AS i
                                   WHERE i.document_id = d.id AND i.status = 'in-progress')
@@ -151,37 +155,40 @@ SELECT COALESCE(json_agg(json_build_object(
                                   WHERE i.document_id = d.id AND i.status = 'skipped') THEN 'skipped'
                     ELSE 'unprocessed' END AS state
           FROM document AS d
+          LEFT JOIN document_matching AS m ON m.document_id = d.id
           LEFT JOIN LATERAL (
-            SELECT i.source_metadata->>'file_name' AS file_name, i.last_error
-              FROM ingestion AS i WHERE i.document_id = d.id
+            SELECT i.source_metadata->>'file_name' AS file_name, w.last_error
+              FROM ingestion AS i LEFT JOIN work_item AS w ON w.id = i.id
+             WHERE i.document_id = d.id
              ORDER BY i.created_at DESC LIMIT 1) AS latest ON true
          ORDER BY d.created_at DESC, d.id DESC LIMIT $1) AS r
 )sql"};
 
 constexpr pg::statement ping_sql{"ingestd_intake_ping", "SELECT 1"};
 
-// Cancellation (issue 13, migration 010), in one statement with its audit event: a queued
-// ingestion (nobody holds a live lease) is cancelled at once; a running one gets a cancel request
-// that the heartbeat of its worker reports to its job. Answers the status before, whether a
-// worker held it, and what was done; no row: unknown (or another tenant's).
+// Cancellation, in one statement with its audit event: a queued ingestion (nobody holds a live
+// lease) is cancelled at once (its work item's trigger moves the ingestion and writes the event);
+// a running one gets a cancel request that its worker's heartbeat reports to its job. Answers the
+// status before, whether a worker held it, and what was done; no row: unknown (or another
+// tenant's).
 constexpr pg::statement cancel_sql{"ingestd_cancel_ingestion", R"sql(
 WITH target AS (
-  SELECT i.id, i.status, (i.claim_token IS NOT NULL AND i.lease_expires_at >= now()) AS held
-    FROM ingestion AS i JOIN document AS d ON d.id = i.document_id
-   WHERE i.id = $1 AND ($2::uuid IS NULL OR d.tenant_id = $2::uuid)
-     FOR UPDATE OF i
+  SELECT w.id, w.status, (w.claim_token IS NOT NULL AND w.lease_expires_at >= now()) AS held
+    FROM work_item AS w JOIN ingestion AS i ON i.id = w.id
+   WHERE w.id = $1 AND ($2::uuid IS NULL OR w.tenant_id = $2::uuid)
+     FOR UPDATE OF w
 ), queued AS (
-  UPDATE ingestion AS i
+  UPDATE work_item AS w
      SET status = 'cancelled', completed_at = now(), cancel_requested_at = now(),
          claim_token = NULL, lease_expires_at = NULL, last_error = 'cancelled'
     FROM target AS t
-   WHERE i.id = t.id AND t.status = 'in-progress' AND NOT t.held
-  RETURNING i.id
+   WHERE w.id = t.id AND t.status = 'in-progress' AND NOT t.held
+  RETURNING w.id
 ), running AS (
-  UPDATE ingestion AS i SET cancel_requested_at = COALESCE(i.cancel_requested_at, now())
+  UPDATE work_item AS w SET cancel_requested_at = COALESCE(w.cancel_requested_at, now())
     FROM target AS t
-   WHERE i.id = t.id AND t.status = 'in-progress' AND t.held
-  RETURNING i.id
+   WHERE w.id = t.id AND t.status = 'in-progress' AND t.held
+  RETURNING w.id
 ), event AS (
   INSERT INTO ingestion_event (ingestion_id, step, outcome, detail, worker_id)
   SELECT id, 'cancel', 'cancelled', 'cancelled while queued', $3 FROM queued
@@ -192,9 +199,11 @@ WITH target AS (
 SELECT t.status, EXISTS (SELECT 1 FROM queued), EXISTS (SELECT 1 FROM running) FROM target AS t
 )sql"};
 
-// Intake: insert-or-find the document by (tenant_id, content_hash) and add an ingestion.
-// A concurrent intake of the same content may commit between the insert and the read: then no
-// row comes back and the caller runs the statement again (it sees the committed document).
+// Intake: insert-or-find the document by (tenant_id, content_hash) and add an ingestion with its
+// work item and queue message (ingestd_add_work: a Postgres queue row, or an outbox row for the
+// relay). A concurrent intake of the same content may commit between the insert and the read:
+// then no row comes back and the caller runs the statement again (it sees the committed
+// document).
 constexpr pg::statement intake_sql{"ingestd_create_ingestion", R"sql(
 WITH new_doc AS (
   INSERT INTO document (id, tenant_id, content_hash, file_path, mime_type, content_md5)
@@ -207,31 +216,35 @@ WITH new_doc AS (
   SELECT d.id, d.file_path, false FROM document AS d
    WHERE d.tenant_id = $2 AND d.content_hash = $3 AND NOT EXISTS (SELECT 1 FROM new_doc)
 ), new_ing AS (
-  INSERT INTO ingestion (id, document_id, doc_source_id, uploaded_by, source_metadata, stage, priority,
-                         size_class)
-  SELECT $6, doc.id, $7, $8, $9::jsonb, $10, $12::smallint, $13 FROM doc
+  INSERT INTO ingestion (id, document_id, doc_source_id, uploaded_by, source_metadata)
+  SELECT $6, doc.id, $7, $8, $9::jsonb FROM doc
   ON CONFLICT (id) DO NOTHING
   RETURNING id, document_id
+), work AS (
+  SELECT count(*) FILTER (WHERE ingestd_add_work(n.id, $10, n.document_id, $2::uuid, $12::integer, $13,
+                                                 $14, $15::boolean, false)) AS sent
+    FROM new_ing AS n
 )
 SELECT COALESCE((SELECT document_id FROM new_ing),
                 (SELECT document_id FROM ingestion WHERE id = $6), doc.id),
-       doc.file_path, doc.created, EXISTS (SELECT 1 FROM new_ing)
+       doc.file_path, doc.created, EXISTS (SELECT 1 FROM new_ing), (SELECT sent FROM work)
   FROM doc
 )sql"};
 
 constexpr pg::statement find_sql{"ingestd_find_ingestion", R"sql(
-SELECT i.id, i.document_id, i.status, i.attempt_count, i.last_error, i.error_class,
-       i.claimed_by, i.claim_token IS NOT NULL AND i.lease_expires_at >= now(),
+SELECT i.id, i.document_id, i.status, COALESCE(w.attempt_count, 0), w.last_error, w.error_class,
+       w.claimed_by, COALESCE(w.claim_token IS NOT NULL AND w.lease_expires_at >= now(), false),
        d.needs_human_review, d.structured_data::text
   FROM ingestion AS i JOIN document AS d ON d.id = i.document_id
+  LEFT JOIN work_item AS w ON w.id = i.id
  WHERE i.id = $1
 )sql"};
 
 constexpr pg::statement summary_sql{"ingestd_summarize", R"sql(
 SELECT 'status' AS kind, status AS key, count(*) AS n FROM ingestion GROUP BY status
 UNION ALL
-SELECT 'class', COALESCE(error_class, ''), count(*) FROM ingestion
- WHERE status = 'failed' GROUP BY error_class
+SELECT 'class', COALESCE(error_class, ''), count(*) FROM work_item
+ WHERE stage <> 'match' AND status = 'failed' GROUP BY error_class
 UNION ALL
 SELECT 'oldest', '', COALESCE(floor(extract(epoch FROM now() - min(created_at))), 0)::bigint
   FROM ingestion WHERE status = 'in-progress'
@@ -240,28 +253,27 @@ SELECT 'skip', skip_reason, count(*) FROM ingestion WHERE status = 'skipped' GRO
 UNION ALL
 SELECT 'review', '', count(*) FROM document WHERE needs_human_review
 UNION ALL
-SELECT 'matching', matching_status, count(*) FROM document
- WHERE matching_status IS NOT NULL GROUP BY matching_status
+SELECT 'matching', matching_status, count(*) FROM document_matching GROUP BY matching_status
 UNION ALL
-SELECT 'matching_stuck', '', count(*) FROM document
+SELECT 'matching_stuck', '', count(*) FROM document_matching
  WHERE matching_status = 'in-progress' AND matching_started_at < now() - interval '10 minutes'
 UNION ALL
 SELECT 'matching_oldest', '',
        COALESCE(floor(extract(epoch FROM now() - min(matching_started_at))), 0)::bigint
-  FROM document WHERE matching_status = 'in-progress'
+  FROM document_matching WHERE matching_status = 'in-progress'
 )sql"};
 
 // The matching part of the summary alone, for every scrape of /metrics.
 constexpr pg::statement matching_summary_sql{"ingestd_summarize_matching", R"sql(
-SELECT 'matching' AS kind, matching_status AS key, count(*) AS n FROM document
- WHERE matching_status IS NOT NULL GROUP BY matching_status
+SELECT 'matching' AS kind, matching_status AS key, count(*) AS n FROM document_matching
+ GROUP BY matching_status
 UNION ALL
-SELECT 'matching_stuck', '', count(*) FROM document
+SELECT 'matching_stuck', '', count(*) FROM document_matching
  WHERE matching_status = 'in-progress' AND matching_started_at < now() - interval '10 minutes'
 UNION ALL
 SELECT 'matching_oldest', '',
        COALESCE(floor(extract(epoch FROM now() - min(matching_started_at))), 0)::bigint
-  FROM document WHERE matching_status = 'in-progress'
+  FROM document_matching WHERE matching_status = 'in-progress'
 )sql"};
 
 // Each document's file name (its latest ingestion's), matching status and cluster, for
@@ -271,8 +283,9 @@ SELECT d.id,
        COALESCE((SELECT i.source_metadata->>'file_name' FROM ingestion AS i
                   WHERE i.document_id = d.id ORDER BY i.created_at DESC, i.id DESC LIMIT 1),
                 d.file_path),
-       COALESCE(d.matching_status, ''), COALESCE(d.cluster_id::text, '')
-  FROM document AS d WHERE d.id = ANY ($1::uuid[])
+       COALESCE(m.matching_status, ''), COALESCE(d.cluster_id::text, '')
+  FROM document AS d LEFT JOIN document_matching AS m ON m.document_id = d.id
+ WHERE d.id = ANY ($1::uuid[])
 )sql"};
 
 constexpr pg::statement timeout_sql{"ingestd_intake_timeout",
@@ -301,7 +314,7 @@ struct pg_intake_repository::session {
       timeout_ms = ms;
     }
     auto res = conn.exec(st, params);
-    if (!res && res.error().code == "pg.57014")
+    if (!res && res.error().code == errc::pg_query_canceled)
       return timeout_error(timeout_code, "the database", t);
     return res;
   }
@@ -325,9 +338,8 @@ private:
   std::unique_ptr<session> session_;
 };
 
-pg_intake_repository::pg_intake_repository(std::string database_url)
-  : database_url_(std::move(database_url)) {
-}
+pg_intake_repository::pg_intake_repository(std::string database_url, bool via_outbox)
+    : database_url_(std::move(database_url)), via_outbox_(via_outbox) {}
 
 pg_intake_repository::~pg_intake_repository() = default;
 
@@ -355,12 +367,11 @@ class pg_intake_repository::pg_content_lock final : public content_lock {
 public:
   pg_content_lock(pg_intake_repository& owner, std::unique_ptr<session> s, std::string tenant,
                   std::string hash)
-    : owner_(owner), session_(std::move(s)), tenant_(std::move(tenant)), hash_(std::move(hash)) {
-  }
+      : owner_(owner), session_(std::move(s)), tenant_(std::move(tenant)), hash_(std::move(hash)) {}
 
   ~pg_content_lock() override {
     if (!session_->run(unlock_sql, {tenant_, hash_}, timeout{session_->timeout_ms}))
-      session_->conn.drop();  // the server releases a dead session's locks
+      session_->conn.drop(); // the server releases a dead session's locks
     owner_.give_back(std::move(session_));
   }
 
@@ -401,7 +412,7 @@ pg_intake_repository::lock_content(uuid tenant_id, const std::string& content_ha
     return res.error();
   }
   return std::unique_ptr<content_lock>{
-    std::make_unique<pg_content_lock>(*this, std::move(s), std::move(tenant), content_hash)};
+      std::make_unique<pg_content_lock>(*this, std::move(s), std::move(tenant), content_hash)};
 }
 
 // -- writes and look-ups ---------------------------------------------------------------------
@@ -428,7 +439,10 @@ result<intake_result> pg_intake_repository::create_ingestion(const intake_reques
                             request.stage.empty() ? std::string{"ingest"} : request.stage,
                             pg::opt_text(request.content_md5),
                             std::to_string(request.priority),
-                            request.size_class == "large" ? std::string{"large"} : std::string{"small"}};
+                            request.size_class == "large" ? std::string{"large"}
+                                                          : std::string{"small"},
+                            request.queue,
+                            via_outbox_ ? "t" : "f"};
   borrowed s{*this};
   // Two tries: the second sees a document that a concurrent intake committed meanwhile.
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -449,9 +463,9 @@ result<intake_result> pg_intake_repository::create_ingestion(const intake_reques
                                "the document was neither inserted nor found; retry");
 }
 
-result<std::optional<std::string>>
-pg_intake_repository::json_query(const pg::statement& st, std::vector<std::string> params,
-                                 timeout t) {
+result<std::optional<std::string>> pg_intake_repository::json_query(const pg::statement& st,
+                                                                    std::vector<std::string> params,
+                                                                    timeout t) {
   borrowed s{*this};
   auto res = s->run(st, {params.begin(), params.end()}, t);
   if (!res)
@@ -578,14 +592,14 @@ result<cancel_result> pg_intake_repository::cancel_ingestion(uuid ingestion_id,
                                                              std::optional<uuid> tenant_id,
                                                              const std::string& who, timeout t) {
   borrowed s{*this};
-  auto res = s->run(cancel_sql,
-                    {ingestion_id.str(), tenant_id ? param{tenant_id->str()} : param{}, pg::opt_clean(who)},
-                    t);
+  auto res = s->run(
+      cancel_sql,
+      {ingestion_id.str(), tenant_id ? param{tenant_id->str()} : param{}, pg::opt_clean(who)}, t);
   if (!res)
     return res.error();
   cancel_result out;
   if (res->size() == 0)
-    return out;  // not_found
+    return out; // not_found
   out.status = res->str(0, 0);
   if (res->boolean(0, 1))
     out.outcome = cancel_outcome::cancelled;

@@ -28,17 +28,20 @@ struct document_label {
 /// Each call borrows an idle connection (or opens one) and gives it back; a content_lock keeps
 /// its connection until it is destroyed, because the advisory lock belongs to that session.
 /// Deadlines are the server's statement_timeout, set on a connection when it changes.
-/// A content_lock must not outlive the repository. Not pg::pool: its threads would add a hand-off per statement to callers that block anyway,
-/// and lock holders could queue behind lock waiters on them.
+/// A content_lock must not outlive the repository. Not pg::pool: its threads would add a hand-off
+/// per statement to callers that block anyway, and lock holders could queue behind lock waiters on
+/// them.
 class pg_intake_repository final : public intake_repository {
 public:
-  explicit pg_intake_repository(std::string database_url);
+  /// `via_outbox`: the first message of an ingestion goes out as an outbox row the relay sends
+  /// (SQS); false: a row of the Postgres queue.
+  explicit pg_intake_repository(std::string database_url, bool via_outbox = false);
   ~pg_intake_repository() override;
   pg_intake_repository(const pg_intake_repository&) = delete;
   pg_intake_repository& operator=(const pg_intake_repository&) = delete;
 
-  result<std::unique_ptr<content_lock>> lock_content(uuid tenant_id, const std::string& content_hash,
-                                                     timeout t) override;
+  result<std::unique_ptr<content_lock>>
+  lock_content(uuid tenant_id, const std::string& content_hash, timeout t) override;
   result<intake_result> create_ingestion(const intake_request& request, timeout t) override;
   result<std::optional<std::string>> document_json(uuid tenant_id, uuid document_id,
                                                    timeout t) override;
@@ -75,6 +78,7 @@ private:
                                                 std::vector<std::string> params, timeout t);
 
   std::string database_url_;
+  bool via_outbox_ = false;
   std::mutex mtx_;
   std::vector<std::unique_ptr<session>> idle_;
 };

@@ -30,11 +30,14 @@ UPDATE event_outbox AS o
    SET claimed_until = now() + make_interval(secs => $2::integer)
   FROM picked
  WHERE o.id = picked.id
-RETURNING o.id, o.destination, o.body, COALESCE(o.event_id::text, ''), COALESCE(o.ordering_key, '')
+RETURNING o.id, o.destination, o.body, COALESCE(o.event_id::text, ''), COALESCE(o.ordering_key, ''),
+          COALESCE(o.priority, 50)
 )sql"};
 
-constexpr pg::statement register_sql{"ingestd_outbox_register_sinks", R"sql(
-INSERT INTO event_sink (name) SELECT unnest($1::text[]) ON CONFLICT (name) DO NOTHING
+// A sink's types: NULL takes every event.
+constexpr pg::statement register_sql{"ingestd_outbox_register_sink", R"sql(
+INSERT INTO event_sink (name, types) VALUES ($1, $2::text[])
+ON CONFLICT (name) DO UPDATE SET types = EXCLUDED.types
 )sql"};
 
 constexpr pg::statement emit_sql{"ingestd_outbox_emit",
@@ -70,26 +73,26 @@ param id_array(const std::vector<int64_t>& ids) {
 } // namespace
 
 pg_outbox_repository::pg_outbox_repository(std::string database_url, pg::session_options session)
-  : pool_(std::make_unique<pg::pool>(std::move(database_url),
-                                     pg::pool_options{1, "ingestd-outbox", session})) {}
+    : pool_(std::make_unique<pg::pool>(std::move(database_url),
+                                       pg::pool_options{1, "ingestd-outbox", session})) {}
 
 pg_outbox_repository::~pg_outbox_repository() = default;
 
 void pg_outbox_repository::take(int limit, std::chrono::seconds hold,
                                 std::vector<std::string> sinks,
                                 callback<std::vector<outbox_row>> done) {
-  pool_->call(std::move(done), [limit, hold, sinks = std::move(sinks)](
-                                 pg::connection& conn, const auto& done) {
+  pool_->call(std::move(done), [limit, hold, sinks = std::move(sinks)](pg::connection& conn,
+                                                                       const auto& done) {
     std::vector<param> names(sinks.begin(), sinks.end());
-    auto res = conn.exec(take_sql, {std::to_string(limit), std::to_string(hold.count()),
-                                    pg::array_literal(names)});
+    auto res = conn.exec(
+        take_sql, {std::to_string(limit), std::to_string(hold.count()), pg::array_literal(names)});
     if (!res)
       return done(res.error());
     std::vector<outbox_row> rows;
     rows.reserve(static_cast<size_t>(res->size()));
     for (int r = 0; r < res->size(); ++r)
       rows.push_back(outbox_row{res->i64(r, 0), res->str(r, 1), res->str(r, 2), res->str(r, 3),
-                                res->str(r, 4)});
+                                res->str(r, 4), static_cast<int32_t>(res->i64(r, 5))});
     std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.id < b.id; });
     done(std::move(rows));
   });
@@ -124,12 +127,15 @@ void pg_outbox_repository::prune(std::chrono::seconds retention, callback<int64_
   });
 }
 
-void pg_outbox_repository::register_sinks(std::vector<std::string> sinks, callback<void> done) {
+void pg_outbox_repository::register_sinks(std::vector<registered_sink> sinks, callback<void> done) {
   pool_->call(std::move(done), [sinks = std::move(sinks)](pg::connection& conn, const auto& done) {
-    std::vector<param> names(sinks.begin(), sinks.end());
-    auto res = conn.exec(register_sql, {pg::array_literal(names)});
-    if (!res)
-      return done(res.error());
+    for (auto& sink : sinks) {
+      std::vector<param> types(sink.types.begin(), sink.types.end());
+      auto res = conn.exec(register_sql,
+                           {sink.name, types.empty() ? param{} : param{pg::array_literal(types)}});
+      if (!res)
+        return done(res.error());
+    }
     done({});
   });
 }
@@ -138,13 +144,14 @@ void pg_outbox_repository::emit(std::string type, std::string payload, std::stri
                                 callback<void> done) {
   if (!pg::valid_json(payload))
     return done(error::make_permanent("pg.invalid_json", "the event's payload is not valid JSON"));
-  pool_->call(std::move(done), [type = std::move(type), payload = std::move(payload),
-                                key = std::move(ordering_key)](pg::connection& conn, const auto& done) {
-    auto res = conn.exec(emit_sql, {type, payload, pg::opt_clean(key)});
-    if (!res)
-      return done(res.error());
-    done({});
-  });
+  pool_->call(std::move(done),
+              [type = std::move(type), payload = std::move(payload),
+               key = std::move(ordering_key)](pg::connection& conn, const auto& done) {
+                auto res = conn.exec(emit_sql, {type, payload, pg::opt_clean(key)});
+                if (!res)
+                  return done(res.error());
+                done({});
+              });
 }
 
 void pg_outbox_repository::read_stream(int64_t after_id, int limit,

@@ -20,7 +20,7 @@ public:
   void mark_sent(std::vector<int64_t> ids, callback<void> done) override;
   void mark_failed(std::vector<int64_t> ids, std::string error, callback<void> done) override;
   void prune(std::chrono::seconds retention, callback<int64_t> done) override;
-  void register_sinks(std::vector<std::string> sinks, callback<void> done) override;
+  void register_sinks(std::vector<registered_sink> sinks, callback<void> done) override;
   void emit(std::string type, std::string payload, std::string ordering_key,
             callback<void> done) override;
   void read_stream(int64_t after_id, int limit, callback<std::vector<stream_event>> done) override;

@@ -8,6 +8,7 @@
 #include "adapters/db/pg_connection.hpp"
 #include "adapters/db/pg_values.hpp"
 #include "adapters/support/blocking_call.hpp"
+#include "messages/error_codes.hpp"
 
 namespace ingestd {
 
@@ -18,7 +19,8 @@ using pg::param;
 // -- statements ------------------------------------------------------------------------------
 
 // The latest ingestion of each document decides the reason: "gate" when the quality gate refused
-// its extraction (completed, or failed with extraction.gate_failed), else "failed". Documents with an ingestion in progress are not actionable and left out.
+// its extraction (completed, or failed with extraction.gate_failed), else "failed". Documents with
+// an ingestion in progress are not actionable and left out.
 constexpr pg::statement queue_sql{"ingestd_review_queue", R"sql(
 SELECT r.id, r.tenant_id, r.file_name, r.reason, r.detail, r.supplier, r.total, r.currency,
        r.age, r.review_version
@@ -34,7 +36,8 @@ SELECT r.id, r.tenant_id, r.file_name, r.reason, r.detail, r.supplier, r.total, 
                floor(extract(epoch FROM now() - d.created_at))::bigint AS age
           FROM document AS d
           LEFT JOIN LATERAL (
-            SELECT i.status, i.last_error, i.source_metadata FROM ingestion AS i
+            SELECT i.status, w.last_error, i.source_metadata
+              FROM ingestion AS i LEFT JOIN work_item AS w ON w.id = i.id
              WHERE i.document_id = d.id ORDER BY i.created_at DESC, i.id DESC LIMIT 1) AS l ON true
          WHERE d.needs_human_review AND d.tenant_id = ANY ($1::uuid[])
            AND NOT EXISTS (SELECT 1 FROM ingestion AS p
@@ -48,8 +51,9 @@ constexpr pg::statement counts_sql{"ingestd_review_counts", R"sql(
 SELECT CASE WHEN EXISTS (SELECT 1 FROM ingestion AS p
                           WHERE p.document_id = d.id AND p.status = 'in-progress') THEN 'processing'
             WHEN (SELECT i.status = 'failed'
-                         AND COALESCE(i.last_error, '') NOT LIKE 'extraction.gate_failed%'
-                    FROM ingestion AS i WHERE i.document_id = d.id
+                         AND COALESCE(w.last_error, '') NOT LIKE 'extraction.gate_failed%'
+                    FROM ingestion AS i LEFT JOIN work_item AS w ON w.id = i.id
+                   WHERE i.document_id = d.id
                    ORDER BY i.created_at DESC, i.id DESC LIMIT 1) THEN 'failed'
             ELSE 'gate' END AS reason,
        count(*)
@@ -108,14 +112,16 @@ SELECT d.id, d.tenant_id, d.file_path, COALESCE(d.mime_type, ''),
        COALESCE(d.cluster_id::text, '')
   FROM document AS d
   LEFT JOIN LATERAL (
-    SELECT i.* FROM ingestion AS i WHERE i.document_id = d.id
+    SELECT i.*, w.last_error FROM ingestion AS i LEFT JOIN work_item AS w ON w.id = i.id
+     WHERE i.document_id = d.id
      ORDER BY i.created_at DESC, i.id DESC LIMIT 1) AS l ON true
  WHERE d.id = $1 AND d.tenant_id = ANY ($2::uuid[])
 )sql"};
 
 // One statement, so all or nothing: the document (only at the expected version and with no
 // ingestion in progress), the review row, the audit event on the latest ingestion and, for a
-// reprocess, the new ingestion of the same source. Concurrent saves: the second waits for the
+// reprocess, the new ingestion of the same source with its work item and queue message ($14 the
+// ingest queue, $15 through the outbox). Concurrent saves: the second waits for the
 // first's row lock, then finds the version changed and updates nothing.
 // $1 document, $2 tenant, $3 expected version, $4 action, $5 reviewed data, $6 reviewer,
 // $7 changes, $8 warnings, $9 new ingestion id, $10 reason, $11 audit detail, $12 and $13 the
@@ -147,7 +153,11 @@ fresh AS (
                                  'reprocess_of', l.id),
          $12, $13
     FROM latest AS l WHERE $4 = 'reprocess'
-  RETURNING id),
+  RETURNING id, document_id),
+work AS (
+  SELECT count(*) FILTER (WHERE ingestd_add_work(f.id, 'ingest', f.document_id, $2::uuid, 50, 'small',
+                                                 $14, $15::boolean, false)) AS sent
+    FROM fresh AS f),
 rev AS (
   INSERT INTO document_review (document_id, tenant_id, action, reviewer, based_on_version,
                                machine_data, reviewed_data, changes, warnings, reason,
@@ -160,7 +170,7 @@ ev AS (
   INSERT INTO ingestion_event (ingestion_id, step, outcome, detail, worker_id)
   SELECT l.id, 'review', $4, $11, 'review'
     FROM latest AS l)
-SELECT upd.review_version, (SELECT id FROM fresh) FROM upd
+SELECT upd.review_version, (SELECT id FROM fresh), (SELECT sent FROM work) FROM upd
 )sql"};
 
 // Why a save updated nothing.
@@ -201,7 +211,7 @@ struct pg_review_repository::session {
       timeout_ms = ms;
     }
     auto res = conn.exec(st, params);
-    if (!res && res.error().code == "pg.57014")
+    if (!res && res.error().code == errc::pg_query_canceled)
       return timeout_error("db.timeout", "the database", t);
     return res;
   }
@@ -224,9 +234,10 @@ private:
   std::unique_ptr<session> session_;
 };
 
-pg_review_repository::pg_review_repository(std::string database_url)
-  : database_url_(std::move(database_url)) {
-}
+pg_review_repository::pg_review_repository(std::string database_url, std::string ingest_queue,
+                                           bool via_outbox)
+    : database_url_(std::move(database_url)), ingest_queue_(std::move(ingest_queue)),
+      via_outbox_(via_outbox) {}
 
 pg_review_repository::~pg_review_repository() = default;
 
@@ -326,11 +337,11 @@ pg_review_repository::document(const std::vector<uuid>& tenants, uuid document_i
 
 result<review_saved> pg_review_repository::save(const review_decision& d, timeout t) {
   if (d.action != "approve" && d.action != "reject" && d.action != "reprocess")
-    return error::make_permanent("review.invalid", "unknown action '" + d.action + "'");
+    return error::make_permanent(errc::review_invalid, "unknown action '" + d.action + "'");
   if (d.action == "approve" && !pg::valid_json(d.reviewed_data))
-    return error::make_permanent("review.invalid", "the reviewed data is not valid JSON");
+    return error::make_permanent(errc::review_invalid, "the reviewed data is not valid JSON");
   if (!pg::valid_json(d.changes) || !pg::valid_json(d.warnings))
-    return error::make_permanent("review.invalid", "changes and warnings must be JSON");
+    return error::make_permanent(errc::review_invalid, "changes and warnings must be JSON");
   bool reprocess = d.action == "reprocess";
   std::string detail = "by " + d.reviewer;
   if (d.action == "approve" && d.changes != "{}")
@@ -356,7 +367,9 @@ result<review_saved> pg_review_repository::save(const review_decision& d, timeou
                             pg::opt_clean(d.reason),
                             pg::clean(detail),
                             pg::opt_clean(reprocess ? d.transcription_provider : std::string{}),
-                            pg::opt_clean(reprocess ? d.extraction_provider : std::string{})};
+                            pg::opt_clean(reprocess ? d.extraction_provider : std::string{}),
+                            ingest_queue_,
+                            via_outbox_ ? "t" : "f"};
   {
     borrowed s{*this};
     auto res = s->run(save_sql, params, t);
@@ -379,19 +392,19 @@ result<review_saved> pg_review_repository::why_not_saved(const review_decision& 
   if (!res)
     return res.error();
   if (res->size() == 0)
-    return error::make_permanent("review.not_found", "no such document");
+    return error::make_permanent(errc::review_not_found, "no such document");
   auto version = res->i64(0, 0);
   if (res->boolean(0, 4))
-    return error::make_permanent("review.conflict",
+    return error::make_permanent(errc::review_conflict,
                                  "the document is being processed again; reload it when the "
                                  "ingestion has finished");
   std::string message = "the document changed since you opened it (version "
-                        + std::to_string(d.expected_version) + ", now "
-                        + std::to_string(version) + ")";
+                        + std::to_string(d.expected_version) + ", now " + std::to_string(version)
+                        + ")";
   if (!res->str(0, 1).empty())
     message += ": " + res->str(0, 1) + " by " + res->str(0, 2) + " at " + res->str(0, 3) + " UTC";
   message += "; nothing was saved. Reload to see the current version.";
-  return error::make_permanent("review.conflict", std::move(message));
+  return error::make_permanent(errc::review_conflict, std::move(message));
 }
 
 } // namespace ingestd

@@ -18,7 +18,9 @@ namespace ingestd {
 /// saves.
 class pg_review_repository final : public review_repository {
 public:
-  explicit pg_review_repository(std::string database_url);
+  /// A reprocess's new ingestion gets its message on `ingest_queue`: an outbox row the relay
+  /// sends (`via_outbox`, SQS) or a row of the Postgres queue.
+  pg_review_repository(std::string database_url, std::string ingest_queue, bool via_outbox);
   ~pg_review_repository() override;
   pg_review_repository(const pg_review_repository&) = delete;
   pg_review_repository& operator=(const pg_review_repository&) = delete;
@@ -37,6 +39,8 @@ private:
   result<review_saved> why_not_saved(const review_decision& d, timeout t);
 
   std::string database_url_;
+  std::string ingest_queue_;
+  bool via_outbox_ = false;
   std::mutex mtx_;
   std::vector<std::unique_ptr<session>> idle_;
 };

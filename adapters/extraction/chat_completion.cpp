@@ -17,6 +17,7 @@
 #include <rapidjson/writer.h>
 
 #include "adapters/support/log.hpp"
+#include "messages/error_codes.hpp"
 #include "messages/text.hpp"
 
 namespace ingestd {
@@ -56,10 +57,10 @@ std::string string_member(const rapidjson::Value& obj, const char* key) {
 
 bool mentions_context_limit(std::string_view text) {
   auto low = lower_ascii(text);
-  for (std::string_view w : {"context_length_exceeded", "exceed_context_size", "context length",
-                             "maximum context", "context window", "context size", "context_size",
-                             "too many tokens", "prompt is too long", "input is too large",
-                             "exceeds the available context", "maximum input length"})
+  for (std::string_view w :
+       {"context_length_exceeded", "exceed_context_size", "context length", "maximum context",
+        "context window", "context size", "context_size", "too many tokens", "prompt is too long",
+        "input is too large", "exceeds the available context", "maximum input length"})
     if (low.find(w) != std::string::npos)
       return true;
   return false;
@@ -112,7 +113,7 @@ error classify_status(const http_response& response, const chat_options& opts) {
   bool context = body.code == "context_length_exceeded" || body.type == "exceed_context_size_error"
                  || mentions_context_limit(body.message);
   if (context && (status == 400 || status == 413 || status >= 500))
-    return error::make_permanent("llm.context_exceeded", detail);
+    return error::make_permanent(errc::llm_context_exceeded, detail);
   if (status == 429) {
     if (opts.quota_is_permanent
         && (body.code == "insufficient_quota" || body.type == "insufficient_quota"
@@ -187,7 +188,7 @@ int64_t retry_after_ms(const http_response& response) {
   // Clamped before the conversion: a double beyond int64_t's range does not convert.
   auto to_ms = [](double ms) {
     return ms >= static_cast<double>(max_retry_after_ms) ? max_retry_after_ms
-                                                          : static_cast<int64_t>(std::ceil(ms));
+                                                         : static_cast<int64_t>(std::ceil(ms));
   };
   if (auto ms = find_header(response, "retry-after-ms"); !ms.empty())
     if (auto d = parse_number(ms))
@@ -214,7 +215,8 @@ std::string build_chat_body(const chat_options& opts, const chat_prompt& prompt)
   schema.Parse(prompt.schema_json.data(), prompt.schema_json.size());
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w{buf};
-  auto str = [&](std::string_view s) { w.String(s.data(), static_cast<rapidjson::SizeType>(s.size())); };
+  auto str
+      = [&](std::string_view s) { w.String(s.data(), static_cast<rapidjson::SizeType>(s.size())); };
   w.StartObject();
   w.Key("model");
   str(opts.model);
@@ -269,8 +271,9 @@ result<chat_answer> parse_chat_answer(const http_response& response, const chat_
   rapidjson::Document doc;
   doc.Parse<rapidjson::kParseIterativeFlag>(response.body.data(), response.body.size());
   if (doc.HasParseError() || !doc.IsObject())
-    return error::make_transient("llm.invalid_response", "HTTP " + std::to_string(response.status)
-                                                           + " with a body that is not a JSON object");
+    return error::make_transient("llm.invalid_response",
+                                 "HTTP " + std::to_string(response.status)
+                                     + " with a body that is not a JSON object");
   // A 200 that carries an error object (some proxies do this).
   if (doc.HasMember("error") && !doc.HasMember("choices")) {
     http_response as_error = response;
@@ -282,9 +285,11 @@ result<chat_answer> parse_chat_answer(const http_response& response, const chat_
   }
   chat_usage usage;
   if (auto u = doc.FindMember("usage"); u != doc.MemberEnd() && u->value.IsObject()) {
-    if (auto p = u->value.FindMember("prompt_tokens"); p != u->value.MemberEnd() && p->value.IsInt64())
+    if (auto p = u->value.FindMember("prompt_tokens");
+        p != u->value.MemberEnd() && p->value.IsInt64())
       usage.input_tokens = p->value.GetInt64();
-    if (auto c = u->value.FindMember("completion_tokens"); c != u->value.MemberEnd() && c->value.IsInt64())
+    if (auto c = u->value.FindMember("completion_tokens");
+        c != u->value.MemberEnd() && c->value.IsInt64())
       usage.output_tokens = c->value.GetInt64();
   }
   usage.model = string_member(doc, "model");
@@ -299,7 +304,8 @@ result<chat_answer> parse_chat_answer(const http_response& response, const chat_
   const auto& choice = choices->value[0];
   std::string finish = string_member(choice, "finish_reason");
   auto msg = choice.FindMember("message");
-  const rapidjson::Value* message = msg != choice.MemberEnd() && msg->value.IsObject() ? &msg->value : nullptr;
+  const rapidjson::Value* message
+      = msg != choice.MemberEnd() && msg->value.IsObject() ? &msg->value : nullptr;
   std::string refusal = message ? string_member(*message, "refusal") : std::string{};
   auto content_it = message ? message->FindMember("content") : choice.MemberEnd();
   bool has_content = message && content_it != message->MemberEnd() && content_it->value.IsString()
@@ -308,7 +314,8 @@ result<chat_answer> parse_chat_answer(const http_response& response, const chat_
     return error::make_transient("llm.truncated", "the answer was cut off at the output token limit"
                                                   " (finish_reason length)");
   if (!refusal.empty() || finish == "content_filter") {
-    std::string text = "the model refused: " + (refusal.empty() ? std::string{"content filter"} : refusal);
+    std::string text
+        = "the model refused: " + (refusal.empty() ? std::string{"content filter"} : refusal);
     text = scrub_secret(std::move(text), opts.api_key);
     return opts.refusal_is_permanent ? error::make_permanent("llm.refusal", std::move(text))
                                      : error::make_transient("llm.refusal", std::move(text));
@@ -331,10 +338,11 @@ struct chat_client::shared {
   std::mt19937_64 rng{std::random_device{}()};
 
   shared(http_client& h, timer& t, chat_options o, std::string p)
-    : http(h), tmr(t), opts(std::move(o)), purpose(std::move(p)), url(chat_url(opts.base_url)) {}
+      : http(h), tmr(t), opts(std::move(o)), purpose(std::move(p)), url(chat_url(opts.base_url)) {}
 
   std::chrono::milliseconds backoff(int failed_attempts) {
-    double base = static_cast<double>(opts.base_backoff.count()) * std::pow(2.0, failed_attempts - 1);
+    double base
+        = static_cast<double>(opts.base_backoff.count()) * std::pow(2.0, failed_attempts - 1);
     double factor = 1;
     if (opts.jitter > 0) {
       std::lock_guard lock{rng_mtx};
@@ -364,8 +372,9 @@ struct chat_call : std::enable_shared_from_this<chat_call> {
 
   ~chat_call() {
     if (!finished.exchange(true) && done)
-      done(error::make_transient("llm.cancelled", "the " + s->purpose + " was abandoned before an answer"
-                                                  " (retry timer stopped)"));
+      done(error::make_transient("llm.cancelled", "the " + s->purpose
+                                                      + " was abandoned before an answer"
+                                                        " (retry timer stopped)"));
   }
 
   void finish(result<chat_usage> r) {
@@ -386,8 +395,9 @@ struct chat_call : std::enable_shared_from_this<chat_call> {
       req.headers.emplace_back("Authorization", "Bearer " + s->opts.api_key);
     req.body = build_chat_body(s->opts, prompt);
     // For a tokens-per-minute limit: about four bytes a token in, and the answer's bound out.
-    req.estimated_tokens = static_cast<int64_t>(req.body.size() / 4)
-                           + (s->opts.max_output_tokens > 0 ? s->opts.max_output_tokens : estimated_answer_tokens);
+    req.estimated_tokens
+        = static_cast<int64_t>(req.body.size() / 4)
+          + (s->opts.max_output_tokens > 0 ? s->opts.max_output_tokens : estimated_answer_tokens);
     req.context = context;
     // Answers are a few kB: a small receive buffer keeps thousands of waiting calls cheap.
     req.receive_buffer_bytes = 1024;
@@ -431,8 +441,10 @@ struct chat_call : std::enable_shared_from_this<chat_call> {
     // A request that waited its longest for the provider's limits is not retried here: the
     // line is full, and the job gives its work back.
     if (err.permanent() || attempt >= max_attempts || too_long || provider_busy(err)) {
-      err.message += " (attempt " + std::to_string(attempt) + " of " + std::to_string(max_attempts) + ")";
-      log::write_with(log::level::warn, "llm " + s->purpose + " failed", log::fields_of(context.log_fields),
+      err.message
+          += " (attempt " + std::to_string(attempt) + " of " + std::to_string(max_attempts) + ")";
+      log::write_with(log::level::warn, "llm " + s->purpose + " failed",
+                      log::fields_of(context.log_fields),
                       {{"error", err.describe()}, {"error_class", to_string(err.cls)}});
       finish(std::move(outcome));
       return;
@@ -440,21 +452,27 @@ struct chat_call : std::enable_shared_from_this<chat_call> {
     auto wait = err.retry_after_ms >= 0 ? std::chrono::milliseconds{err.retry_after_ms}
                                         : s->backoff(attempt);
     ++s->retries;
-    log::write_with(log::level::info, "llm attempt failed; retrying", log::fields_of(context.log_fields),
-                    {{"purpose", s->purpose}, {"llm_attempt", attempt}, {"max_attempts", max_attempts},
-                     {"error", err.code}, {"retry_in_ms", static_cast<int64_t>(wait.count())}});
+    log::write_with(log::level::info, "llm attempt failed; retrying",
+                    log::fields_of(context.log_fields),
+                    {{"purpose", s->purpose},
+                     {"llm_attempt", attempt},
+                     {"max_attempts", max_attempts},
+                     {"error", err.code},
+                     {"retry_in_ms", static_cast<int64_t>(wait.count())}});
     s->tmr.after(wait, [self = shared_from_this()] { self->start(); });
   }
 };
 
 } // namespace
 
-chat_client::chat_client(http_client& http, timer& retry_timer, chat_options opts, std::string purpose)
-  : shared_(std::make_shared<shared>(http, retry_timer, std::move(opts), std::move(purpose))) {}
+chat_client::chat_client(http_client& http, timer& retry_timer, chat_options opts,
+                         std::string purpose)
+    : shared_(std::make_shared<shared>(http, retry_timer, std::move(opts), std::move(purpose))) {}
 
 chat_client::~chat_client() = default;
 
-void chat_client::complete(chat_prompt prompt, acceptor accept, callback<chat_usage> done, call_context context) {
+void chat_client::complete(chat_prompt prompt, acceptor accept, callback<chat_usage> done,
+                           call_context context) {
   auto call = std::make_shared<chat_call>();
   call->s = shared_;
   call->prompt = std::move(prompt);
@@ -464,7 +482,9 @@ void chat_client::complete(chat_prompt prompt, acceptor accept, callback<chat_us
   call->start();
 }
 
-const chat_options& chat_client::options() const { return shared_->opts; }
+const chat_options& chat_client::options() const {
+  return shared_->opts;
+}
 
 chat_stats chat_client::stats() const {
   return chat_stats{shared_->requests.load(), shared_->retries.load()};

@@ -1,8 +1,10 @@
-// The curl-multi HTTP engine (see curl_engine.hpp): one thread owns the libcurl multi handles (lanes)
-// and every easy handle; other threads only touch a mutex-protected inbox and wake the thread.
+// The curl-multi HTTP engine (see curl_engine.hpp): one thread owns the libcurl multi handles
+// (lanes) and every easy handle; other threads only touch a mutex-protected inbox and wake the
+// thread.
 #include "adapters/http/curl_engine.hpp"
 #include "adapters/support/log.hpp"
 #include "adapters/support/thread_name.hpp"
+#include "messages/error_codes.hpp"
 
 #include <curl/curl.h>
 #include <sys/epoll.h>
@@ -19,7 +21,6 @@
 #include <stdexcept>
 #include <unordered_map>
 #include <vector>
-
 
 namespace ingestd {
 
@@ -65,7 +66,8 @@ bool iequals(std::string_view a, std::string_view b) {
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
     s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
+  while (!s.empty()
+         && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
     s.remove_suffix(1);
   return s;
 }
@@ -106,44 +108,43 @@ error classify(CURLcode code, const transfer& t) {
                                                  : std::string(curl_easy_strerror(code));
   std::string what = t.request.method + " " + t.request.url + ": " + detail;
   switch (code) {
-    case CURLE_OPERATION_TIMEDOUT:
-      return error::make_transient("http.timeout", std::move(what));
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY:
-      return error::make_transient("http.connect", std::move(what));
-    case CURLE_FILESIZE_EXCEEDED:
-      return error::make_permanent("http.too_large",
-                                   what + " (limit " + std::to_string(t.request.max_response_bytes)
+  case CURLE_OPERATION_TIMEDOUT:
+    return error::make_transient("http.timeout", std::move(what));
+  case CURLE_COULDNT_CONNECT:
+  case CURLE_COULDNT_RESOLVE_HOST:
+  case CURLE_COULDNT_RESOLVE_PROXY:
+    return error::make_transient("http.connect", std::move(what));
+  case CURLE_FILESIZE_EXCEEDED:
+    return error::make_permanent(errc::http_too_large,
+                                 what + " (limit " + std::to_string(t.request.max_response_bytes)
                                      + " bytes)");
-    case CURLE_WRITE_ERROR:
-      if (t.too_large)
-        return error::make_permanent("http.too_large",
-                                     t.request.method + " " + t.request.url
-                                       + ": response larger than "
-                                       + std::to_string(t.request.max_response_bytes) + " bytes");
-      return error::make_transient("http.transport", std::move(what));
-    case CURLE_SSL_CONNECT_ERROR:
-      // The handshake failed part way: usually the network (a reset), so worth a retry.
-      return error::make_transient("http.tls", std::move(what));
-    case CURLE_PEER_FAILED_VERIFICATION:
-    case CURLE_SSL_CERTPROBLEM:
-    case CURLE_SSL_CIPHER:
-    case CURLE_SSL_CACERT_BADFILE:
-    case CURLE_SSL_ISSUER_ERROR:
-    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-    case CURLE_SSL_INVALIDCERTSTATUS:
-    case CURLE_SSL_CRL_BADFILE:
-    case CURLE_SSL_ENGINE_NOTFOUND:
-    case CURLE_SSL_ENGINE_SETFAILED:
-    case CURLE_SSL_ENGINE_INITFAILED:
-    case CURLE_USE_SSL_FAILED:
-      return error::make_permanent("http.tls", std::move(what));
-    case CURLE_URL_MALFORMAT:
-    case CURLE_UNSUPPORTED_PROTOCOL:
-      return error::make_permanent("http.invalid_url", std::move(what));
-    default:
-      return error::make_transient("http.transport", std::move(what));
+  case CURLE_WRITE_ERROR:
+    if (t.too_large)
+      return error::make_permanent(
+          errc::http_too_large, t.request.method + " " + t.request.url + ": response larger than "
+                                    + std::to_string(t.request.max_response_bytes) + " bytes");
+    return error::make_transient("http.transport", std::move(what));
+  case CURLE_SSL_CONNECT_ERROR:
+    // The handshake failed part way: usually the network (a reset), so worth a retry.
+    return error::make_transient("http.tls", std::move(what));
+  case CURLE_PEER_FAILED_VERIFICATION:
+  case CURLE_SSL_CERTPROBLEM:
+  case CURLE_SSL_CIPHER:
+  case CURLE_SSL_CACERT_BADFILE:
+  case CURLE_SSL_ISSUER_ERROR:
+  case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+  case CURLE_SSL_INVALIDCERTSTATUS:
+  case CURLE_SSL_CRL_BADFILE:
+  case CURLE_SSL_ENGINE_NOTFOUND:
+  case CURLE_SSL_ENGINE_SETFAILED:
+  case CURLE_SSL_ENGINE_INITFAILED:
+  case CURLE_USE_SSL_FAILED:
+    return error::make_permanent("http.tls", std::move(what));
+  case CURLE_URL_MALFORMAT:
+  case CURLE_UNSUPPORTED_PROTOCOL:
+    return error::make_permanent("http.invalid_url", std::move(what));
+  default:
+    return error::make_transient("http.transport", std::move(what));
   }
 }
 
@@ -202,8 +203,8 @@ struct curl_engine::impl {
   std::multimap<std::chrono::steady_clock::time_point, std::function<void()>> tasks;
 
   static error cancelled(const transfer& t) {
-    return error::make_transient("http.cancelled", t.request.method + " " + t.request.url
-                                                     + ": cancelled");
+    return error::make_transient("http.cancelled",
+                                 t.request.method + " " + t.request.url + ": cancelled");
   }
 
   void deliver(transfer& t, result<http_response> r) {
@@ -231,8 +232,8 @@ struct curl_engine::impl {
     if (bad) {
       deliver(t, error::make_permanent("http.invalid_request",
                                        t.request.method + " " + t.request.url
-                                         + ": empty method or header name, or CR/LF/NUL in the "
-                                           "method or a header"));
+                                           + ": empty method or header name, or CR/LF/NUL in the "
+                                             "method or a header"));
       return;
     }
     t.easy = curl_easy_init();
@@ -259,8 +260,9 @@ struct curl_engine::impl {
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
                      static_cast<long>(std::max<int64_t>(1, r.total_timeout.count())));
     curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(r.max_response_bytes));
-    curl_easy_setopt(e, CURLOPT_BUFFERSIZE,
-                     static_cast<long>(std::clamp<size_t>(r.receive_buffer_bytes, 1024, CURL_MAX_READ_SIZE)));
+    curl_easy_setopt(
+        e, CURLOPT_BUFFERSIZE,
+        static_cast<long>(std::clamp<size_t>(r.receive_buffer_bytes, 1024, CURL_MAX_READ_SIZE)));
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
@@ -294,12 +296,12 @@ struct curl_engine::impl {
     }
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, t.headers);
 
-    auto& l = **std::min_element(lanes.begin(), lanes.end(),
-                                 [](const auto& a, const auto& b) { return a->active < b->active; });
+    auto& l = **std::min_element(lanes.begin(), lanes.end(), [](const auto& a, const auto& b) {
+      return a->active < b->active;
+    });
     if (auto rc = curl_multi_add_handle(l.multi, e); rc != CURLM_OK) {
-      deliver(t, error::make_transient("http.transport",
-                                       std::string("curl_multi_add_handle: ")
-                                         + curl_multi_strerror(rc)));
+      deliver(t, error::make_transient("http.transport", std::string("curl_multi_add_handle: ")
+                                                             + curl_multi_strerror(rc)));
       return;
     }
     t.owner = &l;
@@ -421,11 +423,13 @@ struct curl_engine::impl {
     int64_t wait = 1000;
     auto now = std::chrono::steady_clock::now();
     if (!tasks.empty())
-      wait = std::chrono::duration_cast<std::chrono::milliseconds>(tasks.begin()->first - now).count() + 1;
+      wait = std::chrono::duration_cast<std::chrono::milliseconds>(tasks.begin()->first - now)
+                 .count()
+             + 1;
     for (const auto& l : lanes)
       if (l->timer)
         wait = std::min<int64_t>(
-          wait, std::chrono::duration_cast<std::chrono::milliseconds>(*l->timer - now).count());
+            wait, std::chrono::duration_cast<std::chrono::milliseconds>(*l->timer - now).count());
     return static_cast<int>(std::max<int64_t>(wait, 0));
   }
 

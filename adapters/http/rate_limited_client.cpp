@@ -4,6 +4,8 @@
 // callbacks and hooks called, outside it, except `waiting`, which must come before `resumed`.
 #include "adapters/http/rate_limited_client.hpp"
 
+#include "messages/error_codes.hpp"
+
 #include <algorithm>
 #include <deque>
 #include <limits>
@@ -20,7 +22,7 @@ using clock = std::chrono::steady_clock;
 
 /// A per-minute limit as a bucket of one second's worth (at least 1), refilled continuously.
 struct bucket {
-  double per_second = 0;  // 0: no limit
+  double per_second = 0; // 0: no limit
   double capacity = 0;
   double level = 0;
 
@@ -47,7 +49,7 @@ struct bucket {
 
 struct rate_limited_client::state : std::enable_shared_from_this<rate_limited_client::state> {
   state(std::string p, http_client& i, timer& w, provider_limits l, clock_fn n)
-    : provider(std::move(p)), inner(i), wake(w), limits(l), now(std::move(n)) {
+      : provider(std::move(p)), inner(i), wake(w), limits(l), now(std::move(n)) {
     if (!now)
       now = [] { return clock::now(); };
     requests.configure(limits.requests_per_minute);
@@ -101,7 +103,9 @@ struct rate_limited_client::state : std::enable_shared_from_this<rate_limited_cl
   bool closed = false;
   provider_limit_stats totals;
 
-  double cost_of(const http_request& r) const { return static_cast<double>(std::max<int64_t>(r.estimated_tokens, 0)); }
+  double cost_of(const http_request& r) const {
+    return static_cast<double>(std::max<int64_t>(r.estimated_tokens, 0));
+  }
 
   bool admissible(const http_request& r) const {
     return (limits.max_concurrent <= 0 || in_flight < limits.max_concurrent) && requests.allows(1)
@@ -137,10 +141,11 @@ struct rate_limited_client::state : std::enable_shared_from_this<rate_limited_cl
       auto& w = line.front();
       ++totals.busy;
       auto secs = std::chrono::duration_cast<std::chrono::seconds>(limits.max_wait).count();
-      expired.push_back({std::move(w.done),
-                         error::make_transient("provider.busy", "the request waited " + std::to_string(secs)
-                                                                  + " s for the " + provider
-                                                                  + " provider's limits and was not sent")});
+      expired.push_back(
+          {std::move(w.done),
+           error::make_transient(errc::provider_busy,
+                                 "the request waited " + std::to_string(secs) + " s for the "
+                                     + provider + " provider's limits and was not sent")});
       if (w.request.context.resumed)
         w.request.context.resumed();
       line.pop_front();
@@ -161,12 +166,15 @@ struct rate_limited_client::state : std::enable_shared_from_this<rate_limited_cl
     if (!by_concurrency) {
       auto cost = cost_of(line.front().request);
       auto wait = std::max(requests.seconds_until(1), cost > 0 ? tokens.seconds_until(cost) : 0.0);
-      due = std::min(due, at + std::chrono::ceil<std::chrono::milliseconds>(std::chrono::duration<double>(wait)));
+      due = std::min(
+          due,
+          at + std::chrono::ceil<std::chrono::milliseconds>(std::chrono::duration<double>(wait)));
     }
     if (due >= timer_due)
-      return;  // an earlier task is armed; it arms the next
+      return; // an earlier task is armed; it arms the next
     timer_due = due;
-    auto delay = std::max(std::chrono::ceil<std::chrono::milliseconds>(due - at), std::chrono::milliseconds{1});
+    auto delay = std::max(std::chrono::ceil<std::chrono::milliseconds>(due - at),
+                          std::chrono::milliseconds{1});
     wake.after(delay, [weak = weak_from_this(), due] {
       if (auto self = weak.lock())
         self->on_timer(due);
@@ -212,15 +220,16 @@ struct rate_limited_client::state : std::enable_shared_from_this<rate_limited_cl
     if (s.waited && s.request.context.resumed)
       s.request.context.resumed();
     auto id = s.id;
-    auto inner_id = inner.submit(std::move(s.request), [self = shared_from_this(), id,
-                                                        done = std::move(s.done)](result<http_response> r) {
-      self->on_answer(id);
-      done(std::move(r));
-    });
+    auto inner_id
+        = inner.submit(std::move(s.request), [self = shared_from_this(), id,
+                                              done = std::move(s.done)](result<http_response> r) {
+            self->on_answer(id);
+            done(std::move(r));
+          });
     bool cancel = false;
     {
       std::lock_guard lock{mtx};
-      if (auto i = sent.find(id); i != sent.end()) {  // not answered already
+      if (auto i = sent.find(id); i != sent.end()) { // not answered already
         i->second.inner_id = inner_id;
         cancel = i->second.cancel;
       }
@@ -232,7 +241,7 @@ struct rate_limited_client::state : std::enable_shared_from_this<rate_limited_cl
 
 rate_limited_client::rate_limited_client(std::string provider, http_client& inner, timer& wake,
                                          provider_limits limits, clock_fn now)
-  : st_(std::make_shared<state>(std::move(provider), inner, wake, limits, std::move(now))) {}
+    : st_(std::make_shared<state>(std::move(provider), inner, wake, limits, std::move(now))) {}
 
 rate_limited_client::~rate_limited_client() {
   std::deque<state::waiting_request> left;
@@ -244,7 +253,9 @@ rate_limited_client::~rate_limited_client() {
   for (auto& w : left) {
     if (w.request.context.resumed)
       w.request.context.resumed();
-    w.done(error::make_transient("http.cancelled", "the " + st_->provider + " client shut down before the request was sent"));
+    w.done(error::make_transient("http.cancelled",
+                                 "the " + st_->provider
+                                     + " client shut down before the request was sent"));
   }
 }
 
@@ -257,8 +268,9 @@ uint64_t rate_limited_client::submit(http_request request, callback<http_respons
     std::lock_guard lock{st.mtx};
     id = st.next_id++;
     if (st.closed) {
-      expired.push_back({std::move(done), error::make_transient("http.cancelled", "the " + st.provider
-                                                                                     + " client is shut down")});
+      expired.push_back(
+          {std::move(done),
+           error::make_transient("http.cancelled", "the " + st.provider + " client is shut down")});
     } else {
       auto at = st.now();
       auto elapsed = std::chrono::duration<double>(at - st.refilled).count();
@@ -296,7 +308,7 @@ void rate_limited_client::cancel(uint64_t id) {
       st.line.erase(w);
     } else if (auto s = st.sent.find(id); s != st.sent.end()) {
       if (s->second.inner_id == 0)
-        s->second.cancel = true;  // sent as soon as submit returns
+        s->second.cancel = true; // sent as soon as submit returns
       else
         inner_id = s->second.inner_id;
     }
@@ -304,15 +316,20 @@ void rate_limited_client::cancel(uint64_t id) {
   if (removed) {
     if (removed->request.context.resumed)
       removed->request.context.resumed();
-    removed->done(error::make_transient("http.cancelled", "the request was cancelled before it was sent"));
+    removed->done(
+        error::make_transient("http.cancelled", "the request was cancelled before it was sent"));
   } else if (inner_id != 0) {
     st.inner.cancel(inner_id);
   }
 }
 
-const std::string& rate_limited_client::provider() const { return st_->provider; }
+const std::string& rate_limited_client::provider() const {
+  return st_->provider;
+}
 
-const provider_limits& rate_limited_client::limits() const { return st_->limits; }
+const provider_limits& rate_limited_client::limits() const {
+  return st_->limits;
+}
 
 provider_limit_stats rate_limited_client::stats() const {
   std::lock_guard lock{st_->mtx};
@@ -322,38 +339,62 @@ provider_limit_stats rate_limited_client::stats() const {
   return s;
 }
 
-std::string provider_limits_prometheus(const std::vector<std::shared_ptr<rate_limited_client>>& limiters) {
+std::string
+provider_limits_prometheus(const std::vector<std::shared_ptr<rate_limited_client>>& limiters) {
   std::string out;
   auto family = [&](const char* name, const char* type, const char* help, auto value) {
-    out.append("# HELP ").append(name).append(" ").append(help).append("\n# TYPE ").append(name).append(" ")
-      .append(type).append("\n");
+    out.append("# HELP ")
+        .append(name)
+        .append(" ")
+        .append(help)
+        .append("\n# TYPE ")
+        .append(name)
+        .append(" ")
+        .append(type)
+        .append("\n");
     for (auto& l : limiters)
-      out.append(name).append("{provider=\"").append(l->provider()).append("\"} ").append(value(*l)).append("\n");
+      out.append(name)
+          .append("{provider=\"")
+          .append(l->provider())
+          .append("\"} ")
+          .append(value(*l))
+          .append("\n");
   };
   auto n = [](auto x) { return std::to_string(x); };
-  family("ingestd_provider_requests_waiting", "gauge", "Requests waiting for their provider's limits.",
+  family("ingestd_provider_requests_waiting", "gauge",
+         "Requests waiting for their provider's limits.",
          [&](const rate_limited_client& l) { return n(l.stats().waiting); });
-  family("ingestd_provider_requests_in_flight", "gauge", "Requests sent to the provider and not answered yet.",
+  family("ingestd_provider_requests_in_flight", "gauge",
+         "Requests sent to the provider and not answered yet.",
          [&](const rate_limited_client& l) { return n(l.stats().in_flight); });
   family("ingestd_provider_requests_total", "counter", "Requests sent to the provider.",
          [&](const rate_limited_client& l) { return n(l.stats().sent); });
-  family("ingestd_provider_limit_waits_total", "counter", "Requests that waited for the provider's limits before they were sent.",
+  family("ingestd_provider_limit_waits_total", "counter",
+         "Requests that waited for the provider's limits before they were sent.",
          [&](const rate_limited_client& l) { return n(l.stats().waited); });
   family("ingestd_provider_limit_wait_seconds_total", "counter",
-         "Time the sent requests waited for the provider's limits, in all (not counted against step deadlines).",
+         "Time the sent requests waited for the provider's limits, in all (not counted against "
+         "step deadlines).",
          [&](const rate_limited_client& l) { return n(l.stats().wait_seconds); });
   family("ingestd_provider_limit_busy_total", "counter",
-         "Requests that waited the longest wait for the provider's limits and were not sent (provider.busy).",
+         "Requests that waited the longest wait for the provider's limits and were not sent "
+         "(provider.busy).",
          [&](const rate_limited_client& l) { return n(l.stats().busy); });
-  family("ingestd_provider_tokens_total", "counter", "Estimated tokens of the requests sent (the tokens-per-minute limit's count).",
+  family("ingestd_provider_tokens_total", "counter",
+         "Estimated tokens of the requests sent (the tokens-per-minute limit's count).",
          [&](const rate_limited_client& l) { return n(l.stats().tokens); });
   out += "# HELP ingestd_provider_limit The provider's configured limits (0: none).\n"
          "# TYPE ingestd_provider_limit gauge\n";
   for (auto& l : limiters) {
     auto& lim = l->limits();
     auto line = [&](const char* kind, int64_t v) {
-      out.append("ingestd_provider_limit{provider=\"").append(l->provider()).append("\",kind=\"").append(kind)
-        .append("\"} ").append(std::to_string(v)).append("\n");
+      out.append("ingestd_provider_limit{provider=\"")
+          .append(l->provider())
+          .append("\",kind=\"")
+          .append(kind)
+          .append("\"} ")
+          .append(std::to_string(v))
+          .append("\n");
     };
     line("max_concurrent", lim.max_concurrent);
     line("requests_per_minute", lim.requests_per_minute);

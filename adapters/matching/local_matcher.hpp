@@ -35,7 +35,8 @@ struct local_matcher_options {
 ///                         direction); 0.75 when the counterparties are known and differ.
 ///   related (0.6)         same normalized counterparty, totals agree, dates within the window.
 /// Edges come sorted by confidence (highest first), then by candidate id.
-std::vector<match_edge> match_locally(const match_document& doc, const std::vector<match_document>& candidates,
+std::vector<match_edge> match_locally(const match_document& doc,
+                                      const std::vector<match_document>& candidates,
                                       const local_matcher_options& opts = {});
 
 /// The edge between `doc` and one candidate under the rules above, or nullopt.
@@ -59,6 +60,7 @@ public:
   void decide(match_document doc, std::vector<match_document> candidates,
               callback<std::vector<match_edge>> done) override;
   std::string name() const override { return "local"; }
+  bool runs_inline() const override { return true; }
 
 private:
   local_matcher_options opts_;

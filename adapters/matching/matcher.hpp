@@ -7,9 +7,9 @@
 #include <utility>
 #include <vector>
 
+#include "messages/call_context.hpp"
 #include "messages/matching.hpp"
 #include "messages/result.hpp"
-#include "messages/call_context.hpp"
 
 namespace ingestd {
 
@@ -25,17 +25,22 @@ public:
   /// The edges from `doc` to any of `candidates` (each `other` is a candidate's id; a candidate
   /// appears at most once). An empty vector is a real answer: no match.
   virtual void decide(match_document doc, std::vector<match_document> candidates,
-                      callback<std::vector<match_edge>> done) = 0;
+                      callback<std::vector<match_edge>> done)
+      = 0;
   /// decide() with the caller's call context (see extractor::extract_with); a local matcher
   /// ignores it.
-  virtual void decide_with(match_document doc, std::vector<match_document> candidates, call_context context,
-                           callback<std::vector<match_edge>> done) {
-    (void) context;
+  virtual void decide_with(match_document doc, std::vector<match_document> candidates,
+                           call_context context, callback<std::vector<match_edge>> done) {
+    (void)context;
     decide(std::move(doc), std::move(candidates), std::move(done));
   }
 
   /// "local" or "llm", for logs.
   virtual std::string name() const = 0;
+
+  /// True when decide() does its work on the caller's thread and answers before it returns (the
+  /// rules): the caller runs it on a CPU worker.
+  virtual bool runs_inline() const { return false; }
 };
 
 } // namespace ingestd

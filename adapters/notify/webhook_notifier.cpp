@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
@@ -35,7 +36,50 @@ size_t path_start(std::string_view url) {
   return std::min(url.size(), url.find_first_of("/?#", authority_start(url)));
 }
 
+std::string member_text(const rapidjson::Value& obj, const char* key) {
+  if (!obj.IsObject())
+    return {};
+  auto it = obj.FindMember(key);
+  if (it == obj.MemberEnd())
+    return {};
+  if (it->value.IsString())
+    return {it->value.GetString(), it->value.GetStringLength()};
+  if (it->value.IsInt64())
+    return std::to_string(it->value.GetInt64());
+  return {};
+}
+
 } // namespace
+
+std::optional<failure_notice> notice_of_event(std::string_view event_json) {
+  rapidjson::Document doc;
+  doc.Parse(event_json.data(), event_json.size());
+  if (doc.HasParseError() || !doc.IsObject())
+    return std::nullopt;
+  auto type = member_text(doc, "type");
+  if (type != "INGESTION_FAILED" && type != "MATCHING_FAILED")
+    return std::nullopt;
+  failure_notice n;
+  n.stage = type == "MATCHING_FAILED" ? "match" : "ingest";
+  n.ingestion_id = member_text(doc, "ingestion_id");
+  n.document_id = member_text(doc, "document_id");
+  n.tenant_id = member_text(doc, "tenant_id");
+  if (auto p = doc.FindMember("payload"); p != doc.MemberEnd() && p->value.IsObject()) {
+    n.error = member_text(p->value, "error");
+    n.error_class = member_text(p->value, "error_class");
+    auto attempts = p->value.FindMember("attempts");
+    if (attempts != p->value.MemberEnd() && attempts->value.IsInt())
+      n.attempts = attempts->value.GetInt();
+  }
+  return n;
+}
+
+void webhook_notifier::deliver(sink_event event, callback<void> done) {
+  auto notice = notice_of_event(event.body);
+  if (!notice)
+    return done(result<void>{});
+  notify_failed(std::move(*notice), std::move(done));
+}
 
 std::string webhook_notifier::loggable(std::string_view url) {
   auto start = authority_start(url);
@@ -43,7 +87,7 @@ std::string webhook_notifier::loggable(std::string_view url) {
   // user:password@ is as secret as the path.
   if (auto at = authority.rfind('@'); at != std::string_view::npos)
     authority.remove_prefix(at + 1);
-  bool bracketed = !authority.empty() && authority.front() == '[';  // an IPv6 literal
+  bool bracketed = !authority.empty() && authority.front() == '['; // an IPv6 literal
   auto host_end = bracketed ? authority.find(']') + 1 : authority.rfind(':');
   std::string out{url.substr(0, start)};
   out.append(authority.substr(0, host_end));
@@ -61,7 +105,7 @@ std::string webhook_notifier::scrub(std::string text) const {
 }
 
 webhook_notifier::webhook_notifier(http_client& http, webhook_options opts)
-  : http_(http), opts_(std::move(opts)) {}
+    : http_(http), opts_(std::move(opts)) {}
 
 std::string webhook_notifier::link(const failure_notice& n) const {
   std::string out = opts_.link_template;
@@ -74,7 +118,8 @@ std::string webhook_notifier::link(const failure_notice& n) const {
 std::string webhook_notifier::payload(const failure_notice& n) const {
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w{buf};
-  auto str = [&](std::string_view s) { w.String(s.data(), static_cast<rapidjson::SizeType>(s.size())); };
+  auto str
+      = [&](std::string_view s) { w.String(s.data(), static_cast<rapidjson::SizeType>(s.size())); };
   auto url = link(n);
   auto what = n.stage == "match" ? std::string{"Matching"} : std::string{"Ingestion"};
   std::string text = what + " failed after " + std::to_string(n.attempts) + " attempt"
@@ -165,28 +210,29 @@ void webhook_notifier::notify_failed(failure_notice notice, callback<void> done)
   auto failed = [this, where, about](const error& e) {
     auto err = e;
     err.message = scrub(err.message);
-    log::write_with(log::level::warn, "webhook notification failed", *about, {{"webhook", where},
-                                                                              {"error", err.describe()}});
+    log::write_with(log::level::warn, "webhook notification failed", *about,
+                    {{"webhook", where}, {"error", err.describe()}});
     return err;
   };
   try {
-    http_.submit(std::move(req), [done = std::move(done), where, about,
-                                  failed](result<http_response> r) {
-      if (!r) {
-        done(failed(r.error()));
-        return;
-      }
-      long status = r->status;
-      if (status >= 200 && status < 300) {
-        log::write_with(log::level::info, "webhook notification delivered", *about, {{"webhook", where}});
-        done(result<void>{});
-        return;
-      }
-      auto msg = "webhook answered HTTP " + std::to_string(status);
-      auto code = "notify.http_" + std::to_string(status);
-      done(failed(status == 429 || status >= 500 ? error::make_transient(code, msg)
-                                                 : error::make_permanent(code, msg)));
-    });
+    http_.submit(std::move(req),
+                 [done = std::move(done), where, about, failed](result<http_response> r) {
+                   if (!r) {
+                     done(failed(r.error()));
+                     return;
+                   }
+                   long status = r->status;
+                   if (status >= 200 && status < 300) {
+                     log::write_with(log::level::info, "webhook notification delivered", *about,
+                                     {{"webhook", where}});
+                     done(result<void>{});
+                     return;
+                   }
+                   auto msg = "webhook answered HTTP " + std::to_string(status);
+                   auto code = "notify.http_" + std::to_string(status);
+                   done(failed(status == 429 || status >= 500 ? error::make_transient(code, msg)
+                                                              : error::make_permanent(code, msg)));
+                 });
   } catch (const std::exception& e) {
     // The port does not throw; this guards the "never affects the ingestion" promise anyway.
     log::write_with(log::level::warn, "webhook notification not submitted", *about,

@@ -16,11 +16,12 @@
 #include <opencv2/imgproc.hpp>
 
 #include "adapters/ocr/document_source.hpp"
-#include "messages/file_type.hpp"
 #include "adapters/ocr/image_quality.hpp"
-#include "adapters/ocr/tesseract_engine.hpp"
 #include "adapters/ocr/preprocess.hpp"
+#include "adapters/ocr/tesseract_engine.hpp"
 #include "adapters/ocr/thread_pool_executor.hpp"
+#include "messages/error_codes.hpp"
+#include "messages/file_type.hpp"
 
 namespace ingestd {
 
@@ -68,7 +69,7 @@ struct doc_state {
 };
 
 error busy() {
-  return error::make_transient("ocr.busy",
+  return error::make_transient(errc::ocr_busy,
                                "no CPU worker was free within the document deadline");
 }
 
@@ -110,16 +111,23 @@ void finish(const std::shared_ptr<doc_state>& st) {
     cv::Mat out = kept.front();
     if (kept.size() > 1) {
       int w = 0, h = 0;
-      for (auto& k : kept) { w = std::max(w, k.cols); h += k.rows; }
+      for (auto& k : kept) {
+        w = std::max(w, k.cols);
+        h += k.rows;
+      }
       out = cv::Mat(h, w, CV_8UC1, cv::Scalar(255));
       int y = 0;
-      for (auto& k : kept) { k.copyTo(out(cv::Rect(0, y, k.cols, k.rows))); y += k.rows; }
+      for (auto& k : kept) {
+        k.copyTo(out(cv::Rect(0, y, k.cols, k.rows)));
+        y += k.rows;
+      }
     }
     t.preprocessed_image = encode_png(out);
     t.preprocessed_ext = "png";
   }
-  t.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() -
-                                                                        st->start).count();
+  t.duration_ms
+      = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - st->start)
+            .count();
   st->done(std::move(t));
 }
 
@@ -141,7 +149,7 @@ result<page_result> process_page(doc_state& st, int index) {
     return r;
   }
   if (clock_type::now() >= st.deadline)
-    return error::make_permanent("ocr.deadline", "document deadline passed while decoding");
+    return error::make_permanent(errc::ocr_deadline, "document deadline passed while decoding");
   const cv::Mat& gray = content->gray;
   auto measures = measure_image(gray);
   auto first = run_tesseract(gray, content->dpi, st.options.tesseract, st.deadline);
@@ -176,7 +184,8 @@ result<page_result> process_page(doc_state& st, int index) {
 /// alone (no OCR), with a warning. The document's deadline and a busy node are not the page's
 /// fault and stay errors; so does a page without a text layer to fall back on.
 result<page_result> text_layer_instead(doc_state& st, int index, error failed) {
-  if (failed.code == "ocr.deadline" || failed.code == "ocr.busy" || st.source->kind() != file_kind::pdf)
+  if (failed.code == errc::ocr_deadline || failed.code == errc::ocr_busy
+      || st.source->kind() != file_kind::pdf)
     return failed;
   result<std::string> layer = error::make_permanent("ocr.internal", "");
   try {
@@ -192,7 +201,8 @@ result<page_result> text_layer_instead(doc_state& st, int index, error failed) {
   r.native = true;
   // Nothing vouches for what the page shows beyond its text layer.
   r.page.quality_score = r.page.text.empty() ? 0 : 0.5;
-  r.warning = "page " + std::to_string(index + 1) + ": " + failed.describe() + "; kept its text layer only";
+  r.warning = "page " + std::to_string(index + 1) + ": " + failed.describe()
+              + "; kept its text layer only";
   return r;
 }
 
@@ -256,7 +266,7 @@ void open_and_fan_out(const std::shared_ptr<doc_state>& st) {
 } // namespace
 
 local_transcriber::local_transcriber(cpu_executor& executor, local_transcriber_options options)
-  : executor_(executor), options_(std::move(options)) {}
+    : executor_(executor), options_(std::move(options)) {}
 
 void local_transcriber::transcribe(transcription_request request, callback<transcription> done) {
   auto st = std::make_shared<doc_state>();

@@ -3,6 +3,8 @@
 
 #include "adapters/ocr/tesseract_engine.hpp"
 
+#include "messages/error_codes.hpp"
+
 #include <algorithm>
 #include <memory>
 
@@ -40,7 +42,8 @@ result<ocr_output> run_tesseract(const cv::Mat& gray, int dpi, const tesseract_s
                                  std::chrono::steady_clock::time_point deadline) {
   auto now = std::chrono::steady_clock::now();
   if (now >= deadline)
-    return error::make_permanent("ocr.deadline", "document deadline passed before OCR of a page");
+    return error::make_permanent(errc::ocr_deadline,
+                                 "document deadline passed before OCR of a page");
   if (gray.empty() || gray.type() != CV_8UC1)
     return error::make_permanent("ocr.corrupt_file", "page image is empty");
   auto key = settings.languages + "|" + settings.tessdata_path;
@@ -54,8 +57,8 @@ result<ocr_output> run_tesseract(const cv::Mat& gray, int dpi, const tesseract_s
   }
   if (!engine.ok)
     return error::make_permanent("ocr.tesseract_init",
-                                 "Tesseract could not load languages \"" + settings.languages +
-                                   "\" (install tesseract-ocr-<lang> or set tessdata_path)");
+                                 "Tesseract could not load languages \"" + settings.languages
+                                     + "\" (install tesseract-ocr-<lang> or set tessdata_path)");
   auto& api = *engine.api;
   api.SetPageSegMode(static_cast<tesseract::PageSegMode>(settings.page_segmentation_mode));
   api.SetImage(gray.data, gray.cols, gray.rows, 1, static_cast<int>(gray.step));
@@ -68,10 +71,10 @@ result<ocr_output> run_tesseract(const cv::Mat& gray, int dpi, const tesseract_s
   auto left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
   monitor.set_deadline_msecs(static_cast<int32_t>(std::clamp<int64_t>(left_ms, 1, INT32_MAX)));
   int rc = api.Recognize(&monitor);
-  if (cancel.fired || monitor.deadline_exceeded() ||
-      std::chrono::steady_clock::now() >= deadline) {
+  if (cancel.fired || monitor.deadline_exceeded() || std::chrono::steady_clock::now() >= deadline) {
     api.Clear();
-    return error::make_permanent("ocr.deadline", "OCR of a page exceeded the document deadline");
+    return error::make_permanent(errc::ocr_deadline,
+                                 "OCR of a page exceeded the document deadline");
   }
   if (rc != 0) {
     api.Clear();

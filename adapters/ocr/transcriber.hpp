@@ -7,9 +7,10 @@
 #include <functional>
 #include <string>
 
+#include "messages/call_context.hpp"
+#include "messages/error_codes.hpp"
 #include "messages/result.hpp"
 #include "messages/transcription.hpp"
-#include "messages/call_context.hpp"
 
 namespace ingestd {
 
@@ -33,14 +34,6 @@ struct transcription_request {
   /// deadline stops meanwhile.
   call_context context;
 };
-
-/// True for the error of a document (or one of its pages) that did not get a CPU worker before
-/// its deadline (code "ocr.busy", or "cpu.busy" for other CPU work of a job), or of a request
-/// that waited its longest for its provider's limits ("provider.busy"): the node or the provider
-/// was loaded, the document is not at fault.
-inline bool never_started(const error& err) {
-  return err.code == "ocr.busy" || err.code == "cpu.busy" || provider_busy(err);
-}
 
 /// Asynchronous: returns at once, calls `done` exactly once from another thread. Corrupt,
 /// unsupported or over-limit input is a permanent error naming the problem; a document that

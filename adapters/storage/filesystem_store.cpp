@@ -1,6 +1,7 @@
 // Filesystem object store: validated keys, atomic writes, reads with a size limit.
 #include "adapters/storage/filesystem_store.hpp"
 #include "adapters/support/thread_name.hpp"
+#include "messages/error_codes.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -79,7 +80,7 @@ void filesystem_store::work() {
       std::unique_lock guard{mtx_};
       cv_.wait(guard, [this] { return stopping_ || !tasks_.empty(); });
       if (tasks_.empty())
-        return;  // stopping, and everything queued has run: every callback was called
+        return; // stopping, and everything queued has run: every callback was called
       task = std::move(tasks_.front());
       tasks_.pop_front();
     }
@@ -94,19 +95,19 @@ result<std::string> filesystem_store::get_now(const std::string& key, size_t max
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT || errno == ENOTDIR)
-      return error::make_permanent("storage.not_found", "no object " + key);
+      return error::make_permanent(errc::storage_not_found, "no object " + key);
     return io_error("cannot open", path.string(), errno);
   }
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return error::make_permanent("storage.not_found", "no object " + key + " (not a file)");
+    return error::make_permanent(errc::storage_not_found, "no object " + key + " (not a file)");
   }
   if (static_cast<size_t>(st.st_size) > max_bytes) {
     ::close(fd);
-    return error::make_permanent("storage.too_large",
-                                 key + " is " + std::to_string(st.st_size) + " bytes, over the limit of "
-                                   + std::to_string(max_bytes));
+    return error::make_permanent("storage.too_large", key + " is " + std::to_string(st.st_size)
+                                                          + " bytes, over the limit of "
+                                                          + std::to_string(max_bytes));
   }
   std::string bytes(static_cast<size_t>(st.st_size), '\0');
   size_t got = 0;
@@ -136,7 +137,8 @@ result<void> filesystem_store::put_now(const std::string& key, const std::string
   // Write beside the final name, make it durable, then rename over: a crash leaves either the
   // old object or the new one under the key, never a partial file.
   auto temp = path;
-  temp += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
+  temp += ".tmp-" + std::to_string(::getpid()) + "-"
+          + std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     return io_error("cannot create", temp.string(), errno);
@@ -159,7 +161,7 @@ result<void> filesystem_store::put_now(const std::string& key, const std::string
 result<bool> filesystem_store::exists_now(const std::string& key) const {
   if (auto valid = storage_keys::validate_key(key); !valid)
     return valid.error();
-  struct stat st{};
+  struct stat st {};
   auto path = fs::path{root_} / key;
   if (::stat(path.c_str(), &st) == 0)
     return S_ISREG(st.st_mode);

@@ -8,6 +8,7 @@
 
 #include "adapters/aws/encoding.hpp"
 #include "adapters/storage/object_store.hpp"
+#include "messages/error_codes.hpp"
 
 namespace ingestd::s3 {
 
@@ -60,12 +61,12 @@ std::string xml_decode(std::string_view s) {
       bool hex = entity[1] == 'x' || entity[1] == 'X';
       auto digits = entity.substr(hex ? 2 : 1);
       uint32_t cp = 0;
-      auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), cp,
-                                       hex ? 16 : 10);
+      auto [ptr, ec]
+          = std::from_chars(digits.data(), digits.data() + digits.size(), cp, hex ? 16 : 10);
       // Not a character XML allows (NUL, a surrogate, beyond U+10FFFF): kept as written, so that
       // the decoded text stays well-formed UTF-8.
-      if (ec != std::errc{} || ptr != digits.data() + digits.size() || digits.empty()
-          || cp == 0 || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) {
+      if (ec != std::errc{} || ptr != digits.data() + digits.size() || digits.empty() || cp == 0
+          || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) {
         out.append(s.substr(i, semi - i + 1));
       } else {
         append_utf8(out, cp);
@@ -105,9 +106,8 @@ bool one_of(std::string_view code, std::initializer_list<std::string_view> codes
 result<aws::url_parts> endpoint_parts(const addressing& a) {
   aws::url_parts parts;
   if (!aws::parse_url(a.endpoint, parts))
-    return error::make_permanent("s3.config",
-                                 "S3 endpoint is not an absolute http(s) URL: '" + a.endpoint
-                                   + "'");
+    return error::make_permanent("s3.config", "S3 endpoint is not an absolute http(s) URL: '"
+                                                  + a.endpoint + "'");
   if (a.bucket.empty())
     return error::make_permanent("s3.config", "no S3 bucket configured");
   return parts;
@@ -119,7 +119,8 @@ bool valid_bucket_name(std::string_view name) {
   if (name.size() < 3 || name.size() > 63)
     return false;
   auto alnum = [](char c) {
-    return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c));
+    return std::islower(static_cast<unsigned char>(c))
+           || std::isdigit(static_cast<unsigned char>(c));
   };
   if (!alnum(name.front()) || !alnum(name.back()))
     return false;
@@ -190,7 +191,7 @@ error parse_error(const http_response& response, bool object_request, std::strin
   if (!what.empty())
     message += " (" + std::string{what} + ")";
   if (code == "NoSuchKey" || (code.empty() && object_request && response.status == 404))
-    return error::make_permanent("storage.not_found", std::move(message));
+    return error::make_permanent(errc::storage_not_found, std::move(message));
   auto err = classify(code.empty() ? "http_" + std::to_string(response.status) : code,
                       std::move(message), response.status);
   err.retry_after_ms = parse_retry_after_seconds(response.header("retry-after"));
@@ -202,16 +203,19 @@ error classify(const std::string& code, std::string message, long status) {
   auto transient = [&] { return error::make_transient(std::move(full), std::move(message)); };
   auto permanent = [&] { return error::make_permanent(std::move(full), std::move(message)); };
   if (one_of(code, {"SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout",
-                    "OperationAborted", "Throttling", "ThrottlingException",
-                    "RequestLimitExceeded", "TooManyRequests", "BadDigest",
-                    "IncompleteBody", "XAmzContentSHA256Mismatch"}))
+                    "OperationAborted", "Throttling", "ThrottlingException", "RequestLimitExceeded",
+                    "TooManyRequests", "BadDigest", "IncompleteBody", "XAmzContentSHA256Mismatch"}))
     return transient();
-  if (one_of(code, {"AccessDenied", "SignatureDoesNotMatch", "RequestTimeTooSkewed",
-                    "InvalidAccessKeyId", "NoSuchBucket", "AuthorizationHeaderMalformed",
-                    "PermanentRedirect", "InvalidBucketName", "EntityTooLarge", "ExpiredToken",
-                    "InvalidToken", "AccountProblem", "AllAccessDisabled", "InvalidObjectState",
-                    "MethodNotAllowed", "MissingContentLength", "InvalidArgument",
-                    "InvalidRequest", "KeyTooLongError", "NoSuchKey"}))
+  if (one_of(code, {"AccessDenied",         "SignatureDoesNotMatch",
+                    "RequestTimeTooSkewed", "InvalidAccessKeyId",
+                    "NoSuchBucket",         "AuthorizationHeaderMalformed",
+                    "PermanentRedirect",    "InvalidBucketName",
+                    "EntityTooLarge",       "ExpiredToken",
+                    "InvalidToken",         "AccountProblem",
+                    "AllAccessDisabled",    "InvalidObjectState",
+                    "MethodNotAllowed",     "MissingContentLength",
+                    "InvalidArgument",      "InvalidRequest",
+                    "KeyTooLongError",      "NoSuchKey"}))
     return permanent();
   if (status == 429 || status >= 500)
     return transient();

@@ -11,6 +11,7 @@
 #include "adapters/aws/encoding.hpp"
 #include "adapters/aws/sigv4.hpp"
 #include "adapters/storage/s3_protocol.hpp"
+#include "messages/error_codes.hpp"
 
 namespace ingestd {
 
@@ -72,8 +73,8 @@ std::optional<uint64_t> content_length(const http_response& r) {
 
 error too_large(const std::string& key, size_t max_bytes, const std::string& detail) {
   return error::make_permanent("storage.too_large", "object '" + key + "' is larger than "
-                                                      + std::to_string(max_bytes) + " bytes"
-                                                      + detail);
+                                                        + std::to_string(max_bytes) + " bytes"
+                                                        + detail);
 }
 
 /// One S3 call, what the calls differ in.
@@ -145,20 +146,20 @@ void s3_store::get(std::string key, size_t max_bytes, callback<std::string> done
   req.max_response_bytes = std::max(max_bytes, min_response_limit);
   auto url = s3::object_url(shared_->addressing, key);
   send_call<std::string>(
-    shared_, std::move(url), {"GET", shared_->options.transfer_timeout, "GET " + key, true},
-    std::move(req), std::move(done),
-    [key, max_bytes](http_response& r) -> result<std::string> {
-      if (auto n = content_length(r); n && *n > max_bytes)
-        return too_large(key, max_bytes, " (Content-Length " + std::to_string(*n) + ")");
-      if (r.body.size() > max_bytes)
-        return too_large(key, max_bytes, "");
-      return std::move(r.body);
-    },
-    [key, max_bytes](error e) -> result<std::string> {
-      if (e.code == "http.too_large")
-        return too_large(key, max_bytes, "");
-      return e;
-    });
+      shared_, std::move(url), {"GET", shared_->options.transfer_timeout, "GET " + key, true},
+      std::move(req), std::move(done),
+      [key, max_bytes](http_response& r) -> result<std::string> {
+        if (auto n = content_length(r); n && *n > max_bytes)
+          return too_large(key, max_bytes, " (Content-Length " + std::to_string(*n) + ")");
+        if (r.body.size() > max_bytes)
+          return too_large(key, max_bytes, "");
+        return std::move(r.body);
+      },
+      [key, max_bytes](error e) -> result<std::string> {
+        if (e.code == errc::http_too_large)
+          return too_large(key, max_bytes, "");
+        return e;
+      });
 }
 
 void s3_store::put(std::string key, std::string bytes, std::string content_type,
@@ -171,20 +172,21 @@ void s3_store::put(std::string key, std::string bytes, std::string content_type,
   req.body = std::move(bytes);
   auto url = s3::object_url(shared_->addressing, key);
   send_call<void>(shared_, std::move(url), {"PUT", shared_->options.transfer_timeout, "PUT " + key},
-                  std::move(req), std::move(done), [](http_response&) -> result<void> { return unit{}; });
+                  std::move(req), std::move(done),
+                  [](http_response&) -> result<void> { return unit{}; });
 }
 
 void s3_store::exists(std::string key, callback<bool> done) {
   auto url = s3::object_url(shared_->addressing, key);
   // HEAD answers carry no body: a 404 is the object's absence.
   send_call<bool>(
-    shared_, std::move(url), {"HEAD", shared_->options.call_timeout, "HEAD " + key, true}, {},
-    std::move(done), [](http_response&) -> result<bool> { return true; },
-    [](error e) -> result<bool> {
-      if (e.code == "storage.not_found")
-        return false;
-      return e;
-    });
+      shared_, std::move(url), {"HEAD", shared_->options.call_timeout, "HEAD " + key, true}, {},
+      std::move(done), [](http_response&) -> result<bool> { return true; },
+      [](error e) -> result<bool> {
+        if (e.code == errc::storage_not_found)
+          return false;
+        return e;
+      });
 }
 
 void s3_store::create_bucket(callback<void> done) {
@@ -197,13 +199,14 @@ void s3_store::create_bucket(callback<void> done) {
                + shared_->region + "</LocationConstraint></CreateBucketConfiguration>";
   }
   send_call<void>(
-    shared_, s3::bucket_url(shared_->addressing), {"PUT", shared_->options.call_timeout, "CreateBucket"},
-    std::move(req), std::move(done), [](http_response&) -> result<void> { return unit{}; },
-    [](error e) -> result<void> {
-      if (e.code == "s3.BucketAlreadyOwnedByYou")
-        return unit{};
-      return e;
-    });
+      shared_, s3::bucket_url(shared_->addressing),
+      {"PUT", shared_->options.call_timeout, "CreateBucket"}, std::move(req), std::move(done),
+      [](http_response&) -> result<void> { return unit{}; },
+      [](error e) -> result<void> {
+        if (e.code == "s3.BucketAlreadyOwnedByYou")
+          return unit{};
+        return e;
+      });
 }
 
 void s3_store::delete_bucket(callback<void> done) {
@@ -215,13 +218,13 @@ void s3_store::delete_bucket(callback<void> done) {
 void s3_store::remove(const std::string& key, callback<void> done) {
   auto url = s3::object_url(shared_->addressing, key);
   send_call<void>(
-    shared_, std::move(url), {"DELETE", shared_->options.call_timeout, "DELETE " + key, true}, {},
-    std::move(done), [](http_response&) -> result<void> { return unit{}; },
-    [](error e) -> result<void> {
-      if (e.code == "storage.not_found")
-        return unit{};
-      return e;
-    });
+      shared_, std::move(url), {"DELETE", shared_->options.call_timeout, "DELETE " + key, true}, {},
+      std::move(done), [](http_response&) -> result<void> { return unit{}; },
+      [](error e) -> result<void> {
+        if (e.code == errc::storage_not_found)
+          return unit{};
+        return e;
+      });
 }
 
 namespace {
@@ -239,20 +242,20 @@ void list_page(const std::shared_ptr<listing>& state, const std::string& token) 
   if (!token.empty())
     url += "&continuation-token=" + aws::uri_encode(token);
   send_call<s3::list_page>(
-    state->sh, std::move(url), {"GET", state->sh->options.call_timeout, "ListObjectsV2"}, {},
-    [state](result<s3::list_page> page) {
-      if (!page) {
-        state->done(std::move(page.error()));
-        return;
-      }
-      state->keys.insert(state->keys.end(), page->keys.begin(), page->keys.end());
-      if (page->next_token.empty()) {
-        state->done(std::move(state->keys));
-        return;
-      }
-      list_page(state, page->next_token);
-    },
-    [](http_response& r) { return s3::parse_list(r.body); });
+      state->sh, std::move(url), {"GET", state->sh->options.call_timeout, "ListObjectsV2"}, {},
+      [state](result<s3::list_page> page) {
+        if (!page) {
+          state->done(std::move(page.error()));
+          return;
+        }
+        state->keys.insert(state->keys.end(), page->keys.begin(), page->keys.end());
+        if (page->next_token.empty()) {
+          state->done(std::move(state->keys));
+          return;
+        }
+        list_page(state, page->next_token);
+      },
+      [](http_response& r) { return s3::parse_list(r.body); });
 }
 
 } // namespace

@@ -1,12 +1,13 @@
-// The worker's settings, read from the configuration: the one place a configuration key becomes
-// a worker setting.
-#include "actors/worker_context.hpp"
+// The node's settings, read from the configuration: the one place a configuration key becomes a
+// setting of the lifecycle.
+#include "actors/node_context.hpp"
 
 #include <algorithm>
 
 #include <unistd.h>
 
 #include "actors/cpu_pool.hpp"
+#include "config/config.hpp"
 
 namespace ingestd {
 
@@ -15,15 +16,15 @@ namespace {
 /// Work items that may wait for a CPU pool worker: a bound on memory, not a tuning knob.
 constexpr int cpu_backlog_limit = 10000;
 
-/// The sweeper's threshold is at least this: it rescues ingestions that lost their message, and a
-/// healthy message may wait in a backlog far longer than a lease.
+/// The sweeper's threshold is at least this: it revives work that lost its message, and a healthy
+/// message may wait in a backlog far longer than a lease.
 constexpr std::chrono::minutes min_stale_threshold{5};
 
 } // namespace
 
-worker_settings make_worker_settings(const config& cfg) {
+node_settings make_node_settings(const config& cfg) {
   using std::chrono::seconds;
-  worker_settings s;
+  node_settings s;
   s.worker_id = cfg.worker.id;
   if (s.worker_id.empty()) {
     char host[256] = {};
@@ -39,13 +40,7 @@ worker_settings make_worker_settings(const config& cfg) {
   s.heartbeat_rate = seconds{cfg.worker.heartbeat_rate_seconds};
   s.heartbeat_extension = seconds{cfg.worker.heartbeat_extension_seconds};
   s.heartbeat_actors = cfg.worker.heartbeat_pool_size;
-  s.max_attempts = cfg.worker.max_retry_attempts;
-  for (auto x : cfg.worker.retry_backoff_seconds)
-    s.retry_backoff.push_back(seconds{x});
-  s.dead_letter_on_final_failure = cfg.queue.max_receive_count > 0;
   s.step_timeout = seconds{cfg.worker.step_timeout_seconds};
-  s.quality_threshold = cfg.transcription.ocr_quality_threshold;
-  s.max_file_bytes = static_cast<size_t>(cfg.transcription.max_file_bytes);
   s.shutdown_grace = seconds{cfg.worker.shutdown_grace_seconds};
   s.sweeper_interval = seconds{cfg.worker.sweeper_interval_seconds};
   s.cpu_workers = cpu_pool_size(cfg.worker.preprocessing_pool_size_dec);
@@ -57,7 +52,11 @@ worker_settings make_worker_settings(const config& cfg) {
   return s;
 }
 
-worker_settings default_worker_settings() { return make_worker_settings(default_config()); }
+node_settings default_node_settings() { return make_node_settings(default_config()); }
+
+node_admission::limits node_settings::admission_limits() const {
+  return node_admission::limits{max_in_flight, capacity_slots, lifetime_units, cpu_workers, cpu_deadline};
+}
 
 void held_claims::add(const uuid& id) {
   std::lock_guard guard{mtx_};

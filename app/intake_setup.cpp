@@ -1,0 +1,36 @@
+#include "app/intake_setup.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "adapters/ocr/document_source.hpp"
+
+namespace ingestd {
+
+intake_options intake_options_of(const config& cfg) {
+  intake_options opts;
+  opts.max_bytes = static_cast<size_t>(
+      std::min(cfg.transcription.max_file_bytes, cfg.storage.max_object_bytes));
+  opts.ingest_queue = cfg.queue.name;
+  if (stage_enabled(cfg, "unpack"))
+    opts.unpack_queue = cfg.containers.queue_name;
+  if (!cfg.classes.enabled)
+    return opts;
+  opts.large_queue = cfg.classes.large_queue_name;
+  opts.large_min_bytes = static_cast<size_t>(cfg.classes.large_min_bytes);
+  opts.large_min_pages = cfg.classes.large_min_pages;
+  // The page count as the OCR opens the document (without rendering a page); a document it
+  // cannot open counts 0 pages and is routed by its size alone (the OCR reports the problem).
+  opts.count_pages
+      = [max_pages = cfg.transcription.max_pages](std::string_view bytes, std::string_view mime) {
+          document_limits limits;
+          limits.max_file_bytes = bytes.size() + 1;
+          limits.max_pages = std::max(max_pages, 100000);
+          auto src = open_document(std::make_shared<const std::string>(bytes), mime, limits);
+          return src ? (*src)->page_count() : 0;
+        };
+  return opts;
+}
+
+} // namespace ingestd

@@ -1,0 +1,13 @@
+// The intake's options as a configuration gives them: the file limit, where each kind of document
+// starts (the ingest stage's queue, its large size class's, the unpack stage's for containers),
+// and how a document's pages are counted for its size class.
+#pragma once
+
+#include "config/config.hpp"
+#include "intake/intake_service.hpp"
+
+namespace ingestd {
+
+intake_options intake_options_of(const config& cfg);
+
+} // namespace ingestd

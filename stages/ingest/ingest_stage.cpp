@@ -1,0 +1,481 @@
+// The ingest stage's steps, between the claim and the outcome (the lifecycle around them is
+// actors/job.cpp's), and its failure hook for the size classes:
+//
+//   load ─► providers ─► resume? ──stored transcription (parsed on the CPU pool)─────────┐
+//                           └─none─► fetch ─► transcribe ─► store ─► record ──────────────┤
+//                                                                                         ▼
+//                                      extract (the local rules on the CPU pool) ─► gate ─►
+//                                      complete
+//
+// complete writes the result and the work item's completion in one transaction, with the
+// document's matching as the next work when the match stage is on. A gate that refuses the
+// extraction keeps it for the reviewer, then fails the attempt.
+#include "stages/ingest/ingest_stage.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+
+#include "actors/job.hpp"
+#include "adapters/db/pg_ingest_repository.hpp"
+#include "adapters/extraction/quality_gate.hpp"
+#include "adapters/ocr/transcription_json.hpp"
+#include "adapters/providers/provider_set.hpp"
+#include "config/providers.hpp"
+#include "messages/file_type.hpp"
+#include "stages/registry.hpp"
+
+namespace ingestd {
+
+namespace {
+
+/// The stored MIME type, or the one the fetched bytes show (ingestions written before intake
+/// recorded it); empty when neither: the transcriber then names the problem.
+std::string mime_of(const ingestion_details& d, std::string_view bytes) {
+  if (!d.mime_type.empty())
+    return d.mime_type;
+  auto type = detect_file_type(bytes);
+  return type ? std::string{type->mime} : std::string{};
+}
+
+/// A reprocess's choice of provider from the node's providers `named` into `slot`; an empty name
+/// keeps the configured one. A provider this node does not run is a permanent error naming it
+/// and the configuration it needs.
+template <class Port>
+result<void> choose(const std::map<std::string, std::shared_ptr<Port>, std::less<>>& named,
+                    const std::string& name, std::string_view kind, std::shared_ptr<Port>& slot) {
+  if (name.empty())
+    return {};
+  if (auto it = named.find(name); it != named.end()) {
+    slot = it->second;
+    return {};
+  }
+  auto needs = provider_requirement(name);
+  return error::make_permanent(
+      "provider.unavailable",
+      "the reprocess chose the " + std::string{kind} + " provider " + name
+          + ", which this node does not run"
+          + (needs.empty() ? std::string{} : ": it needs " + std::string{needs}));
+}
+
+bool has_text(const std::string& text) {
+  return std::any_of(text.begin(), text.end(),
+                     [](unsigned char c) { return std::isspace(c) == 0; });
+}
+
+class ingest_job final : public stage_job {
+public:
+  ingest_job(std::shared_ptr<const ingest_ports> ports,
+             std::shared_ptr<const ingest_settings> settings, std::chrono::seconds ocr_timeout)
+      : ports_(std::move(ports)), settings_(std::move(settings)), ocr_timeout_(ocr_timeout) {}
+
+  void run(job_handle& job) override {
+    job_ = &job;
+    load();
+  }
+
+private:
+  std::string id() const { return job_->claim().item.str(); }
+
+  void load() {
+    job_->request<ingestion_details>(
+        "load", [&](auto cb) { ports_->db->load(job_->claim().item, std::move(cb)); },
+        [this](result<ingestion_details> r) {
+          if (!r)
+            return job_->step_failed(r.error());
+          details_ = std::move(*r);
+          job_->step_done("ok");
+          if (choose_providers())
+            resume_or_fetch();
+        });
+  }
+
+  /// The node's configured providers, or those a reprocess chose for this ingestion; false after
+  /// failing it when this node does not run a chosen one.
+  bool choose_providers() {
+    ocr_ = ports_->ocr;
+    extractor_ = ports_->extract;
+    if (details_.transcription_provider.empty() && details_.extraction_provider.empty())
+      return true;
+    job_->begin_local("providers");
+    auto chosen
+        = choose(ports_->transcribers, details_.transcription_provider, "transcription", ocr_);
+    if (chosen)
+      chosen = choose(ports_->extractors, details_.extraction_provider, "extraction", extractor_);
+    if (!chosen) {
+      job_->step_failed(chosen.error());
+      return false;
+    }
+    auto named = [](const std::string& choice, const std::string& configured) {
+      return choice.empty() ? "as configured (" + configured + ")" : choice;
+    };
+    job_->step_done(
+        "chosen", "transcription " + named(details_.transcription_provider, ocr_->name())
+                      + ", extraction " + named(details_.extraction_provider, extractor_->name()));
+    return true;
+  }
+
+  /// Crash resume: a transcription stored by an earlier attempt is reused.
+  void resume_or_fetch() {
+    auto key = storage_keys::transcription(id());
+    job_->request<std::string>(
+        "resume", [&](auto cb) { ports_->storage->get(key, 64u << 20, std::move(cb)); },
+        [this](result<std::string> r) {
+          if (!r) {
+            if (r.error().code != errc::storage_not_found && r.error().transient())
+              return job_->fail(r.error());
+            job_->step_done("none");
+            return fetch();
+          }
+          job_->step_done("found", std::to_string(r->size()) + " bytes");
+          parse_stored(std::move(*r));
+        });
+  }
+
+  /// The stored transcription's JSON (up to 64 MiB) is parsed on the CPU pool.
+  void parse_stored(std::string json) {
+    job_->on_cpu<transcription>(
+        "parse_transcription", [json = std::move(json)] { return transcription_from_json(json); },
+        [this](result<transcription> parsed) {
+          if (!parsed && parsed.error().code != bad_transcription_json)
+            return job_->fail(parsed.error()); // busy node or deadline: not the file's fault
+          if (!parsed) {
+            // Unreadable: transcribe again and overwrite it.
+            job_->step_done("unreadable", parsed.error().describe());
+            return fetch();
+          }
+          text_ = std::move(*parsed);
+          job_->step_done("reused");
+          if (details_.transcription_file_path.empty())
+            return record_transcription("");
+          extract();
+        });
+  }
+
+  void fetch() {
+    job_->request<std::string>(
+        "fetch",
+        [&](auto cb) {
+          ports_->storage->get(details_.file_path, settings_->max_file_bytes, std::move(cb));
+        },
+        [this](result<std::string> r) {
+          if (!r)
+            return job_->fail(r.error());
+          file_ = std::move(*r);
+          job_->step_done("ok", std::to_string(file_.size()) + " bytes");
+          transcribe();
+        });
+  }
+
+  void transcribe() {
+    auto mime = mime_of(details_, file_);
+    transcription_request req{
+        std::move(file_), std::move(mime), settings_->quality_threshold, true, {}, ocr_timeout_};
+    job_->request<transcription>(
+        "transcribe",
+        [&](auto cb) {
+          // The step's deadline starts when a CPU worker does, and stops while a remote provider's
+          // request waits for the provider's limits.
+          if (ocr_->waits_for_cpu())
+            req.started = job_->wait_for_cpu();
+          req.context = job_->port_call();
+          ocr_->transcribe(std::move(req), std::move(cb));
+        },
+        [this](result<transcription> r) {
+          if (!r)
+            return job_->step_failed(r.error());
+          text_ = std::move(*r);
+          job_->step_done("ok", (text_.provider.empty() ? ocr_->name() : text_.provider)
+                                    + ", quality " + std::to_string(text_.quality_score)
+                                    + (text_.preprocessed ? ", preprocessed" : "")
+                                    + (text_.native_text ? ", native text" : ""));
+          store_transcription();
+        });
+  }
+
+  void store_transcription() {
+    auto key = storage_keys::transcription(id());
+    job_->request<void>(
+        "store_transcription",
+        [&](auto cb) {
+          ports_->storage->put(key, to_json(text_), "application/json", std::move(cb));
+        },
+        [this, key](result<void> r) {
+          if (!r)
+            return job_->fail(r.error());
+          job_->step_done("ok", key);
+          store_preprocessed();
+        });
+  }
+
+  void store_preprocessed() {
+    if (!text_.preprocessed || text_.preprocessed_image.empty())
+      return record_transcription("");
+    auto ext = text_.preprocessed_ext.empty() ? std::string{"png"} : text_.preprocessed_ext;
+    auto key = storage_keys::preprocessed(id(), ext);
+    job_->request<void>(
+        "store_preprocessed",
+        [&](auto cb) {
+          ports_->storage->put(key, std::move(text_.preprocessed_image), "image/" + ext,
+                               std::move(cb));
+        },
+        [this, key](result<void> r) {
+          if (!r)
+            return job_->fail(r.error());
+          job_->step_done("ok", key);
+          record_transcription(key);
+        });
+  }
+
+  void record_transcription(std::string preprocessed_key) {
+    transcription_record rec{storage_keys::transcription(id()), std::move(preprocessed_key),
+                             text_.quality_score};
+    job_->request<void>(
+        "record_transcription",
+        [&](auto cb) {
+          ports_->db->record_transcription(job_->ref(), std::move(rec), std::move(cb));
+        },
+        [this](result<void> r) {
+          if (!r)
+            return job_->fail(r.error());
+          job_->step_done("ok");
+          extract();
+        });
+  }
+
+  void extract() {
+    if (!has_text(text_.text)) {
+      // Nothing to read is not a failure to retry: a person looks at the document.
+      job_->begin_local("extract");
+      job_->step_done("text_unavailable");
+      return complete(
+          "text_unavailable: the document has no text (no text layer and OCR found none)");
+    }
+    auto next = [this](result<extraction> r) {
+      if (!r)
+        return job_->step_failed(r.error());
+      fields_ = std::move(*r);
+      job_->node().metrics->llm_input_tokens += fields_.input_tokens;
+      job_->node().metrics->llm_output_tokens += fields_.output_tokens;
+      job_->step_done("ok", extractor_->name() + ", confidence " + fields_.confidence + ", model "
+                                + fields_.model);
+      gate();
+    };
+    auto& port = extractor_;
+    if (!port->runs_inline())
+      return job_->request<extraction>(
+          "extract",
+          [&](auto cb) { port->extract_with(text_.text, job_->port_call(), std::move(cb)); },
+          std::move(next));
+    // Rules that run inline (the local extractor's regular expressions) run on the CPU pool.
+    job_->on_cpu<extraction>(
+        "extract",
+        [port, text = text_.text] {
+          result<extraction> out{
+              error::make_transient("extract.no_answer", "the extractor did not answer")};
+          port->extract(text, [&out](result<extraction> r) { out = std::move(r); });
+          return out;
+        },
+        std::move(next));
+  }
+
+  /// The quality gate runs in the actor: a step without a port call.
+  void gate() {
+    job_->begin_local("gate");
+    auto verdict = ports_->gate ? ports_->gate(fields_) : evaluate(fields_);
+    if (!verdict.passed) {
+      job_->step_done("failed", verdict.reason);
+      // A retry only where it can change the answer (an LLM), and only once.
+      auto retry_can_help = !extractor_->deterministic() && job_->claim().attempt_count == 0;
+      return keep_output(gate_error(verdict, retry_can_help));
+    }
+    job_->step_done("ok");
+    complete(fields_.review_reason);
+  }
+
+  /// The refused extraction stays for the reviewer, then the attempt fails with `err`.
+  void keep_output(error err) {
+    job_->request<void>(
+        "keep_output",
+        [&](auto cb) {
+          ports_->db->keep_output(job_->ref(), fields_.structured_data, std::move(cb));
+        },
+        [this, err](result<void> r) {
+          if (!r)
+            return job_->fail(r.error());
+          job_->step_done("ok");
+          job_->fail(err);
+        });
+  }
+
+  /// Stores the outcome; a `review_reason` sends the document to review with it.
+  void complete(std::string review_reason = {}) {
+    job_->storing_outcome();
+    job_->request<std::vector<result<void>>>(
+        "complete",
+        [&](auto cb) {
+          auto& claim = job_->claim();
+          std::vector<next_work> next;
+          if (!settings_->match_queue.empty())
+            next.push_back(next_work{claim.document_id, "match", claim.document_id, claim.tenant_id,
+                                     claim.priority, "small", settings_->match_queue, true});
+          ingest_completion c{job_->outcome(std::move(next)),
+                              completion_record{fields_.structured_data, true, fields_.input_tokens,
+                                                fields_.output_tokens, fields_.model,
+                                                review_reason}};
+          c.work.remark = review_reason;
+          ports_->db->complete({std::move(c)}, std::move(cb));
+        },
+        [this](result<std::vector<result<void>>> r) {
+          if (r && r->empty())
+            r = error::make_transient(std::string{errc::db_no_result}, "complete answered nothing");
+          if (r && !r->front())
+            r = r->front().error();
+          if (!r)
+            return job_->fail(r.error());
+          job_->completed();
+        });
+  }
+
+  std::shared_ptr<const ingest_ports> ports_;
+  std::shared_ptr<const ingest_settings> settings_;
+  std::chrono::seconds ocr_timeout_{0};
+  job_handle* job_ = nullptr;
+  ingestion_details details_;
+  /// This ingestion's providers (choose_providers).
+  std::shared_ptr<transcriber> ocr_;
+  std::shared_ptr<extractor> extractor_;
+  std::string file_;
+  transcription text_;
+  extraction fields_;
+};
+
+/// The size classes' failure rule: attempts count per class; the small class moves a timeout at
+/// once (the document is larger than it looked) and a transient failure after class_max_attempts
+/// of them to the large class; the large class fails for review after its class_max_attempts,
+/// a timeout (even the OCR's, permanent elsewhere) being one of them.
+void size_class_rule(const ingest_class& cls, failure_plan& plan) {
+  auto& rec = plan.record;
+  auto in_class = plan.claim.attempt_count + 1 - plan.claim.class_attempts_base;
+  auto timed_out = rec.error.code == errc::step_timeout || rec.error.code == errc::ocr_deadline;
+  if (!cls.move_to_queue.empty()) {
+    rec.max_attempts = std::numeric_limits<int32_t>::max();
+    if (timed_out || (!rec.error.permanent() && in_class >= cls.class_max_attempts)) {
+      rec.move = work_move{"large", cls.move_to_queue};
+      plan.delay = std::chrono::seconds{0};
+    }
+    return;
+  }
+  rec.max_attempts = plan.claim.class_attempts_base + cls.class_max_attempts;
+  if (timed_out)
+    rec.error.cls = error_class::transient;
+}
+
+} // namespace
+
+std::shared_ptr<stage> make_ingest_stage(std::shared_ptr<const ingest_ports> ports,
+                                         const ingest_settings& settings, const ingest_class& cls) {
+  auto s = std::make_shared<stage>();
+  s->name = "ingest";
+  s->label = cls.name.empty() ? "ingest" : "ingest." + cls.name;
+  s->item_log_key = "ingestion_id";
+  s->queue = cls.queue;
+  s->queue_name = cls.queue_name;
+  s->max_in_flight = cls.max_in_flight > 0 ? cls.max_in_flight : settings.max_in_flight;
+  s->max_attempts = settings.max_attempts;
+  s->retry_backoff = settings.retry_backoff;
+  s->dead_letter = settings.dead_letter ? dead_letter_policy::always : dead_letter_policy::never;
+  s->uses_cpu = true;
+  s->audit = true;
+  s->skips_known_files = true;
+  s->cancellable = true;
+  s->size_class = cls.name;
+  s->weight = std::max(cls.weight, 0);
+  s->step_timeout = cls.step_timeout;
+  if (!cls.name.empty()) {
+    if (!cls.move_to_queue.empty())
+      s->crash_move = work_move{"large", cls.move_to_queue};
+    s->on_failure = [cls](failure_plan& plan) { size_class_rule(cls, plan); };
+  }
+  auto held = std::make_shared<const ingest_settings>(settings);
+  s->make_job = [ports = std::move(ports), held, ocr = cls.ocr_timeout] {
+    return std::make_unique<ingest_job>(ports, held, ocr);
+  };
+  return s;
+}
+
+std::vector<queue_spec> ingest_queues(const config& cfg) {
+  std::vector<queue_spec> out{{"ingest", cfg.queue.name, cfg.queue.url, cfg.queue.dead_letter_name,
+                               cfg.queue.max_receive_count}};
+  if (cfg.classes.enabled)
+    out.push_back({"ingest.large", cfg.classes.large_queue_name, cfg.classes.large_queue_url,
+                   cfg.classes.large_dead_letter_name, cfg.queue.max_receive_count});
+  return out;
+}
+
+result<std::vector<std::shared_ptr<const stage>>> ingest_stages(stage_env& env) {
+  auto& cfg = env.cfg;
+  auto ports = std::make_shared<ingest_ports>();
+  ports->db = std::make_shared<pg_ingest_repository>(
+      cfg.database.url, pg_ingest_options{env.pool_size, env.session, env.via_outbox});
+  ports->storage = env.storage;
+  auto transcribers = env.providers.transcribers();
+  if (!transcribers)
+    return transcribers.error();
+  ports->transcribers = std::move(*transcribers);
+  ports->ocr = ports->transcribers.at(cfg.transcription.provider);
+  ports->extractors = env.providers.extractors();
+  ports->extract = ports->extractors.at(cfg.extraction.provider);
+
+  ingest_settings settings;
+  settings.max_in_flight = cfg.stages.ingest_max_in_flight;
+  settings.max_attempts = cfg.worker.max_retry_attempts;
+  settings.retry_backoff.clear();
+  for (auto x : cfg.worker.retry_backoff_seconds)
+    settings.retry_backoff.emplace_back(x);
+  settings.dead_letter = cfg.queue.max_receive_count > 0;
+  settings.quality_threshold = cfg.transcription.ocr_quality_threshold;
+  settings.max_file_bytes = static_cast<size_t>(cfg.transcription.max_file_bytes);
+  // The next stage: a completed ingestion's document is matched.
+  if (stage_enabled(cfg, "match"))
+    settings.match_queue = cfg.matching.queue_name;
+
+  auto specs = ingest_queues(cfg);
+  std::vector<std::shared_ptr<const stage>> out;
+  auto add = [&](ingest_class cls, const queue_spec& spec) -> result<void> {
+    auto q = env.open_queue(spec);
+    if (!q)
+      return q.error();
+    cls.queue = std::move(*q);
+    cls.queue_name = spec.name;
+    out.push_back(make_ingest_stage(ports, settings, cls));
+    return {};
+  };
+  if (!cfg.classes.enabled) {
+    if (auto added = add(ingest_class{}, specs[0]); !added)
+      return added.error();
+    return out;
+  }
+  for (auto& name : stage_list(cfg.worker.classes)) {
+    ingest_class cls;
+    cls.name = name;
+    cls.max_in_flight = cfg.stages.ingest_max_in_flight;
+    if (name == "small") {
+      cls.weight = cfg.classes.small_weight;
+      cls.step_timeout = std::chrono::seconds{cfg.worker.step_timeout_seconds};
+      cls.ocr_timeout = std::chrono::seconds{cfg.transcription.timeout_seconds};
+      cls.move_to_queue = cfg.classes.large_queue_name;
+      cls.class_max_attempts = std::max(cfg.classes.small_max_attempts, 1);
+    } else {
+      cls.weight = cfg.classes.large_weight;
+      cls.step_timeout = std::chrono::seconds{cfg.classes.large_step_timeout_seconds};
+      cls.ocr_timeout = std::chrono::seconds{cfg.classes.large_ocr_timeout_seconds};
+      cls.class_max_attempts = std::max(cfg.classes.large_max_attempts, 1);
+    }
+    if (auto added = add(cls, specs[name == "small" ? 0 : 1]); !added)
+      return added.error();
+  }
+  return out;
+}
+
+} // namespace ingestd
