@@ -1,14 +1,14 @@
 # The ingestd image: Debian 12, the runtime libraries the binary links, Tesseract's English and
 # German data (transcription.languages eng+deu), a non-root user, tini as init. deploy/image.sh
 # builds it (with podman; see README.md, "Container image"):
-#   deploy/image.sh                   the full build: the build stage compiles ingestd (slow)
-#   deploy/image.sh --binary PATH     the fast build: the runtime stage takes a Debian 12 build
-#                                     of ingestd from the context (.local/image/ingestd)
-# Build arguments: BASE (the Debian 12 base image), BINARY (build | context), VERSION and
-# REVISION (the OCI labels; REVISION is also the commit `ingestd --version` names in the full
-# build), JOBS (the build stage's parallel compile jobs; empty: ninja's default).
+#   deploy/image.sh                   the full build (the last stage, "full"): the build stage
+#                                     compiles ingestd (slow)
+#   deploy/image.sh --binary PATH     the fast build (--target fast): a Debian 12 build of ingestd
+#                                     from the context (.local/image/ingestd) instead
+# Build arguments: BASE (the Debian 12 base image), VERSION and REVISION (the OCI labels; REVISION
+# is also the commit `ingestd --version` names in the full build), JOBS (the build stage's
+# parallel compile jobs; empty: ninja's default).
 ARG BASE=debian:12-slim
-ARG BINARY=build
 
 # The build stage: Debian 12's -dev packages, the daemon only (no tests, no benchmarks).
 FROM ${BASE} AS build
@@ -29,14 +29,8 @@ RUN cmake --preset default -DINGESTD_BUILD_TESTS=OFF -DINGESTD_BUILD_BENCH=OFF \
  && cmake --build --preset default --target ingestd ${JOBS:+--parallel ${JOBS}} \
  && mkdir /out && strip --strip-unneeded -o /out/ingestd build/app/ingestd
 
-# The fast way: a binary built on a Debian 12 host, staged by deploy/image.sh.
-FROM ${BASE} AS binary-context
-COPY .local/image/ingestd /out/ingestd
-
-FROM binary-${BINARY} AS binary
-
-# The runtime stage.
-FROM ${BASE}
+# What the image has besides the binary.
+FROM ${BASE} AS runtime
 ARG DEBIAN_FRONTEND=noninteractive
 # The packages of the libraries the binary links directly (objdump -p build/app/ingestd | grep
 # NEEDED, then dpkg -S); apt brings what they need. tini is the init, curl the health check,
@@ -62,16 +56,8 @@ RUN mkdir -p /tmp/no-gl/DEBIAN \
  && groupadd --system --gid 10001 ingestd \
  && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/ingestd --create-home \
       --shell /usr/sbin/nologin ingestd
-COPY --from=binary /out/ingestd /usr/local/bin/ingestd
-# Fails the build when a library is missing.
-RUN ingestd --version
-
-ARG VERSION=unknown
-ARG REVISION=unknown
 LABEL org.opencontainers.image.title="ingestd" \
-      org.opencontainers.image.description="Document-ingestion worker daemon" \
-      org.opencontainers.image.version="${VERSION}" \
-      org.opencontainers.image.revision="${REVISION}"
+      org.opencontainers.image.description="Document-ingestion worker daemon"
 
 # The filesystem store's default root (.local/storage) lands under the user's home; the Kubernetes
 # manifest uses S3 and a read-only root filesystem instead.
@@ -84,3 +70,21 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD curl -fsS -o /dev/null "http://127.0.0.1:${INGESTD_ADMIN__PORT:-9464}/healthz" || exit 1
 ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/ingestd"]
 CMD ["run"]
+
+# The fast way: a binary built on a Debian 12 host, staged by deploy/image.sh.
+FROM runtime AS fast
+COPY .local/image/ingestd /usr/local/bin/ingestd
+ARG VERSION=unknown
+ARG REVISION=unknown
+# Fails the build when a library is missing. It uses VERSION and REVISION so that podman's layer
+# cache, which keys a LABEL by its text before substitution, makes the labels anew when they change.
+RUN echo "ingestd ${VERSION}, commit ${REVISION}: $(ingestd --version)"
+LABEL org.opencontainers.image.version="${VERSION}" org.opencontainers.image.revision="${REVISION}"
+
+# The full build: the binary of the build stage. The last stage, so the default target.
+FROM runtime AS full
+COPY --from=build /out/ingestd /usr/local/bin/ingestd
+ARG VERSION=unknown
+ARG REVISION=unknown
+RUN echo "ingestd ${VERSION}, commit ${REVISION}: $(ingestd --version)"
+LABEL org.opencontainers.image.version="${VERSION}" org.opencontainers.image.revision="${REVISION}"

@@ -84,16 +84,16 @@ if [[ -n "$binary" ]]; then
   else
     cp "$binary" "$staged"
   fi
-  from=context
+  target=fast
 else
   version=$(sed -nE 's/^project\(ingestd VERSION ([0-9.]+).*/\1/p' CMakeLists.txt)
   revision=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
   if [[ "$revision" != unknown ]] && ! git diff --quiet HEAD --; then revision+=-dirty; fi
-  from=build
+  target=full
 fi
 ((${#tags[@]})) || tags=("localhost/ingestd:$version" localhost/ingestd:latest)
 
-args=(--build-arg "BASE=$base" --build-arg "BINARY=$from"
+args=(--target "$target" --build-arg "BASE=$base"
       --build-arg "VERSION=$version" --build-arg "REVISION=$revision")
 [[ -n "${INGESTD_IMAGE_JOBS:-}" ]] && args+=(--build-arg "JOBS=$INGESTD_IMAGE_JOBS")
 for t in "${tags[@]}"; do args+=(--tag "$t"); done
@@ -103,7 +103,7 @@ if [[ -d /var/cache/apt/archives ]]; then
   args+=(--volume /var/cache/apt/archives:/var/cache/apt/archives:O)
 fi
 
-echo "== building ${tags[*]} ($([[ $from == build ]] && echo "full build" || echo "fast build: $binary"), ingestd $version, commit $revision)"
+echo "== building ${tags[*]} ($([[ $target == full ]] && echo "full build" || echo "fast build: $binary"), ingestd $version, commit $revision)"
 start=$SECONDS
 # Docker format: the OCI image format has no HEALTHCHECK.
 podman "${podman_opts[@]}" build "${limits[@]}" --network host --format docker --layers \
