@@ -64,7 +64,8 @@ LABEL org.opencontainers.image.title="ingestd" \
 USER 10001:10001
 WORKDIR /var/lib/ingestd
 # The admin endpoint (admin.port; 127.0.0.1 by default, so reachable from inside the container:
-# set INGESTD_ADMIN__BIND=0.0.0.0 to publish it).
+# set INGESTD_ADMIN__BIND=0.0.0.0 to publish it). The health check asks 127.0.0.1 on
+# INGESTD_ADMIN__PORT, else 9464: a configuration file that moves the port needs that variable too.
 EXPOSE 9464
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD curl -fsS -o /dev/null "http://127.0.0.1:${INGESTD_ADMIN__PORT:-9464}/healthz" || exit 1
