@@ -108,5 +108,11 @@ start=$SECONDS
 # Docker format: the OCI image format has no HEALTHCHECK.
 podman "${podman_opts[@]}" build "${limits[@]}" --network host --format docker --layers \
   "${args[@]}" --file Dockerfile .
+# podman build ends 0 when it is stopped by a signal: the label tells whether this build made it.
+made=$(podman image inspect --format '{{index .Labels "org.opencontainers.image.revision"}}' "${tags[0]}" 2>/dev/null || true)
+if [[ "$made" != "$revision" ]]; then
+  echo "image: ${tags[0]} is not of commit $revision (${made:-no such image}): the build did not finish" >&2
+  exit 1
+fi
 echo "== built ${tags[*]} in $((SECONDS - start)) s"
 podman image ls --format '{{.Repository}}:{{.Tag}}  {{.Size}}' "${tags[0]}"
