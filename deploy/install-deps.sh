@@ -17,6 +17,9 @@ packages=(
 )
 # The review desk's browser test: headless Chromium driven by Selenium (system packages).
 packages+=(chromium chromium-driver python3-selenium)
+# The OCI image (deploy/image.sh, tests/e2e/image): podman with runc (crun refuses cgroups in
+# hybrid mode), and mmdebstrap for the local Debian 12 base image.
+packages+=(podman runc mmdebstrap)
 
 missing=()
 for p in "${packages[@]}"; do
