@@ -73,7 +73,7 @@ staged=$root/.local/image/ingestd
 rm -f "$staged"
 if [[ -n "$binary" ]]; then
   [[ -x "$binary" ]] || { echo "image: $binary is not an executable" >&2; exit 2; }
-  # ingestd 0.1.0 (commit 1a2b3c4)
+  # ingestd 0.2.0 (commit 1a2b3c4)
   read -r _ version _ revision < <("$binary" --version)
   revision=${revision%)}
   revision=${revision:-unknown}
