@@ -8,6 +8,7 @@
 #include "adapters/db/pg_batch.hpp"
 #include "adapters/db/pg_values.hpp"
 #include "adapters/db/pg_work.hpp"
+#include "adapters/support/coalescing_queue.hpp"
 
 namespace ingestd {
 
@@ -287,72 +288,127 @@ std::vector<param> with_audit(std::vector<param> params, const std::vector<audit
 } // namespace
 
 pg_work_repository::pg_work_repository(std::string database_url, const pg_work_options& opts)
-    : via_outbox_(opts.via_outbox),
+    : via_outbox_(opts.via_outbox), max_batch_(std::max<size_t>(opts.max_batch, 1)),
       pool_(std::make_unique<pg::pool>(
           std::move(database_url),
           pg::pool_options{opts.pool_size, "ingestd-work", opts.session})) {}
 
-pg_work_repository::~pg_work_repository() = default;
+// The pool goes first: it runs what was submitted (which uses the claim queue) before it goes.
+pg_work_repository::~pg_work_repository() {
+  pool_.reset();
+}
+
+namespace {
+
+/// One claim statement over `requests`: an answer per request in its order, or the statement's
+/// error.
+result<std::vector<claim_answer>> claim_batch(pg::connection& conn,
+                                              const std::vector<const claim_request*>& requests,
+                                              const std::string& worker_id,
+                                              std::chrono::seconds lease, bool via_outbox) {
+  std::vector<claim_answer> out(requests.size());
+  if (requests.empty())
+    return out;
+  std::vector<uuid> ids, tokens;
+  std::vector<param> stages, classes, max_attempts, skip_known, move_classes, move_queues, audit;
+  for (auto* r : requests) {
+    ids.push_back(r->item);
+    tokens.push_back(r->token);
+    stages.emplace_back(r->stage);
+    classes.emplace_back(r->size_class);
+    max_attempts.emplace_back(std::to_string(r->max_attempts));
+    skip_known.emplace_back(bool_text(r->skip_known_files));
+    move_classes.emplace_back(r->crash_move ? r->crash_move->size_class : std::string{});
+    move_queues.emplace_back(r->crash_move ? r->crash_move->queue : std::string{});
+    audit.emplace_back(bool_text(r->audit));
+  }
+  auto res
+      = conn.exec(claim_sql, {uuid_array(ids), uuid_array(tokens), pg::array_literal(stages),
+                              pg::array_literal(classes), pg::array_literal(max_attempts),
+                              pg::array_literal(skip_known), pg::array_literal(move_classes),
+                              pg::array_literal(move_queues), pg::array_literal(audit), worker_id,
+                              std::to_string(lease.count()), bool_text(via_outbox)});
+  if (!res)
+    return res.error();
+  auto& rows = *res;
+  for (int r = 0; r < rows.size(); ++r) {
+    auto index = rows.i64(r, 0) - 1;
+    if (index < 0 || index >= static_cast<int64_t>(out.size()))
+      continue;
+    auto& a = out[static_cast<size_t>(index)];
+    a.outcome = outcome_of(rows.text(r, 1));
+    a.detail = rows.str(r, 9);
+    if (a.outcome != claim_outcome::granted)
+      continue;
+    auto& w = a.work;
+    w.item = requests[static_cast<size_t>(index)]->item;
+    w.token = parse_uuid(rows.text(r, 4));
+    // An item asked for twice in one batch is claimed once: the request whose token was stored.
+    if (w.token != requests[static_cast<size_t>(index)]->token) {
+      a.outcome = claim_outcome::held;
+      a.detail = "claimed by another request of the same batch";
+      continue;
+    }
+    w.document_id = parse_uuid(rows.text(r, 2));
+    w.tenant_id = parse_uuid(rows.text(r, 3));
+    w.attempt_count = static_cast<int32_t>(rows.i64(r, 5));
+    w.priority = static_cast<int32_t>(rows.i64(r, 6));
+    w.size_class = rows.str(r, 7);
+    w.class_attempts_base = static_cast<int32_t>(rows.i64(r, 8));
+  }
+  return out;
+}
+
+} // namespace
 
 void pg_work_repository::claim(std::vector<claim_request> requests, std::string worker_id,
                                std::chrono::seconds lease,
                                callback<std::vector<claim_answer>> done) {
-  pool_->call(std::move(done), [requests = std::move(requests), worker_id = std::move(worker_id),
-                                lease,
-                                via_outbox = via_outbox_](pg::connection& conn, const auto& done) {
-    std::vector<claim_answer> out(requests.size());
-    if (requests.empty())
-      return done(std::move(out));
-    std::vector<uuid> ids, tokens;
-    std::vector<param> stages, classes, max_attempts, skip_known, move_classes, move_queues, audit;
-    for (auto& r : requests) {
-      ids.push_back(r.item);
-      tokens.push_back(r.token);
-      stages.emplace_back(r.stage);
-      classes.emplace_back(r.size_class);
-      max_attempts.emplace_back(std::to_string(r.max_attempts));
-      skip_known.emplace_back(bool_text(r.skip_known_files));
-      move_classes.emplace_back(r.crash_move ? r.crash_move->size_class : std::string{});
-      move_queues.emplace_back(r.crash_move ? r.crash_move->queue : std::string{});
-      audit.emplace_back(bool_text(r.audit));
+  if (requests.empty())
+    return done(std::vector<claim_answer>{});
+  if (claims_->waiting.push({std::move(requests), std::move(worker_id), lease, std::move(done)}))
+    pg::submit_coalesced(*pool_, claims_->waiting,
+                         [this](pg::connection& conn, std::vector<pending_claim>& batch) {
+                           claim_batches(conn, batch);
+                         });
+}
+
+void pg_work_repository::claim_batches(pg::connection& conn, std::vector<pending_claim>& batch) {
+  // Calls that arrived together go in one statement per worker and lease (a node's calls share
+  // both), at most max_batch requests each; every caller gets its own answers back.
+  size_t from = 0;
+  while (from < batch.size()) {
+    std::vector<const claim_request*> requests;
+    size_t to = from;
+    while (to < batch.size() && batch[to].worker_id == batch[from].worker_id
+           && batch[to].lease == batch[from].lease
+           && (to == from || requests.size() + batch[to].requests.size() <= max_batch_)) {
+      for (auto& r : batch[to].requests)
+        requests.push_back(&r);
+      ++to;
     }
-    auto res
-        = conn.exec(claim_sql, {uuid_array(ids), uuid_array(tokens), pg::array_literal(stages),
-                                pg::array_literal(classes), pg::array_literal(max_attempts),
-                                pg::array_literal(skip_known), pg::array_literal(move_classes),
-                                pg::array_literal(move_queues), pg::array_literal(audit), worker_id,
-                                std::to_string(lease.count()), bool_text(via_outbox)});
-    if (!res)
-      return done(res.error());
-    auto& rows = *res;
-    for (int r = 0; r < rows.size(); ++r) {
-      auto index = rows.i64(r, 0) - 1;
-      if (index < 0 || index >= static_cast<int64_t>(out.size()))
-        continue;
-      auto& a = out[static_cast<size_t>(index)];
-      auto verdict = rows.text(r, 1);
-      a.outcome = outcome_of(verdict);
-      a.detail = rows.str(r, 9);
-      if (a.outcome != claim_outcome::granted)
-        continue;
-      auto& w = a.work;
-      w.item = requests[static_cast<size_t>(index)].item;
-      w.token = parse_uuid(rows.text(r, 4));
-      // An item asked for twice in one batch is claimed once: the request whose token was stored.
-      if (w.token != requests[static_cast<size_t>(index)].token) {
-        a.outcome = claim_outcome::held;
-        a.detail = "claimed by another request of the same batch";
-        continue;
+    auto answers
+        = claim_batch(conn, requests, batch[from].worker_id, batch[from].lease, via_outbox_);
+    ++claims_->statements;
+    size_t next = 0;
+    for (size_t k = from; k < to; ++k) {
+      auto n = batch[k].requests.size();
+      if (!answers) {
+        batch[k].done(answers.error());
+      } else {
+        std::vector<claim_answer> mine(
+            std::make_move_iterator(answers->begin() + static_cast<std::ptrdiff_t>(next)),
+            std::make_move_iterator(answers->begin() + static_cast<std::ptrdiff_t>(next + n)));
+        batch[k].done(std::move(mine));
       }
-      w.document_id = parse_uuid(rows.text(r, 2));
-      w.tenant_id = parse_uuid(rows.text(r, 3));
-      w.attempt_count = static_cast<int32_t>(rows.i64(r, 5));
-      w.priority = static_cast<int32_t>(rows.i64(r, 6));
-      w.size_class = rows.str(r, 7);
-      w.class_attempts_base = static_cast<int32_t>(rows.i64(r, 8));
+      next += n;
     }
-    done(std::move(out));
-  });
+    from = to;
+  }
+}
+
+uint64_t pg_work_repository::claim_statements() const {
+  return claims_->statements.load();
 }
 
 void pg_work_repository::renew_leases(std::vector<claim_ref> refs, std::chrono::seconds lease,
