@@ -119,7 +119,10 @@ WITH req AS (
 )
 SELECT r.ord, COALESCE(c.verdict, CASE WHEN w.id IS NULL THEN 'unknown' ELSE 'finished' END),
        c.document_id, c.tenant_id, c.claim_token, c.attempt_count, c.priority, c.size_class,
-       c.class_attempts_base, COALESCE(c.last_error, w.status, ''), (SELECT n FROM sent)
+       c.class_attempts_base,
+       CASE WHEN c.verdict IN ('moved', 'move') THEN c.size_class
+            ELSE COALESCE(c.last_error, w.status, '') END,
+       (SELECT n FROM sent)
   FROM unnest($1::uuid[], $3::text[]) WITH ORDINALITY AS r(id, stage, ord)
   LEFT JOIN changed AS c ON c.id = r.id
   LEFT JOIN work_item AS w ON w.id = r.id AND w.stage = r.stage
