@@ -231,8 +231,9 @@ SELECT ingestd_append_audit($1::uuid[], $2::text[], $3::text[], $4::text[], $5::
 // sweep. Nobody holds the item (no live lease), it is past due (a back-off has run out) and no
 // message exists:
 // - Postgres queue: every message is a row of queue_message until it is deleted, visible or
-//   not, in any queue (dead-letter queues included): the anti-join is exact. (With SQS the
-//   table is empty and the condition holds.)
+//   not, in any queue (dead-letter queues included): the anti-join is exact. A body names the
+//   item as the job reads it: the id in either case, surrounded by any white space. (With SQS
+//   the table is empty and the condition holds.)
 // - SQS: the database cannot look into the queue, so message_seen_at stands in. Each receive
 //   refreshes it (the claim, granted or not), so does each visibility extension (the lease
 //   renewal), each give-back, each hand-off and each revival. The caller passes a threshold
@@ -254,7 +255,8 @@ WITH lock AS (
      AND (w.claim_token IS NULL OR w.lease_expires_at < now())
      AND w.due_at < now() - make_interval(secs => $4::double precision)
      AND w.message_seen_at < now() - make_interval(secs => $4::double precision)
-     AND NOT EXISTS (SELECT 1 FROM queue_message AS q WHERE lower(btrim(q.body)) = w.id::text)
+     AND NOT EXISTS (SELECT 1 FROM queue_message AS q
+                      WHERE lower(btrim(q.body, E' \t\n\r\f\x0B')) = w.id::text)
    ORDER BY w.due_at
    LIMIT $5
    FOR UPDATE SKIP LOCKED
