@@ -801,6 +801,34 @@ TEST_F(work_test,
   EXPECT_TRUE(none->empty());
 }
 
+TEST_F(work_test, a_stale_completion_in_the_batch_of_a_live_one_adds_none_of_its_next_work) {
+  // Two workers complete one item at the same moment (the first's lease ran out and the second
+  // took it over): one statement, the same item under a stale and a live token. Only the live
+  // outcome completes it, and only its next work is added.
+  auto id = new_ingestion();
+  auto stale = claimed(id, "w1");
+  expire_lease(id);
+  auto live = claim_one(ingest_request(id), "w2").work.ref();
+  auto doc = document_of(id);
+  auto other_doc = document_of(new_ingestion());
+  auto next_for = [&](uuid d) {
+    return next_work{d, "match", d, tenant_of(id), 50, "small", test::match_queue, true};
+  };
+  auto res = await<std::vector<result<void>>>([&](auto cb) {
+    work->complete(
+        {work_outcome{stale, {}, {next_for(other_doc)}}, work_outcome{live, {}, {next_for(doc)}}},
+        cb);
+  });
+  ASSERT_TRUE(res) << res.error().describe();
+  ASSERT_EQ(res->size(), 2u);
+  ASSERT_FALSE(res->at(0));
+  EXPECT_TRUE(res->at(0).error().claim_lost());
+  EXPECT_TRUE(res->at(1)) << res->at(1).error().describe();
+  EXPECT_EQ(messages(doc, test::match_queue), 1);
+  EXPECT_EQ(messages(other_doc, test::match_queue), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM work_item WHERE id = $1", {other_doc.str()}), 0);
+}
+
 TEST_F(work_test, audit_rows_are_appended_in_one_call_and_a_row_the_database_refuses_fails_alone) {
   auto id = new_ingestion();
   using namespace std::string_literals;
