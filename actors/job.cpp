@@ -435,6 +435,8 @@ void claimed(job_ptr self, claim_answer answer) {
   case claim_outcome::held:
     return finish(self, job_result::skipped, "held by another worker; message left to reappear");
   case claim_outcome::finished:
+    if (answer.detail.rfind("known_file", 0) == 0)
+      ++st.ctx->metrics->known_file_skips;
     return ack(self, job_result::skipped, "finished: " + answer.detail);
   case claim_outcome::unknown:
     return ack(self, job_result::skipped, "no such work item for stage " + st.stage->name);
