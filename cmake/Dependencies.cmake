@@ -5,6 +5,8 @@ find_package(CAF 0.17 REQUIRED)
 find_package(PostgreSQL REQUIRED)
 find_package(CURL REQUIRED)
 find_package(OpenSSL REQUIRED)
+# The tests' compressed bodies (zlib1g-dev).
+find_package(ZLIB REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(fmt REQUIRED)
 find_package(RapidJSON REQUIRED)
