@@ -49,6 +49,7 @@
 #include <cctype>
 #include <limits>
 
+#include <caf/abstract_actor.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -370,12 +371,6 @@ job_impl::behavior_type job(job_ptr self, std::shared_ptr<node_context> ctx,
   st.handle = std::make_unique<handle_impl>(self);
   st.heartbeat = std::move(hb);
   st.msg = std::move(msg);
-  st.ctx->admission->job_started();
-  st.ctx->metrics->job_started(st.stage->label);
-  self->attach_functor([ctx = st.ctx, stage = st.stage] {
-    ctx->admission->job_ended();
-    ctx->metrics->job_ended(stage->label);
-  });
   post(caf::actor_cast<caf::actor>(self), 0, [self] { parse(self); });
   return {
       [self](resume_atom, uint64_t seq, continuation& c) {
@@ -802,7 +797,17 @@ std::string_view to_string(job_result x) {
 job_actor spawn_job(caf::actor_system& sys, std::shared_ptr<node_context> node,
                     std::shared_ptr<const stage> stage, heartbeat_actor heartbeat,
                     queue_message msg) {
-  return sys.spawn(job, std::move(node), std::move(stage), std::move(heartbeat), std::move(msg));
+  // Counted in flight from its spawn, not from its first message: a poller that receives again
+  // right after spawning sees the node's room without it.
+  node->admission->job_started();
+  node->metrics->job_started(stage->label);
+  auto ended = [ctx = node, stage] {
+    ctx->admission->job_ended();
+    ctx->metrics->job_ended(stage->label);
+  };
+  auto self = sys.spawn(job, node, stage, std::move(heartbeat), std::move(msg));
+  caf::actor_cast<caf::abstract_actor*>(self)->attach_functor(std::move(ended));
+  return self;
 }
 
 } // namespace ingestd
