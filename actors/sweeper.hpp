@@ -1,4 +1,4 @@
-// The sweeper: the safety net that re-enqueues ingestions nobody holds and no message revives.
+// The sweeper: the safety net that sends a new message for work items whose message is gone.
 #pragma once
 
 #include <memory>

@@ -1,4 +1,4 @@
-// The admin endpoint over cpp-httplib: liveness, readiness (database and queue reachable, not
+// The admin endpoint over http_server: liveness, readiness (database and queue reachable, not
 // shutting down) and the Prometheus exposition (worker metrics plus the queue's figures).
 #include "admin/admin_server.hpp"
 
@@ -6,9 +6,9 @@
 #include <future>
 #include <mutex>
 #include <optional>
+#include <thread>
 
-#include <httplib.h>
-
+#include "adapters/http_server/checks.hpp"
 #include "adapters/support/blocking_call.hpp"
 #include "adapters/support/log.hpp"
 
@@ -50,12 +50,20 @@ private:
 
 namespace {
 
-/// Compares in time independent of where the texts differ (a token check).
-bool same_secret(const std::string& given, const std::string& expected) {
-  unsigned diff = given.size() == expected.size() ? 0U : 1U;
-  for (size_t i = 0; i < expected.size(); ++i)
-    diff |= static_cast<unsigned char>(expected[i]) ^ static_cast<unsigned char>(i < given.size() ? given[i] : 0);
-  return diff == 0;
+using http_server::request;
+using http_server::response;
+
+http_server::server_options server_options_of(const std::string& bind, int port,
+                                              const admin_http_options& http) {
+  http_server::server_options out;
+  out.name = "admin";
+  out.bind = bind;
+  out.port = port;
+  // Probes and scrapes are few: two handler threads (/healthz runs on the polling thread).
+  out.worker_threads = 2;
+  out.limits = http.limits;
+  out.allowed_hosts = http.allowed_hosts;
+  return out;
 }
 
 } // namespace
@@ -113,9 +121,9 @@ std::string matching_prometheus(const result<matching_figures>& figures) {
   return out;
 }
 
-admin_server::admin_server(std::string bind, int port, admin_probes probes)
-  : bind_(std::move(bind)), port_(port), probes_(std::move(probes)),
-    server_(std::make_unique<httplib::Server>()) {
+admin_server::admin_server(std::string bind, int port, admin_probes probes, admin_http_options http)
+    : bind_(std::move(bind)), port_(port), probes_(std::move(probes)),
+      server_(std::make_unique<http_server::server>(server_options_of(bind_, port_, http))) {
   if (probes_.database)
     database_ = std::make_shared<background_probe<void>>(probes_.database);
   if (probes_.queue)
@@ -132,13 +140,23 @@ admin_server::admin_server(std::string bind, int port, admin_probes probes)
   if (probes_.matching)
     matching_ = std::make_shared<background_probe<matching_figures>>(probes_.matching);
   auto& svr = *server_;
-  // Probes and scrapes are few: two threads, not cpp-httplib's default of eight or more.
-  svr.new_task_queue = [this] { return new httplib::ThreadPool(static_cast<size_t>(threads_)); };
-  svr.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain");
-  });
-  svr.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
-    auto not_ready = [&](const std::string& why) {
+  // On the polling thread: answered however busy the handler threads are.
+  http_server::route_options at_once;
+  at_once.inline_handler = true;
+  at_once.max_body = 0;
+  svr.get(
+      "/healthz", [](const request&, response& res) { res.set_content("ok\n", "text/plain"); },
+      at_once);
+  svr.get("/readyz", [this](const request&, response& res) {
+    // The client learns which dependency is down; the detail (a database's host and port, a
+    // queue's URL) goes to the log, once per change.
+    auto not_ready = [&](const std::string& why, const std::string& detail = {}) {
+      if (!detail.empty()) {
+        std::lock_guard guard{not_ready_mtx_};
+        if (detail != last_not_ready_)
+          log::warn("admin: not ready", {{"reason", why}, {"error", detail}});
+        last_not_ready_ = detail;
+      }
       res.status = 503;
       res.set_content("not ready: " + why + "\n", "text/plain");
     };
@@ -154,15 +172,19 @@ admin_server::admin_server(std::string bind, int port, admin_probes probes)
       queue = queue_->run();
     if (database)
       if (auto ok = database_->answer(*database, until, probes_.deadline, "the database"); !ok)
-        return not_ready("database: " + ok.error().describe());
+        return not_ready("database unavailable", ok.error().describe());
     if (queue)
       if (auto q = queue_->answer(*queue, until, probes_.deadline, "the queue"); !q)
-        return not_ready("queue: " + q.error().describe());
+        return not_ready("queue unavailable", q.error().describe());
     if (shutting_down_)
       return not_ready("shutting down");
+    {
+      std::lock_guard guard{not_ready_mtx_};
+      last_not_ready_.clear();
+    }
     res.set_content("ready\n", "text/plain");
   });
-  svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+  svr.get("/metrics", [this](const request&, response& res) {
     std::string out = probes_.metrics ? probes_.metrics() : std::string{};
     if (queues_)
       out += queue_prometheus(queues_->answer(queues_->run(), std::chrono::steady_clock::now() + probes_.deadline,
@@ -177,23 +199,33 @@ admin_server::admin_server(std::string bind, int port, admin_probes probes)
     res.set_content(out, "text/plain; version=0.0.4; charset=utf-8");
   });
   if (probes_.drain) {
-    svr.Post("/drain", [this](const httplib::Request& req, httplib::Response& res) {
+    // The token is checked on the headers: a body is never read for a caller without it.
+    http_server::route_options drain;
+    drain.max_body = 4096;
+    drain.before_body = [this](const request& req, response& res) {
       if (probes_.drain_token.empty()) {
         res.status = 403;
         res.set_content("POST /drain needs INGESTD_ADMIN_TOKEN set on the node\n", "text/plain");
-        return;
+        return false;
       }
-      if (!same_secret(req.get_header_value("Authorization"), "Bearer " + probes_.drain_token)) {
+      if (!http_server::secrets_equal(req.get_header_value("Authorization"),
+                                      "Bearer " + probes_.drain_token)) {
         res.status = 401;
         res.set_header("WWW-Authenticate", "Bearer");
         res.set_content("unauthorized\n", "text/plain");
-        return;
+        return false;
       }
-      log::info("drain requested on the admin endpoint", {{"remote_addr", req.remote_addr}});
-      probes_.drain();
-      res.status = 202;
-      res.set_content("draining\n", "text/plain");
-    });
+      return true;
+    };
+    svr.post(
+        "/drain",
+        [this](const request& req, response& res) {
+          log::info("drain requested on the admin endpoint", {{"remote_addr", req.remote_addr}});
+          probes_.drain();
+          res.status = 202;
+          res.set_content("draining\n", "text/plain");
+        },
+        drain);
   }
 }
 
@@ -201,36 +233,30 @@ admin_server::~admin_server() {
   stop();
 }
 
-void admin_server::mount(const std::function<void(httplib::Server&)>& routes, int threads) {
+void admin_server::mount(const std::function<void(http_server::server&)>& routes, int threads) {
   routes(*server_);
-  threads_ += std::max(threads, 0);
+  server_->add_worker_threads(threads);
 }
 
 result<void> admin_server::start() {
-  auto& svr = *server_;
-  if (port_ == 0)
-    bound_port_ = svr.bind_to_any_port(bind_.c_str());
-  else
-    bound_port_ = svr.bind_to_port(bind_.c_str(), port_) ? port_ : -1;
-  if (bound_port_ <= 0)
-    return error::make_permanent("admin.bind", "cannot listen on " + bind_ + ":" + std::to_string(port_));
-  thread_ = std::thread{[this] {
-    server_->listen_after_bind();
-    listen_returned_ = true;
-  }};
-  // httplib's stop() does nothing before the accept loop runs: wait for it, so that a SIGTERM
-  // right after start-up is not lost (and the join in stop() does not hang).
-  while (!server_->is_running() && !listen_returned_)
-    std::this_thread::yield();
-  log::info("admin endpoint listening", {{"bind", bind_}, {"port", bound_port_}});
+  if (auto up = server_->start(); !up)
+    return up.error();
+  bound_port_ = server_->port();
+  auto& limits = server_->options().limits;
+  log::info(
+      "admin endpoint listening",
+      {{"bind", bind_},
+       {"port", bound_port_},
+       {"max_connections", static_cast<int64_t>(limits.max_connections)},
+       {"max_connections_per_address", static_cast<int64_t>(limits.max_connections_per_address)},
+       {"header_timeout_seconds", static_cast<int64_t>(limits.header_timeout.count())},
+       {"request_timeout_seconds", static_cast<int64_t>(limits.request_timeout.count())}});
   return {};
 }
 
 void admin_server::stop() {
   if (server_)
     server_->stop();
-  if (thread_.joinable())
-    thread_.join();
 }
 
 } // namespace ingestd

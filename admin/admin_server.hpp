@@ -1,5 +1,7 @@
 // The admin HTTP endpoint (DESIGN §6): /healthz, /readyz and /metrics on its own port, and
-// POST /drain with a token, served by cpp-httplib on its own threads (never on CAF's scheduler).
+// POST /drain with a token, served by http_server (libmicrohttpd) on threads of its own (never on
+// CAF's scheduler). /healthz runs on the server's polling thread, so that neither slow clients
+// nor busy handlers delay it; POST /drain's token is checked before its body is read.
 #pragma once
 
 #include <atomic>
@@ -7,11 +9,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
+#include "adapters/http_server/server.hpp"
 #include "adapters/queue/queue.hpp"
 #include "messages/result.hpp"
 
@@ -62,6 +65,14 @@ struct admin_probes {
   std::chrono::milliseconds deadline{std::chrono::seconds{5}};
 };
 
+/// The admin endpoint's HTTP limits (admin.allowed_hosts, admin.max_connections, ...).
+struct admin_http_options {
+  /// Host names the endpoint answers to besides loopback names and IP addresses ("*": any).
+  std::vector<std::string> allowed_hosts;
+  http_server::endpoint_limits limits{32, 8, std::chrono::seconds{10}, std::chrono::seconds{30},
+                                      size_t{16} << 20};
+};
+
 /// The queue figures in Prometheus text, per queue: depth by state, oldest message age, and
 /// whether the queue answered (ingestd_queue_up); `all` set when the depths could not be asked
 /// at all (every queue down).
@@ -73,14 +84,18 @@ std::string matching_prometheus(const result<matching_figures>& figures);
 
 class admin_server {
 public:
-  admin_server(std::string bind, int port, admin_probes probes);
+  admin_server(std::string bind, int port, admin_probes probes, admin_http_options http = {});
   ~admin_server();
   admin_server(const admin_server&) = delete;
   admin_server& operator=(const admin_server&) = delete;
 
   /// Lets another part serve under this port (the review desk under /review): `routes` registers
-  /// its handlers on the server, and `threads` request threads are added for them. Call before
+  /// its handlers on the server, and `threads` handler threads are added for them. Call before
   /// start().
+  void mount(const std::function<void(http_server::server&)>& routes, int threads);
+  /// The same for routes registered through an httplib::Server (review_desk::mount's overload
+  /// for it): they land on this endpoint's server. Defined in httplib_mount.cpp, so that only a
+  /// caller of it links cpp-httplib.
   void mount(const std::function<void(httplib::Server&)>& routes, int threads);
 
   /// Binds (port 0: any free port) and starts serving on its own thread.
@@ -100,17 +115,16 @@ private:
   std::string bind_;
   int port_;
   int bound_port_ = 0;
-  /// Request threads: two for probes and scrapes, more for what mount() adds.
-  int threads_ = 2;
   admin_probes probes_;
   std::shared_ptr<background_probe<void>> database_;
   std::shared_ptr<background_probe<queue_stats>> queue_;
   std::shared_ptr<background_probe<std::vector<queue_depth>>> queues_;
   std::shared_ptr<background_probe<matching_figures>> matching_;
   std::atomic<bool> shutting_down_{false};
-  std::atomic<bool> listen_returned_{false};
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
+  /// The last reason /readyz gave, so that a lasting one is logged once.
+  std::mutex not_ready_mtx_;
+  std::string last_not_ready_;
+  std::unique_ptr<http_server::server> server_;
 };
 
 } // namespace ingestd

@@ -141,7 +141,12 @@ const node& node_setup::start(std::function<void(const std::string& why)> on_sel
   node_options opts;
   opts.cpu_pool = pool_;
   if (rt_->outbox) {
-    // Messages of hand-offs on SQS and the status events leave through the outbox.
+    // Messages of hand-offs on SQS and the status events leave through the outbox: this node's
+    // relay sends to every stage's queue, whichever stages it serves.
+    for (auto& spec : configured_queues(cfg_))
+      if (auto q = rt_->open_queue(spec); !q)
+        log::warn("the relay cannot send to a queue",
+                  {{"queue", spec.name}, {"error", q.error().describe()}});
     opts.outbox = rt_->outbox;
     opts.destinations = rt_->queues;
     opts.sinks = rt_->event_sinks;

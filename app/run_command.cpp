@@ -21,6 +21,7 @@
 #include "adapters/db/migrator.hpp"
 #include "adapters/db/pg_intake_repository.hpp"
 #include "adapters/http/rate_limited_client.hpp"
+#include "adapters/http_server/checks.hpp"
 #include "adapters/support/blocking_call.hpp"
 #include "adapters/support/log.hpp"
 #include "admin/admin_server.hpp"
@@ -164,6 +165,30 @@ void log_capacity_usage(const node_context& ctx, std::chrono::steady_clock::time
                                {"uptime_ms", static_cast<int64_t>(uptime_ms)}});
 }
 
+/// A token of an enabled endpoint that is set but shorter than http_server::min_token_length.
+result<void> check_token_lengths(const config& cfg) {
+  std::pair<const char*, const std::string*> tokens[]
+      = {{cfg.intake.port != 0 ? "INGESTD_INTAKE_TOKEN" : nullptr, &cfg.secrets.intake_token},
+         {cfg.admin.port != 0 ? "INGESTD_ADMIN_TOKEN" : nullptr, &cfg.secrets.admin_token}};
+  for (auto& [variable, token] : tokens)
+    if (variable != nullptr)
+      if (auto weak = http_server::weak_token(variable, *token))
+        return error::make_permanent("config.weak_token", *weak);
+  return {};
+}
+
+/// The HTTP limits of an endpoint's section (intake, admin).
+template <class Section>
+http_server::endpoint_limits limits_of(const Section& s, size_t max_buffered_bytes) {
+  http_server::endpoint_limits out;
+  out.max_connections = static_cast<unsigned>(s.max_connections);
+  out.max_connections_per_address = static_cast<unsigned>(s.max_connections_per_address);
+  out.header_timeout = std::chrono::seconds{s.header_timeout_seconds};
+  out.request_timeout = std::chrono::seconds{s.request_timeout_seconds};
+  out.max_buffered_bytes = max_buffered_bytes;
+  return out;
+}
+
 /// Why the daemon does not start, in its log and as the command line's own message.
 int refuse_to_start(const error& e) {
   log::error("cannot start", {{"error", e.describe()}});
@@ -187,10 +212,13 @@ int run_command(const arguments& args) {
     if (!check_stages(*cfg))
       return failure;
   }
-  // Before anything connects: an open intake without a token is a configuration error.
+  // Before anything connects: an open intake without a token is a configuration error, and so is
+  // a token too short to resist guessing.
   if (cfg->intake.port != 0)
     if (auto exposed = check_intake_exposure(cfg->intake.bind, cfg->secrets.intake_token); !exposed)
       return refuse_to_start(exposed.error());
+  if (auto lengths = check_token_lengths(*cfg); !lengths)
+    return refuse_to_start(lengths.error());
   // Before anything else touches the database: a schema that needs a newer node stops it here.
   if (auto compatible = check_node_version(cfg->database.url, INGESTD_VERSION); !compatible)
     return refuse_to_start(compatible.error());
@@ -232,6 +260,8 @@ int run_command(const arguments& args) {
       o.port = cfg->intake.port;
       o.default_tenant = uuid::parse(cfg->intake.default_tenant);
       o.bearer_token = cfg->secrets.intake_token;
+      o.allowed_hosts = name_list(cfg->intake.allowed_hosts);
+      o.limits = limits_of(cfg->intake, static_cast<size_t>(cfg->intake.max_buffered_bytes));
       intake_http = std::make_unique<intake_server>(intake, o);
       if (auto up = intake_http->start(); !up)
         return refuse_to_start(up.error());
@@ -258,7 +288,11 @@ int run_command(const arguments& args) {
         return matching_figures{s->matching_by_status, s->matching_in_progress_over_10_minutes,
                                 s->oldest_matching_in_progress_seconds};
       };
-      admin = std::make_unique<admin_server>(cfg->admin.bind, cfg->admin.port, probes);
+      admin_http_options http;
+      http.allowed_hosts = name_list(cfg->admin.allowed_hosts);
+      // The desk's bodies are at most 1 MiB, /drain's 4 KiB.
+      http.limits = limits_of(cfg->admin, size_t{16} << 20);
+      admin = std::make_unique<admin_server>(cfg->admin.bind, cfg->admin.port, probes, http);
       if (cfg->review.enabled)
         if (auto mounted = mount_review_desk(*admin, *cfg, rt.storage, n.cpu()); !mounted)
           return refuse_to_start(mounted.error());

@@ -5,6 +5,8 @@ find_package(CAF 0.17 REQUIRED)
 find_package(PostgreSQL REQUIRED)
 find_package(CURL REQUIRED)
 find_package(OpenSSL REQUIRED)
+# The tests' compressed bodies (zlib1g-dev).
+find_package(ZLIB REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(fmt REQUIRED)
 find_package(RapidJSON REQUIRED)
@@ -14,6 +16,8 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(Tesseract REQUIRED IMPORTED_TARGET tesseract lept)
 pkg_check_modules(Poppler REQUIRED IMPORTED_TARGET poppler-cpp)
 pkg_check_modules(CPP_HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# The HTTP server of the intake, admin and review endpoints (cpp-httplib stays for test clients).
+pkg_check_modules(MHD REQUIRED IMPORTED_TARGET libmicrohttpd)
 # Containers (issue 14): archives through libarchive, e-mails through GMime.
 find_package(LibArchive REQUIRED)
 pkg_check_modules(GMime REQUIRED IMPORTED_TARGET gmime-3.0)

@@ -457,6 +457,23 @@ result<config> load_config(const std::optional<std::string>& path, const environ
   return error::make_permanent("config.invalid", text);
 }
 
+std::vector<std::string> name_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    auto comma = text.find(',', start);
+    auto item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    auto first = item.find_first_not_of(" \t");
+    auto last = item.find_last_not_of(" \t");
+    if (first != std::string::npos)
+      out.push_back(item.substr(first, last - first + 1));
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  return out;
+}
+
 std::string mask_url_password(const std::string& url) {
   auto scheme = url.find("://");
   if (scheme == std::string::npos)

@@ -225,20 +225,43 @@ struct config {
     int connection_cache_size{};
   } http;
 
+  /// The admin endpoint (/healthz, /readyz, /metrics, POST /drain, the review desk) and its HTTP
+  /// limits: names it answers to besides loopback names and IP addresses (comma-separated; "*":
+  /// any), connections in all and per client address, and the deadlines of a request's headers
+  /// and of the whole request.
   struct admin_section {
     std::string bind;
     int port{};
+    std::string allowed_hosts;
+    int max_connections{};
+    int max_connections_per_address{};
+    int header_timeout_seconds{};
+    int request_timeout_seconds{};
   } admin;
 
+  /// The HTTP intake and its HTTP limits (as admin's), and the memory for the bodies of the
+  /// uploads in progress together.
   struct intake_section {
     std::string bind;
     int port{};
     std::string default_tenant;
+    std::string allowed_hosts;
+    int max_connections{};
+    int max_connections_per_address{};
+    int header_timeout_seconds{};
+    int request_timeout_seconds{};
+    int64_t max_buffered_bytes{};
   } intake;
 
-  /// The review desk under /review on the admin server (issue 18).
+  /// The review desk under /review on the admin server (issue 18): the session cookie's Secure
+  /// attribute, how long a session lasts and how many may be open, and the failed sign-ins per
+  /// address and per name within a minute before the next is refused (429).
   struct review_section {
     bool enabled{};
+    bool secure_cookie{};
+    int session_lifetime_minutes{};
+    int max_sessions{};
+    int sign_in_attempts_per_minute{};
   } review;
 
   struct log_section {
@@ -288,6 +311,9 @@ std::vector<std::string> served_stages(const config& cfg);
 /// The built-in defaults as the JSON text of config/ingestd.json: a derived key shows 0 ("derived
 /// from the keys it depends on"), so that changing those keys alone keeps the file consistent.
 std::string default_config_json();
+
+/// The names of a comma-separated list (intake.allowed_hosts), trimmed, empty ones dropped.
+std::vector<std::string> name_list(const std::string& text);
 
 /// "postgresql://user:****@host/db" for "postgresql://user:secret@host/db".
 std::string mask_url_password(const std::string& url);

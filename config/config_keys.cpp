@@ -4,6 +4,7 @@
 #include "config/config_table.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 #include "messages/priority.hpp"
 #include "messages/uuid.hpp"
@@ -57,6 +58,22 @@ rule covers_lease() {
     expected.append(std::to_string(c.worker.lease_seconds))
       .append("), or a message becomes visible to other nodes while its claim lasts");
     return expected;
+  };
+}
+
+/// A comma-separated list of host names ("*" for any): letters, digits, '-', '.' and '_'.
+rule host_names() {
+  return [](const config&, const value& v) -> std::optional<std::string> {
+    for (auto& name : name_list(std::get<std::string>(v))) {
+      bool ok = name == "*" || std::all_of(name.begin(), name.end(), [](char c) {
+                  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '.'
+                         || c == '_';
+                });
+      if (!ok)
+        return "a comma-separated list of host names without ports (\"*\" for any); \"" + name
+               + "\" is not one";
+    }
+    return std::nullopt;
   };
 }
 
@@ -325,26 +342,48 @@ const std::vector<key_spec>& schema() {
 
     using admin = config::admin_section;
     keys(t, "admin", &config::admin)
-      .text("bind", &admin::bind, "127.0.0.1")
-      // 0: disabled.
-      .integer("port", &admin::port, 9464, 0, 65535);
+        .text("bind", &admin::bind, "127.0.0.1")
+        // 0: disabled.
+        .integer("port", &admin::port, 9464, 0, 65535)
+        // Names besides loopback names and IP addresses that clients (a proxy, a Service name) use;
+        // any other Host is refused (DNS rebinding).
+        .text("allowed_hosts", &admin::allowed_hosts, "", host_names())
+        .integer("max_connections", &admin::max_connections, 32, 1, 100000)
+        .integer("max_connections_per_address", &admin::max_connections_per_address, 8, 1, 100000)
+        .integer("header_timeout_seconds", &admin::header_timeout_seconds, 10, 1, 3600)
+        .integer("request_timeout_seconds", &admin::request_timeout_seconds, 30, 1, 86400);
 
     using intake = config::intake_section;
     keys(t, "intake", &config::intake)
-      .text("bind", &intake::bind, "127.0.0.1")
-      // 0: disabled.
-      .integer("port", &intake::port, 0, 0, 65535)
-      .text("default_tenant", &intake::default_tenant, "00000000-0000-7000-8000-000000000001",
-            [](const config&, const value& v) -> std::optional<std::string> {
-              auto& tenant = std::get<std::string>(v);
-              if (tenant.empty() || uuid::parse(tenant))
-                return std::nullopt;
-              return "a UUID";
-            });
+        .text("bind", &intake::bind, "127.0.0.1")
+        // 0: disabled.
+        .integer("port", &intake::port, 0, 0, 65535)
+        .text("default_tenant", &intake::default_tenant, "00000000-0000-7000-8000-000000000001",
+              [](const config&, const value& v) -> std::optional<std::string> {
+                auto& tenant = std::get<std::string>(v);
+                if (tenant.empty() || uuid::parse(tenant))
+                  return std::nullopt;
+                return "a UUID";
+              })
+        .text("allowed_hosts", &intake::allowed_hosts, "", host_names())
+        .integer("max_connections", &intake::max_connections, 64, 1, 100000)
+        .integer("max_connections_per_address", &intake::max_connections_per_address, 16, 1, 100000)
+        .integer("header_timeout_seconds", &intake::header_timeout_seconds, 10, 1, 3600)
+        // An upload of transcription.max_file_bytes over a slow link.
+        .integer("request_timeout_seconds", &intake::request_timeout_seconds, 300, 1, 86400)
+        // The bodies of all uploads in progress together; more wait (503, Retry-After).
+        .integer("max_buffered_bytes", &intake::max_buffered_bytes, int64_t{256} << 20, 1 << 20,
+                 int64_t{1} << 40);
 
     using review = config::review_section;
     // Served by the admin endpoint (admin.port must not be 0); INGESTD_REVIEW_TOKEN for access.
-    keys(t, "review", &config::review).boolean("enabled", &review::enabled, false);
+    keys(t, "review", &config::review)
+        .boolean("enabled", &review::enabled, false)
+        // The desk is reached over HTTPS (a proxy terminates TLS): the cookie is sent over it only.
+        .boolean("secure_cookie", &review::secure_cookie, false)
+        .integer("session_lifetime_minutes", &review::session_lifetime_minutes, 720, 1, 525600)
+        .integer("max_sessions", &review::max_sessions, 1000, 1, 1000000)
+        .integer("sign_in_attempts_per_minute", &review::sign_in_attempts_per_minute, 5, 1, 1000);
 
     using log = config::log_section;
     keys(t, "log", &config::log)

@@ -12,7 +12,7 @@ packages=(
   libtesseract-dev tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu
   libpoppler-cpp-dev poppler-utils libgtest-dev libgmock-dev
   libarchive-dev libgmime-3.0-dev
-  python3 python3-boto3 libcpp-httplib-dev prometheus
+  python3 python3-boto3 libcpp-httplib-dev libmicrohttpd-dev zlib1g-dev prometheus
   clang-tidy cppcheck clang-14 libclang-rt-14-dev
 )
 # The review desk's browser test: headless Chromium driven by Selenium (system packages).

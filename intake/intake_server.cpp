@@ -1,17 +1,14 @@
-// HTTP intake over cpp-httplib: request parsing, authentication and the mapping of intake's
+// HTTP intake over http_server: request parsing, authentication and the mapping of intake's
 // errors to status codes (see intake_server.hpp for the contract).
 #include "intake/intake_server.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-#include <thread>
-
-#include <httplib.h>
-#include <openssl/crypto.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "adapters/http_server/checks.hpp"
 #include "adapters/support/log.hpp"
 #include "messages/error_codes.hpp"
 
@@ -19,22 +16,24 @@ namespace ingestd {
 
 namespace {
 
-void send_json(httplib::Response& res, int status, const std::string& body) {
+using http_server::request;
+using http_server::response;
+
+void send_json(response& res, int status, const std::string& body) {
   res.status = status;
   res.set_content(body, "application/json");
 }
 
-void send_error(httplib::Response& res, int status, const std::string& code,
-                const std::string& message) {
+void send_error(response& res, int status, std::string_view code, std::string_view message) {
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w{buf};
   w.StartObject();
   w.Key("error");
   w.StartObject();
   w.Key("code");
-  w.String(code.c_str());
+  w.String(code.data(), static_cast<rapidjson::SizeType>(code.size()));
   w.Key("message");
-  w.String(message.c_str());
+  w.String(message.data(), static_cast<rapidjson::SizeType>(message.size()));
   w.EndObject();
   w.EndObject();
   send_json(res, status, buf.GetString());
@@ -51,8 +50,23 @@ int status_for(const error& e) {
   return e.cls == error_class::transient ? 503 : 500;
 }
 
+/// Answers a failure of the service: its code and message for a client's mistake (4xx); for an
+/// unavailable dependency (503, Retry-After) or an internal error (500), the code and a generic
+/// message, the detail (database host, port, statement) going to the log only.
+void send_failure(response& res, int status, const error& e, std::string_view path) {
+  if (status < 500)
+    return send_error(res, status, e.code, e.message);
+  log::warn("intake: request failed",
+            {{"path", path}, {"status", status}, {"error", e.describe()}});
+  if (status == 503) {
+    res.set_header("Retry-After", "5");
+    return send_error(res, 503, e.code, "the service is unavailable; try again shortly");
+  }
+  send_error(res, status, e.code, "internal error");
+}
+
 /// A header, or else a multipart form field.
-std::string value_of(const httplib::Request& req, const char* header, const char* field) {
+std::string value_of(const request& req, const char* header, const char* field) {
   if (req.has_header(header))
     return req.get_header_value(header);
   if (req.is_multipart_form_data() && req.has_file(field))
@@ -62,7 +76,7 @@ std::string value_of(const httplib::Request& req, const char* header, const char
 
 /// The caller's tenant: X-Tenant-Id (or form field tenant_id), else the default tenant. Answers
 /// 400 and returns nullopt when there is none or it is not a UUID.
-std::optional<uuid> caller_tenant(const httplib::Request& req, httplib::Response& res,
+std::optional<uuid> caller_tenant(const request& req, response& res,
                                   const std::optional<uuid>& default_tenant) {
   auto text = value_of(req, "X-Tenant-Id", "tenant_id");
   if (text.empty()) {
@@ -76,14 +90,22 @@ std::optional<uuid> caller_tenant(const httplib::Request& req, httplib::Response
   return tenant;
 }
 
-bool authorised(const httplib::Request& req, const std::string& token) {
+bool authorised(const request& req, const std::string& token) {
   if (token.empty())
     return true;
-  auto h = req.get_header_value("Authorization");
-  const std::string prefix = "Bearer ";
-  if (h.size() != prefix.size() + token.size() || h.compare(0, prefix.size(), prefix) != 0)
-    return false;
-  return CRYPTO_memcmp(h.data() + prefix.size(), token.data(), token.size()) == 0;
+  return http_server::secrets_equal(req.get_header_value("Authorization"), "Bearer " + token);
+}
+
+http_server::server_options server_options_of(const intake_server_options& o) {
+  http_server::server_options out;
+  out.name = "intake";
+  out.bind = o.bind;
+  out.port = o.port;
+  // Uploads are I/O bound and bounded by the database: four handler threads.
+  out.worker_threads = 4;
+  out.limits = o.limits;
+  out.allowed_hosts = o.allowed_hosts;
+  return out;
 }
 
 } // namespace
@@ -113,92 +135,97 @@ result<void> check_intake_exposure(std::string_view bind, std::string_view beare
 
 intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_server_options opts)
     : intake_(std::move(intake)), opts_(std::move(opts)),
-      server_(std::make_unique<httplib::Server>()) {
+      server_(std::make_unique<http_server::server>(server_options_of(opts_))) {
   auto& svr = *server_;
-  // Uploads are I/O bound and bounded by the database: four threads keep the daemon's count low.
-  svr.new_task_queue = [] { return new httplib::ThreadPool(4); };
-  // Bodies over the limit (plus room for multipart framing) get 413 before they are read.
-  svr.set_payload_max_length(intake_->options().max_bytes + size_t{64} * 1024);
-  svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+  // The server's own refusals (404, 408, 413, 415, 421, ...) in the intake's error format.
+  svr.set_area("", [](response& res, int status, std::string_view code, std::string_view message) {
+    send_error(res, status, code, message);
+  });
+  // The token is checked on the headers, before any byte of a body is read.
+  svr.set_gate([this](const request& req, response& res) {
     if (authorised(req, opts_.bearer_token))
-      return httplib::Server::HandlerResponse::Unhandled;
+      return true;
     res.set_header("WWW-Authenticate", "Bearer");
     send_error(res, 401, "intake.unauthorized", "a valid bearer token is required");
-    return httplib::Server::HandlerResponse::Handled;
+    return false;
   });
-  svr.Post("/v1/documents", [this](const httplib::Request& req, httplib::Response& res) {
-    intake_item item;
-    item.channel = "http";
-    auto tenant = caller_tenant(req, res, opts_.default_tenant);
-    if (!tenant)
-      return;
-    item.tenant_id = *tenant;
-    auto uploaded = value_of(req, "X-Uploaded-By", "uploaded_by");
-    auto source = value_of(req, "X-Doc-Source-Id", "doc_source_id");
-    if (!uploaded.empty() && !source.empty())
-      return send_error(res, 400, "intake.invalid_source",
-                        "give X-Uploaded-By or X-Doc-Source-Id, not both");
-    if (!source.empty()) {
-      if (!(item.source.doc_source_id = uuid::parse(source)))
-        return send_error(res, 400, "intake.invalid_source", "X-Doc-Source-Id is not a UUID");
-    } else if (!uploaded.empty()) {
-      if (!(item.source.uploaded_by = uuid::parse(uploaded)))
-        return send_error(res, 400, "intake.invalid_source", "X-Uploaded-By is not a UUID");
-    } else {
-      item.source.uploaded_by = uuid{};
-    }
-    // Priority: X-Priority, the form field or ?priority= (0..100, lower first; default 50).
-    auto priority = value_of(req, "X-Priority", "priority");
-    if (priority.empty() && req.has_param("priority"))
-      priority = req.get_param_value("priority");
-    if (!priority.empty()) {
-      auto p = parse_priority(priority);
-      if (!p)
-        return send_error(res, 400, "intake.invalid_priority",
-                          "priority must be a whole number 0..100 (lower first)");
-      item.priority = *p;
-    }
-    if (req.is_multipart_form_data()) {
-      if (!req.has_file("file"))
-        return send_error(res, 400, "intake.empty", "multipart request without a \"file\" field");
-      auto f = req.get_file_value("file");
-      item.bytes = std::move(f.content);
-      item.name = f.filename;
-    } else {
-      item.bytes = req.body;
-      item.name = req.get_header_value("X-File-Name");
-    }
-    auto r = intake_->submit(item);
-    if (!r) {
-      if (r.error().cls == error_class::transient)
-        res.set_header("Retry-After", "5");
-      return send_error(res, status_for(r.error()), r.error().code, r.error().message);
-    }
-    rapidjson::StringBuffer buf;
-    rapidjson::Writer<rapidjson::StringBuffer> w{buf};
-    auto doc = r->document_id.str(), ing = r->ingestion_id.str();
-    auto status = std::string{to_string(r->status)};
-    w.StartObject();
-    w.Key("status");
-    w.String(status.c_str());
-    w.Key("document_id");
-    w.String(doc.c_str());
-    w.Key("ingestion_id");
-    w.String(ing.c_str());
-    w.Key("ingestion_status");
-    w.String(r->ingestion_status.c_str());
-    w.Key("mime_type");
-    w.String(r->mime_type.c_str());
-    w.Key("enqueued");
-    w.Bool(r->enqueued);
-    w.EndObject();
-    bool duplicate = r->status == intake_status::duplicate;
-    if (!duplicate)
-      res.set_header("Location", "/v1/ingestions/" + ing);
-    send_json(res, duplicate ? 200 : 202, buf.GetString());
-  });
+  // Bodies over the limit (plus room for multipart framing) get 413 as soon as they pass it.
+  http_server::route_options upload;
+  upload.max_body = intake_->options().max_bytes + size_t{64} * 1024;
+  svr.post(
+      "/v1/documents",
+      [this](const request& req, response& res) {
+        intake_item item;
+        item.channel = "http";
+        auto tenant = caller_tenant(req, res, opts_.default_tenant);
+        if (!tenant)
+          return;
+        item.tenant_id = *tenant;
+        auto uploaded = value_of(req, "X-Uploaded-By", "uploaded_by");
+        auto source = value_of(req, "X-Doc-Source-Id", "doc_source_id");
+        if (!uploaded.empty() && !source.empty())
+          return send_error(res, 400, "intake.invalid_source",
+                            "give X-Uploaded-By or X-Doc-Source-Id, not both");
+        if (!source.empty()) {
+          if (!(item.source.doc_source_id = uuid::parse(source)))
+            return send_error(res, 400, "intake.invalid_source", "X-Doc-Source-Id is not a UUID");
+        } else if (!uploaded.empty()) {
+          if (!(item.source.uploaded_by = uuid::parse(uploaded)))
+            return send_error(res, 400, "intake.invalid_source", "X-Uploaded-By is not a UUID");
+        } else {
+          item.source.uploaded_by = uuid{};
+        }
+        // Priority: X-Priority, the form field or ?priority= (0..100, lower first; default 50).
+        auto priority = value_of(req, "X-Priority", "priority");
+        if (priority.empty() && req.has_param("priority"))
+          priority = req.get_param_value("priority");
+        if (!priority.empty()) {
+          auto p = parse_priority(priority);
+          if (!p)
+            return send_error(res, 400, "intake.invalid_priority",
+                              "priority must be a whole number 0..100 (lower first)");
+          item.priority = *p;
+        }
+        if (req.is_multipart_form_data()) {
+          if (!req.has_file("file"))
+            return send_error(res, 400, "intake.empty",
+                              "multipart request without a \"file\" field");
+          auto f = req.get_file_value("file");
+          item.bytes = std::move(f.content);
+          item.name = f.filename;
+        } else {
+          item.bytes = req.body;
+          item.name = req.get_header_value("X-File-Name");
+        }
+        auto r = intake_->submit(item);
+        if (!r)
+          return send_failure(res, status_for(r.error()), r.error(), req.path);
+        rapidjson::StringBuffer buf;
+        rapidjson::Writer<rapidjson::StringBuffer> w{buf};
+        auto doc = r->document_id.str(), ing = r->ingestion_id.str();
+        auto status = std::string{to_string(r->status)};
+        w.StartObject();
+        w.Key("status");
+        w.String(status.c_str());
+        w.Key("document_id");
+        w.String(doc.c_str());
+        w.Key("ingestion_id");
+        w.String(ing.c_str());
+        w.Key("ingestion_status");
+        w.String(r->ingestion_status.c_str());
+        w.Key("mime_type");
+        w.String(r->mime_type.c_str());
+        w.Key("enqueued");
+        w.Bool(r->enqueued);
+        w.EndObject();
+        bool duplicate = r->status == intake_status::duplicate;
+        if (!duplicate)
+          res.set_header("Location", "/v1/ingestions/" + ing);
+        send_json(res, duplicate ? 200 : 202, buf.GetString());
+      },
+      upload);
   auto getter = [this](const char* what, auto lookup) {
-    return [this, what, lookup](const httplib::Request& req, httplib::Response& res) {
+    return [this, what, lookup](const request& req, response& res) {
       auto id = uuid::parse(req.matches[1].str());
       if (!id)
         return send_error(res, 400, "intake.invalid_id", std::string{what} + " id is not a UUID");
@@ -207,21 +234,18 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
       if (!tenant)
         return;
       auto r = (intake_.get()->*lookup)(*tenant, *id);
-      if (!r) {
-        res.set_header("Retry-After", "5");
-        return send_error(res, 503, r.error().code, r.error().message);
-      }
+      if (!r)
+        return send_failure(res, 503, r.error(), req.path);
       if (!*r)
         return send_error(res, 404, "intake.not_found", std::string{"no such "} + what);
       send_json(res, 200, **r);
     };
   };
-  svr.Get(R"(/v1/documents/([^/]+))", getter("document", &intake_service::document_json));
-  svr.Get(R"(/v1/ingestions/([^/]+))", getter("ingestion", &intake_service::ingestion_json));
+  svr.get(R"(/v1/documents/([^/]+))", getter("document", &intake_service::document_json));
+  svr.get(R"(/v1/ingestions/([^/]+))", getter("ingestion", &intake_service::ingestion_json));
   // Cancellation (issue 13): 200 cancelled (it was queued, or cancelled before), 202 cancelling
   // (running: it stops at its next step), 409 when it is finished, 404 when unknown.
-  svr.Delete(R"(/v1/ingestions/([^/]+))", [this](const httplib::Request& req,
-                                                 httplib::Response& res) {
+  svr.del(R"(/v1/ingestions/([^/]+))", [this](const request& req, response& res) {
     auto id = uuid::parse(req.matches[1].str());
     if (!id)
       return send_error(res, 400, "intake.invalid_id", "ingestion id is not a UUID");
@@ -229,10 +253,8 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
     if (!tenant)
       return;
     auto r = intake_->cancel(*tenant, *id, "http");
-    if (!r) {
-      res.set_header("Retry-After", "5");
-      return send_error(res, 503, r.error().code, r.error().message);
-    }
+    if (!r)
+      return send_failure(res, 503, r.error(), req.path);
     switch (r->outcome) {
     case cancel_outcome::not_found:
       return send_error(res, 404, "intake.not_found", "no such ingestion");
@@ -257,34 +279,25 @@ intake_server::~intake_server() {
 result<void> intake_server::start() {
   if (auto exposed = check_intake_exposure(opts_.bind, opts_.bearer_token); !exposed)
     return exposed;
-  auto& svr = *server_;
-  if (opts_.port == 0)
-    bound_port_ = svr.bind_to_any_port(opts_.bind.c_str());
-  else
-    bound_port_ = svr.bind_to_port(opts_.bind.c_str(), opts_.port) ? opts_.port : -1;
-  if (bound_port_ <= 0)
-    return error::make_permanent("intake.bind", "cannot listen on " + opts_.bind + ":"
-                                                    + std::to_string(opts_.port));
-  thread_ = std::thread{[this] {
-    server_->listen_after_bind();
-    listen_returned_ = true;
-  }};
-  // httplib's stop() does nothing before the accept loop runs: wait for it, so that a stop()
-  // right after start() is not lost (and its join does not hang).
-  while (!server_->is_running() && !listen_returned_)
-    std::this_thread::yield();
-  log::info("intake endpoint listening",
-            {{"bind", opts_.bind},
-             {"port", bound_port_},
-             {"auth", opts_.bearer_token.empty() ? "none" : "bearer"}});
+  if (auto up = server_->start(); !up)
+    return up.error();
+  bound_port_ = server_->port();
+  auto& limits = opts_.limits;
+  log::info(
+      "intake endpoint listening",
+      {{"bind", opts_.bind},
+       {"port", bound_port_},
+       {"auth", opts_.bearer_token.empty() ? "none" : "bearer"},
+       {"max_connections", static_cast<int64_t>(limits.max_connections)},
+       {"max_connections_per_address", static_cast<int64_t>(limits.max_connections_per_address)},
+       {"header_timeout_seconds", static_cast<int64_t>(limits.header_timeout.count())},
+       {"request_timeout_seconds", static_cast<int64_t>(limits.request_timeout.count())}});
   return {};
 }
 
 void intake_server::stop() {
   if (server_)
     server_->stop();
-  if (thread_.joinable())
-    thread_.join();
 }
 
 } // namespace ingestd

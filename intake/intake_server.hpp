@@ -1,6 +1,10 @@
 // HTTP intake (seed 001's API/webhook entry): POST /v1/documents, GET /v1/documents/{id},
-// GET /v1/ingestions/{id}, over cpp-httplib on its own threads, bearer token when configured
-// (required unless the bind is loopback).
+// GET /v1/ingestions/{id}, served by http_server (libmicrohttpd: its own polling thread and four
+// handler threads), bearer token when configured (required unless the bind is loopback). The
+// token is checked on the headers, before any byte of the body is read; a body over the size
+// limit is refused (413) as soon as it passes it, chunked or not; a compressed body is refused
+// (415); Host must be a loopback name, an IP address or one of intake.allowed_hosts (421), and a
+// browser's Origin on POST or DELETE this endpoint's own (403).
 //
 // POST /v1/documents takes the file as the raw body (any Content-Type; the type is decided by the
 // file's first bytes) or as multipart/form-data field "file". Tenant: header X-Tenant-Id (or form
@@ -12,25 +16,22 @@
 //       has this content, ready or in progress: nothing new is created (idempotent retries)
 //   400 missing/invalid tenant or source, empty body; 401 bad or missing token;
 //   413 over the size limit; 415 not PDF/PNG/JPEG/TIFF (nor, with the unpack stage, a ZIP, TAR,
-//   .tar.gz, e-mail or mbox); 503 (Retry-After) database, storage or queue unavailable.
+//   .tar.gz, e-mail or mbox), or a compressed body; 503 (Retry-After) database, storage or queue
+//   unavailable (the detail goes to the log, not to the client).
 // GET answers only within the caller's tenant (X-Tenant-Id, else the default tenant): another
 // tenant's document or ingestion is a 404 like an unknown one, so its existence does not leak.
 #pragma once
 
-#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
+#include <vector>
 
+#include "adapters/http_server/server.hpp"
 #include "intake/intake_service.hpp"
 #include "messages/result.hpp"
 #include "messages/uuid.hpp"
-
-namespace httplib {
-class Server;
-}
 
 namespace ingestd {
 
@@ -42,6 +43,11 @@ struct intake_server_options {
   std::optional<uuid> default_tenant;
   /// Empty: no authentication, allowed on a loopback bind only (see check_intake_exposure).
   std::string bearer_token;
+  /// Host names the intake answers to besides loopback names and IP addresses
+  /// (intake.allowed_hosts; "*": any).
+  std::vector<std::string> allowed_hosts;
+  /// Connections, deadlines and the memory for bodies in progress (intake.max_connections, ...).
+  http_server::endpoint_limits limits;
 };
 
 /// Whether `bind` reaches this host only: 127.0.0.0/8, ::1 (also IPv4-mapped) or "localhost".
@@ -60,8 +66,8 @@ public:
   intake_server(const intake_server&) = delete;
   intake_server& operator=(const intake_server&) = delete;
 
-  /// Binds and starts serving on its own thread. Refuses (check_intake_exposure) a non-loopback
-  /// bind without a bearer token.
+  /// Binds and starts serving. Refuses (check_intake_exposure) a non-loopback bind without a
+  /// bearer token.
   result<void> start();
   int port() const { return bound_port_; }
   /// Stops accepting, finishes the requests in progress, joins (idempotent).
@@ -71,10 +77,7 @@ private:
   std::shared_ptr<intake_service> intake_;
   intake_server_options opts_;
   int bound_port_ = 0;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
-  /// Set by the server thread when httplib's accept loop has returned.
-  std::atomic<bool> listen_returned_{false};
+  std::unique_ptr<http_server::server> server_;
 };
 
 } // namespace ingestd

@@ -107,7 +107,11 @@ std::optional<file_type> detect_file_type(std::string_view b) {
     return of(file_kind::jpeg);
   if (starts(std::string_view{"II*\0", 4}) || starts(std::string_view{"MM\0*", 4}))
     return of(file_kind::tiff);
-  if (b.substr(0, 1024).find("%PDF-") != std::string_view::npos)
+  if (starts("%PDF-"))
+    return of(file_kind::pdf);
+  // A header after some junk is still a PDF, unless the bytes are a container by their own
+  // signature: a ZIP whose first member is a stored PDF has "%PDF-" within its first KiB.
+  if (b.substr(0, 1024).find("%PDF-") != std::string_view::npos && !detect_container_type(b))
     return of(file_kind::pdf);
   return std::nullopt;
 }

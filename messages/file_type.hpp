@@ -18,14 +18,16 @@ struct file_type {
   std::string_view ext;
 };
 
-/// PNG, JPEG and TIFF by their signature at byte 0; PDF by "%PDF-" anywhere in the first KiB
-/// (readers accept a header after up to 1 KiB of junk). nullopt for anything else.
+/// PNG, JPEG and TIFF by their signature at byte 0; PDF by "%PDF-" at byte 0, or anywhere in the
+/// first KiB (readers accept a header after up to 1 KiB of junk) when the bytes are not a
+/// container (detect_container_type): a container's signature wins over a PDF inside it.
+/// nullopt for anything else.
 std::optional<file_type> detect_file_type(std::string_view bytes);
 
 /// The supported type a MIME type names; nullopt for any other.
 std::optional<file_type> file_type_of_mime(std::string_view mime);
 
-/// Containers: files the unpack stage takes apart into child documents (issue 14).
+/// Containers: files the unpack stage takes apart into child documents.
 enum class container_kind : uint8_t { zip, tar, tar_gz, eml, mbox };
 
 struct container_type {

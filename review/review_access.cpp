@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <array>
 
-#include <openssl/crypto.h>
 #include <openssl/rand.h>
 
+#include "adapters/http_server/checks.hpp"
 #include "messages/hex.hpp"
 
 namespace ingestd {
@@ -85,15 +85,36 @@ std::vector<uuid> review_tokens::tenants_of(std::string_view token) const {
   return found;
 }
 
+size_t review_tokens::shortest() const {
+  size_t out = 0;
+  for (auto& [t, tenants] : by_token_)
+    if (out == 0 || t.size() < out)
+      out = t.size();
+  return out;
+}
+
 std::string review_sessions::open(std::string reviewer, std::vector<uuid> tenants) {
   auto id = random_token();
   review_session s{std::move(reviewer), std::move(tenants), random_token(),
                    std::chrono::steady_clock::now() + lifetime_};
   std::lock_guard guard{mtx_};
   auto now = std::chrono::steady_clock::now();
-  std::erase_if(sessions_, [now](auto& kv) { return kv.second.expires < now; });
+  std::erase_if(sessions_, [now](auto& kv) { return kv.second.expires <= now; });
+  while (sessions_.size() >= max_sessions_) {
+    auto first = std::min_element(sessions_.begin(), sessions_.end(), [](auto& a, auto& b) {
+      return a.second.expires < b.second.expires;
+    });
+    sessions_.erase(first);
+  }
   sessions_[id] = std::move(s);
   return id;
+}
+
+size_t review_sessions::count() {
+  std::lock_guard guard{mtx_};
+  auto now = std::chrono::steady_clock::now();
+  std::erase_if(sessions_, [now](auto& kv) { return kv.second.expires <= now; });
+  return sessions_.size();
 }
 
 std::optional<review_session> review_sessions::find(const std::string& id) {
@@ -122,9 +143,7 @@ std::string random_token() {
 }
 
 bool same_secret(std::string_view a, std::string_view b) {
-  if (a.size() != b.size())
-    return false;
-  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+  return http_server::secrets_equal(a, b);
 }
 
 } // namespace ingestd

@@ -30,6 +30,8 @@ public:
   bool open() const { return by_token_.empty(); }
   /// The tenants of `token` (compared in constant time); empty when it is not one.
   std::vector<uuid> tenants_of(std::string_view token) const;
+  /// The length of the shortest token (0 when none is configured).
+  size_t shortest() const;
 
 private:
   std::vector<std::pair<std::string, std::vector<uuid>>> by_token_;
@@ -44,20 +46,26 @@ struct review_session {
   std::chrono::steady_clock::time_point expires;
 };
 
-/// The cookie sessions, in memory (a restart signs everyone out). Thread-safe.
+/// The cookie sessions, in memory (a restart signs everyone out), each for at most `lifetime`, at
+/// most `max_sessions` at once: a new session beyond them ends the one that expires first.
+/// Thread-safe.
 class review_sessions {
 public:
-  explicit review_sessions(std::chrono::minutes lifetime = std::chrono::hours{12})
-    : lifetime_(lifetime) {}
+  explicit review_sessions(std::chrono::minutes lifetime = std::chrono::hours{12},
+                           size_t max_sessions = 1000)
+      : lifetime_(lifetime), max_sessions_(max_sessions < 1 ? 1 : max_sessions) {}
 
   /// A new session; returns its id (the cookie's value).
   std::string open(std::string reviewer, std::vector<uuid> tenants);
+  /// The sessions alive now.
+  size_t count();
   /// The live session with this id.
   std::optional<review_session> find(const std::string& id);
   void close(const std::string& id);
 
 private:
   std::chrono::minutes lifetime_;
+  size_t max_sessions_;
   std::mutex mtx_;
   std::map<std::string, review_session> sessions_;
 };
@@ -65,7 +73,7 @@ private:
 /// 32 random bytes in hex, from the operating system's generator.
 std::string random_token();
 
-/// Equal strings, compared in time that does not depend on where they differ.
+/// Equal strings, compared in time that depends on neither where they differ nor their lengths.
 bool same_secret(std::string_view a, std::string_view b);
 
 } // namespace ingestd

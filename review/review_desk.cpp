@@ -1,15 +1,17 @@
 // The review desk's routes: who is calling (bearer token, cookie session or open desk), CSRF on
-// cookie-session POSTs, the JSON API over review_service and the HTML pages.
+// cookie-session POSTs, sign-in throttling, the JSON API over review_service and the HTML pages,
+// and the security headers of every answer under /review.
 #include "review/review_desk.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <utility>
 
-#include <httplib.h>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "adapters/http_server/server.hpp"
 #include "adapters/support/log.hpp"
 #include "intake/intake_server.hpp"
 #include "messages/error_codes.hpp"
@@ -21,7 +23,11 @@ namespace ingestd {
 
 namespace {
 
+using http_server::request;
+using http_server::response;
+
 constexpr const char* cookie_name = "ingestd_review";
+constexpr const char* html = "text/html; charset=utf-8";
 constexpr const char* uuid_re
     = "([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})";
 
@@ -32,14 +38,13 @@ std::string json_string(std::string_view s) {
   return {buf.GetString(), buf.GetSize()};
 }
 
-void send_json(httplib::Response& res, int status, const std::string& body) {
+void send_json(response& res, int status, const std::string& body) {
   res.status = status;
   res.set_header("Cache-Control", "no-store");
   res.set_content(body, "application/json");
 }
 
-void send_error(httplib::Response& res, int status, std::string_view code,
-                std::string_view message) {
+void send_error(response& res, int status, std::string_view code, std::string_view message) {
   send_json(res, status,
             "{\"error\":" + json_string(code) + ",\"message\":" + json_string(message) + "}");
 }
@@ -61,17 +66,38 @@ int status_of(const error& e) {
   return 500;
 }
 
-void send_failure(httplib::Response& res, const error& e) {
+/// A failure of the service: its code and message for a client's mistake (4xx); for an
+/// unavailable dependency (503, Retry-After) or an internal error, the code and a generic message,
+/// the detail (database host, port, statement) going to the log only.
+void send_failure(response& res, const error& e) {
   auto status = status_of(e);
-  if (status == 503)
+  if (status < 500)
+    return send_error(res, status, e.code, e.message);
+  log::warn("review: request failed", {{"status", status}, {"error", e.describe()}});
+  if (status == 503) {
     res.set_header("Retry-After", "5");
-  if (status >= 500)
-    log::warn("review: request failed", {{"error", e.describe()}});
-  send_error(res, status, e.code, e.message);
+    return send_error(res, 503, e.code, "the service is unavailable; try again shortly");
+  }
+  send_error(res, status, e.code, "internal error");
+}
+
+/// The headers of every answer under /review.
+void security_headers(const request&, response& res) {
+  res.set_header("Content-Security-Policy", content_security_policy());
+  res.set_header("X-Frame-Options", "DENY");
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_header("Referrer-Policy", "no-referrer");
+}
+
+std::string lowered(std::string_view s) {
+  std::string out;
+  for (char c : s)
+    out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  return out;
 }
 
 /// The value of cookie `name` in the request's Cookie header.
-std::string cookie_of(const httplib::Request& req, std::string_view name) {
+std::string cookie_of(const request& req, std::string_view name) {
   auto header = req.get_header_value("Cookie");
   std::string_view rest{header};
   while (!rest.empty()) {
@@ -130,7 +156,7 @@ std::string done_json(const review_done& d) {
 
 /// A reprocess's choice from its body: "transcription_provider" and "extraction_provider", each a
 /// provider's name, or absent, null or "" for the configured one. nullopt after answering 400.
-std::optional<provider_choice> choice_of(const rapidjson::Document& body, httplib::Response& res) {
+std::optional<provider_choice> choice_of(const rapidjson::Document& body, response& res) {
   if (body.HasMember("provider")) {
     send_error(res, 400, "review.invalid",
                "name the providers as \"transcription_provider\" and \"extraction_provider\" "
@@ -222,12 +248,21 @@ public:
   explicit handlers(std::shared_ptr<review_desk> desk) : desk_(std::move(desk)) {}
 
   /// The caller, or nullopt after answering (401 for the API, a redirect to the login page for
-  /// pages). POSTs by cookie must carry the session's CSRF token (403 otherwise).
-  std::optional<caller> authenticate(const httplib::Request& req, httplib::Response& res,
-                                     bool api) const {
+  /// pages). POSTs by cookie must carry the session's CSRF token (403 otherwise); `before_body`:
+  /// the body is not in yet, so a token that may come as its form field is not judged. A bad
+  /// bearer token counts as a failed sign-in of the address (429 past the limit).
+  std::optional<caller> authenticate(const request& req, response& res, bool api,
+                                     bool before_body = false) const {
     auto& opts = desk_->opts_;
     auto header = req.get_header_value("Authorization");
     if (!header.empty()) {
+      auto address = "addr:" + req.remote_addr;
+      if (auto wait = desk_->attempts_.blocked_for(address, std::chrono::steady_clock::now())) {
+        res.set_header("Retry-After", std::to_string(wait->count()));
+        send_error(res, 429, "review.throttled",
+                   "too many failed attempts from this address; try again later");
+        return std::nullopt;
+      }
       constexpr std::string_view prefix = "Bearer ";
       std::vector<uuid> tenants;
       if (header.starts_with(prefix))
@@ -235,6 +270,9 @@ public:
                       ? std::vector<uuid>{*opts.default_tenant}
                       : opts.tokens.tenants_of(std::string_view{header}.substr(prefix.size()));
       if (tenants.empty()) {
+        desk_->attempts_.record(address, std::chrono::steady_clock::now());
+        log::warn("review: bad bearer token",
+                  {{"remote_addr", req.remote_addr}, {"path", req.path}});
         res.set_header("WWW-Authenticate", "Bearer");
         send_error(res, 401, "review.unauthorized",
                    "the bearer token is not valid for the review desk");
@@ -247,7 +285,7 @@ public:
     }
     if (auto sid = cookie_of(req, cookie_name); !sid.empty())
       if (auto s = desk_->sessions_.find(sid)) {
-        if (req.method == "POST") {
+        if (req.method == "POST" && (!before_body || req.has_header("X-CSRF-Token"))) {
           auto sent = req.has_header("X-CSRF-Token") ? req.get_header_value("X-CSRF-Token")
                                                      : req.get_param_value("csrf");
           if (!same_secret(sent, s->csrf)) {
@@ -274,9 +312,35 @@ public:
     return std::nullopt;
   }
 
+  /// The gate of a POST: its caller is known before its body is read.
+  bool authenticate_before_body(const request& req, response& res, bool api) const {
+    return authenticate(req, res, api, true).has_value();
+  }
+
+  /// The sign-in form's gate: an address past the limit is refused before the form is read.
+  bool sign_in_allowed(const request& req, response& res) const {
+    auto wait
+        = desk_->attempts_.blocked_for("addr:" + req.remote_addr, std::chrono::steady_clock::now());
+    if (!wait)
+      return true;
+    throttled(req, res, "", *wait);
+    return false;
+  }
+
+  void throttled(const request& req, response& res, const std::string& name,
+                 std::chrono::seconds wait) const {
+    log::warn("review: sign-in throttled", {{"remote_addr", req.remote_addr}, {"reviewer", name}});
+    res.status = 429;
+    res.set_header("Retry-After", std::to_string(wait.count()));
+    res.set_header("Cache-Control", "no-store");
+    res.set_content(
+        login_page("Too many failed sign-ins. Try again in " + std::to_string(wait.count()) + " s.",
+                   open()),
+        html);
+  }
+
   /// The JSON body of an API POST (application/json only: a cross-site form cannot send it).
-  static std::optional<rapidjson::Document> json_body(const httplib::Request& req,
-                                                      httplib::Response& res) {
+  static std::optional<rapidjson::Document> json_body(const request& req, response& res) {
     if (req.get_header_value("Content-Type").find("application/json") != 0) {
       send_error(res, 415, "review.not_json", "send the request as application/json");
       return std::nullopt;
@@ -299,7 +363,7 @@ public:
   }
 
   /// The caller's tenants narrowed to ?tenant= (403 for a tenant not theirs).
-  static bool narrow_tenants(const httplib::Request& req, httplib::Response& res, caller& c) {
+  static bool narrow_tenants(const request& req, response& res, caller& c) {
     auto text = req.get_param_value("tenant");
     if (text.empty())
       return true;
@@ -312,8 +376,8 @@ public:
     return true;
   }
 
-  static std::optional<review_queue_filter> filter_of(const httplib::Request& req,
-                                                      httplib::Response& res, const caller& c) {
+  static std::optional<review_queue_filter> filter_of(const request& req, response& res,
+                                                      const caller& c) {
     review_queue_filter f;
     f.tenants = c.who.tenants;
     f.reason = req.get_param_value("reason");
@@ -334,7 +398,7 @@ public:
     return f;
   }
 
-  void api_queue(const httplib::Request& req, httplib::Response& res) const {
+  void api_queue(const request& req, response& res) const {
     auto c = authenticate(req, res, true);
     if (!c || !narrow_tenants(req, res, *c))
       return;
@@ -347,7 +411,7 @@ public:
     send_json(res, 200, queue_json(*q));
   }
 
-  void api_document(const httplib::Request& req, httplib::Response& res) const {
+  void api_document(const request& req, response& res) const {
     auto c = authenticate(req, res, true);
     if (!c)
       return;
@@ -363,7 +427,7 @@ public:
     send_json(res, 200, svc.document_json(**doc, text->first, text->second));
   }
 
-  void api_page(const httplib::Request& req, httplib::Response& res) const {
+  void api_page(const request& req, response& res) const {
     auto c = authenticate(req, res, true);
     if (!c)
       return;
@@ -381,8 +445,7 @@ public:
     res.set_content(img->bytes, img->content_type.c_str());
   }
 
-  void api_action(const httplib::Request& req, httplib::Response& res,
-                  const std::string& action) const {
+  void api_action(const request& req, response& res, const std::string& action) const {
     auto c = authenticate(req, res, true);
     if (!c)
       return;
@@ -436,7 +499,7 @@ public:
     send_json(res, 200, done_json(*done));
   }
 
-  void page_queue(const httplib::Request& req, httplib::Response& res) const {
+  void page_queue(const request& req, response& res) const {
     auto c = authenticate(req, res, false);
     if (!c)
       return;
@@ -452,10 +515,10 @@ public:
     res.set_header("Cache-Control", "no-store");
     res.set_content(queue_page(page_context{c->who.name, c->csrf, all_tenants}, *q, *f,
                                req.get_param_value("tenant")),
-                    "text/html; charset=utf-8");
+                    html);
   }
 
-  void page_document(const httplib::Request& req, httplib::Response& res) const {
+  void page_document(const request& req, response& res) const {
     auto c = authenticate(req, res, false);
     if (!c)
       return;
@@ -466,7 +529,7 @@ public:
     if (!*doc) {
       res.status = 404;
       return res.set_content("<!doctype html><p>No such document. <a href=\"/review\">Queue</a>",
-                             "text/html; charset=utf-8");
+                             html);
     }
     document_view view;
     view.doc = &**doc;
@@ -486,39 +549,56 @@ public:
           break;
         }
     res.set_header("Cache-Control", "no-store");
-    res.set_content(document_page(page_context{c->who.name, c->csrf, c->who.tenants}, view),
-                    "text/html; charset=utf-8");
+    res.set_content(document_page(page_context{c->who.name, c->csrf, c->who.tenants}, view), html);
   }
 
-  void login(const httplib::Request& req, httplib::Response& res) const {
+  void login(const request& req, response& res) const {
     auto& opts = desk_->opts_;
     bool open = opts.tokens.open();
     auto name = clean_name(req.get_param_value("name"), "");
+    auto now = std::chrono::steady_clock::now();
+    auto by_address = "addr:" + req.remote_addr;
+    auto by_name = "name:" + lowered(name);
+    if (!open) {
+      auto wait = desk_->attempts_.blocked_for(by_address, now);
+      if (auto for_name = desk_->attempts_.blocked_for(by_name, now); for_name && !name.empty())
+        wait = wait ? std::max(*wait, *for_name) : *for_name;
+      if (wait)
+        return throttled(req, res, name, *wait);
+    }
     std::vector<uuid> tenants;
     if (open && opts.default_tenant)
       tenants = {*opts.default_tenant};
     else if (!open)
       tenants = opts.tokens.tenants_of(req.get_param_value("token"));
+    if (tenants.empty() && !open) {
+      desk_->attempts_.record(by_address, now);
+      if (!name.empty())
+        desk_->attempts_.record(by_name, now);
+      log::warn("review: sign-in failed", {{"remote_addr", req.remote_addr}, {"reviewer", name}});
+    }
     if (tenants.empty() || name.empty()) {
       res.status = tenants.empty() ? 401 : 400;
+      res.set_header("Cache-Control", "no-store");
       return res.set_content(
           login_page(tenants.empty() ? "That token is not valid." : "Enter your name.", open),
-          "text/html; charset=utf-8");
+          html);
     }
     auto sid = desk_->sessions_.open(name, std::move(tenants));
-    log::info("review: signed in", {{"reviewer", name}});
-    res.set_header("Set-Cookie", std::string{cookie_name} + "=" + sid
-                                     + "; Path=/review; HttpOnly; SameSite=Strict");
+    log::info("review: signed in", {{"reviewer", name}, {"remote_addr", req.remote_addr}});
+    res.set_header("Set-Cookie", std::string{cookie_name} + "=" + sid + "; Path=/review; HttpOnly; "
+                                     + "SameSite=Strict" + (opts.secure_cookie ? "; Secure" : ""));
     res.status = 303;
     res.set_header("Location", "/review");
   }
 
-  void logout(const httplib::Request& req, httplib::Response& res) const {
+  void logout(const request& req, response& res) const {
     if (!authenticate(req, res, false))
       return;
     desk_->sessions_.close(cookie_of(req, cookie_name));
     res.set_header("Set-Cookie", std::string{cookie_name}
-                                     + "=; Path=/review; HttpOnly; SameSite=Strict; Max-Age=0");
+                                     + "=; Path=/review; HttpOnly; SameSite=Strict; Max-Age=0"
+                                     + (desk_->opts_.secure_cookie ? "; Secure" : ""));
     res.status = 303;
     res.set_header("Location", "/review/login");
   }
@@ -530,34 +610,62 @@ private:
 };
 
 review_desk::review_desk(std::shared_ptr<review_service> service, review_desk_options opts)
-    : service_(std::move(service)), opts_(std::move(opts)) {}
+    : service_(std::move(service)), opts_(std::move(opts)),
+      sessions_(opts_.session_lifetime, opts_.max_sessions),
+      attempts_(static_cast<size_t>(std::max(opts_.sign_in_attempts_per_minute, 1)),
+                std::chrono::seconds{60}) {}
 
-void review_desk::mount(httplib::Server& svr) {
+void review_desk::mount(http_server::server& svr) {
   auto h = std::make_shared<handlers>(shared_from_this());
-  // The desk's POSTs are small JSON bodies or the login form; nothing else on the admin port
-  // takes a body.
-  svr.set_payload_max_length(size_t{1} << 20);
-  using req_t = const httplib::Request&;
-  using res_t = httplib::Response&;
+  // Refusals of the server under /review in the desk's error format; every answer under /review
+  // carries the security headers.
+  svr.set_area(
+      "/review",
+      [](response& res, int status, std::string_view code, std::string_view message) {
+        send_error(res, status, code, message);
+      },
+      security_headers);
+  // The desk's POSTs are small JSON bodies or the sign-in form, their caller known before the
+  // body is read.
+  http_server::route_options api_post;
+  api_post.max_body = size_t{1} << 20;
+  api_post.before_body = [h](const request& req, response& res) {
+    return h->authenticate_before_body(req, res, true);
+  };
+  http_server::route_options sign_in;
+  sign_in.max_body = 16 * 1024;
+  sign_in.before_body
+      = [h](const request& req, response& res) { return h->sign_in_allowed(req, res); };
+  http_server::route_options sign_out;
+  sign_out.max_body = 16 * 1024;
+  sign_out.before_body = [h](const request& req, response& res) {
+    return h->authenticate_before_body(req, res, false);
+  };
+  using req_t = const request&;
+  using res_t = response&;
   std::string doc = std::string{"/review/api/documents/"} + uuid_re;
-  svr.Get("/review/api/queue", [h](req_t req, res_t res) { h->api_queue(req, res); });
-  svr.Get(doc, [h](req_t req, res_t res) { h->api_document(req, res); });
-  svr.Get(doc + R"(/pages/([0-9]{1,5})\.png)",
+  svr.get("/review/api/queue", [h](req_t req, res_t res) { h->api_queue(req, res); });
+  svr.get(doc, [h](req_t req, res_t res) { h->api_document(req, res); });
+  svr.get(doc + R"(/pages/([0-9]{1,5})\.png)",
           [h](req_t req, res_t res) { h->api_page(req, res); });
   for (std::string action : {"check", "approve", "reject", "reprocess"}) {
     auto path = doc;
     path.append("/").append(action);
-    svr.Post(path, [h, action](req_t req, res_t res) { h->api_action(req, res, action); });
+    svr.post(
+        path, [h, action](req_t req, res_t res) { h->api_action(req, res, action); }, api_post);
   }
-  svr.Get("/review", [h](req_t req, res_t res) { h->page_queue(req, res); });
-  svr.Get("/review/", [h](req_t req, res_t res) { h->page_queue(req, res); });
-  svr.Get(std::string{"/review/documents/"} + uuid_re,
+  svr.get("/review", [h](req_t req, res_t res) { h->page_queue(req, res); });
+  svr.get("/review/", [h](req_t req, res_t res) { h->page_queue(req, res); });
+  svr.get(std::string{"/review/documents/"} + uuid_re,
           [h](req_t req, res_t res) { h->page_document(req, res); });
-  svr.Get("/review/login", [h](req_t, res_t res) {
-    res.set_content(login_page("", h->open()), "text/html; charset=utf-8");
+  svr.get("/review/login", [h](req_t, res_t res) {
+    res.set_header("Cache-Control", "no-store");
+    res.set_content(login_page("", h->open()), html);
   });
-  svr.Post("/review/login", [h](req_t req, res_t res) { h->login(req, res); });
-  svr.Post("/review/logout", [h](req_t req, res_t res) { h->logout(req, res); });
+  svr.post(
+      "/review/login", [h](req_t req, res_t res) { h->login(req, res); }, sign_in);
+  svr.post(
+      "/review/logout", [h](req_t req, res_t res) { h->logout(req, res); }, sign_out);
 }
 
 } // namespace ingestd

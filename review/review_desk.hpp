@@ -14,15 +14,27 @@
 // (header X-CSRF-Token or form field csrf). API POSTs take application/json only. Without any
 // configured token the desk is open to the default tenant (allowed on a loopback bind only).
 // Answers: 200, 400 bad request (also an unknown provider, or one this node cannot run), 401 no
-// or bad token, 403 CSRF or tenant, 404 unknown (or another tenant's) document, 409 changed since the version given or being processed,
-// 415 not JSON, 422 refused by the extraction schema, 503 database or storage unavailable.
+// or bad token, 403 CSRF or tenant, 404 unknown (or another tenant's) document, 409 changed since
+// the version given or being processed, 415 not JSON, 422 refused by the extraction schema, 429 too
+// many failed sign-ins (or bad tokens) from the address or for the name within a minute
+// (Retry-After), 503 database or storage unavailable (the detail goes to the log, not to the
+// client).
+//
+// Served by http_server: a POST's caller is authenticated on its headers, before its body is read
+// (401, 403, 429), and its body is at most 1 MiB. Every answer under /review carries a
+// Content-Security-Policy (the pages' own scripts and style only), X-Frame-Options DENY,
+// X-Content-Type-Options nosniff and Referrer-Policy no-referrer. Sessions last
+// review.session_lifetime_minutes, at most review.max_sessions at once; the cookie is Secure with
+// review.secure_cookie. Failed sign-ins are logged with the address and the name given.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "adapters/http_server/checks.hpp"
 #include "messages/result.hpp"
 #include "messages/uuid.hpp"
 #include "review/review_access.hpp"
@@ -33,6 +45,10 @@ class Server;
 
 namespace ingestd {
 
+namespace http_server {
+class server;
+}
+
 class review_service;
 
 struct review_desk_options {
@@ -40,6 +56,16 @@ struct review_desk_options {
   review_tokens tokens;
   /// The tenant of an open desk (no token configured).
   std::optional<uuid> default_tenant;
+  /// The session cookie gets the Secure attribute (review.secure_cookie: the desk is reached over
+  /// HTTPS, through a proxy that terminates TLS).
+  bool secure_cookie = false;
+  /// How long a session lasts, and how many may be open at once (review.session_lifetime_minutes,
+  /// review.max_sessions).
+  std::chrono::minutes session_lifetime{std::chrono::hours{12}};
+  size_t max_sessions = 1000;
+  /// Failed sign-ins (or bad bearer tokens) per address, and per name, within a minute; the next
+  /// one is answered 429 (review.sign_in_attempts_per_minute).
+  int sign_in_attempts_per_minute = 5;
 };
 
 /// An open desk (no token) would let anyone who reaches the admin port act on documents:
@@ -52,7 +78,14 @@ public:
   review_desk(std::shared_ptr<review_service> service, review_desk_options opts);
 
   /// Registers the /review routes; the handlers keep the desk alive.
+  void mount(http_server::server& server);
+  /// The same on the httplib::Server that admin_server::mount(std::function<void(httplib::
+  /// Server&)>, int) hands out (it stands for the admin endpoint's server); any other
+  /// httplib::Server is refused (std::invalid_argument). Defined in review_desk_httplib.cpp.
   void mount(httplib::Server& server);
+
+  /// The sessions open now.
+  size_t sessions() { return sessions_.count(); }
 
 private:
   struct caller;
@@ -61,6 +94,7 @@ private:
   std::shared_ptr<review_service> service_;
   review_desk_options opts_;
   review_sessions sessions_;
+  http_server::attempt_window attempts_;
 };
 
 } // namespace ingestd

@@ -1,10 +1,15 @@
 // The review desk's pages. Everything is inline (CSS, JavaScript): the desk works offline and
 // loads nothing from elsewhere. Values reach the page HTML-escaped; values for the script go
-// through data- attributes, never into script text.
+// through data- attributes, never into script text. The style sheet and the two scripts are
+// constant, so the Content-Security-Policy names them by their SHA-256: no other inline script,
+// style or event handler runs, whatever text reaches a page.
 #include "review/review_pages.hpp"
 
 #include <algorithm>
+#include <array>
 
+#include <openssl/evp.h>
+#include <openssl/sha.h>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -38,6 +43,7 @@ fieldset select{margin-right:.8em;font:inherit}
 button{font:inherit;padding:.35em .9em;margin-right:.4em;cursor:pointer}button.primary{background:#1b7d2b;color:#fff;border:0}
 pre{white-space:pre-wrap;max-height:24em;overflow:auto;background:#fafafa;padding:.5em}
 kbd{border:1px solid #aab;border-radius:3px;padding:0 .3em;font-size:12px;background:#fff}
+.pane.login{max-width:26em;margin:3em auto}
 )css";
 
 std::string head(std::string_view title) {
@@ -139,6 +145,7 @@ constexpr const char* document_script = R"js(
   var root=document.getElementById('review'),id=root.dataset.id,version=+root.dataset.version,
       csrf=root.dataset.csrf,next=root.dataset.next,status=document.getElementById('status'),timer=null;
   var inputs=[].slice.call(document.querySelectorAll('[data-field]'));
+  document.getElementById('fields').addEventListener('submit',function(e){e.preventDefault();});
   function read(el){
     var v=el.value.trim();
     if(el.dataset.type==='number'){if(v==='')return null;var n=Number(v.replace(',','.'));return isNaN(n)?v:n;}
@@ -250,9 +257,32 @@ std::string html_escape(std::string_view s) {
   return out;
 }
 
+namespace {
+
+/// "'sha256-BASE64'" of `text`, a CSP source for an inline script or style.
+std::string csp_hash(std::string_view text) {
+  std::array<unsigned char, SHA256_DIGEST_LENGTH> digest{};
+  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest.data());
+  std::array<unsigned char, 4 * ((SHA256_DIGEST_LENGTH + 2) / 3) + 1> b64{};
+  int n = EVP_EncodeBlock(b64.data(), digest.data(), static_cast<int>(digest.size()));
+  return "'sha256-" + std::string{reinterpret_cast<const char*>(b64.data()), static_cast<size_t>(n)}
+         + "'";
+}
+
+} // namespace
+
+const std::string& content_security_policy() {
+  static const std::string policy
+      = "default-src 'none'; script-src " + csp_hash(queue_script) + " " + csp_hash(document_script)
+        + "; style-src " + csp_hash(style)
+        + "; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; "
+          "base-uri 'none'";
+  return policy;
+}
+
 std::string login_page(std::string_view error, bool open) {
   std::string out = head("Sign in");
-  out += "<main><div class=\"pane\" style=\"max-width:26em;margin:3em auto\"><h1>Review desk</h1>";
+  out += "<main><div class=\"pane login\"><h1>Review desk</h1>";
   if (!error.empty())
     out += "<p class=\"error\">" + html_escape(error) + "</p>";
   out += "<form method=\"post\" action=\"/review/login\"><div class=\"field\"><label for=\"name\">Your name"
@@ -365,7 +395,7 @@ std::string document_page(const page_context& ctx, const document_view& view) {
       out += "<li><strong>" + html_escape(f.check) + "</strong>: " + html_escape(f.message) + "</li>";
     out += "</ul>";
   }
-  out += "</div><div class=\"pane\"><form id=\"fields\" onsubmit=\"return false\">";
+  out += "</div><div class=\"pane\"><form id=\"fields\">";
   for (auto& f : fields) {
     auto it = data.FindMember(f.name);
     std::string value = it == data.MemberEnd() ? "" : input_text(it->value);

@@ -11,6 +11,10 @@
 
 namespace ingestd {
 
+/// The Content-Security-Policy of every desk answer: only the pages' own style sheet and scripts
+/// (by hash), images and requests to the desk itself, no framing, forms posting to the desk only.
+const std::string& content_security_policy();
+
 /// `s` with &, <, >, " and ' escaped for HTML text and attribute values.
 std::string html_escape(std::string_view s);
 

@@ -1,9 +1,9 @@
 // The review desk's start-up: configuration checks and wiring onto the admin endpoint.
 #include "review/review_setup.hpp"
 
-#include <httplib.h>
-
 #include "adapters/db/pg_review_repository.hpp"
+#include "adapters/http_server/checks.hpp"
+#include "adapters/http_server/server.hpp"
 #include "admin/admin_server.hpp"
 #include "config/providers.hpp"
 #include "review/review_desk.hpp"
@@ -33,6 +33,13 @@ result<void> check_review_config(const config& cfg) {
     return error::make_permanent("config.invalid",
                                  "review.enabled is true without INGESTD_REVIEW_TOKEN and "
                                  "intake.default_tenant is empty: the open desk has no tenant");
+  if (!tokens->open() && tokens->shortest() < http_server::min_token_length)
+    return error::make_permanent("review.weak_token",
+                                 "INGESTD_REVIEW_TOKEN holds a token of "
+                                     + std::to_string(tokens->shortest())
+                                     + " characters; each token must have at least "
+                                     + std::to_string(http_server::min_token_length)
+                                     + " (for example: openssl rand -hex 32)");
   return check_review_exposure(cfg.admin.bind, *tokens);
 }
 
@@ -53,9 +60,13 @@ result<void> mount_review_desk(admin_server& admin, const config& cfg,
   review_desk_options desk_opts;
   desk_opts.tokens = std::move(*tokens);
   desk_opts.default_tenant = uuid::parse(cfg.intake.default_tenant);
+  desk_opts.secure_cookie = cfg.review.secure_cookie;
+  desk_opts.session_lifetime = std::chrono::minutes{cfg.review.session_lifetime_minutes};
+  desk_opts.max_sessions = static_cast<size_t>(cfg.review.max_sessions);
+  desk_opts.sign_in_attempts_per_minute = cfg.review.sign_in_attempts_per_minute;
   auto desk = std::make_shared<review_desk>(std::move(service), std::move(desk_opts));
   // A few reviewers at once, each page loading its image beside the probes and scrapes.
-  admin.mount([desk](httplib::Server& svr) { desk->mount(svr); }, 4);
+  admin.mount([desk](http_server::server& svr) { desk->mount(svr); }, 4);
   return {};
 }
 

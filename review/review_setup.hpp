@@ -14,8 +14,9 @@ class admin_server;
 class object_store;
 class cpu_executor;
 
-/// With review.enabled: admin.port must not be 0, INGESTD_REVIEW_TOKEN must parse, and an open
-/// desk (no token) needs a loopback admin.bind. Errors are permanent and name the key.
+/// With review.enabled: admin.port must not be 0, INGESTD_REVIEW_TOKEN must parse with every
+/// token at least http_server::min_token_length characters long, and an open desk (no token)
+/// needs a loopback admin.bind. Errors are permanent and name the key or the variable.
 result<void> check_review_config(const config& cfg);
 
 /// Builds the desk and mounts it on `admin` (before admin.start()).
