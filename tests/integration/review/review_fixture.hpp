@@ -91,7 +91,8 @@ protected:
         service_opts);
     auto desk = std::make_shared<review_desk>(service, std::move(opts));
     admin = std::make_unique<admin_server>("127.0.0.1", 0, admin_probes{});
-    admin->mount([desk](httplib::Server& svr) { desk->mount(svr); }, 6);
+    // As review_setup mounts it: on the admin endpoint's own server.
+    admin->mount([desk](http_server::server& svr) { desk->mount(svr); }, 6);
     auto started = admin->start();
     ASSERT_TRUE(started) << started.error().describe();
   }
