@@ -15,10 +15,16 @@ namespace ingestd::test {
 void expect_completed_exactly_once(e2e_setup& s, const std::vector<std::string>& ids) {
   auto arr = pg_array(ids);
   auto n = static_cast<int64_t>(ids.size());
-  // A job appends its last audit events after deleting its message: give them a moment to land.
-  await_complete_events(s, ids, std::chrono::seconds{30});
   EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE id = ANY($1::uuid[]) AND status = 'completed'", {arr}), n)
     << s.logs();
+  // The work item is the claim: completed, and the ingestion's status follows it.
+  EXPECT_EQ(
+      s.count("SELECT count(*) FROM work_item WHERE id = ANY($1::uuid[]) AND stage = 'ingest' "
+              "AND status = 'completed' AND completed_at IS NOT NULL",
+              {arr}),
+      n);
+  // The audit trail is written in the completion's transaction: a completed ingestion has its
+  // `complete` row, with nothing left to wait for.
   // Exactly one successful completion per ingestion: none missing, none twice.
   EXPECT_EQ(s.count("SELECT count(DISTINCT ingestion_id) FROM ingestion_event "
                     "WHERE ingestion_id = ANY($1::uuid[]) AND step = 'complete' AND outcome = 'ok'", {arr}), n);
@@ -29,8 +35,11 @@ void expect_completed_exactly_once(e2e_setup& s, const std::vector<std::string>&
   EXPECT_EQ(s.count("SELECT count(*) FROM ingestion i JOIN document d ON d.id = i.document_id "
                     "WHERE i.id = ANY($1::uuid[]) AND d.structured_data IS NOT NULL "
                     "AND d.structured_data = i.structured_data AND NOT d.needs_human_review", {arr}), n);
-  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE id = ANY($1::uuid[]) AND claim_token IS NOT NULL", {arr}), 0)
-    << "completed ingestions keep no claim";
+  EXPECT_EQ(s.count("SELECT count(*) FROM work_item WHERE id = ANY($1::uuid[]) "
+                    "AND (claim_token IS NOT NULL OR lease_expires_at IS NOT NULL)",
+                    {arr}),
+            0)
+      << "completed work items keep no claim";
 }
 
 bool await_complete_events(e2e_setup& s, const std::vector<std::string>& ids, std::chrono::seconds deadline) {
@@ -75,10 +84,14 @@ std::string silent_server::url() const {
 }
 
 bool await_waiting_on_extraction(e2e_setup& s, std::chrono::seconds deadline) {
-  return wait_until([&] {
-    return s.count("SELECT count(*) FROM ingestion WHERE status = 'in-progress' AND claim_token IS NOT NULL "
-                   "AND transcription_file_path IS NOT NULL") == 1;
-  }, deadline);
+  return wait_until(
+      [&] {
+        return s.count("SELECT count(*) FROM ingestion AS i JOIN work_item AS w ON w.id = i.id "
+                       "WHERE w.status = 'in-progress' AND w.claim_token IS NOT NULL "
+                       "AND i.transcription_file_path IS NOT NULL")
+               == 1;
+      },
+      deadline);
 }
 
 } // namespace ingestd::test

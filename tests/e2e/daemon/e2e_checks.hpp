@@ -10,8 +10,9 @@
 
 namespace ingestd::test {
 
-/// Every id in `ids` is `completed`, with exactly one `complete` event of outcome ok, its
-/// document's structured_data set by the trigger and needs_human_review false.
+/// Every id in `ids` is `completed` (its work item and, through the trigger, its ingestion), with
+/// exactly one `complete` event of outcome ok, no claim left, its document's structured_data set
+/// by the trigger and needs_human_review false.
 void expect_completed_exactly_once(e2e_setup& s, const std::vector<std::string>& ids);
 
 /// Waits (deadline) until every id has its `complete` ok audit event; false at the deadline.
@@ -42,5 +43,6 @@ private:
 /// Waits (deadline) until the one in-progress ingestion is claimed and transcribed: its job waits
 /// on the extractor.
 bool await_waiting_on_extraction(e2e_setup& s, std::chrono::seconds deadline);
+
 
 } // namespace ingestd::test
