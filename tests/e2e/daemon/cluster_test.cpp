@@ -37,7 +37,8 @@ std::string state_of(e2e_setup& s, const std::string& id) {
 }
 
 int64_t held_by(e2e_setup& s, const std::string& id) {
-  return s.count("SELECT count(*) FROM work_item WHERE status = 'in-progress' AND claimed_by = $1 "
+  return s.count("SELECT count(*) FROM work_item WHERE stage = 'ingest' AND status = 'in-progress' "
+                 "AND claimed_by = $1 "
                  "AND claim_token IS NOT NULL",
                  {id});
 }

@@ -169,6 +169,7 @@ struct held_llm_server::impl {
   std::mutex mtx;
   std::condition_variable cv;
   bool released = false;
+  int allowance = 0;
   std::vector<std::thread> threads;
   std::vector<int> connections;
 
@@ -179,7 +180,9 @@ struct held_llm_server::impl {
       ++requests;
       {
         std::unique_lock lock{mtx};
-        cv.wait(lock, [&] { return released || stopping.load(); });
+        cv.wait(lock, [&] { return released || allowance > 0 || stopping.load(); });
+        if (!released && allowance > 0)
+          --allowance;
       }
       if (stopping)
         return;
@@ -255,6 +258,14 @@ void held_llm_server::release() {
   {
     std::lock_guard lock{impl_->mtx};
     impl_->released = true;
+  }
+  impl_->cv.notify_all();
+}
+
+void held_llm_server::release(int n) {
+  {
+    std::lock_guard lock{impl_->mtx};
+    impl_->allowance += n;
   }
   impl_->cv.notify_all();
 }

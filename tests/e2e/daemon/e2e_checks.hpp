@@ -58,6 +58,8 @@ public:
   int requests() const;
   /// From now on every request, held or new, is answered.
   void release();
+  /// The next `n` requests, held or new, are answered; the others stay held.
+  void release(int n);
 
 private:
   struct impl;

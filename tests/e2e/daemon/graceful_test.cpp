@@ -14,8 +14,8 @@ using namespace ingestd::test;
 namespace {
 
 int64_t claimed_in_flight(e2e_setup& s) {
-  return s.count(
-      "SELECT count(*) FROM work_item WHERE status = 'in-progress' AND claim_token IS NOT NULL");
+  return s.count("SELECT count(*) FROM work_item WHERE stage = 'ingest' AND status = 'in-progress' "
+                 "AND claim_token IS NOT NULL");
 }
 
 } // namespace
