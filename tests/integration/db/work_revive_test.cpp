@@ -1,8 +1,8 @@
 // The sweeper's net (pg_work_repository::revive) on a fresh schema: a new message for the items of
 // one stage and class that nobody holds, past due and whose message was not seen for the threshold
-// and that no message of the Postgres queue names (an exact anti-join: a backlog, a dead-lettered
-// message, any queue); on SQS message_seen_at stands in (a receive, a renewal, a give-back); one
-// node at a time (an advisory lock); never a finished item.
+// and that no message of the stage's Postgres queue names (an exact anti-join: a backlog keeps its
+// item; a dead letter or a message of another queue does not); on SQS message_seen_at stands in (a
+// receive, a renewal, a give-back); one node at a time (an advisory lock); never a finished item.
 #include "tests/integration/db/work_fixture.hpp"
 
 using namespace ingestd;
@@ -132,33 +132,44 @@ TEST_F(revive_test, only_one_of_two_concurrent_sweepers_sends_and_each_item_gets
   }
 }
 
-TEST_F(revive_test, a_message_of_the_postgres_queue_in_any_queue_keeps_its_item_from_revival) {
+TEST_F(revive_test, a_message_on_the_stages_queue_keeps_its_item_and_a_dead_letter_does_not) {
   // A backlog: a message that waited an hour, never received.
   auto waiting = new_ingestion();
   db->query("UPDATE queue_message SET visible_at = now() - interval '2 hours', "
             "sent_at = now() - interval '2 hours' WHERE body = $1",
             {waiting.str()});
-  // One whose message went to a dead-letter queue, one whose body another client wrote in capitals
-  // with a newline: not stranded either.
-  auto dead_lettered = new_ingestion();
-  db->query("UPDATE queue_message SET queue_name = 'ingest-q-dlq' WHERE body = $1",
-            {dead_lettered.str()});
+  // One whose body another client wrote in capitals with a newline: the job reads it as the id,
+  // so it is not stranded either.
   auto shouted = new_ingestion();
   db->query("UPDATE queue_message SET body = ' ' || upper(body) || E'\\n' WHERE body = $1",
             {shouted.str()});
+  // One whose message the redrive moved to the dead-letter queue while it was in progress, and
+  // one whose only message is on another stage's queue: no worker of the stage receives them.
+  auto dead_lettered = new_ingestion();
+  db->query("UPDATE queue_message SET queue_name = 'ingest-q-dlq' WHERE body = $1",
+            {dead_lettered.str()});
+  auto elsewhere = new_ingestion();
+  db->query("UPDATE queue_message SET queue_name = $2 WHERE body = $1",
+            {elsewhere.str(), test::unpack_queue});
   // One whose message is gone.
   auto lost = new_ingestion();
   lose_message(lost);
   long_forgotten();
-  EXPECT_EQ(revived(), 1);
-  EXPECT_EQ(messages(lost, ingest_queue), 1);
+  EXPECT_EQ(revived(), 3);
+  for (auto id : {lost, dead_lettered, elsewhere})
+    EXPECT_EQ(messages(id, ingest_queue), 1) << id.str();
+  // The dead letter stays for an operator.
+  EXPECT_EQ(messages(dead_lettered, "ingest-q-dlq"), 1);
   // However long the backlog waits, every sweep leaves it alone.
   for (int sweep = 0; sweep < 3; ++sweep) {
     long_forgotten();
     EXPECT_EQ(revived(), 0) << "sweep " << sweep;
   }
   EXPECT_EQ(messages(waiting), 1);
-  EXPECT_EQ(messages(dead_lettered), 1);
+  EXPECT_EQ(messages(shouted), 0); // its body is not the id's text: counted by the trimmed match
+  EXPECT_EQ(count("SELECT count(*) FROM queue_message WHERE lower(btrim(body, E' \\n')) = $1",
+                  {shouted.str()}),
+            1);
   // Once its message is deleted without an outcome, the net catches it.
   lose_message(waiting);
   long_forgotten();
