@@ -86,7 +86,9 @@ void security_headers(const request&, response& res) {
   res.set_header("Content-Security-Policy", content_security_policy());
   res.set_header("X-Frame-Options", "DENY");
   res.set_header("X-Content-Type-Options", "nosniff");
-  res.set_header("Referrer-Policy", "no-referrer");
+  // same-origin, not no-referrer: under no-referrer a browser sends "Origin: null" with the
+  // desk's own form posts, which the Origin check must refuse.
+  res.set_header("Referrer-Policy", "same-origin");
 }
 
 std::string lowered(std::string_view s) {

@@ -23,7 +23,7 @@
 // Served by http_server: a POST's caller is authenticated on its headers, before its body is read
 // (401, 403, 429), and its body is at most 1 MiB. Every answer under /review carries a
 // Content-Security-Policy (the pages' own scripts and style only), X-Frame-Options DENY,
-// X-Content-Type-Options nosniff and Referrer-Policy no-referrer. Sessions last
+// X-Content-Type-Options nosniff and Referrer-Policy same-origin. Sessions last
 // review.session_lifetime_minutes, at most review.max_sessions at once; the cookie is Secure with
 // review.secure_cookie. Failed sign-ins are logged with the address and the name given.
 #pragma once

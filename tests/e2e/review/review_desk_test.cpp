@@ -81,13 +81,13 @@ TEST(review_desk_daemon, a_failed_document_is_reviewed_and_reprocessed_through_t
   int port = free_port();
   auto d = setup.start({{"INGESTD_REVIEW__ENABLED", "true"},
                         {"INGESTD_ADMIN__PORT", std::to_string(port)},
-                        {"INGESTD_REVIEW_TOKEN", tenant + ":desk-token"}});
+                        {"INGESTD_REVIEW_TOKEN", tenant + ":desk-token-0123456789"}});
   ASSERT_TRUE(wait_until([&] { return setup.with_status("failed") == 1; }, 60s)) << setup.logs();
   EXPECT_NE(d->log().find("http://127.0.0.1:" + std::to_string(port) + "/review"), std::string::npos)
     << d->log_tail();
 
   httplib::Client c{"127.0.0.1", port};
-  httplib::Headers auth{{"Authorization", "Bearer desk-token"}, {"X-Reviewer", "ops"}};
+  httplib::Headers auth{{"Authorization", "Bearer desk-token-0123456789"}, {"X-Reviewer", "ops"}};
   auto q = c.Get("/review/api/queue", auth);
   ASSERT_TRUE(q);
   ASSERT_EQ(q->status, 200) << q->body;
@@ -126,7 +126,7 @@ TEST(review_desk_daemon, a_reprocess_that_chooses_the_llm_goes_through_the_llm_e
   auto model = std::string{"success:e2e-reprocess"};
   auto d = setup.start({{"INGESTD_REVIEW__ENABLED", "true"},
                         {"INGESTD_ADMIN__PORT", std::to_string(port)},
-                        {"INGESTD_REVIEW_TOKEN", tenant + ":desk-token"},
+                        {"INGESTD_REVIEW_TOKEN", tenant + ":desk-token-0123456789"},
                         {"INGESTD_EXTRACTION__LLM_BASE_URL", stub.base_url()},
                         {"INGESTD_EXTRACTION__LLM_MODEL", model}});
   // The local rules find no invoice in a letter: failed for review at the first attempt.
@@ -134,7 +134,7 @@ TEST(review_desk_daemon, a_reprocess_that_chooses_the_llm_goes_through_the_llm_e
 
   httplib::Client c{"127.0.0.1", port};
   c.set_read_timeout(30, 0);
-  httplib::Headers auth{{"Authorization", "Bearer desk-token"}, {"X-Reviewer", "ops"}};
+  httplib::Headers auth{{"Authorization", "Bearer desk-token-0123456789"}, {"X-Reviewer", "ops"}};
   auto version = setup.db().scalar("SELECT review_version FROM document WHERE id = $1", {document});
   auto path = "/review/api/documents/" + document + "/reprocess";
   // This node has no Document AI: refused by the desk, which runs inside it.

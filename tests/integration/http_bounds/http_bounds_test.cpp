@@ -662,7 +662,7 @@ TEST_F(http_bounds_test, every_desk_answer_carries_the_security_headers_and_the_
     EXPECT_NE(csp.find("frame-ancestors 'none'"), std::string::npos);
     EXPECT_EQ(a.header("X-Frame-Options"), "DENY");
     EXPECT_EQ(a.header("X-Content-Type-Options"), "nosniff");
-    EXPECT_EQ(a.header("Referrer-Policy"), "no-referrer");
+    EXPECT_EQ(a.header("Referrer-Policy"), "same-origin");
   }
   EXPECT_EQ(answers[0].status, 200);
   EXPECT_EQ(answers[1].status, 401);

@@ -116,6 +116,8 @@ def main():
     except Exception as e:
         driver.save_screenshot(os.path.join(a.out, "review-failure.png"))
         print(f"FAILED: {type(e).__name__}: {e}; page {driver.current_url}")
+        # What the page said (a refusal, an error text) is most of the diagnosis.
+        print(driver.find_element(By.TAG_NAME, "body").text[:2000])
         return 1
     finally:
         driver.quit()
