@@ -40,7 +40,7 @@ rule url_of(std::vector<std::string> schemes, std::string expected,
 
 /// Padding of the receive visibility and of each extension over the lease: a crashed node's
 /// message reappears this long after its claim has expired, so that the next node can claim it.
-constexpr int64_t visibility_padding_seconds = 15;
+constexpr int64_t visibility_padding_seconds = 5;
 /// SQS keeps a message invisible for at most 12 hours.
 constexpr int64_t max_visibility_seconds = 43200;
 
@@ -190,7 +190,7 @@ const std::vector<key_spec>& schema() {
       .integer("preprocessing_pool_size_dec", &worker::preprocessing_pool_size_dec, 1, 0, 256)
       .integer("shutdown_grace_seconds", &worker::shutdown_grace_seconds, 600, 0, 86400)
       // A crashed node's claims are taken over this long after its last heartbeat.
-      .integer("lease_seconds", &worker::lease_seconds, 30, 2, max_visibility_seconds)
+      .integer("lease_seconds", &worker::lease_seconds, 15, 2, max_visibility_seconds)
       // 0: a third of the lease.
       .integer("heartbeat_rate_seconds", &worker::heartbeat_rate_seconds, 0, 0, 3600,
                [](const config& c, const value& v) -> std::optional<std::string> {

@@ -43,7 +43,7 @@ function ingestdChecks(docs) {
   const cfg = configMap ? JSON.parse(configMap.data['ingestd.json']) : {};
   const worker = cfg.worker || {};
   const grace = worker.shutdown_grace_seconds || 600;
-  const lease = worker.lease_seconds || 30;
+  const lease = worker.lease_seconds || 15;
   const heartbeat = worker.heartbeat_rate_seconds || Math.floor(lease / 3);
   // Seen within a heartbeat, then the node is gone at most grace + 30 s later (the watchdog).
   const bound = heartbeat + grace + 30;

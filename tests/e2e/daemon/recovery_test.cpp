@@ -1,6 +1,6 @@
-// kill -9 with the defaults' lease (30 s) and nothing else set: the message's visibility follows
-// the lease (lease + 15 s), so another node takes the work over once the lease has run out and
-// finishes it within about 45 s of the kill, not minutes.
+// kill -9 with the defaults' lease (15 s) and nothing else set: the message's visibility follows
+// the lease (lease + 5 s), so another node takes the work over once the lease has run out and
+// finishes it within about 20 s of the kill, not minutes.
 #include <chrono>
 #include <csignal>
 
@@ -13,10 +13,10 @@ using namespace ingestd::test;
 
 TEST(e2e_daemon_recovery, a_killed_nodes_document_is_finished_by_another_within_the_lease_and_padding) {
   // The defaults' relation: the lease, and the heartbeat and visibility derived from it (0).
-  const std::map<std::string, std::string> default_lease{{"INGESTD_WORKER__LEASE_SECONDS", "30"},
+  const std::map<std::string, std::string> default_lease{{"INGESTD_WORKER__LEASE_SECONDS", "15"},
                                                          {"INGESTD_WORKER__HEARTBEAT_RATE_SECONDS", "0"}};
-  const auto lease = 30s;
-  const auto padding = 15s;  // of the receive visibility and each extension over the lease
+  const auto lease = 15s;
+  const auto padding = 5s;   // of the receive visibility and each extension over the lease
   const auto slack = 15s;    // a poll, the claim and a text PDF's processing on a loaded machine
   e2e_setup s;
   silent_server llm;

@@ -44,12 +44,12 @@ TEST_F(config_test, defaults_match_seed_001) {
   EXPECT_EQ(cfg->extraction.provider, "local");
   EXPECT_EQ(cfg->queue.wait_time_seconds, 20);
   EXPECT_EQ(cfg->queue.max_messages, 10);
-  // The lease and what derives from it: visibility and extension the lease + 15 s, the
+  // The lease and what derives from it: visibility and extension the lease + 5 s, the
   // heartbeat every third of it.
-  EXPECT_EQ(cfg->worker.lease_seconds, 30);
-  EXPECT_EQ(cfg->queue.visibility_timeout_seconds, 45);
-  EXPECT_EQ(cfg->worker.heartbeat_rate_seconds, 10);
-  EXPECT_EQ(cfg->worker.heartbeat_extension_seconds, 45);
+  EXPECT_EQ(cfg->worker.lease_seconds, 15);
+  EXPECT_EQ(cfg->queue.visibility_timeout_seconds, 20);
+  EXPECT_EQ(cfg->worker.heartbeat_rate_seconds, 5);
+  EXPECT_EQ(cfg->worker.heartbeat_extension_seconds, 20);
   EXPECT_EQ(cfg->worker.heartbeat_pool_size, 2);
   EXPECT_EQ(cfg->worker.max_retry_attempts, 3);
   EXPECT_EQ(cfg->worker.stale_ingestion_threshold_minutes, 0);
@@ -247,8 +247,8 @@ TEST_F(config_test, heartbeat_keys_and_visibility_derive_from_the_lease) {
   auto cfg = load_config(std::nullopt, {{"INGESTD_WORKER__LEASE_SECONDS", "60"}});
   ASSERT_TRUE(cfg) << cfg.error().message;
   EXPECT_EQ(cfg->worker.lease_seconds, 60);
-  EXPECT_EQ(cfg->queue.visibility_timeout_seconds, 75);
-  EXPECT_EQ(cfg->worker.heartbeat_extension_seconds, 75);
+  EXPECT_EQ(cfg->queue.visibility_timeout_seconds, 65);
+  EXPECT_EQ(cfg->worker.heartbeat_extension_seconds, 65);
   EXPECT_EQ(cfg->worker.heartbeat_rate_seconds, 20);
   // The printed configuration shows what derives; the defaults file keeps 0 ("derived").
   EXPECT_NE(cfg->to_json().find("\"heartbeat_rate_seconds\":20"), std::string::npos);
@@ -278,15 +278,15 @@ TEST_F(config_test, the_old_stale_threshold_is_an_alias_of_the_lease) {
   auto cfg = load_config(write(R"({"worker": {"stale_ingestion_threshold_minutes": 2}})"), {});
   ASSERT_TRUE(cfg) << cfg.error().message;
   EXPECT_EQ(cfg->worker.lease_seconds, 120);
-  EXPECT_EQ(cfg->queue.visibility_timeout_seconds, 135);
+  EXPECT_EQ(cfg->queue.visibility_timeout_seconds, 125);
   EXPECT_EQ(cfg->worker.heartbeat_rate_seconds, 40);
   cfg = load_config(std::nullopt, {{"INGESTD_WORKER__STALE_INGESTION_THRESHOLD_MINUTES", "3"}});
   ASSERT_TRUE(cfg) << cfg.error().message;
   EXPECT_EQ(cfg->worker.lease_seconds, 180);
   // Both given: the lease wins, even when it equals its default.
-  cfg = load_config(write(R"({"worker": {"stale_ingestion_threshold_minutes": 2, "lease_seconds": 30}})"), {});
+  cfg = load_config(write(R"({"worker": {"stale_ingestion_threshold_minutes": 2, "lease_seconds": 15}})"), {});
   ASSERT_TRUE(cfg) << cfg.error().message;
-  EXPECT_EQ(cfg->worker.lease_seconds, 30);
+  EXPECT_EQ(cfg->worker.lease_seconds, 15);
   cfg = load_config(write(R"({"worker": {"stale_ingestion_threshold_minutes": 2}})"),
                     {{"INGESTD_WORKER__LEASE_SECONDS", "40"}});
   ASSERT_TRUE(cfg) << cfg.error().message;
@@ -296,10 +296,10 @@ TEST_F(config_test, the_old_stale_threshold_is_an_alias_of_the_lease) {
 }
 
 TEST_F(config_test, a_heartbeat_not_well_below_the_lease_is_refused_by_name) {
-  EXPECT_EQ(failure(std::nullopt, {{"INGESTD_WORKER__HEARTBEAT_RATE_SECONDS", "16"}}),
-            "worker.heartbeat_rate_seconds = 16: expected at most half of worker.lease_seconds (30), "
+  EXPECT_EQ(failure(std::nullopt, {{"INGESTD_WORKER__HEARTBEAT_RATE_SECONDS", "8"}}),
+            "worker.heartbeat_rate_seconds = 8: expected at most half of worker.lease_seconds (15), "
             "or one late heartbeat loses live claims");
-  EXPECT_TRUE(load_config(std::nullopt, {{"INGESTD_WORKER__HEARTBEAT_RATE_SECONDS", "15"}}));
+  EXPECT_TRUE(load_config(std::nullopt, {{"INGESTD_WORKER__HEARTBEAT_RATE_SECONDS", "7"}}));
 }
 
 TEST_F(config_test, an_extension_or_visibility_shorter_than_the_lease_is_refused_by_name) {
