@@ -102,7 +102,7 @@ std::string matching_prometheus(const result<matching_figures>& figures) {
   out += "ingestd_matching_up " + std::string{figures ? "1" : "0"} + "\n";
   if (!figures)
     return out;
-  out += "# HELP ingestd_matching_documents Documents by matching status (seed 003).\n";
+  out += "# HELP ingestd_matching_documents Documents by matching status.\n";
   out += "# TYPE ingestd_matching_documents gauge\n";
   for (const char* status : {"pending", "in-progress", "succeeded", "failed"}) {
     int64_t n = 0;

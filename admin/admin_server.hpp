@@ -1,4 +1,4 @@
-// The admin HTTP endpoint (DESIGN §6): /healthz, /readyz and /metrics on its own port, and
+// The admin HTTP endpoint: /healthz, /readyz and /metrics on its own port, and
 // POST /drain with a token, served by http_server (libmicrohttpd) on threads of its own (never on
 // CAF's scheduler). /healthz runs on the server's polling thread, so that neither slow clients
 // nor busy handlers delay it; POST /drain's token is checked before its body is read.
@@ -24,7 +24,7 @@ class Server;
 
 namespace ingestd {
 
-/// The matching stage's figures in the database (seed 003), for /metrics.
+/// The matching stage's figures in the database, for /metrics.
 struct matching_figures {
   /// Documents per matching_status ("pending", "in-progress", "succeeded", "failed").
   std::vector<std::pair<std::string, int64_t>> by_status;

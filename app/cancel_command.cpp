@@ -1,4 +1,4 @@
-// `ingestd cancel INGESTION_ID`: cancels an ingestion (issue 13). A queued one is cancelled at
+// `ingestd cancel INGESTION_ID`: cancels an ingestion. A queued one is cancelled at
 // once and skipped when its message arrives; a running one stops at its next step boundary.
 #include <cstdio>
 

@@ -1,4 +1,4 @@
-// `ingestd matches DOCUMENT_ID [--json]`: a document's match edges (seed 003) and the members of
+// `ingestd matches DOCUMENT_ID [--json]`: a document's match edges and the members of
 // its cluster, with file names and matching status; --json for scripts.
 #include <algorithm>
 #include <cstdio>

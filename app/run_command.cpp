@@ -1,4 +1,4 @@
-// `ingestd run`: the worker daemon. Runs until SIGTERM or SIGINT, then drains (DESIGN §3): the
+// `ingestd run`: the worker daemon. Runs until SIGTERM or SIGINT, then drains: the
 // poller stops, jobs finish within the grace period or give their work back, the process exits 0.
 // A drain request (`ingestd drain`, POST /drain on the admin port) takes the same path as the first
 // signal; the node's row in the registry (worker_node) shows running, draining, then stopped.

@@ -18,7 +18,7 @@ pkg_check_modules(Poppler REQUIRED IMPORTED_TARGET poppler-cpp)
 pkg_check_modules(CPP_HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 # The HTTP server of the intake, admin and review endpoints (cpp-httplib stays for test clients).
 pkg_check_modules(MHD REQUIRED IMPORTED_TARGET libmicrohttpd)
-# Containers (issue 14): archives through libarchive, e-mails through GMime.
+# Containers: archives through libarchive, e-mails through GMime.
 find_package(LibArchive REQUIRED)
 pkg_check_modules(GMime REQUIRED IMPORTED_TARGET gmime-3.0)
 

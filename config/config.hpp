@@ -78,7 +78,7 @@ struct config {
     std::vector<int64_t> retry_backoff_seconds;
     int step_timeout_seconds{};
     int sweeper_interval_seconds{};
-    /// Size classes and capacity (seed 004): the classes this node serves ("small,large"), the
+    /// Size classes and capacity: the classes this node serves ("small,large"), the
     /// weighted slots its stages share (0: no budget), the units of work after which it drains
     /// and exits 0 (0: never) and the empty polls in a row after which it does (0: never).
     std::string classes;
@@ -87,10 +87,10 @@ struct config {
     int exit_after_idle_polls{};
   } worker;
 
-  /// The pipeline's stages (DESIGN §8): which exist in the deployment and which this node runs.
+  /// The pipeline's stages: which exist in the deployment and which this node runs.
   struct stages_section {
     /// Comma-separated, in pipeline order; "ingest" always. "match" after it turns matching on;
-    /// "unpack" accepts containers at intake (issue 14).
+    /// "unpack" accepts containers at intake.
     std::string enabled;
     /// The enabled stages this node serves (`ingestd run --stages`); empty: all of them.
     std::string serve;
@@ -98,7 +98,7 @@ struct config {
     int ingest_max_in_flight{};
   } stages;
 
-  /// Size classes of the ingest stage (seed 004): intake routes by size and page count, the
+  /// Size classes of the ingest stage: intake routes by size and page count, the
   /// small class escalates to the large one, each class has its own queue and deadlines.
   struct classes_section {
     /// false: one ingest queue and class, as before.
@@ -123,13 +123,13 @@ struct config {
     int large_ocr_timeout_seconds{};
   } classes;
 
-  /// The matching stage (seed 003).
+  /// The matching stage.
   struct matching_section {
     std::string queue_name;
     /// The SQS queue URL; looked up by the name when empty.
     std::string queue_url;
     std::string dead_letter_name;
-    /// Deliveries before a message moves to the dead-letter queue (seed 003: 3).
+    /// Deliveries before a message moves to the dead-letter queue (3 by default).
     int max_receive_count{};
     /// 0: worker.max_in_flight.
     int max_in_flight{};
@@ -143,7 +143,7 @@ struct config {
     std::vector<int64_t> retry_backoff_seconds;
   } matching;
 
-  /// The unpack stage (issue 14): containers (ZIP, TAR, .tar.gz, e-mail, mbox) taken apart into
+  /// The unpack stage: containers (ZIP, TAR, .tar.gz, e-mail, mbox) taken apart into
   /// child documents, and the limits each container must keep.
   struct containers_section {
     std::string queue_name;
@@ -177,7 +177,7 @@ struct config {
     int events_retry_max_ms{};
   } outbox;
 
-  /// The node registry (issue 17).
+  /// The node registry.
   struct cluster_section {
     /// Rows of stopped or lost nodes are deleted once not seen for this long.
     int node_retention_hours{};
@@ -205,7 +205,7 @@ struct config {
     std::string link_template;
   } notify;
 
-  /// Provider limits (issue 13): per provider, requests at once and per minute (0: none), and
+  /// Provider limits: per provider, requests at once and per minute (0: none), and
   /// for the LLM tokens per minute; a request waits for them at most max_wait_seconds.
   struct limits_section {
     int llm_max_concurrent{};
@@ -253,7 +253,7 @@ struct config {
     int64_t max_buffered_bytes{};
   } intake;
 
-  /// The review desk under /review on the admin server (issue 18): the session cookie's Secure
+  /// The review desk under /review on the admin server: the session cookie's Secure
   /// attribute, how long a session lasts and how many may be open, and the failed sign-ins per
   /// address and per name within a minute before the next is refused (429).
   struct review_section {

@@ -145,7 +145,7 @@ const std::vector<key_spec>& schema() {
       .integer("visibility_timeout_seconds", &queue::visibility_timeout_seconds, 0, 0,
                max_visibility_seconds, covers_lease())
       .derived(visibility_for_lease);
-    // Scheduling (issue 13): a message's effective priority improves by this many levels per
+    // Scheduling: a message's effective priority improves by this many levels per
     // minute it waits (set on the Postgres queue by `ingestd queues create`; 0: strict priority).
     keys(t, "queue", &config::queue)
       .number("priority_ageing_per_minute", &queue::priority_ageing_per_minute, 1, 0, 100)
@@ -218,7 +218,7 @@ const std::vector<key_spec>& schema() {
       .integer_list("retry_backoff_seconds", &worker::retry_backoff_seconds, {300, 1800}, 0, 43200)
       .integer("step_timeout_seconds", &worker::step_timeout_seconds, 300, 1, 86400)
       .integer("sweeper_interval_seconds", &worker::sweeper_interval_seconds, 60, 1, 86400)
-      // Size classes and capacity (seed 004): see deploy/OPERATIONS.md.
+      // Size classes and capacity: see deploy/OPERATIONS.md.
       .text("classes", &worker::classes, "small,large", size_classes())
       .integer("capacity_slots", &worker::capacity_slots, 0, 0, 1000000)
       .integer("lifetime_units", &worker::lifetime_units, 0, 0, int64_t{1} << 40)
@@ -318,7 +318,7 @@ const std::vector<key_spec>& schema() {
     using notify = config::notify_section;
     keys(t, "notify", &config::notify).text("link_template", &notify::link_template, "");
 
-    // Provider limits (issue 13): requests wait for them without a thread, and their wait does
+    // Provider limits: requests wait for them without a thread, and their wait does
     // not count against the job's step deadline (deploy/OPERATIONS.md, "Provider limits").
     using limits = config::limits_section;
     keys(t, "limits", &config::limits)

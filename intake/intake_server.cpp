@@ -243,7 +243,7 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
   };
   svr.get(R"(/v1/documents/([^/]+))", getter("document", &intake_service::document_json));
   svr.get(R"(/v1/ingestions/([^/]+))", getter("ingestion", &intake_service::ingestion_json));
-  // Cancellation (issue 13): 200 cancelled (it was queued, or cancelled before), 202 cancelling
+  // Cancellation: 200 cancelled (it was queued, or cancelled before), 202 cancelling
   // (running: it stops at its next step), 409 when it is finished, 404 when unknown.
   svr.del(R"(/v1/ingestions/([^/]+))", [this](const request& req, response& res) {
     auto id = uuid::parse(req.matches[1].str());

@@ -1,4 +1,4 @@
-// HTTP intake (seed 001's API/webhook entry): POST /v1/documents, GET /v1/documents/{id},
+// HTTP intake: POST /v1/documents, GET /v1/documents/{id},
 // GET /v1/ingestions/{id}, served by http_server (libmicrohttpd: its own polling thread and four
 // handler threads), bearer token when configured (required unless the bind is loopback). The
 // token is checked on the headers, before any byte of the body is read; a body over the size

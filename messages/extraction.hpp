@@ -1,4 +1,4 @@
-// The result of extracting structured data from a transcription (seed 000, steps 8-9).
+// The result of extracting structured data from a transcription.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +29,7 @@ struct gate_verdict {
   /// Why it did not pass (empty when it did), recorded as the ingestion's last_error.
   std::string reason;
   /// Failed with a critical field (invoice number, invoice date, supplier, total) missing: a
-  /// non-standard document a retry will not read either (seed 000: human review at once).
+  /// non-standard document a retry will not read either (human review at once).
   bool critical_fields_missing = false;
 };
 

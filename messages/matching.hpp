@@ -1,4 +1,4 @@
-// What the matching stage (seed 003) works with: a document as matching sees it, and the edges a
+// What the matching stage works with: a document as matching sees it, and the edges a
 // match decision gives. Built by adapters/matching (features), stored and retrieved by
 // adapters/db (matching_repository), decided by a matcher (adapters/matching/matcher.hpp).
 #pragma once
@@ -12,7 +12,7 @@
 namespace ingestd {
 
 /// The values candidate retrieval and the match decision use, derived from a document's
-/// extraction (structured_data) and its transcription text: the pre-processing of seed 003,
+/// extraction (structured_data) and its transcription text: the pre-processing for matching,
 /// safe to redo (the same input gives the same features).
 struct match_features {
   /// "invoice", "credit_note", "receipt", "purchase_order" or "other".

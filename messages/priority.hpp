@@ -1,5 +1,5 @@
 // Priority classes as the configuration gives them (queue.priority_classes and
-// queue.priority_class_weights, issue 13): checked by the configuration loader and by the SQS
+// queue.priority_class_weights): checked by the configuration loader and by the SQS
 // priority_queues adapter alike.
 #pragma once
 

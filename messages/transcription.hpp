@@ -1,4 +1,4 @@
-// The result of transcribing one document (seed 000, step 6), whatever the provider.
+// The result of transcribing one document, whatever the provider.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +34,7 @@ struct transcription {
   bool preprocessed = false;
   /// "tesseract", "document_ai", ...
   std::string provider;
-  /// What went wrong but was recovered (seed 004's task-specific recovery): a page kept with its
+  /// What went wrong but was recovered (task-specific recovery): a page kept with its
   /// text layer only, a provider that refused the document and the one that took over, ...
   std::vector<std::string> warnings;
   int64_t duration_ms = 0;

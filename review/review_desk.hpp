@@ -1,4 +1,4 @@
-// The review desk over HTTP (issue 18), served by the admin server under /review: the queue and
+// The review desk over HTTP, served by the admin server under /review: the queue and
 // document pages (server-rendered HTML with a little inline JavaScript), the login form that
 // opens a cookie session, and the JSON API that the pages and scripts use:
 //   GET  /review/api/queue?reason=gate|failed&tenant=UUID&limit=N

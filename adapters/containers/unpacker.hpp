@@ -1,4 +1,4 @@
-// Containers taken apart (issue 14): the unpacker interface, its limits and what it answers. The
+// Containers taken apart: the unpacker interface, its limits and what it answers. The
 // implementations are archive_unpacker (libarchive: ZIP, TAR, .tar.gz) and mime_unpacker (GMime:
 // an e-mail and its attachments, an mbox's messages); container_unpacker runs the right one on
 // the CPU pool for the unpack stage. No CAF and no database here.

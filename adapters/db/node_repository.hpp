@@ -1,4 +1,4 @@
-// The node registry port (DESIGN §8, issue 17): the cluster's nodes in the database, the single
+// The node registry port: the cluster's nodes in the database, the single
 // source of truth. Each `ingestd run` registers, refreshes its row with the heartbeat and reads
 // drain requests from it; the command line lists the nodes and asks them to drain.
 // Implemented by pg_node_repository.

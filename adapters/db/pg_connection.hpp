@@ -58,7 +58,7 @@ private:
   ::pg_result* res_ = nullptr;
 };
 
-/// Classifies a failed result (or a connection failure when `res` is null) per REFERENCE.md:
+/// Classifies a failed result (or a connection failure when `res` is null) by its SQLSTATE:
 /// connection loss, shutdown, serialization and deadlock, too many connections are transient;
 /// 08007 is transient with advice to re-read; 23505 and data/definition errors are permanent.
 error classify(const ::pg_result* res, const ::pg_conn* conn, std::string_view context);

@@ -1,4 +1,4 @@
-// The review desk's side of the database (issue 18): the queue of documents needing a person,
+// The review desk's side of the database: the queue of documents needing a person,
 // one document with everything a reviewer needs, and the reviewer's decisions (approve, reject,
 // reprocess) saved under optimistic concurrency. Implemented by pg_review_repository.
 #pragma once

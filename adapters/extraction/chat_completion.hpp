@@ -1,6 +1,6 @@
 // One OpenAI-compatible chat-completions call in strict json_schema mode, shared by every LLM
 // adapter (the extractor, the matcher): the request body, defensive parsing of answers and error
-// bodies (OpenAI, vLLM, llama.cpp, Ollama), seed 003's error classification, and in-process
+// bodies (OpenAI, vLLM, llama.cpp, Ollama), the classification of errors, and in-process
 // retries with back-off and jitter scheduled on a timer, never a blocked thread.
 #pragma once
 
@@ -33,7 +33,7 @@ struct chat_options {
   int max_output_tokens = 0;
   std::chrono::milliseconds connect_timeout{5'000};
   std::chrono::milliseconds request_timeout{120'000};
-  /// Attempts per call, the first included (seed 003: 3).
+  /// Attempts per call, the first included (3 by default).
   int max_attempts = 3;
   /// Wait before the second attempt; doubles for each later one (2 s -> 4 s -> 8 s).
   std::chrono::milliseconds base_backoff{2'000};
@@ -47,8 +47,8 @@ struct chat_options {
   /// spuriously, and a retry is bounded by max_attempts anyway. True makes it permanent.
   bool refusal_is_permanent = false;
   /// An HTTP 429 whose body says the quota is exhausted ("insufficient_quota"): permanent when
-  /// true (waiting does not refill a billing quota), transient like every 429 when false (seed
-  /// 003's table, which the matcher follows exactly).
+  /// true (waiting does not refill a billing quota), transient like every 429 when false (the
+  /// matcher's setting).
   bool quota_is_permanent = true;
 };
 
@@ -100,7 +100,7 @@ struct chat_stats {
   uint64_t retries = 0;
 };
 
-/// Runs chat calls over the http_client port with seed 003's retries: up to max_attempts
+/// Runs chat calls over the http_client port with retries: up to max_attempts
 /// attempts for a transient error (HTTP 429, 5xx, 408, timeout, connection refused, an
 /// unparseable, truncated, refused or schema-invalid answer), waiting base_backoff * 2^(n-1)
 /// with jitter, or the server's Retry-After when it sends one (up to max_retry_after); a

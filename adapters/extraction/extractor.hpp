@@ -1,4 +1,4 @@
-// The extraction port (seed 000 steps 8-9): structured invoice data from transcription text.
+// The extraction port: structured invoice data from transcription text.
 // Implemented by the local rule-based extractor and the OpenAI-compatible LLM client.
 #pragma once
 
@@ -25,7 +25,7 @@ public:
   }
   virtual std::string name() const = 0;
   /// True when the same text always gives the same extraction (the local rules): retrying a
-  /// verdict of the quality gate cannot change it (seed 000's outcome table).
+  /// verdict of the quality gate cannot change it.
   virtual bool deterministic() const { return false; }
   /// True when extract() does its work inline, on the caller's thread, before it returns (the
   /// local rules): the job runs it on the CPU pool rather than on a scheduler thread.

@@ -1,4 +1,4 @@
-// Seed 004's recovery for extraction: a text too long for the LLM's context window is extracted
+// Task-specific recovery for extraction: a text too long for the LLM's context window is extracted
 // by the local rules instead, and the document goes to review with the reason.
 #pragma once
 

@@ -1,6 +1,6 @@
 // The OpenAI-compatible chat-completions extractor (OpenAI, Azure OpenAI, vLLM, llama.cpp server,
 // Ollama): asks for the invoice schema in strict json_schema mode through chat_client (the shared
-// call with seed 003's retries and classification).
+// call with its retries and error classification).
 #pragma once
 
 #include <memory>

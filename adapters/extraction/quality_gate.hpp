@@ -1,4 +1,4 @@
-// The extraction quality gate (seed 000 step 9, issue 6): decides whether an extraction may be
+// The extraction quality gate: decides whether an extraction may be
 // stored as valid, and says why not. A failed gate is a transient failure of the attempt.
 #pragma once
 
@@ -10,7 +10,7 @@
 namespace ingestd {
 
 struct gate_options {
-  /// Accept confidence "low" (seed 000 refuses it; only for experiments).
+  /// Accept confidence "low" (refused by default; only for experiments).
   bool accept_low_confidence = false;
   /// Require subtotal + vat_amount ≈ total when all three are present.
   bool check_totals = true;
@@ -22,7 +22,7 @@ struct gate_options {
   /// Extra tolerance per line item for the line sum (each line amount is rounded on its own).
   double tolerance_per_line = 0.01;
 
-  /// Plausibility checks besides the sums (issue 16): signs, VAT range and rate, magnitude,
+  /// Plausibility checks besides the sums: signs, VAT range and rate, magnitude,
   /// dates, and an invoice number that is not a date, phone number, VAT id or postcode.
   bool check_plausibility = true;
   /// The highest VAT rate that exists anywhere (Hungary: 27%), in percent.
@@ -62,10 +62,10 @@ gate_verdict evaluate(const extraction& x, const gate_options& opts = {});
 /// The fields without which a failed verdict is "critical fields missing".
 inline constexpr const char* critical_fields[] = {"invoice_number", "invoice_date", "supplier_name", "total"};
 
-/// The error ("extraction.gate_failed") a failed verdict becomes in the pipeline, by seed 000's
-/// outcome table: critical fields missing → permanent (human review at once); otherwise the
-/// extraction is incomplete → transient when a retry can change the answer (an LLM's first
-/// attempt; the caller says), else permanent.
+/// The error ("extraction.gate_failed") a failed verdict becomes in the pipeline: critical fields
+/// missing → permanent (human review at once); otherwise the extraction is incomplete →
+/// transient when a retry can change the answer (an LLM's first attempt; the caller says), else
+/// permanent.
 error gate_error(const gate_verdict& verdict, bool retry_can_help);
 
 } // namespace ingestd

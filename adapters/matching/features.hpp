@@ -1,4 +1,4 @@
-// The pre-processing of seed 003: what matching reads from a document's extraction
+// The pre-processing for matching: what matching reads from a document's extraction
 // (structured_data) and transcription text, as match_features, and the normalizers behind it
 // (also used by candidate retrieval, so that both sides normalize alike).
 #pragma once

@@ -1,6 +1,6 @@
 // The LLM match decision (matching.provider = llm): an OpenAI-compatible chat model is shown the
 // document and its candidates and answers in a strict JSON schema; the answer is validated and
-// the call retried as seed 003 says (chat_client).
+// the call retried with back-off on transient errors (chat_client).
 #pragma once
 
 #include <cstddef>
@@ -16,8 +16,8 @@
 namespace ingestd {
 
 /// chat_options (connection, model, retries: 3 attempts, 2 s -> 4 s -> 8 s with jitter) and the
-/// match decision's own settings. quota_is_permanent is false: seed 003 classifies every HTTP
-/// 429 as transient.
+/// match decision's own settings. quota_is_permanent is false: matching classifies every HTTP
+/// 429 as transient, a quota message too.
 struct llm_matcher_options : chat_options {
   llm_matcher_options() { quota_is_permanent = false; }
   /// Empty: the built-in prompt.

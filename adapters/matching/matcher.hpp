@@ -1,4 +1,4 @@
-// The match decision port (seed 003): given a document and its candidates, which of them does it
+// The match decision port: given a document and its candidates, which of them does it
 // belong with, and how. Implemented by local_matcher (rules, the embedded default) and
 // llm_matcher (an OpenAI-compatible chat model answering in a JSON schema).
 #pragma once
@@ -14,7 +14,7 @@
 namespace ingestd {
 
 /// Asynchronous: decide() returns at once or after deciding, and calls its callback exactly once.
-/// No silent degradation (seed 003): a decision that could not be made is an error, never an
+/// No silent degradation: a decision that could not be made is an error, never an
 /// empty list. Errors are classified: transient (HTTP 429, 5xx, timeout, connection refused, an
 /// unparseable or schema-invalid answer) or permanent (HTTP 400 context window exceeded, 401,
 /// 403).

@@ -1,6 +1,6 @@
 // Document AI adapter: request building (base64 rawDocument, ocrConfig), response parsing that
 // tolerates proto3 JSON (int64 as strings, omitted defaults, enum names or numbers, the legacy
-// quality entity), and error classification after REFERENCE.md's recorded messages.
+// quality entity), and error classification by HTTP code, error status and the service's messages.
 
 #include "adapters/ocr/document_ai_transcriber.hpp"
 

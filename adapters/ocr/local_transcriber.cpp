@@ -180,7 +180,7 @@ result<page_result> process_page(doc_state& st, int index) {
   return r;
 }
 
-/// Seed 004's recovery: a PDF page whose rendering or OCR failed is kept with its text layer
+/// Task-specific recovery: a PDF page whose rendering or OCR failed is kept with its text layer
 /// alone (no OCR), with a warning. The document's deadline and a busy node are not the page's
 /// fault and stay errors; so does a page without a text layer to fall back on.
 result<page_result> text_layer_instead(doc_state& st, int index, error failed) {

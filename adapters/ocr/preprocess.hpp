@@ -1,4 +1,4 @@
-// OpenCV clean-up of a poor page before a second OCR pass (seed 000: preprocess when the score
+// OpenCV clean-up of a poor page before a second OCR pass (when the quality score
 // is below the threshold): deskew, upscale, denoise, contrast, sharpen, binarise as needed.
 #pragma once
 

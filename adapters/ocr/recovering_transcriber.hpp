@@ -1,6 +1,6 @@
-// Seed 004's task-specific recovery around a remote transcription provider (Document AI):
+// Task-specific recovery around a remote transcription provider (Document AI):
 //   - a transcription below the quality threshold: the page is preprocessed with OpenCV on the
-//     CPU pool (seed 000's step) and sent again; the better of the two is kept;
+//     CPU pool and sent again; the better of the two is kept;
 //   - a document the provider refuses for good (too large, too many pages, an unsupported type,
 //     a request it rejects): the local provider transcribes it instead, with a warning.
 #pragma once

@@ -1,4 +1,4 @@
-// The transcription port (seed 000 step 6): text and quality for one document. Implemented by
+// The transcription port: text and quality for one document. Implemented by
 // the local provider (poppler, Tesseract, OpenCV on the CPU pool) and document_ai.
 #pragma once
 
@@ -18,7 +18,7 @@ struct transcription_request {
   std::string bytes;
   /// "application/pdf", "image/png", "image/jpeg", "image/tiff".
   std::string mime_type;
-  /// Quality below which the provider preprocesses and tries again (seed 000).
+  /// Quality below which the provider preprocesses and tries again.
   double quality_threshold = 0.7;
   /// false when the document was already preprocessed.
   bool allow_preprocessing = true;

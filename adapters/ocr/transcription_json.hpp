@@ -1,5 +1,5 @@
 // JSON form of a transcription: what is stored at ingestions/{id}/transcription-output.json and
-// read back on crash resume (seed 000 keeps EDN; this project uses JSON with the same content).
+// read back on crash resume.
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// Priority classes over a queue without priorities (SQS, issue 13): one queue per class, a message
+// Priority classes over a queue without priorities (SQS): one queue per class, a message
 // sent to the queue of its priority's class, receives that poll the classes with weights.
 #pragma once
 

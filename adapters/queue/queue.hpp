@@ -12,7 +12,7 @@
 
 namespace ingestd {
 
-/// Scheduling priority: 0..100, lower first (issue 13).
+/// Scheduling priority: 0..100, lower first.
 constexpr int32_t min_priority = 0;
 constexpr int32_t max_priority = 100;
 constexpr int32_t default_priority = 50;

@@ -1,4 +1,4 @@
-// The storage port: objects by key, with seed 001's key layout. Implemented by
+// The storage port: objects by key, with the storage key layout. Implemented by
 // filesystem_store (a directory) and s3_store (S3 over the HTTP engine).
 #pragma once
 
@@ -9,7 +9,7 @@
 
 namespace ingestd {
 
-/// Seed 001's layout: where each object of a document or ingestion lives.
+/// The storage layout: where each object of a document or ingestion lives.
 namespace storage_keys {
 std::string document(const std::string& document_id, const std::string& ext);
 std::string transcription(const std::string& ingestion_id);

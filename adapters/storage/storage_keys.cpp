@@ -1,4 +1,4 @@
-// Seed 001's storage layout and the key rules every object store enforces.
+// The storage layout and the key rules every object store enforces.
 #include "adapters/storage/object_store.hpp"
 
 namespace ingestd::storage_keys {

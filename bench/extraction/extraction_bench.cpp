@@ -1,4 +1,4 @@
-// Extraction accuracy of the local extractor on the multilingual corpus (issue 16), per language,
+// Extraction accuracy of the local extractor on the multilingual corpus, per language,
 // per layout and per field, for text PDFs and scans separately, through the real transcriber
 // (poppler for text layers, Tesseract eng+deu for scans); and the extractor's CPU time per page.
 // A report, not a threshold test: the held-out split is measured here and nowhere tuned.
@@ -35,7 +35,7 @@ namespace {
 
 const std::vector<std::string> fields{"invoice_number", "invoice_date", "total", "currency",
                                       "due_date", "subtotal", "vat_amount", "supplier_name"};
-constexpr size_t key_fields = 4; // the issue's targets: the first four
+constexpr size_t key_fields = 4; // the key fields, measured together: the first four
 
 struct tally {
   std::map<std::string, std::pair<int, int>> by_field; // field -> (right, counted)

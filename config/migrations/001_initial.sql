@@ -1,7 +1,7 @@
--- The initial schema: documents and their ingestions (seed 001 plus DESIGN §4's additions), the
--- audit trail, and the Postgres-backed queue. Schema-agnostic: objects land in search_path's schema.
+-- The initial schema: documents and their ingestions, the audit trail, and the Postgres-backed
+-- queue. Schema-agnostic: objects land in search_path's schema.
 
--- A unique piece of content, deduplicated by hash per tenant (seed 001).
+-- A unique piece of content, deduplicated by hash per tenant.
 CREATE TABLE document (
   id                 uuid PRIMARY KEY,
   tenant_id          uuid NOT NULL,
@@ -18,7 +18,7 @@ CREATE TABLE document (
 -- "ingestd status": documents waiting for a human.
 CREATE INDEX document_needs_review_idx ON document (created_at) WHERE needs_human_review;
 
--- One processing request for a document (seed 001), with the fenced claim of DESIGN §5.
+-- One processing request for a document, with the fenced claim of the worker processing it.
 CREATE TABLE ingestion (
   id                          uuid PRIMARY KEY,
   document_id                 uuid NOT NULL REFERENCES document (id),
@@ -38,7 +38,7 @@ CREATE TABLE ingestion (
   started_at                  timestamptz,
   completed_at                timestamptz,
   created_at                  timestamptz NOT NULL DEFAULT now(),
-  -- Fencing: every write after the claim carries the token (DESIGN §5).
+  -- Fencing: every write after the claim carries the token.
   claim_token                 uuid,
   lease_expires_at            timestamptz,
   claimed_by                  text,
@@ -63,10 +63,11 @@ CREATE INDEX ingestion_in_progress_created_idx ON ingestion (created_at)
 -- Status: counts by status, failures by error class.
 CREATE INDEX ingestion_status_class_idx ON ingestion (status, error_class);
 
--- Seed 000/001: the outcome of an ingestion propagates to its document. On completion this is
--- exactly the seed's statement. On failure the seed sets needs_human_review = true: a failed
--- ingestion always needs a human, even when valid_structured_data is NULL, and a failure keeps the
--- document's earlier structured_data unless the failed attempt left output for the reviewer.
+-- The outcome of an ingestion propagates to its document. On completion the document takes the
+-- ingestion's structured_data and needs a human when valid_structured_data is false. On failure
+-- needs_human_review is true: a failed ingestion always needs a human, even when
+-- valid_structured_data is NULL, and a failure keeps the document's earlier structured_data unless
+-- the failed attempt left output for the reviewer.
 CREATE FUNCTION update_document_from_ingestion() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
 BEGIN

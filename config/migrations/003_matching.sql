@@ -1,7 +1,7 @@
--- The matching stage (seed 003): each document's matching status with a fenced claim like the
+-- The matching stage: each document's matching status with a fenced claim like the
 -- ingestion's, its cluster, and the match edges between documents.
 
--- Seed 003's columns: NULL (not queued), pending, in-progress, succeeded, failed.
+-- matching_status: NULL (not queued), pending, in-progress, succeeded, failed.
 ALTER TABLE document ADD COLUMN matching_status text;
 ALTER TABLE document ADD COLUMN matching_error text;
 ALTER TABLE document ADD COLUMN matching_attempts integer NOT NULL DEFAULT 0;
@@ -9,7 +9,7 @@ ALTER TABLE document ADD COLUMN matching_failed_at timestamptz;
 ALTER TABLE document ADD CONSTRAINT document_matching_status_check
   CHECK (matching_status IS NULL
          OR matching_status IN ('pending', 'in-progress', 'succeeded', 'failed'));
--- The claim of the worker matching it (DESIGN §5's fencing, as for ingestions).
+-- The claim of the worker matching it, fenced as an ingestion's is.
 ALTER TABLE document ADD COLUMN matching_claim_token uuid;
 ALTER TABLE document ADD COLUMN matching_claimed_by text;
 ALTER TABLE document ADD COLUMN matching_lease_expires_at timestamptz;

@@ -1,4 +1,4 @@
--- Next jobs and events leave through an outbox (DESIGN §8): a row written in the transaction
+-- Next jobs and events leave through an outbox: a row written in the transaction
 -- that changes the state, sent by the relay actor (actors/relay.cpp) at least once, marked sent,
 -- and pruned after a retention. On the Postgres queue a next job is a queue_message row written
 -- in that same transaction instead; the outbox serves SQS and, later, the status event stream.

@@ -1,5 +1,5 @@
 -- ingestd-min-node-version: 0.1.0
--- The cluster's node registry (DESIGN §8, issue 17): every `ingestd run` registers here, refreshes
+-- The cluster's node registry: every `ingestd run` registers here, refreshes
 -- its row with the heartbeat and reads drain requests from it. Additive: older nodes ignore it.
 --
 -- The header line above is the oldest node version this migration stays compatible with: the

@@ -1,4 +1,4 @@
--- The review desk (issue 18): a person's decision on a document that needs one. The machine's
+-- The review desk: a person's decision on a document that needs one. The machine's
 -- extraction stays on its ingestion; the reviewer's version is kept here beside it and becomes
 -- the document's structured_data. review_version is the document's optimistic-concurrency token:
 -- every change of what a reviewer sees bumps it, so a save made on an older version is refused.

@@ -1,4 +1,4 @@
--- Containers become child documents (issue 14): a ZIP, TAR or e-mail is unpacked by the unpack
+-- Containers become child documents: a ZIP, TAR or e-mail is unpacked by the unpack
 -- stage into child documents, each with its own ingestion. Additive: older nodes keep running.
 
 -- The container a document was unpacked from, and its name there (the member's path in the

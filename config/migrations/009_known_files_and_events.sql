@@ -1,4 +1,4 @@
--- Known-file filtering (deNIST) and the status event stream (issue 14).
+-- Known-file filtering (deNIST) and the status event stream.
 
 -- The known-file hash set (NSRL's MD5 and SHA-256), lower-case hex, one row per hash: a line of
 -- an NSRL file with both hashes makes two rows. `ingestd known-files import|add` fills it

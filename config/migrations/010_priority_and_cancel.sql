@@ -1,4 +1,4 @@
--- Scheduling (issue 13): priority with ageing, and cancellation.
+-- Scheduling: priority with ageing, and cancellation.
 --
 -- Priority: 0..100, lower first, default 50, stored on the ingestion and carried by its queue
 -- message. The Postgres queue serves by effective priority = priority - waiting minutes x the

@@ -1,4 +1,4 @@
--- Size classes (seed 004): an ingestion runs in the small or the large class, each with its own
+-- Size classes: an ingestion runs in the small or the large class, each with its own
 -- queue and deadlines. Intake picks the class by size and page count; a small ingestion that
 -- times out or fails twice, or whose worker crashed, moves to the large class; a large one that
 -- times out or fails twice fails for review. attempt_count stays the count over both classes (the

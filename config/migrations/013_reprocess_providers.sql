@@ -1,4 +1,4 @@
--- A reprocess from the review desk (issue 18) may choose the providers of its new ingestion: the
+-- A reprocess from the review desk may choose the providers of its new ingestion: the
 -- transcription and the extraction provider the job runs with. NULL, as on every ingestion intake
 -- makes, is the configured provider of the node that takes the ingestion. The review row keeps
 -- the choice beside the decision, and REVIEW_COMPLETED names it.

@@ -31,7 +31,7 @@ function describe(doc) {
   return `${doc && doc.kind}/${doc && doc.metadata && doc.metadata.name}`;
 }
 
-/// The drain's requirements (issue 17): each pod a node named after it, a preStop hook that
+/// The drain's requirements: each pod a node named after it, a preStop hook that
 /// drains through the registry and waits, a termination grace that covers the drain bound, and a
 /// PodDisruptionBudget over the Deployment's pods. Returns the problems.
 function ingestdChecks(docs) {

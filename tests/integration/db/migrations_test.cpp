@@ -1,6 +1,6 @@
 // The embedded migrations on a fresh schema: applied once, recorded, a no-op the second time;
 // the document trigger for completed and failed ingestions; the work item's status followed by its
-// ingestion; the constraints the seeds and migration 015 state.
+// ingestion; the tables' constraints, migration 015's among them.
 #include <set>
 #include <thread>
 
@@ -243,7 +243,7 @@ TEST_F(schema_test, ingestion_needs_an_existing_document) {
 }
 
 TEST_F(schema_test, dequeue_uses_the_queue_index) {
-  // The planner trap of REFERENCE.md: the dequeue must not walk the primary key.
+  // A planner trap: the dequeue must use its index, not walk the primary key.
   db->query("INSERT INTO queue_message (id, queue_name, body) SELECT gen_random_uuid(), "
             "'q' || (g % 50), 'b' FROM generate_series(1, 5000) AS g");
   db->query("ANALYZE queue_message");

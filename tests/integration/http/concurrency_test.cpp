@@ -1,4 +1,4 @@
-// The test: 1,000 concurrent requests to a local slow server (each answered after ~1 s)
+// 1,000 concurrent requests to a local slow server (each answered after ~1 s)
 // all succeed within a few seconds, carried by the engine's one thread.
 #include <gtest/gtest.h>
 

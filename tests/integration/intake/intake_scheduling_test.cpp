@@ -1,4 +1,4 @@
-// The HTTP intake's scheduling parts (issue 13) against the real PostgreSQL, the filesystem store
+// The HTTP intake's scheduling parts against the real PostgreSQL, the filesystem store
 // and the Postgres queue, the server in-process: the priority of POST /v1/documents (header, form
 // field, query) stored on the ingestion's work item and its queue message, bad priorities refused,
 // and

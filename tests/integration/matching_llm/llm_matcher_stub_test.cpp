@@ -1,7 +1,7 @@
 // llm_matcher over the real curl engine against the local chat-completions stub: success with
 // and without edges, and every failure the stub can give (429, quota, 5xx, timeout, connection
 // refused, garbage, truncated, refusal, schema-invalid, context window, 401, 403), each ending
-// in seed 003's class after the right number of requests.
+// in its error class after the right number of requests.
 #include <atomic>
 #include <future>
 
@@ -136,7 +136,7 @@ TEST_F(llm_matcher_stub, unusable_answers_are_retried_then_transient) {
 
 TEST_F(llm_matcher_stub, rate_limits_are_transient_quota_included) {
   expect_failure("rate_limited", "llm.rate_limited", error_class::transient, 3);
-  // Seed 003: every HTTP 429 is transient.
+  // Every HTTP 429 is transient, a quota message too.
   expect_failure("quota", "llm.rate_limited", error_class::transient, 3);
   auto o = run("rate_limited_seconds");
   ASSERT_FALSE(o.value.ok());

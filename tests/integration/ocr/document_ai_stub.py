@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # Document AI stub for integration_ocr_document_ai: checks each request like the real service would
 # (bearer token, base64 content, mimeType, ocrConfig flags) and answers by the processor name in
-# the path with one of the shapes in REFERENCE.md. Writes its port to argv[1] once listening.
+# the path with one of the service's response or error shapes. Writes its port to argv[1] once
+# listening.
 import base64
 import json
 import sys

@@ -1,6 +1,6 @@
 // Document AI adapter end to end over the real curl engine against document_ai_stub.py on an
 // ephemeral loopback port: the request as the service checks it, each response shape of
-// REFERENCE.md, and each error's class.
+// the service, and each error's class.
 
 #include <chrono>
 #include <csignal>

@@ -208,7 +208,7 @@ std::string tampered_inv01_text() {
 TEST_F(pipeline_gate, totals_that_do_not_reconcile_end_in_human_review) {
   // The local extractor's reading of the tampered invoice, but marked high confidence as an
   // LLM would: only the arithmetic check can catch it. An incomplete extraction by a
-  // non-deterministic extractor is retried once, then goes to a person (seed 000's table).
+  // non-deterministic extractor is retried once, then goes to a person.
   auto x = local_extractor{}.run(tampered_inv01_text());
   ASSERT_NE(x.structured_data.find("3629.46"), std::string::npos) << x.structured_data;
   x.extraction_successful = true;

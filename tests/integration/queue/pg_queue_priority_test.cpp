@@ -1,4 +1,4 @@
-// postgres_queue's scheduling (issue 13) on a fresh schema: receive by priority, ageing that lets
+// postgres_queue's scheduling on a fresh schema: receive by priority, ageing that lets
 // an old low-priority message overtake newer urgent ones, the queue's ageing rate, and the
 // dequeue on its index.
 #include <algorithm>
@@ -99,7 +99,7 @@ TEST_F(pg_queue_priority_test, lower_priority_first_and_carried_in_the_message) 
 }
 
 TEST_F(pg_queue_priority_test, urgent_documents_overtake_a_backlog_with_one_slot_busy) {
-  // The issue's case: one worker slot, busy; 200 priority-90 documents, then 5 priority-10 ones.
+  // One worker slot, busy; 200 priority-90 documents, then 5 priority-10 ones.
   auto q = make();
   send(*q, "busy", 1, 50);
   auto busy = take_one(*q);

@@ -390,7 +390,7 @@ sqs.delete_message(QueueUrl=sys.argv[1], ReceiptHandle=m[0]['ReceiptHandle'])
   EXPECT_EQ(st->visible + st->in_flight, 0) << "boto3 deleted it";
 }
 
-// Priority classes on SQS (issue 13): one real queue per class, each message in its class's
+// Priority classes on SQS: one real queue per class, each message in its class's
 // queue, the most urgent class served first, receipts that find their class's queue again.
 TEST_F(sqs_fauxqs, priority_classes_route_each_message_to_its_class_queue_and_serve_the_urgent_first) {
   std::shared_ptr<queue> high = make_queue();

@@ -1,5 +1,5 @@
-// SigV4 against known results: the aws-sig-v4-test-suite cases and AWS documentation examples
-// listed in /work/shared/REFERENCE.md, checked byte for byte (canonical request, string to sign).
+// SigV4 against known results: the aws-sig-v4-test-suite cases and AWS documentation examples,
+// checked byte for byte (canonical request, string to sign).
 #include <gtest/gtest.h>
 
 #include <ctime>

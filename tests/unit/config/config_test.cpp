@@ -35,7 +35,7 @@ protected:
 
 } // namespace
 
-TEST_F(config_test, defaults_match_seed_001) {
+TEST_F(config_test, defaults_are_the_documented_ones) {
   auto cfg = load_config(std::nullopt, {});
   ASSERT_TRUE(cfg) << cfg.error().message;
   EXPECT_EQ(cfg->queue.backend, "postgres");

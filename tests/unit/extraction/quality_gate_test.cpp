@@ -1,4 +1,5 @@
-// The quality gate: seed 000's criteria plus arithmetic, with reasons that name the failed check.
+// The quality gate: success, confidence and critical fields plus arithmetic, with reasons that
+// name the failed check.
 #include <gtest/gtest.h>
 
 #include "adapters/extraction/quality_gate.hpp"
@@ -40,7 +41,7 @@ TEST(quality_gate, totals_that_do_not_reconcile_fail_with_the_reason) {
   EXPECT_EQ(e.message, "critical fields missing: " + v.reason);
 }
 
-// Seed 000's outcome table: incomplete → retry once where a retry can change the answer (the
+// The outcomes: incomplete → retry once where a retry can change the answer (the
 // caller says), then human review; critical fields missing → human review at once.
 TEST(quality_gate, an_incomplete_extraction_is_retried_only_where_a_retry_can_help) {
   auto v = evaluate(make(R"({"invoice_number":"A-1","invoice_date":"2024-03-01","supplier_name":"Acme",)"
@@ -109,7 +110,7 @@ TEST(quality_gate, missing_figures_skip_their_check_and_garbage_fails) {
   EXPECT_EQ(evaluate(make("not json")).reason, "structured data is not a JSON object");
 }
 
-// --- plausibility checks (issue 16): each names itself in the reason ----------------------------
+// --- plausibility checks: each names itself in the reason ---------------------------------------
 
 namespace {
 
@@ -128,7 +129,7 @@ bool names(const std::string& reason, const char* check) {
 } // namespace
 
 TEST(quality_gate_plausibility, a_negative_subtotal_that_sums_to_the_total_fails) {
-  // The extraction issue 16 reported: the sums reconcile, the figures are nonsense.
+  // A reported extraction: the sums reconcile, the figures are nonsense.
   auto r = reason_of(R"({"subtotal":-29670868687.0,"vat_amount":29670869006.0,"total":319.0})");
   EXPECT_TRUE(names(r, gate_check::negative_amount)) << r;
   EXPECT_NE(r.find("subtotal -29670868687.00"), std::string::npos) << r;

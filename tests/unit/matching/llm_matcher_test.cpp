@@ -1,5 +1,5 @@
 // llm_matcher against the fake http_client: the request (strict schema, the candidates), the
-// validation of answers (unknown ids, bad kinds, confidence out of range), seed 003's
+// validation of answers (unknown ids, bad kinds, confidence out of range), the errors'
 // classification and the in-process retries, exactly one callback.
 #include <atomic>
 #include <future>
@@ -192,7 +192,7 @@ TEST(llm_matcher_decide, transient_classes_are_retried_three_times) {
   };
   std::vector<scenario> scenarios{
     {make_response(429, R"({"error":{"message":"Rate limit","code":"rate_limit_exceeded"}})"), "llm.rate_limited"},
-    // Seed 003: every 429 is transient, a quota message too.
+    // Every 429 is transient, a quota message too.
     {make_response(429, R"({"error":{"message":"You exceeded your current quota","code":"insufficient_quota"}})"), "llm.rate_limited"},
     {make_response(500, R"({"error":{"message":"boom"}})"), "llm.server_error"},
     {make_response(503, "Service Unavailable"), "llm.server_error"},
@@ -288,7 +288,7 @@ TEST(llm_matcher_decide, a_stopped_timer_still_answers_once_and_never_with_no_ma
   EXPECT_EQ(calls.load(), 1);
 }
 
-TEST(llm_matcher_options, defaults_follow_seed_003) {
+TEST(llm_matcher_options, defaults_are_three_attempts_from_2_s_with_jitter_and_a_transient_quota) {
   llm_matcher_options o;
   EXPECT_EQ(o.max_attempts, 3);
   EXPECT_EQ(o.base_backoff, 2000ms);

@@ -75,7 +75,7 @@ std::string pdf_with_text(const std::string& text, int points) {
 } // namespace
 
 TEST_F(local_transcriber_test, a_pdf_page_that_cannot_be_rendered_is_kept_with_its_text_layer_and_a_warning) {
-  // Seed 004's recovery: rendering fails (the page is too large for the pixel limit at any
+  // Task-specific recovery: rendering fails (the page is too large for the pixel limit at any
   // usable resolution); the page's text layer is kept instead of failing the document.
   local_transcriber_options opts;
   opts.limits.max_page_pixels = 1'000;

@@ -1,4 +1,4 @@
-// Seed 004's recovery around a remote provider: a refusal goes to the local provider with a
+// Task-specific recovery around a remote provider: a refusal goes to the local provider with a
 // warning, other errors stay; a poor result is preprocessed on the CPU pool and sent again, the
 // better kept. The providers are scripted; the page images and OpenCV are real.
 #include <deque>

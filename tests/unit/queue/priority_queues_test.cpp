@@ -1,4 +1,4 @@
-// priority_queues (issue 13): one queue per priority class for SQS, polled with weights; the
+// priority_queues: one queue per priority class for SQS, polled with weights; the
 // class queues are in-memory stand-ins that answer at once.
 #include <map>
 

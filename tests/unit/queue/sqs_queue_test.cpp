@@ -1,5 +1,5 @@
 // Unit tests of the SQS client with a scripted http_client: the requests it builds (headers,
-// signature scope, JSON bodies, batching) and how it reads every awkward answer in REFERENCE.md.
+// signature scope, JSON bodies, batching) and how it reads every awkward answer SQS gives.
 #include <future>
 #include <map>
 #include <set>

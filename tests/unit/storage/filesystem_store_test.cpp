@@ -33,7 +33,7 @@ protected:
 
 } // namespace
 
-TEST_F(filesystem_store_test, keys_follow_seed_001_layout) {
+TEST_F(filesystem_store_test, keys_follow_the_storage_layout) {
   EXPECT_EQ(storage_keys::document("d1", "pdf"), "documents/d1.pdf");
   EXPECT_EQ(storage_keys::transcription("i1"), "ingestions/i1/transcription-output.json");
   EXPECT_EQ(storage_keys::preprocessed("i1", "png"), "ingestions/i1/preprocessed.png");
