@@ -121,6 +121,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   ::setenv("INGESTD_BINARY", INGESTD_BINARY_PATH, 0);
+  ::setenv("INGESTD_SOURCE_DIR", INGESTD_SOURCE_PATH, 0);
   std::vector<double> claimed;
   std::vector<double> completed;
   for (int i = 1; i <= rounds; ++i) {
