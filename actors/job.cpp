@@ -36,7 +36,9 @@
 //
 // The audit trail (stages with an audit) goes to the database with the state change it leads to
 // (the outcome, the failure, the give-back, the cancellation), in its transaction; the steps
-// after it (acknowledgement, back-off) are logged and measured only.
+// after it (acknowledgement, back-off) are logged and measured only. A change that did not reach
+// the database leaves the trail to the next one (a cancellation's to the give-back), or to be
+// written alone when the job ends; each row is written once.
 //
 // The phase (job_phase) runs parsing ─► claiming ─► working ─► storing_outcome ─►
 // outcome_stored ─► finished; a stop before storing_outcome turns any of them into releasing.
@@ -47,6 +49,7 @@
 #include <cctype>
 #include <limits>
 
+#include <caf/abstract_actor.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -249,13 +252,22 @@ void step_done(job_ptr self, std::string_view outcome, std::string detail = {}) 
 }
 
 /// The audit trail so far, for the state change that writes it, with the current step's row.
-std::vector<audit_event> take_audit(job_state& st, std::string_view outcome, std::string detail) {
+/// The trail stays with the job until the change's answer says it was written (audit_written):
+/// a change that did not reach the database leaves it for the next write, or to be written alone.
+std::vector<audit_event> audit_for(const job_state& st, std::string_view outcome,
+                                   std::string detail) {
   if (!st.claimed || !st.stage->audit)
     return {};
-  auto rows = std::move(st.audit);
-  st.audit.clear();
+  auto rows = st.audit;
   rows.push_back(audit_row(st, outcome, std::move(detail)));
   return rows;
+}
+
+/// The state change's answer: the claimed-work repository writes the trail with the change,
+/// and also when its fence refuses the change (claim_lost); any other error wrote nothing.
+void audit_written(job_state& st, const result<void>& answer) {
+  if (answer || answer.error().claim_lost())
+    st.audit.clear();
 }
 
 /// The step's port call failed: the audit trail records the error, then the failure path runs.
@@ -306,8 +318,13 @@ public:
             r = error::make_transient(std::string{errc::db_no_result}, "complete answered nothing");
           if (r && !r->front())
             r = r->front().error();
-          if (!r)
+          if (!r) {
+            // The claimed-work repository writes the trail even when its fence refuses the
+            // completion: the job must not write it again.
+            if (r.error().claim_lost())
+              self->state.audit.clear();
             return ingestd::fail(self, r.error());
+          }
           self->state.handle->completed();
         });
   }
@@ -354,12 +371,6 @@ job_impl::behavior_type job(job_ptr self, std::shared_ptr<node_context> ctx,
   st.handle = std::make_unique<handle_impl>(self);
   st.heartbeat = std::move(hb);
   st.msg = std::move(msg);
-  st.ctx->admission->job_started();
-  st.ctx->metrics->job_started(st.stage->label);
-  self->attach_functor([ctx = st.ctx, stage = st.stage] {
-    ctx->admission->job_ended();
-    ctx->metrics->job_ended(stage->label);
-  });
   post(caf::actor_cast<caf::actor>(self), 0, [self] { parse(self); });
   return {
       [self](resume_atom, uint64_t seq, continuation& c) {
@@ -572,7 +583,7 @@ void fail(job_ptr self, const error& err) {
   st.phase = job_phase::storing_outcome;
   auto delay = plan.delay;
   begin_step(st, steps::record_failure);
-  auto audit = take_audit(st, moving ? "moved" : final ? "failed" : "retrying", err.describe());
+  auto audit = audit_for(st, moving ? "moved" : final ? "failed" : "retrying", err.describe());
   request_step<failure_outcome>(
       self, steps::record_failure,
       [&](auto cb) {
@@ -582,6 +593,7 @@ void fail(job_ptr self, const error& err) {
       [self, err, delay, moving](result<failure_outcome> r) {
         auto& st = self->state;
         auto cls = std::string{to_string(err.cls)};
+        audit_written(st, r ? result<void>{} : result<void>{r.error()});
         if (!r) {
           if (r.error().claim_lost())
             return finish(self, job_result::lost, r.error().describe(), "claim_lost");
@@ -650,8 +662,9 @@ void lost(job_ptr self, std::string reason) {
   }
   st.tracked = false; // the heartbeat dropped it already
   if (st.claimed)
-    st.ctx->work->release(st.ref(), take_audit(st, "claim_lost", reason),
+    st.ctx->work->release(st.ref(), audit_for(st, "claim_lost", reason),
                           [](const result<void>&) {});
+  st.audit.clear(); // given to the release, which the job does not wait for
   finish(self, job_result::lost, std::move(reason), "claim_lost");
 }
 
@@ -689,12 +702,13 @@ void cancel(job_ptr self) {
   st.phase = job_phase::storing_outcome;
   untrack(self);
   begin_step(st, steps::cancel);
-  auto audit = take_audit(st, "ok", "cancelled by request");
+  auto audit = audit_for(st, "ok", "cancelled by request");
   request_step<void>(
       self, steps::cancel,
       [&](auto cb) { st.ctx->work->record_cancelled(st.ref(), std::move(audit), std::move(cb)); },
       [self](result<void> r) {
         auto& st = self->state;
+        audit_written(st, r);
         if (!r) {
           if (r.error().claim_lost())
             return finish(self, job_result::lost, r.error().describe(), "claim_lost");
@@ -742,13 +756,16 @@ void give_back(job_ptr self, std::string reason) {
   // The claim first, so that the message's next receiver can claim at once. Whatever step was
   // running becomes stale: its answer is ignored.
   begin_step(st, steps::release);
-  auto audit = take_audit(st, "ok", reason);
+  auto audit = audit_for(st, "ok", reason);
   request_step<void>(
       self, steps::release,
       [&](auto cb) { st.ctx->work->release(st.ref(), std::move(audit), std::move(cb)); },
       [self, give_back_message](result<void> r) {
         step_done(self, r ? "ok" : to_string(r.error().cls),
                   r ? std::string{} : r.error().describe());
+        // Written with the give-back, its own row included; a give-back that did not reach the
+        // database leaves the trail and this row to be written alone.
+        audit_written(self->state, r);
         give_back_message();
       });
 }
@@ -784,7 +801,17 @@ std::string_view to_string(job_result x) {
 job_actor spawn_job(caf::actor_system& sys, std::shared_ptr<node_context> node,
                     std::shared_ptr<const stage> stage, heartbeat_actor heartbeat,
                     queue_message msg) {
-  return sys.spawn(job, std::move(node), std::move(stage), std::move(heartbeat), std::move(msg));
+  // Counted in flight from its spawn, not from its first message: a poller that receives again
+  // right after spawning sees the node's room without it.
+  node->admission->job_started();
+  node->metrics->job_started(stage->label);
+  auto ended = [ctx = node, stage] {
+    ctx->admission->job_ended();
+    ctx->metrics->job_ended(stage->label);
+  };
+  auto self = sys.spawn(job, node, stage, std::move(heartbeat), std::move(msg));
+  caf::actor_cast<caf::abstract_actor*>(self)->attach_functor(std::move(ended));
+  return self;
 }
 
 } // namespace ingestd

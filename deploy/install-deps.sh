@@ -13,7 +13,7 @@ packages=(
   libpoppler-cpp-dev poppler-utils libgtest-dev libgmock-dev
   libarchive-dev libgmime-3.0-dev libseccomp-dev
   python3 python3-boto3 libcpp-httplib-dev libmicrohttpd-dev zlib1g-dev prometheus
-  clang-tidy cppcheck clang-14 libclang-rt-14-dev
+  clang-tidy clang-format cppcheck clang-14 libclang-rt-14-dev
 )
 # The review desk's browser test: headless Chromium driven by Selenium (system packages).
 packages+=(chromium chromium-driver python3-selenium)

@@ -32,7 +32,9 @@ SELECT r.ord, d.file_path, COALESCE(d.mime_type, ''), COALESCE(i.transcription_f
 )sql"};
 
 // Fenced per row by the work item's token: a row whose claim no longer holds is not updated and
-// not returned.
+// not returned. The work items are locked in id order (as the claim and the completion lock them),
+// so that the fence holds until the write commits and two batches over the same items wait for
+// each other instead of deadlocking.
 constexpr pg::statement transcription_sql{"ingestd_ingest_transcriptions", R"sql(
 WITH r AS (
   SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::numeric[])
@@ -40,6 +42,8 @@ WITH r AS (
 ), held AS (
   SELECT w.id, w.claim_token FROM work_item AS w JOIN r ON r.id = w.id AND r.token = w.claim_token
    WHERE w.status = 'in-progress'
+   ORDER BY w.id
+   FOR UPDATE OF w
 )
 UPDATE ingestion AS i
    SET transcription_file_path = r.path,

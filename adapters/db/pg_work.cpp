@@ -11,9 +11,10 @@ namespace {
 
 // Completes the items still in progress under their tokens (rows locked in id order, so that
 // two batches over the same items wait for each other instead of deadlocking), adds the next
-// work of those that completed, with its messages, and appends the audit rows of all (what a
-// worker did is history even when another took the item over). The last SELECT always answers
-// one row at least, so that the audit and the next work are written.
+// work of the outcomes that completed them (by item and token: a batch may carry one item under a
+// stale and a live token), with its messages, and appends the audit rows of all (what a worker
+// did is history even when another took the item over). The last SELECT always answers one row
+// at least, so that the audit and the next work are written.
 constexpr statement finish_sql{"ingestd_work_finish", R"sql(
 WITH c AS (
   SELECT * FROM unnest($1::uuid[], $2::uuid[], $20::text[]) AS c(id, token, remark)
@@ -34,9 +35,9 @@ WITH c AS (
   SELECT count(*) FILTER (WHERE ingestd_add_work(n.item, n.stage, n.document, n.tenant, n.priority,
                                                  n.class, n.queue, $19::boolean, n.reopen)) AS sent
     FROM unnest($10::uuid[], $11::uuid[], $12::text[], $13::uuid[], $14::uuid[], $15::integer[],
-                $16::text[], $17::text[], $18::boolean[])
-         AS n(parent, item, stage, document, tenant, priority, class, queue, reopen)
-   WHERE n.parent IN (SELECT id FROM done)
+                $16::text[], $17::text[], $18::boolean[], $21::uuid[])
+         AS n(parent, item, stage, document, tenant, priority, class, queue, reopen, parent_token)
+   WHERE (n.parent, n.parent_token) IN (SELECT id, token FROM done)
 ), audit AS (
   SELECT ingestd_append_audit($3::uuid[], $4::text[], $5::text[], $6::text[], $7::bigint[],
                               $8::text[], $9::bigint[]) AS appended
@@ -90,8 +91,8 @@ result<std::vector<result<void>>>
 finish_work(connection& conn, const std::vector<const work_outcome*>& outcomes, bool via_outbox) {
   std::vector<uuid> ids, tokens;
   std::vector<audit_event> audit;
-  std::vector<param> remarks, parents, items, stages, documents, tenants, priorities, classes,
-      queues, reopen;
+  std::vector<param> remarks, parents, parent_tokens, items, stages, documents, tenants, priorities,
+      classes, queues, reopen;
   for (auto* o : outcomes) {
     ids.push_back(o->ref.item);
     tokens.push_back(o->ref.token);
@@ -99,6 +100,7 @@ finish_work(connection& conn, const std::vector<const work_outcome*>& outcomes, 
     audit.insert(audit.end(), o->audit.begin(), o->audit.end());
     for (auto& n : o->next) {
       parents.emplace_back(o->ref.item.str());
+      parent_tokens.emplace_back(o->ref.token.str());
       items.emplace_back(n.item.str());
       stages.emplace_back(n.stage);
       documents.emplace_back(n.document_id.str());
@@ -116,6 +118,7 @@ finish_work(connection& conn, const std::vector<const work_outcome*>& outcomes, 
     params.emplace_back(array_literal(*a));
   params.emplace_back(bool_text(via_outbox));
   params.emplace_back(array_literal(remarks));
+  params.emplace_back(array_literal(parent_tokens));
   auto res = conn.exec(finish_sql, params);
   if (!res)
     return res.error();

@@ -119,7 +119,10 @@ WITH req AS (
 )
 SELECT r.ord, COALESCE(c.verdict, CASE WHEN w.id IS NULL THEN 'unknown' ELSE 'finished' END),
        c.document_id, c.tenant_id, c.claim_token, c.attempt_count, c.priority, c.size_class,
-       c.class_attempts_base, COALESCE(c.last_error, w.status, ''), (SELECT n FROM sent)
+       c.class_attempts_base,
+       CASE WHEN c.verdict IN ('moved', 'move') THEN c.size_class
+            ELSE COALESCE(c.last_error, w.status, '') END,
+       (SELECT n FROM sent)
   FROM unnest($1::uuid[], $3::text[]) WITH ORDINALITY AS r(id, stage, ord)
   LEFT JOIN changed AS c ON c.id = r.id
   LEFT JOIN work_item AS w ON w.id = r.id AND w.stage = r.stage
@@ -231,10 +234,14 @@ SELECT ingestd_append_audit($1::uuid[], $2::text[], $3::text[], $4::text[], $5::
 // keyed by the schema, the cluster's namespace). It sends a message only for items that truly
 // have none; one more for an item that merely waits in a backlog would duplicate it at every
 // sweep. Nobody holds the item (no live lease), it is past due (a back-off has run out) and no
-// message exists:
+// message exists on the stage's queue:
 // - Postgres queue: every message is a row of queue_message until it is deleted, visible or
-//   not, in any queue (dead-letter queues included): the anti-join is exact. (With SQS the
-//   table is empty and the condition holds.)
+//   not: the anti-join over the stage's queue ($3) is exact. A body names the item as the job
+//   reads it: the id in either case, surrounded by any white space. A message the redrive moved
+//   to a dead-letter queue while its item was still in progress (give-backs and held claims count
+//   receives too) no longer reaches a worker: the item is stranded and gets a new one, as on
+//   SQS; the dead letter stays for an operator. (With SQS the table is empty and the condition
+//   holds.)
 // - SQS: the database cannot look into the queue, so message_seen_at stands in. Each receive
 //   refreshes it (the claim, granted or not), so does each visibility extension (the lease
 //   renewal), each give-back, each hand-off and each revival. The caller passes a threshold
@@ -256,7 +263,9 @@ WITH lock AS (
      AND (w.claim_token IS NULL OR w.lease_expires_at < now())
      AND w.due_at < now() - make_interval(secs => $4::double precision)
      AND w.message_seen_at < now() - make_interval(secs => $4::double precision)
-     AND NOT EXISTS (SELECT 1 FROM queue_message AS q WHERE lower(btrim(q.body)) = w.id::text)
+     AND NOT EXISTS (SELECT 1 FROM queue_message AS q
+                      WHERE q.queue_name = $3
+                        AND lower(btrim(q.body, E' \t\n\r\f\x0B')) = w.id::text)
    ORDER BY w.due_at
    LIMIT $5
    FOR UPDATE SKIP LOCKED

@@ -86,8 +86,9 @@ public:
   /// The sweeper's net, one node of the cluster at a time (an advisory lock; another node's
   /// sweep makes this one answer 0): items of the stage and class in progress that nobody holds
   /// (no live lease), due longer ago than stale_after, whose message was last seen longer ago
-  /// than that and that no message of the Postgres queue names, get a new message on `queue`
-  /// in the same transaction. Answers how many.
+  /// than that and that no message of the Postgres queue `queue` names (a dead letter does not
+  /// count: no worker receives it), get a new message on `queue` in the same transaction.
+  /// Answers how many.
   virtual void revive(revive_request request, callback<int64_t> done) = 0;
 };
 

@@ -19,7 +19,7 @@
 
 #include "actors/cpu_pool.hpp"
 #include "actors/heartbeat.hpp"
-#include "actors/worker.hpp"
+#include "actors/node.hpp"
 #include "adapters/ocr/local_transcriber.hpp"
 
 using namespace ingestd;
@@ -49,33 +49,32 @@ struct instant_queue : queue {
   std::string name() const override { return "instant"; }
 };
 
-struct instant_repository : repository {
+/// The claimed-work port answering every call at once: every lease renewed, no cancel request.
+struct instant_work : work_repository {
   void claim(std::vector<claim_request>, std::string, std::chrono::seconds,
-             callback<std::vector<std::optional<claimed_ingestion>>> done) override {
-    done(std::vector<std::optional<claimed_ingestion>>{});
+             callback<std::vector<claim_answer>> done) override {
+    done(std::vector<claim_answer>{});
   }
-  void states(std::vector<uuid>, callback<std::vector<ingestion_state>> done) override {
-    done(std::vector<ingestion_state>{});
+  void renew_leases(std::vector<claim_ref>, std::chrono::seconds,
+                    callback<std::vector<claim_ref>> done) override {
+    done(std::vector<claim_ref>{});
   }
-  void record_transcription(lease_ref, transcription_record, callback<void> done) override { done({}); }
-  void complete(std::vector<completion>, callback<std::vector<result<void>>> done) override {
-    done(std::vector<result<void>>{});
-  }
-  void record_failure(lease_ref, failure_record, std::chrono::seconds, callback<failure_outcome> done) override {
-    done(failure_outcome{});
-  }
-  void renew_leases(std::vector<lease_ref>, std::chrono::seconds, callback<std::vector<lease_ref>> done) override {
-    done(std::vector<lease_ref>{});
-  }
-  void release(lease_ref, callback<void> done) override { done({}); }
   void cancel_requests(std::vector<uuid>, callback<std::vector<uuid>> done) override {
     done(std::vector<uuid>{});
   }
-  void record_cancelled(lease_ref, callback<void> done) override { done({}); }
-  void append_events(std::vector<audit_event>, callback<void> done) override { done({}); }
-  void rescue_stranded(std::chrono::seconds, int, callback<std::vector<stranded_ingestion>> done) override {
-    done(std::vector<stranded_ingestion>{});
+  void complete(std::vector<work_outcome> o, callback<std::vector<result<void>>> done) override {
+    done(std::vector<result<void>>(o.size()));
   }
+  void record_failure(claim_ref, failure_record, std::chrono::seconds, std::vector<audit_event>,
+                      callback<failure_outcome> done) override {
+    done(failure_outcome{});
+  }
+  void release(claim_ref, std::vector<audit_event>, callback<void> done) override { done({}); }
+  void record_cancelled(claim_ref, std::vector<audit_event>, callback<void> done) override {
+    done({});
+  }
+  void append_audit(std::vector<audit_event>, callback<void> done) override { done({}); }
+  void revive(revive_request, callback<int64_t> done) override { done(int64_t{0}); }
 };
 
 } // namespace
@@ -95,20 +94,33 @@ int main(int argc, char** argv) {
   caf::actor_system_config cfg;
   configure_scheduler(cfg); // as `ingestd run`
   caf::actor_system sys{cfg};
-  auto ctx = std::make_shared<worker_context>();
-  ctx->ports.ingest_queue = std::make_shared<instant_queue>();
-  ctx->ports.db = std::make_shared<instant_repository>();
+  // One stage over the instant queue, cancellable as the ingest stage is (the heartbeat asks
+  // for its cancel requests at every tick too).
+  auto st = std::make_shared<stage>();
+  st->name = "ingest";
+  st->label = "ingest";
+  st->queue = std::make_shared<instant_queue>();
+  st->queue_name = "instant";
+  st->cancellable = true;
+  auto ctx = std::make_shared<node_context>();
+  ctx->work = std::make_shared<instant_work>();
+  ctx->stages = {st};
   ctx->settings.heartbeat_rate = 1s;
   ctx->settings.heartbeat_extension = 30s;
   auto workers = cpu_pool_size(0);
-  auto pool = spawn_cpu_pool(sys, workers, 1000, ctx->metrics);
+  auto pool = spawn_cpu_pool(sys, workers, 1000, ctx->admission);
   auto executor = make_cpu_executor(pool);
   local_transcriber ocr{*executor};
   auto hb = spawn_heartbeat(sys, ctx);
-  auto stub = sys.spawn([] { return caf::behavior{[](lost_atom, std::string&) {}}; });
+  // The jobs' side: told nothing, as no claim is lost.
+  auto stub = sys.spawn([] {
+    return caf::behavior{[](lost_atom, std::string&) {}, [](cancel_atom) {}, [](stop_atom) {}};
+  });
   for (int i = 0; i < 200; ++i) {
-    lease_ref ref{uuid::v7(), uuid::v7()};
-    caf::anon_send(hb, track_atom_v, tracked_claim{"r" + std::to_string(i), ref, stub, std::chrono::steady_clock::now()});
+    claim_ref ref{uuid::v7(), uuid::v7()};
+    caf::anon_send(hb, track_atom_v,
+                   tracked_claim{"r" + std::to_string(i), ref, stub,
+                                 std::chrono::steady_clock::now(), st, uuid::v7(), uuid::v4()});
   }
 
   // Keep every CPU worker busy with a standing backlog of OCR work.

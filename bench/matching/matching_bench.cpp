@@ -1,6 +1,7 @@
 // Measures pg_matching_repository on synthetic tenants (load_synthetic_match_documents): candidate
 // retrieval p50/p95/p99 at each tenant size, write_matches/s with 1 and 4 writers of one tenant
-// (serialised by the tenant's lock), and the database side of a matching job (claim,
+// (serialised by the tenant's lock; each write completes the document's match work item), and the
+// database side of a matching job (the claim of its work item through pg_work_repository,
 // store_features, candidates, write_matches) per second; the match decision is not included.
 #include <algorithm>
 #include <atomic>
@@ -9,12 +10,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <optional>
 #include <string>
 #include <thread>
 #include <type_traits>
 #include <vector>
 
 #include "adapters/db/pg_matching_repository.hpp"
+#include "adapters/db/pg_work_repository.hpp"
 #include "adapters/matching/local_matcher.hpp"
 #include "tests/support/postgres/pg_fixture.hpp"
 
@@ -88,22 +91,35 @@ void retrieval(pg_matching_repository& repo, uuid tenant, const std::vector<matc
 }
 
 struct prepared {
-  lease_ref ref;
+  claim_ref ref;
   std::vector<match_edge> edges;
 };
 
+/// Claims the document's match work item as the match stage's job does; nullopt when not granted.
+std::optional<claim_ref> claim_match(work_repository& work, const uuid& document) {
+  claim_request req;
+  req.item = document;
+  req.token = uuid::v7();
+  req.stage = "match";
+  req.max_attempts = 3;
+  auto answers = call<std::vector<claim_answer>>(
+      [&](auto cb) { work.claim({req}, "bench", 600s, cb); }, "claim");
+  if (answers.size() != 1 || answers[0].outcome != claim_outcome::granted)
+    return std::nullopt;
+  return answers[0].work.ref();
+}
+
 /// Claims each document and finds its best candidate (the edge to write); not timed.
-std::vector<prepared> prepare(pg_matching_repository& repo, const std::vector<match_document>& docs) {
+std::vector<prepared> prepare(pg_matching_repository& repo, work_repository& work,
+                              const std::vector<match_document>& docs) {
   std::vector<prepared> out;
   for (auto& d : docs) {
-    auto token = uuid::v4();
-    auto c = call<std::optional<matching_claim>>(
-      [&](auto cb) { repo.claim(d.id, token, "bench", 600s, 3, cb); }, "claim");
+    auto c = claim_match(work, d.id);
     if (!c)
       continue;
     auto found = call<std::vector<match_document>>(
       [&](auto cb) { repo.candidates(d.tenant_id, d.id, d.features, 20, cb); }, "candidates");
-    prepared p{{d.id, token}, {}};
+    prepared p{*c, {}};
     if (!found.empty())
       p.edges.push_back({found.front().id, match_kind::related, 0.7, "bench"});
     out.push_back(std::move(p));
@@ -111,15 +127,23 @@ std::vector<prepared> prepare(pg_matching_repository& repo, const std::vector<ma
   return out;
 }
 
-/// Runs `work(i)` for i in 0..n-1 on `threads` threads, each with its own repository (its own
-/// connection, as separate nodes); answers the rate per second.
+/// A node's two repositories of the match stage: its own and the claimed-work one.
+struct match_repos {
+  pg_matching_repository matching;
+  pg_work_repository work;
+  explicit match_repos(const std::string& url)
+      : matching{url, pg_matching_options{1}}, work{url, pg_work_options{1}} {}
+};
+
+/// Runs `work(i)` for i in 0..n-1 on `threads` threads, each with its own repositories (their own
+/// connections, as separate nodes); answers the rate per second.
 template <class Work>
 double in_parallel(const std::string& url, size_t n, int threads, Work work) {
   std::atomic<size_t> next{0};
-  std::vector<std::unique_ptr<pg_matching_repository>> repos;
+  std::vector<std::unique_ptr<match_repos>> repos;
   repos.reserve(static_cast<size_t>(threads));
   for (int t = 0; t < threads; ++t)
-    repos.push_back(std::make_unique<pg_matching_repository>(url, pg_repository_options{1}));
+    repos.push_back(std::make_unique<match_repos>(url));
   auto t0 = clock_type::now();
   std::vector<std::thread> ts;
   ts.reserve(static_cast<size_t>(threads));
@@ -152,7 +176,8 @@ int main(int argc, char** argv) {
                 std::getenv("INGESTD_TEST_DATABASE_URL") ? std::getenv("INGESTD_TEST_DATABASE_URL")
                                                          : "(unset)");
     ingestd::test::pg_schema db;
-    pg_matching_repository repo{db.url(), pg_repository_options{1}};
+    pg_matching_repository repo{db.url(), pg_matching_options{1}};
+    pg_work_repository work_repo{db.url(), pg_work_options{1}};
     uuid last_tenant;
     for (auto size : sizes) {
       auto tenant = uuid::v4();
@@ -178,10 +203,13 @@ int main(int argc, char** argv) {
     };
     for (int64_t k = 0; k < 2; ++k) {
       int threads = k == 0 ? 1 : 4;
-      auto work = prepare(repo, slice(k));
-      auto rate = in_parallel(db.url(), work.size(), threads, [&](auto& r, size_t i) {
-        call<void>([&](auto cb) { r.write_matches(work[i].ref, work[i].edges, cb); },
-                   "write_matches");
+      auto work = prepare(repo, work_repo, slice(k));
+      auto rate = in_parallel(db.url(), work.size(), threads, [&](match_repos& r, size_t i) {
+        call<void>(
+            [&](auto cb) {
+              r.matching.write_matches(work_outcome{work[i].ref, {}, {}}, work[i].edges, cb);
+            },
+            "write_matches");
       });
       std::printf("write_matches  %d writer%s of one tenant: %7.0f /s  (%zu documents, one edge "
                   "each, clusters recomputed)\n",
@@ -191,21 +219,25 @@ int main(int argc, char** argv) {
     for (int64_t k = 2; k < 4; ++k) {
       int threads = k == 2 ? 1 : 4;
       auto docs = slice(k);
-      auto rate = in_parallel(db.url(), docs.size(), threads, [&](auto& r, size_t i) {
+      auto rate = in_parallel(db.url(), docs.size(), threads, [&](match_repos& r, size_t i) {
         auto& d = docs[i];
-        auto token = uuid::v4();
-        auto c = call<std::optional<matching_claim>>(
-          [&](auto cb) { r.claim(d.id, token, "bench", 600s, 3, cb); }, "claim");
+        auto c = claim_match(r.work, d.id);
         if (!c)
           return;
-        lease_ref ref{d.id, token};
-        call<void>([&](auto cb) { r.store_features(ref, d.features, cb); }, "store_features");
+        auto ref = *c;
+        call<void>([&](auto cb) { r.matching.store_features(ref, d.features, cb); },
+                   "store_features");
         auto found = call<std::vector<match_document>>(
-          [&](auto cb) { r.candidates(d.tenant_id, d.id, d.features, 20, cb); }, "candidates");
+            [&](auto cb) { r.matching.candidates(d.tenant_id, d.id, d.features, 20, cb); },
+            "candidates");
         // The embedded default's decision: the local rules.
         match_document doc{d.id, d.tenant_id, "", d.features, "{}"};
         auto edges = match_locally(doc, found);
-        call<void>([&](auto cb) { r.write_matches(ref, edges, cb); }, "write_matches");
+        call<void>(
+            [&](auto cb) {
+              r.matching.write_matches(work_outcome{ref, {}, {}}, edges, cb);
+            },
+            "write_matches");
       });
       std::printf("matching job with the local matcher (claim, store_features, candidates, "
                   "decide, write_matches)  %d worker%s: %7.0f jobs/s\n",

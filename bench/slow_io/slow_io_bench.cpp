@@ -1,14 +1,15 @@
-// Slow-I/O concurrency: the worker embedded in this process (actors/worker.hpp) with the real
-// postgres_queue and pg_repository (batched), instant transcription, and the REAL
-// openai_extractor over the curl engine against a stub chat-completions server (a forked
-// process, one epoll thread) that answers every request after a fixed delay. Prints throughput
-// against max_in_flight / delay, the process's OS threads over the run, and resident memory per
-// in-flight job.
+// Slow-I/O concurrency: a node embedded in this process (actors/node.hpp: start_node with the
+// ingest stage of stages/ingest) over the real postgres_queue, pg_work_repository and
+// pg_ingest_repository, instant transcription, and the REAL openai_extractor over the curl engine
+// against a stub chat-completions server (a forked process, one epoll thread) that answers every
+// request after a fixed delay. Prints throughput against max_in_flight / delay, the process's OS
+// threads over the run, and resident memory per in-flight job.
 //
 // With --extractor timer, the extraction is a timer that answers after the same delay with no HTTP
 // at all: the difference between the two runs is what the HTTP layer costs per in-flight job.
 //
-//   bench_slow_io [--ingestions 30000] [--in-flight 10000] [--delay-ms 2000] [--extractor http|timer]
+//   bench_slow_io [--ingestions 30000] [--in-flight 10000] [--delay-ms 2000] [--extractor
+//   http|timer]
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -40,15 +41,17 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
-#include "actors/worker.hpp"
-#include "adapters/db/batching_repository.hpp"
-#include "adapters/db/pg_repository.hpp"
-#include "adapters/http/curl_engine.hpp"
+#include "actors/node.hpp"
+#include "adapters/db/pg_ingest_repository.hpp"
+#include "adapters/db/pg_work_repository.hpp"
 #include "adapters/extraction/extraction_schema.hpp"
 #include "adapters/extraction/local_extractor.hpp"
 #include "adapters/extraction/openai_extractor.hpp"
+#include "adapters/http/curl_engine.hpp"
 #include "adapters/queue/postgres_queue.hpp"
 #include "adapters/support/timer.hpp"
+#include "messages/error_codes.hpp"
+#include "stages/ingest/ingest_stage.hpp"
 #include "tests/support/postgres/pg_fixture.hpp"
 
 using namespace ingestd;
@@ -198,9 +201,15 @@ private:
   extraction answer_;
 };
 
+/// Every document (documents/...) reads as the invoice; nothing else was stored before (no
+/// transcription of an earlier attempt to resume from).
 class memory_store : public object_store {
 public:
-  void get(std::string, size_t, callback<std::string> done) override { done(std::string{invoice_text}); }
+  void get(std::string key, size_t, callback<std::string> done) override {
+    if (key.rfind("documents/", 0) == 0)
+      return done(std::string{invoice_text});
+    done(error::make_permanent(errc::storage_not_found, "no object " + key));
+  }
   void put(std::string, std::string, std::string, callback<void> done) override { done(result<void>{}); }
   void exists(std::string, callback<bool> done) override { done(false); }
   std::string name() const override { return "memory"; }
@@ -269,16 +278,23 @@ int main(int argc, char** argv) {
             "FROM (SELECT gen_random_uuid() AS d FROM generate_series(1, $1::integer)) x",
             {std::to_string(n)});
   db->query("INSERT INTO ingestion (id, document_id, uploaded_by) SELECT gen_random_uuid(), id, gen_random_uuid() FROM document");
+  db->query("INSERT INTO work_item (id, stage, document_id, tenant_id) SELECT i.id, 'ingest', "
+            "d.id, d.tenant_id "
+            "FROM ingestion AS i JOIN document AS d ON d.id = i.document_id");
   db->query("INSERT INTO queue_message (id, queue_name, body) SELECT gen_random_uuid(), 'slow', id::text FROM ingestion");
   db->query("ANALYZE");
 
   if (extractor_kind == "http")
-    std::printf("slow-I/O concurrency: EMBEDDED worker, real postgres_queue + pg_repository (batched), instant "
-                "transcription, openai_extractor over the curl engine against a stub answering after %lld ms\n",
+    std::printf("slow-I/O concurrency: EMBEDDED node, real postgres_queue + pg_work_repository + "
+                "pg_ingest_repository, instant transcription, openai_extractor over the curl "
+                "engine against a stub "
+                "answering after %lld ms\n",
                 static_cast<long long>(delay.count()));
   else
-    std::printf("slow-I/O concurrency: EMBEDDED worker, real postgres_queue + pg_repository (batched), instant "
-                "transcription, an extractor that answers from a timer after %lld ms (no HTTP)\n",
+    std::printf("slow-I/O concurrency: EMBEDDED node, real postgres_queue + pg_work_repository + "
+                "pg_ingest_repository, instant transcription, an extractor that answers from a "
+                "timer after %lld ms "
+                "(no HTTP)\n",
                 static_cast<long long>(delay.count()));
   std::printf("  ingestions %d, max_in_flight %d\n", n, in_flight);
   std::fflush(stdout);
@@ -295,19 +311,24 @@ int main(int argc, char** argv) {
     o.model = "stub-model";
     o.request_timeout = std::chrono::seconds{120};
     o.connect_timeout = std::chrono::seconds{30};
-    auto ctx = std::make_shared<worker_context>();
+    auto ports = std::make_shared<ingest_ports>();
+    ports->db = std::make_shared<pg_ingest_repository>(db->url(), pg_ingest_options{4});
+    ports->storage = std::make_shared<memory_store>();
+    ports->ocr = std::make_shared<instant_transcriber>();
+    if (extractor_kind == "http")
+      ports->extract = std::make_shared<openai_extractor>(*http, *http, o); // as ingestd run
+    else
+      ports->extract = std::make_shared<timer_extractor>(*http, delay, invoice);
+    ingest_class cls;
+    cls.queue = std::make_shared<postgres_queue>(db->url(), "slow", postgres_queue_options{2});
+    cls.queue_name = "slow";
+    auto ctx = std::make_shared<node_context>();
     ctx->settings.worker_id = "bench";
     ctx->settings.max_in_flight = in_flight;
     ctx->settings.wait_time = std::chrono::seconds{1};
     ctx->settings.step_timeout = std::chrono::seconds{300};
-    ctx->ports.ingest_queue = std::make_shared<postgres_queue>(db->url(), "slow", postgres_queue_options{2});
-    ctx->ports.db = std::make_shared<batching_repository>(std::make_shared<pg_repository>(db->url(), pg_repository_options{4}));
-    ctx->ports.storage = std::make_shared<memory_store>();
-    ctx->ports.ocr = std::make_shared<instant_transcriber>();
-    if (extractor_kind == "http")
-      ctx->ports.extract = std::make_shared<openai_extractor>(*http, *http, o); // as ingestd run
-    else
-      ctx->ports.extract = std::make_shared<timer_extractor>(*http, delay, invoice);
+    ctx->work = std::make_shared<pg_work_repository>(db->url(), pg_work_options{4});
+    ctx->stages = {make_ingest_stage(ports, ingest_settings{}, cls)};
     std::atomic<int> completed{0}, other{0};
     std::promise<void> all_done;
     // Steady state: from the 10th to the 90th percentile of completions (no ramp-up, no tail).
@@ -333,11 +354,11 @@ int main(int argc, char** argv) {
         all_done.set_value();
     };
     std::promise<void> stopped;
-    worker_options opts;
+    node_options opts;
     opts.sweeper = false;
     opts.on_stopped = [&] { stopped.set_value(); };
     auto t0 = clock_type::now();
-    auto w = start_worker(sys, ctx, opts);
+    auto w = start_node(sys, ctx, opts);
     auto done = all_done.get_future();
     int threads_min = 1 << 30, threads_max = 0;
     long rss_at_peak = 0, heap_at_peak = 0;
@@ -346,7 +367,7 @@ int main(int argc, char** argv) {
       auto t = thread_count();
       threads_min = std::min(threads_min, t);
       threads_max = std::max(threads_max, t);
-      auto f = ctx->metrics->in_flight.load();
+      auto f = ctx->admission->in_flight();
       if (f > peak_in_flight) {
         peak_in_flight = f;
         rss_at_peak = rss_kb();
@@ -370,9 +391,10 @@ int main(int argc, char** argv) {
       std::printf("  steady state (10th to 90th percentile of completions): %.0f ingestions/s; ratio %.2f\n", steady,
                   steady / ideal);
     }
-    std::printf("  OS threads of the process: %d before the worker, %d..%d during the run (includes the "
-                "bench's own main thread; the stub is another process)\n",
-                threads_before, threads_min, threads_max);
+    std::printf(
+        "  OS threads of the process: %d before the node, %d..%d during the run (includes the "
+        "bench's own main thread; the stub is another process)\n",
+        threads_before, threads_min, threads_max);
     auto per_job = [&](long before, long at_peak) {
       return peak_in_flight > 0 ? static_cast<double>(at_peak - before) / static_cast<double>(peak_in_flight) : 0.0;
     };
@@ -386,6 +408,7 @@ int main(int argc, char** argv) {
     caf::anon_send(w.coordinator, shutdown_atom_v);
     stopped.get_future().wait_for(std::chrono::seconds{60});
     ctx.reset();
+    ports.reset();
     http.reset();
   }
   kill(stub, SIGKILL);

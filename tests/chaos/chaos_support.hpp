@@ -1,15 +1,18 @@
-// What both chaos tests (Postgres queue, SQS) share: the lease their nodes run with and the truth
-// their independent accounting checks each completion against.
+// What both chaos tests (Postgres queue, SQS) share: the lease their nodes run with, their
+// independent accounting of completions and results, and the truth it checks each one against.
 #pragma once
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 
+#include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
+#include "tests/support/daemon/e2e_setup.hpp"
 #include "tests/support/environment.hpp"
 
 namespace ingestd::test {
@@ -30,6 +33,107 @@ inline std::string truth_invoice_number(const std::string& source) {
   if (d.HasParseError() || !d.IsObject() || !d.HasMember("invoice_number"))
     throw std::runtime_error("cannot read the invoice number from " + path);
   return d["invoice_number"].GetString();
+}
+
+/// Independent accounting, by triggers this test installs rather than ingestd's own audit trail:
+/// every transition of an ingest work item to `completed` (the claim's outcome), every write of an
+/// ingestion's result (structured_data), and every end of a document's matching (its match work
+/// item completed or failed), as the database saw them.
+inline void install_accounting(e2e_setup& s) {
+  s.db().query("CREATE TABLE chaos_completion (ingestion_id uuid NOT NULL, "
+               "at timestamptz NOT NULL DEFAULT clock_timestamp())");
+  s.db().query("CREATE TABLE chaos_result (ingestion_id uuid NOT NULL, "
+               "at timestamptz NOT NULL DEFAULT clock_timestamp())");
+  s.db().query("CREATE TABLE chaos_matching (document_id uuid NOT NULL, status text NOT NULL, "
+               "at timestamptz NOT NULL DEFAULT clock_timestamp())");
+  s.db().query(R"sql(
+CREATE FUNCTION chaos_record_completion() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.stage = 'ingest' AND NEW.status = 'completed' AND OLD.status IS DISTINCT FROM 'completed' THEN
+    INSERT INTO chaos_completion (ingestion_id) VALUES (NEW.id);
+  ELSIF NEW.stage = 'match' AND NEW.status IN ('completed', 'failed')
+        AND OLD.status IS DISTINCT FROM NEW.status THEN
+    INSERT INTO chaos_matching (document_id, status) VALUES (NEW.id, NEW.status);
+  END IF;
+  RETURN NEW;
+END $$)sql");
+  s.db().query("CREATE TRIGGER chaos_record_completion AFTER UPDATE OF status ON work_item "
+               "FOR EACH ROW EXECUTE FUNCTION chaos_record_completion()");
+  s.db().query(R"sql(
+CREATE FUNCTION chaos_record_result() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.structured_data IS NOT NULL THEN
+    INSERT INTO chaos_result (ingestion_id) VALUES (NEW.id);
+  END IF;
+  RETURN NEW;
+END $$)sql");
+  s.db().query("CREATE TRIGGER chaos_record_result AFTER UPDATE OF structured_data ON ingestion "
+               "FOR EACH ROW EXECUTE FUNCTION chaos_record_result()");
+}
+
+/// Documents whose matching has ended (succeeded or failed for good).
+inline int64_t matching_ended(e2e_setup& s) {
+  return s.count(
+      "SELECT count(*) FROM document_matching WHERE matching_status IN ('succeeded', 'failed')");
+}
+
+/// After the run, for the `n` documents: each one's matching was handed over by its completion
+/// and ended once (nothing lost, nothing matched twice), a failure with its reason, no claim
+/// left.
+inline void expect_matching_once(e2e_setup& s, int64_t n, const std::string& journal) {
+  EXPECT_EQ(s.count("SELECT count(*) FROM work_item WHERE stage = 'match'"), n);
+  EXPECT_EQ(
+      s.count("SELECT count(*) FROM work_item WHERE stage = 'match' AND status = 'in-progress'"),
+      0);
+  EXPECT_EQ(s.count("SELECT count(*) FROM chaos_matching"), n)
+      << "ends of matching: one per document, none twice\n"
+      << journal;
+  EXPECT_EQ(s.count("SELECT count(DISTINCT document_id) FROM chaos_matching"), n);
+  EXPECT_EQ(s.count("SELECT count(*) FROM work_item WHERE stage = 'match' AND status = 'failed' "
+                    "AND coalesce(last_error, '') = ''"),
+            0)
+      << "a matching failed without its reason";
+  EXPECT_EQ(
+      s.count("SELECT count(*) FROM work_item WHERE stage = 'match' AND claim_token IS NOT NULL"),
+      0);
+  std::printf("chaos: matching %lld succeeded, %lld failed\n",
+              static_cast<long long>(
+                  s.count("SELECT count(*) FROM chaos_matching WHERE status = 'completed'")),
+              static_cast<long long>(
+                  s.count("SELECT count(*) FROM chaos_matching WHERE status = 'failed'")));
+}
+
+/// After the run: each of the `n` ingestions completed exactly once (its work item and its
+/// ingestion), its result written once, no claim left, and the right result (its file's
+/// invoice number, no review).
+inline void expect_exactly_once(e2e_setup& s, int64_t n, const std::string& journal) {
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE status <> 'completed'"), 0);
+  EXPECT_EQ(
+      s.count("SELECT count(*) FROM work_item WHERE stage = 'ingest' AND status <> 'completed'"),
+      0);
+  EXPECT_EQ(s.count("SELECT count(*) FROM work_item WHERE stage = 'ingest'"), n);
+  EXPECT_EQ(s.count("SELECT count(*) FROM chaos_completion"), n)
+      << "transitions to completed: one per document, none twice\n"
+      << journal;
+  EXPECT_EQ(s.count("SELECT count(DISTINCT ingestion_id) FROM chaos_completion"), n);
+  EXPECT_EQ(s.count("SELECT count(*) FROM chaos_result"), n)
+      << "results written: one per document, none twice\n"
+      << journal;
+  EXPECT_EQ(s.count("SELECT count(DISTINCT ingestion_id) FROM chaos_result"), n);
+  EXPECT_EQ(s.count("SELECT count(*) FROM work_item WHERE stage = 'ingest' "
+                    "AND (claim_token IS NOT NULL OR lease_expires_at IS NOT NULL)"),
+            0);
+  int64_t checked = 0;
+  for (auto& row : s.db().query("SELECT i.id::text, d.structured_data->>'invoice_number', "
+                                "d.needs_human_review FROM ingestion i "
+                                "JOIN document d ON d.id = i.document_id")) {
+    auto source = s.source_of(*row[0]);
+    ASSERT_FALSE(source.empty()) << *row[0];
+    EXPECT_EQ(row[1].value_or("(none)"), truth_invoice_number(source)) << source;
+    EXPECT_EQ(row[2].value_or(""), "f") << source << " needs review";
+    ++checked;
+  }
+  EXPECT_EQ(checked, n);
 }
 
 } // namespace ingestd::test

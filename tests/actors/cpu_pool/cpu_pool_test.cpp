@@ -1,6 +1,7 @@
 // The CPU pool's master on the deterministic scheduler, its workers on the same scheduler: work
 // goes to idle workers, waits while they are busy, expires, is refused when the backlog is full,
-// and is answered when the pool stops.
+// and is answered when the pool stops; its backlog and its items' run time reach the node's
+// admission.
 #define CAF_SUITE cpu_pool
 #include "caf/test/unit_test_impl.hpp"
 
@@ -20,7 +21,8 @@ namespace {
 using clock = std::chrono::steady_clock;
 
 struct fixture : test_coordinator_fixture<> {
-  std::shared_ptr<worker_metrics> metrics = std::make_shared<worker_metrics>();
+  std::shared_ptr<node_admission> admission
+      = std::make_shared<node_admission>(node_admission::limits{});
   /// Names of the items in the order they ran or expired.
   std::vector<std::string> ran;
   std::vector<std::string> expired;
@@ -36,7 +38,7 @@ struct fixture : test_coordinator_fixture<> {
 
   /// Spawns the pool and lets its workers report idle.
   void start(int workers, int backlog) {
-    pool = spawn_cpu_pool(sys, workers, backlog, metrics, cpu_workers::scheduled);
+    pool = spawn_cpu_pool(sys, workers, backlog, admission, cpu_workers::scheduled);
     executor = make_cpu_executor(pool);
     sched.run();
   }
@@ -64,8 +66,8 @@ CAF_TEST(work goes to idle workers without waiting in the backlog) {
   submit("a");
   submit("b");
   run_master();
-  CAF_CHECK_EQUAL(metrics->cpu_backlog.load(), 0);
-  CAF_CHECK(ran.empty());  // handed to the workers, not run by the master
+  CAF_CHECK_EQUAL(admission->cpu_backlog(), 0);
+  CAF_CHECK(ran.empty()); // handed to the workers, not run by the master
   sched.run();
   CAF_CHECK_EQUAL(ran, (std::vector<std::string>{"a", "b"}));
   CAF_CHECK(expired.empty());
@@ -77,12 +79,12 @@ CAF_TEST(work waits in the backlog while every worker is busy and runs in order)
   submit("b");
   submit("c");
   run_master();
-  CAF_CHECK_EQUAL(metrics->cpu_backlog.load(), 2);
+  CAF_CHECK_EQUAL(admission->cpu_backlog(), 2);
   CAF_CHECK(ran.empty());
   sched.run();
   CAF_CHECK_EQUAL(ran, (std::vector<std::string>{"a", "b", "c"}));
   CAF_CHECK(expired.empty());
-  CAF_CHECK_EQUAL(metrics->cpu_backlog.load(), 0);
+  CAF_CHECK_EQUAL(admission->cpu_backlog(), 0);
 }
 
 CAF_TEST(work that continues a started document waits ahead of new work) {
@@ -95,16 +97,17 @@ CAF_TEST(work that continues a started document waits ahead of new work) {
   submit("page-a1", clock::now() + 1h, true);
   submit("page-a2", clock::now() + 1h, true);
   run_master();
-  CAF_CHECK_EQUAL(metrics->cpu_backlog.load(), 4);
+  CAF_CHECK_EQUAL(admission->cpu_backlog(), 4);
   sched.run();
-  CAF_CHECK_EQUAL(ran, (std::vector<std::string>{"busy", "page-a1", "page-a2", "open-b", "open-c"}));
+  CAF_CHECK_EQUAL(ran,
+                  (std::vector<std::string>{"busy", "page-a1", "page-a2", "open-b", "open-c"}));
 }
 
 CAF_TEST(a worker measures how long items run) {
   start(1, 4);
   submit("a");
   sched.run();
-  CAF_CHECK(metrics->cpu_item_us.load() > 0);
+  CAF_CHECK(admission->cpu_item_us() > 0);
 }
 
 CAF_TEST(work whose deadline passes before a worker is free expires instead of running) {
@@ -113,7 +116,7 @@ CAF_TEST(work whose deadline passes before a worker is free expires instead of r
   submit("late", clock::now() - 1ms);
   submit("b");
   run_master();
-  CAF_CHECK_EQUAL(metrics->cpu_backlog.load(), 2);
+  CAF_CHECK_EQUAL(admission->cpu_backlog(), 2);
   sched.run();
   CAF_CHECK_EQUAL(ran, (std::vector<std::string>{"a", "b"}));
   CAF_CHECK_EQUAL(expired, std::vector<std::string>{"late"});
@@ -121,9 +124,9 @@ CAF_TEST(work whose deadline passes before a worker is free expires instead of r
 
 CAF_TEST(a worker checks the deadline once more before it starts) {
   start(1, 4);
-  submit("late", clock::now() - 1ms);  // a worker is idle: the master hands it over at once
+  submit("late", clock::now() - 1ms); // a worker is idle: the master hands it over at once
   run_master();
-  CAF_CHECK_EQUAL(metrics->cpu_backlog.load(), 0);
+  CAF_CHECK_EQUAL(admission->cpu_backlog(), 0);
   sched.run();
   CAF_CHECK(ran.empty());
   CAF_CHECK_EQUAL(expired, std::vector<std::string>{"late"});
@@ -131,13 +134,13 @@ CAF_TEST(a worker checks the deadline once more before it starts) {
 
 CAF_TEST(a full backlog refuses work at once) {
   start(1, 1);
-  submit("a");  // to the worker
-  submit("b");  // the backlog
-  submit("c");  // refused
+  submit("a"); // to the worker
+  submit("b"); // the backlog
+  submit("c"); // refused
   run_master();
   CAF_CHECK_EQUAL(expired, std::vector<std::string>{"c"});
   CAF_CHECK(ran.empty());
-  CAF_CHECK_EQUAL(metrics->cpu_backlog.load(), 1);
+  CAF_CHECK_EQUAL(admission->cpu_backlog(), 1);
   sched.run();
   CAF_CHECK_EQUAL(ran, (std::vector<std::string>{"a", "b"}));
   CAF_CHECK_EQUAL(expired, std::vector<std::string>{"c"});
@@ -152,16 +155,16 @@ CAF_TEST(a stopped pool answers what waits in its backlog and its workers stop w
   submit("c");
   submit("d");
   submit("e");
-  run_master();  // b and c to the workers, d and e in the backlog
-  CAF_CHECK_EQUAL(metrics->cpu_backlog.load(), 2);
-  sched.run();   // the workers finish b and c and take d and e
+  run_master(); // b and c to the workers, d and e in the backlog
+  CAF_CHECK_EQUAL(admission->cpu_backlog(), 2);
+  sched.run(); // the workers finish b and c and take d and e
   submit("f");
   submit("g");
   submit("h");
-  run_master();  // f and g to the workers, h waits
+  run_master(); // f and g to the workers, h waits
   caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
   sched.run();
-  CAF_CHECK_EQUAL(ran.size() + expired.size(), 8u);  // every item answered, once
+  CAF_CHECK_EQUAL(ran.size() + expired.size(), 8u); // every item answered, once
   CAF_CHECK_EQUAL(expired, std::vector<std::string>{"h"});
   CAF_CHECK_EQUAL(sys.registry().running(), actors_before);
 }

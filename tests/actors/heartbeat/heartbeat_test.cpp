@@ -1,8 +1,13 @@
-// The heartbeat's batching, incremental extension, the 12-hour limit and lost claims; the
-// deadline of each batch call (a lost answer counts as a failed call, a late one is dropped).
+// The heartbeat's batching, incremental extension, the 12-hour limit and lost claims; one lease
+// renewal for the claims of every stage, extensions on each stage's own queue, and cancel
+// requests asked for the stages whose work can be cancelled; the deadline of each batch call (a
+// lost answer counts as a failed call, a late one is dropped).
 #define CAF_SUITE heartbeat
 #include "caf/test/unit_test_impl.hpp"
 
+#include <algorithm>
+
+#include "stages/match/match_stage.hpp"
 #include "tests/actors/support/actor_fixture.hpp"
 
 using namespace ingestd;
@@ -13,21 +18,35 @@ namespace {
 /// Stands in for a job: records what the heartbeat tells it.
 struct fixture : test::actor_fixture {
   std::vector<std::string> lost;
+  int cancels = 0;
   caf::actor job_stub = sys.spawn([this](caf::event_based_actor*) -> caf::behavior {
     return {
-      [this](lost_atom, std::string& reason) { lost.push_back(reason); },
+        [this](lost_atom, std::string& reason) { lost.push_back(reason); },
+        [this](cancel_atom) { ++cancels; },
     };
   });
+  std::shared_ptr<const stage> ingest_st = ingest_stage();
 
-  /// Claims an ingestion in the fake database and tracks it.
-  uuid track(const heartbeat_actor& hb, std::chrono::steady_clock::time_point received = std::chrono::steady_clock::now()) {
+  /// Claims the work item `id` of `s` in the fake table, as a job's claim does.
+  claim_ref claim(const uuid& id, const stage& s) {
+    claim_ref ref;
+    work->claim({claim_request{id, uuid::v7(), s.name}}, "w", 300s,
+                [&](result<std::vector<claim_answer>> r) {
+                  CAF_REQUIRE(r && r->size() == 1u);
+                  CAF_REQUIRE_EQUAL(r->front().outcome, claim_outcome::granted);
+                  ref = r->front().work.ref();
+                });
+    return ref;
+  }
+
+  /// Claims a new ingestion and tracks it.
+  uuid track(const heartbeat_actor& hb,
+             std::chrono::steady_clock::time_point received = std::chrono::steady_clock::now()) {
     auto id = db->add("documents/x.txt");
     auto msg = deliver(id.str());
-    lease_ref ref;
-    db->claim({claim_request{id, uuid::v7()}}, "w", 300s, [&](auto r) {
-      ref = lease_ref{id, (*r)[0]->claim_token};
-    });
-    caf::anon_send(hb, track_atom_v, tracked_claim{msg.receipt, ref, job_stub, received});
+    caf::anon_send(hb, track_atom_v,
+                   tracked_claim{msg.receipt, claim(id, *ingest_st), job_stub, received, ingest_st,
+                                 db->row(id).document_id, db->row(id).tenant_id});
     return id;
   }
 };
@@ -63,10 +82,100 @@ CAF_TEST(each tick extends every claim and renews every lease in one statement) 
   advance_time(60s);
   sched.run();
   CAF_CHECK_EQUAL(queue->visibility_calls().size(), 24u);
-  CAF_CHECK_EQUAL(db->renew_batch_sizes(), std::vector<size_t>{12});
+  CAF_CHECK_EQUAL(work->renew_batch_sizes(), std::vector<size_t>{12});
   advance_time(60s);
   sched.run();
-  CAF_CHECK_EQUAL(db->renew_batch_sizes(), (std::vector<size_t>{12, 12}));
+  CAF_CHECK_EQUAL(work->renew_batch_sizes(), (std::vector<size_t>{12, 12}));
+  CAF_CHECK(lost.empty());
+  CAF_CHECK(work->violations().empty());
+}
+
+CAF_TEST(one renewal covers the claims of every stage and each message is kept on its own queue) {
+  ctx->settings.heartbeat_rate = 60s;
+  ctx->settings.heartbeat_extension = 300s;
+  auto match_queue = std::make_shared<test::fake_queue>();
+  match_settings ms;
+  ms.queue = match_queue;
+  auto match = make_match_stage(std::make_shared<match_ports>(), ms);
+  auto hb = heartbeat();
+  auto ingestion = track(hb);
+  auto doc = uuid::v7();
+  work->add("match", doc, doc, uuid::v7());
+  match_queue->push(doc.str());
+  auto msg = receive(*match_queue);
+  caf::anon_send(hb, track_atom_v,
+                 tracked_claim{msg.receipt, claim(doc, *match), job_stub,
+                               std::chrono::steady_clock::now(), match, doc, uuid::v7()});
+  sched.run();
+  advance_time(1s);
+  sched.run();
+  CAF_CHECK_EQUAL(queue->visibility_calls().size(), 1u);
+  CAF_CHECK_EQUAL(match_queue->visibility_calls().size(), 1u);
+  advance_time(60s);
+  sched.run();
+  CAF_CHECK_EQUAL(work->renew_batch_sizes(), std::vector<size_t>{2});
+  CAF_CHECK_EQUAL(queue->visibility_calls().size(), 2u);
+  CAF_CHECK_EQUAL(match_queue->visibility_calls().size(), 2u);
+  CAF_CHECK(lost.empty());
+  // The match stage's lease lost: told to its job like any other.
+  work->steal_claim(doc);
+  advance_time(60s);
+  sched.run();
+  CAF_REQUIRE_EQUAL(lost.size(), 1u);
+  CAF_CHECK(ctx->claims->ids() == std::vector<uuid>{ingestion});
+}
+
+CAF_TEST(cancel requests are asked for the claims of cancellable stages only and told once) {
+  ctx->settings.heartbeat_rate = 60s;
+  ctx->settings.heartbeat_extension = 300s;
+  auto match_queue = std::make_shared<test::fake_queue>();
+  match_settings ms;
+  ms.queue = match_queue;
+  auto match = make_match_stage(std::make_shared<match_ports>(), ms);
+  CAF_REQUIRE(ingest_st->cancellable);
+  CAF_REQUIRE(!match->cancellable);
+  auto hb = heartbeat();
+  auto ingestion = track(hb);
+  auto doc = uuid::v7();
+  work->add("match", doc, doc, uuid::v7());
+  match_queue->push(doc.str());
+  caf::anon_send(hb, track_atom_v,
+                 tracked_claim{receive(*match_queue).receipt, claim(doc, *match), job_stub,
+                               std::chrono::steady_clock::now(), match, doc, uuid::v7()});
+  sched.run();
+  advance_time(60s);
+  sched.run();
+  auto calls = work->cancel_request_calls();
+  CAF_REQUIRE_EQUAL(calls.size(), 1u);
+  CAF_CHECK(calls[0] == std::vector<uuid>{ingestion});
+  CAF_CHECK_EQUAL(cancels, 0);
+  work->request_cancel(ingestion);
+  advance_time(60s);
+  sched.run();
+  CAF_CHECK_EQUAL(cancels, 1);
+  // Told once: the job stops at its next step and untracks; until then it is not asked again.
+  advance_time(60s);
+  sched.run();
+  CAF_CHECK_EQUAL(cancels, 1);
+  calls = work->cancel_request_calls();
+  CAF_CHECK_EQUAL(calls.size(), 2u);
+  CAF_CHECK(lost.empty());
+}
+
+CAF_TEST(a failed cancel look up is tried again at the next tick) {
+  ctx->settings.heartbeat_rate = 60s;
+  ctx->settings.heartbeat_extension = 300s;
+  auto hb = heartbeat();
+  auto id = track(hb);
+  sched.run();
+  work->request_cancel(id);
+  work->fail_next("cancel_requests", error::make_transient("pg.connection", "connection lost"));
+  advance_time(60s);
+  sched.run();
+  CAF_CHECK_EQUAL(cancels, 0);
+  advance_time(60s);
+  sched.run();
+  CAF_CHECK_EQUAL(cancels, 1);
   CAF_CHECK(lost.empty());
 }
 
@@ -82,18 +191,18 @@ CAF_TEST(untracked claims are left alone) {
   advance_time(61s);
   sched.run();
   CAF_CHECK(queue->visibility_calls().empty());
-  CAF_CHECK_EQUAL(db->renew_calls(), 0);
+  CAF_CHECK_EQUAL(work->renew_calls(), 0);
 }
 
 CAF_TEST(a job that dies without untracking no longer has its lease renewed) {
   auto hb = heartbeat();
-  auto dying = sys.spawn([](caf::event_based_actor*) -> caf::behavior {
-    return {[](lost_atom, std::string&) {}};
-  });
+  auto dying = sys.spawn(
+      [](caf::event_based_actor*) -> caf::behavior { return {[](lost_atom, std::string&) {}}; });
   auto id = db->add("documents/x.txt");
-  lease_ref ref;
-  db->claim({claim_request{id, uuid::v7()}}, "w", 300s, [&](auto r) { ref = lease_ref{id, (*r)[0]->claim_token}; });
-  caf::anon_send(hb, track_atom_v, tracked_claim{deliver(id.str()).receipt, ref, dying, std::chrono::steady_clock::now()});
+  auto ref = claim(id, *ingest_st);
+  caf::anon_send(hb, track_atom_v,
+                 tracked_claim{deliver(id.str()).receipt, ref, dying,
+                               std::chrono::steady_clock::now(), ingest_st, uuid{}, uuid{}});
   sched.run();
   CAF_CHECK_EQUAL(ctx->metrics->tracked_claims.load(), 1);
   caf::anon_send_exit(dying, caf::exit_reason::kill);
@@ -102,14 +211,14 @@ CAF_TEST(a job that dies without untracking no longer has its lease renewed) {
   CAF_CHECK(ctx->claims->ids().empty());
   advance_time(61s);
   sched.run();
-  CAF_CHECK_EQUAL(db->renew_calls(), 0);
+  CAF_CHECK_EQUAL(work->renew_calls(), 0);
 }
 
 CAF_TEST(a lost lease is told to the job) {
   auto hb = heartbeat();
   auto id = track(hb);
   sched.run();
-  db->steal_claim(id);
+  work->steal_claim(id);
   advance_time(61s);
   sched.run();
   CAF_REQUIRE_EQUAL(lost.size(), 1u);
@@ -119,11 +228,8 @@ CAF_TEST(a lost lease is told to the job) {
 
 CAF_TEST(a refused extension is told to the job) {
   auto hb = heartbeat();
-  auto id = track(hb);
-  (void) id;
+  track(hb);
   sched.run();
-  for (auto& c : queue->visibility_calls())
-    queue->refuse_receipt(c.receipt);
   // The receipt the heartbeat holds: the only message received so far.
   queue->refuse_receipt("r1-m1");
   advance_time(1s);
@@ -132,13 +238,13 @@ CAF_TEST(a refused extension is told to the job) {
   CAF_CHECK(lost[0].find("refused") != std::string::npos);
 }
 
-CAF_TEST(extension stops at the 12-hour visibility total of SQS) {
+CAF_TEST(extension stops at the 12 hour visibility total of SQS) {
   ctx->settings.heartbeat_rate = 60s;
   ctx->settings.heartbeat_extension = 300s;
   auto hb = heartbeat();
   auto now = std::chrono::steady_clock::now();
-  track(hb, now - 12h + 200s);  // 200 s left: one more extension of at most 200 s
-  track(hb, now - 12h + 30s);   // 30 s left: less than a heartbeat period
+  track(hb, now - 12h + 200s); // 200 s left: one more extension of at most 200 s
+  track(hb, now - 12h + 30s);  // 30 s left: less than a heartbeat period
   sched.run();
   advance_time(1s);
   sched.run();
@@ -149,7 +255,8 @@ CAF_TEST(extension stops at the 12-hour visibility total of SQS) {
   CAF_CHECK(lost[0].find("12-hour") != std::string::npos);
 }
 
-CAF_TEST(a renewal that never answers times out and is retried next tick without dropping the claim) {
+CAF_TEST(
+    a renewal that never answers times out and is retried next tick without dropping the claim) {
   ctx->settings.heartbeat_rate = 60s;
   ctx->settings.heartbeat_extension = 300s;
   auto hb = heartbeat();
@@ -158,20 +265,20 @@ CAF_TEST(a renewal that never answers times out and is retried next tick without
   advance_time(1s);
   sched.run();
   // The database would answer "lost", but the answer never arrives.
-  db->steal_claim(id);
-  db->hold("renew_leases");
+  work->steal_claim(id);
+  work->hold("renew_leases");
   advance_time(60s);
   sched.run();
-  CAF_CHECK_EQUAL(db->held("renew_leases"), 1u);
+  CAF_CHECK_EQUAL(work->held("renew_leases"), 1u);
   // The deadline (one tick) passes: logged and retried, the claim is kept.
   advance_time(60s);
   sched.run();
   CAF_CHECK(lost.empty());
   CAF_CHECK(ctx->claims->ids() == std::vector<uuid>{id});
-  CAF_CHECK_EQUAL(db->renew_batch_sizes(), (std::vector<size_t>{1, 1}));
+  CAF_CHECK_EQUAL(work->renew_batch_sizes(), (std::vector<size_t>{1, 1}));
   // The answers come, one late (dropped: its call counted as failed already), the next in
   // time: the database says the lease is lost, so the claim is dropped, once.
-  db->unhold("renew_leases");
+  work->unhold("renew_leases");
   sched.run();
   CAF_REQUIRE_EQUAL(lost.size(), 1u);
   CAF_CHECK(lost[0].find("lease lost") != std::string::npos);

@@ -1,6 +1,6 @@
-// Cancellation of a running job (issue 13), on the deterministic scheduler with the port fakes:
-// at every step the job stops at the step's boundary, records `cancelled` with its fenced token,
-// writes the audit trail and deletes the message; nothing after the step runs.
+// Cancellation of a running ingest job, on the deterministic scheduler with the port fakes: at
+// every step the job stops at the step's boundary, records `cancelled` with its fenced token and
+// its audit trail in the same call, and deletes the message; nothing after the step runs.
 #define CAF_SUITE job_cancel
 #include "caf/test/unit_test_impl.hpp"
 
@@ -29,9 +29,8 @@ struct fixture : test::actor_fixture {
 
   size_t events_with(const uuid& id, const std::string& step, const std::string& outcome) {
     size_t n = 0;
-    for (auto& e : db->events())
-      if (e.ingestion_id == id && e.step == step && e.outcome == outcome)
-        ++n;
+    for (auto& row : audit_of(id, step))
+      n += row.event.outcome == outcome ? 1 : 0;
     return n;
   }
 
@@ -51,11 +50,11 @@ struct fixture : test::actor_fixture {
   job_outcome cancel_at(const uuid& id, const std::string& op) {
     auto before = outcomes.size();
     owner(op).hold(op);
-    auto job = spawn_job(sys, ctx, hb, deliver(id.str()));
+    auto job = spawn_ingest_job(id.str(), hb);
     sched.run();
     CAF_REQUIRE_EQUAL(owner(op).held(op), 1u);
     CAF_REQUIRE_EQUAL(outcomes.size(), before);
-    db->request_cancel(id);
+    work->request_cancel(id);
     caf::anon_send(job, cancel_atom_v);
     sched.run();
     // Nothing happens until the step's boundary.
@@ -68,14 +67,19 @@ struct fixture : test::actor_fixture {
 
   void check_cancelled(const uuid& id, const job_outcome& o) {
     CAF_CHECK_EQUAL(o.result, job_result::cancelled);
-    auto row = db->row(id);
-    CAF_CHECK_EQUAL(row.status, "cancelled");
-    CAF_CHECK(!row.token.has_value());
-    CAF_CHECK(!row.lease_live);
-    CAF_CHECK_EQUAL(row.completions, 0);
+    auto item = work->item(id);
+    CAF_CHECK_EQUAL(item.status, "cancelled");
+    CAF_CHECK(!item.token.has_value());
+    CAF_CHECK(!item.lease_live);
+    CAF_CHECK_EQUAL(item.completions, 0);
+    CAF_CHECK_EQUAL(db->row(id).completions, 0);
     CAF_CHECK_EQUAL(events_with(id, "cancel", "ok"), 1u);
-    CAF_CHECK(db->violations().empty());
-    CAF_CHECK(queue->violations().empty());
+    // The trail travels with the cancellation, in its call.
+    for (auto& row : work->audit_rows())
+      if (row.event.item == id)
+        CAF_CHECK_EQUAL(row.written_by, "record_cancelled");
+    CAF_CHECK_EQUAL(status_events(id, "INGESTION_CANCELLED"), 1u);
+    check_no_violations();
   }
 };
 
@@ -84,10 +88,11 @@ struct fixture : test::actor_fixture {
 CAF_TEST_FIXTURE_SCOPE(job_cancel_tests, fixture)
 
 CAF_TEST(a cancel at each step stops the job at that step boundary) {
-  // The ingest stage's port calls in order: the transcription look-up and the fetch (get), OCR,
-  // storing the transcription (put), recording it, extraction.
-  const std::vector<std::pair<std::string, int>> steps = {
-    {"get", 0}, {"transcribe", 1}, {"put", 1}, {"record_transcription", 1}, {"extract", 1}};
+  // The ingest stage's port calls in order: the ingestion's load, the transcription look-up and
+  // the fetch (get), OCR, storing the transcription (put), recording it, extraction.
+  const std::vector<std::pair<std::string, int>> steps
+      = {{"load", 0},   {"get", 0}, {"transcribe", 1}, {"put", 1}, {"record_transcription", 1},
+         {"extract", 1}};
   size_t deleted = 0;
   for (auto& [op, ocr_calls] : steps) {
     CAF_MESSAGE("cancel while " << op << " runs");
@@ -100,7 +105,7 @@ CAF_TEST(a cancel at each step stops the job at that step boundary) {
     CAF_CHECK_EQUAL(ocr->calls() - ocr_before, ocr_calls);
     CAF_CHECK_EQUAL(extract->calls() - extract_before, op == "extract" ? 1 : 0);
     // The transcription is recorded only when the cancel came after that step.
-    CAF_CHECK_EQUAL(db->row(id).transcription_file_path.empty(),
+    CAF_CHECK_EQUAL(!db->row(id).transcription.has_value(),
                     op != "record_transcription" && op != "extract");
     CAF_CHECK_EQUAL(queue->deleted_ids().size(), ++deleted);
   }
@@ -109,11 +114,11 @@ CAF_TEST(a cancel at each step stops the job at that step boundary) {
 CAF_TEST(the heartbeat tells a running job of its cancel request) {
   auto id = add_document();
   ocr->hold("transcribe");
-  spawn_job(sys, ctx, hb, deliver(id.str()));
+  spawn_ingest_job(id.str(), hb);
   sched.run();
-  db->request_cancel(id);
-  CAF_REQUIRE(db->row(id).cancel_requested);
-  advance_time(10s);  // the heartbeat's tick looks the requests up
+  work->request_cancel(id);
+  CAF_REQUIRE(work->item(id).cancel_requested);
+  advance_time(10s); // the heartbeat's tick looks the requests up
   sched.run();
   ocr->unhold("transcribe");
   sched.run();
@@ -126,9 +131,9 @@ CAF_TEST(the heartbeat tells a running job of its cancel request) {
 CAF_TEST(a cancel whose step runs past its deadline stops at the deadline) {
   auto id = add_document();
   extract->hold("extract");
-  auto job = spawn_job(sys, ctx, hb, deliver(id.str()));
+  auto job = spawn_ingest_job(id.str(), hb);
   sched.run();
-  db->request_cancel(id);
+  work->request_cancel(id);
   caf::anon_send(job, cancel_atom_v);
   sched.run();
   advance_time(31s);
@@ -136,7 +141,7 @@ CAF_TEST(a cancel whose step runs past its deadline stops at the deadline) {
   CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
   check_cancelled(id, outcomes.back());
   // Cancelled, not a failed attempt.
-  CAF_CHECK_EQUAL(db->row(id).ingestion.attempt_count, 0);
+  CAF_CHECK_EQUAL(work->item(id).attempt_count, 0);
   extract->unhold("extract");
   sched.run();
   CAF_CHECK_EQUAL(outcomes.size(), 1u);
@@ -145,7 +150,7 @@ CAF_TEST(a cancel whose step runs past its deadline stops at the deadline) {
 CAF_TEST(a cancel while the outcome is stored comes too late) {
   auto id = add_document();
   db->hold("complete");
-  auto job = spawn_job(sys, ctx, hb, deliver(id.str()));
+  auto job = spawn_ingest_job(id.str(), hb);
   sched.run();
   caf::anon_send(job, cancel_atom_v);
   sched.run();
@@ -153,41 +158,56 @@ CAF_TEST(a cancel while the outcome is stored comes too late) {
   sched.run();
   CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
   CAF_CHECK_EQUAL(outcomes.back().result, job_result::completed);
-  CAF_CHECK_EQUAL(db->row(id).status, "completed");
+  CAF_CHECK_EQUAL(work->item(id).status, "completed");
   CAF_CHECK_EQUAL(queue->deleted_ids().size(), 1u);
+  CAF_CHECK_EQUAL(events_with(id, "cancel", "ok"), 0u);
+  check_no_violations();
 }
 
-CAF_TEST(a queued ingestion cancelled before its message arrives is skipped and the message deleted) {
+CAF_TEST(
+    a queued ingestion cancelled before its message arrives is skipped and the message deleted) {
   auto id = add_document();
-  db->request_cancel(id);
-  CAF_REQUIRE_EQUAL(db->row(id).status, "cancelled");
+  work->request_cancel(id);
+  CAF_REQUIRE_EQUAL(work->item(id).status, "cancelled");
   auto o = run_job(id.str(), hb);
   CAF_CHECK_EQUAL(o.result, job_result::skipped);
-  CAF_CHECK_EQUAL(o.detail, "cancelled");
+  CAF_CHECK_EQUAL(o.detail, "finished: cancelled");
   CAF_CHECK_EQUAL(queue->deleted_ids().size(), 1u);
   CAF_CHECK_EQUAL(ocr->calls(), 0);
-  CAF_CHECK_EQUAL(db->row(id).status, "cancelled");
+  CAF_CHECK_EQUAL(work->item(id).status, "cancelled");
 }
 
 CAF_TEST(a cancel that cannot be recorded gives the claim and the message back) {
   auto id = add_document();
   ocr->hold("transcribe");
-  auto job = spawn_job(sys, ctx, hb, deliver(id.str()));
+  auto job = spawn_ingest_job(id.str(), hb);
   sched.run();
-  db->request_cancel(id);
-  db->fail_next("record_cancelled", error::make_transient("pg.connection", "connection lost"));
+  work->request_cancel(id);
+  work->fail_next("record_cancelled", error::make_transient("pg.connection", "connection lost"));
   caf::anon_send(job, cancel_atom_v);
   ocr->unhold("transcribe");
   sched.run();
   CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
   CAF_CHECK_EQUAL(outcomes.back().result, job_result::released);
-  auto row = db->row(id);
-  CAF_CHECK_EQUAL(row.status, "in-progress");
-  CAF_CHECK(!row.token.has_value());
+  auto item = work->item(id);
+  CAF_CHECK_EQUAL(item.status, "in-progress");
+  CAF_CHECK(!item.token.has_value());
   CAF_CHECK(queue->deleted_ids().empty());
   auto calls = queue->visibility_calls();
   CAF_REQUIRE(!calls.empty());
   CAF_CHECK_EQUAL(calls.back().timeout, 0s);
+  // The trail the cancellation could not carry goes with the give-back, each row once: the
+  // steps so far, the step the cancel stopped, and the give-back's own.
+  for (auto step : {"claim", "load", "resume", "fetch", "release"})
+    CAF_CHECK_EQUAL(audit_of(id, step).size(), 1u);
+  auto stopped = audit_of(id, "transcribe");
+  CAF_REQUIRE_EQUAL(stopped.size(), 1u);
+  CAF_CHECK_EQUAL(stopped[0].event.outcome, "cancelled");
+  CAF_CHECK_EQUAL(audit_of(id, "cancel").size(), 0u);
+  for (auto& row : work->audit_rows())
+    if (row.event.item == id)
+      CAF_CHECK_EQUAL(row.written_by, "release");
+  check_no_violations();
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -14,12 +14,13 @@ namespace {
 struct fixture : test::actor_fixture {
   heartbeat_actor hb = heartbeat();
   /// The node's other providers; the fixture's `ocr` and `extract` are the configured ones.
-  std::shared_ptr<test::fake_transcriber> document_ai = std::make_shared<test::fake_transcriber>("document_ai");
+  std::shared_ptr<test::fake_transcriber> document_ai
+      = std::make_shared<test::fake_transcriber>("document_ai");
   std::shared_ptr<test::fake_extractor> llm = std::make_shared<test::fake_extractor>("llm");
 
   fixture() {
-    ctx->ports.transcribers = {{"tesseract", ocr}, {"document_ai", document_ai}};
-    ctx->ports.extractors = {{"local", extract}, {"llm", llm}};
+    ports->transcribers = {{"tesseract", ocr}, {"document_ai", document_ai}};
+    ports->extractors = {{"local", extract}, {"llm", llm}};
     llm->next_result.model = "chosen-model";
   }
 
@@ -33,9 +34,8 @@ struct fixture : test::actor_fixture {
   /// events>" when several).
   std::string detail_of(const uuid& id, const std::string& step) {
     std::vector<std::string> found;
-    for (auto& e : db->events())
-      if (e.ingestion_id == id && e.step == step)
-        found.push_back(e.outcome + ": " + e.detail);
+    for (auto& row : audit_of(id, step))
+      found.push_back(row.event.outcome + ": " + row.event.detail);
     if (found.size() > 1)
       return "<" + std::to_string(found.size()) + " events>";
     return found.empty() ? std::string{} : found.front();
@@ -72,12 +72,12 @@ CAF_TEST(the chosen transcriber and extractor run instead of the configured ones
   CAF_CHECK_EQUAL(llm->calls(), 1);
   CAF_CHECK_EQUAL(ocr->calls(), 0);
   CAF_CHECK_EQUAL(extract->calls(), 0);
-  CAF_CHECK_EQUAL(db->row(id).status, "completed");
+  CAF_CHECK_EQUAL(work->item(id).status, "completed");
   // The audit trail names the providers chosen and the ones that did the work.
   CAF_CHECK_EQUAL(detail_of(id, "providers"), "chosen: transcription document_ai, extraction llm");
   CAF_CHECK(contains(detail_of(id, "transcribe"), "ok: document_ai, quality"));
   CAF_CHECK(contains(detail_of(id, "extract"), "ok: llm, confidence high, model chosen-model"));
-  CAF_CHECK(db->violations().empty());
+  check_no_violations();
 }
 
 CAF_TEST(a choice of one provider keeps the configured other) {
@@ -88,58 +88,64 @@ CAF_TEST(a choice of one provider keeps the configured other) {
   CAF_CHECK_EQUAL(document_ai->calls(), 0);
   CAF_CHECK_EQUAL(llm->calls(), 1);
   CAF_CHECK_EQUAL(extract->calls(), 0);
-  CAF_CHECK_EQUAL(detail_of(id, "providers"), "chosen: transcription as configured (fake), extraction llm");
+  CAF_CHECK_EQUAL(detail_of(id, "providers"),
+                  "chosen: transcription as configured (fake), extraction llm");
 }
 
 CAF_TEST(the chosen extractor decides whether a gate refusal is worth a retry) {
   // A refusal a second answer could change: retried once for an LLM, final for the local rules.
-  ctx->ports.gate = [](const extraction&) { return gate_verdict{false, "totals do not reconcile", false}; };
+  ports->gate = [](const extraction&) {
+    return gate_verdict{false, "totals do not reconcile", false};
+  };
   // Configured: the local rules (deterministic); chosen: the LLM.
   extract->deterministic_answers = true;
   auto by_llm = add_document();
   db->choose_providers(by_llm, "", "llm");
   CAF_CHECK_EQUAL(run_job(by_llm.str(), hb).result, job_result::retrying);
-  CAF_CHECK_EQUAL(db->row(by_llm).status, "in-progress");
+  CAF_CHECK_EQUAL(work->item(by_llm).status, "in-progress");
   // Configured: an LLM; chosen: the local rules.
   extract->deterministic_answers = false;
   auto local = std::make_shared<test::fake_extractor>("local");
   local->deterministic_answers = true;
-  ctx->ports.extractors["local"] = local;
+  ports->extractors["local"] = local;
   auto by_rules = add_document();
   db->choose_providers(by_rules, "", "local");
   CAF_CHECK_EQUAL(run_job(by_rules.str(), hb).result, job_result::failed);
-  CAF_CHECK_EQUAL(db->row(by_rules).ingestion.attempt_count, 1);
+  CAF_CHECK_EQUAL(work->item(by_rules).attempt_count, 1);
   CAF_CHECK_EQUAL(local->calls(), 1);
 }
 
 CAF_TEST(a chosen transcriber the node does not run fails the ingestion for review at once) {
-  ctx->ports.transcribers.erase("document_ai");
+  ports->transcribers.erase("document_ai");
   auto id = add_document();
   db->choose_providers(id, "document_ai", "");
   auto o = run_job(id.str(), hb);
   CAF_CHECK_EQUAL(o.result, job_result::failed);
-  auto row = db->row(id);
+  auto row = work->item(id);
   CAF_CHECK_EQUAL(row.status, "failed");
   CAF_CHECK_EQUAL(row.error_class, "permanent");
+  CAF_CHECK_EQUAL(row.attempt_count, 1);
   CAF_CHECK(contains(row.last_error, "provider.unavailable"));
-  CAF_CHECK(contains(row.last_error, "transcription provider document_ai, which this node does not run"));
-  CAF_CHECK(contains(row.last_error, "transcription.document_ai_endpoint and INGESTD_DOCUMENT_AI_TOKEN"));
+  CAF_CHECK(
+      contains(row.last_error, "transcription provider document_ai, which this node does not run"));
+  CAF_CHECK(
+      contains(row.last_error, "transcription.document_ai_endpoint and INGESTD_DOCUMENT_AI_TOKEN"));
   CAF_CHECK(contains(detail_of(id, "providers"), "permanent: provider.unavailable"));
   // Nothing else ran: no fetch, no transcription, no extraction; the message is acknowledged and
-  // the failure notified as any final one.
+  // the failure event (which the failure notifier takes) written as for any final one.
   CAF_CHECK_EQUAL(detail_of(id, "fetch"), "");
   CAF_CHECK_EQUAL(ocr->calls() + document_ai->calls() + extract->calls() + llm->calls(), 0);
   CAF_CHECK_EQUAL(queue->deleted_ids().size(), 1u);
-  CAF_CHECK_EQUAL(notified, std::vector<std::string>{id.str() + " provider.unavailable 1"});
-  CAF_CHECK(db->violations().empty());
+  CAF_CHECK_EQUAL(status_events(id, "INGESTION_FAILED"), 1u);
+  check_no_violations();
 }
 
 CAF_TEST(a chosen extractor the node does not run names the configuration it needs) {
-  ctx->ports.extractors.erase("llm");
+  ports->extractors.erase("llm");
   auto id = add_document();
   db->choose_providers(id, "document_ai", "llm");
   CAF_CHECK_EQUAL(run_job(id.str(), hb).result, job_result::failed);
-  auto row = db->row(id);
+  auto row = work->item(id);
   CAF_CHECK(contains(row.last_error, "extraction provider llm, which this node does not run"));
   CAF_CHECK(contains(row.last_error, "extraction.llm_base_url"));
   CAF_CHECK(contains(row.last_error, "INGESTD_LLM_API_KEY"));

@@ -14,7 +14,8 @@ using namespace std::chrono_literals;
 namespace {
 
 struct fixture : test::actor_fixture {
-  std::shared_ptr<test::fake_node_repository> nodes = std::make_shared<test::fake_node_repository>();
+  std::shared_ptr<test::fake_node_repository> nodes
+      = std::make_shared<test::fake_node_repository>();
   std::shared_ptr<node_drain_flags> flags = std::make_shared<node_drain_flags>();
   node_registration me;
   node_registry_settings settings;
@@ -37,7 +38,7 @@ struct fixture : test::actor_fixture {
   }
 
   node_registry_actor start() {
-    auto a = spawn_node_registry(sys, nodes, settings, ctx->metrics, flags);
+    auto a = spawn_node_registry(sys, nodes, settings, ctx->metrics, ctx->admission, flags);
     periodic.push_back(caf::actor_cast<caf::actor>(a));
     sched.run();
     return a;
@@ -62,7 +63,8 @@ CAF_TEST_FIXTURE_SCOPE(node_registry_tests, fixture)
 CAF_TEST(each interval refreshes the row with in flight and the state) {
   start();
   CAF_CHECK(nodes->refreshes().empty());
-  ctx->metrics->in_flight = 3;
+  for (int i = 0; i < 3; ++i)
+    ctx->admission->job_started();
   next_tick();
   auto row = nodes->find("node-a");
   CAF_REQUIRE(row.has_value());
@@ -70,13 +72,13 @@ CAF_TEST(each interval refreshes the row with in flight and the state) {
   CAF_CHECK_EQUAL(row->in_flight, 3);
   CAF_CHECK_EQUAL(row->state, "running");
   // The capacity usage: slots in use over the budget (jobs over max_in_flight without one).
-  ctx->metrics->max_in_flight = 12;
   auto usage = [&] { return nodes->refreshes().back().capacity_usage; };
-  CAF_CHECK_EQUAL(usage(), 0.0);
-  ctx->metrics->capacity_slots = 10;
-  ctx->metrics->slots_in_use = 5;
+  CAF_CHECK_EQUAL(usage(), 3.0 / 1000.0);
+  ctx->admission->configure({12, 10, 0, 1, std::chrono::seconds{300}});
+  CAF_REQUIRE(ctx->admission->admit(5));
   flags->draining = true;
-  ctx->metrics->in_flight = 1;
+  ctx->admission->job_ended();
+  ctx->admission->job_ended();
   next_tick();
   CAF_CHECK_EQUAL(usage(), 0.5);
   row = nodes->find("node-a");
@@ -102,12 +104,12 @@ CAF_TEST(jobs finished count for one minute) {
   for (int i = 0; i < 3; ++i)
     ctx->metrics->job_finished("ingest", "completed", "none");
   ctx->metrics->job_finished("ingest", "failed", "permanent");
-  ctx->metrics->job_finished("ingest", "retried", "transient");  // not finished
+  ctx->metrics->job_finished("ingest", "retried", "transient"); // not finished
   next_tick();
-  CAF_CHECK_EQUAL(nodes->find("node-a")->done_last_minute, 4);
+  CAF_CHECK_EQUAL(static_cast<int>(nodes->find("node-a").value().done_last_minute), 4);
   for (int i = 0; i < 61; ++i)
     next_tick();
-  CAF_CHECK_EQUAL(nodes->find("node-a")->done_last_minute, 0);
+  CAF_CHECK_EQUAL(static_cast<int>(nodes->find("node-a").value().done_last_minute), 0);
   check_no_violations();
 }
 
@@ -129,9 +131,9 @@ CAF_TEST(a failed refresh is tried again at the next tick) {
   start();
   nodes->fail_next("refresh", error::make_transient("pg.08006", "connection lost"));
   next_tick();
-  CAF_CHECK_EQUAL(nodes->find("node-a")->refreshes, 0);
+  CAF_CHECK_EQUAL(static_cast<int>(nodes->find("node-a").value().refreshes), 0);
   next_tick();
-  CAF_CHECK_EQUAL(nodes->find("node-a")->refreshes, 1);
+  CAF_CHECK_EQUAL(static_cast<int>(nodes->find("node-a").value().refreshes), 1);
   check_no_violations();
 }
 

@@ -1,4 +1,5 @@
-// The poller's backpressure and error backoff on the deterministic scheduler.
+// The poller's admission (the stage's and the node's limits, the CPU pool's backlog) and its
+// error back-off, on the deterministic scheduler.
 #define CAF_SUITE poller
 #include "caf/test/unit_test_impl.hpp"
 
@@ -17,18 +18,59 @@ CAF_TEST(the poller never runs more jobs than max_in_flight and resumes as jobs 
   add_documents(5);
   auto p = poller();
   sched.run();
-  CAF_CHECK_EQUAL(ctx->metrics->in_flight.load(), 3);
+  CAF_CHECK_EQUAL(ctx->admission->in_flight(), 3);
   auto sizes = queue->receive_sizes();
-  CAF_REQUIRE_EQUAL(sizes.size(), 1u);  // full after the first receive: no second one
+  CAF_REQUIRE_EQUAL(sizes.size(), 1u); // full after the first receive: no second one
   CAF_CHECK_EQUAL(sizes[0], 3);
-  ocr->unhold("transcribe");  // the three jobs finish, and new OCR calls are not held
+  ocr->unhold("transcribe"); // the three jobs finish, and new OCR calls are not held
   sched.run();
   CAF_CHECK_EQUAL(outcomes.size(), 5u);
   for (auto& o : outcomes)
     CAF_CHECK_EQUAL(o.result, job_result::completed);
   for (auto n : queue->receive_sizes())
     CAF_CHECK(n >= 1 && n <= 3);
-  CAF_CHECK(queue->violations().empty());
+  check_no_violations();
+}
+
+CAF_TEST(a stage s own limit caps its jobs below the node s) {
+  ctx->settings.max_in_flight = 10;
+  ingest.max_in_flight = 2;
+  ocr->hold("transcribe");
+  add_documents(4);
+  auto p = poller();
+  sched.run();
+  CAF_CHECK_EQUAL(ctx->admission->in_flight(), 2);
+  CAF_CHECK_EQUAL(queue->receive_sizes(), std::vector<int>{2});
+  ocr->unhold("transcribe");
+  sched.run();
+  CAF_CHECK_EQUAL(outcomes.size(), 4u);
+  for (auto n : queue->receive_sizes())
+    CAF_CHECK(n >= 1 && n <= 2);
+}
+
+CAF_TEST(the node s limit counts the jobs of every stage) {
+  ctx->settings.max_in_flight = 2;
+  ocr->hold("transcribe");
+  add_documents(4);
+  // Another stage's jobs fill the node: this one receives nothing, and looks again in a second.
+  configure_admission();
+  ctx->admission->job_started();
+  ctx->admission->job_started();
+  auto p = poller();
+  sched.run();
+  CAF_CHECK(queue->receive_sizes().empty());
+  ctx->admission->job_ended();
+  advance_time(1s);
+  sched.run();
+  CAF_CHECK_EQUAL(queue->receive_sizes(), std::vector<int>{1});
+  CAF_CHECK_EQUAL(ctx->admission->in_flight(), 2);
+  ctx->admission->job_ended();
+  ocr->unhold("transcribe");
+  for (int i = 0; i < 5 && outcomes.size() < 4u; ++i) {
+    advance_time(1s);
+    sched.run();
+  }
+  CAF_CHECK_EQUAL(outcomes.size(), 4u);
 }
 
 CAF_TEST(a receive asks for at most ten messages) {
@@ -45,8 +87,8 @@ CAF_TEST(the poller admits no work while the CPU pool cannot finish its backlog 
   // 40 items of 10 s on 2 workers: 200 s of backlog, more than half the 300 s OCR deadline.
   ctx->settings.cpu_workers = 2;
   ctx->settings.cpu_deadline = 300s;
-  ctx->metrics->cpu_item_us = 10'000'000;
-  ctx->metrics->cpu_backlog = 40;
+  ctx->admission->cpu_item_ran(10s);
+  ctx->admission->cpu_backlog_is(40);
   add_documents(2);
   auto p = poller();
   sched.run();
@@ -54,8 +96,8 @@ CAF_TEST(the poller admits no work while the CPU pool cannot finish its backlog 
   CAF_CHECK_EQUAL(ctx->metrics->cpu_admission_waits.load(), 1);
   advance_time(1s);
   sched.run();
-  CAF_CHECK(queue->receive_sizes().empty());  // still saturated: looked again, received nothing
-  ctx->metrics->cpu_backlog = 20;             // 100 s: within half the deadline
+  CAF_CHECK(queue->receive_sizes().empty()); // still saturated: looked again, received nothing
+  ctx->admission->cpu_backlog_is(20);        // 100 s: within half the deadline
   advance_time(1s);
   sched.run();
   CAF_CHECK_EQUAL(outcomes.size(), 2u);
@@ -65,11 +107,11 @@ CAF_TEST(a receive that never answers is given up after its long poll and a marg
   ctx->settings.wait_time = 20s;
   auto p = poller();
   sched.run();
-  CAF_CHECK_EQUAL(queue->receive_sizes().size(), 1u);  // a long poll on an empty queue
+  CAF_CHECK_EQUAL(queue->receive_sizes().size(), 1u); // a long poll on an empty queue
   advance_time(49s);
   sched.run();
   CAF_CHECK_EQUAL(queue->receive_sizes().size(), 1u);
-  advance_time(2s);  // 20 s + 30 s: failed, then the error back-off (at most 0.75 s)
+  advance_time(2s); // 20 s + 30 s: failed, then the error back-off (at most 0.75 s)
   sched.run();
   advance_time(1s);
   sched.run();
@@ -82,14 +124,14 @@ CAF_TEST(receive errors back off instead of spinning) {
   queue->fail_next("receive", error::make_transient("pg.connection", "connection refused"));
   auto p = poller();
   sched.run();
-  CAF_CHECK_EQUAL(queue->receive_sizes().size(), 1u);  // waiting for the backoff timer
+  CAF_CHECK_EQUAL(queue->receive_sizes().size(), 1u); // waiting for the backoff timer
   CAF_CHECK_EQUAL(ctx->metrics->queue_receive_errors.load(), 1);
   advance_time(1s);
   sched.run();
   CAF_CHECK_EQUAL(queue->receive_sizes().size(), 2u);
   advance_time(2s);
   sched.run();
-  CAF_CHECK_EQUAL(queue->receive_sizes().size(), 3u);  // recovered: a long poll is waiting now
+  CAF_CHECK_EQUAL(queue->receive_sizes().size(), 3u); // recovered: a long poll is waiting now
   CAF_CHECK_EQUAL(queue->pending_receives(), 1u);
   add_documents(1);
   queue->deliver_pending();

@@ -1,5 +1,5 @@
 // The relay (actors/relay.cpp) on the deterministic scheduler, with a fake outbox and fake
-// queues: what it sends where, what it marks, and when it looks again.
+// queues: what it sends where (at the row's priority), what it marks, and when it looks again.
 #define CAF_SUITE relay
 #include "caf/test/unit_test_impl.hpp"
 
@@ -72,6 +72,18 @@ CAF_TEST(rows are sent to the queue their destination names and marked sent) {
   check_no_violations();
 }
 
+CAF_TEST(a row s priority goes with its message) {
+  outbox->add("match", "urgent", 5);
+  outbox->add("match", "bulk", 90);
+  outbox->add("ingest", "plain");
+  start();
+  sched.run();
+  CAF_CHECK_EQUAL(match_q->sent_priority("urgent"), 5);
+  CAF_CHECK_EQUAL(match_q->sent_priority("bulk"), 90);
+  CAF_CHECK_EQUAL(ingest_q->sent_priority("plain"), 50);
+  check_no_violations();
+}
+
 CAF_TEST(rows are sent in batches of ten at most) {
   for (int i = 0; i < 25; ++i)
     outbox->add("match", "m" + std::to_string(i));
@@ -101,7 +113,7 @@ CAF_TEST(a refused entry is marked failed and sent in the next round while the o
   sched.run();
   CAF_CHECK(outbox->row(b)->sent);
   CAF_CHECK_EQUAL(match_q->sent_bodies(), strings({"c", "b"}));
-  CAF_CHECK_EQUAL(ingest_q->sent_bodies(), strings({"a"}));  // not sent twice
+  CAF_CHECK_EQUAL(ingest_q->sent_bodies(), strings({"a"})); // not sent twice
   check_no_violations();
 }
 
@@ -164,13 +176,13 @@ CAF_TEST(a take that never answers is given up after its deadline and retried) {
   CAF_CHECK_EQUAL(outbox->held("take"), 1u);
   advance_time(60s);
   sched.run();
-  outbox->expire_holds();  // the hold ran out with the deadline
+  outbox->expire_holds(); // the hold ran out with the deadline
   // The deadline ended the round; the next starts after the interval.
   advance_time(settings.interval);
   sched.run();
   CAF_CHECK_EQUAL(outbox->take_limits().size(), 2u);
   CAF_CHECK_EQUAL(outbox->held("take"), 2u);
-  outbox->unhold("take");  // both answers arrive: the late one is dropped
+  outbox->unhold("take"); // both answers arrive: the late one is dropped
   sched.run();
   CAF_CHECK(outbox->row(a)->sent);
   CAF_CHECK_EQUAL(match_q->sent_bodies().size(), 1u);
@@ -214,12 +226,12 @@ CAF_TEST(rows sent but not marked are sent again once their hold ends) {
   CAF_CHECK_EQUAL(match_q->sent_bodies().size(), 1u);
   advance_time(settings.interval);
   sched.run();
-  CAF_CHECK_EQUAL(match_q->sent_bodies().size(), 1u);  // still held
+  CAF_CHECK_EQUAL(match_q->sent_bodies().size(), 1u); // still held
   outbox->expire_holds();
   advance_time(settings.interval);
   sched.run();
   CAF_CHECK(outbox->row(a)->sent);
-  CAF_CHECK_EQUAL(match_q->sent_bodies(), strings({"a", "a"}));  // at least once
+  CAF_CHECK_EQUAL(match_q->sent_bodies(), strings({"a", "a"})); // at least once
 }
 
 CAF_TEST(sent rows are pruned on the prune interval with the retention) {
@@ -262,7 +274,8 @@ CAF_TEST(events go to their sink in order per document and are marked sent) {
   std::vector<int64_t> rows;
   for (int i = 0; i < 3; ++i)
     for (auto* doc : {"doc-a", "doc-b"})
-      rows.push_back(outbox->add_event("events:webhook", std::string{doc} + "-" + std::to_string(i), doc));
+      rows.push_back(
+          outbox->add_event("events:webhook", std::string{doc} + "-" + std::to_string(i), doc));
   auto other = outbox->add_event("events:sqs", "elsewhere", "doc-a");
   auto a = outbox->add("match", "a");
   auto r = spawn_relay(sys, outbox, {{"match", match_q}}, settings, {{"events:webhook", sink}});

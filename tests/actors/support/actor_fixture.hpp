@@ -1,40 +1,50 @@
 // The deterministic fixture of the actor tests: CAF's test coordinator (virtual time, one
-// thread), a worker_context wired to the port fakes, and the outcomes the jobs report.
+// thread), a node_context whose claimed-work port is the fake work_item table, the ingest stage
+// built by its module over the port fakes, and the outcomes the jobs report.
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "caf/test/dsl.hpp"
 
 #include "actors/heartbeat.hpp"
 #include "actors/job.hpp"
-#include "actors/worker_context.hpp"
+#include "actors/node_context.hpp"
 #include "messages/protocol.hpp"
+#include "stages/ingest/ingest_stage.hpp"
 #include "tests/support/fakes/fakes.hpp"
+#include "tests/support/fakes/work_fakes.hpp"
 
 namespace ingestd::test {
+
+/// The ingest queue's name, as work items' messages name it.
+inline const std::string ingest_queue_name = "ingestd-ingest";
 
 struct actor_fixture : test_coordinator_fixture<> {
   std::shared_ptr<fake_queue> queue = std::make_shared<fake_queue>();
   std::shared_ptr<fake_store> store = std::make_shared<fake_store>();
-  std::shared_ptr<fake_repository> db = std::make_shared<fake_repository>();
+  /// The claimed-work table, and the ingest stage's own port over it.
+  std::shared_ptr<fake_work_repository> work = std::make_shared<fake_work_repository>();
+  std::shared_ptr<fake_ingest_repository> db = std::make_shared<fake_ingest_repository>(work);
   std::shared_ptr<fake_transcriber> ocr = std::make_shared<fake_transcriber>();
   std::shared_ptr<fake_extractor> extract = std::make_shared<fake_extractor>();
-  std::shared_ptr<worker_context> ctx = std::make_shared<worker_context>();
+  /// The ingest stage's ports and settings: ingest_stage() builds the stage from them as they
+  /// are when it is called.
+  std::shared_ptr<ingest_ports> ports = std::make_shared<ingest_ports>();
+  ingest_settings ingest;
+  std::shared_ptr<node_context> ctx = std::make_shared<node_context>();
   std::vector<job_outcome> outcomes;
-  std::vector<std::string> notified;
   std::vector<caf::actor> periodic;
 
   actor_fixture() {
-    ctx->ports.ingest_queue = queue;
-    ctx->ports.storage = store;
-    ctx->ports.db = db;
-    ctx->ports.ocr = ocr;
-    ctx->ports.extract = extract;
-    ctx->ports.on_failed = [this](const claimed_ingestion& c, const error& e, int32_t attempts) {
-      notified.push_back(c.ingestion_id.str() + " " + e.code + " " + std::to_string(attempts));
-    };
+    work->connect(ingest_queue_name, queue);
+    ports->db = db;
+    ports->storage = store;
+    ports->ocr = ocr;
+    ports->extract = extract;
+    ctx->work = work;
     ctx->settings.worker_id = "test-worker";
     ctx->settings.step_timeout = std::chrono::seconds{30};
     ctx->observer = [this](const job_outcome& o) { outcomes.push_back(o); };
@@ -47,6 +57,17 @@ struct actor_fixture : test_coordinator_fixture<> {
     sched.run();
   }
 
+  /// The ingest stage without size classes, on `queue`.
+  std::shared_ptr<const stage> ingest_stage() {
+    ingest_class cls;
+    cls.queue = queue;
+    cls.queue_name = ingest_queue_name;
+    return make_ingest_stage(ports, ingest, cls);
+  }
+
+  /// The node's admission set to its settings as they are now (start_node does it).
+  void configure_admission() { ctx->admission->configure(ctx->settings.admission_limits()); }
+
   heartbeat_actor heartbeat() {
     auto hb = spawn_heartbeat(sys, ctx);
     periodic.push_back(caf::actor_cast<caf::actor>(hb));
@@ -54,22 +75,72 @@ struct actor_fixture : test_coordinator_fixture<> {
     return hb;
   }
 
-  /// Puts `body` on the queue, receives it, and returns the message as a receive would.
-  queue_message deliver(const std::string& body) {
-    auto id = queue->push(body);
+  /// Receives the next visible message of `q`, as a receive would return it.
+  static queue_message receive(fake_queue& q) {
     queue_message got;
-    queue->receive(1, std::chrono::seconds{0}, std::chrono::seconds{60},
-                   [&](result<std::vector<queue_message>> r) { got = r->front(); });
+    q.receive(1, std::chrono::seconds{0}, std::chrono::seconds{60},
+              [&](result<std::vector<queue_message>> r) {
+                CAF_REQUIRE(r && !r->empty());
+                got = r->front();
+              });
     return got;
   }
 
-  /// Runs one job for `body` to the end (no timers fire) and returns its outcome.
-  job_outcome run_job(const std::string& body, heartbeat_actor hb) {
+  /// Puts `body` on the queue, receives it, and returns the message as a receive would.
+  queue_message deliver(const std::string& body) {
+    queue->push(body);
+    return receive(*queue);
+  }
+
+  /// Runs the job of `s` for `msg` to the end (no timers fire) and returns its outcome.
+  job_outcome run_job(std::shared_ptr<const stage> s, queue_message msg, heartbeat_actor hb) {
     auto before = outcomes.size();
-    spawn_job(sys, ctx, hb, deliver(body));
+    spawn_job(sys, ctx, std::move(s), hb, std::move(msg));
     sched.run();
     CAF_REQUIRE_EQUAL(outcomes.size(), before + 1);
     return outcomes.back();
+  }
+
+  /// Runs one ingest job for `body` (delivered on `queue`) to the end.
+  job_outcome run_job(const std::string& body, heartbeat_actor hb) {
+    return run_job(ingest_stage(), deliver(body), hb);
+  }
+
+  /// Spawns the ingest job for `body` (delivered on `queue`) without running it.
+  job_actor spawn_ingest_job(const std::string& body, heartbeat_actor hb) {
+    return spawn_job(sys, ctx, ingest_stage(), hb, deliver(body));
+  }
+
+  /// The audit rows of `item` with `step`.
+  std::vector<fake_audit_row> audit_of(const uuid& item, const std::string& step) {
+    std::vector<fake_audit_row> out;
+    for (auto& row : work->audit_rows())
+      if (row.event.item == item && row.event.step == step)
+        out.push_back(row);
+    return out;
+  }
+
+  size_t events_with(const uuid& item, const std::string& step) {
+    return audit_of(item, step).size();
+  }
+
+  /// How many status events of `type` the trigger wrote for `item` (the failure notifier takes
+  /// INGESTION_FAILED and MATCHING_FAILED).
+  size_t status_events(const uuid& item, const std::string& type) {
+    size_t n = 0;
+    for (auto& t : work->status_events_of(item))
+      n += t == type ? 1 : 0;
+    return n;
+  }
+
+  /// No fake of the fixture saw a breach of its port's contract.
+  void check_no_violations() {
+    for (auto& v : work->violations())
+      CAF_FAIL("work repository: " << v);
+    for (auto& v : db->violations())
+      CAF_FAIL("ingest repository: " << v);
+    for (auto& v : queue->violations())
+      CAF_FAIL("queue: " << v);
   }
 };
 

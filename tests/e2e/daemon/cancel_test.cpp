@@ -1,4 +1,4 @@
-// `ingestd cancel` as a user runs it against a running daemon (issue 13): a running ingestion
+// `ingestd cancel` as a user runs it against a running daemon: a running ingestion
 // (its job waiting on a silent LLM) stops at its next step boundary and ends `cancelled`, its
 // claim released and its message deleted; a queued one is cancelled at once and its message,
 // when it arrives, is skipped and deleted; cancelling again is fine; cancelling a finished or
@@ -50,10 +50,14 @@ TEST(e2e_daemon_cancel, running_and_queued_ingestions_are_cancelled_and_finished
   EXPECT_NE(r.out.find("cancelling ingestion=" + running), std::string::npos) << r.out;
   ASSERT_TRUE(wait_until([&] { return status_of(s, running) == "cancelled"; }, 60s)) << s.logs();
   ASSERT_TRUE(wait_until([&] { return queue_depth(s) == 0; }, 30s)) << s.logs();
-  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE id = $1::uuid AND claim_token IS NULL "
-                    "AND completed_at IS NOT NULL AND attempt_count = 0",
+  EXPECT_EQ(s.count("SELECT count(*) FROM work_item WHERE id = $1::uuid AND status = 'cancelled' "
+                    "AND claim_token IS NULL AND completed_at IS NOT NULL AND attempt_count = 0",
                     {running}),
             1);
+  EXPECT_EQ(
+      s.count("SELECT count(*) FROM ingestion WHERE id = $1::uuid AND completed_at IS NOT NULL",
+              {running}),
+      1);
   EXPECT_EQ(s.count("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1::uuid AND step = 'cancel' "
                     "AND outcome = 'requested' AND worker_id = 'cli'",
                     {running}),
@@ -85,8 +89,11 @@ TEST(e2e_daemon_cancel, running_and_queued_ingestions_are_cancelled_and_finished
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("was cancelled before"), std::string::npos) << r.out;
 
-  // Finished, unknown, malformed.
-  s.db().query("UPDATE ingestion SET status = 'completed', completed_at = now() WHERE id = $1::uuid", {finished});
+  // Finished (its work item completed: the trigger sets the ingestion's status), unknown,
+  // malformed.
+  s.db().query(
+      "UPDATE work_item SET status = 'completed', completed_at = now() WHERE id = $1::uuid",
+      {finished});
   r = cli(s, {"cancel", finished});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("is already completed: only a queued or running ingestion can be cancelled"),

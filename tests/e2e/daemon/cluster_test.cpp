@@ -1,4 +1,4 @@
-// Three nodes against one database and queue (issue 17): the registry shows each with its host,
+// Three nodes against one database and queue: the registry shows each with its host,
 // pid, version, stages and capacity; `ingestd drain` of one node makes it stop polling, finish its
 // jobs and exit 0 (draining -> stopped) while the others take the rest, every document completed
 // exactly once; a node killed with -9 is shown as lost and its claims are taken over once they
@@ -37,7 +37,8 @@ std::string state_of(e2e_setup& s, const std::string& id) {
 }
 
 int64_t held_by(e2e_setup& s, const std::string& id) {
-  return s.count("SELECT count(*) FROM ingestion WHERE status = 'in-progress' AND claimed_by = $1 "
+  return s.count("SELECT count(*) FROM work_item WHERE stage = 'ingest' AND status = 'in-progress' "
+                 "AND claimed_by = $1 "
                  "AND claim_token IS NOT NULL",
                  {id});
 }
@@ -69,7 +70,7 @@ TEST(e2e_daemon_cluster, registry_drain_and_kill_with_three_nodes) {
                             {std::string{id}});
     ASSERT_EQ(row.size(), 1U) << id;
     EXPECT_EQ(row[0][0], std::to_string(d->pid()));
-    EXPECT_EQ(row[0][1], "0.1.0");
+    EXPECT_EQ(row[0][1], "0.2.0");
     EXPECT_EQ(row[0][2], "ingest");
     EXPECT_EQ(row[0][3], "2");
     EXPECT_NE(nodes_out.find(std::string{"\"id\":\""} + id + "\",\"state\":\"running\""), std::string::npos)
@@ -186,15 +187,17 @@ TEST(e2e_daemon_cluster, migrate_refuses_while_a_live_node_is_older_than_a_migra
                  {id, version, seen});
   };
   add_node("lost-old", "0.0.1", "1 hour");  // lost: not in the way
-  add_node("current", "0.1.0", "0 seconds");
+  add_node("current", "0.2.0", "0 seconds");
   auto [ok_rc, ok_out] = cli(s, {"migrate"});
   EXPECT_EQ(ok_rc, 0) << ok_out;
-  add_node("live-old", "0.0.9", "0 seconds");
+  // A node of the release before the work items: it reads the claim columns 015 moves.
+  add_node("live-old", "0.1.0", "0 seconds");
   auto [rc, out] = cli(s, {"migrate"});
   EXPECT_EQ(rc, 1) << out;
-  EXPECT_NE(out.find("node live-old runs ingestd 0.0.9, older than 0.1.0 that 006_worker_nodes.sql needs"),
-            std::string::npos)
-    << out;
+  EXPECT_NE(
+      out.find("node live-old runs ingestd 0.1.0, older than 0.2.0 that 015_work_items.sql needs"),
+      std::string::npos)
+      << out;
   EXPECT_EQ(out.find("lost-old"), std::string::npos) << out;
   auto [forced_rc, forced_out] = cli(s, {"migrate", "--force"});
   EXPECT_EQ(forced_rc, 0) << forced_out;

@@ -1,7 +1,7 @@
-// Containers end to end (issue 14): `ingestd submit` takes a ZIP and an e-mail whose attachments
-// include a nested ZIP, the HTTP intake a .tar.gz; the daemon's unpack stage makes a child document of every member and
-// attachment, each child is ingested to completion, the e-mail's body is kept on its document,
-// and `ingestd status --documents --json` shows each child's parent.
+// Containers end to end: `ingestd submit` takes a ZIP and an e-mail whose attachments
+// include a nested ZIP, the HTTP intake a .tar.gz; the daemon's unpack stage makes a child document
+// of every member and attachment, each child is ingested to completion, the e-mail's body is kept
+// on its document, and `ingestd status --documents --json` shows each child's parent.
 #include <filesystem>
 #include <fstream>
 
@@ -60,7 +60,10 @@ TEST(e2e_daemon_containers, a_zip_and_an_email_become_child_documents_that_all_c
     daemon_process submit{env, s.root() + "/submit.log", {"submit", in + "/march.zip", in + "/mail.eml"}};
     ASSERT_EQ(submit.wait_exit(60s), 0) << submit.log_tail();
   }
-  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE stage = 'unpack'"), 2);
+  // Intake wrote each container's ingestion with an unpack work item.
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion AS i JOIN work_item AS w ON w.id = i.id "
+                    "WHERE w.stage = 'unpack'"),
+            2);
 
   // The HTTP intake of the daemon takes a .tar.gz too.
   auto port = free_tcp_port();
@@ -87,6 +90,14 @@ TEST(e2e_daemon_containers, a_zip_and_an_email_become_child_documents_that_all_c
   }, 180s)) << s.logs();
   EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE status <> 'completed'"), 0) << s.logs();
   EXPECT_EQ(s.count("SELECT count(*) FROM ingestion"), 9);
+  // Four containers unpacked (the nested zip included) and five documents ingested, each work
+  // item completed once with its claim cleared; each child's was written by its parent's
+  // completion.
+  EXPECT_EQ(s.db().scalar("SELECT string_agg(stage || ':' || n, ' ' ORDER BY stage) FROM "
+                          "(SELECT stage, count(*) AS n FROM work_item WHERE status = 'completed' "
+                          "AND claim_token IS NULL GROUP BY stage) x"),
+            "ingest:5 unpack:4");
+  EXPECT_EQ(s.count("SELECT count(*) FROM work_item WHERE status <> 'completed'"), 0);
   // GET /v1/documents/{id} lists the children, each ready.
   auto got = http.Get("/v1/documents/" + tgz_document);
   ASSERT_TRUE(got && got->status == 200);
@@ -146,13 +157,20 @@ TEST(e2e_daemon_containers, a_zip_bomb_and_a_traversal_fail_for_review_and_leave
   ASSERT_TRUE(wait_until([&] { return s.count("SELECT count(*) FROM ingestion WHERE status = 'failed'") == 2; }, 120s))
     << s.logs();
   // A permanent failure at the first attempt, named, for review; nothing of either was kept.
-  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE attempt_count = 1 AND error_class = 'permanent' "
-                    "AND last_error LIKE '%container.ratio%'"), 1) << s.logs();
-  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE attempt_count = 1 AND error_class = 'permanent' "
-                    "AND last_error LIKE '%container.unsafe_path%' AND last_error LIKE '%../../etc/cron.d/x.pdf%'"), 1);
+  EXPECT_EQ(s.count("SELECT count(*) FROM work_item WHERE stage = 'unpack' AND status = 'failed' "
+                    "AND attempt_count = 1 AND error_class = 'permanent' "
+                    "AND last_error LIKE '%container.ratio%'"),
+            1)
+      << s.logs();
+  EXPECT_EQ(s.count("SELECT count(*) FROM work_item WHERE stage = 'unpack' AND status = 'failed' "
+                    "AND attempt_count = 1 AND error_class = 'permanent' "
+                    "AND last_error LIKE '%container.unsafe_path%' AND last_error LIKE "
+                    "'%../../etc/cron.d/x.pdf%'"),
+            1);
   EXPECT_EQ(s.count("SELECT count(*) FROM document WHERE needs_human_review"), 2);
   EXPECT_EQ(s.count("SELECT count(*) FROM document WHERE parent_id IS NOT NULL"), 0);
   EXPECT_EQ(s.count("SELECT count(*) FROM ingestion"), 2);
+  EXPECT_EQ(s.count("SELECT count(*) FROM work_item"), 2);
   size_t stored = 0;
   for (auto& e : std::filesystem::directory_iterator(s.root() + "/documents"))
     stored += e.is_regular_file() ? 1 : 0;

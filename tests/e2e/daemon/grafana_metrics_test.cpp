@@ -1,4 +1,4 @@
-// The Grafana dashboard against a real scrape (issue 17): `ingestd run` on the embedded default
+// The Grafana dashboard against a real scrape: `ingestd run` on the embedded default
 // (Postgres queue, filesystem store, local OCR and extraction) with its admin port open ingests
 // and matches two submitted documents; its /metrics text then goes to the dashboard validator
 // (deploy/grafana/validate), which fails naming every metric a panel or variable query uses that
@@ -82,9 +82,13 @@ TEST(e2e_daemon_grafana_metrics, every_dashboard_query_names_a_metric_the_daemon
     ASSERT_EQ(submit.wait_exit(60s), 0) << submit.log_tail();
   }
   ASSERT_TRUE(await_completed(s, 2, 120s));
-  ASSERT_TRUE(wait_until([&] { return s.count("SELECT count(*) FROM document WHERE matching_status = 'succeeded'") == 2; },
-                         120s))
-    << s.logs();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return s.count("SELECT count(*) FROM document_matching WHERE matching_status = 'succeeded'")
+               == 2;
+      },
+      120s))
+      << s.logs();
 
   // The scrape, once it shows the finished jobs and their steps.
   httplib::Client admin{"127.0.0.1", port};

@@ -1,6 +1,6 @@
-// worker.lifetime_units (seed 004): a node that has admitted its units of work drains and exits 0
-// with its capacity usage logged, leaving the rest on the queue; a restarted node finishes the rest,
-// every ingestion completed exactly once.
+// worker.lifetime_units: a node that has admitted its units of work drains and exits 0
+// with its capacity usage logged, leaving the rest on the queue; a restarted node finishes the
+// rest, every ingestion completed exactly once.
 #include <csignal>
 
 #include <gtest/gtest.h>
@@ -25,7 +25,7 @@ TEST(e2e_daemon_lifetime, a_node_exits_0_after_its_lifetime_and_a_restarted_node
   EXPECT_EQ(*rc, 0) << first->log_tail();
   // Exactly its three units: nothing else was taken, nothing left claimed.
   EXPECT_EQ(s.with_status("completed"), 3) << first->log_tail();
-  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE claim_token IS NOT NULL"), 0);
+  EXPECT_EQ(s.count("SELECT count(*) FROM work_item WHERE claim_token IS NOT NULL"), 0);
   EXPECT_EQ(queue_depth(s), 5);
   auto log = first->log();
   EXPECT_NE(log.find("worker.lifetime_units reached"), std::string::npos) << log;

@@ -1,7 +1,9 @@
-// The daemon's JSON log as an operator's log pipeline reads it (issue 17): every line is a JSON
-// object; every line about a job carries the node, stage, step, ingestion, document and tenant
-// (seed 001's fields); each job writes one info line when it ends and, at debug, one line per
-// step. Checked on the log of a real run: completed documents, a corrupt one, their matching.
+// The daemon's JSON log as an operator's log pipeline reads it: every line is a JSON
+// object; every line about a job carries the node, stage, step, ingestion, document and tenant;
+// each job writes one info line when it ends and, at debug, one line per step, the
+// acknowledgement included. The audit trail beside it ends at the state change: the steps up to
+// the completion are rows of ingestion_event, the acknowledgement after it is only logged.
+// Checked on the log of a real run: completed documents, a corrupt one, their matching.
 #include <csignal>
 #include <fstream>
 #include <map>
@@ -76,9 +78,14 @@ TEST(e2e_daemon_log_fields, every_job_line_names_node_stage_step_ingestion_docum
   ASSERT_TRUE(await_completed(s, 3, 180s)) << s.logs();
   ASSERT_TRUE(wait_until([&] { return s.with_status("failed") == 1; }, 60s)) << s.logs();
   // The matching of the three completed documents ends too (succeeded or failed for good).
-  ASSERT_TRUE(wait_until([&] {
-    return s.count("SELECT count(*) FROM document WHERE matching_status IN ('succeeded', 'failed')") == 3;
-  }, 120s)) << s.logs();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return s.count("SELECT count(*) FROM document_matching WHERE matching_status IN "
+                       "('succeeded', 'failed')")
+               == 3;
+      },
+      120s))
+      << s.logs();
   ASSERT_TRUE(await_complete_events(s, good, 30s)) << s.logs();
   d->signal(SIGTERM);
   auto rc = d->wait_exit(60s);
@@ -143,9 +150,30 @@ TEST(e2e_daemon_log_fields, every_job_line_names_node_stage_step_ingestion_docum
         EXPECT_EQ(x["tenant_id"], owner[id].second) << x.text;
         steps.insert(x["step"]);
       }
-    for (auto step : {"claim", "resume", "fetch", "transcribe", "store_transcription", "record_transcription",
-                      "extract", "gate", "complete", "ack"})
+    for (auto step : {"claim", "load", "resume", "fetch", "transcribe", "store_transcription",
+                      "record_transcription", "extract", "gate", "complete", "ack"})
       EXPECT_TRUE(steps.contains(step)) << "no step line for " << step << " of " << id;
+
+    // The audit trail, written with the completion: every step up to it, one row each, and none
+    // after it (the acknowledgement is logged above, not audited).
+    std::set<std::string> audited;
+    for (auto& row :
+         s.db().query("SELECT step, count(*)::text FROM ingestion_event WHERE ingestion_id = $1 "
+                      "GROUP BY step",
+                      {id})) {
+      audited.insert(row[0].value_or(""));
+      EXPECT_EQ(row[1].value_or(""), "1") << "step " << row[0].value_or("") << " of " << id;
+    }
+    for (auto step : {"claim", "load", "resume", "fetch", "transcribe", "store_transcription",
+                      "record_transcription", "extract", "gate", "complete"})
+      EXPECT_TRUE(audited.contains(step)) << "no audit row for " << step << " of " << id;
+    EXPECT_FALSE(audited.contains("ack")) << "the audit trail ends at the completion: " << id;
+    EXPECT_EQ(
+        s.db().scalar(
+            "SELECT step FROM ingestion_event WHERE ingestion_id = $1 ORDER BY id DESC LIMIT 1",
+            {id}),
+        "complete")
+        << id;
 
     // Its matching job: the match stage names the document and tenant (no ingestion).
     auto matched = job_lines("match", "document_id", owner[id].first);

@@ -17,7 +17,7 @@ using namespace ingestd::test;
 namespace {
 
 int64_t matching(e2e_setup& s, const std::string& status) {
-  return s.count("SELECT count(*) FROM document WHERE matching_status = $1", {status});
+  return s.count("SELECT count(*) FROM document_matching WHERE matching_status = $1", {status});
 }
 
 /// Clusters agree with the edges: both ends of every edge share a cluster, and each cluster is
@@ -57,14 +57,20 @@ TEST(e2e_daemon_matching, both_stages_match_every_document_and_a_kill_during_mat
                         {"INGESTD_DATABASE__LOCK_TIMEOUT_SECONDS", "600"},
                         {"INGESTD_DATABASE__STATEMENT_TIMEOUT_SECONDS", "600"},
                         {"INGESTD_WORKER__ID", "e2e-match-first"}});
-  ASSERT_TRUE(wait_until([&] {
-    return s.count("SELECT count(*) FROM document WHERE matching_status = 'in-progress' "
-                   "AND matching_claimed_by = 'e2e-match-first'") >= 1;
-  }, 300s)) << s.logs();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return s.count("SELECT count(*) FROM work_item WHERE stage = 'match' AND status = "
+                       "'in-progress' "
+                       "AND claim_token IS NOT NULL AND claimed_by = 'e2e-match-first'")
+               >= 1;
+      },
+      300s))
+      << s.logs();
   first->signal(SIGKILL);
   ASSERT_TRUE(first->wait_exit(30s).has_value());
   s.db().query("SELECT pg_advisory_unlock(1769107, hashtext(current_schema() || ':' || $1))", {tenant});
-  auto held = s.count("SELECT count(*) FROM document WHERE matching_status = 'in-progress'");
+  auto held
+      = s.count("SELECT count(*) FROM document_matching WHERE matching_status = 'in-progress'");
   ASSERT_EQ(held, 1);
   ASSERT_EQ(matching(s, "succeeded"), 0);
 
@@ -84,8 +90,17 @@ TEST(e2e_daemon_matching, both_stages_match_every_document_and_a_kill_during_mat
   }
   // Exactly once: one delivery each, two for the claims the kill left behind; nothing failed.
   EXPECT_EQ(matching(s, "failed"), 0);
-  EXPECT_EQ(s.count("SELECT count(*) FROM document WHERE matching_attempts > 2"), 0);
-  EXPECT_LE(s.count("SELECT count(*) FROM document WHERE matching_attempts = 2"), held);
+  EXPECT_EQ(s.count("SELECT count(*) FROM document_matching WHERE matching_attempts > 2"), 0);
+  EXPECT_LE(s.count("SELECT count(*) FROM document_matching WHERE matching_attempts = 2"), held);
+  // The claim the kill left behind was taken over as a crash, once; every other document's
+  // matching took one attempt and no crash.
+  EXPECT_EQ(s.count("SELECT count(*) FROM work_item WHERE stage = 'match' AND crash_count > 0"),
+            held);
+  EXPECT_EQ(
+      s.count(
+          "SELECT count(*) FROM work_item WHERE stage = 'match' AND (attempt_count > crash_count "
+          "OR claim_token IS NOT NULL OR status <> 'completed')"),
+      0);
   expect_consistent_clusters(s);
   // Copies of one corpus file are one cluster.
   std::map<std::string, std::string> cluster_of_source;

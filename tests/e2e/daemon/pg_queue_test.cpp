@@ -57,7 +57,8 @@ TEST(e2e_daemon_pg, poison_is_deleted_and_a_corrupt_pdf_fails_permanently_once) 
   ASSERT_TRUE(wait_until([&] { return queue_depth(s) == 0; }, 120s))
     << queue_depth(s) << " messages left\n" << s.logs();
   EXPECT_TRUE(d->running()) << "poison must not crash the daemon\n" << d->log_tail();
-  auto row = s.db().query("SELECT status, error_class, attempt_count, last_error FROM ingestion WHERE id = $1",
+  auto row = s.db().query("SELECT i.status, w.error_class, w.attempt_count, w.last_error "
+                          "FROM ingestion AS i JOIN work_item AS w ON w.id = i.id WHERE i.id = $1",
                           {corrupt[0]});
   ASSERT_EQ(row.size(), 1u);
   EXPECT_EQ(row[0][0].value_or(""), "failed");

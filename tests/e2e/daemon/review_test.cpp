@@ -1,6 +1,6 @@
-// Seed 000's outcome table end to end: a document the local rules cannot read (a one-line letter,
-// no invoice fields) goes to human review at its first attempt, within seconds, instead of waiting
-// out the queue's back-off for the same answer; the other documents of the run complete.
+// A document the local rules cannot read (a one-line letter, no invoice fields) goes to human
+// review at its first attempt, within seconds, instead of waiting out the queue's back-off for the
+// same answer; the other documents of the run complete.
 #include <chrono>
 #include <cstdio>
 
@@ -42,13 +42,14 @@ TEST(e2e_daemon_review, a_document_the_local_rules_cannot_read_goes_to_review_at
   auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("time to review: %.1f s (daemon start included)\n", took);
   EXPECT_LT(took, 60.0) << "waited out a back-off";
-  EXPECT_EQ(s.db().scalar("SELECT attempt_count || ' ' || error_class FROM ingestion WHERE id = $1", {letter}),
+  EXPECT_EQ(s.db().scalar("SELECT attempt_count || ' ' || error_class FROM work_item WHERE id = $1",
+                          {letter}),
             "1 permanent");
   EXPECT_EQ(s.db().scalar("SELECT d.needs_human_review::text FROM ingestion i JOIN document d ON d.id = i.document_id "
                           "WHERE i.id = $1",
                           {letter}),
             "true");
-  auto why = s.db().scalar("SELECT last_error FROM ingestion WHERE id = $1", {letter});
+  auto why = s.db().scalar("SELECT last_error FROM work_item WHERE id = $1", {letter});
   EXPECT_NE(why.find("critical fields missing"), std::string::npos) << why;
   ASSERT_TRUE(await_completed(s, 3, 120s));
 }

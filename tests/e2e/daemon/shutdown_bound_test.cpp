@@ -2,8 +2,20 @@
 // period plus the fixed margin, whether the database's deadlines end the stuck calls or (with
 // them off, as when the server never answers) the watchdog does, exiting non-zero with a log
 // line naming what it could not release.
+//
+// Which deadline ends a stuck shutdown must not depend on the machine. The poller's own deadline
+// on a receive (its long poll plus 30 s, actors/poller.cpp) is about as long as the shutdown bound
+// here (a 1 s grace plus 30 s) and starts a little earlier: with only the queue locked, a receive
+// past its deadline ends the drain a moment before the watchdog fires, and the node exits 0 or
+// is ended by the watchdog depending on scheduling. A database that never answers holds every
+// table: with work_item locked too, the job's give-back (the claim's release) waits on it, and
+// its deadline (worker.step_timeout_seconds, set far beyond the bound) is the only other one in
+// the drain's way, so the watchdog is certainly first.
 #include <chrono>
 #include <csignal>
+#include <map>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -25,8 +37,8 @@ constexpr auto shutdown_margin = 30s;
 /// Start-up of the exit, reaping and a loaded machine: small against the margin itself.
 constexpr auto slack = 15s;
 
-/// One document whose job waits on the silent LLM with its claim held, then queue_message locked
-/// by another session, then SIGTERM. Returns the exit status (nullopt: still running after the
+/// One document whose job waits on the silent LLM with its claim held, then `tables` locked by
+/// another session, then SIGTERM. Returns the exit status (nullopt: still running after the
 /// bound) and how long the exit took.
 struct outcome {
   std::optional<int> status;
@@ -34,7 +46,8 @@ struct outcome {
   std::string log;
 };
 
-outcome sigterm_with_queue_locked(const std::map<std::string, std::string>& extra) {
+outcome sigterm_with_tables_locked(const std::vector<std::string>& tables,
+                                   const std::map<std::string, std::string>& extra) {
   e2e_setup s;
   silent_server llm;
   auto ids = s.add_documents(1, doc_kind::text_pdf);
@@ -55,7 +68,8 @@ outcome sigterm_with_queue_locked(const std::map<std::string, std::string>& extr
   // Destroyed before `s`: closing the session releases the lock before the schema is dropped.
   pg::connection locker{s.db().url(), pg::session_options::tcp_only()};
   EXPECT_TRUE(locker.exec_simple("BEGIN"));
-  EXPECT_TRUE(locker.exec_simple("LOCK TABLE queue_message IN ACCESS EXCLUSIVE MODE"));
+  for (auto& table : tables)
+    EXPECT_TRUE(locker.exec_simple("LOCK TABLE " + table + " IN ACCESS EXCLUSIVE MODE"));
   auto start = clock_type::now();
   d->signal(SIGTERM);
   out.status = d->wait_exit(grace + shutdown_margin + slack);
@@ -69,10 +83,15 @@ outcome sigterm_with_queue_locked(const std::map<std::string, std::string>& extr
 } // namespace
 
 TEST(e2e_daemon_shutdown_bound, a_database_that_never_answers_ends_in_the_watchdogs_exit_naming_what_is_stuck) {
-  // The server-side deadlines off: the queue's calls wait on the lock for ever, as they would on
-  // a database that stopped answering.
-  auto out = sigterm_with_queue_locked({{"INGESTD_DATABASE__STATEMENT_TIMEOUT_SECONDS", "0"},
-                                        {"INGESTD_DATABASE__LOCK_TIMEOUT_SECONDS", "0"}});
+  // The server-side deadlines off: the queue's and the claims' calls wait on the locks for ever,
+  // as they would on a database that stopped answering. The job's give-back waits for the
+  // claim's release within its step deadline: ten times the bound.
+  auto step_timeout = 10 * (grace + shutdown_margin);
+  auto out = sigterm_with_tables_locked(
+      {"queue_message", "work_item"},
+      {{"INGESTD_DATABASE__STATEMENT_TIMEOUT_SECONDS", "0"},
+       {"INGESTD_DATABASE__LOCK_TIMEOUT_SECONDS", "0"},
+       {"INGESTD_WORKER__STEP_TIMEOUT_SECONDS", std::to_string(step_timeout.count())}});
   ASSERT_TRUE(out.status.has_value()) << "no exit within grace + margin\n" << out.log;
   EXPECT_NE(*out.status, 0) << out.log;
   EXPECT_LE(out.took, grace + shutdown_margin + slack);
@@ -80,13 +99,19 @@ TEST(e2e_daemon_shutdown_bound, a_database_that_never_answers_ends_in_the_watchd
   auto at = out.log.find("shutdown did not finish in time");
   ASSERT_NE(at, std::string::npos) << out.log;
   auto line = out.log.substr(at, out.log.find('\n', at) - at);
-  // The queue calls stuck on the lock are named.
+  // The calls stuck on the locks are named: the queue's and the claims' (the job's release
+  // waits behind them for a connection of the claimed-work repository).
   EXPECT_NE(line.find("ingestd_queue_"), std::string::npos) << line;
+  EXPECT_NE(line.find("ingestd_work_"), std::string::npos) << line;
   EXPECT_NE(line.find("\"stage\""), std::string::npos) << line;
+  // The drain never finished: the job, giving its work back, held it until the watchdog ended
+  // the process.
+  EXPECT_NE(line.find("\"jobs_in_flight\":1"), std::string::npos) << line;
+  EXPECT_EQ(out.log.find("drained: stopping the worker"), std::string::npos) << out.log;
 }
 
 TEST(e2e_daemon_shutdown_bound, with_the_default_deadlines_a_locked_queue_still_ends_within_grace_and_margin) {
-  auto out = sigterm_with_queue_locked({});
+  auto out = sigterm_with_tables_locked({"queue_message"}, {});
   ASSERT_TRUE(out.status.has_value()) << "no exit within grace + margin\n" << out.log;
   EXPECT_LE(out.took, grace + shutdown_margin + slack);
   // Either the deadlines ended every stuck call in time and the drain completed, or the

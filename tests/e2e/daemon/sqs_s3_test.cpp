@@ -50,12 +50,16 @@ TEST_F(e2e_daemon_sqs, a_hundred_ingestions_complete_exactly_once_and_sigterm_ex
   }, 60s)) << s.logs();
   ASSERT_TRUE(await_complete_events(s, ids, 30s)) << s.logs();
   // The next jobs: one outbox row per document, sent, and every document matched once.
-  ASSERT_TRUE(wait_until([&] {
-    return s.count("SELECT count(*) FROM document WHERE matching_status = 'succeeded'") == 100;
-  }, 120s)) << s.logs();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return s.count("SELECT count(*) FROM document_matching WHERE matching_status = 'succeeded'")
+               == 100;
+      },
+      120s))
+      << s.logs();
   EXPECT_EQ(s.count("SELECT count(*) FROM event_outbox WHERE sent_at IS NOT NULL "
                     "AND destination NOT LIKE 'events%'"), 100);
-  EXPECT_EQ(s.count("SELECT count(*) FROM document WHERE matching_attempts <> 1"), 0);
+  EXPECT_EQ(s.count("SELECT count(*) FROM document_matching WHERE matching_attempts <> 1"), 0);
   ASSERT_TRUE(wait_until([&] {
     auto st = test::await<queue_stats>([&](auto cb) { match_q->stats(cb); });
     return st && st->visible == 0 && st->in_flight == 0;

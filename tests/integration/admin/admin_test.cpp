@@ -291,12 +291,12 @@ protected:
 
 TEST_F(admin_test, http_intake_answers_every_status_code) {
   auto e = env(db->url());
-  e["INGESTD_INTAKE_TOKEN"] = "s3cret-token";
+  e["INGESTD_INTAKE_TOKEN"] = "s3cret-intake-token-0123";
   e["INGESTD_INTAKE__DEFAULT_TENANT"] = "";
   e["INGESTD_TRANSCRIPTION__MAX_FILE_BYTES"] = "100000";
   daemon d{e, root + "/daemon.log"};
   wait_ready(d);
-  const std::string auth = " -H 'Authorization: Bearer s3cret-token' ";
+  const std::string auth = " -H 'Authorization: Bearer s3cret-intake-token-0123' ";
   const std::string tenant = " -H 'X-Tenant-Id: 0190a8c4-1111-7000-8000-000000000001' ";
   auto pdf = " --data-binary '@" + corpus + "inv01_en_classic.pdf' -H 'Content-Type: application/pdf' ";
 
@@ -376,11 +376,11 @@ TEST_F(admin_test, another_tenants_documents_and_ingestions_are_not_found) {
   const std::string tenant_a = "0190a8c4-aaaa-7000-8000-00000000000a";
   const std::string tenant_b = "0190a8c4-bbbb-7000-8000-00000000000b";
   auto e = env(db->url());
-  e["INGESTD_INTAKE_TOKEN"] = "s3cret-token";
+  e["INGESTD_INTAKE_TOKEN"] = "s3cret-intake-token-0123";
   e["INGESTD_INTAKE__DEFAULT_TENANT"] = tenant_b;
   daemon d{e, root + "/daemon.log"};
   wait_ready(d);
-  const std::string auth = " -H 'Authorization: Bearer s3cret-token' ";
+  const std::string auth = " -H 'Authorization: Bearer s3cret-intake-token-0123' ";
   const std::string as_a = auth + " -H 'X-Tenant-Id: " + tenant_a + "' ";
   const std::string as_b = auth + " -H 'X-Tenant-Id: " + tenant_b + "' ";
   auto created = curl(as_a + " --data-binary '@" + corpus + "inv01_en_classic.pdf' " + intake("/v1/documents"));
@@ -490,7 +490,7 @@ TEST_F(admin_test, post_drain_needs_the_token_then_drains_the_node_to_exit_0) {
     EXPECT_TRUE(wait_until([&] { return !d.running(); }, 30s)) << d.log();
   }
   auto e = env(db->url());
-  e["INGESTD_ADMIN_TOKEN"] = "drain-secret";
+  e["INGESTD_ADMIN_TOKEN"] = "drain-secret-of-the-node";
   e["INGESTD_WORKER__ID"] = "admin-drained";
   daemon d{e, root + "/daemon.log"};
   wait_ready(d);
@@ -499,7 +499,7 @@ TEST_F(admin_test, post_drain_needs_the_token_then_drains_the_node_to_exit_0) {
   EXPECT_EQ(curl(admin("/drain")).status, 404) << "a GET drains nothing";
   EXPECT_TRUE(d.running());
   EXPECT_EQ(db->scalar("SELECT state FROM worker_node WHERE id = 'admin-drained'"), "running");
-  auto r = curl("-X POST --data '' -H 'Authorization: Bearer drain-secret' " + admin("/drain"));
+  auto r = curl("-X POST --data '' -H 'Authorization: Bearer drain-secret-of-the-node' " + admin("/drain"));
   EXPECT_EQ(r.status, 202) << r.body;
   EXPECT_TRUE(wait_until([&] { return !d.running(); }, 30s)) << d.log();
   EXPECT_EQ(d.code(), 0) << d.log();

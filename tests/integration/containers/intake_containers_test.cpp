@@ -1,17 +1,17 @@
 // Containers at intake (the service `ingestd submit` and the HTTP intake share): a ZIP, a
-// .tar.gz, an e-mail and an mbox are stored and get an ingestion of the unpack stage whose
-// message goes to the unpack queue; with the unpack stage off they are refused by name.
+// .tar.gz, an e-mail and an mbox are stored and get an ingestion whose work item is the unpack
+// stage's, with its message on the unpack queue; with the unpack stage off they are refused by
+// name.
 #include <filesystem>
 
 #include <gtest/gtest.h>
 
 #include "adapters/db/pg_intake_repository.hpp"
-#include "adapters/queue/postgres_queue.hpp"
 #include "adapters/storage/filesystem_store.hpp"
 #include "intake/intake_service.hpp"
+#include "tests/support/containers/archive_maker.hpp"
 #include "tests/support/environment.hpp"
 #include "tests/support/postgres/pg_fixture.hpp"
-#include "tests/support/containers/archive_maker.hpp"
 
 using namespace ingestd;
 
@@ -24,8 +24,6 @@ protected:
     if (HasFatalFailure())
       return;
     root = test::make_temp_dir("intake-containers");
-    ingest_q = std::make_shared<postgres_queue>(db->url(), "ingest-q");
-    unpack_q = std::make_shared<postgres_queue>(db->url(), "unpack-q");
     store = std::make_shared<filesystem_store>(root);
   }
   void TearDown() override {
@@ -35,9 +33,11 @@ protected:
 
   std::unique_ptr<intake_service> make(bool unpack) {
     intake_options opts;
+    opts.ingest_queue = "ingest-q";
     if (unpack)
-      opts.unpack_queue = unpack_q;
-    return std::make_unique<intake_service>(std::make_shared<pg_intake_repository>(db->url()), ingest_q, store, opts);
+      opts.unpack_queue = "unpack-q";
+    return std::make_unique<intake_service>(std::make_shared<pg_intake_repository>(db->url()),
+                                            store, opts);
   }
 
   intake_item item(std::string bytes, std::string name) {
@@ -52,7 +52,6 @@ protected:
 
   std::string root;
   uuid tenant = uuid::v4();
-  std::shared_ptr<queue> ingest_q, unpack_q;
   std::shared_ptr<object_store> store;
 };
 
@@ -70,7 +69,9 @@ TEST_F(intake_containers_test, each_container_kind_goes_to_the_unpack_queue) {
     auto r = intake->submit(item(bytes, name));
     ASSERT_TRUE(r) << name << ": " << r.error().describe();
     EXPECT_EQ(r->mime_type, mime) << name;
-    EXPECT_EQ(db->scalar("SELECT stage FROM ingestion WHERE id = $1", {r->ingestion_id.str()}), "unpack") << name;
+    EXPECT_EQ(db->scalar("SELECT stage FROM work_item WHERE id = $1", {r->ingestion_id.str()}),
+              "unpack")
+        << name;
     EXPECT_EQ(db->scalar("SELECT queue_name FROM queue_message WHERE body = $1", {r->ingestion_id.str()}), "unpack-q")
       << name;
     EXPECT_TRUE(std::filesystem::exists(root + "/" + r->file_path)) << r->file_path;
@@ -78,9 +79,11 @@ TEST_F(intake_containers_test, each_container_kind_goes_to_the_unpack_queue) {
   // A document still goes to the ingest queue.
   auto doc = intake->submit(item(pdf, "x.pdf"));
   ASSERT_TRUE(doc);
-  EXPECT_EQ(db->scalar("SELECT stage || ' ' || (SELECT queue_name FROM queue_message WHERE body = $1) FROM ingestion "
-                       "WHERE id = $1::uuid", {doc->ingestion_id.str()}),
-            "ingest ingest-q");
+  EXPECT_EQ(
+      db->scalar("SELECT stage || ' ' || (SELECT queue_name FROM queue_message WHERE body = $1) "
+                 "FROM work_item WHERE id = $1::uuid",
+                 {doc->ingestion_id.str()}),
+      "ingest ingest-q");
 }
 
 TEST_F(intake_containers_test, containers_are_refused_by_name_without_the_unpack_stage) {
@@ -93,6 +96,8 @@ TEST_F(intake_containers_test, containers_are_refused_by_name_without_the_unpack
   ASSERT_FALSE(text);
   EXPECT_EQ(text.error().code, "intake.unsupported_type");
   EXPECT_EQ(std::stoll(db->scalar("SELECT count(*) FROM document")), 0);
+  EXPECT_EQ(std::stoll(db->scalar("SELECT count(*) FROM work_item")), 0);
+  EXPECT_EQ(std::stoll(db->scalar("SELECT count(*) FROM queue_message")), 0);
 }
 
 } // namespace

@@ -1,10 +1,11 @@
 // The known-file set (adapters/db/pg_known_files.cpp) against PostgreSQL: NSRL-style and plain
 // lists imported idempotently, bad lines refused with nothing kept, and the claim that ends a
-// known document's ingestion `skipped` (reason known_file) instead of handing it out.
+// known document's work item `skipped` (its ingestion's reason known_file) instead of handing it
+// out.
 #include <sstream>
 
 #include "adapters/db/pg_known_files.hpp"
-#include "tests/integration/db/repository_fixture.hpp"
+#include "tests/integration/db/work_fixture.hpp"
 
 namespace ingestd::test {
 
@@ -16,7 +17,7 @@ const std::string md5_b = "fedcba9876543210fedcba9876543210";
 const std::string sha_a = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 const std::string sha_b = "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100";
 
-class known_files_test : public repository_test {
+class known_files_test : public work_test {
 protected:
   result<known_files_import_report> import(const std::string& text) {
     std::istringstream in{text};
@@ -105,42 +106,59 @@ TEST_F(known_files_test, the_claim_skips_a_known_document_by_sha256_or_md5) {
   auto by_md5 = intake(sha_b);
   by_md5.content_md5 = md5_b;
   auto unknown = intake(uuid::v4().str());
-  for (auto* r : {&by_sha, &by_md5, &unknown})
+  auto crashed = intake(uuid::v4().str());
+  crashed.content_md5 = md5_a;
+  for (auto* r : {&by_sha, &by_md5, &unknown, &crashed})
     ASSERT_TRUE(intake_repo->create_ingestion(*r, 30s));
-  ASSERT_TRUE(import(sha_a + "\n" + md5_b + "\n"));
+  // Its holder crashed before the hash became known: the skip does not count the crash.
+  claimed(crashed.ingestion_id);
+  expire_lease(crashed.ingestion_id);
+  ASSERT_TRUE(import(sha_a + "\n" + md5_b + "\n" + md5_a + "\n"));
 
-  for (auto* r : {&by_sha, &by_md5}) {
+  auto skipping = [](uuid id) {
+    auto r = ingest_request(id);
+    r.skip_known_files = true;
+    return r;
+  };
+  for (auto* r : {&by_sha, &by_md5, &crashed}) {
     auto id = r->ingestion_id;
-    auto c = claim_one(id, uuid::v4());
-    ASSERT_TRUE(c);
-    EXPECT_TRUE(c->skipped);
-    EXPECT_FALSE(c->poisoned);
-    EXPECT_EQ(c->document_id, r->document_id);
-    EXPECT_EQ(column(id, "status"), "skipped");
-    EXPECT_EQ(column(id, "skip_reason"), "known_file");
-    EXPECT_EQ(column(id, "claim_token IS NULL AND completed_at IS NOT NULL AND attempt_count = 0"), "t");
-    EXPECT_EQ(db->scalar("SELECT needs_human_review FROM document WHERE id = $1", {r->document_id.str()}),
-              "f");
-    auto states = await<std::vector<ingestion_state>>([&](auto cb) { repo->states({id}, cb); });
-    ASSERT_TRUE(states);
-    EXPECT_EQ(states->at(0), ingestion_state::skipped);
-    EXPECT_EQ(db->scalar("SELECT outcome FROM ingestion_event WHERE ingestion_id = $1 AND step = 'claim'",
-                         {id.str()}),
-              "skipped");
+    auto a = claim_one(skipping(id), "w2");
+    EXPECT_EQ(a.outcome, claim_outcome::finished);
+    EXPECT_EQ(a.detail.rfind("known_file", 0), 0u) << a.detail;
+    EXPECT_EQ(item(id, "status || ' ' || attempt_count || ' ' || crash_count || ' ' || "
+                       "(claim_token IS NULL) || ' ' "
+                       "|| (completed_at IS NOT NULL)"),
+              "skipped 0 0 true true");
+    EXPECT_EQ(ingestion(id, "status || ' ' || skip_reason || ' ' || (completed_at IS NOT NULL)"),
+              "skipped known_file true");
+    EXPECT_EQ(document(id, "needs_human_review"), "false");
+    EXPECT_EQ(db->scalar(
+                  "SELECT outcome || ' ' || worker_id FROM ingestion_event WHERE ingestion_id = $1 "
+                  "AND step = 'claim'",
+                  {id.str()}),
+              "skipped w2");
+    EXPECT_EQ(events(id, "INGESTION_SKIPPED"), 1);
     // Final: said once, never claimed again.
-    EXPECT_FALSE(claim_one(id, uuid::v4()));
+    auto again = claim_one(skipping(id));
+    EXPECT_EQ(again.outcome, claim_outcome::finished);
+    EXPECT_EQ(again.detail, "skipped");
+    EXPECT_EQ(audit_rows(id, "claim"), 1);
   }
-  auto normal = claim_one(unknown.ingestion_id, uuid::v4());
-  ASSERT_TRUE(normal);
-  EXPECT_FALSE(normal->skipped);
-  EXPECT_EQ(column(unknown.ingestion_id, "status"), "in-progress");
+  auto normal = claim_one(skipping(unknown.ingestion_id));
+  EXPECT_EQ(normal.outcome, claim_outcome::granted);
+  EXPECT_EQ(item(unknown.ingestion_id, "status"), "in-progress");
+  // A stage that does not skip known files takes a known one.
+  auto kept = intake(sha_a, uuid::v4());
+  ASSERT_TRUE(intake_repo->create_ingestion(kept, 30s));
+  EXPECT_EQ(claim_one(ingest_request(kept.ingestion_id)).outcome, claim_outcome::granted);
 
   // Status counts them by reason, apart from failures and the review backlog.
   auto summary = intake_repo->summarize(30s);
   ASSERT_TRUE(summary) << summary.error().describe();
-  EXPECT_EQ(summary->skipped, 2);
+  EXPECT_EQ(summary->skipped, 3);
   ASSERT_EQ(summary->skipped_by_reason.size(), 1u);
   EXPECT_EQ(summary->skipped_by_reason[0].first, "known_file");
+  EXPECT_EQ(summary->skipped_by_reason[0].second, 3);
   EXPECT_EQ(summary->failed, 0);
   EXPECT_EQ(summary->documents_needing_review, 0);
 }

@@ -1,7 +1,10 @@
-// pg_matching_repository on a fresh schema: the matching claim (pending, held, crash counting,
-// poison at max deliveries, unclaimable states), release, record_failure, fencing, the stored
-// features, candidate retrieval by each signal and its use of the indexes, the write phase (edges
-// once per pair, rollback on failure, cluster merge and split, concurrent writers) and matches_of.
+// pg_matching_repository on a fresh schema, with the match stage's work items claimed through
+// pg_work_repository: the claim of a document's matching (pending, held, crashes counted, poison at
+// max attempts, finished and unqueued documents), give-backs and failures as the view
+// document_matching shows them, fencing of every write, the stored features, candidate retrieval by
+// each signal and its use of the indexes, the write phase (edges once per pair, rollback on
+// failure, cluster merge and split, concurrent writers, the work item completed in its transaction)
+// and matches_of.
 #include <algorithm>
 #include <barrier>
 #include <functional>
@@ -12,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "adapters/db/pg_matching_repository.hpp"
+#include "adapters/db/pg_work_repository.hpp"
 #include "tests/support/postgres/await.hpp"
 #include "tests/support/postgres/pg_fixture.hpp"
 
@@ -28,67 +32,90 @@ protected:
     if (HasFatalFailure())
       return;
     repo = std::make_unique<pg_matching_repository>(db->url());
+    work = std::make_unique<pg_work_repository>(db->url());
   }
 
   void TearDown() override {
     repo.reset();
+    work.reset();
     postgres_test::TearDown();
   }
 
-  /// A document of `tenant` with a completed ingestion named `file_name`, matching `status`
-  /// (empty: NULL).
+  /// A document of `tenant` with a completed ingestion named `file_name`, its matching `status`
+  /// ("pending": queued, "succeeded", "failed"; empty: never queued).
   uuid add_document(const std::string& status = "pending", uuid tenant = tenant_,
                     const std::string& file_name = "invoice.pdf") {
     auto id = uuid::v7();
-    db->query("INSERT INTO document (id, tenant_id, content_hash, file_path, structured_data, "
-              "matching_status) VALUES ($1, $2, $3, $4, '{\"invoice_number\": \"X-1\"}', $5)",
-              {id.str(), tenant.str(), uuid::v4().str(), "documents/" + id.str() + ".pdf",
-               status.empty() ? std::optional<std::string>{} : status});
+    db->query("INSERT INTO document (id, tenant_id, content_hash, file_path, structured_data) "
+              "VALUES ($1, $2, $3, $4, '{\"invoice_number\": \"X-1\"}')",
+              {id.str(), tenant.str(), uuid::v4().str(), "documents/" + id.str() + ".pdf"});
     db->query("INSERT INTO ingestion (id, document_id, uploaded_by, status, source_metadata, "
               "transcription_file_path, completed_at) VALUES ($1, $2, $3, 'completed', "
               "jsonb_build_object('file_name', $4::text), $5, now())",
               {uuid::v7().str(), id.str(), uuid::v4().str(), file_name,
                "transcriptions/" + id.str() + ".json"});
+    if (!status.empty())
+      db->query("INSERT INTO work_item (id, stage, document_id, tenant_id, status) "
+                "VALUES ($1, 'match', $1, $2, $3)",
+                {id.str(), tenant.str(),
+                 status == "succeeded" ? "completed"
+                 : status == "failed"  ? "failed"
+                                       : "in-progress"});
     return id;
   }
 
-  std::optional<matching_claim> claim(uuid doc, uuid token, int32_t max_attempts = 3,
-                                      matching_repository* r = nullptr,
-                                      std::chrono::seconds lease = 300s) {
-    auto& target = r != nullptr ? *r : *repo;
-    auto res = await<std::optional<matching_claim>>(
-      [&](auto cb) { target.claim(doc, token, "w1", lease, max_attempts, cb); });
-    EXPECT_TRUE(res) << res.error().describe();
-    return res ? *res : std::nullopt;
+  /// Queues the document's matching again, as an ingestion's completion does (or for the first
+  /// time).
+  void queue_matching(uuid doc) {
+    db->query(
+        "SELECT ingestd_add_work($1, 'match', $1, tenant_id, 50, 'small', 'match-q', false, true) "
+        "FROM document WHERE id = $1",
+        {doc.str()});
   }
 
-  /// Claims the document; fails the test when it cannot.
-  lease_ref claimed(uuid doc, matching_repository* r = nullptr) {
+  claim_answer claim(uuid doc, uuid token, int32_t max_attempts = 3,
+                     pg_work_repository* w = nullptr, std::chrono::seconds lease = 300s) {
+    auto& target = w != nullptr ? *w : *work;
+    claim_request r;
+    r.item = doc;
+    r.token = token;
+    r.stage = "match";
+    r.max_attempts = max_attempts;
+    auto res
+        = await<std::vector<claim_answer>>([&](auto cb) { target.claim({r}, "m1", lease, cb); });
+    EXPECT_TRUE(res) << res.error().describe();
+    return res && res->size() == 1 ? res->front() : claim_answer{};
+  }
+
+  /// Claims the document's matching; fails the test when it cannot.
+  claim_ref claimed(uuid doc, pg_work_repository* w = nullptr) {
     auto token = uuid::v4();
-    auto c = claim(doc, token, 3, r);
-    EXPECT_TRUE(c.has_value()) << "document " << doc.str() << " not claimable";
-    return lease_ref{doc, token};
+    auto c = claim(doc, token, 3, w);
+    EXPECT_EQ(c.outcome, claim_outcome::granted)
+        << "document " << doc.str() << ": " << to_string(c.outcome);
+    return claim_ref{doc, token};
   }
 
-  ingestion_state state(uuid doc) {
-    auto res = await<ingestion_state>([&](auto cb) { repo->state(doc, cb); });
-    EXPECT_TRUE(res) << res.error().describe();
-    return res ? *res : ingestion_state::unknown;
-  }
-
-  result<void> store(lease_ref ref, const match_features& f) {
+  result<void> store(claim_ref ref, const match_features& f) {
     return await<void>([&](auto cb) { repo->store_features(ref, f, cb); });
   }
 
-  result<void> write(lease_ref ref, std::vector<match_edge> edges,
+  result<void> write(claim_ref ref, std::vector<match_edge> edges,
                      matching_repository* r = nullptr) {
     auto& target = r != nullptr ? *r : *repo;
-    return await<void>([&](auto cb) { target.write_matches(ref, edges, cb); });
+    return await<void>([&](auto cb) { target.write_matches(work_outcome{ref}, edges, cb); });
   }
 
-  /// Claims the document and writes its edges.
+  result<failure_outcome> fail(claim_ref ref, error err, int32_t max_attempts = 3) {
+    failure_record rec;
+    rec.error = std::move(err);
+    rec.max_attempts = max_attempts;
+    return await<failure_outcome>([&](auto cb) { work->record_failure(ref, rec, 0s, {}, cb); });
+  }
+
+  /// Queues and claims the document's matching and writes its edges.
   void match(uuid doc, const std::vector<uuid>& others) {
-    db->query("UPDATE document SET matching_status = 'pending' WHERE id = $1", {doc.str()});
+    queue_matching(doc);
     std::vector<match_edge> edges;
     edges.reserve(others.size());
     for (auto& o : others)
@@ -100,7 +127,7 @@ protected:
   std::vector<match_document> candidates(uuid doc, const match_features& f, int limit = 20,
                                          uuid tenant = tenant_) {
     auto res = await<std::vector<match_document>>(
-      [&](auto cb) { repo->candidates(tenant, doc, f, limit, cb); });
+        [&](auto cb) { repo->candidates(tenant, doc, f, limit, cb); });
     EXPECT_TRUE(res) << res.error().describe();
     return res ? *res : std::vector<match_document>{};
   }
@@ -120,13 +147,23 @@ protected:
     return db->scalar("SELECT " + col + "::text FROM document WHERE id = $1", {doc.str()});
   }
 
+  /// A column of the document's row of the view document_matching ("none" without one; "" NULL).
+  std::string matching(uuid doc, const std::string& col = "matching_status") {
+    auto rows = db->query("SELECT " + col + "::text FROM document_matching WHERE document_id = $1",
+                          {doc.str()});
+    return rows.empty() ? "none" : rows[0][0].value_or("");
+  }
+
+  std::string item(uuid doc, const std::string& expr) {
+    return db->scalar("SELECT (" + expr + ")::text FROM work_item WHERE id = $1", {doc.str()});
+  }
+
   std::string cluster(uuid doc) { return column(doc, "cluster_id"); }
 
   int64_t edges() { return std::stoll(db->scalar("SELECT count(*) FROM document_match")); }
 
   void expire(uuid doc) {
-    db->query("UPDATE document SET matching_lease_expires_at = now() - interval '1 minute' "
-              "WHERE id = $1",
+    db->query("UPDATE work_item SET lease_expires_at = now() - interval '1 minute' WHERE id = $1",
               {doc.str()});
   }
 
@@ -139,6 +176,7 @@ protected:
   }
 
   std::unique_ptr<pg_matching_repository> repo;
+  std::unique_ptr<pg_work_repository> work;
   static inline const uuid tenant_ = uuid::v4();
 };
 
@@ -163,127 +201,139 @@ bool contains(const std::vector<match_document>& docs, uuid id) {
 
 // -- the claim -------------------------------------------------------------------------------
 
-TEST_F(matching_repository_test, claims_a_pending_document) {
+TEST_F(matching_repository_test, claims_a_pending_document_and_loads_what_the_match_job_reads) {
   auto doc = add_document("pending", tenant_, "scan-001.pdf");
+  EXPECT_EQ(matching(doc), "pending");
+  EXPECT_EQ(matching(doc, "matching_attempts"), "0");
   auto token = uuid::v4();
   auto c = claim(doc, token);
-  ASSERT_TRUE(c.has_value());
-  EXPECT_EQ(c->document_id, doc);
-  EXPECT_EQ(c->claim_token, token);
-  EXPECT_EQ(c->tenant_id, tenant_);
-  EXPECT_EQ(c->attempt_count, 0);
-  EXPECT_EQ(c->file_name, "scan-001.pdf");
-  EXPECT_EQ(c->transcription_file_path, "transcriptions/" + doc.str() + ".json");
-  EXPECT_NE(c->structured_data.find("X-1"), std::string::npos);
-  EXPECT_FALSE(c->content_hash.empty());
-  EXPECT_EQ(column(doc, "matching_status"), "in-progress");
-  EXPECT_EQ(column(doc, "matching_attempts"), "1");
-  EXPECT_EQ(column(doc, "matching_claimed_by"), "w1");
-  EXPECT_EQ(state(doc), ingestion_state::held);
+  ASSERT_EQ(c.outcome, claim_outcome::granted);
+  EXPECT_EQ(c.work.item, doc);
+  EXPECT_EQ(c.work.document_id, doc);
+  EXPECT_EQ(c.work.token, token);
+  EXPECT_EQ(c.work.tenant_id, tenant_);
+  EXPECT_EQ(c.work.attempt_count, 0);
+  EXPECT_EQ(matching(doc), "in-progress");
+  EXPECT_EQ(matching(doc, "matching_attempts"), "1");
+  EXPECT_NE(matching(doc, "matching_started_at"), "");
+  EXPECT_EQ(item(doc, "claimed_by"), "m1");
+  auto subject = await<matching_subject>([&](auto cb) { repo->load(doc, cb); });
+  ASSERT_TRUE(subject) << subject.error().describe();
+  EXPECT_EQ(subject->file_name, "scan-001.pdf");
+  EXPECT_EQ(subject->transcription_file_path, "transcriptions/" + doc.str() + ".json");
+  EXPECT_NE(subject->structured_data.find("X-1"), std::string::npos);
+  auto unknown = await<matching_subject>([&](auto cb) { repo->load(uuid::v7(), cb); });
+  ASSERT_FALSE(unknown);
+  EXPECT_TRUE(unknown.error().permanent());
+  EXPECT_EQ(unknown.error().code, "match.unknown");
 }
 
 TEST_F(matching_repository_test, a_held_document_is_not_claimed_again) {
   auto doc = add_document();
-  ASSERT_TRUE(claim(doc, uuid::v4()).has_value());
-  EXPECT_FALSE(claim(doc, uuid::v4()).has_value());
-  EXPECT_EQ(column(doc, "matching_attempts"), "1");
+  ASSERT_EQ(claim(doc, uuid::v4()).outcome, claim_outcome::granted);
+  EXPECT_EQ(claim(doc, uuid::v4()).outcome, claim_outcome::held);
+  EXPECT_EQ(matching(doc, "matching_attempts"), "1");
 }
 
 TEST_F(matching_repository_test, an_expired_claim_is_a_crash_and_counts) {
   auto doc = add_document();
-  ASSERT_TRUE(claim(doc, uuid::v4()).has_value());
+  ASSERT_EQ(claim(doc, uuid::v4()).outcome, claim_outcome::granted);
   expire(doc);
-  EXPECT_EQ(state(doc), ingestion_state::claimable);
   auto c = claim(doc, uuid::v4());
-  ASSERT_TRUE(c.has_value());
-  EXPECT_EQ(c->attempt_count, 1);
-  EXPECT_EQ(column(doc, "matching_attempts"), "2");
-  EXPECT_EQ(column(doc, "matching_error").rfind("worker.crash: ", 0), 0u)
-    << column(doc, "matching_error");
+  ASSERT_EQ(c.outcome, claim_outcome::granted);
+  EXPECT_EQ(c.work.attempt_count, 1);
+  EXPECT_EQ(matching(doc, "matching_attempts"), "2");
+  EXPECT_EQ(matching(doc, "matching_error").rfind("worker.crash: ", 0), 0u)
+      << matching(doc, "matching_error");
+  // The match stage keeps no audit trail.
+  EXPECT_EQ(db->scalar("SELECT count(*) FROM ingestion_event"), "0");
 }
 
-TEST_F(matching_repository_test, the_crash_reaching_max_deliveries_fails_as_poison) {
+// Crashes count as for ingestions: the crash that reaches max_attempts fails it as poison.
+TEST_F(matching_repository_test, the_crash_reaching_max_attempts_fails_as_poison) {
   auto doc = add_document();
-  ASSERT_TRUE(claim(doc, uuid::v4(), 3).has_value());
-  expire(doc);
-  ASSERT_TRUE(claim(doc, uuid::v4(), 3).has_value());
-  expire(doc);
-  EXPECT_FALSE(claim(doc, uuid::v4(), 3).has_value());
-  EXPECT_EQ(column(doc, "matching_status"), "failed");
-  EXPECT_EQ(column(doc, "matching_attempts"), "3");
-  EXPECT_EQ(column(doc, "matching_error").rfind("poison: ", 0), 0u);
-  EXPECT_NE(column(doc, "matching_failed_at"), "");
-  EXPECT_EQ(column(doc, "matching_claim_token"), "");
-  EXPECT_EQ(state(doc), ingestion_state::failed);
+  for (int crash = 0; crash < 3; ++crash) {
+    ASSERT_EQ(claim(doc, uuid::v4(), 3).outcome, claim_outcome::granted) << crash;
+    expire(doc);
+  }
+  auto poisoned = claim(doc, uuid::v4(), 3);
+  EXPECT_EQ(poisoned.outcome, claim_outcome::finished);
+  EXPECT_EQ(poisoned.detail.rfind("poison: ", 0), 0u) << poisoned.detail;
+  EXPECT_EQ(matching(doc), "failed");
+  EXPECT_EQ(matching(doc, "matching_attempts"), "3");
+  EXPECT_EQ(matching(doc, "matching_error").rfind("poison: ", 0), 0u);
+  EXPECT_NE(matching(doc, "matching_failed_at"), "");
+  EXPECT_EQ(matching(doc, "matching_started_at"), "");
+  EXPECT_EQ(item(doc, "claim_token IS NULL AND error_class = 'poison'"), "true");
 }
 
-TEST_F(matching_repository_test, finished_unqueued_and_unknown_documents_are_not_claimable) {
+TEST_F(matching_repository_test, finished_unqueued_and_unknown_documents_are_not_claimed) {
   auto succeeded = add_document("succeeded");
   auto failed = add_document("failed");
   auto unqueued = add_document("");
   auto unknown = uuid::v7();
-  for (auto doc : {succeeded, failed, unqueued, unknown})
-    EXPECT_FALSE(claim(doc, uuid::v4()).has_value()) << doc.str();
-  EXPECT_EQ(state(succeeded), ingestion_state::completed);
-  EXPECT_EQ(state(failed), ingestion_state::failed);
-  EXPECT_EQ(state(unqueued), ingestion_state::unknown);
-  EXPECT_EQ(state(unknown), ingestion_state::unknown);
-  EXPECT_EQ(state(add_document("pending")), ingestion_state::claimable);
+  auto s = claim(succeeded, uuid::v4());
+  EXPECT_EQ(s.outcome, claim_outcome::finished);
+  EXPECT_EQ(s.detail, "completed");
+  auto f = claim(failed, uuid::v4());
+  EXPECT_EQ(f.outcome, claim_outcome::finished);
+  EXPECT_EQ(f.detail, "failed");
+  EXPECT_EQ(claim(unqueued, uuid::v4()).outcome, claim_outcome::unknown);
+  EXPECT_EQ(claim(unknown, uuid::v4()).outcome, claim_outcome::unknown);
+  EXPECT_EQ(matching(succeeded), "succeeded");
+  EXPECT_EQ(matching(failed), "failed");
+  EXPECT_EQ(matching(unqueued), "none");
+  EXPECT_EQ(claim(add_document("pending"), uuid::v4()).outcome, claim_outcome::granted);
 }
 
 TEST_F(matching_repository_test, release_gives_back_without_counting) {
   auto doc = add_document();
   auto ref = claimed(doc);
-  auto res = await<void>([&](auto cb) { repo->release(ref, cb); });
+  auto res = await<void>([&](auto cb) { work->release(ref, {}, cb); });
   ASSERT_TRUE(res) << res.error().describe();
-  EXPECT_EQ(column(doc, "matching_status"), "pending");
-  EXPECT_EQ(column(doc, "matching_attempts"), "0");
-  EXPECT_EQ(column(doc, "matching_claim_token"), "");
+  EXPECT_EQ(matching(doc), "pending");
+  EXPECT_EQ(matching(doc, "matching_attempts"), "0");
+  EXPECT_EQ(item(doc, "claim_token IS NULL"), "true");
   auto c = claim(doc, uuid::v4());
-  ASSERT_TRUE(c.has_value());
-  EXPECT_EQ(c->attempt_count, 0);
-  EXPECT_EQ(column(doc, "matching_error"), "") << "a give-back is no crash";
+  ASSERT_EQ(c.outcome, claim_outcome::granted);
+  EXPECT_EQ(c.work.attempt_count, 0);
+  EXPECT_EQ(matching(doc, "matching_error"), "") << "a give-back is no crash";
 }
 
 TEST_F(matching_repository_test, record_failure_transient_permanent_and_at_max) {
   auto transient = add_document();
   auto ref = claimed(transient);
-  auto out = await<failure_outcome>([&](auto cb) {
-    repo->record_failure(ref, failure_record{error::make_transient("http_503", "busy"), 3, ""},
-                         cb);
-  });
+  auto out = fail(ref, error::make_transient("http_503", "busy"));
   ASSERT_TRUE(out) << out.error().describe();
   EXPECT_FALSE(out->failed);
   EXPECT_EQ(out->attempt_count, 1);
-  EXPECT_EQ(column(transient, "matching_status"), "pending");
-  EXPECT_EQ(column(transient, "matching_error"), "http_503: busy");
-  EXPECT_EQ(column(transient, "matching_claim_token"), "");
-  EXPECT_EQ(column(transient, "matching_failed_at"), "");
+  EXPECT_EQ(matching(transient), "pending");
+  EXPECT_EQ(matching(transient, "matching_error"), "http_503: busy");
+  EXPECT_EQ(matching(transient, "matching_attempts"), "1");
+  EXPECT_EQ(matching(transient, "matching_failed_at"), "");
+  EXPECT_EQ(item(transient, "claim_token IS NULL"), "true");
 
   auto permanent = add_document();
   ref = claimed(permanent);
-  out = await<failure_outcome>([&](auto cb) {
-    repo->record_failure(ref, failure_record{error::make_permanent("http_401", "key"), 3, ""},
-                         cb);
-  });
+  out = fail(ref, error::make_permanent("http_401", "key"));
   ASSERT_TRUE(out) << out.error().describe();
   EXPECT_TRUE(out->failed);
-  EXPECT_EQ(column(permanent, "matching_status"), "failed");
-  EXPECT_NE(column(permanent, "matching_failed_at"), "");
+  EXPECT_EQ(matching(permanent), "failed");
+  EXPECT_NE(matching(permanent, "matching_failed_at"), "");
 
   // The third delivery's transient failure is the last (max 3).
   auto at_max = add_document();
   for (int delivery = 1; delivery <= 3; ++delivery) {
     ref = claimed(at_max);
-    out = await<failure_outcome>([&](auto cb) {
-      repo->record_failure(ref, failure_record{error::make_transient("timeout", "t"), 3, ""}, cb);
-    });
+    EXPECT_EQ(matching(at_max, "matching_attempts"), std::to_string(delivery));
+    out = fail(ref, error::make_transient("timeout", "t"));
     ASSERT_TRUE(out) << out.error().describe();
     EXPECT_EQ(out->attempt_count, delivery);
     EXPECT_EQ(out->failed, delivery == 3);
   }
-  EXPECT_EQ(column(at_max, "matching_status"), "failed");
-  EXPECT_FALSE(claim(at_max, uuid::v4()).has_value());
+  EXPECT_EQ(matching(at_max), "failed");
+  EXPECT_EQ(matching(at_max, "matching_attempts"), "3");
+  EXPECT_EQ(claim(at_max, uuid::v4()).outcome, claim_outcome::finished);
 }
 
 TEST_F(matching_repository_test, a_lost_claim_fences_every_write_out) {
@@ -296,28 +346,70 @@ TEST_F(matching_repository_test, a_lost_claim_fences_every_write_out) {
   auto stored = store(old, f);
   ASSERT_FALSE(stored);
   EXPECT_TRUE(stored.error().claim_lost());
+  EXPECT_EQ(column(doc, "features_at"), "");
   auto written = write(old, {match_edge{other, match_kind::related, 0.5, "r"}});
   ASSERT_FALSE(written);
   EXPECT_TRUE(written.error().claim_lost());
   EXPECT_EQ(edges(), 0);
-  auto failed = await<failure_outcome>([&](auto cb) {
-    repo->record_failure(old, failure_record{error::make_permanent("x", "y"), 3, ""}, cb);
-  });
+  EXPECT_EQ(cluster(doc), "");
+  auto failed = fail(old, error::make_permanent("x", "y"));
   ASSERT_FALSE(failed);
   EXPECT_TRUE(failed.error().claim_lost());
-  auto released = await<void>([&](auto cb) { repo->release(old, cb); });
+  auto released = await<void>([&](auto cb) { work->release(old, {}, cb); });
   ASSERT_FALSE(released);
   EXPECT_TRUE(released.error().claim_lost());
-  auto lost = await<std::vector<lease_ref>>(
-    [&](auto cb) { repo->renew_leases({old, now}, 300s, cb); });
+  auto lost = await<std::vector<claim_ref>>([&](auto cb) {
+    work->renew_leases({old, now}, 300s, cb);
+  });
   ASSERT_TRUE(lost) << lost.error().describe();
   ASSERT_EQ(lost->size(), 1u);
-  EXPECT_EQ(lost->front().claim_token, old.claim_token);
-  EXPECT_EQ(column(doc, "matching_status"), "in-progress");
+  EXPECT_EQ(lost->front().token, old.token);
+  EXPECT_EQ(matching(doc), "in-progress");
   // The live claim still writes.
   ASSERT_TRUE(store(now, f));
   ASSERT_TRUE(write(now, {}));
-  EXPECT_EQ(column(doc, "matching_status"), "succeeded");
+  EXPECT_EQ(matching(doc), "succeeded");
+}
+
+TEST_F(matching_repository_test, the_write_phase_completes_the_work_item_in_its_transaction) {
+  auto a = add_document();
+  auto b = add_document();
+  auto ref = claimed(a);
+  ASSERT_TRUE(write(ref, {match_edge{b, match_kind::same_invoice, 0.9, "t"}}));
+  EXPECT_EQ(
+      item(a,
+           "status || ' ' || (claim_token IS NULL) || ' ' || (lease_expires_at IS NULL) || ' ' || "
+           "(completed_at IS NOT NULL)"),
+      "completed true true true");
+  EXPECT_EQ(matching(a), "succeeded");
+  EXPECT_EQ(matching(a, "matching_attempts"), "1");
+  // Its event carries the cluster the write made.
+  EXPECT_EQ(
+      db->scalar(
+          "SELECT (body::jsonb)->'payload'->>'cluster_id' FROM event_outbox WHERE destination = "
+          "'events' AND (body::jsonb)->>'type' = 'MATCHING_COMPLETED' AND "
+          "(body::jsonb)->>'document_id' = $1",
+          {a.str()}),
+      smallest({a, b}));
+  // The same claim cannot write twice.
+  auto again = write(ref, {});
+  ASSERT_FALSE(again);
+  EXPECT_TRUE(again.error().claim_lost());
+  EXPECT_EQ(edges(), 1);
+  // A write that fails leaves the item in progress under its claim, with nothing of the write.
+  auto c = add_document();
+  auto rc = claimed(c);
+  db->query("ALTER TABLE work_item ADD CONSTRAINT test_no_completion CHECK (status <> 'completed' "
+            "OR stage <> 'match' "
+            "OR id <> '"
+            + c.str() + "')");
+  auto refused = write(rc, {match_edge{b, match_kind::related, 0.5, "r"}});
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, "pg.23514") << refused.error().describe();
+  EXPECT_EQ(item(c, "status || ' ' || claim_token"), "in-progress " + rc.token.str());
+  EXPECT_EQ(edges(), 1);
+  EXPECT_EQ(cluster(c), "");
+  EXPECT_EQ(cluster(b), smallest({a, b}));
 }
 
 // -- features and candidates -----------------------------------------------------------------
@@ -379,14 +471,14 @@ TEST_F(matching_repository_test, candidates_by_each_signal_within_the_tenant) {
   ASSERT_TRUE(store(self_ref, self_f));
 
   auto found = candidates(self, self_f);
-  for (auto [id, what] : std::vector<std::pair<uuid, const char*>>{
-         {same_hash, "text hash"},
-         {same_number, "equal number"},
-         {credit, "number in its references"},
-         {order, "its number in my references"},
-         {shares_ref, "references overlap"},
-         {similar, "counterparty trigrams"},
-         {amount_date, "total and date"}})
+  for (auto [id, what] :
+       std::vector<std::pair<uuid, const char*>>{{same_hash, "text hash"},
+                                                 {same_number, "equal number"},
+                                                 {credit, "number in its references"},
+                                                 {order, "its number in my references"},
+                                                 {shares_ref, "references overlap"},
+                                                 {similar, "counterparty trigrams"},
+                                                 {amount_date, "total and date"}})
     EXPECT_TRUE(contains(found, id)) << what;
   for (auto id : {unrelated, too_far, foreign, no_features, self})
     EXPECT_FALSE(contains(found, id)) << id.str();
@@ -420,15 +512,15 @@ TEST_F(matching_repository_test, candidate_retrieval_uses_the_indexes) {
                          {tenant_.str()});
   ASSERT_EQ(probe.size(), 1u);
   auto& p = probe.front();
-  auto plan_rows = db->query(std::string{"EXPLAIN "} + pg_matching_repository::candidates_sql(),
-                             {tenant_.str(), *p[0], *p[1], "{INV100040,PO12}", *p[2], *p[3],
-                              *p[4], *p[5], "20"});
+  auto plan_rows = db->query(
+      std::string{"EXPLAIN "} + pg_matching_repository::candidates_sql(),
+      {tenant_.str(), *p[0], *p[1], "{INV100040,PO12}", *p[2], *p[3], *p[4], *p[5], "20"});
   std::string plan;
   for (auto& r : plan_rows)
     plan += r[0].value_or("") + "\n";
-  for (auto index : {"document_match_text_hash_idx", "document_match_number_idx",
-                     "document_match_references_idx", "document_match_trgm_idx",
-                     "document_match_total_idx"})
+  for (auto index :
+       {"document_match_text_hash_idx", "document_match_number_idx",
+        "document_match_references_idx", "document_match_trgm_idx", "document_match_total_idx"})
     EXPECT_NE(plan.find(index), std::string::npos) << index << " not used:\n" << plan;
   EXPECT_EQ(plan.find("Seq Scan on document"), std::string::npos) << plan;
 
@@ -456,8 +548,8 @@ TEST_F(matching_repository_test, an_edge_is_stored_once_per_pair) {
   EXPECT_EQ(*row[0][2], "same_invoice");
   EXPECT_EQ(cluster(a), smallest({a, b}));
   EXPECT_EQ(cluster(b), smallest({a, b}));
-  EXPECT_EQ(column(a, "matching_status"), "succeeded");
-  EXPECT_EQ(column(b, "matching_claim_token"), "");
+  EXPECT_EQ(matching(a), "succeeded");
+  EXPECT_EQ(item(b, "claim_token IS NULL"), "true");
   // Twice the same other document in one decision: once, the highest confidence.
   auto c = add_document();
   auto ref = claimed(c);
@@ -473,7 +565,7 @@ TEST_F(matching_repository_test, a_failure_between_delete_and_insert_keeps_the_o
   auto b = add_document();
   match(a, {b});
   ASSERT_EQ(edges(), 1);
-  db->query("UPDATE document SET matching_status = 'pending' WHERE id = $1", {a.str()});
+  queue_matching(a);
   auto ref = claimed(a);
   auto missing = uuid::v7();
   auto res = write(ref, {match_edge{missing, match_kind::related, 0.5, "nowhere"}});
@@ -483,7 +575,8 @@ TEST_F(matching_repository_test, a_failure_between_delete_and_insert_keeps_the_o
   EXPECT_EQ(edges(), 1);
   EXPECT_EQ(cluster(a), smallest({a, b}));
   EXPECT_EQ(cluster(b), smallest({a, b}));
-  EXPECT_EQ(column(a, "matching_status"), "in-progress") << "the claim is still ours";
+  EXPECT_EQ(matching(a), "in-progress") << "the claim is still ours";
+  EXPECT_EQ(item(a, "claim_token"), ref.token.str());
   // The same claim can still end it.
   ASSERT_TRUE(write(ref, {}));
   EXPECT_EQ(edges(), 0);
@@ -494,7 +587,7 @@ TEST_F(matching_repository_test, bad_edges_are_refused_before_anything_changes) 
   auto b = add_document();
   auto foreign = add_document("pending", uuid::v4());
   match(a, {b});
-  db->query("UPDATE document SET matching_status = 'pending' WHERE id = $1", {a.str()});
+  queue_matching(a);
   auto ref = claimed(a);
   for (auto& e : std::vector<match_edge>{{a, match_kind::duplicate, 1, "self"},
                                          {b, match_kind::duplicate, 1.5, "too sure"},
@@ -545,13 +638,14 @@ TEST_F(matching_repository_test, a_lone_document_is_its_own_cluster) {
   auto a = add_document();
   match(a, {});
   EXPECT_EQ(cluster(a), a.str());
-  EXPECT_EQ(column(a, "matching_status"), "succeeded");
+  EXPECT_EQ(matching(a), "succeeded");
 }
 
 // Two documents of one cluster matched at the same moment on two connections (two repositories,
 // as two nodes): afterwards every cluster is exactly the connected component of the edges.
 TEST_F(matching_repository_test, concurrent_writes_in_one_cluster_keep_clusters_consistent) {
   pg_matching_repository second{db->url()};
+  pg_work_repository second_work{db->url()};
   std::vector<uuid> docs;
   docs.reserve(8);
   for (int i = 0; i < 8; ++i)
@@ -572,7 +666,8 @@ TEST_F(matching_repository_test, concurrent_writes_in_one_cluster_keep_clusters_
     };
     for (auto& d : docs)
       parent[d.str()] = d.str();
-    for (auto& r : db->query("SELECT document_a_id::text, document_b_id::text FROM document_match")) {
+    for (auto& r :
+         db->query("SELECT document_a_id::text, document_b_id::text FROM document_match")) {
       auto x = find(*r[0]);
       auto y = find(*r[1]);
       if (x != y)
@@ -592,9 +687,9 @@ TEST_F(matching_repository_test, concurrent_writes_in_one_cluster_keep_clusters_
     if (i == j)
       j = (j + 1) % 8;
     for (auto k : {i, j})
-      db->query("UPDATE document SET matching_status = 'pending' WHERE id = $1", {docs[k].str()});
-    auto ri = claimed(docs[i], repo.get());
-    auto rj = claimed(docs[j], &second);
+      queue_matching(docs[k]);
+    auto ri = claimed(docs[i]);
+    auto rj = claimed(docs[j], &second_work);
     std::vector<match_edge> ei, ej;
     if (round % 2 == 0)
       ej.push_back({docs[(j + 3) % 8], match_kind::related, 0.6, "r"});
@@ -628,7 +723,7 @@ TEST_F(matching_repository_test, matches_of_lists_edges_and_the_cluster) {
   match(a, {b});
   match(c, {a});
   auto res = await<std::pair<std::vector<stored_match>, std::vector<uuid>>>(
-    [&](auto cb) { repo->matches_of(a, cb); });
+      [&](auto cb) { repo->matches_of(a, cb); });
   ASSERT_TRUE(res) << res.error().describe();
   auto& [found_edges, members] = *res;
   EXPECT_EQ(found_edges.size(), 2u);
@@ -640,17 +735,16 @@ TEST_F(matching_repository_test, matches_of_lists_edges_and_the_cluster) {
     EXPECT_EQ(e.reason, "test");
   }
   std::vector<uuid> expected{a, b, c};
-  std::sort(expected.begin(), expected.end(),
-            [](auto& x, auto& y) { return x.str() < y.str(); });
+  std::sort(expected.begin(), expected.end(), [](auto& x, auto& y) { return x.str() < y.str(); });
   EXPECT_EQ(members, expected);
 
   auto alone = await<std::pair<std::vector<stored_match>, std::vector<uuid>>>(
-    [&](auto cb) { repo->matches_of(lone, cb); });
+      [&](auto cb) { repo->matches_of(lone, cb); });
   ASSERT_TRUE(alone);
   EXPECT_TRUE(alone->first.empty());
   EXPECT_EQ(alone->second, std::vector<uuid>{lone});
   auto unknown = await<std::pair<std::vector<stored_match>, std::vector<uuid>>>(
-    [&](auto cb) { repo->matches_of(uuid::v7(), cb); });
+      [&](auto cb) { repo->matches_of(uuid::v7(), cb); });
   ASSERT_TRUE(unknown);
   EXPECT_TRUE(unknown->first.empty());
   EXPECT_TRUE(unknown->second.empty());

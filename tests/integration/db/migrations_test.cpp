@@ -1,5 +1,6 @@
 // The embedded migrations on a fresh schema: applied once, recorded, a no-op the second time;
-// the document trigger for completed and failed ingestions; the constraints the seeds state.
+// the document trigger for completed and failed ingestions; the work item's status followed by its
+// ingestion; the constraints the seeds and migration 015 state.
 #include <set>
 #include <thread>
 
@@ -37,6 +38,14 @@ std::string new_ingestion(pg_schema& db, const std::string& document_id) {
   db.query("INSERT INTO ingestion (id, document_id, uploaded_by) VALUES ($1, $2, $3)",
            {id, document_id, uuid::v4().str()});
   return id;
+}
+
+/// The ingestion's work item of the ingest stage.
+void new_work_item(pg_schema& db, const std::string& ingestion_id) {
+  db.query("INSERT INTO work_item (id, stage, document_id, tenant_id) SELECT i.id, 'ingest', "
+           "i.document_id, d.tenant_id FROM ingestion AS i JOIN document AS d ON d.id = "
+           "i.document_id WHERE i.id = $1",
+           {ingestion_id});
 }
 
 } // namespace
@@ -149,10 +158,8 @@ TEST_F(schema_test, trigger_copies_result_on_completion) {
 TEST_F(schema_test, trigger_flags_review_on_failure) {
   auto doc = new_document(*db);
   auto ing = new_ingestion(*db, doc);
-  // Seed 000's failure update: valid_structured_data stays NULL.
-  db->query("UPDATE ingestion SET attempt_count = attempt_count + 1, status = 'failed', "
-            "completed_at = now() WHERE id = $1",
-            {ing});
+  // A failure: valid_structured_data stays NULL.
+  db->query("UPDATE ingestion SET status = 'failed', completed_at = now() WHERE id = $1", {ing});
   EXPECT_EQ(db->scalar("SELECT valid_structured_data IS NULL FROM ingestion WHERE id = $1", {ing}),
             "t");
   EXPECT_EQ(db->scalar("SELECT needs_human_review FROM document WHERE id = $1", {doc}), "t");
@@ -247,4 +254,94 @@ TEST_F(schema_test, dequeue_uses_the_queue_index) {
   for (auto& row : plan)
     text += row.at(0).value_or("") + "\n";
   EXPECT_NE(text.find("queue_message_dequeue_idx"), std::string::npos) << text;
+}
+
+// Migration 015: the ingestion's status follows its work item's, and the document follows the
+// ingestion (update_document_from_ingestion).
+TEST_F(schema_test, an_ingestions_status_follows_its_work_item) {
+  auto doc = new_document(*db);
+  auto ing = new_ingestion(*db, doc);
+  new_work_item(*db, ing);
+  db->query("UPDATE ingestion SET structured_data = '{\"v\": 2}', valid_structured_data = false "
+            "WHERE id = $1",
+            {ing});
+  EXPECT_EQ(db->scalar("SELECT needs_human_review FROM document WHERE id = $1", {doc}), "f");
+  db->query("UPDATE work_item SET status = 'completed', completed_at = now() - interval '1 minute' "
+            "WHERE id = $1",
+            {ing});
+  EXPECT_EQ(
+      db->scalar("SELECT status || ' ' || (completed_at < now() - interval '50 s') FROM ingestion "
+                 "WHERE id = $1",
+                 {ing}),
+      "completed true");
+  EXPECT_EQ(
+      db->scalar(
+          "SELECT structured_data->>'v' || ' ' || needs_human_review FROM document WHERE id = $1",
+          {doc}),
+      "2 true");
+  // A skip carries its reason; a final status without a time of its own gets now().
+  auto skipped = new_ingestion(*db, new_document(*db));
+  new_work_item(*db, skipped);
+  db->query("UPDATE work_item SET status = 'skipped' WHERE id = $1", {skipped});
+  EXPECT_EQ(
+      db->scalar(
+          "SELECT status || ' ' || skip_reason || ' ' || (completed_at IS NOT NULL) FROM ingestion "
+          "WHERE id = $1",
+          {skipped}),
+      "skipped known_file true");
+  for (auto status : {"failed", "cancelled"}) {
+    auto id = new_ingestion(*db, new_document(*db));
+    new_work_item(*db, id);
+    db->query("UPDATE work_item SET status = $2 WHERE id = $1", {id, status});
+    EXPECT_EQ(
+        db->scalar("SELECT status || ' ' || (skip_reason IS NULL) FROM ingestion WHERE id = $1",
+                   {id}),
+        std::string{status} + " true");
+  }
+  // Changes that leave the status alone leave the ingestion alone.
+  auto running = new_ingestion(*db, new_document(*db));
+  new_work_item(*db, running);
+  db->query("UPDATE work_item SET claim_token = gen_random_uuid(), lease_expires_at = now() WHERE "
+            "id = $1",
+            {running});
+  EXPECT_EQ(
+      db->scalar("SELECT status || ' ' || (completed_at IS NULL) FROM ingestion WHERE id = $1",
+                 {running}),
+      "in-progress true");
+}
+
+TEST_F(schema_test, work_item_constraints) {
+  auto doc = new_document(*db);
+  auto ing = new_ingestion(*db, doc);
+  new_work_item(*db, ing);
+  auto set = [&](const std::string& assignment) {
+    return sqlstate_of(*db, "UPDATE work_item SET " + assignment + " WHERE id = $1", {ing});
+  };
+  for (auto bad : {"status = 'done'", "stage = 'extract'", "priority = 101", "priority = -1",
+                   "size_class = 'huge'", "attempt_count = -1", "crash_count = -1",
+                   "class_attempts_base = -1", "error_class = 'fatal'"})
+    EXPECT_EQ(set(bad), "23514") << bad;
+  for (auto good : {"error_class = 'claim_lost'", "error_class = 'poison'", "size_class = 'large'",
+                    "priority = 0", "stage = 'unpack'"})
+    EXPECT_EQ(set(good), "ok") << good;
+  // One item per subject; a document that exists.
+  EXPECT_EQ(
+      sqlstate_of(
+          *db,
+          "INSERT INTO work_item (id, stage, document_id, tenant_id) VALUES ($1, 'ingest', $2, "
+          "gen_random_uuid())",
+          {ing, doc}),
+      "23505");
+  EXPECT_EQ(
+      sqlstate_of(
+          *db,
+          "INSERT INTO work_item (id, stage, document_id, tenant_id) VALUES (gen_random_uuid(), "
+          "'match', gen_random_uuid(), gen_random_uuid())"),
+      "23503");
+  // The event sinks: the notifier's name is allowed, others are not.
+  EXPECT_EQ(
+      sqlstate_of(*db,
+                  "INSERT INTO event_sink (name, types) VALUES ('notify', '{INGESTION_FAILED}')"),
+      "ok");
+  EXPECT_EQ(sqlstate_of(*db, "INSERT INTO event_sink (name) VALUES ('pager')"), "23514");
 }

@@ -160,9 +160,19 @@ TEST(node_versions, the_header_is_parsed_and_versions_compare_by_number) {
 TEST(node_versions, a_node_older_than_a_recorded_minimum_is_refused) {
   pg_schema db;
   EXPECT_EQ(db.scalar("SELECT min_node_version FROM schema_migrations WHERE version = 6"), "0.1.0");
-  EXPECT_TRUE(check_node_version(db.url(), "0.1.0"));
+  // Migration 015 moved the claim columns that 0.1 nodes read.
+  EXPECT_EQ(db.scalar("SELECT min_node_version FROM schema_migrations WHERE version = 15"),
+            "0.2.0");
+  auto too_old = check_node_version(db.url(), "0.1.0");
+  ASSERT_FALSE(too_old);
+  EXPECT_EQ(too_old.error().code, "node.too_old");
+  EXPECT_NE(
+      too_old.error().message.find("needs ingestd 0.2.0 or newer (migration 015_work_items.sql)"),
+      std::string::npos)
+      << too_old.error().message;
+  EXPECT_TRUE(check_node_version(db.url(), "0.2.0"));
   db.query("INSERT INTO schema_migrations (version, name, min_node_version) VALUES (900, '900_additive.sql', NULL)");
-  EXPECT_TRUE(check_node_version(db.url(), "0.1.0")) << "an additive migration keeps older nodes";
+  EXPECT_TRUE(check_node_version(db.url(), "0.2.0")) << "an additive migration keeps older nodes";
   db.query("INSERT INTO schema_migrations (version, name, min_node_version) VALUES (901, '901_break.sql', '0.3.0')");
   auto refused = check_node_version(db.url(), "0.2.9");
   ASSERT_FALSE(refused);

@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 
 #include "adapters/db/pg_connection.hpp"
-#include "adapters/db/pg_repository.hpp"
+#include "adapters/db/pg_work_repository.hpp"
 #include "adapters/queue/postgres_queue.hpp"
 #include "tests/support/environment.hpp"
 #include "tests/support/postgres/await.hpp"
@@ -61,22 +61,25 @@ protected:
     return rows && rows->size() == 1 ? rows->str(0, 0) : std::string{};
   }
 
-  /// A repository call (states) made while `ingestion` is locked by another session, on a
-  /// repository whose connection has `session`'s deadlines: its answer and how long it took (s).
-  /// The same connection must serve the next call once the lock is gone.
-  std::pair<result<std::vector<ingestion_state>>, double> states_on_locked_ingestion(pg::session_options session) {
-    pg_repository repo{db->url(), pg_repository_options{1, session}};
-    auto states = [&] {
-      return await<std::vector<ingestion_state>>([&](auto cb) { repo.states({uuid::v7()}, cb); }, 60s);
+  /// A repository call (the heartbeat's look-up of cancel requests) made while `work_item` is
+  /// locked by another session, on a repository whose connection has `session`'s deadlines: its
+  /// answer and how long it took (s). The same connection must serve the next call once the lock
+  /// is gone.
+  std::pair<result<std::vector<uuid>>, double>
+  call_on_locked_work_items(pg::session_options session) {
+    pg_work_repository repo{db->url(), pg_work_options{1, session}};
+    auto ask = [&] {
+      return await<std::vector<uuid>>([&](auto cb) { repo.cancel_requests({uuid::v7()}, cb); },
+                                      60s);
     };
     // A first call connects before the lock, so that the measured time is the lock wait alone.
-    EXPECT_TRUE(states());
-    lock_table("ingestion");
+    EXPECT_TRUE(ask());
+    lock_table("work_item");
     auto start = clock_type::now();
-    auto r = states();
+    auto r = ask();
     auto took = since(start);
     unlock();
-    auto again = states();
+    auto again = ask();
     EXPECT_TRUE(again) << again.error().describe();
     return {std::move(r), took};
   }
@@ -119,12 +122,12 @@ TEST_F(timeouts_test, a_setting_in_the_urls_options_wins_over_the_session_deadli
 }
 
 TEST_F(timeouts_test, a_repository_call_on_a_locked_table_fails_transiently_within_the_lock_timeout) {
-  auto [r, took] = states_on_locked_ingestion(pg::session_options{30s, 1s, 30s});
+  auto [r, took] = call_on_locked_work_items(pg::session_options{30s, 1s, 30s});
   expect_ended_by_deadline(r, took, "pg.55P03", 1s);
 }
 
 TEST_F(timeouts_test, without_a_lock_timeout_the_statement_timeout_ends_the_wait) {
-  auto [r, took] = states_on_locked_ingestion(pg::session_options{2s, 0s, 30s});
+  auto [r, took] = call_on_locked_work_items(pg::session_options{2s, 0s, 30s});
   expect_ended_by_deadline(r, took, "pg.57014", 2s);
 }
 

@@ -1,6 +1,7 @@
 // The HTTP intake's scheduling parts (issue 13) against the real PostgreSQL, the filesystem store
 // and the Postgres queue, the server in-process: the priority of POST /v1/documents (header, form
-// field, query) stored on the ingestion and its queue message, bad priorities refused, and
+// field, query) stored on the ingestion's work item and its queue message, bad priorities refused,
+// and
 // DELETE /v1/ingestions/{id} on a queued, a running, a finished and another tenant's ingestion.
 #include <filesystem>
 #include <fstream>
@@ -10,7 +11,7 @@
 #include <httplib.h>
 
 #include "adapters/db/pg_intake_repository.hpp"
-#include "adapters/db/pg_repository.hpp"
+#include "adapters/db/pg_work_repository.hpp"
 #include "adapters/queue/postgres_queue.hpp"
 #include "adapters/storage/filesystem_store.hpp"
 #include "intake/intake_server.hpp"
@@ -49,9 +50,11 @@ protected:
     root = test::make_temp_dir("intake_sched");
     queue_name = test::unique_name("q");
     ASSERT_TRUE(create_postgres_queue(db->url(), queue_name, queue_name + "-dlq", 0));
-    auto q = std::make_shared<postgres_queue>(db->url(), queue_name);
-    auto service = std::make_shared<intake_service>(std::make_shared<pg_intake_repository>(db->url()), q,
-                                                    std::make_shared<filesystem_store>(root));
+    intake_options intake_opts;
+    intake_opts.ingest_queue = queue_name;
+    auto service
+        = std::make_shared<intake_service>(std::make_shared<pg_intake_repository>(db->url()),
+                                           std::make_shared<filesystem_store>(root), intake_opts);
     intake_server_options opts;
     opts.default_tenant = tenant;
     server = std::make_unique<intake_server>(service, opts);
@@ -80,6 +83,10 @@ protected:
   std::string column(const std::string& id, const std::string& expr) {
     return db->scalar("SELECT " + expr + " FROM ingestion WHERE id = $1::uuid", {id});
   }
+  /// A column of the ingestion's work item.
+  std::string item(const std::string& id, const std::string& expr) {
+    return db->scalar("SELECT " + expr + " FROM work_item WHERE id = $1::uuid", {id});
+  }
 
   std::unique_ptr<test::pg_schema> db;
   std::string root, queue_name;
@@ -90,14 +97,14 @@ protected:
 
 } // namespace
 
-TEST_F(intake_scheduling_test, the_priority_is_stored_on_the_ingestion_and_its_message) {
+TEST_F(intake_scheduling_test, the_priority_is_stored_on_the_work_item_and_its_message) {
   auto by_header = post("inv01_en_classic.pdf", {{"X-Priority", "5"}});
   auto by_query = post("inv02_de_modern.pdf", {}, "/v1/documents?priority=95");
   auto by_default = post("inv03_en_compact.pdf", {});
   ASSERT_FALSE(by_header.empty());
-  EXPECT_EQ(column(by_header, "priority"), "5");
-  EXPECT_EQ(column(by_query, "priority"), "95");
-  EXPECT_EQ(column(by_default, "priority"), "50");
+  EXPECT_EQ(item(by_header, "priority"), "5");
+  EXPECT_EQ(item(by_query, "priority"), "95");
+  EXPECT_EQ(item(by_default, "priority"), "50");
   EXPECT_EQ(db->scalar("SELECT priority FROM queue_message WHERE queue_name = $1 AND body = $2",
                        {queue_name, by_header}),
             "5");
@@ -132,19 +139,27 @@ TEST_F(intake_scheduling_test, delete_cancels_queued_and_running_ingestions_and_
   EXPECT_EQ(r->status, 200) << r->body;
 
   // A worker holds it: the request is recorded, the job stops at its next step.
-  pg_repository repo{db->url()};
-  auto claimed = test::await<std::vector<std::optional<claimed_ingestion>>>([&](auto cb) {
-    repo.claim({claim_request{*uuid::parse(running), uuid::v7(), 3}}, "w1", 300s, cb);
-  });
-  ASSERT_TRUE(claimed && claimed->at(0));
+  pg_work_repository work{db->url()};
+  claim_request request;
+  request.item = *uuid::parse(running);
+  request.token = uuid::v7();
+  request.stage = "ingest";
+  auto claimed = test::await<std::vector<claim_answer>>(
+      [&](auto cb) { work.claim({request}, "w1", 300s, cb); });
+  ASSERT_TRUE(claimed && claimed->at(0).outcome == claim_outcome::granted);
   r = client->Delete(path(running).c_str());
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 202) << r->body;
   EXPECT_NE(r->body.find("\"status\":\"cancelling\""), std::string::npos) << r->body;
   EXPECT_EQ(column(running, "status"), "in-progress");
-  EXPECT_EQ(column(running, "cancel_requested_at IS NOT NULL"), "t");
+  EXPECT_EQ(item(running, "cancel_requested_at IS NOT NULL"), "t");
+  auto requested
+      = test::await<std::vector<uuid>>([&](auto cb) { work.cancel_requests({request.item}, cb); });
+  ASSERT_TRUE(requested);
+  EXPECT_EQ(*requested, std::vector<uuid>{request.item});
 
-  db->query("UPDATE ingestion SET status = 'completed' WHERE id = $1::uuid", {finished});
+  db->query("UPDATE work_item SET status = 'completed' WHERE id = $1::uuid", {finished});
+  EXPECT_EQ(column(finished, "status"), "completed");
   r = client->Delete(path(finished).c_str());
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 409) << r->body;

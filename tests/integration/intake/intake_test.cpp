@@ -1,6 +1,7 @@
 // Intake end to end on real services: one document and one stored object per (tenant, content)
-// however often and however concurrently it is submitted; bad files refused by name; a failed
-// enqueue caught by the real sweeper; `ingestd submit` over a directory of mixed files.
+// however often and however concurrently it is submitted, its work item and message written with
+// it; bad files refused by name; a message lost after intake sent again by the real sweeper;
+// `ingestd submit` over a directory of mixed files.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -17,13 +18,15 @@
 
 #include "actors/sweeper.hpp"
 #include "adapters/aws/encoding.hpp"
+#include "adapters/db/pg_ingest_repository.hpp"
 #include "adapters/db/pg_intake_repository.hpp"
-#include "adapters/db/pg_repository.hpp"
+#include "adapters/db/pg_work_repository.hpp"
 #include "adapters/ocr/document_source.hpp"
 #include "adapters/queue/postgres_queue.hpp"
 #include "adapters/storage/filesystem_store.hpp"
 #include "intake/intake_server.hpp"
 #include "intake/intake_service.hpp"
+#include "stages/ingest/ingest_stage.hpp"
 #include "tests/support/environment.hpp"
 #include "tests/support/postgres/pg_fixture.hpp"
 
@@ -44,40 +47,12 @@ std::string corpus(const std::string& name) {
   return read_all(test::source_dir() + "/tests/fixtures/corpus/" + name);
 }
 
-/// A queue whose sends fail (transiently), as when SQS is unreachable after the rows are written.
-class failing_send_queue final : public queue {
-public:
-  explicit failing_send_queue(std::shared_ptr<queue> inner) : inner_(std::move(inner)) {}
-  void receive(int n, std::chrono::seconds w, std::chrono::seconds v,
-               callback<std::vector<queue_message>> done) override {
-    inner_->receive(n, w, v, std::move(done));
-  }
-  void remove(std::vector<std::string> r, callback<std::vector<batch_entry_result>> done) override {
-    inner_->remove(std::move(r), std::move(done));
-  }
-  void change_visibility(std::vector<visibility_change> c,
-                         callback<std::vector<batch_entry_result>> done) override {
-    inner_->change_visibility(std::move(c), std::move(done));
-  }
-  void send(std::vector<outgoing_message>, callback<std::vector<batch_entry_result>> done) override {
-    std::thread{[done = std::move(done)] {
-      done(error::make_transient("queue.unreachable", "connection refused"));
-    }}.detach();
-  }
-  void stats(callback<queue_stats> done) override { inner_->stats(std::move(done)); }
-  std::string name() const override { return "failing"; }
-
-private:
-  std::shared_ptr<queue> inner_;
-};
-
 class intake_test : public ::testing::Test {
 protected:
   void SetUp() override {
     db = std::make_unique<pg_schema>();
     root = test::make_temp_dir("intake");
     queue_name = test::unique_name("q");
-    repo = std::make_shared<pg_repository>(db->url());
     q = std::make_shared<postgres_queue>(db->url(), queue_name);
     // What `ingestd queues create` makes, for the command-line submits.
     for (auto& [name, dead_letter, receives] :
@@ -91,13 +66,14 @@ protected:
   }
 
   /// A service with a repository (and so connections) of its own, as another process would have.
-  std::unique_ptr<intake_service> make(size_t max_bytes = 20u << 20, const std::shared_ptr<queue>& with = {},
-                                       std::chrono::seconds call_timeout = std::chrono::seconds{60}) {
+  std::unique_ptr<intake_service>
+  make(size_t max_bytes = 20u << 20, std::chrono::seconds call_timeout = std::chrono::seconds{60}) {
     intake_options opts;
     opts.max_bytes = max_bytes;
     opts.call_timeout = call_timeout;
+    opts.ingest_queue = queue_name;
     return std::make_unique<intake_service>(std::make_shared<pg_intake_repository>(db->url()),
-                                            with ? with : q, store, opts);
+                                            store, opts);
   }
 
   intake_item item(std::string bytes, uuid tenant, std::string name = "f.pdf") {
@@ -128,7 +104,6 @@ protected:
 
   std::unique_ptr<pg_schema> db;
   std::string root, queue_name;
-  std::shared_ptr<pg_repository> repo;
   std::shared_ptr<postgres_queue> q;
   std::shared_ptr<filesystem_store> store;
   uuid tenant_a = uuid::v7(), tenant_b = uuid::v7(), uploader = uuid::v7();
@@ -170,6 +145,10 @@ TEST_F(intake_test, new_file_is_stored_recorded_and_enqueued_and_again_is_a_dupl
   EXPECT_EQ(first->file_path, "documents/" + first->document_id.str() + ".pdf");
   EXPECT_EQ(read_all(root + "/" + first->file_path), bytes);
   EXPECT_EQ(messages_for(first->ingestion_id), 1);
+  EXPECT_EQ(
+      db->scalar("SELECT stage || ' ' || status || ' ' || priority FROM work_item WHERE id = $1",
+                 {first->ingestion_id.str()}),
+      "ingest in-progress 50");
   EXPECT_EQ(db->scalar("SELECT content_hash FROM document"), aws::sha256_hex(bytes));
   EXPECT_EQ(db->scalar("SELECT uploaded_by::text FROM ingestion"), uploader.str());
   EXPECT_EQ(db->scalar("SELECT source_metadata->>'file_name' FROM ingestion"), "f.pdf");
@@ -182,11 +161,12 @@ TEST_F(intake_test, new_file_is_stored_recorded_and_enqueued_and_again_is_a_dupl
   EXPECT_EQ(again->ingestion_status, "in-progress");
   EXPECT_EQ(count("SELECT count(*) FROM document"), 1);
   EXPECT_EQ(count("SELECT count(*) FROM ingestion"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM work_item"), 1);
   EXPECT_EQ(stored_documents(), 1);
   EXPECT_EQ(messages_for(first->ingestion_id), 1);
 
   // Completed: still a duplicate, reported with the completed ingestion.
-  db->query("UPDATE ingestion SET status = 'completed', completed_at = now()");
+  db->query("UPDATE work_item SET status = 'completed', completed_at = now()");
   auto done = intake->submit(item(bytes, tenant_a));
   ASSERT_TRUE(done);
   EXPECT_EQ(done->status, intake_status::duplicate);
@@ -218,6 +198,7 @@ TEST_F(intake_test, concurrent_submissions_of_one_file_make_one_document_and_one
   EXPECT_EQ(count("SELECT count(*) FROM document"), 1);
   EXPECT_EQ(count("SELECT count(*) FROM ingestion"), 1);
   EXPECT_EQ(count("SELECT count(*) FROM queue_message"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM work_item"), 1);
   EXPECT_EQ(stored_documents(), 1);
 }
 
@@ -279,7 +260,7 @@ TEST_F(intake_test, a_document_whose_ingestions_failed_is_reprocessed_on_resubmi
   auto bytes = corpus("inv04_de_classic.pdf");
   auto first = intake->submit(item(bytes, tenant_a));
   ASSERT_TRUE(first);
-  db->query("UPDATE ingestion SET status = 'failed', error_class = 'permanent', last_error = 'x'");
+  db->query("UPDATE work_item SET status = 'failed', error_class = 'permanent', last_error = 'x'");
   auto again = intake->submit(item(bytes, tenant_a));
   ASSERT_TRUE(again) << again.error().describe();
   EXPECT_EQ(again->status, intake_status::reprocessing);
@@ -287,13 +268,14 @@ TEST_F(intake_test, a_document_whose_ingestions_failed_is_reprocessed_on_resubmi
   EXPECT_NE(again->ingestion_id, first->ingestion_id);
   EXPECT_EQ(messages_for(again->ingestion_id), 1);
   EXPECT_EQ(count("SELECT count(*) FROM ingestion"), 2);
+  EXPECT_EQ(count("SELECT count(*) FROM work_item WHERE status = 'in-progress'"), 1);
   EXPECT_EQ(stored_documents(), 1);
 }
 
 // The content lock waits no longer than the call's deadline, reports it as intake always has, and
 // is not left behind: once the holder lets go, the same content goes in.
 TEST_F(intake_test, a_held_content_lock_makes_intake_fail_at_its_deadline_and_leaves_no_lock) {
-  auto intake = make(20u << 20, {}, std::chrono::seconds{1});
+  auto intake = make(20u << 20, std::chrono::seconds{1});
   auto bytes = corpus("inv05_en_modern.pdf");
   pg_intake_repository holder{db->url()};
   auto held = holder.lock_content(tenant_a, aws::sha256_hex(bytes), std::chrono::seconds{10});
@@ -379,7 +361,7 @@ TEST_F(intake_test, repository_look_ups_show_documents_ingestions_and_the_review
   auto review = look.review_json(10, t);
   ASSERT_TRUE(review);
   EXPECT_EQ(parse(*review).Size(), 0u);
-  db->query("UPDATE ingestion SET status = 'failed', last_error = 'llm.refused: no'");
+  db->query("UPDATE work_item SET status = 'failed', last_error = 'llm.refused: no'");
   db->query("UPDATE document SET needs_human_review = true");
   review = look.review_json(10, t);
   ASSERT_TRUE(review);
@@ -390,31 +372,47 @@ TEST_F(intake_test, repository_look_ups_show_documents_ingestions_and_the_review
   EXPECT_STREQ(parse(*look.documents_json(10, t))[0]["state"].GetString(), "needs_review");
 }
 
-TEST_F(intake_test, a_failed_enqueue_is_caught_by_the_sweeper) {
-  auto intake = make(20u << 20, std::make_shared<failing_send_queue>(q));
+// The message is written with the ingestion, so intake cannot lose it; a message lost afterwards
+// (a queue purged by hand) is sent again by the real sweeper over the ingest stage.
+TEST_F(intake_test, a_message_lost_after_intake_is_sent_again_by_the_sweeper) {
+  auto intake = make();
   auto r = intake->submit(item(corpus("inv05_en_modern.pdf"), tenant_a));
   ASSERT_TRUE(r) << r.error().describe();
-  EXPECT_FALSE(r->enqueued);
-  EXPECT_EQ(messages_for(r->ingestion_id), 0);
-  EXPECT_EQ(db->scalar("SELECT status FROM ingestion WHERE id = $1", {r->ingestion_id.str()}), "in-progress");
+  EXPECT_TRUE(r->enqueued);
+  EXPECT_EQ(messages_for(r->ingestion_id), 1);
+  db->query("DELETE FROM queue_message");
+  EXPECT_EQ(db->scalar("SELECT status FROM ingestion WHERE id = $1", {r->ingestion_id.str()}),
+            "in-progress");
 
-  // The real sweeper with a short interval and stale threshold, over the real queue.
+  // The real sweeper with a short interval and stale threshold, over the ingest stage of the real
+  // queue and the real work repository.
   caf::actor_system_config cfg;
   caf::actor_system sys{cfg};
-  auto ctx = std::make_shared<worker_context>();
-  ctx->ports.db = repo;
-  ctx->ports.ingest_queue = q;
+  auto ctx = std::make_shared<node_context>();
+  ctx->work = std::make_shared<pg_work_repository>(db->url());
+  auto ports = std::make_shared<ingest_ports>();
+  ports->db = std::make_shared<pg_ingest_repository>(db->url());
+  ports->storage = store;
+  ingest_class cls;
+  cls.queue = q;
+  cls.queue_name = queue_name;
+  ctx->stages = {make_ingest_stage(ports, ingest_settings{}, cls)};
   ctx->settings.sweeper_interval = std::chrono::seconds{1};
   ctx->settings.stale_threshold = std::chrono::seconds{1};
   // An hour without a sign of a message: longer than the queue keeps one invisible.
-  db->query("UPDATE ingestion SET due_at = now() - interval '1 hour', message_seen_at = now() - interval '1 hour'");
+  db->query("UPDATE work_item SET due_at = now() - interval '1 hour', message_seen_at = now() - "
+            "interval '1 hour'");
   auto sweeper = spawn_sweeper(sys, ctx);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{30};
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{60};
   while (messages_for(r->ingestion_id) == 0 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds{100});
+    std::this_thread::sleep_for(std::chrono::milliseconds{100}); // a condition, with a deadline
   caf::anon_send_exit(sweeper, caf::exit_reason::user_shutdown);
   EXPECT_EQ(messages_for(r->ingestion_id), 1);
   EXPECT_GE(ctx->metrics->rescues.load(), 1);
+  EXPECT_EQ(db->scalar(
+                "SELECT message_seen_at > now() - interval '1 minute' FROM work_item WHERE id = $1",
+                {r->ingestion_id.str()}),
+            "t");
 }
 
 /// Runs `ingestd submit` against this schema; returns (exit code, stdout+stderr).

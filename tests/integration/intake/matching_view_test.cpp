@@ -1,7 +1,8 @@
 // What users see of matching, against the real PostgreSQL: the document JSON of
-// GET /v1/documents/{id} (matching_status, cluster_id, the edges), the documents list and the
-// status figures of pg_intake_repository, and the `ingestd matches` and `ingestd status` commands
-// run as a user runs them.
+// GET /v1/documents/{id} (matching_status from the view document_matching, cluster_id, the edges),
+// the documents list and the status figures of pg_intake_repository, and the `ingestd matches` and
+// `ingestd status` commands run as a user runs them. The match stage's work items are claimed
+// through pg_work_repository and completed by the write phase, as the match stage does.
 #include <cstdio>
 #include <string>
 
@@ -12,7 +13,7 @@
 
 #include "adapters/db/pg_intake_repository.hpp"
 #include "adapters/db/pg_matching_repository.hpp"
-#include "adapters/queue/postgres_queue.hpp"
+#include "adapters/db/pg_work_repository.hpp"
 #include "intake/intake_service.hpp"
 #include "tests/support/environment.hpp"
 #include "tests/support/postgres/await.hpp"
@@ -41,8 +42,10 @@ protected:
       return;
     look = std::make_shared<pg_intake_repository>(db->url());
     matching = std::make_unique<pg_matching_repository>(db->url());
+    work = std::make_unique<pg_work_repository>(db->url());
   }
   void TearDown() override {
+    work.reset();
     matching.reset();
     look.reset();
     postgres_test::TearDown();
@@ -58,21 +61,31 @@ protected:
     r.file_path = "documents/" + r.document_id.str() + ".pdf";
     r.uploaded_by = uuid::v4();
     r.source_metadata = R"({"file_name": ")" + file_name + R"("})";
+    r.queue = "ingest-q";
     auto res = look->create_ingestion(r, t);
     EXPECT_TRUE(res) << res.error().describe();
-    db->query("UPDATE document SET matching_status = 'pending' WHERE id = $1",
-              {r.document_id.str()});
+    // Its matching, as its ingestion's completion adds it.
+    db->query("SELECT ingestd_add_work($1, 'match', $1, $2, 50, 'small', 'match-q', false, true)",
+              {r.document_id.str(), tenant.str()});
     return r.document_id;
   }
 
-  /// Matches the document as the matching stage does: claim, then the write phase.
+  /// Claims the document's matching as the match stage does.
+  claim_ref claim_matching(uuid doc) {
+    claim_request r;
+    r.item = doc;
+    r.token = uuid::v4();
+    r.stage = "match";
+    auto c = await<std::vector<claim_answer>>([&](auto cb) { work->claim({r}, "w1", 300s, cb); });
+    EXPECT_TRUE(c && c->size() == 1 && c->front().outcome == claim_outcome::granted);
+    return claim_ref{doc, r.token};
+  }
+
+  /// Matches the document as the match stage does: claim, then the write phase, which completes
+  /// its work item.
   void match(uuid doc, std::vector<match_edge> edges) {
-    auto token = uuid::v4();
-    auto c = await<std::optional<matching_claim>>(
-      [&](auto cb) { matching->claim(doc, token, "w1", 300s, 3, cb); });
-    ASSERT_TRUE(c && c->has_value());
-    auto w = await<void>(
-      [&](auto cb) { matching->write_matches(lease_ref{doc, token}, edges, cb); });
+    auto ref = claim_matching(doc);
+    auto w = await<void>([&](auto cb) { matching->write_matches(work_outcome{ref}, edges, cb); });
     ASSERT_TRUE(w) << w.error().describe();
   }
 
@@ -93,6 +106,7 @@ protected:
 
   std::shared_ptr<pg_intake_repository> look;
   std::unique_ptr<pg_matching_repository> matching;
+  std::unique_ptr<pg_work_repository> work;
   uuid tenant = uuid::v7();
 };
 
@@ -105,7 +119,7 @@ TEST_F(matching_view_test, the_document_json_carries_matching_status_cluster_and
   auto cluster = std::min(invoice.str(), scan.str());
 
   // What GET /v1/documents/{id} answers (intake_service::document_json).
-  intake_service service{look, std::make_shared<postgres_queue>(db->url(), "q"), nullptr};
+  intake_service service{look, nullptr};
   auto json = service.document_json(tenant, invoice);
   ASSERT_TRUE(json && *json);
   auto d = parse(**json);
@@ -121,6 +135,8 @@ TEST_F(matching_view_test, the_document_json_carries_matching_status_cluster_and
   EXPECT_STREQ(pending["matching_status"].GetString(), "pending");
   EXPECT_TRUE(pending["cluster_id"].IsNull());
   EXPECT_EQ(pending["matches"].Size(), 0u);
+  EXPECT_EQ(pending["matching_attempts"].GetInt(), 0);
+  EXPECT_EQ(d["matching_attempts"].GetInt(), 1);
 
   // The documents list of `ingestd status --documents`.
   auto list = look->documents_json(10, t);
@@ -145,15 +161,11 @@ TEST_F(matching_view_test, status_counts_matching_and_reports_it_stuck_over_10_m
   auto c = document("c.pdf");
   (void) document("d.pdf");
   match(a, {});
-  auto token = uuid::v4();
-  for (auto doc : {b, c}) {
-    auto claimed = await<std::optional<matching_claim>>(
-      [&](auto cb) { matching->claim(doc, token, "w1", 300s, 3, cb); });
-    ASSERT_TRUE(claimed && claimed->has_value());
-  }
+  for (auto doc : {b, c})
+    claim_matching(doc);
   // c's worker crashed 11 minutes ago.
-  db->query("UPDATE document SET matching_started_at = now() - interval '11 minutes' "
-            "WHERE id = $1",
+  db->query("UPDATE work_item SET started_at = now() - interval '11 minutes', "
+            "lease_expires_at = now() - interval '6 minutes' WHERE id = $1",
             {c.str()});
   auto s = look->summarize(t);
   ASSERT_TRUE(s) << s.error().describe();

@@ -1,8 +1,9 @@
 // The status event stream end to end below the daemon: events written by state changes in
 // PostgreSQL, the relay actor (real actor system), and its sinks: the signed webhook against the
 // local receiver (tests/support/llm/chat_stub.py, which checks signatures with Python's hmac),
-// down for a while and then receiving every event exactly once, in order per document; and the
-// SQS sink against fauxqs.
+// down for a while and then receiving every event exactly once, in order per document; the failure
+// notifier (registered for the failure events only) posting a Slack-compatible message for a failed
+// ingestion and a failed matching and nothing else; and the SQS sink against fauxqs.
 #include <map>
 #include <set>
 #include <thread>
@@ -19,6 +20,7 @@
 #include "adapters/http/curl_engine.hpp"
 #include "adapters/notify/event_webhook_sink.hpp"
 #include "adapters/notify/queue_event_sink.hpp"
+#include "adapters/notify/webhook_notifier.hpp"
 #include "tests/support/fauxqs/fauxqs_fixture.hpp"
 #include "tests/support/llm/chat_stub.hpp"
 #include "tests/support/llm/stub_client.hpp"
@@ -54,7 +56,8 @@ result<http_response> post_sync(http_client& http, const std::string& url) {
 }
 
 /// Documents whose ingestions are queued, started and completed: five events each, the
-/// documents' events interleaved in the outbox.
+/// documents' events interleaved in the outbox. Their work items change as a worker's claim and
+/// completion change them.
 std::vector<uuid> make_documents(test::pg_schema& db, int n) {
   pg_intake_repository intake{db.url()};
   std::vector<uuid> docs;
@@ -66,14 +69,17 @@ std::vector<uuid> make_documents(test::pg_schema& db, int n) {
     r.content_hash = uuid::v4().str();
     r.file_path = "documents/" + r.document_id.str() + ".pdf";
     r.uploaded_by = uuid::v4();
+    r.queue = "ingest-q";
     auto made = intake.create_ingestion(r, 30s);
     EXPECT_TRUE(made) << made.error().describe();
     docs.push_back(r.document_id);
   }
-  db.query("UPDATE ingestion SET claim_token = gen_random_uuid(), claimed_by = 'w1', "
+  db.query("UPDATE work_item SET claim_token = gen_random_uuid(), claimed_by = 'w1', "
            "lease_expires_at = now() + interval '5 minutes' WHERE status = 'in-progress'");
-  db.query("UPDATE ingestion SET status = 'completed', claim_token = NULL, structured_data = '{}', "
-           "valid_structured_data = true, completed_at = now() WHERE status = 'in-progress'");
+  db.query("UPDATE ingestion SET structured_data = '{}', valid_structured_data = true "
+           "WHERE status = 'in-progress'");
+  db.query("UPDATE work_item SET status = 'completed', claim_token = NULL, completed_at = now() "
+           "WHERE status = 'in-progress'");
   return docs;
 }
 
@@ -133,7 +139,7 @@ TEST_F(events_delivery_test, a_receiver_down_for_a_while_then_gets_every_event_o
   const std::string secret = "s3cr3t-for-the-test";
   auto hook = stub.base_url() + "/events/t1?secret=" + secret;
   auto outbox = std::make_shared<pg_outbox_repository>(db->url());
-  ASSERT_TRUE(test::await<void>([&](auto cb) { outbox->register_sinks({"webhook"}, cb); }));
+  ASSERT_TRUE(test::await<void>([&](auto cb) { outbox->register_sinks({{"webhook"}}, cb); }));
   ASSERT_TRUE(post_sync(engine, stub.base_url() + "/events_down/t1?down=1"));
   auto docs = make_documents(*db, 8);
 
@@ -187,7 +193,7 @@ TEST_F(events_delivery_test, a_wrong_secret_is_refused_by_the_receiver_and_retri
   test::chat_stub stub;
   curl_engine engine;
   auto outbox = std::make_shared<pg_outbox_repository>(db->url());
-  ASSERT_TRUE(test::await<void>([&](auto cb) { outbox->register_sinks({"webhook"}, cb); }));
+  ASSERT_TRUE(test::await<void>([&](auto cb) { outbox->register_sinks({{"webhook"}}, cb); }));
   make_documents(*db, 1);
   caf::actor_system_config cfg;
   caf::actor_system sys{cfg};
@@ -215,13 +221,78 @@ TEST_F(events_delivery_test, a_wrong_secret_is_refused_by_the_receiver_and_retri
   EXPECT_EQ(tried.size(), 1u);
 }
 
+TEST_F(events_delivery_test, the_failure_notifier_posts_each_failure_and_nothing_else) {
+  test::chat_stub stub;
+  curl_engine engine;
+  auto outbox = std::make_shared<pg_outbox_repository>(db->url());
+  ASSERT_TRUE(test::await<void>([&](auto cb) {
+    outbox->register_sinks({{"notify", failure_event_types()}}, cb);
+  }));
+  // Two documents that complete, one whose ingestion fails, one whose matching fails.
+  auto done = make_documents(*db, 2);
+  pg_intake_repository intake{db->url()};
+  intake_request r;
+  r.document_id = uuid::v7();
+  r.ingestion_id = uuid::v7();
+  r.tenant_id = uuid::v4();
+  r.content_hash = uuid::v4().str();
+  r.file_path = "documents/" + r.document_id.str() + ".pdf";
+  r.uploaded_by = uuid::v4();
+  r.queue = "ingest-q";
+  ASSERT_TRUE(intake.create_ingestion(r, 30s));
+  db->query("UPDATE work_item SET status = 'failed', error_class = 'permanent', attempt_count = 1, "
+            "last_error = 'ocr.corrupt_file: not a PDF', completed_at = now() WHERE id = $1",
+            {r.ingestion_id.str()});
+  auto unmatched = done.front();
+  db->query("INSERT INTO work_item (id, stage, document_id, tenant_id) SELECT id, 'match', id, "
+            "tenant_id FROM document WHERE id = $1",
+            {unmatched.str()});
+  db->query(
+      "UPDATE work_item SET status = 'failed', attempt_count = 3, last_error = 'llm.http_503: "
+      "busy', completed_at = now() WHERE id = $1",
+      {unmatched.str()});
+  EXPECT_EQ(count(*db, "SELECT count(*) FROM event_outbox WHERE destination = 'events:notify'"), 2);
+
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  webhook_options wo;
+  wo.url = stub.base_url() + "/webhook/n1";
+  wo.link_template = "https://admin.example/documents/{document_id}";
+  auto notifier = std::make_shared<webhook_notifier>(engine, wo);
+  auto relay = spawn_relay(sys, outbox, {}, quick_relay(), {{"events:notify", notifier}});
+  ASSERT_TRUE(wait_for(
+      [&] {
+        return count(*db, "SELECT count(*) FROM event_outbox WHERE destination = 'events:notify' "
+                          "AND sent_at IS NULL")
+               == 0;
+      },
+      30s));
+  caf::anon_send_exit(relay, caf::exit_reason::user_shutdown);
+  auto got = test::get_sync(engine, stub.base_url() + "/webhook/n1");
+  ASSERT_TRUE(got && got->status == 200);
+  rapidjson::Document d;
+  d.Parse(got->body.c_str());
+  ASSERT_FALSE(d.HasParseError()) << got->body;
+  EXPECT_EQ(d["count"].GetInt(), 2) << got->body;
+  // The last one posted: the matching failure, in Slack's format with the raw values beside.
+  const auto& last = d["last"];
+  EXPECT_NE(std::string{last["text"].GetString()}.find("Matching failed after 3 attempts"),
+            std::string::npos)
+      << got->body;
+  EXPECT_STREQ(last["ingestd"]["event"].GetString(), "matching_failed");
+  EXPECT_EQ(std::string{last["ingestd"]["document_id"].GetString()}, unmatched.str());
+  EXPECT_EQ(std::string{last["ingestd"]["link"].GetString()},
+            "https://admin.example/documents/" + unmatched.str());
+  EXPECT_STREQ(last["ingestd"]["error"].GetString(), "llm.http_503: busy");
+}
+
 class events_sqs_test : public test::fauxqs_test {};
 
 TEST_F(events_sqs_test, every_event_reaches_the_sqs_queue) {
   test::pg_schema db;
   std::shared_ptr<queue> q = make_queue();
   auto outbox = std::make_shared<pg_outbox_repository>(db.url());
-  ASSERT_TRUE(test::await<void>([&](auto cb) { outbox->register_sinks({"sqs"}, cb); }));
+  ASSERT_TRUE(test::await<void>([&](auto cb) { outbox->register_sinks({{"sqs"}}, cb); }));
   make_documents(db, 3);
   caf::actor_system_config cfg;
   caf::actor_system sys{cfg};

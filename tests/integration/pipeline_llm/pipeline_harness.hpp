@@ -1,6 +1,8 @@
-// The whole worker embedded in a test: a real caf::actor_system, postgres_queue and pg_repository
-// on a fresh schema, a filesystem_store in a temp dir, and the caller's OCR and extractor.
-// Shared by the pipeline_llm and pipeline_ocr integration tests.
+// A node embedded in a test: a real caf::actor_system, the ingest stage over a postgres_queue, the
+// work and ingest repositories on a fresh schema, a filesystem_store in a temp dir, the node's CPU
+// pool, and the caller's OCR and extractor. Documents come in through the intake repository, which
+// writes each ingestion's work item and queue message. Shared by the pipeline_llm and pipeline_ocr
+// integration tests.
 #pragma once
 
 #include <chrono>
@@ -19,12 +21,16 @@
 
 #include <gtest/gtest.h>
 
-#include "actors/worker.hpp"
+#include "actors/cpu_pool.hpp"
+#include "actors/node.hpp"
+#include "adapters/db/pg_ingest_repository.hpp"
 #include "adapters/db/pg_intake_repository.hpp"
-#include "adapters/db/pg_repository.hpp"
+#include "adapters/db/pg_work_repository.hpp"
 #include "adapters/queue/postgres_queue.hpp"
 #include "adapters/storage/filesystem_store.hpp"
+#include "config/config.hpp"
 #include "messages/protocol.hpp"
+#include "stages/ingest/ingest_stage.hpp"
 #include "tests/support/environment.hpp"
 #include "tests/support/ocr/ocr_support.hpp"
 #include "tests/support/postgres/await.hpp"
@@ -32,11 +38,11 @@
 
 namespace ingestd::test {
 
-/// Settings that make a job's whole life (three attempts with queue back-off) take seconds: the
-/// configuration's defaults with shorter times.
-inline worker_settings fast_settings() {
+/// Settings that make a job's whole life take seconds: the configuration's defaults with shorter
+/// times.
+inline node_settings fast_settings() {
   using std::chrono::seconds;
-  auto s = default_worker_settings();
+  auto s = default_node_settings();
   s.worker_id = "pipeline-test";
   s.max_in_flight = 16;
   s.max_messages = 10;
@@ -46,55 +52,80 @@ inline worker_settings fast_settings() {
   s.heartbeat_rate = seconds{1};
   s.heartbeat_extension = seconds{60};
   s.heartbeat_actors = 1;
-  s.max_attempts = 3;
-  // The first back-off is long enough for a test to look at the state between attempts; later
-  // ones are short so the ingestion reaches its final state quickly.
-  s.retry_backoff = {seconds{5}, seconds{1}};
   s.step_timeout = seconds{60};
   s.shutdown_grace = seconds{5};
   s.sweeper_interval = seconds{3600};
   s.stale_threshold = seconds{3600};
+  s.cpu_workers = 2;
+  s.cpu_backlog = 1000;
+  return s;
+}
+
+/// The ingest stage's settings for the tests: the configuration's defaults (as ingest_stages()
+/// takes them) with three attempts; the first back-off is long enough for a test to look at the
+/// state between attempts, later ones are short so that the ingestion reaches its final state
+/// quickly. No matching after it.
+inline ingest_settings fast_stage_settings() {
+  using std::chrono::seconds;
+  auto cfg = default_config();
+  ingest_settings s;
+  s.quality_threshold = cfg.transcription.ocr_quality_threshold;
+  s.max_file_bytes = static_cast<size_t>(cfg.transcription.max_file_bytes);
+  s.max_attempts = 3;
+  s.retry_backoff = {seconds{5}, seconds{1}};
   return s;
 }
 
 class pipeline {
 public:
   pipeline()
-    : root_(make_temp_dir("pipeline")),
-      queue_name_(unique_name("q")),
-      repo_(std::make_shared<pg_repository>(db_.url())),
-      intake_repo_(std::make_shared<pg_intake_repository>(db_.url())),
-      queue_(std::make_shared<postgres_queue>(db_.url(), queue_name_)),
-      store_(std::make_shared<filesystem_store>(root_)) {
+      : root_(make_temp_dir("pipeline")), queue_name_(unique_name("q")),
+        work_(std::make_shared<pg_work_repository>(db_.url())),
+        ingest_(std::make_shared<pg_ingest_repository>(db_.url())),
+        intake_repo_(std::make_shared<pg_intake_repository>(db_.url())),
+        queue_(std::make_shared<postgres_queue>(db_.url(), queue_name_)),
+        store_(std::make_shared<filesystem_store>(root_)) {
     ctx_->settings = fast_settings();
+    ctx_->work = work_;
     ctx_->observer = [this](const job_outcome& o) {
       std::lock_guard<std::mutex> g{m_};
       outcomes_.push_back(o);
       outcome_times_.push_back(std::chrono::system_clock::now());
       cv_.notify_all();
     };
+    pool_ = spawn_cpu_pool(sys_, ctx_->settings.cpu_workers, ctx_->settings.cpu_backlog,
+                           ctx_->admission);
+    cpu_ = make_cpu_executor(pool_);
+    ctx_->cpu = cpu_;
+    ports_->db = ingest_;
+    ports_->storage = store_;
+    class_.ocr_timeout = std::chrono::seconds{default_config().transcription.timeout_seconds};
   }
 
   ~pipeline() {
     stop();
+    if (!ever_started_)
+      caf::anon_send_exit(pool_, caf::exit_reason::user_shutdown);
     queue_.reset();
-    repo_.reset();
-    intake_repo_.reset();
-    store_.reset();
-    ctx_.reset();
     std::filesystem::remove_all(root_);
   }
 
   pg_schema& db() { return db_; }
-  worker_settings& settings() { return ctx_->settings; }
-  worker_ports& ports() { return ctx_->ports; }
+  node_settings& settings() { return ctx_->settings; }
+  ingest_settings& stage_settings() { return stage_settings_; }
+  /// The ingest stage's class (its queue is filled in at start).
+  ingest_class& stage_class() { return class_; }
+  ingest_ports& ports() { return *ports_; }
+  /// The node's CPU pool, for the adapters that run on it (the local OCR provider).
+  cpu_executor& cpu() { return *cpu_; }
   const std::string& storage_root() const { return root_; }
   const std::string& queue_name() const { return queue_name_; }
-  repository& repo() { return *repo_; }
   object_store& store() { return *store_; }
   caf::actor_system& system() { return sys_; }
+  const std::shared_ptr<node_context>& context() const { return ctx_; }
 
-  /// Stores the corpus file as a new document, creates its ingestion and sends its message.
+  /// Stores the corpus file as a new document and creates its ingestion, whose work item and
+  /// message intake writes in the same statement.
   uuid submit(const std::string& corpus_file, const std::string& mime_type) {
     auto bytes = read_binary(corpus_dir() + "/" + corpus_file);
     intake_request r;
@@ -106,34 +137,37 @@ public:
     r.file_path = "documents/" + r.document_id.str() + "." + ext;
     r.mime_type = mime_type;
     r.uploaded_by = uuid::v4();
-    auto created = intake_repo_->create_ingestion(r, std::chrono::seconds{30});
-    EXPECT_TRUE(created) << created.error().describe();
+    r.stage = "ingest";
+    r.queue = queue_name_;
+    // The file first, as intake stores it before the ingestion exists.
     auto put = await<void>([&](auto cb) { store_->put(r.file_path, bytes, mime_type, cb); });
     EXPECT_TRUE(put) << put.error().describe();
-    auto sent = await<std::vector<batch_entry_result>>(
-      [&](auto cb) { queue_->send({outgoing_message{r.ingestion_id.str()}}, cb); });
-    EXPECT_TRUE(sent && sent->size() == 1 && !sent->front().failed);
+    auto created = intake_repo_->create_ingestion(r, std::chrono::seconds{30});
+    EXPECT_TRUE(created) << created.error().describe();
     return r.ingestion_id;
   }
 
-  /// Starts the worker with the ports set so far (queue, storage and database are filled in).
-  void start(worker_options opts = {}) {
-    ctx_->ports.ingest_queue = queue_;
-    ctx_->ports.storage = store_;
-    ctx_->ports.db = repo_;
+  /// Starts the node with the ingest stage over the ports set so far (storage and database are
+  /// filled in), and the options given (no sweeper).
+  void start(node_options opts = {}) {
+    class_.queue = queue_;
+    class_.queue_name = queue_name_;
+    ctx_->stages = {make_ingest_stage(ports_, stage_settings_, class_)};
     opts.sweeper = false;
-    handles_ = start_worker(sys_, ctx_, opts);
+    opts.cpu_pool = pool_;
+    node_ = start_node(sys_, ctx_, std::move(opts));
     started_ = true;
+    ever_started_ = true;
   }
 
-  /// Drains and stops the worker (idempotent).
+  /// Drains and stops the node (idempotent).
   void stop() {
     if (!started_)
       return;
     started_ = false;
-    caf::anon_send(handles_.coordinator, shutdown_atom_v);
+    caf::anon_send(node_.coordinator, shutdown_atom_v);
     caf::scoped_actor self{sys_};
-    self->wait_for(handles_.coordinator);
+    self->wait_for(node_.coordinator);
   }
 
   /// The outcomes observed for `id` so far.
@@ -141,7 +175,7 @@ public:
     std::lock_guard<std::mutex> g{m_};
     std::vector<job_outcome> xs;
     for (auto& o : outcomes_)
-      if (o.ingestion_id == id)
+      if (o.item == id)
         xs.push_back(o);
     return xs;
   }
@@ -152,7 +186,7 @@ public:
     std::unique_lock<std::mutex> g{m_};
     return cv_.wait_for(g, timeout, [&] {
       for (auto& o : outcomes_)
-        if (o.ingestion_id == id && pred(o))
+        if (o.item == id && pred(o))
           return true;
       return false;
     });
@@ -161,8 +195,11 @@ public:
   /// Waits for an outcome that ends the ingestion's processing (completed or failed).
   bool wait_until_final(uuid id, std::chrono::seconds timeout = std::chrono::seconds{60}) {
     return wait_for_outcome(
-      id, [](const job_outcome& o) { return o.result == job_result::completed || o.result == job_result::failed; },
-      timeout);
+        id,
+        [](const job_outcome& o) {
+          return o.result == job_result::completed || o.result == job_result::failed;
+        },
+        timeout);
   }
 
   ingestion_status status(uuid id) {
@@ -172,7 +209,10 @@ public:
   }
 
   /// Messages of this test's queue still in the table (visible or not).
-  int messages_left() { return std::stoi(db_.scalar("SELECT count(*) FROM queue_message WHERE queue_name = $1", {queue_name_})); }
+  int messages_left() {
+    return std::stoi(
+        db_.scalar("SELECT count(*) FROM queue_message WHERE queue_name = $1", {queue_name_}));
+  }
   /// Of those, the ones that were hidden past the moment of `id`'s first outcome (left for a
   /// back-off, or received again since): true however late the test looks.
   int messages_hidden_after_first_outcome(uuid id) {
@@ -180,12 +220,13 @@ public:
     {
       std::lock_guard<std::mutex> g{m_};
       for (size_t i = 0; i < outcomes_.size(); ++i)
-        if (outcomes_[i].ingestion_id == id) {
+        if (outcomes_[i].item == id) {
           at = outcome_times_[i];
           break;
         }
     }
-    auto micros = std::chrono::duration_cast<std::chrono::microseconds>(at.time_since_epoch()).count();
+    auto micros
+        = std::chrono::duration_cast<std::chrono::microseconds>(at.time_since_epoch()).count();
     return std::stoi(db_.scalar("SELECT count(*) FROM queue_message WHERE queue_name = $1 AND "
                                 "visible_at > to_timestamp($2::double precision / 1e6)",
                                 {queue_name_, std::to_string(micros)}));
@@ -198,13 +239,20 @@ private:
   pg_schema db_;
   std::string root_;
   std::string queue_name_;
-  std::shared_ptr<pg_repository> repo_;
+  std::shared_ptr<pg_work_repository> work_;
+  std::shared_ptr<pg_ingest_repository> ingest_;
   std::shared_ptr<pg_intake_repository> intake_repo_;
   std::shared_ptr<postgres_queue> queue_;
   std::shared_ptr<filesystem_store> store_;
-  std::shared_ptr<worker_context> ctx_ = std::make_shared<worker_context>();
-  worker_handles handles_;
+  std::shared_ptr<node_context> ctx_ = std::make_shared<node_context>();
+  std::shared_ptr<ingest_ports> ports_ = std::make_shared<ingest_ports>();
+  ingest_settings stage_settings_ = fast_stage_settings();
+  ingest_class class_;
+  cpu_pool_actor pool_;
+  std::shared_ptr<cpu_executor> cpu_;
+  node node_;
   bool started_ = false;
+  bool ever_started_ = false;
   std::mutex m_;
   std::condition_variable cv_;
   std::vector<job_outcome> outcomes_;

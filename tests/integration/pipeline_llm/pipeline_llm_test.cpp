@@ -1,8 +1,10 @@
-// The extraction failure modes "in the pipeline and not only in the adapter" (issue 6): the worker
-// embedded in a real actor system with postgres_queue, pg_repository on a fresh schema,
-// filesystem_store and the local OCR provider, extracting with the REAL openai_extractor over the
-// curl engine against tests/support/llm's chat stub. Each stub behaviour is checked by the final
-// state in the database, the requests the stub saw, the queue message and the observed outcomes.
+// The extraction failure modes "in the pipeline and not only in the adapter": a node embedded in a
+// real actor system with the ingest stage over postgres_queue, the work and ingest repositories on
+// a fresh schema, filesystem_store and the local OCR provider, extracting with the REAL
+// openai_extractor over the curl engine against tests/support/llm's chat stub. Each stub behaviour
+// is checked by the final state in the database, the requests the stub saw, the queue message and
+// the observed outcomes. The quality gate, and the failure notifier as the node's event sink
+// through the outbox and the relay.
 #include <algorithm>
 #include <atomic>
 #include <mutex>
@@ -11,15 +13,16 @@
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
-#include "adapters/http/curl_engine.hpp"
+#include "adapters/db/pg_outbox_repository.hpp"
 #include "adapters/extraction/local_extractor.hpp"
 #include "adapters/extraction/openai_extractor.hpp"
+#include "adapters/http/curl_engine.hpp"
 #include "adapters/notify/webhook_notifier.hpp"
 #include "adapters/ocr/local_transcriber.hpp"
 #include "adapters/ocr/thread_pool_executor.hpp"
-#include "tests/support/llm/stub_client.hpp"
 #include "tests/integration/pipeline_llm/pipeline_harness.hpp"
 #include "tests/support/llm/chat_stub.hpp"
+#include "tests/support/llm/stub_client.hpp"
 
 using namespace ingestd;
 using namespace std::chrono_literals;
@@ -248,26 +251,32 @@ TEST_F(pipeline_gate, the_local_extractor_is_honest_about_totals_that_do_not_rec
   EXPECT_EQ(results_of(p.outcomes(id)), (std::vector<job_result>{job_result::failed}));
 }
 
+// The failure notifier is one of the node's event sinks: the failure events reach it through the
+// outbox and the relay, at least once, whatever the webhook does.
 class pipeline_notify : public pipeline_llm_base, public ::testing::Test {
 protected:
-  void notify_to(const std::string& url) {
+  /// Starts the node with the notifier posting to `url` as its sink for the failure events.
+  void start_with_notifier(const std::string& url) {
     webhook_options o;
     o.url = url;
     o.timeout = 2s;
     notifier_ = std::make_shared<webhook_notifier>(engine, o);
-    auto n = notifier_;
-    auto delivered = delivered_;
-    p.ports().on_failed = [n, delivered](const claimed_ingestion& c, const error& e, int32_t attempts) {
-      n->notify_failed(failure_notice{c.ingestion_id.str(), c.document_id.str(), c.tenant_id.str(), e.describe(),
-                                      std::string{to_string(e.cls)}, attempts},
-                       [delivered](result<void> r) { delivered->push_back(r.ok() ? "ok" : r.error().code); });
-    };
+    outbox_ = std::make_shared<pg_outbox_repository>(p.db().url());
+    ASSERT_TRUE(test::await<void>([&](auto cb) {
+      outbox_->register_sinks({{"notify", failure_event_types()}}, cb);
+    }));
+    node_options opts;
+    opts.outbox = outbox_;
+    opts.sinks = {{event_sink_destination("notify"), notifier_}};
+    opts.relay.interval = 50ms;
+    opts.relay.sink_retry_initial = 50ms;
+    opts.relay.sink_retry_max = 200ms;
+    use_llm("context_openai");
+    p.start(opts);
   }
 
   /// Runs one permanently failing ingestion; checks the state that must not depend on the webhook.
   uuid run_failing() {
-    use_llm("context_openai");
-    p.start();
     auto id = p.submit("inv01_en_classic.pdf", "application/pdf");
     EXPECT_TRUE(p.wait_until_final(id, 60s));
     auto s = p.status(id);
@@ -280,39 +289,33 @@ protected:
     return id;
   }
 
-  /// Waits (with a deadline) for the notifier's callback.
-  std::vector<std::string> wait_delivered() {
-    auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (delivered_->size() == 0 && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(20ms);
-    return delivered_->snapshot();
+  int64_t count(const std::string& sql) { return std::stoll(p.db().scalar(sql)); }
+
+  /// Waits (with a deadline) until `condition` holds.
+  static bool eventually(const std::function<bool()>& condition) {
+    auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (!condition()) {
+      if (std::chrono::steady_clock::now() > deadline)
+        return false;
+      std::this_thread::sleep_for(20ms); // polling a condition, with a deadline
+    }
+    return true;
   }
 
-  struct sink {
-    std::mutex m;
-    std::vector<std::string> xs;
-    void push_back(std::string x) {
-      std::lock_guard<std::mutex> g{m};
-      xs.push_back(std::move(x));
-    }
-    size_t size() {
-      std::lock_guard<std::mutex> g{m};
-      return xs.size();
-    }
-    std::vector<std::string> snapshot() {
-      std::lock_guard<std::mutex> g{m};
-      return xs;
-    }
-  };
-  std::shared_ptr<sink> delivered_ = std::make_shared<sink>();
   std::shared_ptr<webhook_notifier> notifier_;
+  std::shared_ptr<pg_outbox_repository> outbox_;
 };
 
 TEST_F(pipeline_notify, a_failed_ingestion_reaches_the_webhook) {
   auto hook = stub->base_url() + "/webhook/" + p.db().name();
-  notify_to(hook);
+  start_with_notifier(hook);
   auto id = run_failing();
-  EXPECT_EQ(wait_delivered(), std::vector<std::string>{"ok"});
+  ASSERT_TRUE(eventually([&] { return test::get_count(engine, hook) >= 1; }));
+  ASSERT_TRUE(eventually([&] {
+    return count("SELECT count(*) FROM event_outbox WHERE destination = 'events:notify' AND "
+                 "sent_at IS NULL")
+           == 0;
+  }));
   auto got = test::get_sync(engine, hook);
   ASSERT_TRUE(got.ok());
   rapidjson::Document d;
@@ -323,23 +326,36 @@ TEST_F(pipeline_notify, a_failed_ingestion_reaches_the_webhook) {
   const auto& last = d["last"];
   EXPECT_STREQ(last["ingestd"]["link"].GetString(),
                ("https://admin.example/documents/" + s.document_id.str()).c_str());
+  EXPECT_EQ(std::string{last["ingestd"]["ingestion_id"].GetString()}, id.str());
   EXPECT_EQ(last["ingestd"]["attempts"].GetInt(), 1);
+  EXPECT_STREQ(last["ingestd"]["error_class"].GetString(), "permanent");
   EXPECT_NE(std::string{last["text"].GetString()}.find("llm.context_exceeded"), std::string::npos)
     << last["text"].GetString();
+  // Only the failure event went to the notifier.
+  EXPECT_EQ(count("SELECT count(*) FROM event_outbox WHERE destination = 'events:notify'"), 1);
 }
 
 TEST_F(pipeline_notify, a_dead_receiver_changes_nothing_else) {
-  notify_to("http://127.0.0.1:" + std::to_string(test::unused_port()) + "/hook");
+  start_with_notifier("http://127.0.0.1:" + std::to_string(test::unused_port()) + "/hook");
   run_failing();
-  auto d = wait_delivered();
-  ASSERT_EQ(d.size(), 1u);
-  EXPECT_EQ(d.front(), "http.connect");
-  // The worker carries on: a second document goes the same way, and is notified (and fails
-  // to be) the same way.
+  // The notice waits in the outbox, tried again after a back-off.
+  ASSERT_TRUE(eventually([&] {
+    return count("SELECT COALESCE(max(attempts), 0) FROM event_outbox WHERE destination = "
+                 "'events:notify'")
+           >= 2;
+  }));
+  EXPECT_NE(p.db()
+                .scalar("SELECT last_error FROM event_outbox WHERE destination = 'events:notify'")
+                .find("http.connect"),
+            std::string::npos);
+  // The node carries on: a second document goes the same way, and its notice waits too.
   auto id2 = p.submit("inv01_en_classic.pdf", "application/pdf");
   ASSERT_TRUE(p.wait_until_final(id2, 60s));
   EXPECT_EQ(p.status(id2).status, "failed");
   EXPECT_EQ(p.messages_left(), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM event_outbox WHERE destination = 'events:notify' AND "
+                  "sent_at IS NULL"),
+            2);
 }
 
 } // namespace

@@ -1,6 +1,7 @@
-// The local OCR provider inside the pipeline (issue 5): the worker embedded with the CPU pool
-// actor as the OCR executor, real Tesseract/OpenCV/poppler, PostgreSQL queue and repository and
-// filesystem storage, over corpus scans including a degraded one that gets preprocessed.
+// The local OCR provider inside the pipeline: a node embedded with its CPU pool actor as the OCR
+// executor, real Tesseract/OpenCV/poppler, the ingest stage over the PostgreSQL queue and
+// repositories and filesystem storage, over corpus scans including a degraded one that gets
+// preprocessed.
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -23,26 +24,18 @@ namespace {
 class pipeline_ocr : public ::testing::Test {
 protected:
   pipeline_ocr() {
-    pool_ = spawn_cpu_pool(p.system(), 2, 1000, std::make_shared<worker_metrics>());
-    executor_ = make_cpu_executor(pool_);
-    p.ports().ocr = std::make_shared<local_transcriber>(*executor_);
+    p.ports().ocr = std::make_shared<local_transcriber>(p.cpu());
     p.ports().extract = std::make_shared<local_extractor>();
   }
 
-  // The worker stops before the executor the OCR provider uses goes.
+  // The node stops before the executor the OCR provider uses goes.
   ~pipeline_ocr() override { p.stop(); }
 
-  void start() {
-    worker_options o;
-    o.cpu_pool = pool_;
-    p.start(o);
-  }
+  void start() { p.start(); }
 
   std::string stored(const std::string& key) { return test::read_binary(p.storage_root() + "/" + key); }
 
   test::pipeline p;
-  cpu_pool_actor pool_;
-  std::shared_ptr<cpu_executor> executor_;
 };
 
 TEST_F(pipeline_ocr, scans_complete_with_transcription_and_preprocessed_image_stored) {
@@ -91,7 +84,7 @@ TEST_F(pipeline_ocr, scans_complete_with_transcription_and_preprocessed_image_st
 TEST_F(pipeline_ocr, local_extractor_accuracy_through_ocr) {
   // Measured, not asserted: every scan of the corpus through the pipeline (OCR on the CPU pool,
   // the local extractor), one attempt each; the stored structured data is compared to the truth.
-  p.settings().max_attempts = 1;
+  p.stage_settings().max_attempts = 1;
   p.settings().step_timeout = 600s;
   start();
   std::map<std::string, uuid> ids;

@@ -1,9 +1,9 @@
 // The review desk's JSON API over HTTP on the admin server, against the real PostgreSQL, the
 // filesystem store and the Postgres queue: the queue with its counts and filters, a document,
 // approve (as is, corrected, refused by the schema, with plausibility warnings; the approved data
-// says a person verified it), reject, reprocess (with the providers chosen, which the worker's
-// claim returns; unknown ones and ones this node cannot run refused), tokens and tenants, the
-// concurrent save, and the page images.
+// says a person verified it), reject, reprocess (its work item and message written with it, with
+// the providers chosen, which the ingest stage loads; unknown ones and ones this node cannot run
+// refused), tokens and tenants, the concurrent save, and the page images.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -15,9 +15,10 @@
 #include <httplib.h>
 #include <rapidjson/document.h>
 
+#include "adapters/db/pg_ingest_repository.hpp"
 #include "adapters/db/pg_intake_repository.hpp"
-#include "adapters/db/pg_repository.hpp"
 #include "adapters/db/pg_review_repository.hpp"
+#include "adapters/db/pg_work_repository.hpp"
 #include "adapters/ocr/transcription_json.hpp"
 #include "adapters/queue/postgres_queue.hpp"
 #include "adapters/storage/filesystem_store.hpp"
@@ -268,6 +269,12 @@ TEST_F(review_api_test, reprocess_creates_and_enqueues_a_new_ingestion_and_block
             "in-progress review dave inv01_en_classic.pdf");
   EXPECT_EQ(db->scalar("SELECT count(*) FROM queue_message WHERE queue_name = $1 AND body = $2",
                        {queue_name, ingestion}), "1");
+  // Its work item, written in the save's statement with its message.
+  EXPECT_EQ(db->scalar(
+                "SELECT stage || ' ' || status || ' ' || document_id || ' ' || tenant_id || ' ' || "
+                "attempt_count || ' ' || (claim_token IS NULL) FROM work_item WHERE id = $1",
+                {ingestion}),
+            "ingest in-progress " + a1 + " " + tenant_a.str() + " 0 true");
   EXPECT_EQ(db->scalar("SELECT ingestion_id::text FROM document_review WHERE document_id = $1", {a1}), ingestion);
   // Being processed: not in the queue (counted apart), and no save goes through.
   auto q = get_json("/review/api/queue", token_a);
@@ -283,7 +290,8 @@ TEST_F(review_api_test, reprocess_creates_and_enqueues_a_new_ingestion_and_block
             400);
 }
 
-TEST_F(review_api_test, reprocess_writes_the_chosen_providers_on_the_new_ingestion_and_the_claim_returns_them) {
+TEST_F(review_api_test,
+       reprocess_writes_the_chosen_providers_on_the_new_ingestion_and_the_stage_loads_them) {
   auto a1 = add_document(tenant_a, "inv01_en_classic.pdf", "failed", 3);
   auto a2 = add_document(tenant_a, "inv02_de_modern.pdf", "gate", 2);
   auto a3 = add_document(tenant_a, "inv03_en_compact.pdf", "failed", 1);
@@ -328,23 +336,35 @@ TEST_F(review_api_test, reprocess_writes_the_chosen_providers_on_the_new_ingesti
   ASSERT_EQ(doc.json["reviews"].Size(), 1u) << doc.body;
   EXPECT_EQ(std::string{doc.json["reviews"][0]["extraction_provider"].GetString()}, "llm");
 
-  // The worker's claim returns the choice with the ingestion.
-  pg_repository worker{db->url(), pg_repository_options{1}};
+  // The ingest stage claims the new ingestions and loads the choice with them.
+  pg_work_repository work{db->url(), pg_work_options{1}};
+  pg_ingest_repository ingest{db->url(), pg_ingest_options{1}};
   std::vector<claim_request> requests;
-  for (auto& id : {i1, i2, i3})
-    requests.push_back(claim_request{*uuid::parse(id), uuid::v7(), 3, false});
-  auto claimed = test::await<std::vector<std::optional<claimed_ingestion>>>(
-    [&](auto cb) { worker.claim(requests, "review-test", std::chrono::seconds{30}, cb); });
+  for (auto& id : {i1, i2, i3}) {
+    claim_request r;
+    r.item = *uuid::parse(id);
+    r.token = uuid::v7();
+    r.stage = "ingest";
+    requests.push_back(r);
+  }
+  auto claimed = test::await<std::vector<claim_answer>>(
+      [&](auto cb) { work.claim(requests, "review-test", std::chrono::seconds{30}, cb); });
   ASSERT_TRUE(claimed) << claimed.error().describe();
   ASSERT_EQ(claimed->size(), 3u);
   for (auto& c : *claimed)
-    ASSERT_TRUE(c.has_value());
-  EXPECT_EQ((*claimed)[0]->transcription_provider, "");
-  EXPECT_EQ((*claimed)[0]->extraction_provider, "llm");
-  EXPECT_EQ((*claimed)[1]->transcription_provider, "tesseract");
-  EXPECT_EQ((*claimed)[1]->extraction_provider, "local");
-  EXPECT_EQ((*claimed)[2]->transcription_provider, "");
-  EXPECT_EQ((*claimed)[2]->extraction_provider, "");
+    ASSERT_EQ(c.outcome, claim_outcome::granted) << c.detail;
+  std::vector<ingestion_details> loaded;
+  for (auto& r : requests) {
+    auto d = test::await<ingestion_details>([&](auto cb) { ingest.load(r.item, cb); });
+    ASSERT_TRUE(d) << d.error().describe();
+    loaded.push_back(*d);
+  }
+  EXPECT_EQ(loaded[0].transcription_provider, "");
+  EXPECT_EQ(loaded[0].extraction_provider, "llm");
+  EXPECT_EQ(loaded[1].transcription_provider, "tesseract");
+  EXPECT_EQ(loaded[1].extraction_provider, "local");
+  EXPECT_EQ(loaded[2].transcription_provider, "");
+  EXPECT_EQ(loaded[2].extraction_provider, "");
 }
 
 TEST_F(review_api_test, reprocess_refuses_unknown_providers_and_those_this_node_cannot_run) {

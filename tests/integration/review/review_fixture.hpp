@@ -54,7 +54,10 @@ protected:
       FAIL() << r.error().describe();
     q = std::make_shared<postgres_queue>(db->url(), queue_name);
     store = std::make_shared<filesystem_store>(root);
-    intake = std::make_unique<intake_service>(std::make_shared<pg_intake_repository>(db->url()), q, store);
+    intake_options intake_opts;
+    intake_opts.ingest_queue = queue_name;
+    intake = std::make_unique<intake_service>(std::make_shared<pg_intake_repository>(db->url()),
+                                              store, intake_opts);
     token_a = "token-a-" + unique_name("s");
     token_b = "token-b-" + unique_name("s");
     token_both = "token-ab-" + unique_name("s");
@@ -83,11 +86,13 @@ protected:
     cpu = std::make_shared<thread_pool_executor>(1);
     review_options service_opts;
     service_opts.providers = providers;
-    service = std::make_shared<review_service>(std::make_shared<pg_review_repository>(db->url()), q, store,
-                                               cpu, service_opts);
+    service = std::make_shared<review_service>(
+        std::make_shared<pg_review_repository>(db->url(), queue_name, false), store, cpu,
+        service_opts);
     auto desk = std::make_shared<review_desk>(service, std::move(opts));
     admin = std::make_unique<admin_server>("127.0.0.1", 0, admin_probes{});
-    admin->mount([desk](httplib::Server& svr) { desk->mount(svr); }, 6);
+    // As review_setup mounts it: on the admin endpoint's own server.
+    admin->mount([desk](http_server::server& svr) { desk->mount(svr); }, 6);
     auto started = admin->start();
     ASSERT_TRUE(started) << started.error().describe();
   }
@@ -121,22 +126,34 @@ protected:
       });
       EXPECT_TRUE(put);
     }
+    // What the ingestion's stage stored, then its work item's final status (which the trigger
+    // gives the ingestion, and the ingestion's outcome to the document).
+    if (outcome == "gate" || outcome == "ready" || outcome == "gate-failed")
+      db->query(
+          "UPDATE ingestion SET structured_data = $2::jsonb, valid_structured_data = $3::boolean, "
+          "transcription_file_path = $4 WHERE id = $1",
+          {ingestion, unreconciled_invoice, outcome == "ready" ? "true" : "false",
+           transcription_path.empty() ? std::nullopt
+                                      : std::optional<std::string>{transcription_path}});
     if (outcome == "gate" || outcome == "ready")
-      db->query("UPDATE ingestion SET status = 'completed', completed_at = now(), structured_data = $2::jsonb, "
-                "valid_structured_data = $3::boolean, last_error = $4, transcription_file_path = $5 WHERE id = $1",
-                {ingestion, unreconciled_invoice, outcome == "ready" ? "true" : "false",
-                 outcome == "gate" ? std::optional<std::string>{"extraction.gate_failed: totals do not reconcile: "
-                                                                 "subtotal 100.00 + vat 19.00 != total 120.00"}
-                                   : std::nullopt,
-                 transcription_path.empty() ? std::nullopt : std::optional<std::string>{transcription_path}});
+      db->query(
+          "UPDATE work_item SET status = 'completed', completed_at = now(), last_error = $2 WHERE "
+          "id = $1",
+          {ingestion, outcome == "gate"
+                          ? std::optional<std::string>{"extraction.gate_failed: totals do not "
+                                                       "reconcile: subtotal 100.00 + vat 19.00 "
+                                                       "!= total 120.00"}
+                          : std::nullopt});
     else if (outcome == "gate-failed")
       // A gate verdict a retry cannot change fails the ingestion, with the data for the reviewer.
-      db->query("UPDATE ingestion SET status = 'failed', completed_at = now(), error_class = 'permanent', "
-                "structured_data = $2::jsonb, valid_structured_data = false, last_error = "
-                "'extraction.gate_failed: critical fields missing: confidence is low' WHERE id = $1",
-                {ingestion, unreconciled_invoice});
+      db->query("UPDATE work_item SET status = 'failed', completed_at = now(), error_class = "
+                "'permanent', "
+                "last_error = 'extraction.gate_failed: critical fields missing: confidence is low' "
+                "WHERE id = $1",
+                {ingestion});
     else
-      db->query("UPDATE ingestion SET status = 'failed', completed_at = now(), error_class = 'permanent', "
+      db->query("UPDATE work_item SET status = 'failed', completed_at = now(), error_class = "
+                "'permanent', "
                 "last_error = 'ocr.corrupt_file: the file cannot be read' WHERE id = $1",
                 {ingestion});
     db->query("INSERT INTO ingestion_event (ingestion_id, step, outcome, detail) VALUES ($1, 'extract', $2, 'test')",

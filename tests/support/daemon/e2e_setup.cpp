@@ -1,5 +1,5 @@
 // The end-to-end setup: fresh schema, queue and storage per test; corpus documents registered as
-// ingestion rows in bulk; daemons started against them.
+// ingestion rows and their work items in bulk; daemons started against them.
 #include "tests/support/daemon/e2e_setup.hpp"
 
 #include <filesystem>
@@ -146,6 +146,12 @@ std::vector<std::string> e2e_setup::add_documents(int n, doc_kind kind, const ob
   db_->query("INSERT INTO ingestion (id, document_id, uploaded_by) "
              "SELECT i, d, gen_random_uuid() FROM unnest($1::uuid[], $2::uuid[]) AS x(i, d)",
              {pg_array(ings), pg_array(docs)});
+  // Each ingestion's work item, in progress and unclaimed, as intake writes it (its message is
+  // the test's to send: enqueue()).
+  db_->query(
+      "INSERT INTO work_item (id, stage, document_id, tenant_id) "
+      "SELECT i, 'ingest', d, t FROM unnest($1::uuid[], $2::uuid[], $3::uuid[]) AS x(i, d, t)",
+      {pg_array(ings), pg_array(docs), pg_array(tenants)});
   return ings;
 }
 
@@ -162,6 +168,9 @@ std::string e2e_setup::add_document_bytes(const std::string& bytes, const std::s
              "VALUES ($1::uuid, gen_random_uuid(), $1::text, $2, $3)",
              {doc, key, mime});
   db_->query("INSERT INTO ingestion (id, document_id, uploaded_by) VALUES ($1, $2, gen_random_uuid())", {ing, doc});
+  db_->query("INSERT INTO work_item (id, stage, document_id, tenant_id) "
+             "SELECT $1, 'ingest', d.id, d.tenant_id FROM document AS d WHERE d.id = $2",
+             {ing, doc});
   return ing;
 }
 

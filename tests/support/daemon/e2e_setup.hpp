@@ -39,19 +39,20 @@ public:
   std::string match_queue_name() const;
 
   /// The daemon's overrides: this schema, this queue (Postgres backend), this storage root, short
-  /// waits (1 s long poll, 1 s heartbeats extending 5 s, 1 minute lease), admin port off, JSON
-  /// logs, local OCR and extraction.
+  /// waits (1 s long poll, 1 s heartbeats, a 10 s lease that the receive visibility and each
+  /// extension follow), admin port off, JSON logs, local OCR and extraction.
   std::map<std::string, std::string> daemon_env() const;
 
   /// Registers `n` documents of `kind` (cycling through the corpus files): stores each file
   /// under documents/{document id}.{ext} (with `write`, or into root() when empty) and inserts its
-  /// document and in-progress ingestion rows. Returns the ingestion ids (not enqueued).
+  /// document, its in-progress ingestion and the ingestion's work item (stage ingest, unclaimed),
+  /// as intake does but without the queue message. Returns the ingestion ids (not enqueued).
   /// Each document gets a tenant of its own, or all of them `tenant`.
   std::vector<std::string> add_documents(int n, doc_kind kind, const object_writer& write = {},
                                          const std::string& tenant = {});
 
-  /// Registers one document of the given bytes (stored in root()) and its in-progress ingestion;
-  /// returns the ingestion id (not enqueued).
+  /// Registers one document of the given bytes (stored in root()), its in-progress ingestion and
+  /// its work item; returns the ingestion id (not enqueued).
   std::string add_document_bytes(const std::string& bytes, const std::string& ext, const std::string& mime);
 
   /// The corpus file name (e.g. "inv01_en_classic.pdf") an ingestion of add_documents() was made

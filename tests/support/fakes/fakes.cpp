@@ -88,7 +88,8 @@ void fake_queue::receive(int max_messages, std::chrono::seconds, std::chrono::se
   {
     std::lock_guard guard{mtx_};
     if (max_messages < 1 || max_messages > 10)
-      violations_.push_back("receive of " + std::to_string(max_messages) + " messages (1-10 allowed)");
+      violations_.push_back("receive of " + std::to_string(max_messages)
+                            + " messages (1-10 allowed)");
     receive_sizes_.push_back(max_messages);
     failure = take_failure("receive");
     if (!failure) {
@@ -137,7 +138,8 @@ void fake_queue::expire(const std::string& id) {
   entries_.at(id).visible = true;
 }
 
-void fake_queue::remove(std::vector<std::string> receipts, callback<std::vector<batch_entry_result>> done) {
+void fake_queue::remove(std::vector<std::string> receipts,
+                        callback<std::vector<batch_entry_result>> done) {
   std::vector<batch_entry_result> out;
   {
     std::unique_lock guard{mtx_};
@@ -174,7 +176,8 @@ void fake_queue::change_visibility(std::vector<visibility_change> changes,
     if (!failure) {
       for (auto& c : changes) {
         if (c.timeout.count() < 0 || c.timeout.count() > 43200)
-          violations_.push_back("visibility timeout out of range: " + std::to_string(c.timeout.count()));
+          violations_.push_back("visibility timeout out of range: "
+                                + std::to_string(c.timeout.count()));
         visibility_calls_.push_back(c);
         batch_entry_result res{c.receipt};
         if (std::find(refused_.begin(), refused_.end(), c.receipt) != refused_.end()) {
@@ -199,7 +202,8 @@ void fake_queue::change_visibility(std::vector<visibility_change> changes,
   done(std::move(out));
 }
 
-void fake_queue::send(std::vector<outgoing_message> messages, callback<std::vector<batch_entry_result>> done) {
+void fake_queue::send(std::vector<outgoing_message> messages,
+                      callback<std::vector<batch_entry_result>> done) {
   std::optional<error> failure;
   {
     std::lock_guard guard{mtx_};
@@ -211,7 +215,8 @@ void fake_queue::send(std::vector<outgoing_message> messages, callback<std::vect
   for (auto& m : messages) {
     {
       std::lock_guard guard{mtx_};
-      if (auto i = std::find(refused_sends_.begin(), refused_sends_.end(), m.body); i != refused_sends_.end()) {
+      if (auto i = std::find(refused_sends_.begin(), refused_sends_.end(), m.body);
+          i != refused_sends_.end()) {
         refused_sends_.erase(i);
         batch_entry_result res{"refused"};
         res.failed = true;
@@ -299,8 +304,9 @@ void fake_store::get(std::string key, size_t max_bytes, callback<std::string> do
     if (auto err = take_failure("get"))
       r = *err;
     else if (auto i = objects_.find(key); i != objects_.end())
-      r = i->second.size() > max_bytes ? result<std::string>{error::make_permanent("storage.too_large", key)}
-                                       : result<std::string>{i->second};
+      r = i->second.size() > max_bytes
+              ? result<std::string>{error::make_permanent("storage.too_large", key)}
+              : result<std::string>{i->second};
     if (maybe_hold("get", [done, r] { done(r); }))
       return;
   }
@@ -348,354 +354,6 @@ std::optional<std::string> fake_store::object(const std::string& key) {
 int fake_store::puts() {
   std::lock_guard guard{mtx_};
   return puts_;
-}
-
-// -- fake_repository ------------------------------------------------------------
-
-uuid fake_repository::add(const std::string& file_path, const std::string& mime_type, int attempts) {
-  std::lock_guard guard{mtx_};
-  fake_row row;
-  row.ingestion.ingestion_id = uuid::v7();
-  row.ingestion.document_id = uuid::v7();
-  row.ingestion.tenant_id = uuid::v7();
-  row.ingestion.file_path = file_path;
-  row.ingestion.mime_type = mime_type;
-  row.ingestion.attempt_count = attempts;
-  auto id = row.ingestion.ingestion_id;
-  rows_.emplace(id, std::move(row));
-  return id;
-}
-
-bool fake_repository::fenced(const lease_ref& ref) const {
-  auto i = rows_.find(ref.ingestion_id);
-  return i != rows_.end() && i->second.status == "in-progress" && i->second.token
-         && *i->second.token == ref.claim_token;
-}
-
-void fake_repository::claim(std::vector<claim_request> requests, std::string, std::chrono::seconds lease,
-                            callback<std::vector<std::optional<claimed_ingestion>>> done) {
-  result<std::vector<std::optional<claimed_ingestion>>> r = std::vector<std::optional<claimed_ingestion>>{};
-  {
-    std::lock_guard guard{mtx_};
-    if (lease.count() <= 0)
-      violations_.push_back("claim with a lease of " + std::to_string(lease.count()) + " s");
-    if (auto err = take_failure("claim")) {
-      r = *err;
-    } else {
-      for (auto& req : requests) {
-        auto i = rows_.find(req.ingestion_id);
-        if (i == rows_.end() || i->second.status != "in-progress" || i->second.lease_live) {
-          r->push_back(std::nullopt);
-          continue;
-        }
-        if (i->second.token) {
-          // The lease expired with the token set: its holder crashed, and that counts.
-          auto& row = i->second;
-          row.ingestion.attempt_count++;
-          row.last_error = "worker.crash: a claim expired without an outcome or give-back";
-          if (row.ingestion.attempt_count >= std::max(req.max_attempts, 1)) {
-            row.status = "failed";
-            row.error_class = "poison";
-            row.last_error = "poison: a claim expired without an outcome or give-back";
-            row.token.reset();
-            // Said once, to this claimer: a later claim finds it finished (nullopt).
-            auto c = row.ingestion;
-            c.claim_token = uuid{};
-            c.poisoned = true;
-            r->push_back(c);
-            continue;
-          }
-          // Size classes: the crash moves a small ingestion to the large class (migration 011).
-          if (req.crash_escalates && row.ingestion.size_class == "small") {
-            row.ingestion.size_class = "large";
-            row.ingestion.class_attempts_base = row.ingestion.attempt_count;
-          }
-        }
-        i->second.token = req.claim_token;
-        i->second.lease_live = true;
-        auto c = i->second.ingestion;
-        c.claim_token = req.claim_token;
-        c.transcription_file_path = i->second.transcription_file_path;
-        r->push_back(c);
-      }
-    }
-    if (maybe_hold("claim", [done, r] { done(r); }))
-      return;
-  }
-  done(std::move(r));
-}
-
-void fake_repository::states(std::vector<uuid> ids, callback<std::vector<ingestion_state>> done) {
-  std::vector<ingestion_state> out;
-  {
-    std::lock_guard guard{mtx_};
-    for (auto& id : ids) {
-      auto i = rows_.find(id);
-      if (i == rows_.end())
-        out.push_back(ingestion_state::unknown);
-      else if (i->second.status == "completed")
-        out.push_back(ingestion_state::completed);
-      else if (i->second.status == "failed")
-        out.push_back(ingestion_state::failed);
-      else if (i->second.status == "cancelled")
-        out.push_back(ingestion_state::cancelled);
-      else
-        out.push_back(i->second.lease_live ? ingestion_state::held : ingestion_state::claimable);
-    }
-  }
-  done(std::move(out));
-}
-
-void fake_repository::record_transcription(lease_ref ref, transcription_record record, callback<void> done) {
-  result<void> r;
-  {
-    std::lock_guard guard{mtx_};
-    if (auto err = take_failure("record_transcription"))
-      r = *err;
-    else if (!fenced(ref))
-      r = error::make_claim_lost("record_transcription fenced out");
-    else
-      rows_.at(ref.ingestion_id).transcription_file_path = record.transcription_file_path;
-    if (maybe_hold("record_transcription", [done, r] { done(r); }))
-      return;
-  }
-  done(r);
-}
-
-void fake_repository::complete(std::vector<completion> completions, callback<std::vector<result<void>>> done) {
-  result<std::vector<result<void>>> r = std::vector<result<void>>{};
-  {
-    std::lock_guard guard{mtx_};
-    if (auto err = take_failure("complete")) {
-      r = *err;
-    } else {
-      for (auto& c : completions) {
-        if (!fenced(c.ref)) {
-          r->push_back(error::make_claim_lost("complete fenced out"));
-          continue;
-        }
-        auto& row = rows_.at(c.ref.ingestion_id);
-        row.status = "completed";
-        row.structured_data = c.record.structured_data;
-        if (!c.record.review_reason.empty())
-          row.last_error = c.record.review_reason;
-        row.token.reset();
-        row.lease_live = false;
-        row.completions++;
-        r->push_back(result<void>{});
-      }
-    }
-    if (maybe_hold("complete", [done, r] { done(r); }))
-      return;
-  }
-  done(std::move(r));
-}
-
-void fake_repository::record_failure(lease_ref ref, failure_record record, std::chrono::seconds,
-                                     callback<failure_outcome> done) {
-  result<failure_outcome> r = failure_outcome{};
-  {
-    std::lock_guard guard{mtx_};
-    if (auto err = take_failure("record_failure")) {
-      r = *err;
-    } else if (!fenced(ref)) {
-      r = error::make_claim_lost("record_failure fenced out");
-    } else {
-      auto& row = rows_.at(ref.ingestion_id);
-      row.ingestion.attempt_count++;
-      row.last_error = record.error.describe();
-      row.error_class = std::string{to_string(record.error.cls)};
-      row.token.reset();
-      row.lease_live = false;
-      bool final = !record.escalate
-                   && (record.error.permanent() || row.ingestion.attempt_count >= record.max_attempts);
-      if (record.escalate) {
-        row.ingestion.size_class = "large";
-        row.ingestion.class_attempts_base = row.ingestion.attempt_count;
-      }
-      if (final) {
-        row.status = "failed";
-        row.structured_data = record.structured_data;
-      }
-      r = failure_outcome{row.ingestion.attempt_count, final};
-    }
-  }
-  done(r);
-}
-
-void fake_repository::renew_leases(std::vector<lease_ref> refs, std::chrono::seconds,
-                                   callback<std::vector<lease_ref>> done) {
-  std::vector<lease_ref> lost;
-  {
-    std::lock_guard guard{mtx_};
-    renew_batches_.push_back(refs.size());
-    for (auto& ref : refs)
-      if (!fenced(ref))
-        lost.push_back(ref);
-    // Held: the answer (as of this call) is lost until unhold().
-    if (maybe_hold("renew_leases", [done, lost] { done(lost); }))
-      return;
-  }
-  done(std::move(lost));
-}
-
-void fake_repository::release(lease_ref ref, callback<void> done) {
-  result<void> r;
-  {
-    std::lock_guard guard{mtx_};
-    if (!fenced(ref)) {
-      r = error::make_claim_lost("release fenced out");
-    } else {
-      auto& row = rows_.at(ref.ingestion_id);
-      row.token.reset();
-      row.lease_live = false;
-    }
-  }
-  done(r);
-}
-
-void fake_repository::cancel_requests(std::vector<uuid> ids, callback<std::vector<uuid>> done) {
-  std::vector<uuid> out;
-  {
-    std::lock_guard guard{mtx_};
-    for (auto& id : ids)
-      if (auto i = rows_.find(id); i != rows_.end() && i->second.cancel_requested
-                                   && i->second.status == "in-progress")
-        out.push_back(id);
-  }
-  done(std::move(out));
-}
-
-void fake_repository::record_cancelled(lease_ref ref, callback<void> done) {
-  result<void> r;
-  {
-    std::lock_guard guard{mtx_};
-    if (auto err = take_failure("record_cancelled")) {
-      r = *err;
-    } else if (!fenced(ref)) {
-      r = error::make_claim_lost("record_cancelled fenced out");
-    } else {
-      auto& row = rows_.at(ref.ingestion_id);
-      row.status = "cancelled";
-      row.token.reset();
-      row.lease_live = false;
-    }
-  }
-  done(r);
-}
-
-void fake_repository::request_cancel(const uuid& id) {
-  std::lock_guard guard{mtx_};
-  auto& row = rows_.at(id);
-  if (row.status != "in-progress")
-    return;
-  if (row.lease_live)
-    row.cancel_requested = true;
-  else
-    row.status = "cancelled";
-}
-
-void fake_repository::append_events(std::vector<audit_event> events, callback<void> done) {
-  {
-    std::lock_guard guard{mtx_};
-    for (auto& e : events) {
-      if (e.step.empty() || e.outcome.empty())
-        violations_.push_back("audit event without step or outcome");
-      events_.push_back(std::move(e));
-    }
-  }
-  done(result<void>{});
-}
-
-void fake_repository::rescue_stranded(std::chrono::seconds stale_threshold, int limit,
-                                      callback<std::vector<stranded_ingestion>> done) {
-  result<std::vector<stranded_ingestion>> r = std::vector<stranded_ingestion>{};
-  {
-    std::lock_guard guard{mtx_};
-    if (stale_threshold.count() <= 0 || limit < 1)
-      violations_.push_back("rescue_stranded with a threshold of " + std::to_string(stale_threshold.count())
-                            + " s and a limit of " + std::to_string(limit));
-    rescue_calls_.push_back(stale_threshold);
-    if (auto err = take_failure("rescue_stranded")) {
-      r = *err;
-    } else if (!sweep_lock_elsewhere_) {
-      for (auto& [id, row] : rows_)
-        if (row.status == "in-progress" && !row.lease_live && static_cast<int>(r->size()) < limit)
-          r->push_back({id, row.ingestion.size_class, row.priority});
-    }
-    if (maybe_hold("rescue_stranded", [done, r] { done(r); }))
-      return;
-  }
-  done(std::move(r));
-}
-
-void fake_repository::hold_sweep_lock_elsewhere(bool held) {
-  std::lock_guard guard{mtx_};
-  sweep_lock_elsewhere_ = held;
-}
-
-std::vector<std::chrono::seconds> fake_repository::rescue_calls() {
-  std::lock_guard guard{mtx_};
-  return rescue_calls_;
-}
-
-fake_row fake_repository::row(const uuid& id) {
-  std::lock_guard guard{mtx_};
-  return rows_.at(id);
-}
-
-void fake_repository::steal_claim(const uuid& id) {
-  std::lock_guard guard{mtx_};
-  auto& row = rows_.at(id);
-  row.token = uuid::v7();
-  row.lease_live = true;
-}
-
-void fake_repository::hold_by_other(const uuid& id) { steal_claim(id); }
-
-void fake_repository::set_size_class(const uuid& id, const std::string& size_class) {
-  std::lock_guard guard{mtx_};
-  rows_.at(id).ingestion.size_class = size_class;
-}
-
-void fake_repository::set_priority(const uuid& id, int32_t priority) {
-  std::lock_guard guard{mtx_};
-  rows_.at(id).priority = priority;
-}
-
-void fake_repository::choose_providers(const uuid& id, const std::string& transcription,
-                                       const std::string& extraction) {
-  std::lock_guard guard{mtx_};
-  rows_.at(id).ingestion.transcription_provider = transcription;
-  rows_.at(id).ingestion.extraction_provider = extraction;
-}
-
-void fake_repository::crash_holder(const uuid& id) {
-  std::lock_guard guard{mtx_};
-  auto& row = rows_.at(id);
-  if (!row.token || !row.lease_live)
-    violations_.push_back("crash_holder on an ingestion nobody holds");
-  row.lease_live = false;
-}
-
-std::vector<audit_event> fake_repository::events() {
-  std::lock_guard guard{mtx_};
-  return events_;
-}
-
-int fake_repository::renew_calls() {
-  std::lock_guard guard{mtx_};
-  return static_cast<int>(renew_batches_.size());
-}
-
-std::vector<size_t> fake_repository::renew_batch_sizes() {
-  std::lock_guard guard{mtx_};
-  return renew_batches_;
-}
-
-std::vector<std::string> fake_repository::violations() {
-  std::lock_guard guard{mtx_};
-  return violations_;
 }
 
 // -- fake_transcriber / fake_extractor --------------------------------------------
@@ -750,7 +408,8 @@ void fake_transcriber::expire_waiting() {
     now.swap(waiting_);
   }
   for (auto& w : now)
-    w.done(error::make_transient("ocr.busy", "no CPU worker was free within the document deadline"));
+    w.done(
+        error::make_transient("ocr.busy", "no CPU worker was free within the document deadline"));
 }
 
 int fake_transcriber::calls() {
@@ -760,11 +419,12 @@ int fake_transcriber::calls() {
 
 extraction fake_extractor::valid_invoice() {
   extraction x;
-  x.structured_data = R"({"invoice_number":"INV-1","invoice_date":"2026-01-15","due_date":null,)"
-                      R"("supplier_name":"ACME GmbH","supplier_address":null,"supplier_vat_id":null,)"
-                      R"("customer_name":null,"currency":"EUR","line_items":[],"subtotal":100.0,)"
-                      R"("vat_amount":19.0,"total":119.0,"extraction_successful":true,)"
-                      R"("confidence":"high","missing_fields":[]})";
+  x.structured_data
+      = R"({"invoice_number":"INV-1","invoice_date":"2026-01-15","due_date":null,)"
+        R"("supplier_name":"ACME GmbH","supplier_address":null,"supplier_vat_id":null,)"
+        R"("customer_name":null,"currency":"EUR","line_items":[],"subtotal":100.0,)"
+        R"("vat_amount":19.0,"total":119.0,"extraction_successful":true,)"
+        R"("confidence":"high","missing_fields":[]})";
   x.extraction_successful = true;
   x.confidence = "high";
   x.model = "fake";
@@ -784,7 +444,8 @@ void fake_extractor::extract(std::string, callback<extraction> done) {
   done(std::move(r));
 }
 
-void fake_extractor::extract_with(std::string text, call_context context, callback<extraction> done) {
+void fake_extractor::extract_with(std::string text, call_context context,
+                                  callback<extraction> done) {
   {
     std::lock_guard guard{mtx_};
     hooks_ = std::move(context);

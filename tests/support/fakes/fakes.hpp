@@ -13,7 +13,6 @@
 #include <utility>
 #include <vector>
 
-#include "adapters/db/repository.hpp"
 #include "adapters/extraction/extractor.hpp"
 #include "adapters/ocr/transcriber.hpp"
 #include "adapters/queue/queue.hpp"
@@ -62,11 +61,13 @@ public:
   /// completes them with push() + deliver_pending()).
   void receive(int max_messages, std::chrono::seconds wait, std::chrono::seconds visibility,
                callback<std::vector<queue_message>> done) override;
-  void remove(std::vector<std::string> receipts, callback<std::vector<batch_entry_result>> done) override;
+  void remove(std::vector<std::string> receipts,
+              callback<std::vector<batch_entry_result>> done) override;
   void change_visibility(std::vector<visibility_change> changes,
                          callback<std::vector<batch_entry_result>> done) override;
   /// Sends every message (fail_next("send") fails the whole call).
-  void send(std::vector<outgoing_message> messages, callback<std::vector<batch_entry_result>> done) override;
+  void send(std::vector<outgoing_message> messages,
+            callback<std::vector<batch_entry_result>> done) override;
   /// Visible and in-flight counts (fail_next("stats") fails it).
   void stats(callback<queue_stats> done) override;
   std::string name() const override { return "fake"; }
@@ -95,7 +96,7 @@ public:
 
 private:
   std::vector<queue_message> take_visible(int max, std::chrono::seconds visibility);
-  std::map<std::string, entry> entries_;  // by id
+  std::map<std::string, entry> entries_; // by id
   std::vector<std::string> order_;
   std::map<std::string, std::string> receipt_to_id_;
   std::vector<std::pair<int, callback<std::vector<queue_message>>>> waiting_;
@@ -113,7 +114,8 @@ private:
 class fake_store : public object_store, public fault_script {
 public:
   void get(std::string key, size_t max_bytes, callback<std::string> done) override;
-  void put(std::string key, std::string bytes, std::string content_type, callback<void> done) override;
+  void put(std::string key, std::string bytes, std::string content_type,
+           callback<void> done) override;
   void exists(std::string key, callback<bool> done) override;
   std::string name() const override { return "fake"; }
 
@@ -124,80 +126,6 @@ public:
 private:
   std::map<std::string, std::string> objects_;
   int puts_ = 0;
-};
-
-/// One ingestion row as the fake database keeps it.
-struct fake_row {
-  claimed_ingestion ingestion;
-  std::string status = "in-progress";
-  std::optional<uuid> token;
-  bool lease_live = false;
-  std::string structured_data;
-  std::string last_error;
-  std::string error_class;
-  std::string transcription_file_path;
-  int completions = 0;
-  /// `ingestd cancel` asked while it ran (the heartbeat's cancel_requests reports it).
-  bool cancel_requested = false;
-  int32_t priority = 50;
-};
-
-class fake_repository : public repository, public fault_script {
-public:
-  /// Adds an in-progress ingestion with its document; returns the ingestion id.
-  uuid add(const std::string& file_path, const std::string& mime_type = "text/plain", int attempts = 0);
-
-  /// Can fail or be held.
-  void claim(std::vector<claim_request> requests, std::string worker_id, std::chrono::seconds lease,
-             callback<std::vector<std::optional<claimed_ingestion>>> done) override;
-  void states(std::vector<uuid> ids, callback<std::vector<ingestion_state>> done) override;
-  void record_transcription(lease_ref ref, transcription_record record, callback<void> done) override;
-  void complete(std::vector<completion> completions, callback<std::vector<result<void>>> done) override;
-  void record_failure(lease_ref ref, failure_record record, std::chrono::seconds retry_delay,
-                      callback<failure_outcome> done) override;
-  void renew_leases(std::vector<lease_ref> refs, std::chrono::seconds lease,
-                    callback<std::vector<lease_ref>> done) override;
-  void release(lease_ref ref, callback<void> done) override;
-  void cancel_requests(std::vector<uuid> ids, callback<std::vector<uuid>> done) override;
-  void record_cancelled(lease_ref ref, callback<void> done) override;
-  void append_events(std::vector<audit_event> events, callback<void> done) override;
-  /// Every in-progress ingestion without a live lease, up to `limit` (the fake keeps no due
-  /// times); nothing while another node holds the sweep lock. Can fail or be held.
-  void rescue_stranded(std::chrono::seconds stale_threshold, int limit,
-                       callback<std::vector<stranded_ingestion>> done) override;
-
-  fake_row row(const uuid& id);
-  /// Another worker takes the claim over (as after an expired lease).
-  void steal_claim(const uuid& id);
-  /// Sets the size class (intake's routing: "small", "large").
-  void set_size_class(const uuid& id, const std::string& size_class);
-  void set_priority(const uuid& id, int32_t priority);
-  /// The providers a reprocess chose for the ingestion (empty: as configured).
-  void choose_providers(const uuid& id, const std::string& transcription, const std::string& extraction);
-  /// Another worker holds a live claim.
-  void hold_by_other(const uuid& id);
-  /// `ingestd cancel`: a queued (unheld) ingestion becomes cancelled at once; a running one gets
-  /// a cancel request that cancel_requests reports.
-  void request_cancel(const uuid& id);
-  /// The holder of the claim died: its lease runs out with its token still set, so the next
-  /// claim counts a crash (and fails the ingestion as poison at max_attempts).
-  void crash_holder(const uuid& id);
-  std::vector<audit_event> events();
-  int renew_calls();
-  std::vector<size_t> renew_batch_sizes();
-  /// Another node holds (true) or releases (false) the cluster-wide lock that sweeps run under.
-  void hold_sweep_lock_elsewhere(bool held);
-  /// The stale threshold of every rescue_stranded call so far.
-  std::vector<std::chrono::seconds> rescue_calls();
-  std::vector<std::string> violations();
-
-private:
-  bool fenced(const lease_ref& ref) const;
-  std::map<uuid, fake_row> rows_;
-  std::vector<audit_event> events_;
-  std::vector<size_t> renew_batches_;
-  std::vector<std::chrono::seconds> rescue_calls_;
-  bool sweep_lock_elsewhere_ = false;
 };
 
 class fake_transcriber : public transcriber, public fault_script {

@@ -44,6 +44,14 @@ std::string with_search_path(const std::string& url, const std::string& schema) 
 }
 
 pg_schema::pg_schema(bool migrate) {
+  create(migrate, 0);
+}
+
+pg_schema::pg_schema(migrated_to target) {
+  create(true, target.version);
+}
+
+void pg_schema::create(bool migrate, int up_to_version) {
   base_url_ = env_or("INGESTD_TEST_DATABASE_URL", "");
   if (base_url_.empty())
     throw std::runtime_error(
@@ -62,12 +70,26 @@ pg_schema::pg_schema(bool migrate) {
   query("CREATE SCHEMA " + quote_ident(conn_, name_));
   query("SELECT set_config('search_path', $1, false)", {quote_ident(conn_, name_)});
   url_ = with_search_path(base_url_, name_);
-  if (migrate) {
-    auto report = ingestd::migrate(url_, embedded_migrations());
-    if (!report)
-      throw std::runtime_error("migrations failed in schema " + name_ + ": "
-                               + report.error().describe());
+  if (!migrate)
+    return;
+  auto migrations = embedded_migrations();
+  if (up_to_version > 0) {
+    std::erase_if(migrations, [&](const migration& m) { return m.version > up_to_version; });
+    if (migrations.empty() || migrations.back().version != up_to_version)
+      throw std::runtime_error("no embedded migration of version " + std::to_string(up_to_version));
   }
+  auto report = ingestd::migrate(url_, migrations);
+  if (!report)
+    throw std::runtime_error("migrations failed in schema " + name_ + ": "
+                             + report.error().describe());
+}
+
+std::vector<std::string> pg_schema::migrate_rest() {
+  auto report = ingestd::migrate(url_, embedded_migrations());
+  if (!report)
+    throw std::runtime_error("migrations failed in schema " + name_ + ": "
+                             + report.error().describe());
+  return report->applied;
 }
 
 pg_schema::~pg_schema() {
@@ -146,13 +168,18 @@ std::string pg_schema::scalar(const std::string& sql,
   return rows[0][0].value_or("");
 }
 
-std::vector<std::string> pg_schema::add_ingestions(int n) {
-  auto rows = query("WITH d AS (INSERT INTO document (id, tenant_id, content_hash, file_path) "
-                    "SELECT g, gen_random_uuid(), g::text, 'documents/' || g FROM "
-                    "(SELECT gen_random_uuid() AS g FROM generate_series(1, $1::integer)) x RETURNING id) "
-                    "INSERT INTO ingestion (id, document_id, uploaded_by) "
-                    "SELECT gen_random_uuid(), id, gen_random_uuid() FROM d RETURNING id",
-                    {std::to_string(n)});
+std::vector<std::string> pg_schema::add_ingestions(int n, const std::string& stage) {
+  auto rows
+      = query("WITH d AS (INSERT INTO document (id, tenant_id, content_hash, file_path) "
+              "SELECT g, gen_random_uuid(), g::text, 'documents/' || g FROM "
+              "(SELECT gen_random_uuid() AS g FROM generate_series(1, $1::integer)) x "
+              "RETURNING id, tenant_id), "
+              "i AS (INSERT INTO ingestion (id, document_id, uploaded_by) "
+              "SELECT gen_random_uuid(), id, gen_random_uuid() FROM d RETURNING id, document_id) "
+              "INSERT INTO work_item (id, stage, document_id, tenant_id) "
+              "SELECT i.id, $2, i.document_id, d.tenant_id FROM i JOIN d ON d.id = i.document_id "
+              "RETURNING id",
+              {std::to_string(n), stage});
   std::vector<std::string> ids;
   ids.reserve(rows.size());
   for (auto& r : rows)

@@ -1,5 +1,6 @@
-// A fresh PostgreSQL schema per test, migrated with the embedded migrations, with a database URL
-// whose search_path points at it (for the adapters) and a small query helper for checks.
+// A fresh PostgreSQL schema per test, migrated with the embedded migrations (or up to a given
+// version, for the tests of a migration), with a database URL whose search_path points at it (for
+// the adapters) and a small query helper for checks.
 #pragma once
 
 #include <memory>
@@ -16,6 +17,11 @@ namespace ingestd::test {
 /// One row of a query result, NULL as nullopt.
 using pg_row = std::vector<std::optional<std::string>>;
 
+/// The embedded migrations up to and including `version`.
+struct migrated_to {
+  int version = 0;
+};
+
 /// A schema created on construction and dropped (CASCADE) on destruction. Reads
 /// INGESTD_TEST_DATABASE_URL; construction throws std::runtime_error with a clear message when it
 /// is unset or the database is unreachable.
@@ -23,6 +29,9 @@ class pg_schema {
 public:
   /// Creates the schema; when `migrate` is true, applies embedded_migrations() into it.
   explicit pg_schema(bool migrate = true);
+  /// Creates the schema and applies the embedded migrations up to `target.version` only: the
+  /// schema a database of that version has, for a test of the migrations after it.
+  explicit pg_schema(migrated_to target);
   ~pg_schema();
   pg_schema(const pg_schema&) = delete;
   pg_schema& operator=(const pg_schema&) = delete;
@@ -43,9 +52,12 @@ public:
   std::string scalar(const std::string& sql,
                      const std::vector<std::optional<std::string>>& params = {});
 
-  /// Creates `n` new documents, each with one in-progress ingestion nobody holds; returns the
-  /// ingestions' ids.
-  std::vector<std::string> add_ingestions(int n);
+  /// Applies the embedded migrations not applied yet; answers the names of those applied.
+  std::vector<std::string> migrate_rest();
+
+  /// Creates `n` new documents, each with one in-progress ingestion and its work item of the
+  /// stage `stage` nobody holds (no queue message); returns the ingestions' ids.
+  std::vector<std::string> add_ingestions(int n, const std::string& stage = "ingest");
 
   /// Terminates the backends of the adapters under test (url() sets application_name to the
   /// schema's name), as an administrator or a crashed server would, and waits until the server
@@ -53,6 +65,7 @@ public:
   int terminate_adapter_backends();
 
 private:
+  void create(bool migrate, int up_to_version);
   bool reconnect();
 
   std::string base_url_;

@@ -1,6 +1,7 @@
 // webhook_notifier: the Slack-compatible payload, the link template, and failures reported to the
 // callback (classified), never thrown; an empty URL disables it; the URL's secret part (path,
-// query, user) never reaches a log line or a reported error, and the lines follow log.format.
+// query, user) never reaches a log line or a reported error, and the lines follow log.format; as
+// an event sink, a post per INGESTION_FAILED or MATCHING_FAILED event and none for the others.
 #include <optional>
 
 #include <gtest/gtest.h>
@@ -18,17 +19,25 @@ using test::fake_http_client;
 namespace {
 
 failure_notice notice() {
-  return failure_notice{"0190a1b2-0000-7000-8000-000000000001", "0190a1b2-0000-7000-8000-0000000000d0",
-                        "tenant-42", "extraction.gate_failed: totals do not reconcile", "transient", 3};
+  return failure_notice{"0190a1b2-0000-7000-8000-000000000001",
+                        "0190a1b2-0000-7000-8000-0000000000d0",
+                        "tenant-42",
+                        "extraction.gate_failed: totals do not reconcile",
+                        "transient",
+                        3};
 }
 
-http_response status(long s) { return test::make_response(s, "ok"); }
+http_response status(long s) {
+  return test::make_response(s, "ok");
+}
 
 } // namespace
 
 TEST(webhook_notifier, posts_slack_compatible_json) {
   fake_http_client http{[](const http_request&) { return status(200); }};
-  webhook_notifier n{http, {"https://hooks.slack.test/services/T0/B0/secret", "https://admin.example/t/{tenant_id}/documents/{document_id}"}};
+  webhook_notifier n{http,
+                     {"https://hooks.slack.test/services/T0/B0/secret",
+                      "https://admin.example/t/{tenant_id}/documents/{document_id}"}};
   auto r = await<void>([&](auto cb) { n.notify_failed(notice(), std::move(cb)); });
   EXPECT_TRUE(r.ok());
   auto requests = http.requests();
@@ -83,7 +92,7 @@ TEST(webhook_notifier, failures_are_reported_not_thrown) {
 TEST(webhook_notifier, an_empty_url_disables_it) {
   fake_http_client http;
   webhook_notifier n{http, {}};
-  int calls = 0;  // answered at once, without a request
+  int calls = 0; // answered at once, without a request
   n.notify_failed(notice(), [&](const result<void>& r) {
     ++calls;
     EXPECT_TRUE(r.ok());
@@ -119,10 +128,12 @@ TEST(webhook_notifier, failure_lines_are_json_and_carry_no_secret_part_of_the_ur
   // The transport quotes the request as the curl engine does ("POST <url>: <detail>"); a server
   // may echo the path alone.
   outcome([&](const http_request& req) -> result<http_response> {
-    return error::make_transient("http.connect", req.method + " " + req.url + ": Connection refused");
+    return error::make_transient("http.connect",
+                                 req.method + " " + req.url + ": Connection refused");
   });
   outcome([](const http_request&) -> result<http_response> {
-    return error::make_transient("http.transport", "no route for /services/T0/B0/s3cr3t?token=q5ecret");
+    return error::make_transient("http.transport",
+                                 "no route for /services/T0/B0/s3cr3t?token=q5ecret");
   });
   outcome([](const http_request&) { return status(500); });
   auto lines = captured.lines();
@@ -150,4 +161,122 @@ TEST(webhook_notifier, failure_lines_are_json_and_carry_no_secret_part_of_the_ur
   for (const auto& e : reported)
     for (const char* secret : {"/services", "s3cr3t", "q5ecret"})
       EXPECT_EQ(e.describe().find(secret), std::string::npos) << secret << " in " << e.describe();
+}
+
+// ---- the notifier as an event sink ------------------------------------------------------------
+
+namespace {
+
+/// An event of the stream as ingestd_emit_event writes it.
+std::string event_json(const std::string& type, const std::string& ingestion_id,
+                       const std::string& payload) {
+  return R"({"id":"0190a1b2-0000-7000-8000-0000000000e1","type":")" + type
+         + R"(","time":"2026-01-15T10:00:00Z","tenant_id":"tenant-42",)"
+           R"("document_id":"0190a1b2-0000-7000-8000-0000000000d0","ingestion_id":)"
+         + (ingestion_id.empty() ? std::string{"null"} : "\"" + ingestion_id + "\"")
+         + R"(,"payload":)" + payload + "}";
+}
+
+const std::string failed_payload
+    = R"({"error_class":"poison","error":"poison: the claim expired","attempts":3})";
+
+} // namespace
+
+TEST(webhook_notifier, notice_of_an_ingestion_failure_event) {
+  auto n = notice_of_event(
+      event_json("INGESTION_FAILED", "0190a1b2-0000-7000-8000-000000000001", failed_payload));
+  ASSERT_TRUE(n.has_value());
+  EXPECT_EQ(n->stage, "ingest");
+  EXPECT_EQ(n->ingestion_id, "0190a1b2-0000-7000-8000-000000000001");
+  EXPECT_EQ(n->document_id, "0190a1b2-0000-7000-8000-0000000000d0");
+  EXPECT_EQ(n->tenant_id, "tenant-42");
+  EXPECT_EQ(n->error, "poison: the claim expired");
+  EXPECT_EQ(n->error_class, "poison");
+  EXPECT_EQ(n->attempts, 3);
+}
+
+TEST(webhook_notifier, notice_of_a_matching_failure_event) {
+  auto n = notice_of_event(
+      event_json("MATCHING_FAILED", "", R"({"error":"llm.server_error: HTTP 503","attempts":3})"));
+  ASSERT_TRUE(n.has_value());
+  EXPECT_EQ(n->stage, "match");
+  EXPECT_EQ(n->ingestion_id, "");
+  EXPECT_EQ(n->document_id, "0190a1b2-0000-7000-8000-0000000000d0");
+  EXPECT_EQ(n->error, "llm.server_error: HTTP 503");
+  EXPECT_EQ(n->attempts, 3);
+}
+
+TEST(webhook_notifier, other_events_and_other_text_are_no_notice) {
+  EXPECT_FALSE(notice_of_event(event_json("INGESTION_COMPLETED", "x", "{}")).has_value());
+  EXPECT_FALSE(notice_of_event(event_json("WARNING", "x", failed_payload)).has_value());
+  EXPECT_FALSE(notice_of_event("not json").has_value());
+  EXPECT_FALSE(notice_of_event("[]").has_value());
+  EXPECT_FALSE(notice_of_event("").has_value());
+}
+
+TEST(webhook_notifier, takes_the_two_failure_event_types) {
+  EXPECT_EQ(failure_event_types(),
+            (std::vector<std::string>{"INGESTION_FAILED", "MATCHING_FAILED"}));
+}
+
+TEST(webhook_notifier, delivers_a_failure_event_as_one_post) {
+  fake_http_client http{[](const http_request&) { return status(200); }};
+  webhook_notifier n{http, {"https://hooks.slack.test/services/T0/B0/secret"}};
+  auto body
+      = event_json("INGESTION_FAILED", "0190a1b2-0000-7000-8000-000000000001", failed_payload);
+  auto r = await<void>([&](auto cb) { n.deliver(sink_event{"e1", body}, std::move(cb)); });
+  EXPECT_TRUE(r.ok());
+  auto requests = http.requests();
+  ASSERT_EQ(requests.size(), 1u);
+  rapidjson::Document d;
+  d.Parse(requests[0].body.c_str());
+  ASSERT_FALSE(d.HasParseError());
+  std::string text = d["text"].GetString();
+  EXPECT_EQ(text.rfind("Ingestion failed after 3 attempts", 0), 0u) << text;
+  EXPECT_STREQ(d["ingestd"]["event"].GetString(), "ingestion_failed");
+  EXPECT_STREQ(d["ingestd"]["ingestion_id"].GetString(), "0190a1b2-0000-7000-8000-000000000001");
+  EXPECT_STREQ(d["ingestd"]["error_class"].GetString(), "poison");
+}
+
+TEST(webhook_notifier, delivers_a_matching_failure_without_an_ingestion) {
+  fake_http_client http{[](const http_request&) { return status(200); }};
+  webhook_notifier n{http, {"https://hooks.slack.test/x"}};
+  auto body = event_json("MATCHING_FAILED", "", R"({"error":"llm.unauthorized","attempts":1})");
+  auto r = await<void>([&](auto cb) { n.deliver(sink_event{"e2", body}, std::move(cb)); });
+  EXPECT_TRUE(r.ok());
+  auto requests = http.requests();
+  ASSERT_EQ(requests.size(), 1u);
+  rapidjson::Document d;
+  d.Parse(requests[0].body.c_str());
+  ASSERT_FALSE(d.HasParseError());
+  std::string text = d["text"].GetString();
+  EXPECT_EQ(text.rfind("Matching failed after 1 attempt:", 0), 0u) << text;
+  EXPECT_STREQ(d["ingestd"]["event"].GetString(), "matching_failed");
+  for (auto& f : d["attachments"][0]["fields"].GetArray())
+    EXPECT_STRNE(f["title"].GetString(), "Ingestion");
+}
+
+TEST(webhook_notifier, other_events_are_delivered_without_a_post) {
+  fake_http_client http{[](const http_request&) { return status(500); }};
+  webhook_notifier n{http, {"https://hooks.slack.test/x"}};
+  for (auto* type : {"INGESTION_STARTED", "INGESTION_COMPLETED", "DOCUMENT_PROCESSED", "WARNING"}) {
+    int calls = 0; // answered at once (any thread may answer an event sink's call)
+    n.deliver(sink_event{"e3", event_json(type, "x", failed_payload)}, [&](const result<void>& r) {
+      ++calls;
+      EXPECT_TRUE(r.ok()) << type;
+    });
+    EXPECT_EQ(calls, 1) << type;
+  }
+  EXPECT_EQ(http.request_count(), 0u);
+}
+
+TEST(webhook_notifier, a_failed_post_is_not_delivered) {
+  // The relay gives the event back and tries again later: at least once.
+  fake_http_client http{[](const http_request&) { return status(503); }};
+  webhook_notifier n{http, {"https://hooks.slack.test/x"}};
+  auto body = event_json("INGESTION_FAILED", "i", failed_payload);
+  auto r = await<void>([&](auto cb) { n.deliver(sink_event{"e4", body}, std::move(cb)); });
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.error().transient());
+  EXPECT_EQ(r.error().code, "notify.http_503");
 }

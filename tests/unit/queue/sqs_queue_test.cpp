@@ -259,11 +259,12 @@ TEST(sqs_receive, numeric_attributes_are_tolerated) {
 }
 
 TEST(sqs_receive, malformed_answers_are_transient_errors) {
+  // A message whose body does not match its MD5OfBody.
+  const char* wrong_md5 = "{\"Messages\":[{\"MessageId\":\"m\",\"ReceiptHandle\":\"r\",\"Body\":\"b\","
+                          "\"MD5OfBody\":\"00000000000000000000000000000000\"}]}";
   for (auto body : {"not json", "[]", "{\"Messages\":{}}",
                     "{\"Messages\":[{\"ReceiptHandle\":\"r\",\"Body\":\"b\"}]}",
-                    "{\"Messages\":[{\"MessageId\":\"m\",\"Body\":\"b\"}]}",
-                    "{\"Messages\":[{\"MessageId\":\"m\",\"ReceiptHandle\":\"r\",\"Body\":\"b\"," // NOLINT(bugprone-suspicious-missing-comma): one document on two lines
-                    "\"MD5OfBody\":\"00000000000000000000000000000000\"}]}"}) {
+                    "{\"Messages\":[{\"MessageId\":\"m\",\"Body\":\"b\"}]}", wrong_md5}) {
     auto r = sqs::parse_receive(body);
     ASSERT_FALSE(r) << body;
     EXPECT_TRUE(r.error().transient()) << body;

@@ -1,0 +1,269 @@
+// The unpack stage's job on the deterministic scheduler with the port fakes: a container's
+// members become child documents whose ingestions, work items and messages are written with the
+// container's completion (the fake container repository over the claimed-work table); the
+// unpacking and the sorting of the members run on the CPU pool; limits and lost claims leave
+// nothing of the container behind.
+#define CAF_SUITE unpack_job
+#include "caf/test/unit_test_impl.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "stages/unpack/unpack_stage.hpp"
+#include "tests/actors/support/actor_fixture.hpp"
+#include "tests/support/containers/archive_maker.hpp"
+
+using namespace ingestd;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// A CPU pool the test drives: what is submitted waits until the test runs or expires it; or,
+/// with `immediately`, runs at once on the caller's thread.
+struct manual_cpu final : cpu_executor {
+  bool immediately = true;
+  std::vector<cpu_job> jobs;
+  void submit(cpu_job job) override {
+    if (immediately)
+      return job.run();
+    jobs.push_back(std::move(job));
+  }
+  cpu_job next() {
+    auto job = std::move(jobs.front());
+    jobs.erase(jobs.begin());
+    return job;
+  }
+};
+
+const std::string unpack_queue_name = "ingestd-unpack";
+
+struct fixture : test::actor_fixture {
+  std::shared_ptr<test::fake_queue> unpack_queue = std::make_shared<test::fake_queue>();
+  std::shared_ptr<test::fake_container_repository> containers
+      = std::make_shared<test::fake_container_repository>(work);
+  manual_cpu cpu;
+  std::shared_ptr<unpack_ports> uports = std::make_shared<unpack_ports>();
+  unpack_settings usettings;
+  heartbeat_actor hb = heartbeat();
+
+  fixture() {
+    uports->db = containers;
+    uports->storage = store;
+    uports->unpacker = std::make_shared<container_unpacker>(cpu, unpack_limits{}, 300s);
+    usettings.queue = unpack_queue;
+    usettings.queue_name = unpack_queue_name;
+    usettings.ingest_queue = test::ingest_queue_name;
+  }
+
+  std::shared_ptr<const stage> unpack_stage() { return make_unpack_stage(uports, usettings); }
+
+  /// A container stored and its ingestion with its work item; returns the ingestion's id.
+  uuid add_container(const std::string& bytes, int32_t depth = 0,
+                     const std::string& mime = "application/zip") {
+    auto key = "documents/c" + std::to_string(next++) + ".zip";
+    store->set(key, bytes);
+    return containers->add(key, mime, depth);
+  }
+
+  queue_message deliver_unpack(const uuid& id) {
+    unpack_queue->push(id.str());
+    return receive(*unpack_queue);
+  }
+
+  job_outcome run_unpack(const uuid& id) { return run_job(unpack_stage(), deliver_unpack(id), hb); }
+
+  /// A zip with two documents, a nested zip of one, and a member no stage reads.
+  static std::string sample() {
+    return test::make_archive(
+        "zip", {{"a.pdf", test::pdf_bytes("one")},
+                {"b.pdf", test::pdf_bytes("two")},
+                {"inner.zip", test::make_archive("zip", {{"c.pdf", test::pdf_bytes("three")}})},
+                {"notes.txt", "not a document"}});
+  }
+
+  void check_unpack_violations() {
+    check_no_violations();
+    for (auto& v : containers->violations())
+      CAF_FAIL("container repository: " << v);
+    for (auto& v : unpack_queue->violations())
+      CAF_FAIL("unpack queue: " << v);
+  }
+
+  int next = 0;
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(unpack_job_tests, fixture)
+
+CAF_TEST(a container s members become children written with its completion) {
+  auto id = add_container(sample());
+  auto o = run_unpack(id);
+  CAF_CHECK_EQUAL(o.result, job_result::completed);
+  CAF_CHECK_EQUAL(o.stage, "unpack");
+  auto item = work->item(id);
+  CAF_CHECK_EQUAL(item.status, "completed");
+  CAF_CHECK_EQUAL(unpack_queue->deleted_ids().size(), 1u);
+  auto parent = containers->container(id);
+  CAF_CHECK_EQUAL(parent.completions, 1);
+  CAF_REQUIRE_EQUAL(parent.children.size(), 3u);
+  std::set<std::string> names;
+  for (auto& child : parent.children) {
+    names.insert(child.member_name);
+    // Each child's bytes are stored before the completion, and its work item and message are
+    // written with it: documents to the ingest stage, containers to this one.
+    CAF_CHECK(store->object(child.file_path).has_value());
+    auto w = work->item(child.ingestion_id);
+    CAF_CHECK_EQUAL(w.stage, child.stage);
+    CAF_CHECK_EQUAL(w.document_id, child.document_id);
+    CAF_CHECK_EQUAL(w.tenant_id, parent.tenant_id);
+    CAF_CHECK_EQUAL(w.status, "in-progress");
+    CAF_CHECK_EQUAL(child.stage, child.member_name == "inner.zip" ? "unpack" : "ingest");
+  }
+  CAF_CHECK(names == (std::set<std::string>{"a.pdf", "b.pdf", "inner.zip"}));
+  CAF_CHECK_EQUAL(work->sent_to(test::ingest_queue_name).size(), 2u);
+  CAF_CHECK_EQUAL(work->sent_to(unpack_queue_name).size(), 1u);
+  // The skipped member is named in the parent's description.
+  CAF_CHECK(parent.structured_data.find("notes.txt") != std::string::npos);
+  CAF_CHECK(parent.unpack_error.empty());
+  // The trail travels with the completion.
+  for (auto step : {"claim", "load", "fetch", "unpack", "sort", "store", "complete"})
+    CAF_CHECK_EQUAL(events_with(id, step), 1u);
+  for (auto& row : work->audit_rows())
+    if (row.event.item == id)
+      CAF_CHECK_EQUAL(row.written_by, "complete_unpack");
+  check_unpack_violations();
+}
+
+CAF_TEST(a member whose content the tenant has already is not created again) {
+  auto id = add_container(test::make_archive(
+      "zip", {{"a.pdf", test::pdf_bytes("one")}, {"b.pdf", test::pdf_bytes("two")}}));
+  // The second container's tenant has a document with the content of a.pdf.
+  CAF_CHECK_EQUAL(run_unpack(id).result, job_result::completed);
+  auto first = containers->container(id);
+  CAF_REQUIRE_EQUAL(first.children.size(), 2u);
+  auto again = add_container(test::make_archive(
+      "zip", {{"a.pdf", test::pdf_bytes("one")}, {"d.pdf", test::pdf_bytes("four")}}));
+  containers->know(containers->container(again).tenant_id, first.children[0].content_hash);
+  auto before = work->sent_to(test::ingest_queue_name).size();
+  CAF_CHECK_EQUAL(run_unpack(again).result, job_result::completed);
+  CAF_CHECK_EQUAL(work->sent_to(test::ingest_queue_name).size(), before + 1);
+  CAF_CHECK_EQUAL(events_with(again, "complete"), 1u);
+  check_unpack_violations();
+}
+
+CAF_TEST(the unpacking and the sorting of the members run on the CPU pool) {
+  cpu.immediately = false;
+  ctx->cpu = std::shared_ptr<cpu_executor>(&cpu, [](cpu_executor*) {});
+  auto id = add_container(sample());
+  spawn_job(sys, ctx, unpack_stage(), hb, deliver_unpack(id));
+  sched.run();
+  CAF_REQUIRE_EQUAL(cpu.jobs.size(), 1u); // the unpacking waits for a worker
+  for (int i = 0; i < 4; ++i) {           // and its step deadline waits with it
+    advance_time(31s);
+    sched.run();
+  }
+  CAF_CHECK(outcomes.empty());
+  cpu.next().run();
+  sched.run();
+  CAF_REQUIRE_EQUAL(cpu.jobs.size(), 1u); // the sorting: detection and hashing
+  CAF_CHECK_EQUAL(store->puts(), 0);
+  cpu.next().run();
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(outcomes.back().result, job_result::completed);
+  CAF_CHECK_EQUAL(containers->container(id).children.size(), 3u);
+  ctx->cpu.reset();
+}
+
+CAF_TEST(
+    an unpacking that got no CPU worker in time gives the work back without counting an attempt) {
+  cpu.immediately = false;
+  auto id = add_container(sample());
+  spawn_job(sys, ctx, unpack_stage(), hb, deliver_unpack(id));
+  sched.run();
+  CAF_REQUIRE_EQUAL(cpu.jobs.size(), 1u);
+  cpu.next().expired();
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(outcomes.back().result, job_result::released);
+  auto item = work->item(id);
+  CAF_CHECK_EQUAL(item.attempt_count, 0);
+  CAF_CHECK(!item.token.has_value());
+  auto calls = unpack_queue->visibility_calls();
+  CAF_REQUIRE(!calls.empty());
+  CAF_CHECK_EQUAL(calls.back().timeout, 0s);
+  CAF_CHECK(work->sent().empty());
+  check_unpack_violations();
+}
+
+CAF_TEST(a container nested too deep fails whole and leaves nothing of it) {
+  usettings.max_depth = 2;
+  // Submitted inside another container (depth 1): its nested zip would be at depth 3.
+  auto id = add_container(sample(), 1);
+  auto o = run_unpack(id);
+  CAF_CHECK_EQUAL(o.result, job_result::failed);
+  auto item = work->item(id);
+  CAF_CHECK_EQUAL(item.status, "failed");
+  CAF_CHECK_EQUAL(item.error_class, "permanent");
+  CAF_CHECK(item.last_error.find("container.too_deep") != std::string::npos);
+  CAF_CHECK_EQUAL(store->puts(), 0);
+  CAF_CHECK(work->sent().empty());
+  CAF_CHECK_EQUAL(containers->container(id).completions, 0);
+  CAF_CHECK_EQUAL(unpack_queue->deleted_ids().size(), 1u);
+  CAF_CHECK_EQUAL(status_events(id, "INGESTION_FAILED"), 1u);
+  // The trail travels with the failure.
+  for (auto& row : work->audit_rows())
+    if (row.event.item == id)
+      CAF_CHECK_EQUAL(row.written_by, "record_failure");
+  check_unpack_violations();
+}
+
+CAF_TEST(a file that is no container fails at once) {
+  auto id = add_container("just some text", 0, "application/octet-stream");
+  auto o = run_unpack(id);
+  CAF_CHECK_EQUAL(o.result, job_result::failed);
+  CAF_CHECK(work->item(id).last_error.find("container.unsupported") != std::string::npos);
+  CAF_CHECK(work->sent().empty());
+}
+
+CAF_TEST(a claim lost before the completion stops the job and creates no child) {
+  auto id = add_container(sample());
+  store->hold("put");
+  spawn_job(sys, ctx, unpack_stage(), hb, deliver_unpack(id));
+  sched.run();
+  CAF_REQUIRE(store->held("put") > 0u);
+  work->steal_claim(id);
+  store->unhold("put");
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(outcomes.back().result, job_result::lost);
+  CAF_CHECK(work->sent().empty());
+  CAF_CHECK_EQUAL(containers->container(id).completions, 0);
+  CAF_CHECK(unpack_queue->deleted_ids().empty());
+  // No state change carried the trail: it is written alone, each row once.
+  for (auto step : {"claim", "load", "fetch", "unpack", "sort", "store"})
+    CAF_CHECK_EQUAL(events_with(id, step), 1u);
+  check_unpack_violations();
+}
+
+CAF_TEST(the database lost at the completion gives the work back and creates no child) {
+  auto id = add_container(sample());
+  containers->fail_next("complete_unpack",
+                        error::make_transient("pg.connection", "server closed the connection"));
+  auto o = run_unpack(id);
+  CAF_CHECK_EQUAL(o.result, job_result::released);
+  auto item = work->item(id);
+  CAF_CHECK_EQUAL(item.status, "in-progress");
+  CAF_CHECK_EQUAL(item.attempt_count, 0);
+  CAF_CHECK(work->sent().empty());
+  auto calls = unpack_queue->visibility_calls();
+  CAF_REQUIRE(!calls.empty());
+  CAF_CHECK_EQUAL(calls.back().timeout, 0s);
+  // The next delivery proposes the same children again and completes.
+  CAF_CHECK_EQUAL(run_unpack(id).result, job_result::completed);
+  CAF_CHECK_EQUAL(containers->container(id).children.size(), 3u);
+  check_unpack_violations();
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
