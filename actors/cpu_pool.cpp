@@ -1,4 +1,6 @@
-// The CPU pool: a master actor with a bounded backlog and detached worker actors.
+// The CPU pool: a master actor with a bounded backlog and detached worker actors. The workers run
+// the items; an item that parses or renders a document sends it to a decoder helper process
+// (the executor's decoder(), adapters/sandbox) and waits for the answer on the worker's thread.
 //
 //   run ──► an idle worker? ──yes──► send it the item
 //                └─no──► backlog full? ──yes──► item.expired() ──no──► queue it (work that
@@ -120,11 +122,14 @@ cpu_pool_actor::behavior_type cpu_pool(cpu_pool_ptr self, int workers, int backl
 
 class actor_cpu_executor : public cpu_executor {
 public:
-  explicit actor_cpu_executor(cpu_pool_actor pool) : pool_(std::move(pool)) {}
+  actor_cpu_executor(cpu_pool_actor pool, std::shared_ptr<sandbox::decoder> decoder)
+      : pool_(std::move(pool)), decoder_(std::move(decoder)) {}
   void submit(cpu_job job) override { caf::anon_send(pool_, run_atom_v, std::move(job)); }
+  std::shared_ptr<sandbox::decoder> decoder() const override { return decoder_; }
 
 private:
   cpu_pool_actor pool_;
+  std::shared_ptr<sandbox::decoder> decoder_;
 };
 
 } // namespace
@@ -134,8 +139,9 @@ cpu_pool_actor spawn_cpu_pool(caf::actor_system& sys, int workers, int backlog,
   return sys.spawn(cpu_pool, workers, backlog, std::move(admission), mode);
 }
 
-std::shared_ptr<cpu_executor> make_cpu_executor(cpu_pool_actor pool) {
-  return std::make_shared<actor_cpu_executor>(std::move(pool));
+std::shared_ptr<cpu_executor> make_cpu_executor(cpu_pool_actor pool,
+                                                std::shared_ptr<sandbox::decoder> decoder) {
+  return std::make_shared<actor_cpu_executor>(std::move(pool), std::move(decoder));
 }
 
 int cpu_pool_size(int reserved) {

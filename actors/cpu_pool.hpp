@@ -22,8 +22,11 @@ cpu_pool_actor spawn_cpu_pool(caf::actor_system& sys, int workers, int backlog,
                               std::shared_ptr<node_admission> admission,
                               cpu_workers mode = cpu_workers::detached);
 
-/// The pool as the cpu_executor that adapters (the local OCR provider) submit work to.
-std::shared_ptr<cpu_executor> make_cpu_executor(cpu_pool_actor pool);
+/// The pool as the cpu_executor that adapters (the local OCR provider) submit work to. Its
+/// workers parse and render documents in `decoder`'s helper processes (adapters/sandbox): a
+/// worker sends a request and waits for the answer within the work's deadline. Null: in process.
+std::shared_ptr<cpu_executor>
+make_cpu_executor(cpu_pool_actor pool, std::shared_ptr<sandbox::decoder> decoder = nullptr);
 
 /// cores - reserved, at least 1.
 int cpu_pool_size(int reserved);

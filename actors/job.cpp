@@ -564,6 +564,8 @@ void fail(job_ptr self, const error& err) {
   auto& s = *st.stage;
   auto attempt = static_cast<size_t>(std::max(st.claim.attempt_count, 0));
   failure_plan plan{st.claim, failure_record{err, s.max_attempts, {}}, std::chrono::seconds{0}};
+  // A decoder helper that died on the document is the document's crash: poison at the last attempt.
+  plan.record.crash = decoder_crash(err);
   if (!s.retry_backoff.empty())
     plan.delay = s.retry_backoff[std::min(attempt, s.retry_backoff.size() - 1)];
   // A server that asked for a longer wait (Retry-After) gets it.
@@ -601,6 +603,8 @@ void fail(job_ptr self, const error& err) {
                         err.describe() + "; recording it failed: " + r.error().describe(), cls);
         }
         st.phase = job_phase::outcome_stored;
+        if (r->failed && decoder_crash(err))
+          cls = errc::poison;
         step_done(self, r->failed ? "failed" : moving ? "moved" : "retrying", err.describe());
         auto detail = err.describe();
         st.claim.attempt_count = r->attempt_count - 1;

@@ -5,10 +5,11 @@
 #include <string>
 
 #include "adapters/ocr/document_source.hpp"
+#include "adapters/sandbox/decoder.hpp"
 
 namespace ingestd {
 
-intake_options intake_options_of(const config& cfg) {
+intake_options intake_options_of(const config& cfg, std::shared_ptr<sandbox::decoder> decoder) {
   intake_options opts;
   opts.max_bytes = static_cast<size_t>(
       std::min(cfg.transcription.max_file_bytes, cfg.storage.max_object_bytes));
@@ -20,16 +21,20 @@ intake_options intake_options_of(const config& cfg) {
   opts.large_queue = cfg.classes.large_queue_name;
   opts.large_min_bytes = static_cast<size_t>(cfg.classes.large_min_bytes);
   opts.large_min_pages = cfg.classes.large_min_pages;
-  // The page count as the OCR opens the document (without rendering a page); a document it
-  // cannot open counts 0 pages and is routed by its size alone (the OCR reports the problem).
-  opts.count_pages
-      = [max_pages = cfg.transcription.max_pages](std::string_view bytes, std::string_view mime) {
-          document_limits limits;
-          limits.max_file_bytes = bytes.size() + 1;
-          limits.max_pages = std::max(max_pages, 100000);
-          auto src = open_document(std::make_shared<const std::string>(bytes), mime, limits);
-          return src ? (*src)->page_count() : 0;
-        };
+  // The page count as the OCR opens the document (without decoding a page), in a decoder
+  // helper; a document it cannot open counts 0 pages and is routed by its size alone (the OCR
+  // reports the problem).
+  opts.count_pages = [max_pages = cfg.transcription.max_pages,
+                      decoder = std::move(decoder)](std::string_view bytes, std::string_view mime) {
+    document_limits limits;
+    limits.max_file_bytes = bytes.size() + 1;
+    limits.max_pages = std::max(max_pages, 100000);
+    auto n = decoder
+                 ? sandbox::count_pages(*decoder, bytes, mime, limits,
+                                        std::chrono::steady_clock::now() + std::chrono::seconds{30})
+                 : count_pages(std::string{bytes}, mime, limits);
+    return n ? *n : 0;
+  };
   return opts;
 }
 

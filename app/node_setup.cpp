@@ -101,7 +101,9 @@ result<std::unique_ptr<node_setup>> node_setup::prepare(caf::actor_system& sys, 
   ctx.settings = make_node_settings(cfg);
   ctx.admission->configure(ctx.settings.admission_limits());
   n->pool_ = spawn_cpu_pool(sys, ctx.settings.cpu_workers, ctx.settings.cpu_backlog, ctx.admission);
-  n->cpu_ = make_cpu_executor(n->pool_);
+  // The CPU pool's workers parse and render documents in helper processes, one per worker.
+  n->cpu_ = make_cpu_executor(n->pool_, std::make_shared<sandbox::helper_pool>(
+                                            decoder_pool_options(cfg, ctx.settings.cpu_workers)));
   ctx.cpu = n->cpu_;
   runtime_parts parts;
   parts.event_sinks = true;

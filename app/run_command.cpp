@@ -252,7 +252,13 @@ int run_command(const arguments& args) {
     // Intake and admin endpoints, each on threads of its own (port 0: off).
     auto intake_db
         = std::make_shared<pg_intake_repository>(cfg->database.url, cfg->queue.backend == "sqs");
-    auto intake = std::make_shared<intake_service>(intake_db, rt.storage, intake_options_of(*cfg));
+    // With size classes, intake counts a document's pages: in a decoder helper of its own, so that
+    // the CPU workers keep theirs.
+    std::shared_ptr<sandbox::decoder> counter;
+    if (cfg->classes.enabled)
+      counter = std::make_shared<sandbox::helper_pool>(decoder_pool_options(*cfg, 1));
+    auto intake
+        = std::make_shared<intake_service>(intake_db, rt.storage, intake_options_of(*cfg, counter));
     std::unique_ptr<intake_server> intake_http;
     if (cfg->intake.port != 0) {
       intake_server_options o;

@@ -1,6 +1,8 @@
 // Builds the configured adapters that a process shares.
 #include "app/runtime.hpp"
 
+#include <algorithm>
+
 #include "actors/node_context.hpp"
 #include "adapters/aws/aws_credentials.hpp"
 #include "adapters/db/pg_outbox_repository.hpp"
@@ -97,6 +99,17 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     }
   }
   return rt;
+}
+
+sandbox::helper_pool_options decoder_pool_options(const config& cfg, int helpers) {
+  tesseract_settings tesseract;
+  tesseract.languages = cfg.transcription.languages;
+  auto document = static_cast<uint64_t>(
+      std::max<int64_t>({cfg.transcription.max_file_bytes, cfg.storage.max_object_bytes, 0}));
+  // An unpack answer holds every member and their names.
+  auto members = static_cast<uint64_t>(std::max<int64_t>(cfg.containers.max_total_bytes, 0))
+                 + static_cast<uint64_t>(std::max(cfg.containers.max_members, 0)) * 4096;
+  return sandbox::default_pool_options(helpers, tesseract, document, members);
 }
 
 stage_env stage_env_of(runtime& rt, std::shared_ptr<cpu_executor> cpu) {

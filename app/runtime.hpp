@@ -12,6 +12,7 @@
 #include "adapters/notify/event_sink.hpp"
 #include "adapters/providers/provider_set.hpp"
 #include "adapters/queue/queue.hpp"
+#include "adapters/sandbox/helper_pool.hpp"
 #include "adapters/storage/object_store.hpp"
 #include "config/config.hpp"
 #include "stages/registry.hpp"
@@ -60,6 +61,11 @@ struct runtime_parts {
 /// start.
 result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& cpu,
                                               runtime_parts parts = {});
+
+/// The decoder helper pool of a process that reads documents (a node, `ingestd transcribe`):
+/// `helpers` helpers of this program (`ingestd decoder`), with the configured languages and
+/// frames that hold the largest document and the largest container's members.
+sandbox::helper_pool_options decoder_pool_options(const config& cfg, int helpers);
 
 /// What the node shares with each stage's factory, over `rt`.
 stage_env stage_env_of(runtime& rt, std::shared_ptr<cpu_executor> cpu);

@@ -225,9 +225,13 @@ int submit_command(const arguments& args) {
       std::fprintf(stderr, "ingestd submit: %s\n", q.error().describe().c_str());
       return failure;
     }
+  // With size classes, a document's pages are counted in a decoder helper.
+  std::shared_ptr<sandbox::decoder> counter;
+  if (cfg->classes.enabled)
+    counter = std::make_shared<sandbox::helper_pool>(decoder_pool_options(*cfg, 1));
   intake_service intake{
       std::make_shared<pg_intake_repository>(cfg->database.url, cfg->queue.backend == "sqs"),
-      (*rt)->storage, intake_options_of(*cfg)};
+      (*rt)->storage, intake_options_of(*cfg, counter)};
 
   auto files = collect(paths);
   bool tty = ::isatty(STDERR_FILENO) == 1 && !quiet;

@@ -1,6 +1,9 @@
 // `ingestd transcribe FILE [--json]`: one document through the configured transcription provider
 // (preprocessing when its quality calls for it), no database or queue. Users reach for it first.
+// The document is parsed in decoder helper processes, as in the daemon (adapters/sandbox).
+#include <algorithm>
 #include <cstdio>
+#include <thread>
 
 #include "adapters/ocr/local_transcriber.hpp"
 #include "adapters/ocr/thread_pool_executor.hpp"
@@ -45,7 +48,11 @@ result<transcription> transcribe_path(const config& cfg, const std::string& path
     auto opts = make_local_transcriber_options(
         cfg.transcription.languages, static_cast<size_t>(cfg.transcription.max_file_bytes),
         cfg.transcription.max_pages, std::chrono::seconds{cfg.transcription.timeout_seconds});
-    return transcribe_file_blocking(path, opts, threshold, true);
+    // The document is read in decoder helpers, as in the daemon: one per core.
+    auto threads = std::max(1u, std::thread::hardware_concurrency());
+    auto helpers = std::make_shared<sandbox::helper_pool>(
+        decoder_pool_options(cfg, static_cast<int>(threads)));
+    return transcribe_file_blocking(path, opts, threshold, true, threads, helpers);
   }
   auto bytes = read_document(path);
   if (!bytes)
@@ -56,7 +63,9 @@ result<transcription> transcribe_path(const config& cfg, const std::string& path
   if (!type)
     return error::make_permanent("ocr.unsupported_type",
                                  path + " is not a PDF, PNG, JPEG or TIFF file");
-  thread_pool_executor pool{1};
+  // A remote provider's refusal falls back to the local one: its pages are read in a helper.
+  thread_pool_executor pool{1,
+                            std::make_shared<sandbox::helper_pool>(decoder_pool_options(cfg, 1))};
   auto rt = make_runtime(cfg, pool, runtime_parts{false, false, false, false});
   if (!rt)
     return rt.error();

@@ -21,6 +21,8 @@ pkg_check_modules(MHD REQUIRED IMPORTED_TARGET libmicrohttpd)
 # Containers: archives through libarchive, e-mails through GMime.
 find_package(LibArchive REQUIRED)
 pkg_check_modules(GMime REQUIRED IMPORTED_TARGET gmime-3.0)
+# The decoder helpers' seccomp filter (libseccomp-dev).
+pkg_check_modules(Seccomp REQUIRED IMPORTED_TARGET libseccomp)
 
 # RapidJSON's Debian config exports variables, not a target.
 if(NOT TARGET RapidJSON::RapidJSON)

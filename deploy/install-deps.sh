@@ -11,7 +11,7 @@ packages=(
   libopencv-dev rapidjson-dev libcurl4-openssl-dev libssl-dev libspdlog-dev libfmt-dev
   libtesseract-dev tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu
   libpoppler-cpp-dev poppler-utils libgtest-dev libgmock-dev
-  libarchive-dev libgmime-3.0-dev
+  libarchive-dev libgmime-3.0-dev libseccomp-dev
   python3 python3-boto3 libcpp-httplib-dev libmicrohttpd-dev zlib1g-dev prometheus
   clang-tidy clang-format cppcheck clang-14 libclang-rt-14-dev
 )

@@ -30,6 +30,16 @@ inline constexpr std::string_view ocr_busy = "ocr.busy";
 /// OCR ran past transcription.timeout_seconds (a timeout of the small size class escalates).
 inline constexpr std::string_view ocr_deadline = "ocr.deadline";
 
+// -- decoder helpers (adapters/sandbox) ---------------------------------------------------------
+
+/// The helper process that parsed or rendered the document died (a signal, an unexpected exit,
+/// an answer that breaks the protocol). Transient: counted as an attempt, poison at the last.
+inline constexpr std::string_view decode_crashed = "decode.crashed";
+/// The helper ran out of its memory limit (RLIMIT_AS) on the document.
+inline constexpr std::string_view decode_out_of_memory = "decode.out_of_memory";
+/// The helper overran the work's deadline (or its CPU-time limit) and was killed.
+inline constexpr std::string_view decode_timeout = "decode.timeout";
+
 // -- storage and HTTP ------------------------------------------------------------------------
 
 /// No object under the key.
@@ -85,6 +95,13 @@ namespace ingestd {
 inline bool database_unavailable(const error& err) {
   return err.code == errc::pg_connection || err.code.rfind("pg.08", 0) == 0
          || err.code == "pg.57P01" || err.code == "pg.57P02" || err.code == "pg.57P03";
+}
+
+/// True when a decoder helper died on the document (crashed, out of memory, past its deadline):
+/// counted like a worker's crash, an attempt that becomes final, as poison, at max_attempts.
+inline bool decoder_crash(const error& err) {
+  return err.code == errc::decode_crashed || err.code == errc::decode_out_of_memory
+         || err.code == errc::decode_timeout;
 }
 
 /// True for work that never started for lack of the node's or a provider's capacity: no CPU

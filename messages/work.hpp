@@ -152,6 +152,9 @@ struct failure_record {
   /// The item moves to another size class and stays in progress whatever the error, its
   /// message sent to that class's queue.
   std::optional<work_move> move;
+  /// The attempt crashed (a decoder helper died on the document: decoder_crash()): counted in
+  /// crash_count too, and when it is final the item fails as poison, as a crash found by a claim.
+  bool crash = false;
 };
 
 /// What recording a failed attempt left behind.

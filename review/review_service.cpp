@@ -15,6 +15,7 @@
 #include "adapters/extraction/extraction_schema.hpp"
 #include "adapters/ocr/transcription_json.hpp"
 #include "adapters/queue/queue.hpp"
+#include "adapters/sandbox/decoder.hpp"
 #include "adapters/storage/object_store.hpp"
 #include "adapters/support/blocking_call.hpp"
 #include "adapters/support/cpu_executor.hpp"
@@ -465,11 +466,21 @@ result<page_image> review_service::render_on_pool(const std::shared_ptr<const st
   auto done = std::make_shared<std::promise<result<page_image>>>();
   auto f = done->get_future();
   cpu_job job;
-  job.run = [done, bytes, mime, index] { done->set_value(render_page(*bytes, mime, index)); };
+  auto decoder = cpu_->decoder();
+  auto limit = opts_.max_file_bytes;
+  auto deadline = std::chrono::steady_clock::now() + opts_.call_timeout;
+  job.run = [done, bytes, mime, index, decoder, limit, deadline] {
+    // A decoder helper renders the page when the pool has them: a PDF that crashes poppler
+    // costs that helper, not the node, however often a reviewer opens it.
+    if (decoder)
+      return done->set_value(
+          sandbox::render_page(*decoder, *bytes, mime, index, 110, 1800, limit, deadline));
+    done->set_value(render_page(*bytes, mime, index));
+  };
   job.expired = [done] {
     done->set_value(error::make_transient("review.busy", "the CPU pool is busy; try again"));
   };
-  job.deadline = std::chrono::steady_clock::now() + opts_.call_timeout;
+  job.deadline = deadline;
   cpu_->submit(std::move(job));
   // The pool answers by the deadline (run or expired); the margin covers a render under way.
   if (f.wait_for(opts_.call_timeout * 2) != std::future_status::ready)
@@ -498,6 +509,10 @@ result<page_image> review_service::page(const std::vector<uuid>& tenants, uuid i
     auto bytes = fetch(d.file_path, opts_.max_file_bytes);
     if (!bytes)
       return bytes.error();
+    // A PNG or JPEG is shown as stored; a TIFF is decoded (libtiff): on the pool, in a helper.
+    if (d.mime_type == "image/tiff")
+      return render_on_pool(std::make_shared<const std::string>(std::move(*bytes)), d.mime_type,
+                            index);
     return render_page(*bytes, d.mime_type, index);
   }
   // Cached renders: a page is rendered once, whichever node asks first.

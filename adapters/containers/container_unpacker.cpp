@@ -1,8 +1,10 @@
-// The unpack stage's port: the container's reader (libarchive or GMime) run on a CPU worker.
+// The unpack stage's port: the container's reader (libarchive or GMime) run on a CPU worker, in
+// one of its decoder helpers when it has them (adapters/sandbox), else in process.
 #include <exception>
 #include <memory>
 
 #include "adapters/containers/unpacker.hpp"
+#include "adapters/sandbox/decoder.hpp"
 #include "adapters/support/cpu_executor.hpp"
 #include "messages/error_codes.hpp"
 
@@ -21,6 +23,17 @@ void container_unpacker::unpack(unpack_request req, callback<unpacked> done) {
     auto& [request, answer] = *shared;
     if (request.started)
       request.started();
+    if (auto decoder = cpu_.decoder()) {
+      // A decoder helper takes the container apart; its answer is checked again here.
+      auto out = sandbox::unpack(*decoder, request.bytes, request.kind, limits_,
+                                 std::chrono::steady_clock::now() + deadline_);
+      if (out && request.kind != container_kind::eml && request.kind != container_kind::mbox)
+        for (auto& m : out->members)
+          if (auto safe = check_member_path(m.name); !safe)
+            return answer(error::make_transient(
+                errc::decode_crashed, "the decoder helper answered an unsafe member path"));
+      return answer(std::move(out));
+    }
     bool mail = request.kind == container_kind::eml || request.kind == container_kind::mbox;
     const unpacker& reader = mail ? static_cast<const unpacker&>(mail_) : archives_;
     try {

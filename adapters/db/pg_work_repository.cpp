@@ -165,12 +165,17 @@ constexpr pg::statement failure_sql{"ingestd_work_failure", R"sql(
 WITH f AS (
   UPDATE work_item
      SET attempt_count = attempt_count + 1,
+         crash_count = crash_count + CASE WHEN $18::boolean THEN 1 ELSE 0 END,
          status = CASE WHEN $8 = '' AND ($3::boolean OR attempt_count + 1 >= $4::integer)
                        THEN 'failed' ELSE status END,
          completed_at = CASE WHEN $8 = '' AND ($3::boolean OR attempt_count + 1 >= $4::integer)
                              THEN now() ELSE completed_at END,
-         last_error = $5,
-         error_class = $6,
+         last_error = CASE WHEN $18::boolean AND $8 = '' AND attempt_count + 1 >= $4::integer
+                           THEN 'poison: ' || $5 || ' (attempt ' || (attempt_count + 1) || ' of '
+                                || $4::integer || ')'
+                           ELSE $5 END,
+         error_class = CASE WHEN $18::boolean AND $8 = '' AND attempt_count + 1 >= $4::integer
+                            THEN 'poison' ELSE $6 END,
          claim_token = NULL,
          lease_expires_at = NULL,
          due_at = CASE WHEN $8 = '' AND ($3::boolean OR attempt_count + 1 >= $4::integer) THEN due_at
@@ -504,6 +509,7 @@ void pg_work_repository::record_failure(claim_ref ref, failure_record record,
          moving ? record.move->size_class : std::string{},
          moving ? record.move->queue : std::string{}, bool_text(via_outbox)},
         audit);
+    params.push_back(bool_text(record.crash));
     auto res = conn.exec(failure_sql, params);
     if (!res)
       return done(res.error());

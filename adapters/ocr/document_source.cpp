@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <mutex>
 #include <vector>
 
@@ -175,6 +176,9 @@ public:
   result<page_content> page(int index) override {
     // Each page is handed out once; moving it out keeps memory flat on long TIFFs.
     std::lock_guard<std::mutex> guard{mtx_};
+    if (index < 0 || static_cast<size_t>(index) >= pages_.size()
+        || pages_[static_cast<size_t>(index)].gray.empty())
+      return corrupt("image page " + std::to_string(index + 1) + " was not decoded");
     page_content out = pages_.at(static_cast<size_t>(index));
     pages_[static_cast<size_t>(index)].gray.release();
     return out;
@@ -205,7 +209,7 @@ result<page_content> decode_pix(pix_ptr pix, const document_limits& limits, int 
 
 result<std::shared_ptr<document_source>>
 open_document(const std::shared_ptr<const std::string>& bytes, std::string_view mime_type,
-              const document_limits& limits) {
+              const document_limits& limits, std::optional<int> only_page) {
   silence_libraries();
   const std::string& b = *bytes;
   if (b.empty())
@@ -250,7 +254,29 @@ open_document(const std::shared_ptr<const std::string>& bytes, std::string_view 
     return error::make_permanent("ocr.too_large", "the image has " +
                                                     std::to_string(int64_t{w} * h) + " pixels");
   std::vector<page_content> pages;
-  if (kind == file_kind::tiff) {
+  if (kind == file_kind::tiff && only_page) {
+    // Count the pages from their directories, decode the one asked for.
+    l_int32 count = 0;
+    FILE* f = fmemopen(const_cast<l_uint8*>(data), b.size(), "rb");
+    if (!f)
+      return corrupt("the TIFF cannot be read");
+    auto counted = tiffGetCount(f, &count);
+    std::fclose(f);
+    if (counted != 0 || count <= 0)
+      return corrupt("the TIFF's pages cannot be counted");
+    if (count > limits.max_pages)
+      return error::make_permanent("ocr.too_many_pages", "the TIFF has more than "
+                                                             + std::to_string(limits.max_pages)
+                                                             + " pages");
+    if (*only_page < 0 || *only_page >= count)
+      return corrupt("the TIFF has no page " + std::to_string(*only_page + 1));
+    pages.resize(static_cast<size_t>(count));
+    auto page
+        = decode_pix(pix_ptr{pixReadMemTiff(data, b.size(), *only_page)}, limits, *only_page + 1);
+    if (!page)
+      return page.error();
+    pages[static_cast<size_t>(*only_page)] = std::move(*page);
+  } else if (kind == file_kind::tiff) {
     size_t offset = 0;
     do {
       if (static_cast<int>(pages.size()) >= limits.max_pages)
@@ -273,6 +299,39 @@ open_document(const std::shared_ptr<const std::string>& bytes, std::string_view 
     pages.push_back(std::move(*page));
   }
   return std::shared_ptr<document_source>{std::make_shared<image_source>(kind, std::move(pages))};
+}
+
+result<int> count_pages(const std::string& bytes, std::string_view mime_type,
+                        const document_limits& limits) {
+  silence_libraries();
+  if (bytes.empty())
+    return error::make_permanent("ocr.empty_file", "the document is empty (0 bytes)");
+  if (bytes.size() > limits.max_file_bytes || bytes.size() > static_cast<size_t>(INT32_MAX))
+    return error::make_permanent("ocr.too_large", "the document is too large");
+  auto type = detect_file_type(bytes);
+  if (!type)
+    return error::make_permanent("ocr.unsupported_type",
+                                 "unsupported document type \"" + std::string{mime_type} + "\"");
+  if (type->kind == file_kind::pdf) {
+    std::unique_ptr<poppler::document> doc{
+        poppler::document::load_from_raw_data(bytes.data(), static_cast<int>(bytes.size()))};
+    if (!doc)
+      return corrupt("the PDF cannot be parsed (damaged or truncated)");
+    if (doc->is_locked())
+      return error::make_permanent("ocr.encrypted_pdf", "the PDF is password-protected");
+    return doc->pages();
+  }
+  if (type->kind != file_kind::tiff)
+    return 1;
+  l_int32 count = 0;
+  FILE* f = fmemopen(const_cast<char*>(bytes.data()), bytes.size(), "rb");
+  if (!f)
+    return corrupt("the TIFF cannot be read");
+  auto counted = tiffGetCount(f, &count);
+  std::fclose(f);
+  if (counted != 0 || count <= 0)
+    return corrupt("the TIFF's pages cannot be counted");
+  return static_cast<int>(count);
 }
 
 } // namespace ingestd

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -39,8 +40,15 @@ public:
 
 /// Errors (all permanent): ocr.empty_file, ocr.too_large, ocr.unsupported_type,
 /// ocr.corrupt_file, ocr.encrypted_pdf, ocr.too_many_pages. `bytes` must outlive the source.
+/// With `only_page`, a TIFF's pages are counted and that page alone is decoded (page() of
+/// another index is an error): what a decoder helper opens for one page's request.
 result<std::shared_ptr<document_source>>
 open_document(const std::shared_ptr<const std::string>& bytes, std::string_view mime_type,
-              const document_limits& limits);
+              const document_limits& limits, std::optional<int> only_page = std::nullopt);
+
+/// The document's page count without decoding a page (a PDF's from its page tree, a TIFF's from
+/// its directories, 1 for PNG and JPEG); the errors of open_document for what cannot be opened.
+result<int> count_pages(const std::string& bytes, std::string_view mime_type,
+                        const document_limits& limits);
 
 } // namespace ingestd

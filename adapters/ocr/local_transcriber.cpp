@@ -5,6 +5,7 @@
 #include "adapters/ocr/local_transcriber.hpp"
 
 #include <atomic>
+#include <cstring>
 #include <fstream>
 #include <future>
 #include <mutex>
@@ -13,13 +14,10 @@
 #include <thread>
 #include <vector>
 
-#include <opencv2/imgproc.hpp>
-
 #include "adapters/ocr/document_source.hpp"
-#include "adapters/ocr/image_quality.hpp"
-#include "adapters/ocr/preprocess.hpp"
-#include "adapters/ocr/tesseract_engine.hpp"
+#include "adapters/ocr/page_work.hpp"
 #include "adapters/ocr/thread_pool_executor.hpp"
+#include "adapters/sandbox/decoder.hpp"
 #include "messages/error_codes.hpp"
 #include "messages/file_type.hpp"
 
@@ -29,25 +27,18 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-struct page_result {
-  transcription_page page;
-  bool native = false;
-  /// Why the page was kept with its text layer only (its rendering or OCR failed).
-  std::string warning;
-  bool preprocessed = false;
-  cv::Mat preprocessed_image;
-};
-
 struct doc_state {
   transcription_request request;
   callback<transcription> done;
   local_transcriber_options options;
   cpu_executor* executor = nullptr;
+  /// The decoder helpers the pages go to; null: the pages are read in this process.
+  std::shared_ptr<sandbox::decoder> decoder;
   clock_type::time_point start;
   clock_type::time_point deadline;
   std::shared_ptr<const std::string> bytes;
   std::shared_ptr<document_source> source;
-  std::vector<page_result> pages;
+  std::vector<page_outcome> pages;
   std::atomic<int> remaining{0};
   std::atomic<bool> failed{false};
   std::mutex mtx;
@@ -58,6 +49,11 @@ struct doc_state {
     if (request.timeout.count() > 0)
       return request.timeout;
     return options.document_timeout;
+  }
+
+  page_options page_settings() const {
+    return page_options{options.tesseract, options.limits, request.quality_threshold,
+                        request.allow_preprocessing, options.defect_report_threshold};
   }
 
   void fail(error e) {
@@ -73,12 +69,6 @@ error busy() {
                                "no CPU worker was free within the document deadline");
 }
 
-std::string trim_text(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\f'))
-    s.pop_back();
-  return s;
-}
-
 void finish(const std::shared_ptr<doc_state>& st) {
   if (st->first_error) {
     st->done(*st->first_error);
@@ -89,7 +79,7 @@ void finish(const std::shared_ptr<doc_state>& st) {
   t.page_count = static_cast<int32_t>(st->pages.size());
   t.native_text = !st->pages.empty();
   t.quality_score = 1;
-  std::vector<cv::Mat> kept;
+  std::vector<gray_pixels*> kept;
   for (auto& p : st->pages) {
     if (!t.text.empty())
       t.text += "\n\n";
@@ -98,9 +88,9 @@ void finish(const std::shared_ptr<doc_state>& st) {
     if (!p.warning.empty())
       t.warnings.push_back(std::move(p.warning));
     t.quality_score = std::min(t.quality_score, p.page.quality_score);
-    if (p.preprocessed) {
+    if (p.preprocessed && p.image.valid()) {
       t.preprocessed = true;
-      kept.push_back(p.preprocessed_image);
+      kept.push_back(&p.image);
     }
     t.pages.push_back(std::move(p.page));
   }
@@ -108,21 +98,23 @@ void finish(const std::shared_ptr<doc_state>& st) {
     t.quality_score = 0;
   if (!kept.empty()) {
     // One image per document: the preprocessed pages stacked top to bottom.
-    cv::Mat out = kept.front();
-    if (kept.size() > 1) {
-      int w = 0, h = 0;
-      for (auto& k : kept) {
-        w = std::max(w, k.cols);
-        h += k.rows;
+    gray_pixels out;
+    if (kept.size() == 1) {
+      out = std::move(*kept.front());
+    } else {
+      for (auto* k : kept) {
+        out.width = std::max(out.width, k->width);
+        out.height += k->height;
       }
-      out = cv::Mat(h, w, CV_8UC1, cv::Scalar(255));
-      int y = 0;
-      for (auto& k : kept) {
-        k.copyTo(out(cv::Rect(0, y, k.cols, k.rows)));
-        y += k.rows;
-      }
+      out.pixels.assign(static_cast<size_t>(out.width) * static_cast<size_t>(out.height), '\xff');
+      size_t row = 0;
+      for (auto* k : kept)
+        for (int32_t y = 0; y < k->height; ++y, ++row)
+          std::memcpy(out.pixels.data() + row * static_cast<size_t>(out.width),
+                      k->pixels.data() + static_cast<size_t>(y) * static_cast<size_t>(k->width),
+                      static_cast<size_t>(k->width));
     }
-    t.preprocessed_image = encode_png(out);
+    t.preprocessed_image = encode_gray_png(out);
     t.preprocessed_ext = "png";
   }
   t.duration_ms
@@ -136,91 +128,23 @@ void page_done(const std::shared_ptr<doc_state>& st) {
     finish(st);
 }
 
-result<page_result> process_page(doc_state& st, int index) {
-  auto content = st.source->page(index);
-  if (!content)
-    return content.error();
-  page_result r;
-  r.page.number = index + 1;
-  if (content->native) {
-    r.native = true;
-    r.page.text = std::move(content->text);
-    r.page.quality_score = 1;
-    return r;
-  }
-  if (clock_type::now() >= st.deadline)
-    return error::make_permanent(errc::ocr_deadline, "document deadline passed while decoding");
-  const cv::Mat& gray = content->gray;
-  auto measures = measure_image(gray);
-  auto first = run_tesseract(gray, content->dpi, st.options.tesseract, st.deadline);
-  if (!first)
-    return first.error();
-  double img = image_score(measures);
-  r.page.quality_score = page_score(img, first->mean_confidence);
-  r.page.defects = find_defects(measures, st.options.defect_report_threshold);
-  r.page.text = trim_text(std::move(first->text));
-  if (r.page.quality_score >= st.request.quality_threshold || !st.request.allow_preprocessing)
-    return r;
-  auto pre = preprocess_page(gray, content->dpi, measures);
-  if (pre.steps.empty()) // nothing to fix: a second pass would read the same pixels
-    return r;
-  auto second = run_tesseract(pre.image, pre.dpi, st.options.tesseract, st.deadline);
-  if (!second)
-    return second.error();
-  // Keep the run that is sure of more characters: a cleaner image gives more confident words;
-  // a binarisation that erased text gives fewer.
-  if (second->confident_chars > first->confident_chars) {
-    auto pre_measures = measure_image(pre.image);
-    r.page.quality_score = page_score(image_score(pre_measures), second->mean_confidence);
-    r.page.defects = find_defects(pre_measures, st.options.defect_report_threshold);
-    r.page.text = trim_text(std::move(second->text));
-    r.preprocessed = true;
-    r.preprocessed_image = pre.image;
-  }
-  return r;
-}
-
-/// Task-specific recovery: a PDF page whose rendering or OCR failed is kept with its text layer
-/// alone (no OCR), with a warning. The document's deadline and a busy node are not the page's
-/// fault and stay errors; so does a page without a text layer to fall back on.
-result<page_result> text_layer_instead(doc_state& st, int index, error failed) {
-  if (failed.code == errc::ocr_deadline || failed.code == errc::ocr_busy
-      || st.source->kind() != file_kind::pdf)
-    return failed;
-  result<std::string> layer = error::make_permanent("ocr.internal", "");
-  try {
-    layer = st.source->text_layer(index);
-  } catch (const std::exception& e) {
-    layer = error::make_permanent("ocr.corrupt_file", e.what());
-  }
-  if (!layer)
-    return failed;
-  page_result r;
-  r.page.number = index + 1;
-  r.page.text = std::move(*layer);
-  r.native = true;
-  // Nothing vouches for what the page shows beyond its text layer.
-  r.page.quality_score = r.page.text.empty() ? 0 : 0.5;
-  r.warning = "page " + std::to_string(index + 1) + ": " + failed.describe()
-              + "; kept its text layer only";
-  return r;
+/// Page `index` where the document's pages are read: a decoder helper, or this process.
+result<page_outcome> read_page(doc_state& st, int index) {
+  if (!st.decoder)
+    return transcribe_page(*st.source, index, st.page_settings(), st.deadline);
+  auto a = sandbox::transcribe_page(*st.decoder, *st.bytes, st.request.mime_type, index,
+                                    st.page_settings(), st.deadline);
+  if (!a)
+    return a.error();
+  if (a->page_count != static_cast<int>(st.pages.size()))
+    return error::make_transient(errc::decode_crashed,
+                                 "the decoder helper answered another page count");
+  return std::move(a->outcome);
 }
 
 void run_page(const std::shared_ptr<doc_state>& st, int index) {
   if (!st->failed) {
-    result<page_result> r = error::make_permanent("ocr.internal", "page not processed");
-    try {
-      r = process_page(*st, index);
-    } catch (const cv::Exception& e) {
-      r = error::make_permanent("ocr.corrupt_file",
-                                std::string{"image processing failed: "} + e.what());
-    } catch (const std::bad_alloc&) {
-      r = error::make_permanent("ocr.too_large", "out of memory processing a page");
-    } catch (const std::exception& e) {
-      r = error::make_permanent("ocr.internal", std::string{"page processing failed: "} + e.what());
-    }
-    if (!r)
-      r = text_layer_instead(*st, index, std::move(r.error()));
+    auto r = read_page(*st, index);
     if (r)
       st->pages[static_cast<size_t>(index)] = std::move(*r);
     else
@@ -229,11 +153,40 @@ void run_page(const std::shared_ptr<doc_state>& st, int index) {
   page_done(st);
 }
 
+void fan_out(const std::shared_ptr<doc_state>& st, int first) {
+  int n = static_cast<int>(st->pages.size());
+  st->remaining = n - first;
+  if (first >= n)
+    return finish(st);
+  for (int i = first; i < n; ++i) {
+    cpu_job job;
+    job.deadline = st->deadline;
+    job.continues_started_work = true;
+    job.run = [st, i] { run_page(st, i); };
+    job.expired = [st] {
+      st->fail(busy());
+      page_done(st);
+    };
+    st->executor->submit(std::move(job));
+  }
+}
+
 void open_and_fan_out(const std::shared_ptr<doc_state>& st) {
   // A worker has the document now: its deadline counts from here, not from the wait for one.
   st->deadline = clock_type::now() + st->document_timeout();
   if (st->request.started)
     st->request.started();
+  if (st->decoder) {
+    // The first page's request opens the document in a helper and answers its page count; the
+    // other pages go to helpers of their own, like the in-process path's.
+    auto first = sandbox::transcribe_page(*st->decoder, *st->bytes, st->request.mime_type, 0,
+                                          st->page_settings(), st->deadline);
+    if (!first)
+      return st->done(first.error());
+    st->pages.resize(static_cast<size_t>(first->page_count));
+    st->pages[0] = std::move(first->outcome);
+    return fan_out(st, 1);
+  }
   result<std::shared_ptr<document_source>> src = error::make_permanent("ocr.internal", "");
   try {
     src = open_document(st->bytes, st->request.mime_type, st->options.limits);
@@ -247,20 +200,8 @@ void open_and_fan_out(const std::shared_ptr<doc_state>& st) {
     return;
   }
   st->source = std::move(*src);
-  int n = st->source->page_count();
-  st->pages.resize(static_cast<size_t>(n));
-  st->remaining = n;
-  for (int i = 0; i < n; ++i) {
-    cpu_job job;
-    job.deadline = st->deadline;
-    job.continues_started_work = true;
-    job.run = [st, i] { run_page(st, i); };
-    job.expired = [st] {
-      st->fail(busy());
-      page_done(st);
-    };
-    st->executor->submit(std::move(job));
-  }
+  st->pages.resize(static_cast<size_t>(st->source->page_count()));
+  fan_out(st, 0);
 }
 
 } // namespace
@@ -272,6 +213,7 @@ void local_transcriber::transcribe(transcription_request request, callback<trans
   auto st = std::make_shared<doc_state>();
   st->options = options_;
   st->executor = &executor_;
+  st->decoder = executor_.decoder();
   st->done = std::move(done);
   st->start = clock_type::now();
   st->bytes = std::make_shared<const std::string>(std::move(request.bytes));
@@ -310,7 +252,8 @@ result<std::string> read_document(const std::string& path) {
 result<transcription> transcribe_file_blocking(const std::string& path,
                                                const local_transcriber_options& options,
                                                double quality_threshold, bool allow_preprocessing,
-                                               unsigned threads) {
+                                               unsigned threads,
+                                               std::shared_ptr<sandbox::decoder> decoder) {
   auto bytes = read_document(path);
   if (!bytes)
     return bytes.error();
@@ -325,7 +268,7 @@ result<transcription> transcribe_file_blocking(const std::string& path,
   std::promise<result<transcription>> promise;
   auto fut = promise.get_future();
   {
-    thread_pool_executor pool{threads};
+    thread_pool_executor pool{threads, std::move(decoder)};
     local_transcriber provider{pool, options};
     provider.transcribe(std::move(req),
                         [&promise](result<transcription> r) { promise.set_value(std::move(r)); });

@@ -57,12 +57,12 @@ private:
 result<std::string> read_document(const std::string& path);
 
 /// For `ingestd transcribe FILE`: reads the file, runs the local provider on a temporary thread
-/// pool of `threads` workers (0 = all cores) and waits. The type comes from the bytes; a missing
-/// file is "ocr.read_failed" (permanent).
-result<transcription> transcribe_file_blocking(const std::string& path,
-                                               const local_transcriber_options& options,
-                                               double quality_threshold = 0.7,
-                                               bool allow_preprocessing = true,
-                                               unsigned threads = 0);
+/// pool of `threads` workers (0 = all cores) whose pages go to `decoder`'s helpers (null: read in
+/// this process) and waits. The type comes from the bytes; a missing file is "ocr.read_failed"
+/// (permanent).
+result<transcription>
+transcribe_file_blocking(const std::string& path, const local_transcriber_options& options,
+                         double quality_threshold = 0.7, bool allow_preprocessing = true,
+                         unsigned threads = 0, std::shared_ptr<sandbox::decoder> decoder = nullptr);
 
 } // namespace ingestd

@@ -5,9 +5,8 @@
 #include <chrono>
 #include <utility>
 
-#include "adapters/ocr/document_source.hpp"
-#include "adapters/ocr/image_quality.hpp"
-#include "adapters/ocr/preprocess.hpp"
+#include "adapters/ocr/page_work.hpp"
+#include "adapters/sandbox/decoder.hpp"
 
 namespace ingestd {
 
@@ -37,18 +36,20 @@ struct attempt {
 
 /// The single page of `bytes` as a preprocessed PNG, or empty when there is nothing to improve:
 /// more than one page, a page with a text layer, or no preprocessing step the page calls for.
-std::string preprocessed_png(const std::shared_ptr<const std::string>& bytes, const std::string& mime,
-                             const document_limits& limits) {
-  auto source = open_document(bytes, mime, limits);
-  if (!source || (*source)->page_count() != 1)
+/// With decoder helpers the page is read in one of them; `trouble` tells why one failed.
+std::string preprocessed_png(const std::shared_ptr<const std::string>& bytes,
+                             const std::string& mime, const document_limits& limits,
+                             cpu_executor& cpu, std::chrono::steady_clock::time_point deadline,
+                             std::string& trouble) {
+  auto decoder = cpu.decoder();
+  if (!decoder)
+    return encode_gray_png(preprocessed_page(bytes, mime, limits));
+  auto image = sandbox::preprocess_page(*decoder, *bytes, mime, limits, deadline);
+  if (!image) {
+    trouble = image.error().describe();
     return {};
-  auto page = (*source)->page(0);
-  if (!page || page->native || page->gray.empty())
-    return {};
-  auto pre = preprocess_page(page->gray, page->dpi, measure_image(page->gray));
-  if (pre.steps.empty())
-    return {};
-  return encode_png(pre.image);
+  }
+  return encode_gray_png(*image);
 }
 
 } // namespace
@@ -102,13 +103,16 @@ void recovering_transcriber::transcribe(transcription_request request, callback<
     cpu_job job;
     job.deadline = std::chrono::steady_clock::now() + std::chrono::minutes{5};
     job.expired = [a, kept] { a->done(std::move(*kept)); };
-    job.run = [this, a, kept] {
-      std::string png;
+    job.run = [this, a, kept, deadline = job.deadline] {
+      std::string png, trouble;
       try {
-        png = preprocessed_png(a->bytes, a->mime_type, limits_);
+        png = preprocessed_png(a->bytes, a->mime_type, limits_, cpu_, deadline, trouble);
       } catch (const std::exception&) {
         png.clear();  // a page OpenCV cannot clean up keeps the first reading
       }
+      if (!trouble.empty())
+        kept->warnings.push_back("the page could not be preprocessed (" + trouble
+                                 + "); the first reading is kept");
       if (png.empty())
         return a->done(std::move(*kept));
       auto image = std::make_shared<std::string>(png);

@@ -8,7 +8,9 @@
 
 namespace ingestd {
 
-thread_pool_executor::thread_pool_executor(unsigned threads) {
+thread_pool_executor::thread_pool_executor(unsigned threads,
+                                           std::shared_ptr<sandbox::decoder> decoder)
+    : decoder_(std::move(decoder)) {
   threads = std::max(1u, threads);
   for (unsigned i = 0; i < threads; ++i)
     threads_.emplace_back([this] { work(); });

@@ -14,8 +14,10 @@ namespace ingestd {
 
 class thread_pool_executor final : public cpu_executor {
 public:
-  /// Starts `threads` workers (at least 1).
-  explicit thread_pool_executor(unsigned threads);
+  /// Starts `threads` workers (at least 1). `decoder`: the helpers its jobs parse documents in
+  /// (cpu_executor::decoder()); null: in process.
+  explicit thread_pool_executor(unsigned threads,
+                                std::shared_ptr<sandbox::decoder> decoder = nullptr);
   /// Runs what is queued (or expires it, past its deadline), then joins the workers.
   ~thread_pool_executor() override;
 
@@ -24,6 +26,7 @@ public:
 
   /// FIFO; a job whose deadline has passed when a worker takes it gets `expired` instead.
   void submit(cpu_job job) override;
+  std::shared_ptr<sandbox::decoder> decoder() const override { return decoder_; }
 
 private:
   void work();
@@ -33,6 +36,7 @@ private:
   std::deque<cpu_job> queue_;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
+  std::shared_ptr<sandbox::decoder> decoder_;
 };
 
 } // namespace ingestd
