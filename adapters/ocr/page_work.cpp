@@ -82,7 +82,7 @@ result<page_outcome> process_page(document_source& source, int index, const page
   return r;
 }
 
-/// Seed 004's recovery: a PDF page whose rendering or OCR failed is kept with its text layer
+/// Task-specific recovery: a PDF page whose rendering or OCR failed is kept with its text layer
 /// alone (no OCR), with a warning. The document's deadline and a busy node are not the page's
 /// fault and stay errors; so does a page without a text layer to fall back on.
 result<page_outcome> text_layer_instead(document_source& source, int index, error failed) {

@@ -56,7 +56,7 @@ struct page_outcome {
   gray_pixels image;
 };
 
-/// Page `index` of `source`, with the seed 004 recovery (a PDF page whose rendering or OCR
+/// Page `index` of `source`, with the task-specific recovery (a PDF page whose rendering or OCR
 /// failed keeps its text layer, with a warning). Exceptions of the libraries become errors:
 /// "ocr.corrupt_file", "ocr.too_large" (std::bad_alloc), "ocr.internal".
 result<page_outcome> transcribe_page(document_source& source, int index,
