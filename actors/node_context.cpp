@@ -52,10 +52,13 @@ node_settings make_node_settings(const config& cfg) {
   return s;
 }
 
-node_settings default_node_settings() { return make_node_settings(default_config()); }
+node_settings default_node_settings() {
+  return make_node_settings(default_config());
+}
 
 node_admission::limits node_settings::admission_limits() const {
-  return node_admission::limits{max_in_flight, capacity_slots, lifetime_units, cpu_workers, cpu_deadline};
+  return node_admission::limits{max_in_flight, capacity_slots, lifetime_units, cpu_workers,
+                                cpu_deadline};
 }
 
 void held_claims::add(const uuid& id) {

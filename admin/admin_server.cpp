@@ -35,8 +35,9 @@ public:
   }
 
   /// The probe's answer, or a transient error when `until` passes first.
-  result<T> answer(const std::shared_future<result<T>>& f, std::chrono::steady_clock::time_point until,
-                   std::chrono::milliseconds deadline, std::string_view what) {
+  result<T> answer(const std::shared_future<result<T>>& f,
+                   std::chrono::steady_clock::time_point until, std::chrono::milliseconds deadline,
+                   std::string_view what) {
     if (f.wait_until(until) != std::future_status::ready)
       return timeout_error("admin.timeout", what, deadline);
     return f.get();
@@ -73,31 +74,37 @@ std::string queue_prometheus(const result<std::vector<queue_depth>>& all) {
                    "# TYPE ingestd_queue_up gauge\n";
   std::string messages = "# HELP ingestd_queue_messages Messages in the queue, by state.\n"
                          "# TYPE ingestd_queue_messages gauge\n";
-  std::string oldest = "# HELP ingestd_queue_oldest_message_age_seconds Age of the oldest message in the queue.\n"
-                       "# TYPE ingestd_queue_oldest_message_age_seconds gauge\n";
+  std::string oldest
+      = "# HELP ingestd_queue_oldest_message_age_seconds Age of the oldest message in the queue.\n"
+        "# TYPE ingestd_queue_oldest_message_age_seconds gauge\n";
   if (!all)
-    return up;  // no queue could be asked: no series
+    return up; // no queue could be asked: no series
   for (auto& q : *all) {
     std::string label = "queue=\"";
     for (char c : q.queue)
-      if (c != '"' && c != '\\' && c != '\n')  // queue names are plain; never break the line
+      if (c != '"' && c != '\\' && c != '\n') // queue names are plain; never break the line
         label.push_back(c);
     label += "\"";
     up += "ingestd_queue_up{" + label + "} " + std::string{q.stats ? "1" : "0"} + "\n";
     if (!q.stats)
       continue;
     auto& s = *q.stats;
-    messages += "ingestd_queue_messages{" + label + ",state=\"visible\"} " + std::to_string(s.visible) + "\n";
-    messages += "ingestd_queue_messages{" + label + ",state=\"in_flight\"} " + std::to_string(s.in_flight) + "\n";
-    messages += "ingestd_queue_messages{" + label + ",state=\"delayed\"} " + std::to_string(s.delayed) + "\n";
-    oldest += "ingestd_queue_oldest_message_age_seconds{" + label + "} " + std::to_string(s.oldest_age_seconds) + "\n";
+    messages += "ingestd_queue_messages{" + label + ",state=\"visible\"} "
+                + std::to_string(s.visible) + "\n";
+    messages += "ingestd_queue_messages{" + label + ",state=\"in_flight\"} "
+                + std::to_string(s.in_flight) + "\n";
+    messages += "ingestd_queue_messages{" + label + ",state=\"delayed\"} "
+                + std::to_string(s.delayed) + "\n";
+    oldest += "ingestd_queue_oldest_message_age_seconds{" + label + "} "
+              + std::to_string(s.oldest_age_seconds) + "\n";
   }
   return up + messages + oldest;
 }
 
 std::string matching_prometheus(const result<matching_figures>& figures) {
   std::string out;
-  out += "# HELP ingestd_matching_up Whether the database answered the last matching figures query.\n";
+  out += "# HELP ingestd_matching_up Whether the database answered the last matching figures "
+         "query.\n";
   out += "# TYPE ingestd_matching_up gauge\n";
   out += "ingestd_matching_up " + std::string{figures ? "1" : "0"} + "\n";
   if (!figures)
@@ -109,15 +116,19 @@ std::string matching_prometheus(const result<matching_figures>& figures) {
     for (auto& [key, count] : figures->by_status)
       if (key == status)
         n = count;
-    out += "ingestd_matching_documents{status=\"" + std::string{status} + "\"} " + std::to_string(n) + "\n";
+    out += "ingestd_matching_documents{status=\"" + std::string{status} + "\"} " + std::to_string(n)
+           + "\n";
   }
   out += "# HELP ingestd_matching_stalled_documents Documents whose matching has been in "
          "progress for more than 10 minutes (a crashed matching worker).\n";
   out += "# TYPE ingestd_matching_stalled_documents gauge\n";
-  out += "ingestd_matching_stalled_documents " + std::to_string(figures->in_progress_over_10_minutes) + "\n";
-  out += "# HELP ingestd_matching_oldest_in_progress_seconds Age of the oldest matching in progress.\n";
+  out += "ingestd_matching_stalled_documents "
+         + std::to_string(figures->in_progress_over_10_minutes) + "\n";
+  out += "# HELP ingestd_matching_oldest_in_progress_seconds Age of the oldest matching in "
+         "progress.\n";
   out += "# TYPE ingestd_matching_oldest_in_progress_seconds gauge\n";
-  out += "ingestd_matching_oldest_in_progress_seconds " + std::to_string(figures->oldest_in_progress_seconds) + "\n";
+  out += "ingestd_matching_oldest_in_progress_seconds "
+         + std::to_string(figures->oldest_in_progress_seconds) + "\n";
   return out;
 }
 
@@ -130,12 +141,12 @@ admin_server::admin_server(std::string bind, int port, admin_probes probes, admi
     queue_ = std::make_shared<background_probe<queue_stats>>(probes_.queue);
   if (probes_.queues) {
     queues_ = std::make_shared<background_probe<std::vector<queue_depth>>>(
-      [probe = probes_.queues]() -> result<std::vector<queue_depth>> { return probe(); });
+        [probe = probes_.queues]() -> result<std::vector<queue_depth>> { return probe(); });
   } else if (probes_.queue) {
     queues_ = std::make_shared<background_probe<std::vector<queue_depth>>>(
-      [probe = probes_.queue, name = probes_.queue_name]() -> result<std::vector<queue_depth>> {
-        return std::vector<queue_depth>{queue_depth{name, probe()}};
-      });
+        [probe = probes_.queue, name = probes_.queue_name]() -> result<std::vector<queue_depth>> {
+          return std::vector<queue_depth>{queue_depth{name, probe()}};
+        });
   }
   if (probes_.matching)
     matching_ = std::make_shared<background_probe<matching_figures>>(probes_.matching);
@@ -187,12 +198,13 @@ admin_server::admin_server(std::string bind, int port, admin_probes probes, admi
   svr.get("/metrics", [this](const request&, response& res) {
     std::string out = probes_.metrics ? probes_.metrics() : std::string{};
     if (queues_)
-      out += queue_prometheus(queues_->answer(queues_->run(), std::chrono::steady_clock::now() + probes_.deadline,
+      out += queue_prometheus(queues_->answer(queues_->run(),
+                                              std::chrono::steady_clock::now() + probes_.deadline,
                                               probes_.deadline, "the queues"));
     if (matching_)
-      out += matching_prometheus(matching_->answer(matching_->run(),
-                                                   std::chrono::steady_clock::now() + probes_.deadline,
-                                                   probes_.deadline, "the database"));
+      out += matching_prometheus(
+          matching_->answer(matching_->run(), std::chrono::steady_clock::now() + probes_.deadline,
+                            probes_.deadline, "the database"));
     out += "# HELP ingestd_shutting_down Whether the node is draining (SIGTERM received).\n";
     out += "# TYPE ingestd_shutting_down gauge\n";
     out += "ingestd_shutting_down " + std::string{shutting_down_ ? "1" : "0"} + "\n";

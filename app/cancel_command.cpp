@@ -27,11 +27,16 @@ already finished (completed or failed), or the database could not be reached; 2 
 
 const char* outcome_name(cancel_outcome o) {
   switch (o) {
-    case cancel_outcome::cancelled: return "cancelled";
-    case cancel_outcome::cancelling: return "cancelling";
-    case cancel_outcome::already_cancelled: return "already_cancelled";
-    case cancel_outcome::finished: return "finished";
-    case cancel_outcome::not_found: return "not_found";
+  case cancel_outcome::cancelled:
+    return "cancelled";
+  case cancel_outcome::cancelling:
+    return "cancelling";
+  case cancel_outcome::already_cancelled:
+    return "already_cancelled";
+  case cancel_outcome::finished:
+    return "finished";
+  case cancel_outcome::not_found:
+    return "not_found";
   }
   return "not_found";
 }
@@ -61,7 +66,8 @@ int cancel_command(const arguments& args) {
   }
   auto id = uuid::parse(ids.front());
   if (!id) {
-    std::fprintf(stderr, "ingestd cancel: '%s' is not an ingestion id (a UUID)\n", ids.front().c_str());
+    std::fprintf(stderr, "ingestd cancel: '%s' is not an ingestion id (a UUID)\n",
+                 ids.front().c_str());
     return usage;
   }
   auto cfg = load_or_report(args);
@@ -79,36 +85,40 @@ int cancel_command(const arguments& args) {
     rapidjson::Writer<rapidjson::StringBuffer> w{buf};
     auto text = id->str();
     w.StartObject();
-    w.Key("ingestion_id"); w.String(text.c_str());
-    w.Key("outcome"); w.String(outcome_name(r->outcome));
-    w.Key("status_before"); w.String(r->status.c_str());
+    w.Key("ingestion_id");
+    w.String(text.c_str());
+    w.Key("outcome");
+    w.String(outcome_name(r->outcome));
+    w.Key("status_before");
+    w.String(r->status.c_str());
     w.EndObject();
     std::printf("%s\n", buf.GetString());
   }
   switch (r->outcome) {
-    case cancel_outcome::cancelled:
-      if (!json)
-        std::printf("cancelled ingestion=%s (it was queued; its message is deleted when it arrives)\n",
-                    id->str().c_str());
-      break;
-    case cancel_outcome::cancelling:
-      if (!json)
-        std::printf("cancelling ingestion=%s (it is running: it stops at its next step)\n",
-                    id->str().c_str());
-      break;
-    case cancel_outcome::already_cancelled:
-      if (!json)
-        std::printf("ingestion=%s was cancelled before\n", id->str().c_str());
-      break;
-    case cancel_outcome::finished:
-      std::fprintf(stderr,
-                   "ingestd cancel: ingestion %s is already %s: only a queued or running ingestion "
-                   "can be cancelled\n",
-                   id->str().c_str(), r->status.c_str());
-      break;
-    case cancel_outcome::not_found:
-      std::fprintf(stderr, "ingestd cancel: no ingestion %s\n", id->str().c_str());
-      break;
+  case cancel_outcome::cancelled:
+    if (!json)
+      std::printf(
+          "cancelled ingestion=%s (it was queued; its message is deleted when it arrives)\n",
+          id->str().c_str());
+    break;
+  case cancel_outcome::cancelling:
+    if (!json)
+      std::printf("cancelling ingestion=%s (it is running: it stops at its next step)\n",
+                  id->str().c_str());
+    break;
+  case cancel_outcome::already_cancelled:
+    if (!json)
+      std::printf("ingestion=%s was cancelled before\n", id->str().c_str());
+    break;
+  case cancel_outcome::finished:
+    std::fprintf(stderr,
+                 "ingestd cancel: ingestion %s is already %s: only a queued or running ingestion "
+                 "can be cancelled\n",
+                 id->str().c_str(), r->status.c_str());
+    break;
+  case cancel_outcome::not_found:
+    std::fprintf(stderr, "ingestd cancel: no ingestion %s\n", id->str().c_str());
+    break;
   }
   return done ? ok : failure;
 }

@@ -16,7 +16,7 @@ enum exit_code : int { ok = 0, failure = 1, usage = 2 };
 /// Arguments after the command name, with the global options taken out.
 struct arguments {
   std::vector<std::string> positional;
-  std::vector<std::string> flags;  // e.g. "--json"
+  std::vector<std::string> flags; // e.g. "--json"
   /// Every argument after the command name, in order (without --config): for commands whose
   /// options take values ("--tenant T").
   std::vector<std::string> raw;

@@ -62,8 +62,9 @@ void print(const stream_event& e, bool json) {
     doc["payload"].Accept(w);
     payload = buf.GetString();
   }
-  std::printf("%-27s %-20s doc %-36s ing %-36s %s\n", text(doc, "time").c_str(), text(doc, "type").c_str(),
-              text(doc, "document_id").c_str(), text(doc, "ingestion_id").c_str(), payload.c_str());
+  std::printf("%-27s %-20s doc %-36s ing %-36s %s\n", text(doc, "time").c_str(),
+              text(doc, "type").c_str(), text(doc, "document_id").c_str(),
+              text(doc, "ingestion_id").c_str(), payload.c_str());
 }
 
 } // namespace
@@ -94,8 +95,8 @@ int events_command(const arguments& args) {
   constexpr int page = 1000;
   while (stop_requested == 0) {
     auto events = blocking_call<std::vector<stream_event>>(
-      std::chrono::seconds{60}, "events.timeout", "the database",
-      [&](auto cb) { outbox.read_stream(after, page, cb); });
+        std::chrono::seconds{60}, "events.timeout", "the database",
+        [&](auto cb) { outbox.read_stream(after, page, cb); });
     if (!events) {
       std::fprintf(stderr, "ingestd events: database: %s\n", events.error().describe().c_str());
       return failure;

@@ -38,8 +38,9 @@ std::vector<std::string> nodes_too_old(const std::string& database_url) {
   if (!needed)
     return out;
   pg_node_repository registry{database_url};
-  auto nodes = blocking_call<std::vector<node_info>>(std::chrono::seconds{30}, "migrate.timeout", "the database",
-                                                     [&](auto cb) { registry.list(cb); });
+  auto nodes
+      = blocking_call<std::vector<node_info>>(std::chrono::seconds{30}, "migrate.timeout",
+                                              "the database", [&](auto cb) { registry.list(cb); });
   if (!nodes)
     return out;
   for (auto& n : *nodes) {
@@ -78,8 +79,10 @@ int migrate_command(const arguments& args) {
     for (auto& line : old)
       std::fprintf(stderr, "ingestd migrate: %s%s\n", force ? "warning: " : "", line.c_str());
     if (!force) {
-      std::fprintf(stderr, "ingestd migrate: upgrade those nodes first (deploy/OPERATIONS.md, \"Rolling upgrade\"), "
-                           "or pass --force\n");
+      std::fprintf(
+          stderr,
+          "ingestd migrate: upgrade those nodes first (deploy/OPERATIONS.md, \"Rolling upgrade\"), "
+          "or pass --force\n");
       return failure;
     }
   }

@@ -29,7 +29,8 @@ claims expire). Rows of stopped and lost nodes go after cluster.node_retention_h
   --json   {"nodes": [...], "by_state": {"running": N, "draining": N, "stopped": N, "lost": N}}
 )";
 
-constexpr const char* drain_usage = R"(Usage: ingestd drain NODE_ID | --all [--wait [--timeout SECONDS]]
+constexpr const char* drain_usage
+    = R"(Usage: ingestd drain NODE_ID | --all [--wait [--timeout SECONDS]]
 
 Asks a node (--all: every node not stopped) to drain: within one heartbeat it stops polling,
 lets its jobs finish within worker.shutdown_grace_seconds, gives back the rest and exits 0, as
@@ -72,21 +73,36 @@ void print_json(const std::vector<node_info>& nodes) {
   w.StartArray();
   for (auto& n : nodes) {
     w.StartObject();
-    w.Key("id"); w.String(n.id.c_str());
-    w.Key("state"); w.String(n.state.c_str());
-    w.Key("drain_requested"); w.Bool(n.drain_requested);
-    w.Key("in_flight"); w.Int(n.in_flight);
-    w.Key("capacity"); w.Int(n.capacity);
-    w.Key("capacity_usage"); w.Double(n.capacity_usage);
-    w.Key("done_last_minute"); w.Int(n.done_last_minute);
-    w.Key("last_seen"); w.String(n.last_seen.c_str());
-    w.Key("last_seen_seconds_ago"); w.Int64(n.last_seen_seconds_ago);
-    w.Key("started_at"); w.String(n.started_at.c_str());
-    w.Key("host"); w.String(n.host.c_str());
-    w.Key("pid"); w.Int(n.pid);
-    w.Key("version"); w.String(n.version.c_str());
-    w.Key("stages"); w.String(n.stages.c_str());
-    w.Key("classes"); w.String(n.classes.c_str());
+    w.Key("id");
+    w.String(n.id.c_str());
+    w.Key("state");
+    w.String(n.state.c_str());
+    w.Key("drain_requested");
+    w.Bool(n.drain_requested);
+    w.Key("in_flight");
+    w.Int(n.in_flight);
+    w.Key("capacity");
+    w.Int(n.capacity);
+    w.Key("capacity_usage");
+    w.Double(n.capacity_usage);
+    w.Key("done_last_minute");
+    w.Int(n.done_last_minute);
+    w.Key("last_seen");
+    w.String(n.last_seen.c_str());
+    w.Key("last_seen_seconds_ago");
+    w.Int64(n.last_seen_seconds_ago);
+    w.Key("started_at");
+    w.String(n.started_at.c_str());
+    w.Key("host");
+    w.String(n.host.c_str());
+    w.Key("pid");
+    w.Int(n.pid);
+    w.Key("version");
+    w.String(n.version.c_str());
+    w.Key("stages");
+    w.String(n.stages.c_str());
+    w.Key("classes");
+    w.String(n.classes.c_str());
     w.EndObject();
   }
   w.EndArray();
@@ -102,21 +118,24 @@ void print_json(const std::vector<node_info>& nodes) {
 }
 
 void print_table(const std::vector<node_info>& nodes) {
-  std::printf("%-24s %-9s %-11s %5s %7s %-12s %-20s %7s %-8s %s\n", "ID", "STATE", "IN FLIGHT", "USE",
-              "DONE/1m", "LAST SEEN", "HOST", "PID", "VERSION", "STAGES");
+  std::printf("%-24s %-9s %-11s %5s %7s %-12s %-20s %7s %-8s %s\n", "ID", "STATE", "IN FLIGHT",
+              "USE", "DONE/1m", "LAST SEEN", "HOST", "PID", "VERSION", "STAGES");
   for (auto& n : nodes) {
     auto state = n.state + (n.drain_requested && n.state == "running" ? "*" : "");
     auto flight = std::to_string(n.in_flight) + "/" + std::to_string(n.capacity);
     auto use = std::to_string(std::lround(n.capacity_usage * 100)) + "%";
     auto stages = n.stages + (n.classes.empty() ? "" : " (" + n.classes + ")");
     std::printf("%-24s %-9s %-11s %5s %7d %-12s %-20s %7d %-8s %s\n", n.id.c_str(), state.c_str(),
-                flight.c_str(), use.c_str(), n.done_last_minute, ago(n.last_seen_seconds_ago).c_str(),
-                n.host.c_str(), n.pid, n.version.c_str(), stages.c_str());
+                flight.c_str(), use.c_str(), n.done_last_minute,
+                ago(n.last_seen_seconds_ago).c_str(), n.host.c_str(), n.pid, n.version.c_str(),
+                stages.c_str());
   }
   std::printf("nodes: %zu", nodes.size());
   for (auto* state : node_states)
     std::printf("   %s %lld", state, static_cast<long long>(count_state(nodes, state)));
-  std::printf("%s\n", nodes.empty() ? "   (none registered: no `ingestd run` against this database yet)" : "");
+  std::printf("%s\n", nodes.empty()
+                          ? "   (none registered: no `ingestd run` against this database yet)"
+                          : "");
   for (auto& n : nodes)
     if (n.drain_requested && n.state == "running") {
       std::printf("* drain requested, not seen by the node yet\n");
@@ -125,7 +144,8 @@ void print_table(const std::vector<node_info>& nodes) {
 }
 
 /// Waits until none of `ids` is running or draining; false at the deadline.
-bool wait_stopped(node_repository& nodes, const std::vector<std::string>& ids, std::chrono::seconds timeout) {
+bool wait_stopped(node_repository& nodes, const std::vector<std::string>& ids,
+                  std::chrono::seconds timeout) {
   auto until = std::chrono::steady_clock::now() + timeout;
   while (true) {
     auto all = list_nodes(nodes);
@@ -190,7 +210,8 @@ int drain_command(const arguments& args) {
       wait = true;
     } else if (a == "--timeout") {
       long long secs = 0;
-      if (i + 1 >= args.raw.size() || std::sscanf(args.raw[i + 1].c_str(), "%lld", &secs) != 1 || secs < 1) {
+      if (i + 1 >= args.raw.size() || std::sscanf(args.raw[i + 1].c_str(), "%lld", &secs) != 1
+          || secs < 1) {
         std::fprintf(stderr, "ingestd drain: --timeout needs a number of seconds (at least 1)\n");
         return usage;
       }
@@ -211,8 +232,9 @@ int drain_command(const arguments& args) {
   if (!cfg)
     return failure;
   pg_node_repository nodes{cfg->database.url};
-  auto asked = blocking_call<std::vector<std::string>>(nodes_timeout, "nodes.timeout", "the database",
-                                                      [&](auto cb) { nodes.request_drain(id, cb); });
+  auto asked
+      = blocking_call<std::vector<std::string>>(nodes_timeout, "nodes.timeout", "the database",
+                                                [&](auto cb) { nodes.request_drain(id, cb); });
   if (!asked) {
     std::fprintf(stderr, "ingestd drain: database: %s\n", asked.error().describe().c_str());
     return failure;
@@ -225,7 +247,8 @@ int drain_command(const arguments& args) {
           std::printf("node %s is stopped already\n", id->c_str());
           return ok;
         }
-    std::fprintf(stderr, "ingestd drain: no node \"%s\" in the registry ('ingestd nodes' lists them)\n",
+    std::fprintf(stderr,
+                 "ingestd drain: no node \"%s\" in the registry ('ingestd nodes' lists them)\n",
                  id->c_str());
     return failure;
   }

@@ -5,8 +5,8 @@
 #include "config/config_table.hpp"
 #include "messages/priority.hpp"
 
-#include "messages/uuid.hpp"
 #include "messages/json_depth.hpp"
+#include "messages/uuid.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -41,15 +41,16 @@ struct secret_spec {
 };
 
 const secret_spec secret_specs[] = {
-  {"INGESTD_LLM_API_KEY", "llm_api_key", &config::secrets_section::llm_api_key},
-  {"INGESTD_DOCUMENT_AI_TOKEN", "document_ai_token", &config::secrets_section::document_ai_token},
-  {"INGESTD_NOTIFY_WEBHOOK_URL", "webhook_url", &config::secrets_section::notify_webhook_url},
-  {"INGESTD_INTAKE_TOKEN", "token", &config::secrets_section::intake_token},
-  {"INGESTD_ADMIN_TOKEN", "admin_token", &config::secrets_section::admin_token},
-  {"INGESTD_REVIEW_TOKEN", "review_token", &config::secrets_section::review_token},
-  {"INGESTD_EVENTS_WEBHOOK_URL", "events_webhook_url", &config::secrets_section::events_webhook_url},
-  {"INGESTD_EVENTS_WEBHOOK_SECRET", "events_webhook_secret",
-   &config::secrets_section::events_webhook_secret},
+    {"INGESTD_LLM_API_KEY", "llm_api_key", &config::secrets_section::llm_api_key},
+    {"INGESTD_DOCUMENT_AI_TOKEN", "document_ai_token", &config::secrets_section::document_ai_token},
+    {"INGESTD_NOTIFY_WEBHOOK_URL", "webhook_url", &config::secrets_section::notify_webhook_url},
+    {"INGESTD_INTAKE_TOKEN", "token", &config::secrets_section::intake_token},
+    {"INGESTD_ADMIN_TOKEN", "admin_token", &config::secrets_section::admin_token},
+    {"INGESTD_REVIEW_TOKEN", "review_token", &config::secrets_section::review_token},
+    {"INGESTD_EVENTS_WEBHOOK_URL", "events_webhook_url",
+     &config::secrets_section::events_webhook_url},
+    {"INGESTD_EVENTS_WEBHOOK_SECRET", "events_webhook_secret",
+     &config::secrets_section::events_webhook_secret},
 };
 
 std::string upper(std::string s) {
@@ -62,7 +63,9 @@ std::string env_name(const key_spec& spec) {
   return "INGESTD_" + upper(spec.section) + "__" + upper(spec.key);
 }
 
-std::string full_name(const key_spec& spec) { return spec.section + "." + spec.key; }
+std::string full_name(const key_spec& spec) {
+  return spec.section + "." + spec.key;
+}
 
 /// A list key whose default is empty may be given empty (e.g. queue.priority_classes: none).
 bool may_be_empty(const key_spec& spec) {
@@ -78,49 +81,50 @@ std::string expected_text(const key_spec& spec) {
     return out.str();
   };
   switch (spec.type) {
-    case kind::integer:
-      return range("an integer");
-    case kind::integer_list:
-      return range(may_be_empty(spec) ? "a list of integers, each" : "a non-empty list of integers, each");
-    case kind::number: {
-      std::ostringstream out;
-      out << "a number from " << spec.min << " to " << spec.max;
-      return out.str();
-    }
-    case kind::boolean:
-      return "true or false";
-    case kind::string:
-      return "a string";
-    case kind::choice: {
-      std::string out = "one of";
-      for (size_t i = 0; i < spec.choices.size(); ++i)
-        out += (i == 0 ? " " : ", ") + spec.choices[i];
-      return out;
-    }
+  case kind::integer:
+    return range("an integer");
+  case kind::integer_list:
+    return range(may_be_empty(spec) ? "a list of integers, each"
+                                    : "a non-empty list of integers, each");
+  case kind::number: {
+    std::ostringstream out;
+    out << "a number from " << spec.min << " to " << spec.max;
+    return out.str();
+  }
+  case kind::boolean:
+    return "true or false";
+  case kind::string:
+    return "a string";
+  case kind::choice: {
+    std::string out = "one of";
+    for (size_t i = 0; i < spec.choices.size(); ++i)
+      out += (i == 0 ? " " : ", ") + spec.choices[i];
+    return out;
+  }
   }
   return "";
 }
 
 void put_value(rapidjson::Writer<rapidjson::StringBuffer>& w, const value& v) {
   std::visit(
-    [&](auto& x) {
-      using t = std::decay_t<decltype(x)>;
-      if constexpr (std::is_same_v<t, int64_t>)
-        w.Int64(x);
-      else if constexpr (std::is_same_v<t, double>)
-        w.Double(x);
-      else if constexpr (std::is_same_v<t, bool>)
-        w.Bool(x);
-      else if constexpr (std::is_same_v<t, std::string>)
-        w.String(x.c_str(), static_cast<rapidjson::SizeType>(x.size()));
-      else {
-        w.StartArray();
-        for (auto i : x)
-          w.Int64(i);
-        w.EndArray();
-      }
-    },
-    v);
+      [&](auto& x) {
+        using t = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<t, int64_t>)
+          w.Int64(x);
+        else if constexpr (std::is_same_v<t, double>)
+          w.Double(x);
+        else if constexpr (std::is_same_v<t, bool>)
+          w.Bool(x);
+        else if constexpr (std::is_same_v<t, std::string>)
+          w.String(x.c_str(), static_cast<rapidjson::SizeType>(x.size()));
+        else {
+          w.StartArray();
+          for (auto i : x)
+            w.Int64(i);
+          w.EndArray();
+        }
+      },
+      v);
 }
 
 /// The key's value as it may be shown: a URL's password masked.
@@ -151,7 +155,9 @@ std::string json_text(const rapidjson::Value& v) {
   return buf.GetString();
 }
 
-bool in_range(const key_spec& spec, double x) { return x >= spec.min && x <= spec.max; }
+bool in_range(const key_spec& spec, double x) {
+  return x >= spec.min && x <= spec.max;
+}
 
 bool is_choice(const key_spec& spec, const std::string& s) {
   for (auto& c : spec.choices)
@@ -174,37 +180,37 @@ std::optional<int64_t> parse_int(const std::string& s) {
 /// The value of a key in the config file, when it is of the key's type and in its range.
 std::optional<value> from_json(const key_spec& spec, const rapidjson::Value& v) {
   switch (spec.type) {
-    case kind::integer:
-      if (v.IsInt64() && in_range(spec, static_cast<double>(v.GetInt64())))
-        return v.GetInt64();
+  case kind::integer:
+    if (v.IsInt64() && in_range(spec, static_cast<double>(v.GetInt64())))
+      return v.GetInt64();
+    return std::nullopt;
+  case kind::number:
+    if (v.IsNumber() && std::isfinite(v.GetDouble()) && in_range(spec, v.GetDouble()))
+      return v.GetDouble();
+    return std::nullopt;
+  case kind::boolean:
+    if (v.IsBool())
+      return v.GetBool();
+    return std::nullopt;
+  case kind::string:
+    if (v.IsString())
+      return std::string{v.GetString(), v.GetStringLength()};
+    return std::nullopt;
+  case kind::choice:
+    if (v.IsString() && is_choice(spec, v.GetString()))
+      return std::string{v.GetString()};
+    return std::nullopt;
+  case kind::integer_list: {
+    if (!v.IsArray() || (v.Empty() && !may_be_empty(spec)))
       return std::nullopt;
-    case kind::number:
-      if (v.IsNumber() && std::isfinite(v.GetDouble()) && in_range(spec, v.GetDouble()))
-        return v.GetDouble();
-      return std::nullopt;
-    case kind::boolean:
-      if (v.IsBool())
-        return v.GetBool();
-      return std::nullopt;
-    case kind::string:
-      if (v.IsString())
-        return std::string{v.GetString(), v.GetStringLength()};
-      return std::nullopt;
-    case kind::choice:
-      if (v.IsString() && is_choice(spec, v.GetString()))
-        return std::string{v.GetString()};
-      return std::nullopt;
-    case kind::integer_list: {
-      if (!v.IsArray() || (v.Empty() && !may_be_empty(spec)))
+    std::vector<int64_t> list;
+    for (auto& item : v.GetArray()) {
+      if (!item.IsInt64() || !in_range(spec, static_cast<double>(item.GetInt64())))
         return std::nullopt;
-      std::vector<int64_t> list;
-      for (auto& item : v.GetArray()) {
-        if (!item.IsInt64() || !in_range(spec, static_cast<double>(item.GetInt64())))
-          return std::nullopt;
-        list.push_back(item.GetInt64());
-      }
-      return list;
+      list.push_back(item.GetInt64());
     }
+    return list;
+  }
   }
   return std::nullopt;
 }
@@ -212,47 +218,47 @@ std::optional<value> from_json(const key_spec& spec, const rapidjson::Value& v) 
 /// The value of a key in an environment variable (lists comma-separated), when valid.
 std::optional<value> from_env(const key_spec& spec, const std::string& text) {
   switch (spec.type) {
-    case kind::integer: {
-      auto x = parse_int(text);
-      if (x && in_range(spec, static_cast<double>(*x)))
-        return *x;
-      return std::nullopt;
-    }
-    case kind::number: {
-      errno = 0;
-      char* end = nullptr;
-      auto x = std::strtod(text.c_str(), &end);
-      if (!text.empty() && errno == 0 && end == text.c_str() + text.size() && std::isfinite(x)
-          && in_range(spec, x))
-        return x;
-      return std::nullopt;
-    }
-    case kind::boolean:
-      if (text == "true" || text == "1")
-        return true;
-      if (text == "false" || text == "0")
-        return false;
-      return std::nullopt;
-    case kind::string:
+  case kind::integer: {
+    auto x = parse_int(text);
+    if (x && in_range(spec, static_cast<double>(*x)))
+      return *x;
+    return std::nullopt;
+  }
+  case kind::number: {
+    errno = 0;
+    char* end = nullptr;
+    auto x = std::strtod(text.c_str(), &end);
+    if (!text.empty() && errno == 0 && end == text.c_str() + text.size() && std::isfinite(x)
+        && in_range(spec, x))
+      return x;
+    return std::nullopt;
+  }
+  case kind::boolean:
+    if (text == "true" || text == "1")
+      return true;
+    if (text == "false" || text == "0")
+      return false;
+    return std::nullopt;
+  case kind::string:
+    return text;
+  case kind::choice:
+    if (is_choice(spec, text))
       return text;
-    case kind::choice:
-      if (is_choice(spec, text))
-        return text;
-      return std::nullopt;
-    case kind::integer_list: {
-      std::vector<int64_t> list;
-      std::stringstream in{text};
-      std::string item;
-      while (std::getline(in, item, ',')) {
-        auto x = parse_int(item);
-        if (!x || !in_range(spec, static_cast<double>(*x)))
-          return std::nullopt;
-        list.push_back(*x);
-      }
-      if (list.empty() && !may_be_empty(spec))
+    return std::nullopt;
+  case kind::integer_list: {
+    std::vector<int64_t> list;
+    std::stringstream in{text};
+    std::string item;
+    while (std::getline(in, item, ',')) {
+      auto x = parse_int(item);
+      if (!x || !in_range(spec, static_cast<double>(*x)))
         return std::nullopt;
-      return list;
+      list.push_back(*x);
     }
+    if (list.empty() && !may_be_empty(spec))
+      return std::nullopt;
+    return list;
+  }
   }
   return std::nullopt;
 }
@@ -276,7 +282,8 @@ config written_defaults() {
 /// its value. `given` holds the full names of the keys the file or the environment set.
 void resolve(config& c, const std::set<std::string>& given) {
   for (auto& spec : schema())
-    if (!spec.alias_for.empty() && given.contains(full_name(spec)) && !given.contains(spec.alias_for))
+    if (!spec.alias_for.empty() && given.contains(full_name(spec))
+        && !given.contains(spec.alias_for))
       spec.adopt(c);
   for (auto& spec : schema())
     if (spec.derive && std::get<int64_t>(spec.get(c)) == 0)
@@ -316,14 +323,14 @@ public:
       std::string section_name = section.name.GetString();
       if (!section.value.IsObject()) {
         if (section_name.rfind('$', 0) == 0 || section_name.rfind('_', 0) == 0)
-          continue;  // "$comment"-style annotations
+          continue; // "$comment"-style annotations
         problems.push_back(section_name + " (config file): expected an object of keys");
         continue;
       }
       for (auto& entry : section.value.GetObject()) {
         std::string key = entry.name.GetString();
         if (key.rfind('_', 0) == 0)
-          continue;  // "_comment"-style annotations
+          continue; // "_comment"-style annotations
         if (auto spec = find_key(section_name, key)) {
           if (auto v = from_json(*spec, entry.value)) {
             spec->set(values, *v);
@@ -395,7 +402,7 @@ std::string render(const config& c, const config::secrets_section* secrets) {
   std::string section;
   for (auto& spec : schema()) {
     if (!spec.alias_for.empty())
-      continue;  // an older name: accepted, never advertised
+      continue; // an older name: accepted, never advertised
     if (spec.section != section) {
       if (!section.empty())
         w.EndObject();
@@ -487,9 +494,13 @@ std::string mask_url_password(const std::string& url) {
   return url.substr(0, colon + 1) + "****" + url.substr(at);
 }
 
-std::string default_config_json() { return render(written_defaults(), nullptr); }
+std::string default_config_json() {
+  return render(written_defaults(), nullptr);
+}
 
-std::string config::to_json() const { return render(*this, &secrets); }
+std::string config::to_json() const {
+  return render(*this, &secrets);
+}
 
 std::vector<std::string> stage_list(const std::string& text) {
   std::vector<std::string> out;

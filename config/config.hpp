@@ -160,7 +160,8 @@ struct config {
     int max_members{};
     /// Unpacked bytes per byte of the container (a compression bomb), past 1 MiB unpacked.
     double max_ratio{};
-    /// A larger member is skipped and named in the parent's error (0: transcription.max_file_bytes).
+    /// A larger member is skipped and named in the parent's error (0:
+    /// transcription.max_file_bytes).
     int64_t max_member_bytes{};
     /// The CPU pool's deadline for one container.
     int timeout_seconds{};
@@ -271,13 +272,13 @@ struct config {
 
   /// Read from the environment only; never printed.
   struct secrets_section {
-    std::string llm_api_key;          // INGESTD_LLM_API_KEY
-    std::string document_ai_token;    // INGESTD_DOCUMENT_AI_TOKEN
-    std::string notify_webhook_url;   // INGESTD_NOTIFY_WEBHOOK_URL
-    std::string intake_token;         // INGESTD_INTAKE_TOKEN
-    std::string admin_token;          // INGESTD_ADMIN_TOKEN (POST /drain)
-    std::string review_token;         // INGESTD_REVIEW_TOKEN
-    std::string events_webhook_url;   // INGESTD_EVENTS_WEBHOOK_URL
+    std::string llm_api_key;           // INGESTD_LLM_API_KEY
+    std::string document_ai_token;     // INGESTD_DOCUMENT_AI_TOKEN
+    std::string notify_webhook_url;    // INGESTD_NOTIFY_WEBHOOK_URL
+    std::string intake_token;          // INGESTD_INTAKE_TOKEN
+    std::string admin_token;           // INGESTD_ADMIN_TOKEN (POST /drain)
+    std::string review_token;          // INGESTD_REVIEW_TOKEN
+    std::string events_webhook_url;    // INGESTD_EVENTS_WEBHOOK_URL
     std::string events_webhook_secret; // INGESTD_EVENTS_WEBHOOK_SECRET
   } secrets;
 

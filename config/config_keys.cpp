@@ -15,8 +15,8 @@ namespace {
 
 /// The string must be non-empty, when `applies` holds (always when it is null).
 rule required(std::string expected, bool (*applies)(const config&) = nullptr) {
-  return [expected = std::move(expected),
-          applies](const config& c, const value& v) -> std::optional<std::string> {
+  return [expected = std::move(expected), applies](const config& c,
+                                                   const value& v) -> std::optional<std::string> {
     if ((applies == nullptr || applies(c)) && std::get<std::string>(v).empty())
       return expected;
     return std::nullopt;
@@ -46,7 +46,8 @@ constexpr int64_t max_visibility_seconds = 43200;
 
 /// The message visibility that agrees with the lease: the lease plus the padding.
 int64_t visibility_for_lease(const config& c) {
-  return std::min<int64_t>(c.worker.lease_seconds + visibility_padding_seconds, max_visibility_seconds);
+  return std::min<int64_t>(c.worker.lease_seconds + visibility_padding_seconds,
+                           max_visibility_seconds);
 }
 
 /// The value must be at least worker.lease_seconds: a message stays hidden while its claim lasts.
@@ -56,7 +57,7 @@ rule covers_lease() {
       return std::nullopt;
     std::string expected = "at least worker.lease_seconds (";
     expected.append(std::to_string(c.worker.lease_seconds))
-      .append("), or a message becomes visible to other nodes while its claim lasts");
+        .append("), or a message becomes visible to other nodes while its claim lasts");
     return expected;
   };
 }
@@ -89,7 +90,9 @@ rule known_stages(bool enabled) {
       if (std::find(all_stages.begin(), all_stages.end(), stage) == all_stages.end())
         return expected.append(" (unknown: ").append(stage).append(")");
       if (!enabled && !stage_enabled(c, stage))
-        return expected.append(", each enabled in stages.enabled (").append(stage).append(" is not)");
+        return expected.append(", each enabled in stages.enabled (")
+            .append(stage)
+            .append(" is not)");
     }
     if (enabled && std::find(list.begin(), list.end(), "ingest") == list.end())
       return expected + ", with ingest";
@@ -118,202 +121,208 @@ const std::vector<key_spec>& schema() {
 
     using database = config::database_section;
     keys(t, "database", &config::database)
-      .text("url", &database::url, "postgresql://ingestd@127.0.0.1:55432/ingestd",
-            url_of({"postgresql://", "postgres://"}, "a postgresql:// URL"))
-      .masked()
-      .integer("pool_size", &database::pool_size, 2, 1, 64)
-      // Deadlines of every statement and lock wait on the server (0: none); a call that exceeds
-      // one fails as a transient error instead of holding a connection thread.
-      .integer("statement_timeout_seconds", &database::statement_timeout_seconds, 30, 0, 86400)
-      .integer("lock_timeout_seconds", &database::lock_timeout_seconds, 10, 0, 86400)
-      // Unacknowledged data older than this drops the connection (a silent network stall; 0: the
-      // system's default).
-      .integer("tcp_user_timeout_seconds", &database::tcp_user_timeout_seconds, 30, 0, 3600);
+        .text("url", &database::url, "postgresql://ingestd@127.0.0.1:55432/ingestd",
+              url_of({"postgresql://", "postgres://"}, "a postgresql:// URL"))
+        .masked()
+        .integer("pool_size", &database::pool_size, 2, 1, 64)
+        // Deadlines of every statement and lock wait on the server (0: none); a call that exceeds
+        // one fails as a transient error instead of holding a connection thread.
+        .integer("statement_timeout_seconds", &database::statement_timeout_seconds, 30, 0, 86400)
+        .integer("lock_timeout_seconds", &database::lock_timeout_seconds, 10, 0, 86400)
+        // Unacknowledged data older than this drops the connection (a silent network stall; 0: the
+        // system's default).
+        .integer("tcp_user_timeout_seconds", &database::tcp_user_timeout_seconds, 30, 0, 3600);
 
     using queue = config::queue_section;
     keys(t, "queue", &config::queue)
-      .choice("backend", &queue::backend, "postgres", {"postgres", "sqs"})
-      .text("name", &queue::name, "ingestd-ingest", required("a non-empty queue name"))
-      // The SQS queue URL; looked up by the name when empty.
-      .text("url", &queue::url, "")
-      .text("dead_letter_name", &queue::dead_letter_name, "ingestd-ingest-dlq")
-      // 0: no dead-letter redrive; failed ingestions are acked.
-      .integer("max_receive_count", &queue::max_receive_count, 0, 0, 1000)
-      .integer("wait_time_seconds", &queue::wait_time_seconds, 20, 0, 20)
-      .integer("max_messages", &queue::max_messages, 10, 1, 10)
-      // Visibility at receive; 0: worker.lease_seconds plus a padding.
-      .integer("visibility_timeout_seconds", &queue::visibility_timeout_seconds, 0, 0,
-               max_visibility_seconds, covers_lease())
-      .derived(visibility_for_lease);
+        .choice("backend", &queue::backend, "postgres", {"postgres", "sqs"})
+        .text("name", &queue::name, "ingestd-ingest", required("a non-empty queue name"))
+        // The SQS queue URL; looked up by the name when empty.
+        .text("url", &queue::url, "")
+        .text("dead_letter_name", &queue::dead_letter_name, "ingestd-ingest-dlq")
+        // 0: no dead-letter redrive; failed ingestions are acked.
+        .integer("max_receive_count", &queue::max_receive_count, 0, 0, 1000)
+        .integer("wait_time_seconds", &queue::wait_time_seconds, 20, 0, 20)
+        .integer("max_messages", &queue::max_messages, 10, 1, 10)
+        // Visibility at receive; 0: worker.lease_seconds plus a padding.
+        .integer("visibility_timeout_seconds", &queue::visibility_timeout_seconds, 0, 0,
+                 max_visibility_seconds, covers_lease())
+        .derived(visibility_for_lease);
     // Scheduling: a message's effective priority improves by this many levels per
     // minute it waits (set on the Postgres queue by `ingestd queues create`; 0: strict priority).
     keys(t, "queue", &config::queue)
-      .number("priority_ageing_per_minute", &queue::priority_ageing_per_minute, 1, 0, 100)
-      // SQS has no priorities: one queue per class ("<name>-p<bound>"), each class taking the
-      // priorities up to its bound; receives start with each class as often as its weight. Empty:
-      // one queue. The Postgres queue ignores them (it orders by priority itself).
-      .integer_list("priority_classes", &queue::priority_classes, {}, 0, 100)
-      .integer_list("priority_class_weights", &queue::priority_class_weights, {}, 1, 1000,
-                    [](const config& c, const value&) -> std::optional<std::string> {
-                      if (c.queue.backend != "sqs")
-                        return std::nullopt;  // the Postgres queue orders by priority itself
-                      return check_priority_classes(c.queue.priority_classes,
-                                                    c.queue.priority_class_weights);
-                    });
+        .number("priority_ageing_per_minute", &queue::priority_ageing_per_minute, 1, 0, 100)
+        // SQS has no priorities: one queue per class ("<name>-p<bound>"), each class taking the
+        // priorities up to its bound; receives start with each class as often as its weight. Empty:
+        // one queue. The Postgres queue ignores them (it orders by priority itself).
+        .integer_list("priority_classes", &queue::priority_classes, {}, 0, 100)
+        .integer_list("priority_class_weights", &queue::priority_class_weights, {}, 1, 1000,
+                      [](const config& c, const value&) -> std::optional<std::string> {
+                        if (c.queue.backend != "sqs")
+                          return std::nullopt; // the Postgres queue orders by priority itself
+                        return check_priority_classes(c.queue.priority_classes,
+                                                      c.queue.priority_class_weights);
+                      });
 
     using aws = config::aws_section;
     keys(t, "aws", &config::aws)
-      .text("region", &aws::region, "eu-central-1")
-      // E.g. a local emulator; empty for AWS itself.
-      .text("endpoint", &aws::endpoint, "");
+        .text("region", &aws::region, "eu-central-1")
+        // E.g. a local emulator; empty for AWS itself.
+        .text("endpoint", &aws::endpoint, "");
 
     using storage = config::storage_section;
     keys(t, "storage", &config::storage)
-      .choice("backend", &storage::backend, "filesystem", {"filesystem", "s3"})
-      .text("root", &storage::root, ".local/storage",
-            required("a directory for the filesystem store",
-                     [](const config& c) { return c.storage.backend == "filesystem"; }))
-      .text("bucket", &storage::bucket, "ingestd-storage",
-            required("a bucket name for the s3 store",
-                     [](const config& c) { return c.storage.backend == "s3"; }))
-      .boolean("path_style", &storage::path_style, true)
-      .integer("max_object_bytes", &storage::max_object_bytes, int64_t{100} << 20, 1,
-               int64_t{1} << 34);
+        .choice("backend", &storage::backend, "filesystem", {"filesystem", "s3"})
+        .text("root", &storage::root, ".local/storage",
+              required("a directory for the filesystem store",
+                       [](const config& c) { return c.storage.backend == "filesystem"; }))
+        .text("bucket", &storage::bucket, "ingestd-storage",
+              required("a bucket name for the s3 store",
+                       [](const config& c) { return c.storage.backend == "s3"; }))
+        .boolean("path_style", &storage::path_style, true)
+        .integer("max_object_bytes", &storage::max_object_bytes, int64_t{100} << 20, 1,
+                 int64_t{1} << 34);
 
     using worker = config::worker_section;
     keys(t, "worker", &config::worker)
-      // Empty: hostname-pid.
-      .text("id", &worker::id, "")
-      .integer("max_in_flight", &worker::max_in_flight, 1000, 1, 100000)
-      .integer("heartbeat_pool_size", &worker::heartbeat_pool_size, 2, 1, 16)
-      // CPU pool workers: the cores less this many.
-      .integer("preprocessing_pool_size_dec", &worker::preprocessing_pool_size_dec, 1, 0, 256)
-      .integer("shutdown_grace_seconds", &worker::shutdown_grace_seconds, 600, 0, 86400)
-      // A crashed node's claims are taken over this long after its last heartbeat.
-      .integer("lease_seconds", &worker::lease_seconds, 15, 2, max_visibility_seconds)
-      // 0: a third of the lease.
-      .integer("heartbeat_rate_seconds", &worker::heartbeat_rate_seconds, 0, 0, 3600,
-               [](const config& c, const value& v) -> std::optional<std::string> {
-                 if (2 * std::get<int64_t>(v) <= c.worker.lease_seconds)
-                   return std::nullopt;
-                 std::string expected = "at most half of worker.lease_seconds (";
-                 expected.append(std::to_string(c.worker.lease_seconds))
-                   .append("), or one late heartbeat loses live claims");
-                 return expected;
-               })
-      .derived([](const config& c) { return std::max<int64_t>(c.worker.lease_seconds / 3, 1); })
-      // Visibility set by each extension; 0: worker.lease_seconds plus a padding.
-      .integer("heartbeat_extension_seconds", &worker::heartbeat_extension_seconds, 0, 0,
-               max_visibility_seconds, covers_lease())
-      .derived(visibility_for_lease)
-      .integer("stale_ingestion_threshold_minutes", &worker::stale_ingestion_threshold_minutes, 0,
-               0, max_visibility_seconds / 60)
-      .alias_of("worker.lease_seconds",
-                [](config& c) {
-                  if (c.worker.stale_ingestion_threshold_minutes > 0)
-                    c.worker.lease_seconds = c.worker.stale_ingestion_threshold_minutes * 60;
-                })
-      .integer("max_retry_attempts", &worker::max_retry_attempts, 3, 1, 100)
-      // Visibility before the next attempt, by attempts so far (the last entry repeats).
-      .integer_list("retry_backoff_seconds", &worker::retry_backoff_seconds, {300, 1800}, 0, 43200)
-      .integer("step_timeout_seconds", &worker::step_timeout_seconds, 300, 1, 86400)
-      .integer("sweeper_interval_seconds", &worker::sweeper_interval_seconds, 60, 1, 86400)
-      // Size classes and capacity: see deploy/OPERATIONS.md.
-      .text("classes", &worker::classes, "small,large", size_classes())
-      .integer("capacity_slots", &worker::capacity_slots, 0, 0, 1000000)
-      .integer("lifetime_units", &worker::lifetime_units, 0, 0, int64_t{1} << 40)
-      .integer("exit_after_idle_polls", &worker::exit_after_idle_polls, 0, 0, 1000000);
+        // Empty: hostname-pid.
+        .text("id", &worker::id, "")
+        .integer("max_in_flight", &worker::max_in_flight, 1000, 1, 100000)
+        .integer("heartbeat_pool_size", &worker::heartbeat_pool_size, 2, 1, 16)
+        // CPU pool workers: the cores less this many.
+        .integer("preprocessing_pool_size_dec", &worker::preprocessing_pool_size_dec, 1, 0, 256)
+        .integer("shutdown_grace_seconds", &worker::shutdown_grace_seconds, 600, 0, 86400)
+        // A crashed node's claims are taken over this long after its last heartbeat.
+        .integer("lease_seconds", &worker::lease_seconds, 15, 2, max_visibility_seconds)
+        // 0: a third of the lease.
+        .integer("heartbeat_rate_seconds", &worker::heartbeat_rate_seconds, 0, 0, 3600,
+                 [](const config& c, const value& v) -> std::optional<std::string> {
+                   if (2 * std::get<int64_t>(v) <= c.worker.lease_seconds)
+                     return std::nullopt;
+                   std::string expected = "at most half of worker.lease_seconds (";
+                   expected.append(std::to_string(c.worker.lease_seconds))
+                       .append("), or one late heartbeat loses live claims");
+                   return expected;
+                 })
+        .derived([](const config& c) { return std::max<int64_t>(c.worker.lease_seconds / 3, 1); })
+        // Visibility set by each extension; 0: worker.lease_seconds plus a padding.
+        .integer("heartbeat_extension_seconds", &worker::heartbeat_extension_seconds, 0, 0,
+                 max_visibility_seconds, covers_lease())
+        .derived(visibility_for_lease)
+        .integer("stale_ingestion_threshold_minutes", &worker::stale_ingestion_threshold_minutes, 0,
+                 0, max_visibility_seconds / 60)
+        .alias_of("worker.lease_seconds",
+                  [](config& c) {
+                    if (c.worker.stale_ingestion_threshold_minutes > 0)
+                      c.worker.lease_seconds = c.worker.stale_ingestion_threshold_minutes * 60;
+                  })
+        .integer("max_retry_attempts", &worker::max_retry_attempts, 3, 1, 100)
+        // Visibility before the next attempt, by attempts so far (the last entry repeats).
+        .integer_list("retry_backoff_seconds", &worker::retry_backoff_seconds, {300, 1800}, 0,
+                      43200)
+        .integer("step_timeout_seconds", &worker::step_timeout_seconds, 300, 1, 86400)
+        .integer("sweeper_interval_seconds", &worker::sweeper_interval_seconds, 60, 1, 86400)
+        // Size classes and capacity: see deploy/OPERATIONS.md.
+        .text("classes", &worker::classes, "small,large", size_classes())
+        .integer("capacity_slots", &worker::capacity_slots, 0, 0, 1000000)
+        .integer("lifetime_units", &worker::lifetime_units, 0, 0, int64_t{1} << 40)
+        .integer("exit_after_idle_polls", &worker::exit_after_idle_polls, 0, 0, 1000000);
 
     using classes = config::classes_section;
     keys(t, "classes", &config::classes)
-      .boolean("enabled", &classes::enabled, false)
-      .text("large_queue_name", &classes::large_queue_name, "ingestd-ingest-large",
-            required("a non-empty queue name"))
-      .text("large_queue_url", &classes::large_queue_url, "")
-      .text("large_dead_letter_name", &classes::large_dead_letter_name, "ingestd-ingest-large-dlq",
-            required("a non-empty queue name"))
-      .integer("large_min_bytes", &classes::large_min_bytes, int64_t{5} << 20, 1, int64_t{1} << 34)
-      .integer("large_min_pages", &classes::large_min_pages, 10, 1, 100000)
-      // 0: its jobs take no slot (still counted by worker.max_in_flight, and as 1 lifetime unit).
-      .integer("small_weight", &classes::small_weight, 1, 0, 1000)
-      .integer("large_weight", &classes::large_weight, 5, 0, 1000)
-      .integer("small_max_attempts", &classes::small_max_attempts, 2, 1, 100)
-      .integer("large_max_attempts", &classes::large_max_attempts, 2, 1, 100)
-      .integer("large_step_timeout_seconds", &classes::large_step_timeout_seconds, 1800, 1, 86400)
-      .integer("large_ocr_timeout_seconds", &classes::large_ocr_timeout_seconds, 1800, 1, 86400);
+        .boolean("enabled", &classes::enabled, false)
+        .text("large_queue_name", &classes::large_queue_name, "ingestd-ingest-large",
+              required("a non-empty queue name"))
+        .text("large_queue_url", &classes::large_queue_url, "")
+        .text("large_dead_letter_name", &classes::large_dead_letter_name,
+              "ingestd-ingest-large-dlq", required("a non-empty queue name"))
+        .integer("large_min_bytes", &classes::large_min_bytes, int64_t{5} << 20, 1,
+                 int64_t{1} << 34)
+        .integer("large_min_pages", &classes::large_min_pages, 10, 1, 100000)
+        // 0: its jobs take no slot (still counted by worker.max_in_flight, and as 1 lifetime unit).
+        .integer("small_weight", &classes::small_weight, 1, 0, 1000)
+        .integer("large_weight", &classes::large_weight, 5, 0, 1000)
+        .integer("small_max_attempts", &classes::small_max_attempts, 2, 1, 100)
+        .integer("large_max_attempts", &classes::large_max_attempts, 2, 1, 100)
+        .integer("large_step_timeout_seconds", &classes::large_step_timeout_seconds, 1800, 1, 86400)
+        .integer("large_ocr_timeout_seconds", &classes::large_ocr_timeout_seconds, 1800, 1, 86400);
 
     using stages = config::stages_section;
     keys(t, "stages", &config::stages)
-      // "match" after "ingest": every completed ingestion gets a matching job.
-      .text("enabled", &stages::enabled, "ingest,match", known_stages(true))
-      // Empty: every enabled stage.
-      .text("serve", &stages::serve, "", known_stages(false))
-      .integer("ingest_max_in_flight", &stages::ingest_max_in_flight, 0, 0, 100000);
+        // "match" after "ingest": every completed ingestion gets a matching job.
+        .text("enabled", &stages::enabled, "ingest,match", known_stages(true))
+        // Empty: every enabled stage.
+        .text("serve", &stages::serve, "", known_stages(false))
+        .integer("ingest_max_in_flight", &stages::ingest_max_in_flight, 0, 0, 100000);
 
     using matching = config::matching_section;
     keys(t, "matching", &config::matching)
-      .text("queue_name", &matching::queue_name, "ingestd-match", required("a non-empty queue name"))
-      .text("queue_url", &matching::queue_url, "")
-      .text("dead_letter_name", &matching::dead_letter_name, "ingestd-match-dlq",
-            required("a non-empty queue name"))
-      .integer("max_receive_count", &matching::max_receive_count, 3, 1, 1000)
-      .integer("max_in_flight", &matching::max_in_flight, 0, 0, 100000)
-      .choice("provider", &matching::provider, "local", {"local", "llm"})
-      .text("llm_model", &matching::llm_model, "")
-      .integer("timeout_seconds", &matching::timeout_seconds, 120, 1, 3600)
-      .integer("candidate_limit", &matching::candidate_limit, 20, 1, 200)
-      .integer_list("retry_backoff_seconds", &matching::retry_backoff_seconds, {300, 1800}, 0, 43200);
+        .text("queue_name", &matching::queue_name, "ingestd-match",
+              required("a non-empty queue name"))
+        .text("queue_url", &matching::queue_url, "")
+        .text("dead_letter_name", &matching::dead_letter_name, "ingestd-match-dlq",
+              required("a non-empty queue name"))
+        .integer("max_receive_count", &matching::max_receive_count, 3, 1, 1000)
+        .integer("max_in_flight", &matching::max_in_flight, 0, 0, 100000)
+        .choice("provider", &matching::provider, "local", {"local", "llm"})
+        .text("llm_model", &matching::llm_model, "")
+        .integer("timeout_seconds", &matching::timeout_seconds, 120, 1, 3600)
+        .integer("candidate_limit", &matching::candidate_limit, 20, 1, 200)
+        .integer_list("retry_backoff_seconds", &matching::retry_backoff_seconds, {300, 1800}, 0,
+                      43200);
 
     using containers = config::containers_section;
     keys(t, "containers", &config::containers)
-      .text("queue_name", &containers::queue_name, "ingestd-unpack", required("a non-empty queue name"))
-      .text("queue_url", &containers::queue_url, "")
-      .text("dead_letter_name", &containers::dead_letter_name, "ingestd-unpack-dlq",
-            required("a non-empty queue name"))
-      .integer("max_receive_count", &containers::max_receive_count, 3, 1, 1000)
-      .integer("max_in_flight", &containers::max_in_flight, 0, 0, 100000)
-      .integer("max_depth", &containers::max_depth, 3, 1, 20)
-      .integer("max_total_bytes", &containers::max_total_bytes, int64_t{256} << 20, 1, int64_t{1} << 34)
-      .integer("max_members", &containers::max_members, 1000, 1, 100000)
-      .number("max_ratio", &containers::max_ratio, 100, 0.01, 100000)
-      .integer("max_member_bytes", &containers::max_member_bytes, 0, 0, int64_t{1} << 32)
-      .derived([](const config& c) { return c.transcription.max_file_bytes; })
-      .integer("timeout_seconds", &containers::timeout_seconds, 120, 1, 3600);
+        .text("queue_name", &containers::queue_name, "ingestd-unpack",
+              required("a non-empty queue name"))
+        .text("queue_url", &containers::queue_url, "")
+        .text("dead_letter_name", &containers::dead_letter_name, "ingestd-unpack-dlq",
+              required("a non-empty queue name"))
+        .integer("max_receive_count", &containers::max_receive_count, 3, 1, 1000)
+        .integer("max_in_flight", &containers::max_in_flight, 0, 0, 100000)
+        .integer("max_depth", &containers::max_depth, 3, 1, 20)
+        .integer("max_total_bytes", &containers::max_total_bytes, int64_t{256} << 20, 1,
+                 int64_t{1} << 34)
+        .integer("max_members", &containers::max_members, 1000, 1, 100000)
+        .number("max_ratio", &containers::max_ratio, 100, 0.01, 100000)
+        .integer("max_member_bytes", &containers::max_member_bytes, 0, 0, int64_t{1} << 32)
+        .derived([](const config& c) { return c.transcription.max_file_bytes; })
+        .integer("timeout_seconds", &containers::timeout_seconds, 120, 1, 3600);
 
     using outbox = config::outbox_section;
     keys(t, "outbox", &config::outbox)
-      .integer("poll_interval_ms", &outbox::poll_interval_ms, 1000, 10, 60000)
-      .integer("retention_hours", &outbox::retention_hours, 168, 1, int64_t{24} * 365)
-      .text("events_sqs_queue", &outbox::events_sqs_queue, "")
-      .integer("events_retry_max_ms", &outbox::events_retry_max_ms, 10000, 100, 3600000);
+        .integer("poll_interval_ms", &outbox::poll_interval_ms, 1000, 10, 60000)
+        .integer("retention_hours", &outbox::retention_hours, 168, 1, int64_t{24} * 365)
+        .text("events_sqs_queue", &outbox::events_sqs_queue, "")
+        .integer("events_retry_max_ms", &outbox::events_retry_max_ms, 10000, 100, 3600000);
 
     using cluster = config::cluster_section;
     keys(t, "cluster", &config::cluster)
-      .integer("node_retention_hours", &cluster::node_retention_hours, 24, 1, int64_t{24} * 365);
+        .integer("node_retention_hours", &cluster::node_retention_hours, 24, 1, int64_t{24} * 365);
 
     using transcription = config::transcription_section;
     keys(t, "transcription", &config::transcription)
-      .choice("provider", &transcription::provider, "tesseract", {"tesseract", "document_ai"})
-      .number("ocr_quality_threshold", &transcription::ocr_quality_threshold, 0.7, 0, 1)
-      .text("languages", &transcription::languages, "eng+deu")
-      .integer("max_file_bytes", &transcription::max_file_bytes, int64_t{20} << 20, 1,
-               int64_t{1} << 32)
-      .integer("max_pages", &transcription::max_pages, 30, 1, 10000)
-      .integer("timeout_seconds", &transcription::timeout_seconds, 300, 1, 86400)
-      .text("document_ai_endpoint", &transcription::document_ai_endpoint, "",
-            required("the processor's :process URL when transcription.provider is document_ai",
-                     [](const config& c) { return c.transcription.provider == "document_ai"; }));
+        .choice("provider", &transcription::provider, "tesseract", {"tesseract", "document_ai"})
+        .number("ocr_quality_threshold", &transcription::ocr_quality_threshold, 0.7, 0, 1)
+        .text("languages", &transcription::languages, "eng+deu")
+        .integer("max_file_bytes", &transcription::max_file_bytes, int64_t{20} << 20, 1,
+                 int64_t{1} << 32)
+        .integer("max_pages", &transcription::max_pages, 30, 1, 10000)
+        .integer("timeout_seconds", &transcription::timeout_seconds, 300, 1, 86400)
+        .text("document_ai_endpoint", &transcription::document_ai_endpoint, "",
+              required("the processor's :process URL when transcription.provider is document_ai",
+                       [](const config& c) { return c.transcription.provider == "document_ai"; }));
 
     using extraction = config::extraction_section;
     keys(t, "extraction", &config::extraction)
-      .choice("provider", &extraction::provider, "local", {"local", "llm"})
-      .text("llm_base_url", &extraction::llm_base_url, "https://api.openai.com",
-            url_of({"http://", "https://"},
-                   "an http:// or https:// URL when extraction.provider is llm",
-                   [](const config& c) { return c.extraction.provider == "llm"; }))
-      .text("llm_model", &extraction::llm_model, "gpt-4o-mini")
-      .integer("timeout_seconds", &extraction::timeout_seconds, 120, 1, 3600)
-      .integer("max_attempts", &extraction::max_attempts, 3, 1, 10);
+        .choice("provider", &extraction::provider, "local", {"local", "llm"})
+        .text("llm_base_url", &extraction::llm_base_url, "https://api.openai.com",
+              url_of({"http://", "https://"},
+                     "an http:// or https:// URL when extraction.provider is llm",
+                     [](const config& c) { return c.extraction.provider == "llm"; }))
+        .text("llm_model", &extraction::llm_model, "gpt-4o-mini")
+        .integer("timeout_seconds", &extraction::timeout_seconds, 120, 1, 3600)
+        .integer("max_attempts", &extraction::max_attempts, 3, 1, 10);
 
     using notify = config::notify_section;
     keys(t, "notify", &config::notify).text("link_template", &notify::link_template, "");
@@ -322,23 +331,25 @@ const std::vector<key_spec>& schema() {
     // not count against the job's step deadline (deploy/OPERATIONS.md, "Provider limits").
     using limits = config::limits_section;
     keys(t, "limits", &config::limits)
-      .integer("llm_max_concurrent", &limits::llm_max_concurrent, 0, 0, 100000)
-      .integer("llm_requests_per_minute", &limits::llm_requests_per_minute, 0, 0, 10000000)
-      .integer("llm_tokens_per_minute", &limits::llm_tokens_per_minute, 0, 0, int64_t{1} << 40)
-      .integer("document_ai_max_concurrent", &limits::document_ai_max_concurrent, 0, 0, 100000)
-      .integer("document_ai_requests_per_minute", &limits::document_ai_requests_per_minute, 0, 0, 10000000)
-      .integer("webhook_max_concurrent", &limits::webhook_max_concurrent, 0, 0, 100000)
-      .integer("webhook_requests_per_minute", &limits::webhook_requests_per_minute, 0, 0, 10000000)
-      // A request that waited this long for its provider's limits is given back (provider.busy).
-      .integer("max_wait_seconds", &limits::max_wait_seconds, 600, 1, 86400);
+        .integer("llm_max_concurrent", &limits::llm_max_concurrent, 0, 0, 100000)
+        .integer("llm_requests_per_minute", &limits::llm_requests_per_minute, 0, 0, 10000000)
+        .integer("llm_tokens_per_minute", &limits::llm_tokens_per_minute, 0, 0, int64_t{1} << 40)
+        .integer("document_ai_max_concurrent", &limits::document_ai_max_concurrent, 0, 0, 100000)
+        .integer("document_ai_requests_per_minute", &limits::document_ai_requests_per_minute, 0, 0,
+                 10000000)
+        .integer("webhook_max_concurrent", &limits::webhook_max_concurrent, 0, 0, 100000)
+        .integer("webhook_requests_per_minute", &limits::webhook_requests_per_minute, 0, 0,
+                 10000000)
+        // A request that waited this long for its provider's limits is given back (provider.busy).
+        .integer("max_wait_seconds", &limits::max_wait_seconds, 600, 1, 86400);
 
     // The HTTP engine (every SQS, S3, LLM, Document AI and webhook request): open connections in
     // all and per host (requests beyond them wait in the engine), idle connections kept.
     using http = config::http_section;
     keys(t, "http", &config::http)
-      .integer("max_total_connections", &http::max_total_connections, 0, 0, 1000000)
-      .integer("max_connections_per_host", &http::max_connections_per_host, 0, 0, 1000000)
-      .integer("connection_cache_size", &http::connection_cache_size, 0, 0, 1000000);
+        .integer("max_total_connections", &http::max_total_connections, 0, 0, 1000000)
+        .integer("max_connections_per_host", &http::max_connections_per_host, 0, 0, 1000000)
+        .integer("connection_cache_size", &http::connection_cache_size, 0, 0, 1000000);
 
     using admin = config::admin_section;
     keys(t, "admin", &config::admin)
@@ -387,8 +398,8 @@ const std::vector<key_spec>& schema() {
 
     using log = config::log_section;
     keys(t, "log", &config::log)
-      .choice("format", &log::format, "json", {"json", "text"})
-      .choice("level", &log::level, "info", {"trace", "debug", "info", "warn", "error"});
+        .choice("format", &log::format, "json", {"json", "text"})
+        .choice("level", &log::level, "info", {"trace", "debug", "info", "warn", "error"});
     return t;
   }();
   return all;

@@ -49,7 +49,7 @@ template <class Section>
 class section_keys {
 public:
   section_keys(std::vector<key_spec>& table, std::string name, Section config::*section)
-    : table_(table), name_(std::move(name)), section_(section) {}
+      : table_(table), name_(std::move(name)), section_(section) {}
 
   template <class T>
   section_keys& integer(const char* key, T Section::*field, int64_t fallback, int64_t min,
@@ -109,9 +109,9 @@ private:
   section_keys& add(const char* key, T Section::*field, kind type, value fallback, double min,
                     double max, std::vector<std::string> choices, rule check) {
     // Every integer field is an int64_t in a `value`.
-    using stored =
-      std::conditional_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int64_t, T>;
-    key_spec spec{name_, key, type, std::move(fallback), min, max, std::move(choices),
+    using stored
+        = std::conditional_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int64_t, T>;
+    key_spec spec{name_,           key, type, std::move(fallback), min, max, std::move(choices),
                   std::move(check)};
     spec.get = [section = section_, field](const config& c) -> value {
       return stored((c.*section).*field);

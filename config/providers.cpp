@@ -15,7 +15,8 @@ std::string joined(const std::string_view (&names)[N]) {
 
 /// `configured` first, then the others of `names` that `runs` says the node can run.
 template <size_t N, class Runs>
-std::vector<std::string> available(const std::string_view (&names)[N], const std::string& configured, Runs runs) {
+std::vector<std::string> available(const std::string_view (&names)[N],
+                                   const std::string& configured, Runs runs) {
   std::vector<std::string> out{configured};
   for (auto name : names)
     if (name != configured && runs(name))
@@ -43,21 +44,24 @@ std::string_view provider_requirement(std::string_view provider) {
 }
 
 std::vector<std::string> available_transcription_providers(const config& cfg) {
-  return available(transcription_provider_names, cfg.transcription.provider, [&cfg](std::string_view name) {
-    if (name == "document_ai")
-      return !cfg.transcription.document_ai_endpoint.empty() && !cfg.secrets.document_ai_token.empty();
-    return true;
-  });
+  return available(transcription_provider_names, cfg.transcription.provider,
+                   [&cfg](std::string_view name) {
+                     if (name == "document_ai")
+                       return !cfg.transcription.document_ai_endpoint.empty()
+                              && !cfg.secrets.document_ai_token.empty();
+                     return true;
+                   });
 }
 
 std::vector<std::string> available_extraction_providers(const config& cfg) {
-  return available(extraction_provider_names, cfg.extraction.provider, [&cfg](std::string_view name) {
-    if (name == "llm")
-      // The default URL is always "set": without a key it would only answer 401.
-      return cfg.extraction.llm_base_url != default_config().extraction.llm_base_url
-             || !cfg.secrets.llm_api_key.empty();
-    return true;
-  });
+  return available(
+      extraction_provider_names, cfg.extraction.provider, [&cfg](std::string_view name) {
+        if (name == "llm")
+          // The default URL is always "set": without a key it would only answer 401.
+          return cfg.extraction.llm_base_url != default_config().extraction.llm_base_url
+                 || !cfg.secrets.llm_api_key.empty();
+        return true;
+      });
 }
 
 } // namespace ingestd

@@ -5,12 +5,12 @@ namespace ingestd {
 
 std::string_view to_string(error_class x) {
   switch (x) {
-    case error_class::transient:
-      return "transient";
-    case error_class::permanent:
-      return "permanent";
-    case error_class::claim_lost:
-      return "claim_lost";
+  case error_class::transient:
+    return "transient";
+  case error_class::permanent:
+    return "permanent";
+  case error_class::claim_lost:
+    return "claim_lost";
   }
   return "transient";
 }

@@ -9,10 +9,10 @@ namespace ingestd {
 namespace {
 
 constexpr std::array<file_type, 4> all_types{{
-  {file_kind::pdf, "application/pdf", "pdf"},
-  {file_kind::png, "image/png", "png"},
-  {file_kind::jpeg, "image/jpeg", "jpg"},
-  {file_kind::tiff, "image/tiff", "tiff"},
+    {file_kind::pdf, "application/pdf", "pdf"},
+    {file_kind::png, "image/png", "png"},
+    {file_kind::jpeg, "image/jpeg", "jpg"},
+    {file_kind::tiff, "image/tiff", "tiff"},
 }};
 
 constexpr file_type of(file_kind k) {
@@ -20,11 +20,11 @@ constexpr file_type of(file_kind k) {
 }
 
 constexpr std::array<container_type, 5> all_containers{{
-  {container_kind::zip, "application/zip", "zip"},
-  {container_kind::tar, "application/x-tar", "tar"},
-  {container_kind::tar_gz, "application/gzip", "tar.gz"},
-  {container_kind::eml, "message/rfc822", "eml"},
-  {container_kind::mbox, "application/mbox", "mbox"},
+    {container_kind::zip, "application/zip", "zip"},
+    {container_kind::tar, "application/x-tar", "tar"},
+    {container_kind::tar_gz, "application/gzip", "tar.gz"},
+    {container_kind::eml, "message/rfc822", "eml"},
+    {container_kind::mbox, "application/mbox", "mbox"},
 }};
 
 constexpr container_type of(container_kind k) {
@@ -46,12 +46,13 @@ bool is_header_line(std::string_view line) {
 
 /// One of the header fields every e-mail carries, at the start of a line in `head`.
 bool has_mail_header(std::string_view head) {
-  constexpr std::array<std::string_view, 6> names{"from:", "to:", "subject:", "date:", "message-id:",
-                                                  "mime-version:"};
+  constexpr std::array<std::string_view, 6> names{
+      "from:", "to:", "subject:", "date:", "message-id:", "mime-version:"};
   size_t pos = 0;
   while (pos < head.size()) {
     auto end = head.find('\n', pos);
-    auto line = head.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
+    auto line
+        = head.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
     if (line.empty() || line == "\r")
       break; // the end of the header
     for (auto name : names) {

@@ -22,16 +22,31 @@ public:
   bool ok() const { return data_.index() == 0; }
   explicit operator bool() const { return ok(); }
 
-  T& value() & { assert(ok()); return std::get<0>(data_); }
-  const T& value() const& { assert(ok()); return std::get<0>(data_); }
-  T&& value() && { assert(ok()); return std::get<0>(std::move(data_)); }
+  T& value() & {
+    assert(ok());
+    return std::get<0>(data_);
+  }
+  const T& value() const& {
+    assert(ok());
+    return std::get<0>(data_);
+  }
+  T&& value() && {
+    assert(ok());
+    return std::get<0>(std::move(data_));
+  }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
-  const ingestd::error& error() const { assert(!ok()); return std::get<1>(data_); }
-  ingestd::error& error() { assert(!ok()); return std::get<1>(data_); }
+  const ingestd::error& error() const {
+    assert(!ok());
+    return std::get<1>(data_);
+  }
+  ingestd::error& error() {
+    assert(!ok());
+    return std::get<1>(data_);
+  }
 
 private:
   std::variant<T, ingestd::error> data_;
@@ -49,8 +64,14 @@ public:
 
   bool ok() const { return !failed_; }
   explicit operator bool() const { return ok(); }
-  const ingestd::error& error() const { assert(failed_); return err_; }
-  ingestd::error& error() { assert(failed_); return err_; }
+  const ingestd::error& error() const {
+    assert(failed_);
+    return err_;
+  }
+  ingestd::error& error() {
+    assert(failed_);
+    return err_;
+  }
 
 private:
   ingestd::error err_;

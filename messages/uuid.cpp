@@ -41,7 +41,7 @@ std::optional<uuid> uuid::parse(std::string_view text) {
 uuid uuid::v7() {
   using namespace std::chrono;
   auto ms = static_cast<uint64_t>(
-    duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count());
+      duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count());
   uuid result;
   result.hi = (ms << 16) | 0x7000 | (random_u64() & 0x0FFF);
   result.lo = (random_u64() & 0x3FFFFFFFFFFFFFFFULL) | 0x8000000000000000ULL;

@@ -49,15 +49,17 @@ kbd{border:1px solid #aab;border-radius:3px;padding:0 .3em;font-size:12px;backgr
 std::string head(std::string_view title) {
   return "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
          "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>"
-         + html_escape(title) + " · ingestd review</title><style>" + style + "</style></head><body>";
+         + html_escape(title) + " · ingestd review</title><style>" + style
+         + "</style></head><body>";
 }
 
 std::string top_bar(const page_context& ctx) {
   return "<header><strong>ingestd review desk</strong><a href=\"/review\">Queue</a>"
-         "<span class=\"who\">" + html_escape(ctx.reviewer)
+         "<span class=\"who\">"
+         + html_escape(ctx.reviewer)
          + "</span><form method=\"post\" action=\"/review/logout\"><input type=\"hidden\" "
-           "name=\"csrf\" value=\"" + html_escape(ctx.csrf)
-         + "\"><button>Sign out</button></form></header>";
+           "name=\"csrf\" value=\""
+         + html_escape(ctx.csrf) + "\"><button>Sign out</button></form></header>";
 }
 
 std::string age_text(int64_t seconds) {
@@ -91,16 +93,23 @@ struct field_spec {
 };
 
 constexpr field_spec fields[] = {
-  {"invoice_number", "Invoice number", "string"}, {"invoice_date", "Invoice date (YYYY-MM-DD)", "string"},
-  {"due_date", "Due date", "string"},             {"supplier_name", "Supplier", "string"},
-  {"supplier_address", "Supplier address", "string"}, {"supplier_vat_id", "Supplier VAT id", "string"},
-  {"customer_name", "Customer", "string"},        {"currency", "Currency", "string"},
-  {"subtotal", "Subtotal", "number"},             {"vat_amount", "VAT", "number"},
-  {"total", "Total", "number"},                   {"line_items", "Line items (JSON)", "json"},
+    {"invoice_number", "Invoice number", "string"},
+    {"invoice_date", "Invoice date (YYYY-MM-DD)", "string"},
+    {"due_date", "Due date", "string"},
+    {"supplier_name", "Supplier", "string"},
+    {"supplier_address", "Supplier address", "string"},
+    {"supplier_vat_id", "Supplier VAT id", "string"},
+    {"customer_name", "Customer", "string"},
+    {"currency", "Currency", "string"},
+    {"subtotal", "Subtotal", "number"},
+    {"vat_amount", "VAT", "number"},
+    {"total", "Total", "number"},
+    {"line_items", "Line items (JSON)", "json"},
 };
 
 /// Rows of a JSON array of objects as a table with the given columns.
-std::string json_table(const std::string& json, std::initializer_list<std::pair<const char*, const char*>> cols,
+std::string json_table(const std::string& json,
+                       std::initializer_list<std::pair<const char*, const char*>> cols,
                        const char* empty) {
   rapidjson::Document doc;
   doc.Parse(json.data(), json.size());
@@ -116,7 +125,8 @@ std::string json_table(const std::string& json, std::initializer_list<std::pair<
       auto it = row.IsObject() ? row.FindMember(key) : row.MemberEnd();
       std::string cell = it == row.MemberEnd() ? "" : input_text(it->value);
       if (std::string_view{key} == "document_id" && !cell.empty())
-        out += "<td><a href=\"/review/documents/" + html_escape(cell) + "\">" + html_escape(cell.substr(0, 8)) + "…</a></td>";
+        out += "<td><a href=\"/review/documents/" + html_escape(cell) + "\">"
+               + html_escape(cell.substr(0, 8)) + "…</a></td>";
       else
         out += "<td>" + html_escape(cell) + "</td>";
     }
@@ -223,7 +233,8 @@ constexpr const char* document_script = R"js(
 /// those this node cannot run disabled with what they need.
 template <size_t N>
 std::string provider_select(const char* id, const char* name, const char* label,
-                            const std::string_view (&names)[N], const std::vector<std::string>& here) {
+                            const std::string_view (&names)[N],
+                            const std::vector<std::string>& here) {
   std::string out = std::string{"<label for=\""} + id + "\">" + label + "</label><select id=\"" + id
                     + "\" name=\"" + name + "\"><option value=\"\" selected>as configured";
   if (!here.empty())
@@ -246,12 +257,23 @@ std::string html_escape(std::string_view s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
+    case '&':
+      out += "&amp;";
+      break;
+    case '<':
+      out += "&lt;";
+      break;
+    case '>':
+      out += "&gt;";
+      break;
+    case '"':
+      out += "&quot;";
+      break;
+    case '\'':
+      out += "&#39;";
+      break;
+    default:
+      out.push_back(c);
     }
   }
   return out;
@@ -285,13 +307,16 @@ std::string login_page(std::string_view error, bool open) {
   out += "<main><div class=\"pane login\"><h1>Review desk</h1>";
   if (!error.empty())
     out += "<p class=\"error\">" + html_escape(error) + "</p>";
-  out += "<form method=\"post\" action=\"/review/login\"><div class=\"field\"><label for=\"name\">Your name"
-         "</label><input id=\"name\" name=\"name\" autocomplete=\"username\" required autofocus></div>";
+  out += "<form method=\"post\" action=\"/review/login\"><div class=\"field\"><label "
+         "for=\"name\">Your name"
+         "</label><input id=\"name\" name=\"name\" autocomplete=\"username\" required "
+         "autofocus></div>";
   if (!open)
     out += "<div class=\"field\"><label for=\"token\">Access token (INGESTD_REVIEW_TOKEN)</label>"
            "<input id=\"token\" name=\"token\" type=\"password\" autocomplete=\"current-password\" "
            "required></div>";
-  out += "<button class=\"primary\" id=\"signin\">Sign in</button></form></div></main></body></html>";
+  out += "<button class=\"primary\" id=\"signin\">Sign "
+         "in</button></form></div></main></body></html>";
   return out;
 }
 
@@ -301,7 +326,8 @@ std::string queue_page(const page_context& ctx, const review_queue& queue,
   int64_t total = 0;
   for (auto& [k, n] : queue.counts)
     total += n;
-  out += "<p class=\"counts\"><span><strong>" + std::to_string(total) + "</strong> need review</span>";
+  out += "<p class=\"counts\"><span><strong>" + std::to_string(total)
+         + "</strong> need review</span>";
   for (auto reason : review_reasons) {
     int64_t n = 0;
     for (auto& [k, v] : queue.counts)
@@ -310,8 +336,10 @@ std::string queue_page(const page_context& ctx, const review_queue& queue,
     out += "<span><a href=\"/review?reason=" + std::string{reason} + "\">" + std::string{reason}
            + "</a>: " + std::to_string(n) + "</span>";
   }
-  out += "<span class=\"muted\">being reprocessed: " + std::to_string(queue.processing) + "</span></p>";
-  out += "<form method=\"get\" action=\"/review\">Reason <select name=\"reason\"><option value=\"\">any</option>";
+  out += "<span class=\"muted\">being reprocessed: " + std::to_string(queue.processing)
+         + "</span></p>";
+  out += "<form method=\"get\" action=\"/review\">Reason <select name=\"reason\"><option "
+         "value=\"\">any</option>";
   for (auto reason : review_reasons)
     out += "<option" + std::string{filter.reason == reason ? " selected" : ""} + ">"
            + std::string{reason} + "</option>";
@@ -319,7 +347,8 @@ std::string queue_page(const page_context& ctx, const review_queue& queue,
   if (ctx.tenants.size() > 1) {
     out += " Tenant <select name=\"tenant\"><option value=\"\">all</option>";
     for (auto& t : ctx.tenants)
-      out += "<option" + std::string{tenant_filter == t.str() ? " selected" : ""} + ">" + t.str() + "</option>";
+      out += "<option" + std::string{tenant_filter == t.str() ? " selected" : ""} + ">" + t.str()
+             + "</option>";
     out += "</select>";
   }
   out += " <button>Filter</button> <span class=\"muted\">Keys: <kbd>j</kbd>/<kbd>k</kbd> move, "
@@ -334,12 +363,21 @@ std::string queue_page(const page_context& ctx, const review_queue& queue,
     out += "</tr>";
     for (auto& it : queue.items) {
       auto href = "/review/documents/" + it.document_id.str();
-      out.append("<tr data-href=\"").append(href).append("\"><td>").append(age_text(it.age_seconds));
-      out.append("</td><td><a href=\"").append(href).append("\">").append(html_escape(it.file_name));
+      out.append("<tr data-href=\"")
+          .append(href)
+          .append("\"><td>")
+          .append(age_text(it.age_seconds));
+      out.append("</td><td><a href=\"")
+          .append(href)
+          .append("\">")
+          .append(html_escape(it.file_name));
       out.append("</a></td><td><span class=\"tag ").append(html_escape(it.reason)).append("\">");
       out.append(html_escape(it.reason)).append("</span> ").append(html_escape(it.detail));
       out.append("</td><td>").append(html_escape(it.supplier)).append("</td><td>");
-      out.append(html_escape(it.total)).append(" ").append(html_escape(it.currency)).append("</td>");
+      out.append(html_escape(it.total))
+          .append(" ")
+          .append(html_escape(it.currency))
+          .append("</td>");
       if (ctx.tenants.size() > 1)
         out += "<td class=\"muted\">" + it.tenant_id.str().substr(0, 8) + "…</td>";
       out += "</tr>";
@@ -362,24 +400,30 @@ std::string document_page(const page_context& ctx, const document_view& view) {
     machine.SetObject();
 
   std::string out = head(d.file_name) + top_bar(ctx);
-  out += "<main id=\"review\" data-id=\"" + d.id.str() + "\" data-version=\"" + std::to_string(d.version)
-         + "\" data-csrf=\"" + html_escape(ctx.csrf) + "\" data-next=\"" + html_escape(view.next_id)
-         + "\" data-pages=\"" + std::to_string(view.page_count) + "\">";
-  out += "<h2>" + html_escape(d.file_name) + " <span class=\"muted\">version " + std::to_string(d.version)
-         + "</span></h2>";
+  out += "<main id=\"review\" data-id=\"" + d.id.str() + "\" data-version=\""
+         + std::to_string(d.version) + "\" data-csrf=\"" + html_escape(ctx.csrf) + "\" data-next=\""
+         + html_escape(view.next_id) + "\" data-pages=\"" + std::to_string(view.page_count) + "\">";
+  out += "<h2>" + html_escape(d.file_name) + " <span class=\"muted\">version "
+         + std::to_string(d.version) + "</span></h2>";
   if (d.processing)
-    out += "<p class=\"error\">An ingestion of this document is in progress: wait for it to finish.</p>";
+    out += "<p class=\"error\">An ingestion of this document is in progress: wait for it to "
+           "finish.</p>";
   if (!d.review_status.empty())
-    out += "<p class=\"ok\">" + html_escape(d.review_status) + " by " + html_escape(d.reviewed_by) + "</p>";
-  out += "<div class=\"doc\"><div><div class=\"pane\"><div><button id=\"prev\" type=\"button\">◀</button>"
-         "<span id=\"pageno\">1 / " + std::to_string(view.page_count)
+    out += "<p class=\"ok\">" + html_escape(d.review_status) + " by " + html_escape(d.reviewed_by)
+           + "</p>";
+  out += "<div class=\"doc\"><div><div class=\"pane\"><div><button id=\"prev\" "
+         "type=\"button\">◀</button>"
+         "<span id=\"pageno\">1 / "
+         + std::to_string(view.page_count)
          + "</span> <button id=\"nextpage\" type=\"button\">▶</button>";
   if (!d.preprocessed_file_path.empty())
     out += " <button id=\"pre\" type=\"button\">preprocessed scan</button>";
-  out += "</div><img id=\"pageimg\" class=\"pageimg\" alt=\"page image\" src=\"/review/api/documents/"
+  out += "</div><img id=\"pageimg\" class=\"pageimg\" alt=\"page image\" "
+         "src=\"/review/api/documents/"
          + d.id.str() + "/pages/0.png\"></div>";
   out += "<div class=\"pane\"><h3>Transcription</h3><pre id=\"transcription\">"
-         + html_escape(view.transcription.empty() ? "(none)" : view.transcription) + "</pre></div></div>";
+         + html_escape(view.transcription.empty() ? "(none)" : view.transcription)
+         + "</pre></div></div>";
 
   // The form: each field with the current value, the machine's when it differs, the failed
   // checks that concern it.
@@ -392,7 +436,8 @@ std::string document_page(const page_context& ctx, const document_view& view) {
   } else {
     out += "<ul class=\"checks\">";
     for (auto& f : view.findings)
-      out += "<li><strong>" + html_escape(f.check) + "</strong>: " + html_escape(f.message) + "</li>";
+      out += "<li><strong>" + html_escape(f.check) + "</strong>: " + html_escape(f.message)
+             + "</li>";
     out += "</ul>";
   }
   out += "</div><div class=\"pane\"><form id=\"fields\">";
@@ -408,15 +453,16 @@ std::string document_page(const page_context& ctx, const document_view& view) {
           notes += "<div class=\"note\">" + html_escape(finding.message) + "</div>";
     out += "<div class=\"field" + std::string{notes.empty() ? "" : " flagged"} + "\" data-name=\""
            + f.name + "\"><label for=\"f-" + f.name + "\">" + f.label + "</label>";
-    std::string attrs = "id=\"f-" + std::string{f.name} + "\" data-field=\"" + f.name + "\" data-type=\""
-                        + f.type + "\" data-original=\"" + html_escape(value) + "\"";
+    std::string attrs = "id=\"f-" + std::string{f.name} + "\" data-field=\"" + f.name
+                        + "\" data-type=\"" + f.type + "\" data-original=\"" + html_escape(value)
+                        + "\"";
     if (std::string_view{f.type} == "json")
       out += "<textarea rows=\"4\" " + attrs + ">" + html_escape(value) + "</textarea>";
     else
       out += "<input " + attrs + " value=\"" + html_escape(value) + "\">";
     if (machine_value != value)
-      out += "<div class=\"machine\">machine: " + html_escape(machine_value.empty() ? "(empty)" : machine_value)
-             + "</div>";
+      out += "<div class=\"machine\">machine: "
+             + html_escape(machine_value.empty() ? "(empty)" : machine_value) + "</div>";
     out += notes + "</div>";
   }
   out += "</form><p id=\"status\" role=\"status\"></p>"
@@ -424,32 +470,49 @@ std::string document_page(const page_context& ctx, const document_view& view) {
          "<form id=\"reprocess-form\"><fieldset><legend>Reprocess: a new ingestion</legend>"
          + provider_select("rp-transcription", "transcription_provider", "Transcription",
                            transcription_provider_names, view.providers.transcription)
-         + provider_select("rp-extraction", "extraction_provider", "Extraction", extraction_provider_names,
-                           view.providers.extraction)
+         + provider_select("rp-extraction", "extraction_provider", "Extraction",
+                           extraction_provider_names, view.providers.extraction)
          + "<button id=\"reprocess\" type=\"submit\">Reprocess</button></fieldset></form>"
-           "<div class=\"field\"><label for=\"reason\">Reason to reject</label><input id=\"reason\"></div>"
+           "<div class=\"field\"><label for=\"reason\">Reason to reject</label><input "
+           "id=\"reason\"></div>"
            "<button id=\"reject\" type=\"button\">Reject</button>"
-           "<p class=\"muted\">Keys: <kbd>a</kbd> or <kbd>Ctrl</kbd>+<kbd>Enter</kbd> approve, <kbd>e</kbd> edit, "
-           "<kbd>r</kbd> reprocess, <kbd>Esc</kbd> leave a field, <kbd>n</kbd> next document, <kbd>q</kbd> queue</p>";
+           "<p class=\"muted\">Keys: <kbd>a</kbd> or <kbd>Ctrl</kbd>+<kbd>Enter</kbd> approve, "
+           "<kbd>e</kbd> edit, "
+           "<kbd>r</kbd> reprocess, <kbd>Esc</kbd> leave a field, <kbd>n</kbd> next document, "
+           "<kbd>q</kbd> queue</p>";
   if (!view.next_id.empty())
-    out += "<p><a id=\"next\" href=\"/review/documents/" + html_escape(view.next_id) + "\">Next document →</a></p>";
+    out += "<p><a id=\"next\" href=\"/review/documents/" + html_escape(view.next_id)
+           + "\">Next document →</a></p>";
   out += "</div>";
   out += "<div class=\"pane\"><h3>Matches</h3>"
-         + json_table(d.matches_json, {{"document_id", "Document"}, {"file_name", "File"}, {"kind", "Kind"},
-                                       {"confidence", "Confidence"}, {"reason", "Why"}},
+         + json_table(d.matches_json,
+                      {{"document_id", "Document"},
+                       {"file_name", "File"},
+                       {"kind", "Kind"},
+                       {"confidence", "Confidence"},
+                       {"reason", "Why"}},
                       "No matches.");
   out += "<h3>Cluster</h3>"
          + json_table(d.cluster_json, {{"document_id", "Document"}, {"file_name", "File"}},
                       "Not in a cluster with other documents.")
          + "</div>";
   out += "<div class=\"pane\"><h3>Reviews</h3>"
-         + json_table(d.reviews_json, {{"at", "When"}, {"reviewer", "Who"}, {"action", "Action"},
-                                       {"changes", "Changes"}, {"reason", "Reason"}},
+         + json_table(d.reviews_json,
+                      {{"at", "When"},
+                       {"reviewer", "Who"},
+                       {"action", "Action"},
+                       {"changes", "Changes"},
+                       {"reason", "Reason"}},
                       "No earlier reviews.")
          + "</div></div></div>";
   out += "<div class=\"pane\"><h3>Audit trail</h3>"
-         + json_table(d.events_json, {{"at", "When"}, {"step", "Step"}, {"outcome", "Outcome"},
-                                      {"detail", "Detail"}, {"duration_ms", "ms"}, {"worker_id", "Worker"}},
+         + json_table(d.events_json,
+                      {{"at", "When"},
+                       {"step", "Step"},
+                       {"outcome", "Outcome"},
+                       {"detail", "Detail"},
+                       {"duration_ms", "ms"},
+                       {"worker_id", "Worker"}},
                       "No events.")
          + "</div>";
   out += "</main><script>" + std::string{document_script} + "</script></body></html>";

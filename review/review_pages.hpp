@@ -43,7 +43,8 @@ struct document_view {
 };
 
 /// The page image beside a form with one input per field, the failed checks at their fields,
-/// the actions (reprocess with a choice of providers), the transcription, the audit trail, matches, cluster and earlier reviews.
+/// the actions (reprocess with a choice of providers), the transcription, the audit trail, matches,
+/// cluster and earlier reviews.
 std::string document_page(const page_context& ctx, const document_view& view);
 
 } // namespace ingestd

@@ -14,9 +14,8 @@ std::string lookup(const std::function<const char*(const char*)>& getenv_fn, con
 }
 
 error missing(const char* name, const char* what) {
-  return error::make_permanent("aws.credentials",
-                               std::string("environment variable ") + name + " is not set (" + what
-                                 + ")");
+  return error::make_permanent("aws.credentials", std::string("environment variable ") + name
+                                                      + " is not set (" + what + ")");
 }
 
 } // namespace

@@ -27,7 +27,8 @@ result<aws_credentials> credentials_from_env();
 result<aws_credentials> credentials_from(const std::function<const char*(const char*)>& getenv_fn);
 
 /// The base URL (no trailing '/') of `service` in `region`: `endpoint_override` when it is not
-/// empty (e.g. "http://127.0.0.1:54566" for fauxqs), else "https://{service}.{region}.amazonaws.com".
+/// empty (e.g. "http://127.0.0.1:54566" for fauxqs), else
+/// "https://{service}.{region}.amazonaws.com".
 std::string service_endpoint(std::string_view service, std::string_view region,
                              std::string_view endpoint_override = {});
 

@@ -117,8 +117,8 @@ bool parse_url(std::string_view url, url_parts& out) {
     rest = rest.substr(0, hash);
   auto authority_end = rest.find_first_of("/?");
   auto authority = rest.substr(0, authority_end);
-  auto tail = authority_end == std::string_view::npos ? std::string_view{}
-                                                      : rest.substr(authority_end);
+  auto tail
+      = authority_end == std::string_view::npos ? std::string_view{} : rest.substr(authority_end);
   if (auto at = authority.rfind('@'); at != std::string_view::npos)
     authority = authority.substr(at + 1); // userinfo is never signed nor sent as Host
   if (authority.empty())

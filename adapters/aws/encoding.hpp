@@ -38,8 +38,8 @@ struct url_parts {
   std::string host;   ///< without the port; brackets kept for IPv6 literals
   int port = 0;       ///< explicit or the scheme's default
   bool explicit_port = false;
-  std::string path;   ///< as written (still percent-encoded); "/" when empty
-  std::string query;  ///< after '?', without the '#fragment'; may be empty
+  std::string path;  ///< as written (still percent-encoded); "/" when empty
+  std::string query; ///< after '?', without the '#fragment'; may be empty
 
   /// The Host header value curl sends: host, plus ":port" when it is not the scheme's default.
   std::string host_header() const;

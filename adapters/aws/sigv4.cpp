@@ -264,9 +264,8 @@ result<sigv4_signature> sign_request(http_request& request, const aws_credential
   // Re-signing (a retry) replaces everything an earlier signature added.
   erase_header(request, "authorization");
   erase_header(request, "x-amz-date");
-  request.headers.emplace_back("X-Amz-Date",
-                               format_amz_date(options.time.value_or(
-                                 std::chrono::system_clock::now())));
+  request.headers.emplace_back(
+      "X-Amz-Date", format_amz_date(options.time.value_or(std::chrono::system_clock::now())));
   if (!credentials.session_token.empty()) {
     erase_header(request, "x-amz-security-token");
     request.headers.emplace_back("X-Amz-Security-Token", credentials.session_token);
@@ -275,8 +274,8 @@ result<sigv4_signature> sign_request(http_request& request, const aws_credential
     erase_header(request, "x-amz-content-sha256");
     request.headers.emplace_back("x-amz-content-sha256",
                                  options.payload == payload_signing::unsigned_payload
-                                   ? std::string(unsigned_payload_text)
-                                   : sha256_hex(request.body));
+                                     ? std::string(unsigned_payload_text)
+                                     : sha256_hex(request.body));
   }
   auto sig = compute_signature(request, credentials, options);
   if (!sig)
@@ -297,11 +296,11 @@ result<std::string> presign_url(std::string_view method, std::string_view url,
   auto amz_date = format_amz_date(options.time.value_or(std::chrono::system_clock::now()));
   auto scope = amz_date.substr(0, 8) + "/" + in->region + "/" + options.service + "/aws4_request";
   std::vector<std::pair<std::string, std::string>> auth_params{
-    {"X-Amz-Algorithm", std::string(algorithm)},
-    {"X-Amz-Credential", credentials.access_key_id + "/" + scope},
-    {"X-Amz-Date", amz_date},
-    {"X-Amz-Expires", std::to_string(expires_seconds)},
-    {"X-Amz-SignedHeaders", "host"},
+      {"X-Amz-Algorithm", std::string(algorithm)},
+      {"X-Amz-Credential", credentials.access_key_id + "/" + scope},
+      {"X-Amz-Date", amz_date},
+      {"X-Amz-Expires", std::to_string(expires_seconds)},
+      {"X-Amz-SignedHeaders", "host"},
   };
   if (!credentials.session_token.empty())
     auth_params.emplace_back("X-Amz-Security-Token", credentials.session_token);

@@ -43,13 +43,13 @@ sigv4_options service_signing(std::string service, std::string region = {});
 
 /// The intermediate and final strings of one signature.
 struct sigv4_signature {
-  std::string amz_date;          ///< "20150830T123600Z"
-  std::string credential_scope;  ///< "20150830/us-east-1/service/aws4_request"
+  std::string amz_date;         ///< "20150830T123600Z"
+  std::string credential_scope; ///< "20150830/us-east-1/service/aws4_request"
   std::string canonical_request;
   std::string string_to_sign;
-  std::string signed_headers;    ///< "host;x-amz-date"
-  std::string signature;         ///< 64 lower-case hex characters
-  std::string authorization;     ///< the Authorization header value
+  std::string signed_headers; ///< "host;x-amz-date"
+  std::string signature;      ///< 64 lower-case hex characters
+  std::string authorization;  ///< the Authorization header value
 };
 
 /// Signs `request` in place. Sets `X-Amz-Date` (from options.time or now), `X-Amz-Security-Token`

@@ -46,7 +46,8 @@ result<void> check_member_path(std::string_view name) {
   size_t pos = 0;
   while (pos <= name.size()) {
     auto end = name.find_first_of("/\\", pos);
-    auto part = name.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
+    auto part
+        = name.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
     if (part == "..")
       return unsafe("climbs out of the archive (a \"..\" component)");
     if (end == std::string_view::npos)
@@ -62,18 +63,18 @@ result<unpacked> archive_unpacker::unpack(std::string_view bytes, container_kind
   if (!a)
     return error::make_transient("container.memory", "libarchive could not allocate a reader");
   switch (kind) {
-    case container_kind::zip:
-      archive_read_support_format_zip(a.get());
-      break;
-    case container_kind::tar:
-      archive_read_support_format_tar(a.get());
-      break;
-    case container_kind::tar_gz:
-      archive_read_support_filter_gzip(a.get());
-      archive_read_support_format_tar(a.get());
-      break;
-    default:
-      return error::make_permanent("container.unsupported", "not an archive libarchive reads here");
+  case container_kind::zip:
+    archive_read_support_format_zip(a.get());
+    break;
+  case container_kind::tar:
+    archive_read_support_format_tar(a.get());
+    break;
+  case container_kind::tar_gz:
+    archive_read_support_filter_gzip(a.get());
+    archive_read_support_format_tar(a.get());
+    break;
+  default:
+    return error::make_permanent("container.unsupported", "not an archive libarchive reads here");
   }
   if (archive_read_open_memory(a.get(), bytes.data(), bytes.size()) != ARCHIVE_OK)
     return corrupt(a.get(), "opening the archive");
@@ -106,11 +107,12 @@ result<unpacked> archive_unpacker::unpack(std::string_view bytes, container_kind
       continue; // directories, links, devices: nothing to ingest
     if (archive_entry_is_encrypted(entry) != 0)
       return error::make_permanent("container.encrypted",
-                                   "member \"" + name + "\" is encrypted; encrypted archives are not read");
+                                   "member \"" + name
+                                       + "\" is encrypted; encrypted archives are not read");
     if (++members > limits.max_members)
       return error::make_permanent("container.too_many_members",
                                    "more than " + std::to_string(limits.max_members)
-                                     + " members (containers.max_members)");
+                                       + " members (containers.max_members)");
     unpacked_member m{name, {}};
     bool too_big = false;
     bool broken = false;
@@ -127,14 +129,16 @@ result<unpacked> archive_unpacker::unpack(std::string_view bytes, container_kind
       total += static_cast<uint64_t>(n);
       if (total > limits.max_total_bytes)
         return error::make_permanent("container.too_large",
-                                     "the members hold more than " + std::to_string(limits.max_total_bytes)
-                                       + " bytes (containers.max_total_bytes)");
+                                     "the members hold more than "
+                                         + std::to_string(limits.max_total_bytes)
+                                         + " bytes (containers.max_total_bytes)");
       if (total > limits.ratio_floor_bytes
           && static_cast<double>(total) > limits.max_ratio * static_cast<double>(bytes.size()))
         return error::make_permanent("container.ratio",
-                                     "the members expand more than " + std::to_string(static_cast<int>(limits.max_ratio))
-                                       + " times the archive's " + std::to_string(bytes.size())
-                                       + " bytes (containers.max_ratio): a compression bomb");
+                                     "the members expand more than "
+                                         + std::to_string(static_cast<int>(limits.max_ratio))
+                                         + " times the archive's " + std::to_string(bytes.size())
+                                         + " bytes (containers.max_ratio): a compression bomb");
       if (too_big)
         continue;
       if (m.bytes.size() + static_cast<size_t>(n) > limits.max_member_bytes) {
@@ -148,7 +152,8 @@ result<unpacked> archive_unpacker::unpack(std::string_view bytes, container_kind
     if (broken)
       break; // a corrupt member: the reader cannot go on reliably after it
     if (too_big) {
-      out.problems.push_back("member \"" + name + "\" is larger than " + std::to_string(limits.max_member_bytes)
+      out.problems.push_back("member \"" + name + "\" is larger than "
+                             + std::to_string(limits.max_member_bytes)
                              + " bytes (containers.max_member_bytes): skipped");
       continue;
     }

@@ -81,14 +81,16 @@ public:
     if (static_cast<int>(++count_) > limits_.max_members)
       return error::make_permanent("container.too_many_members",
                                    "more than " + std::to_string(limits_.max_members)
-                                     + " members (containers.max_members)");
+                                       + " members (containers.max_members)");
     total_ += bytes.size();
     if (total_ > limits_.max_total_bytes)
       return error::make_permanent("container.too_large",
-                                   "the members hold more than " + std::to_string(limits_.max_total_bytes)
-                                     + " bytes (containers.max_total_bytes)");
+                                   "the members hold more than "
+                                       + std::to_string(limits_.max_total_bytes)
+                                       + " bytes (containers.max_total_bytes)");
     if (bytes.size() > limits_.max_member_bytes) {
-      out_.problems.push_back("member \"" + name + "\" is larger than " + std::to_string(limits_.max_member_bytes)
+      out_.problems.push_back("member \"" + name + "\" is larger than "
+                              + std::to_string(limits_.max_member_bytes)
                               + " bytes (containers.max_member_bytes): skipped");
       return {};
     }
@@ -104,7 +106,8 @@ public:
     if (obj == nullptr)
       return {};
     if (GMIME_IS_MULTIPART_ENCRYPTED(obj) || GMIME_IS_APPLICATION_PKCS7_MIME(obj))
-      return error::make_permanent("container.encrypted", "the e-mail holds an encrypted part; it is not read");
+      return error::make_permanent("container.encrypted",
+                                   "the e-mail holds an encrypted part; it is not read");
     if (GMIME_IS_MULTIPART(obj)) {
       auto* multi = GMIME_MULTIPART(obj);
       int n = g_mime_multipart_get_count(multi);
@@ -164,7 +167,8 @@ private:
 };
 
 std::string address_list(InternetAddressList* list) {
-  return list != nullptr ? take(internet_address_list_to_string(list, nullptr, FALSE)) : std::string{};
+  return list != nullptr ? take(internet_address_list_to_string(list, nullptr, FALSE))
+                         : std::string{};
 }
 
 } // namespace
@@ -189,12 +193,16 @@ result<unpacked> mime_unpacker::unpack(std::string_view bytes, container_kind ki
       gobject_ptr<GMimeMessage> message{g_mime_parser_construct_message(parser.p, nullptr)};
       if (message.p == nullptr) {
         if (out.members.empty() && w.count() == 0)
-          return error::make_permanent("container.corrupt", "no message could be read from the mbox");
-        out.problems.push_back("the mbox could not be read past message " + std::to_string(w.count()));
+          return error::make_permanent("container.corrupt",
+                                       "no message could be read from the mbox");
+        out.problems.push_back("the mbox could not be read past message "
+                               + std::to_string(w.count()));
         break;
       }
       auto name = "message-" + std::to_string(w.count() + 1) + ".eml";
-      if (auto r = w.add(std::move(name), take(g_mime_object_to_string(GMIME_OBJECT(message.p), nullptr))); !r)
+      if (auto r
+          = w.add(std::move(name), take(g_mime_object_to_string(GMIME_OBJECT(message.p), nullptr)));
+          !r)
         return r.error();
     }
     if (w.count() == 0)

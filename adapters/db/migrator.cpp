@@ -16,7 +16,7 @@ constexpr pg::statement current_schema_sql{"ingestd_migrate_schema", "SELECT cur
 constexpr pg::statement lock_sql{"ingestd_migrate_lock",
                                  "SELECT pg_advisory_lock(1769105, hashtext(current_schema()))"};
 constexpr pg::statement unlock_sql{
-  "ingestd_migrate_unlock", "SELECT pg_advisory_unlock(1769105, hashtext(current_schema()))"};
+    "ingestd_migrate_unlock", "SELECT pg_advisory_unlock(1769105, hashtext(current_schema()))"};
 constexpr const char* create_table_sql = R"sql(
 CREATE TABLE IF NOT EXISTS schema_migrations (
   version    integer PRIMARY KEY,
@@ -24,22 +24,22 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
   applied_at timestamptz NOT NULL DEFAULT now()
 ))sql";
 // Added to tables made before the minimums were recorded.
-constexpr const char* add_minimum_sql =
-  "ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS min_node_version text";
+constexpr const char* add_minimum_sql
+    = "ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS min_node_version text";
 constexpr pg::statement applied_sql{"ingestd_migrate_applied",
                                     "SELECT version FROM schema_migrations ORDER BY version"};
 constexpr pg::statement record_sql{
-  "ingestd_migrate_record",
-  "INSERT INTO schema_migrations (version, name, min_node_version) VALUES ($1, $2, $3)"};
+    "ingestd_migrate_record",
+    "INSERT INTO schema_migrations (version, name, min_node_version) VALUES ($1, $2, $3)"};
 constexpr pg::statement has_minimums_sql{"ingestd_migrate_has_minimums", R"sql(
 SELECT count(*) FROM information_schema.columns
  WHERE table_schema = current_schema() AND table_name = 'schema_migrations'
    AND column_name = 'min_node_version'
 )sql"};
 constexpr pg::statement minimums_sql{
-  "ingestd_migrate_minimums",
-  "SELECT name, min_node_version FROM schema_migrations WHERE min_node_version IS NOT NULL "
-  "ORDER BY version"};
+    "ingestd_migrate_minimums",
+    "SELECT name, min_node_version FROM schema_migrations WHERE min_node_version IS NOT NULL "
+    "ORDER BY version"};
 constexpr std::string_view header_key = "-- ingestd-min-node-version:";
 
 error in_migration(const error& err, const std::string& name) {
@@ -73,10 +73,11 @@ result<migrate_report> migrate_locked(pg::connection& conn,
       return in_migration(res.error(), m.name);
     auto body = conn.exec_simple(m.sql);
     if (body)
-      body = conn.exec(record_sql, {std::to_string(m.version), m.name, pg::opt_text(min_node_version(m))});
+      body = conn.exec(record_sql,
+                       {std::to_string(m.version), m.name, pg::opt_text(min_node_version(m))});
     if (!body) {
       // The connection may be gone; a ROLLBACK that fails changes nothing either way.
-      (void) conn.exec_simple("ROLLBACK");
+      (void)conn.exec_simple("ROLLBACK");
       return in_migration(body.error(), m.name);
     }
     if (auto res = conn.exec_simple("COMMIT"); !res)
@@ -96,12 +97,13 @@ std::string min_node_version(const migration& m) {
     auto end = rest.find('\n');
     auto line = rest.substr(0, end);
     if (line.rfind("--", 0) != 0)
-      break;  // the header is among the leading comment lines only
+      break; // the header is among the leading comment lines only
     if (line.rfind(header_key, 0) == 0) {
       auto value = line.substr(header_key.size());
       auto first = value.find_first_not_of(" \t");
       auto last = value.find_last_not_of(" \t\r");
-      return first == std::string_view::npos ? std::string{} : std::string{value.substr(first, last - first + 1)};
+      return first == std::string_view::npos ? std::string{}
+                                             : std::string{value.substr(first, last - first + 1)};
     }
     if (end == std::string_view::npos)
       break;
@@ -158,10 +160,14 @@ result<void> check_node_version(const std::string& database_url, std::string_vie
       continue;
     std::string message;
     if (!min) {
-      message.append("the database schema's migration ").append(name).append(" needs node version \"");
+      message.append("the database schema's migration ")
+          .append(name)
+          .append(" needs node version \"");
       message.append(needed).append("\", which this node cannot read: upgrade this node");
     } else {
-      message.append("the database schema needs ingestd ").append(needed).append(" or newer (migration ");
+      message.append("the database schema needs ingestd ")
+          .append(needed)
+          .append(" or newer (migration ");
       message.append(name).append("); this node is ").append(node_version);
       message.append(": upgrade this node (deploy/OPERATIONS.md, \"Rolling upgrade\")");
     }
@@ -186,7 +192,7 @@ result<migrate_report> migrate(const std::string& database_url,
     return res.error();
   auto report = migrate_locked(conn, migrations);
   // Closing the session releases the lock too; unlock explicitly to hand over at once.
-  (void) conn.exec(unlock_sql, {});
+  (void)conn.exec(unlock_sql, {});
   return report;
 }
 

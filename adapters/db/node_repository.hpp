@@ -95,7 +95,8 @@ public:
   virtual void list(callback<std::vector<node_info>> done) = 0;
 
   /// Asks the node `id` (nullopt: every node not stopped) to drain; answers the ids asked.
-  virtual void request_drain(std::optional<std::string> id, callback<std::vector<std::string>> done) = 0;
+  virtual void request_drain(std::optional<std::string> id, callback<std::vector<std::string>> done)
+      = 0;
 
   /// Deletes the rows not seen for longer than `retention` (stopped or lost nodes: a live node
   /// refreshes its row every heartbeat); answers how many.

@@ -47,9 +47,9 @@ std::vector<result<Answer>> run_batch(size_t count, Send&& send) {
       out.push_back(std::move(alone->front()));
     else if (is_data_error(alone.error()))
       out.push_back(error::make_permanent(
-        alone.error().code,
-        "the database refused this item's values (the rest of its batch was stored): "
-          + alone.error().message));
+          alone.error().code,
+          "the database refused this item's values (the rest of its batch was stored): "
+              + alone.error().message));
     else
       out.push_back(alone.error());
   }

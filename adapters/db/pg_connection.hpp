@@ -63,7 +63,6 @@ private:
 /// 08007 is transient with advice to re-read; 23505 and data/definition errors are permanent.
 error classify(const ::pg_result* res, const ::pg_conn* conn, std::string_view context);
 
-
 /// The statements waiting for the server now, on every connection of the process, longest first,
 /// each as "name (N s)": what a shutdown that runs out of time names as stuck.
 std::vector<std::string> statements_in_progress();

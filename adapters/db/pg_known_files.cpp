@@ -25,8 +25,8 @@ ON CONFLICT (hash) DO NOTHING
 
 constexpr pg::statement count_sql{"ingestd_known_files_count", "SELECT count(*) FROM known_file"};
 
-constexpr const char* stage_sql =
-  "CREATE TEMPORARY TABLE known_file_import (hash text COLLATE \"C\", algorithm text) ON COMMIT DROP";
+constexpr const char* stage_sql = "CREATE TEMPORARY TABLE known_file_import (hash text COLLATE "
+                                  "\"C\", algorithm text) ON COMMIT DROP";
 // The merge sorts millions of hashes: in memory rather than in many temporary files.
 constexpr const char* work_mem_sql = "SET LOCAL work_mem = '256MB'";
 constexpr const char* copy_sql = "COPY known_file_import (hash, algorithm) FROM STDIN";
@@ -89,7 +89,8 @@ std::vector<std::string> csv_fields(std::string_view line) {
 }
 
 error bad_line(int64_t line_no, const std::string& why) {
-  return error::make_permanent("known_files.bad_line", "line " + std::to_string(line_no) + ": " + why);
+  return error::make_permanent("known_files.bad_line",
+                               "line " + std::to_string(line_no) + ": " + why);
 }
 
 std::string describe_value(std::string_view v) {
@@ -109,22 +110,24 @@ std::optional<std::string> known_hash_algorithm(std::string_view hex) {
   return std::nullopt;
 }
 
-result<void> known_hash_reader::header_or_first(const std::string& line, std::vector<known_hash>& out) {
+result<void> known_hash_reader::header_or_first(const std::string& line,
+                                                std::vector<known_hash>& out) {
   auto fields = csv_fields(line);
   bool header = false;
   for (size_t i = 0; i < fields.size(); ++i) {
     auto name = lower(fields[i]);
-    name.erase(std::remove_if(name.begin(), name.end(), [](char c) { return c == '-' || c == '_'; }),
-               name.end());
+    name.erase(
+        std::remove_if(name.begin(), name.end(), [](char c) { return c == '-' || c == '_'; }),
+        name.end());
     if (name == "md5") {
       md5_col_ = i;
       header = true;
     } else if (name == "sha256") {
       sha256_col_ = i;
       header = true;
-    } else if (!fields[i].empty() && !known_hash_algorithm(fields[i]) && name != "sha1"
-               && i == 0 && fields.size() > 1) {
-      header = true;  // a header with other names first; hash columns may follow
+    } else if (!fields[i].empty() && !known_hash_algorithm(fields[i]) && name != "sha1" && i == 0
+               && fields.size() > 1) {
+      header = true; // a header with other names first; hash columns may follow
     }
   }
   if (header) {
@@ -144,11 +147,14 @@ result<void> known_hash_reader::parse_line(const std::string& line, std::vector<
       v = v.substr(1, v.size() - 2);
     auto algorithm = known_hash_algorithm(v);
     if (!algorithm) {
-      if (v.size() == 40 && std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isxdigit(c) != 0; }))
-        return bad_line(line_no_, describe_value(v) + " is a SHA-1; the set holds MD5 and SHA-256 "
-                                  "(give a CSV file with an MD5 or SHA-256 column)");
-      return bad_line(line_no_, describe_value(v) + " is neither an MD5 (32 hex digits) nor a "
-                                "SHA-256 (64 hex digits)");
+      if (v.size() == 40
+          && std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isxdigit(c) != 0; }))
+        return bad_line(line_no_, describe_value(v)
+                                      + " is a SHA-1; the set holds MD5 and SHA-256 "
+                                        "(give a CSV file with an MD5 or SHA-256 column)");
+      return bad_line(line_no_, describe_value(v)
+                                    + " is neither an MD5 (32 hex digits) nor a "
+                                      "SHA-256 (64 hex digits)");
     }
     out.push_back({lower(v), *algorithm});
     return {};
@@ -159,15 +165,16 @@ result<void> known_hash_reader::parse_line(const std::string& line, std::vector<
       continue;
     if (*col >= fields.size())
       return bad_line(line_no_, "it has " + std::to_string(fields.size()) + " fields; the header's "
-                                + expected + " column is number " + std::to_string(*col + 1));
+                                    + expected + " column is number " + std::to_string(*col + 1));
     auto& v = fields[*col];
     if (v.empty())
       continue;
     auto algorithm = known_hash_algorithm(v);
     if (!algorithm || *algorithm != expected)
-      return bad_line(line_no_, describe_value(v) + " in the " + expected + " column is not "
-                                + (std::string_view{expected} == "md5" ? "an MD5 (32 hex digits)"
-                                                                       : "a SHA-256 (64 hex digits)"));
+      return bad_line(line_no_,
+                      describe_value(v) + " in the " + expected + " column is not "
+                          + (std::string_view{expected} == "md5" ? "an MD5 (32 hex digits)"
+                                                                 : "a SHA-256 (64 hex digits)"));
     out.push_back({lower(v), *algorithm});
   }
   return {};
@@ -182,7 +189,7 @@ result<bool> known_hash_reader::next(std::vector<known_hash>& out, size_t want) 
     if (!line.empty() && line.back() == '\r')
       line.pop_back();
     if (line_no_ == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0)
-      line.erase(0, 3);  // a byte-order mark
+      line.erase(0, 3); // a byte-order mark
     auto t = trim(line);
     if (t.empty() || t.front() == '#')
       continue;
@@ -195,9 +202,10 @@ result<bool> known_hash_reader::next(std::vector<known_hash>& out, size_t want) 
 }
 
 pg_known_files::pg_known_files(std::string database_url)
-  : conn_(std::move(database_url), pg::session_options::tcp_only()) {}
+    : conn_(std::move(database_url), pg::session_options::tcp_only()) {}
 
-result<known_files_import_report> pg_known_files::import(std::istream& in, const std::string& source) {
+result<known_files_import_report> pg_known_files::import(std::istream& in,
+                                                         const std::string& source) {
   if (auto c = conn_.ensure(true); !c)
     return c.error();
   known_files_import_report report;
@@ -276,12 +284,14 @@ result<int64_t> pg_known_files::add(const std::vector<known_hash>& hashes,
     auto algorithm = known_hash_algorithm(hashes[i].hash);
     if (!algorithm || *algorithm != hashes[i].algorithm)
       return error::make_permanent("known_files.bad_hash", describe_value(hashes[i].hash)
-                                                             + " is not a " + hashes[i].algorithm + " hash");
+                                                               + " is not a " + hashes[i].algorithm
+                                                               + " hash");
     h.emplace_back(lower(hashes[i].hash));
     a.emplace_back(hashes[i].algorithm);
     s.push_back(i < sources.size() ? pg::opt_clean(sources[i]) : param{});
   }
-  auto res = conn_.exec(add_sql, {pg::array_literal(h), pg::array_literal(a), pg::array_literal(s)});
+  auto res
+      = conn_.exec(add_sql, {pg::array_literal(h), pg::array_literal(a), pg::array_literal(s)});
   if (!res)
     return res.error();
   return res->affected();

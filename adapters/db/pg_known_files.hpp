@@ -69,7 +69,8 @@ public:
   result<known_files_import_report> import(std::istream& in, const std::string& source);
 
   /// Adds the hashes (`source`: where each came from, same order); answers how many were new.
-  result<int64_t> add(const std::vector<known_hash>& hashes, const std::vector<std::string>& sources);
+  result<int64_t> add(const std::vector<known_hash>& hashes,
+                      const std::vector<std::string>& sources);
 
   /// How many hashes the set holds.
   result<int64_t> count();

@@ -71,18 +71,18 @@ DELETE FROM worker_node WHERE last_seen < now() - make_interval(secs => $1::inte
 } // namespace
 
 pg_node_repository::pg_node_repository(std::string database_url, pg::session_options session)
-  : pool_(std::make_unique<pg::pool>(std::move(database_url),
-                                     pg::pool_options{1, "ingestd-nodes", session})) {}
+    : pool_(std::make_unique<pg::pool>(std::move(database_url),
+                                       pg::pool_options{1, "ingestd-nodes", session})) {}
 
 pg_node_repository::~pg_node_repository() = default;
 
 void pg_node_repository::register_node(node_registration node, callback<void> done) {
   pool_->call(std::move(done), [node = std::move(node)](pg::connection& conn, const auto& done) {
-    auto res = conn.exec(register_sql,
-                         {pg::clean(node.id), node.incarnation.str(), pg::clean(node.host),
-                          std::to_string(node.pid), pg::clean(node.version), pg::clean(node.stages),
-                          std::to_string(node.capacity), std::to_string(node.lease.count()),
-                          pg::clean(node.classes)});
+    auto res
+        = conn.exec(register_sql, {pg::clean(node.id), node.incarnation.str(), pg::clean(node.host),
+                                   std::to_string(node.pid), pg::clean(node.version),
+                                   pg::clean(node.stages), std::to_string(node.capacity),
+                                   std::to_string(node.lease.count()), pg::clean(node.classes)});
     if (!res)
       return done(res.error());
     done({});
@@ -91,9 +91,10 @@ void pg_node_repository::register_node(node_registration node, callback<void> do
 
 void pg_node_repository::refresh(node_refresh node, callback<node_refresh_answer> done) {
   pool_->call(std::move(done), [node = std::move(node)](pg::connection& conn, const auto& done) {
-    auto res = conn.exec(refresh_sql, {pg::clean(node.id), node.incarnation.str(),
-                                       std::to_string(node.in_flight), std::to_string(node.done_last_minute),
-                                       node.draining ? "true" : "false", std::to_string(node.capacity_usage)});
+    auto res = conn.exec(refresh_sql,
+                         {pg::clean(node.id), node.incarnation.str(),
+                          std::to_string(node.in_flight), std::to_string(node.done_last_minute),
+                          node.draining ? "true" : "false", std::to_string(node.capacity_usage)});
     if (!res)
       return done(res.error());
     node_refresh_answer answer;
@@ -104,12 +105,13 @@ void pg_node_repository::refresh(node_refresh node, callback<node_refresh_answer
 }
 
 void pg_node_repository::mark_stopped(std::string id, uuid incarnation, callback<void> done) {
-  pool_->call(std::move(done), [id = std::move(id), incarnation](pg::connection& conn, const auto& done) {
-    auto res = conn.exec(stopped_sql, {pg::clean(id), incarnation.str()});
-    if (!res)
-      return done(res.error());
-    done({});
-  });
+  pool_->call(std::move(done),
+              [id = std::move(id), incarnation](pg::connection& conn, const auto& done) {
+                auto res = conn.exec(stopped_sql, {pg::clean(id), incarnation.str()});
+                if (!res)
+                  return done(res.error());
+                done({});
+              });
 }
 
 void pg_node_repository::list(callback<std::vector<node_info>> done) {
@@ -142,7 +144,8 @@ void pg_node_repository::list(callback<std::vector<node_info>> done) {
   });
 }
 
-void pg_node_repository::request_drain(std::optional<std::string> id, callback<std::vector<std::string>> done) {
+void pg_node_repository::request_drain(std::optional<std::string> id,
+                                       callback<std::vector<std::string>> done) {
   pool_->call(std::move(done), [id = std::move(id)](pg::connection& conn, const auto& done) {
     auto res = id ? conn.exec(drain_one_sql, {pg::clean(*id)}) : conn.exec(drain_all_sql, {});
     if (!res)

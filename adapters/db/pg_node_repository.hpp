@@ -19,7 +19,8 @@ public:
   void refresh(node_refresh node, callback<node_refresh_answer> done) override;
   void mark_stopped(std::string id, uuid incarnation, callback<void> done) override;
   void list(callback<std::vector<node_info>> done) override;
-  void request_drain(std::optional<std::string> id, callback<std::vector<std::string>> done) override;
+  void request_drain(std::optional<std::string> id,
+                     callback<std::vector<std::string>> done) override;
   void prune(std::chrono::seconds retention, callback<int64_t> done) override;
 
 private:

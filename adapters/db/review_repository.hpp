@@ -131,7 +131,8 @@ public:
 
   /// nullopt when unknown or not one of `tenants`' (a caller cannot tell the two apart).
   virtual result<std::optional<review_document>> document(const std::vector<uuid>& tenants,
-                                                          uuid document_id, timeout t) = 0;
+                                                          uuid document_id, timeout t)
+      = 0;
 
   /// Saves the decision: approve (structured_data replaced, needs_human_review cleared), reject
   /// (needs_human_review cleared), reprocess (a new in-progress ingestion of the same source,

@@ -126,7 +126,8 @@ public:
   /// retry pending answers a transient "llm.cancelled".
   /// `context` goes with every attempt's request (see http_request::context), and its log fields
   /// on every line about the call.
-  void complete(chat_prompt prompt, acceptor accept, callback<chat_usage> done, call_context context = {});
+  void complete(chat_prompt prompt, acceptor accept, callback<chat_usage> done,
+                call_context context = {});
 
   const chat_options& options() const;
   /// Requests sent and retries scheduled so far (all calls together).

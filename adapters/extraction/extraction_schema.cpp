@@ -56,7 +56,7 @@ result<void> parse(std::string_view json, rapidjson::Document& doc) {
   // Iterative: the nesting depth of an answer costs heap, not stack. JSON is UTF-8: anything else
   // is refused here, so that no malformed text reaches the validator or the database.
   doc.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag>(json.data(),
-                                                                                   json.size());
+                                                                                    json.size());
   if (doc.HasParseError()) {
     std::string msg = "answer is not valid JSON: ";
     msg += rapidjson::GetParseError_En(doc.GetParseError());
@@ -65,7 +65,7 @@ result<void> parse(std::string_view json, rapidjson::Document& doc) {
   }
   if (json_deeper_than(doc, max_depth))
     return error::make_transient("llm.invalid_json", "answer nests deeper than "
-                                                       + std::to_string(max_depth) + " levels");
+                                                         + std::to_string(max_depth) + " levels");
   return {};
 }
 

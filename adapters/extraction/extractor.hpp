@@ -5,9 +5,9 @@
 #include <string>
 #include <utility>
 
+#include "messages/call_context.hpp"
 #include "messages/extraction.hpp"
 #include "messages/result.hpp"
-#include "messages/call_context.hpp"
 
 namespace ingestd {
 
@@ -20,7 +20,7 @@ public:
   /// provider's limits and when it goes on (a job's step deadline stops in between), its log
   /// fields go on every line about the call. An extractor without a remote provider ignores it.
   virtual void extract_with(std::string text, call_context context, callback<extraction> done) {
-    (void) context;
+    (void)context;
     extract(std::move(text), std::move(done));
   }
   virtual std::string name() const = 0;

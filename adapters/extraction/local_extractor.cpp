@@ -1,5 +1,5 @@
-// The local rule-based extractor's entry points. The rules live in adapters/extraction/local/, one file
-// per family around the document representation of local/document.hpp:
+// The local rule-based extractor's entry points. The rules live in adapters/extraction/local/, one
+// file per family around the document representation of local/document.hpp:
 //   text.*          lines, lower case, cells              labels*.cpp  label tables per language
 //   dates.*         dates with month names, day orders    amounts.*    numbers in every style
 //   currency.*      codes, symbols and words              document.*   lines + conventions

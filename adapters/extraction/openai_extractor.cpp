@@ -8,18 +8,18 @@ namespace ingestd {
 
 namespace {
 
-constexpr std::string_view default_prompt =
-  "You extract structured data from invoices. The user message is the text of one document, "
-  "transcribed by OCR or taken from a PDF's text layer; it may contain OCR errors. Answer with "
-  "one JSON object that matches the schema. Copy values as printed and never invent one: use "
-  "null for anything absent or illegible and list those field names in missing_fields "
-  "(\"line_items\" when there are none). Dates as YYYY-MM-DD. Amounts as plain numbers without "
-  "currency symbols or thousands separators (\"1.234,56\" is 1234.56). currency as an ISO 4217 "
-  "code. supplier_vat_id without spaces. subtotal is the net amount, vat_amount the total VAT, "
-  "total the gross amount payable. extraction_successful is false when the document is not an "
-  "invoice or its key fields (invoice_number, invoice_date, supplier_name, total) cannot be "
-  "read. confidence is \"high\" only when every key field is legible and subtotal + vat_amount "
-  "equals total, \"medium\" when something is uncertain, \"low\" when you had to guess.";
+constexpr std::string_view default_prompt
+    = "You extract structured data from invoices. The user message is the text of one document, "
+      "transcribed by OCR or taken from a PDF's text layer; it may contain OCR errors. Answer with "
+      "one JSON object that matches the schema. Copy values as printed and never invent one: use "
+      "null for anything absent or illegible and list those field names in missing_fields "
+      "(\"line_items\" when there are none). Dates as YYYY-MM-DD. Amounts as plain numbers without "
+      "currency symbols or thousands separators (\"1.234,56\" is 1234.56). currency as an ISO 4217 "
+      "code. supplier_vat_id without spaces. subtotal is the net amount, vat_amount the total VAT, "
+      "total the gross amount payable. extraction_successful is false when the document is not an "
+      "invoice or its key fields (invoice_number, invoice_date, supplier_name, total) cannot be "
+      "read. confidence is \"high\" only when every key field is legible and subtotal + vat_amount "
+      "equals total, \"medium\" when something is uncertain, \"low\" when you had to guess.";
 
 chat_prompt extraction_prompt(const std::string& system_prompt, std::string_view text) {
   chat_prompt p;
@@ -59,8 +59,8 @@ result<extraction> parse_chat_response(const http_response& response, const open
 }
 
 openai_extractor::openai_extractor(http_client& http, timer& retry_timer, openai_options opts)
-  : system_prompt_(std::move(opts.system_prompt)),
-    client_(http, retry_timer, static_cast<chat_options&&>(std::move(opts)), "extraction") {}
+    : system_prompt_(std::move(opts.system_prompt)),
+      client_(http, retry_timer, static_cast<chat_options&&>(std::move(opts)), "extraction") {}
 
 openai_extractor::~openai_extractor() = default;
 
@@ -68,33 +68,36 @@ void openai_extractor::extract(std::string text, callback<extraction> done) {
   extract_with(std::move(text), {}, std::move(done));
 }
 
-void openai_extractor::extract_with(std::string text, call_context context, callback<extraction> done) {
+void openai_extractor::extract_with(std::string text, call_context context,
+                                    callback<extraction> done) {
   // The answer is read into `out` by the acceptor; the call's usage completes it.
   auto out = std::make_shared<extraction>();
   auto prompt = extraction_prompt(system_prompt_, text);
   text = {};
   client_.complete(
-    std::move(prompt),
-    [out](const chat_answer& a) -> result<void> {
-      auto parsed = extraction_from_json(a.content);
-      if (!parsed)
-        return parsed.error();
-      *out = std::move(*parsed);
-      return {};
-    },
-    [out, done = std::move(done)](result<chat_usage> usage) {
-      if (!usage) {
-        done(usage.error());
-        return;
-      }
-      out->input_tokens = usage->input_tokens;
-      out->output_tokens = usage->output_tokens;
-      out->model = usage->model;
-      done(std::move(*out));
-    },
-    std::move(context));
+      std::move(prompt),
+      [out](const chat_answer& a) -> result<void> {
+        auto parsed = extraction_from_json(a.content);
+        if (!parsed)
+          return parsed.error();
+        *out = std::move(*parsed);
+        return {};
+      },
+      [out, done = std::move(done)](result<chat_usage> usage) {
+        if (!usage) {
+          done(usage.error());
+          return;
+        }
+        out->input_tokens = usage->input_tokens;
+        out->output_tokens = usage->output_tokens;
+        out->model = usage->model;
+        done(std::move(*out));
+      },
+      std::move(context));
 }
 
-openai_stats openai_extractor::stats() const { return client_.stats(); }
+openai_stats openai_extractor::stats() const {
+  return client_.stats();
+}
 
 } // namespace ingestd

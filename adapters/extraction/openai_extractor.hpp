@@ -7,9 +7,9 @@
 #include <string>
 #include <string_view>
 
-#include "adapters/http/http_client.hpp"
 #include "adapters/extraction/chat_completion.hpp"
 #include "adapters/extraction/extractor.hpp"
+#include "adapters/http/http_client.hpp"
 #include "adapters/support/timer.hpp"
 
 namespace ingestd {

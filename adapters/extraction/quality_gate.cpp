@@ -32,7 +32,9 @@ std::optional<std::string> text(const rapidjson::Value& obj, const char* key) {
   return std::string{it->value.GetString(), it->value.GetStringLength()};
 }
 
-gate_verdict fail(std::string reason) { return gate_verdict{false, std::move(reason)}; }
+gate_verdict fail(std::string reason) {
+  return gate_verdict{false, std::move(reason)};
+}
 
 gate_verdict implausible(const char* check, const std::string& detail) {
   return fail(fmt::format("plausibility check {} failed: {}", check, detail));
@@ -44,7 +46,8 @@ std::optional<long> day_number(const std::string& iso) {
   std::smatch m;
   if (!std::regex_match(iso, m, re))
     return std::nullopt;
-  auto ymd = std::chrono::year{std::stoi(m[1].str())} / std::stoi(m[2].str()) / std::stoi(m[3].str());
+  auto ymd
+      = std::chrono::year{std::stoi(m[1].str())} / std::stoi(m[2].str()) / std::stoi(m[3].str());
   if (!ymd.ok())
     return std::nullopt;
   return static_cast<long>(std::chrono::sys_days{ymd}.time_since_epoch().count());
@@ -72,7 +75,7 @@ std::string upper_alnum(std::string_view s) {
 std::optional<gate_verdict> check_signs(std::optional<double> subtotal, std::optional<double> vat,
                                         std::optional<double> total) {
   const std::array<std::pair<const char*, std::optional<double>>, 3> figures{
-    {{"subtotal", subtotal}, {"vat", vat}, {"total", total}}};
+      {{"subtotal", subtotal}, {"vat", vat}, {"total", total}}};
   bool any_negative = false;
   bool any_positive = false;
   for (const auto& [name, v] : figures) {
@@ -90,14 +93,15 @@ std::optional<gate_verdict> check_signs(std::optional<double> subtotal, std::opt
   return std::nullopt;
 }
 
-std::optional<gate_verdict> check_amounts(const rapidjson::Document& doc, const gate_options& opts) {
+std::optional<gate_verdict> check_amounts(const rapidjson::Document& doc,
+                                          const gate_options& opts) {
   auto subtotal = number(doc, "subtotal");
   auto vat = number(doc, "vat_amount");
   auto total = number(doc, "total");
   if (auto v = check_signs(subtotal, vat, total))
     return v;
-  for (const auto& [name, v] :
-       std::array<std::pair<const char*, std::optional<double>>, 3>{{{"subtotal", subtotal}, {"vat", vat}, {"total", total}}})
+  for (const auto& [name, v] : std::array<std::pair<const char*, std::optional<double>>, 3>{
+           {{"subtotal", subtotal}, {"vat", vat}, {"total", total}}})
     if (v && std::fabs(*v) > opts.max_amount)
       return implausible(gate_check::amount_magnitude,
                          fmt::format("{} {:.2f} is beyond {:.0f}", name, *v, opts.max_amount));
@@ -120,9 +124,10 @@ std::optional<gate_verdict> check_amounts(const rapidjson::Document& doc, const 
     // Rounding to cents moves a small invoice's rate: allow one cent of slack on the VAT.
     double slack = 0.01 / std::fabs(*net) * 100.0;
     if (rate < -slack || rate > opts.max_vat_rate + slack)
-      return implausible(gate_check::vat_rate,
-                         fmt::format("vat {:.2f} on a net amount of {:.2f} is {:.1f}%, outside 0-{:g}%",
-                                     *vat, *net, rate, opts.max_vat_rate));
+      return implausible(
+          gate_check::vat_rate,
+          fmt::format("vat {:.2f} on a net amount of {:.2f} is {:.1f}%, outside 0-{:g}%", *vat,
+                      *net, rate, opts.max_vat_rate));
   }
   return std::nullopt;
 }
@@ -140,18 +145,22 @@ std::optional<gate_verdict> check_dates(const rapidjson::Document& doc, const ga
                        fmt::format("invoice date {} is not between {} and a year from today",
                                    *invoice_date, opts.earliest_date));
   if (inv && due && *due < *inv)
-    return implausible(gate_check::due_before_invoice,
-                       fmt::format("due date {} is before the invoice date {}", *due_date, *invoice_date));
-  if (due && (*due < earliest || (inv && *due > *inv + three_years) || (!inv && *due > today + three_years)))
-    return implausible(gate_check::date_range,
-                       fmt::format("due date {} is not between {} and three years after the invoice",
-                                   *due_date, opts.earliest_date));
+    return implausible(
+        gate_check::due_before_invoice,
+        fmt::format("due date {} is before the invoice date {}", *due_date, *invoice_date));
+  if (due
+      && (*due < earliest || (inv && *due > *inv + three_years)
+          || (!inv && *due > today + three_years)))
+    return implausible(
+        gate_check::date_range,
+        fmt::format("due date {} is not between {} and three years after the invoice", *due_date,
+                    opts.earliest_date));
   return std::nullopt;
 }
 
 bool looks_like_date(const std::string& s) {
   static const std::regex re{
-    R"((\d{4}[-./]\d{1,2}[-./]\d{1,2})|(\d{1,2}[-./]\d{1,2}[-./](\d{4}|\d{2})))"};
+      R"((\d{4}[-./]\d{1,2}[-./]\d{1,2})|(\d{1,2}[-./]\d{1,2}[-./](\d{4}|\d{2})))"};
   return std::regex_match(s, re);
 }
 
@@ -159,22 +168,23 @@ bool looks_like_phone(const std::string& s) {
   // "+49 30 1234567", "0049-30-1234567", "(030) 123 4567", "030/1234567": an international
   // prefix, or a trunk zero with the area code set apart by a space, slash or parentheses.
   static const std::regex re{
-    R"((\+|00)\d{1,3}[ \-/(]*\d[\d \-/().]{5,}|\(0\d{1,5}\) ?\d[\d \-]{3,}|0\d{1,5}[ /]\d[\d \-]{3,})"};
+      R"((\+|00)\d{1,3}[ \-/(]*\d[\d \-/().]{5,}|\(0\d{1,5}\) ?\d[\d \-]{3,}|0\d{1,5}[ /]\d[\d \-]{3,})"};
   auto digits = std::count_if(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
   return digits >= 7 && std::regex_match(s, re);
 }
 
 bool looks_like_vat_id(const std::string& s) {
   static const std::regex re{
-    R"(DE\d{9}|ATU\d{8}|GB(\d{9}|\d{12})|FR[0-9A-Z]{2}\d{9}|NL\d{9}B\d{2}|BE[01]\d{9}|IT\d{11}|)"
-    R"(ES[0-9A-Z]\d{7}[0-9A-Z]|PL\d{10}|CHE\d{9}(MWST|TVA|IVA)?|\d{2}[A-Z]{5}\d{4}[A-Z][0-9A-Z]Z[0-9A-Z])"};
+      R"(DE\d{9}|ATU\d{8}|GB(\d{9}|\d{12})|FR[0-9A-Z]{2}\d{9}|NL\d{9}B\d{2}|BE[01]\d{9}|IT\d{11}|)"
+      R"(ES[0-9A-Z]\d{7}[0-9A-Z]|PL\d{10}|CHE\d{9}(MWST|TVA|IVA)?|\d{2}[A-Z]{5}\d{4}[A-Z][0-9A-Z]Z[0-9A-Z])"};
   return std::regex_match(upper_alnum(s), re);
 }
 
 bool looks_like_postcode(const std::string& number, const std::optional<std::string>& address) {
   // UK ("RG1 3AA") and Dutch ("1016 DV") postcodes; US ZIP+4; any number that stands as a word
   // in the supplier's address next to letters (the German "80331 München").
-  static const std::regex pattern{R"([A-Z]{1,2}\d[A-Z\d]? ?\d[A-Z]{2}|\d{4} ?[A-Z]{2}|\d{5}-\d{4})"};
+  static const std::regex pattern{
+      R"([A-Z]{1,2}\d[A-Z\d]? ?\d[A-Z]{2}|\d{4} ?[A-Z]{2}|\d{5}-\d{4})"};
   if (std::regex_match(number, pattern))
     return true;
   if (!address || number.empty())
@@ -196,12 +206,14 @@ std::optional<gate_verdict> check_invoice_number(const rapidjson::Document& doc)
   if (!n || n->empty())
     return std::nullopt;
   if (looks_like_date(*n))
-    return implausible(gate_check::invoice_number_is_date, fmt::format("invoice number '{}' is a date", *n));
+    return implausible(gate_check::invoice_number_is_date,
+                       fmt::format("invoice number '{}' is a date", *n));
   if (looks_like_phone(*n))
     return implausible(gate_check::invoice_number_is_phone,
                        fmt::format("invoice number '{}' is a phone number", *n));
   auto vat_id = text(doc, "supplier_vat_id");
-  if (looks_like_vat_id(*n) || (vat_id && !vat_id->empty() && upper_alnum(*vat_id) == upper_alnum(*n)))
+  if (looks_like_vat_id(*n)
+      || (vat_id && !vat_id->empty() && upper_alnum(*vat_id) == upper_alnum(*n)))
     return implausible(gate_check::invoice_number_is_vat_id,
                        fmt::format("invoice number '{}' is a VAT id", *n));
   if (looks_like_postcode(*n, text(doc, "supplier_address")))
@@ -219,15 +231,17 @@ gate_verdict evaluate_checks(const extraction& x, const gate_options& opts);
 /// A critical field the extraction names missing, or that its data lacks (absent, null, empty).
 bool critical_field_missing(const extraction& x) {
   for (auto* field : critical_fields)
-    if (std::find(x.missing_fields.begin(), x.missing_fields.end(), field) != x.missing_fields.end())
+    if (std::find(x.missing_fields.begin(), x.missing_fields.end(), field)
+        != x.missing_fields.end())
       return true;
   rapidjson::Document doc;
   doc.Parse<rapidjson::kParseIterativeFlag>(x.structured_data.data(), x.structured_data.size());
   if (doc.HasParseError() || !doc.IsObject())
-    return false;  // unreadable output, not a document without the fields: a retry may read it
+    return false; // unreadable output, not a document without the fields: a retry may read it
   for (auto* field : critical_fields) {
     auto m = doc.FindMember(field);
-    if (m == doc.MemberEnd() || m->value.IsNull() || (m->value.IsString() && m->value.GetStringLength() == 0))
+    if (m == doc.MemberEnd() || m->value.IsNull()
+        || (m->value.IsString() && m->value.GetStringLength() == 0))
       return true;
   }
   return false;
@@ -252,15 +266,15 @@ gate_verdict evaluate_checks(const extraction& x, const gate_options& opts) {
   if (!x.extraction_successful)
     return fail("extraction not successful"
                 + (x.missing_fields.empty()
-                     ? std::string{}
-                     : fmt::format(" (missing: {})", fmt::join(x.missing_fields, ", "))));
+                       ? std::string{}
+                       : fmt::format(" (missing: {})", fmt::join(x.missing_fields, ", "))));
   if (x.confidence != "high" && x.confidence != "medium" && x.confidence != "low")
     return fail(fmt::format("unknown confidence '{}'", x.confidence));
   if (x.confidence == "low" && !opts.accept_low_confidence)
     return fail("confidence is low"
                 + (x.missing_fields.empty()
-                     ? std::string{}
-                     : fmt::format(" (missing: {})", fmt::join(x.missing_fields, ", "))));
+                       ? std::string{}
+                       : fmt::format(" (missing: {})", fmt::join(x.missing_fields, ", "))));
   auto subtotal = number(doc, "subtotal");
   auto vat = number(doc, "vat_amount");
   auto total = number(doc, "total");
@@ -295,8 +309,9 @@ gate_verdict evaluate_checks(const extraction& x, const gate_options& opts) {
       }
       double tol = opts.tolerance + opts.tolerance_per_line * static_cast<double>(n);
       if (complete && target && std::fabs(sum - *target) > tol + 1e-9)
-        return fail(fmt::format("line items do not reconcile: {} line amounts sum to {:.2f} != {} {:.2f}",
-                                n, sum, what, *target));
+        return fail(
+            fmt::format("line items do not reconcile: {} line amounts sum to {:.2f} != {} {:.2f}",
+                        n, sum, what, *target));
     }
   }
   if (opts.check_plausibility) {
@@ -314,10 +329,12 @@ gate_verdict evaluate_checks(const extraction& x, const gate_options& opts) {
 
 error gate_error(const gate_verdict& verdict, bool retry_can_help) {
   if (verdict.critical_fields_missing)
-    return error::make_permanent("extraction.gate_failed", "critical fields missing: " + verdict.reason);
+    return error::make_permanent("extraction.gate_failed",
+                                 "critical fields missing: " + verdict.reason);
   if (retry_can_help)
     return error::make_transient("extraction.gate_failed", verdict.reason);
-  return error::make_permanent("extraction.gate_failed", "extraction incomplete: " + verdict.reason);
+  return error::make_permanent("extraction.gate_failed",
+                               "extraction incomplete: " + verdict.reason);
 }
 
 } // namespace ingestd

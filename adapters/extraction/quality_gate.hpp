@@ -60,7 +60,8 @@ inline constexpr const char* invoice_number_is_postcode = "invoice_number_is_pos
 gate_verdict evaluate(const extraction& x, const gate_options& opts = {});
 
 /// The fields without which a failed verdict is "critical fields missing".
-inline constexpr const char* critical_fields[] = {"invoice_number", "invoice_date", "supplier_name", "total"};
+inline constexpr const char* critical_fields[]
+    = {"invoice_number", "invoice_date", "supplier_name", "total"};
 
 /// The error ("extraction.gate_failed") a failed verdict becomes in the pipeline: critical fields
 /// missing → permanent (human review at once); otherwise the extraction is incomplete →

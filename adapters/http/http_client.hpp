@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
+#include "messages/call_context.hpp"
 #include "messages/error.hpp"
 #include "messages/result.hpp"
-#include "messages/call_context.hpp"
 
 namespace ingestd {
 

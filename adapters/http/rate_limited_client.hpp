@@ -27,7 +27,9 @@ struct provider_limits {
   /// job gives its work back without counting an attempt).
   std::chrono::milliseconds max_wait{std::chrono::minutes{10}};
 
-  bool any() const { return max_concurrent > 0 || requests_per_minute > 0 || tokens_per_minute > 0; }
+  bool any() const {
+    return max_concurrent > 0 || requests_per_minute > 0 || tokens_per_minute > 0;
+  }
 };
 
 /// A snapshot for metrics and tests.
@@ -80,6 +82,7 @@ private:
 /// The limiters' figures and settings in Prometheus text: ingestd_provider_requests_waiting,
 /// _in_flight, _total, ingestd_provider_limit_waits_total, _wait_seconds_total, _busy_total,
 /// ingestd_provider_tokens_total and ingestd_provider_limit{kind}, each by provider.
-std::string provider_limits_prometheus(const std::vector<std::shared_ptr<rate_limited_client>>& limiters);
+std::string
+provider_limits_prometheus(const std::vector<std::shared_ptr<rate_limited_client>>& limiters);
 
 } // namespace ingestd

@@ -35,7 +35,9 @@ bool is_ascii_alnum(unsigned char c) {
 
 /// A byte of a word: ASCII letters and digits, and every byte of a non-ASCII character (letters
 /// such as é, ü in the languages matching reads).
-bool is_word_byte(unsigned char c) { return is_ascii_alnum(c) || c >= 0x80; }
+bool is_word_byte(unsigned char c) {
+  return is_ascii_alnum(c) || c >= 0x80;
+}
 
 bool is_space(unsigned char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
@@ -164,14 +166,14 @@ bool contains_word(std::string_view s, std::string_view phrase, bool prefix = fa
 /// Words between a label and its value that are part of the label ("no.", "number", "n°").
 bool is_filler(std::string_view w) {
   static const std::array<std::string_view, 16> fillers{
-    "no", "nr", "n", "no.", "nr.", "number", "num", "nummer", "numéro", "numero", "número",
-    "ref", "ref.", "reference", "id", "#"};
+      "no",     "nr",     "n",      "no.", "nr.",  "number",    "num", "nummer",
+      "numéro", "numero", "número", "ref", "ref.", "reference", "id",  "#"};
   while (!w.empty() && (w.back() == ':' || w.back() == '.' || w.back() == '#'))
     w.remove_suffix(1);
   if (w.empty())
     return true;
-  return std::find(fillers.begin(), fillers.end(), w) != fillers.end()
-         || w == "n\xC2\xB0" || w == "n\xC2\xBA" || w == "\xC2\xB0" || w == "\xC2\xBA";
+  return std::find(fillers.begin(), fillers.end(), w) != fillers.end() || w == "n\xC2\xB0"
+         || w == "n\xC2\xBA" || w == "\xC2\xB0" || w == "\xC2\xBA";
 }
 
 /// "15.03.2024", "03/15/2024", "2024-03-15": a date, not a document number.
@@ -216,7 +218,8 @@ std::string number_after(std::string_view s, size_t pos) {
       if (is_space(c) || c == ':' || c == '#' || c == '.' || c == '-' || c == '(')
         ++pos;
       else if (c == 0xC2 && pos + 1 < s.size()
-               && (static_cast<unsigned char>(s[pos + 1]) == 0xB0 || static_cast<unsigned char>(s[pos + 1]) == 0xBA))
+               && (static_cast<unsigned char>(s[pos + 1]) == 0xB0
+                   || static_cast<unsigned char>(s[pos + 1]) == 0xBA))
         pos += 2; // ° º
       else
         break;
@@ -231,7 +234,8 @@ std::string number_after(std::string_view s, size_t pos) {
       pos = end;
       continue;
     }
-    while (!token.empty() && std::string_view{".,;:)]"}.find(token.back()) != std::string_view::npos)
+    while (!token.empty()
+           && std::string_view{".,;:)]"}.find(token.back()) != std::string_view::npos)
       token.remove_suffix(1);
     if (token.empty() || token.size() > max_number_bytes)
       return {};
@@ -246,49 +250,129 @@ std::string number_after(std::string_view s, size_t pos) {
 }
 
 /// Labels after which a number is the credit note's own.
-constexpr std::array<std::string_view, 9> credit_note_titles{
-  "credit note", "credit memo", "creditnote", "credit-note", "gutschrift", "avoir", "creditnota",
-  "nota de cr\xC3\xA9" "dito", "nota di credito"};
+constexpr std::array<std::string_view, 9> credit_note_titles{"credit note",
+                                                             "credit memo",
+                                                             "creditnote",
+                                                             "credit-note",
+                                                             "gutschrift",
+                                                             "avoir",
+                                                             "creditnota",
+                                                             "nota de cr\xC3\xA9"
+                                                             "dito",
+                                                             "nota di credito"};
 
 /// Header words that make a document a credit note (the ambiguous "avoir" only at a line's
 /// start or before a number label).
-constexpr std::array<std::string_view, 14> credit_note_words{
-  "credit note", "credit memo", "creditnote", "credit-note", "gutschrift", "creditnota",
-  "credit nota", "nota de cr\xC3\xA9" "dito", "nota de credito", "nota di credito",
-  "nota credito", "rechnungskorrektur", "stornorechnung", "facture d'avoir"};
+constexpr std::array<std::string_view, 14> credit_note_words{"credit note",
+                                                             "credit memo",
+                                                             "creditnote",
+                                                             "credit-note",
+                                                             "gutschrift",
+                                                             "creditnota",
+                                                             "credit nota",
+                                                             "nota de cr\xC3\xA9"
+                                                             "dito",
+                                                             "nota de credito",
+                                                             "nota di credito",
+                                                             "nota credito",
+                                                             "rechnungskorrektur",
+                                                             "stornorechnung",
+                                                             "facture d'avoir"};
 
 constexpr std::array<std::string_view, 8> invoice_words{
-  "invoice", "rechnung", "facture", "factuur", "factura", "fattura", "faktura", "tax invoice"};
+    "invoice", "rechnung", "facture", "factuur", "factura", "fattura", "faktura", "tax invoice"};
 
 constexpr std::array<std::string_view, 8> purchase_order_titles{
-  "purchase order", "bestellung", "bon de commande", "orden de compra", "ordine d'acquisto",
-  "inkooporder", "zam\xC3\xB3wienie", "order confirmation"};
+    "purchase order",    "bestellung",  "bon de commande",   "orden de compra",
+    "ordine d'acquisto", "inkooporder", "zam\xC3\xB3wienie", "order confirmation"};
 
 constexpr std::array<std::string_view, 10> receipt_titles{
-  "receipt", "payment receipt", "sales receipt", "quittung", "kassenbon", "kassenbeleg",
-  "re\xC3\xA7u", "ticket de caisse", "recibo", "ricevuta"};
+    "receipt",     "payment receipt", "sales receipt",    "quittung", "kassenbon",
+    "kassenbeleg", "re\xC3\xA7u",     "ticket de caisse", "recibo",   "ricevuta"};
 
 /// Labels before the number of an invoice a document refers to.
-constexpr std::array<std::string_view, 48> invoice_reference_labels{
-  "original invoice", "credit note for invoice", "for invoice", "refers to invoice",
-  "referring to invoice", "relating to invoice", "related invoice", "against invoice",
-  "re: invoice", "re invoice", "regarding invoice", "corrected invoice", "cancelled invoice",
-  "invoice no", "invoice number", "invoice nr", "invoice #", "invoice ref", "invoice id",
-  "zu rechnung", "zur rechnung", "bezug: rechnung", "bezug rechnung", "rechnung nr",
-  "rechnung-nr", "rechnungsnummer", "rechnungs-nr", "rechnungsnr", "ursprungsrechnung",
-  "originalrechnung", "korrektur zu rechnung", "storno zu rechnung", "facture n",
-  "facture no", "facture d'origine", "facture initiale", "sur facture", "num\xC3\xA9ro de facture",
-  "n\xC2\xB0 de facture", "factuurnummer", "factuur nr", "originele factuur", "op factuur",
-  "factura n", "factura original", "fattura n", "riferimento fattura", "faktura nr"};
+constexpr std::array<std::string_view, 48> invoice_reference_labels{"original invoice",
+                                                                    "credit note for invoice",
+                                                                    "for invoice",
+                                                                    "refers to invoice",
+                                                                    "referring to invoice",
+                                                                    "relating to invoice",
+                                                                    "related invoice",
+                                                                    "against invoice",
+                                                                    "re: invoice",
+                                                                    "re invoice",
+                                                                    "regarding invoice",
+                                                                    "corrected invoice",
+                                                                    "cancelled invoice",
+                                                                    "invoice no",
+                                                                    "invoice number",
+                                                                    "invoice nr",
+                                                                    "invoice #",
+                                                                    "invoice ref",
+                                                                    "invoice id",
+                                                                    "zu rechnung",
+                                                                    "zur rechnung",
+                                                                    "bezug: rechnung",
+                                                                    "bezug rechnung",
+                                                                    "rechnung nr",
+                                                                    "rechnung-nr",
+                                                                    "rechnungsnummer",
+                                                                    "rechnungs-nr",
+                                                                    "rechnungsnr",
+                                                                    "ursprungsrechnung",
+                                                                    "originalrechnung",
+                                                                    "korrektur zu rechnung",
+                                                                    "storno zu rechnung",
+                                                                    "facture n",
+                                                                    "facture no",
+                                                                    "facture d'origine",
+                                                                    "facture initiale",
+                                                                    "sur facture",
+                                                                    "num\xC3\xA9ro de facture",
+                                                                    "n\xC2\xB0 de facture",
+                                                                    "factuurnummer",
+                                                                    "factuur nr",
+                                                                    "originele factuur",
+                                                                    "op factuur",
+                                                                    "factura n",
+                                                                    "factura original",
+                                                                    "fattura n",
+                                                                    "riferimento fattura",
+                                                                    "faktura nr"};
 
 /// Labels before a purchase order's or an order's number.
-constexpr std::array<std::string_view, 32> order_reference_labels{
-  "po", "p.o.", "po no", "po number", "po #", "p.o. number", "purchase order",
-  "purchase order no", "purchase order number", "order no", "order number", "order #",
-  "order ref", "order id", "your order", "customer order", "bestellnummer", "bestell-nr",
-  "bestellung nr", "ihre bestellung", "auftragsnummer", "auftrags-nr", "auftrag nr",
-  "bon de commande", "commande n", "num\xC3\xA9ro de commande", "n\xC2\xB0 de commande",
-  "bestelnummer", "inkoopordernummer", "n\xC3\xBAmero de pedido", "pedido n", "ordine n"};
+constexpr std::array<std::string_view, 32> order_reference_labels{"po",
+                                                                  "p.o.",
+                                                                  "po no",
+                                                                  "po number",
+                                                                  "po #",
+                                                                  "p.o. number",
+                                                                  "purchase order",
+                                                                  "purchase order no",
+                                                                  "purchase order number",
+                                                                  "order no",
+                                                                  "order number",
+                                                                  "order #",
+                                                                  "order ref",
+                                                                  "order id",
+                                                                  "your order",
+                                                                  "customer order",
+                                                                  "bestellnummer",
+                                                                  "bestell-nr",
+                                                                  "bestellung nr",
+                                                                  "ihre bestellung",
+                                                                  "auftragsnummer",
+                                                                  "auftrags-nr",
+                                                                  "auftrag nr",
+                                                                  "bon de commande",
+                                                                  "commande n",
+                                                                  "num\xC3\xA9ro de commande",
+                                                                  "n\xC2\xB0 de commande",
+                                                                  "bestelnummer",
+                                                                  "inkoopordernummer",
+                                                                  "n\xC3\xBAmero de pedido",
+                                                                  "pedido n",
+                                                                  "ordine n"};
 
 struct text_view {
   std::string low;
@@ -316,7 +400,8 @@ text_view view_of(std::string_view text) {
 /// The index of the first header line that holds one of `words` (as a word, or a word start
 /// when `prefix`), or header.size().
 template <size_t N>
-size_t first_line_with(const text_view& v, const std::array<std::string_view, N>& words, bool prefix) {
+size_t first_line_with(const text_view& v, const std::array<std::string_view, N>& words,
+                       bool prefix) {
   for (size_t i = 0; i < v.header.size(); ++i)
     for (auto w : words)
       if (contains_word(v.header[i], w, prefix))
@@ -338,7 +423,8 @@ size_t first_title(const text_view& v, const std::array<std::string_view, N>& ti
       while (!rest.empty() && (rest.front() == ' ' || rest.front() == '#'))
         rest.remove_prefix(1);
       auto next = rest.substr(0, rest.find(' '));
-      if (rest.empty() || std::any_of(next.begin(), next.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      if (rest.empty()
+          || std::any_of(next.begin(), next.end(), [](char c) { return c >= '0' && c <= '9'; }))
         return i;
     }
   return v.header.size();
@@ -378,13 +464,15 @@ positioned numbers_after(std::string_view low, const std::array<std::string_view
         hits.emplace_back(p, std::move(n));
       return hits.size() < 4 * max_references;
     });
-  std::stable_sort(hits.begin(), hits.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(hits.begin(), hits.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   return hits;
 }
 
 /// The numbers of `hits` in order of appearance, without duplicates.
 std::vector<std::string> in_order(positioned hits) {
-  std::stable_sort(hits.begin(), hits.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(hits.begin(), hits.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<std::string> out;
   for (auto& [pos, n] : hits)
     if (std::find(out.begin(), out.end(), n) == out.end())
@@ -411,7 +499,8 @@ std::string credit_note_number(std::string_view low) {
   return best.second;
 }
 
-void add_unique(std::vector<std::string>& to, const std::vector<std::string>& from, const std::string& own) {
+void add_unique(std::vector<std::string>& to, const std::vector<std::string>& from,
+                const std::string& own) {
   for (const auto& n : from)
     if (to.size() < max_references && n != own && std::find(to.begin(), to.end(), n) == to.end())
       to.push_back(n);
@@ -465,10 +554,17 @@ std::string normalize_counterparty(std::string_view name) {
     i = j;
   }
   static const std::set<std::string, std::less<>> legal{
-    "gmbh", "mbh", "ag", "kg", "ohg", "gbr", "ug", "ek", "se", "kgaa", "ltd", "limited", "inc",
-    "incorporated", "llc", "llp", "lp", "plc", "corp", "corporation", "co", "company", "sa", "sas",
-    "sarl", "sàrl", "sl", "slu", "spa", "srl", "bv", "nv", "vof", "ab", "as", "asa", "oy", "oyj",
-    "aps", "pty", "pvt", "sro", "kft", "haftungsbeschränkt"};
+      "gmbh", "mbh",          "ag",   "kg",
+      "ohg",  "gbr",          "ug",   "ek",
+      "se",   "kgaa",         "ltd",  "limited",
+      "inc",  "incorporated", "llc",  "llp",
+      "lp",   "plc",          "corp", "corporation",
+      "co",   "company",      "sa",   "sas",
+      "sarl", "sàrl",         "sl",   "slu",
+      "spa",  "srl",          "bv",   "nv",
+      "vof",  "ab",           "as",   "asa",
+      "oy",   "oyj",          "aps",  "pty",
+      "pvt",  "sro",          "kft",  "haftungsbeschränkt"};
   auto drop_tail = [&]() {
     if (words.size() >= 4 && words[words.size() - 3] == "sp" && words[words.size() - 2] == "z"
         && words.back() == "oo") {
@@ -476,12 +572,21 @@ std::string normalize_counterparty(std::string_view name) {
       return true;
     }
     // A document title printed beside the name ("Acme Inc. CREDIT NOTE") is not part of it.
-    static const std::array<std::vector<std::string_view>, 12> titles{{
-      {"credit", "note"}, {"credit", "memo"}, {"tax", "invoice"}, {"invoice"}, {"rechnung"},
-      {"gutschrift"}, {"facture"}, {"avoir"}, {"factuur"}, {"receipt"}, {"purchase", "order"},
-      {"creditnota"}}};
+    static const std::array<std::vector<std::string_view>, 12> titles{{{"credit", "note"},
+                                                                       {"credit", "memo"},
+                                                                       {"tax", "invoice"},
+                                                                       {"invoice"},
+                                                                       {"rechnung"},
+                                                                       {"gutschrift"},
+                                                                       {"facture"},
+                                                                       {"avoir"},
+                                                                       {"factuur"},
+                                                                       {"receipt"},
+                                                                       {"purchase", "order"},
+                                                                       {"creditnota"}}};
     for (const auto& t : titles)
-      if (words.size() > t.size() && std::equal(t.begin(), t.end(), words.end() - static_cast<long>(t.size()))) {
+      if (words.size() > t.size()
+          && std::equal(t.begin(), t.end(), words.end() - static_cast<long>(t.size()))) {
         words.resize(words.size() - t.size());
         return true;
       }
@@ -620,7 +725,8 @@ match_features describe_for_matching(std::string_view structured_data_json,
     // invoices it refers to is not its own.
     f.number = credit_note_number(low);
     if (f.number.empty()
-        && std::find(invoice_refs.begin(), invoice_refs.end(), extracted_number) == invoice_refs.end())
+        && std::find(invoice_refs.begin(), invoice_refs.end(), extracted_number)
+               == invoice_refs.end())
       f.number = extracted_number;
   } else if (f.kind == "purchase_order") {
     f.number = !order_refs.empty() ? order_refs.front() : extracted_number;

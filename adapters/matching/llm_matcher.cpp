@@ -42,24 +42,25 @@ constexpr std::string_view schema_text = R"({
   }
 })";
 
-constexpr std::string_view default_prompt =
-  "You link business documents (invoices, credit notes, receipts, purchase orders) of one "
-  "company. The user message is a JSON object: \"document\" is the document to match, "
-  "\"candidates\" are documents that might belong with it, each with its document_id, the "
-  "features read from it (kind, own number, referenced numbers, counterparty, total, currency, "
-  "date), its extracted structured data and an excerpt of its text (OCR errors possible). "
-  "Answer with one JSON object that matches the schema: a match for each candidate that "
-  "belongs with the document, none for the others. Kinds: \"duplicate\" the same content sent "
-  "twice; \"same_invoice\" the same invoice (e.g. a PDF and a scan of it: number, counterparty "
-  "and total agree); \"credit_note\" a credit note and the invoice it refers to, either way "
-  "round; \"purchase_order\" an invoice and the purchase order or order it fulfils; "
-  "\"related\" the same counterparty with amounts and dates close, nothing more certain. "
-  "document_id must be a candidate's id exactly as given, each at most once. confidence from 0 "
-  "to 1. reason: one short sentence naming the evidence. When nothing matches, answer "
-  "{\"matches\": []}.";
+constexpr std::string_view default_prompt
+    = "You link business documents (invoices, credit notes, receipts, purchase orders) of one "
+      "company. The user message is a JSON object: \"document\" is the document to match, "
+      "\"candidates\" are documents that might belong with it, each with its document_id, the "
+      "features read from it (kind, own number, referenced numbers, counterparty, total, currency, "
+      "date), its extracted structured data and an excerpt of its text (OCR errors possible). "
+      "Answer with one JSON object that matches the schema: a match for each candidate that "
+      "belongs with the document, none for the others. Kinds: \"duplicate\" the same content sent "
+      "twice; \"same_invoice\" the same invoice (e.g. a PDF and a scan of it: number, counterparty "
+      "and total agree); \"credit_note\" a credit note and the invoice it refers to, either way "
+      "round; \"purchase_order\" an invoice and the purchase order or order it fulfils; "
+      "\"related\" the same counterparty with amounts and dates close, nothing more certain. "
+      "document_id must be a candidate's id exactly as given, each at most once. confidence from 0 "
+      "to 1. reason: one short sentence naming the evidence. When nothing matches, answer "
+      "{\"matches\": []}.";
 
-constexpr const char* kinds[] = {match_kind::duplicate, match_kind::same_invoice, match_kind::credit_note,
-                                 match_kind::purchase_order, match_kind::related};
+constexpr const char* kinds[]
+    = {match_kind::duplicate, match_kind::same_invoice, match_kind::credit_note,
+       match_kind::purchase_order, match_kind::related};
 
 using writer = rapidjson::Writer<rapidjson::StringBuffer>;
 
@@ -104,12 +105,15 @@ void write_document(writer& w, const match_document& d, size_t excerpt_bytes) {
 }
 
 error schema_invalid(std::string message) {
-  return error::make_transient("llm.schema_invalid", "the match decision violates the schema: " + std::move(message));
+  return error::make_transient("llm.schema_invalid",
+                               "the match decision violates the schema: " + std::move(message));
 }
 
 } // namespace
 
-std::string_view match_decision_schema_json() { return schema_text; }
+std::string_view match_decision_schema_json() {
+  return schema_text;
+}
 
 chat_prompt build_match_prompt(const llm_matcher_options& opts, const match_document& doc,
                                const std::vector<match_document>& candidates) {
@@ -141,7 +145,8 @@ result<std::vector<match_edge>> parse_match_answer(std::string_view content,
                                                    const std::vector<match_document>& candidates,
                                                    double min_confidence) {
   rapidjson::Document doc;
-  doc.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag>(content.data(), content.size());
+  doc.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag>(content.data(),
+                                                                                    content.size());
   if (doc.HasParseError())
     return error::make_transient("llm.invalid_json", "the match decision is not JSON");
   if (!doc.IsObject())
@@ -150,7 +155,9 @@ result<std::vector<match_edge>> parse_match_answer(std::string_view content,
     return schema_invalid("nested too deeply");
   for (const auto& m : doc.GetObject())
     if (std::string_view{m.name.GetString(), m.name.GetStringLength()} != "matches")
-      return schema_invalid("unknown property '" + clean_text(utf8_prefix({m.name.GetString(), m.name.GetStringLength()}, 60)) + "'");
+      return schema_invalid(
+          "unknown property '"
+          + clean_text(utf8_prefix({m.name.GetString(), m.name.GetStringLength()}, 60)) + "'");
   auto matches = doc.FindMember("matches");
   if (matches == doc.MemberEnd() || !matches->value.IsArray())
     return schema_invalid("'matches' is missing or not an array");
@@ -166,7 +173,8 @@ result<std::vector<match_edge>> parse_match_answer(std::string_view content,
     for (const auto& m : item.GetObject()) {
       std::string_view name{m.name.GetString(), m.name.GetStringLength()};
       if (name != "document_id" && name != "kind" && name != "confidence" && name != "reason")
-        return schema_invalid(at + " has an unknown property '" + clean_text(utf8_prefix(name, 60)) + "'");
+        return schema_invalid(at + " has an unknown property '" + clean_text(utf8_prefix(name, 60))
+                              + "'");
     }
     auto id_it = item.FindMember("document_id");
     auto kind_it = item.FindMember("kind");
@@ -183,21 +191,24 @@ result<std::vector<match_edge>> parse_match_answer(std::string_view content,
     std::string_view id_text{id_it->value.GetString(), id_it->value.GetStringLength()};
     auto id = ids.find(id_text);
     if (id == ids.end())
-      return schema_invalid(at + ".document_id '" + clean_text(utf8_prefix(id_text, 60)) + "' is not a candidate");
+      return schema_invalid(at + ".document_id '" + clean_text(utf8_prefix(id_text, 60))
+                            + "' is not a candidate");
     std::string_view kind{kind_it->value.GetString(), kind_it->value.GetStringLength()};
     const char* known = nullptr;
     for (const char* k : kinds)
       if (kind == k)
         known = k;
     if (!known)
-      return schema_invalid(at + ".kind '" + clean_text(utf8_prefix(kind, 60)) + "' is not one of the kinds");
+      return schema_invalid(at + ".kind '" + clean_text(utf8_prefix(kind, 60))
+                            + "' is not one of the kinds");
     double confidence = conf_it->value.GetDouble();
     if (!std::isfinite(confidence) || confidence < 0 || confidence > 1)
       return schema_invalid(at + ".confidence " + std::to_string(confidence) + " is outside 0..1");
     if (confidence < min_confidence)
       continue;
     match_edge e{id->second, known, confidence,
-                 clean_text(utf8_prefix({reason_it->value.GetString(), reason_it->value.GetStringLength()}, 500))};
+                 clean_text(utf8_prefix(
+                     {reason_it->value.GetString(), reason_it->value.GetStringLength()}, 500))};
     auto [it, inserted] = best.try_emplace(e.other, e);
     if (!inserted) {
       auto rank = match_kind_rank(e.kind);
@@ -219,7 +230,7 @@ result<std::vector<match_edge>> parse_match_answer(std::string_view content,
 }
 
 llm_matcher::llm_matcher(http_client& http, timer& retry_timer, llm_matcher_options opts)
-  : opts_(std::move(opts)), client_(http, retry_timer, opts_, "match decision") {}
+    : opts_(std::move(opts)), client_(http, retry_timer, opts_, "match decision") {}
 
 llm_matcher::~llm_matcher() = default;
 
@@ -228,8 +239,8 @@ void llm_matcher::decide(match_document doc, std::vector<match_document> candida
   decide_with(std::move(doc), std::move(candidates), {}, std::move(done));
 }
 
-void llm_matcher::decide_with(match_document doc, std::vector<match_document> candidates, call_context context,
-                              callback<std::vector<match_edge>> done) {
+void llm_matcher::decide_with(match_document doc, std::vector<match_document> candidates,
+                              call_context context, callback<std::vector<match_edge>> done) {
   // A document of its own candidates is not one; nothing to compare is a real answer.
   candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
                                   [&](const match_document& c) { return c.id == doc.id; }),
@@ -245,24 +256,26 @@ void llm_matcher::decide_with(match_document doc, std::vector<match_document> ca
   auto shown = std::make_shared<const std::vector<match_document>>(std::move(candidates));
   double min_confidence = opts_.min_confidence;
   client_.complete(
-    std::move(prompt),
-    [out, shown, min_confidence](const chat_answer& a) -> result<void> {
-      auto edges = parse_match_answer(a.content, *shown, min_confidence);
-      if (!edges)
-        return edges.error();
-      *out = std::move(*edges);
-      return {};
-    },
-    [out, done = std::move(done)](result<chat_usage> usage) {
-      if (!usage) {
-        done(usage.error());
-        return;
-      }
-      done(std::move(*out));
-    },
-    std::move(context));
+      std::move(prompt),
+      [out, shown, min_confidence](const chat_answer& a) -> result<void> {
+        auto edges = parse_match_answer(a.content, *shown, min_confidence);
+        if (!edges)
+          return edges.error();
+        *out = std::move(*edges);
+        return {};
+      },
+      [out, done = std::move(done)](result<chat_usage> usage) {
+        if (!usage) {
+          done(usage.error());
+          return;
+        }
+        done(std::move(*out));
+      },
+      std::move(context));
 }
 
-chat_stats llm_matcher::stats() const { return client_.stats(); }
+chat_stats llm_matcher::stats() const {
+  return client_.stats();
+}
 
 } // namespace ingestd

@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "adapters/http/http_client.hpp"
 #include "adapters/extraction/chat_completion.hpp"
+#include "adapters/http/http_client.hpp"
 #include "adapters/matching/matcher.hpp"
 #include "adapters/support/timer.hpp"
 

@@ -66,7 +66,9 @@ amount compare_totals(const match_features& a, const match_features& b, double t
 }
 
 bool refers_to(const match_features& from, const std::string& number) {
-  return !number.empty() && std::find(from.references.begin(), from.references.end(), number) != from.references.end();
+  return !number.empty()
+         && std::find(from.references.begin(), from.references.end(), number)
+                != from.references.end();
 }
 
 std::string money(double v, const std::string& currency) {
@@ -78,7 +80,8 @@ std::string money(double v, const std::string& currency) {
   return out;
 }
 
-match_edge edge(const match_document& other, const char* kind, double confidence, std::string reason) {
+match_edge edge(const match_document& other, const char* kind, double confidence,
+                std::string reason) {
   return match_edge{other.id, kind, confidence, std::move(reason)};
 }
 
@@ -120,7 +123,8 @@ std::optional<match_edge> match_pair(const match_features& d, const match_docume
   auto totals = compare_totals(d, c, opts.amount_tolerance);
 
   if (!d.text_hash.empty() && d.text_hash == c.text_hash)
-    return edge(candidate, match_kind::duplicate, 1.0, "identical content (text hash " + d.text_hash.substr(0, 12) + ")");
+    return edge(candidate, match_kind::duplicate, 1.0,
+                "identical content (text hash " + d.text_hash.substr(0, 12) + ")");
 
   bool credit_vs_other = (d.kind == "credit_note") != (c.kind == "credit_note");
   if (!d.number.empty() && d.number == c.number && !credit_vs_other && parties != party::different
@@ -135,22 +139,30 @@ std::optional<match_edge> match_pair(const match_features& d, const match_docume
       reason += " and total " + money(*d.total, d.currency) + " agree; counterparty unknown";
     else
       reason += " agrees; counterparty and total unknown";
-    return edge(candidate, match_kind::same_invoice, known == 2 ? 0.95 : known == 1 ? 0.8 : 0.6, std::move(reason));
+    return edge(candidate, match_kind::same_invoice,
+                known == 2   ? 0.95
+                : known == 1 ? 0.8
+                             : 0.6,
+                std::move(reason));
   }
 
   // A credit note and the invoice it corrects, either way round.
-  auto credit = [&](const match_features& note, const match_features& invoice) -> std::optional<match_edge> {
-    if (note.kind != "credit_note" || invoice.kind == "credit_note" || !refers_to(note, invoice.number))
+  auto credit = [&](const match_features& note,
+                    const match_features& invoice) -> std::optional<match_edge> {
+    if (note.kind != "credit_note" || invoice.kind == "credit_note"
+        || !refers_to(note, invoice.number))
       return std::nullopt;
     if (parties == party::different)
       return std::nullopt;
-    std::string reason = "credit note " + (note.number.empty() ? std::string{"(no number)"} : note.number)
+    std::string reason = "credit note "
+                         + (note.number.empty() ? std::string{"(no number)"} : note.number)
                          + " refers to invoice " + invoice.number;
     if (parties == party::same)
       reason += ", same counterparty";
     else
       reason += "; counterparty unknown";
-    return edge(candidate, match_kind::credit_note, parties == party::same ? 0.95 : 0.8, std::move(reason));
+    return edge(candidate, match_kind::credit_note, parties == party::same ? 0.95 : 0.8,
+                std::move(reason));
   };
   if (auto e = credit(d, c))
     return e;
@@ -158,14 +170,18 @@ std::optional<match_edge> match_pair(const match_features& d, const match_docume
     return e;
 
   // An invoice and the purchase order it fulfils, either way round.
-  auto order = [&](const match_features& invoice, const match_features& po) -> std::optional<match_edge> {
-    if (po.kind != "purchase_order" || invoice.kind == "purchase_order" || !refers_to(invoice, po.number))
+  auto order
+      = [&](const match_features& invoice, const match_features& po) -> std::optional<match_edge> {
+    if (po.kind != "purchase_order" || invoice.kind == "purchase_order"
+        || !refers_to(invoice, po.number))
       return std::nullopt;
-    std::string reason = "invoice " + (invoice.number.empty() ? std::string{"(no number)"} : invoice.number)
+    std::string reason = "invoice "
+                         + (invoice.number.empty() ? std::string{"(no number)"} : invoice.number)
                          + " refers to purchase order " + po.number;
     if (parties == party::different)
       reason += "; counterparties differ";
-    return edge(candidate, match_kind::purchase_order, parties == party::different ? 0.75 : 0.9, std::move(reason));
+    return edge(candidate, match_kind::purchase_order, parties == party::different ? 0.75 : 0.9,
+                std::move(reason));
   };
   if (auto e = order(d, c))
     return e;
@@ -177,13 +193,15 @@ std::optional<match_edge> match_pair(const match_features& d, const match_docume
     auto days = days_between(d.date, c.date);
     if (days && *days <= opts.date_window_days)
       return edge(candidate, match_kind::related, 0.6,
-                  "same counterparty (" + d.normalized_counterparty + "), totals " + money(*d.total, d.currency)
-                    + " and " + money(*c.total, c.currency) + ", dates " + std::to_string(*days) + " days apart");
+                  "same counterparty (" + d.normalized_counterparty + "), totals "
+                      + money(*d.total, d.currency) + " and " + money(*c.total, c.currency)
+                      + ", dates " + std::to_string(*days) + " days apart");
   }
   return std::nullopt;
 }
 
-std::vector<match_edge> match_locally(const match_document& doc, const std::vector<match_document>& candidates,
+std::vector<match_edge> match_locally(const match_document& doc,
+                                      const std::vector<match_document>& candidates,
                                       const local_matcher_options& opts) {
   std::map<uuid, match_edge> best;
   for (const auto& c : candidates) {

@@ -22,13 +22,14 @@ result<void> validate(const event_webhook_options& opts) {
     return {};
   aws::url_parts parts;
   if (!aws::parse_url(opts.url, parts) || parts.host.empty())
-    return error::make_permanent("config.events_webhook",
-                                 "INGESTD_EVENTS_WEBHOOK_URL is not a URL (expected https://host/path)");
+    return error::make_permanent(
+        "config.events_webhook",
+        "INGESTD_EVENTS_WEBHOOK_URL is not a URL (expected https://host/path)");
   if (parts.scheme != "https" && !(parts.scheme == "http" && loopback(parts.host)))
     return error::make_permanent("config.events_webhook",
                                  "INGESTD_EVENTS_WEBHOOK_URL must use https (plain http only to a "
                                  "loopback host such as 127.0.0.1), not "
-                                   + parts.scheme + "://" + parts.host);
+                                     + parts.scheme + "://" + parts.host);
   if (opts.secret.empty())
     return error::make_permanent("config.events_webhook",
                                  "INGESTD_EVENTS_WEBHOOK_SECRET must be set when "
@@ -44,12 +45,12 @@ std::string event_signature(std::string_view secret, int64_t timestamp, std::str
 }
 
 event_webhook_sink::event_webhook_sink(http_client& http, event_webhook_options opts)
-  : http_(http), opts_(std::move(opts)), loggable_(webhook_notifier::loggable(opts_.url)) {}
+    : http_(http), opts_(std::move(opts)), loggable_(webhook_notifier::loggable(opts_.url)) {}
 
 void event_webhook_sink::deliver(sink_event event, callback<void> done) {
   auto now = std::chrono::duration_cast<std::chrono::seconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-               .count();
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count();
   http_request req;
   req.method = "POST";
   req.url = opts_.url;
@@ -61,18 +62,19 @@ void event_webhook_sink::deliver(sink_event event, callback<void> done) {
   req.connect_timeout = std::min(opts_.timeout, std::chrono::milliseconds{5'000});
   req.total_timeout = opts_.timeout;
   req.max_response_bytes = size_t{64} * 1024;
-  http_.submit(std::move(req), [done = std::move(done), where = loggable_](result<http_response> r) {
-    if (!r) {
-      auto err = r.error();
-      err.message = "the events webhook " + where + " was not reached (" + err.code + ")";
-      return done(err);
-    }
-    if (r->status >= 200 && r->status < 300)
-      return done(result<void>{});
-    done(error::make_transient("events.http_" + std::to_string(r->status),
-                               "the events webhook " + where + " answered HTTP "
-                                 + std::to_string(r->status)));
-  });
+  http_.submit(
+      std::move(req), [done = std::move(done), where = loggable_](result<http_response> r) {
+        if (!r) {
+          auto err = r.error();
+          err.message = "the events webhook " + where + " was not reached (" + err.code + ")";
+          return done(err);
+        }
+        if (r->status >= 200 && r->status < 300)
+          return done(result<void>{});
+        done(error::make_transient("events.http_" + std::to_string(r->status),
+                                   "the events webhook " + where + " answered HTTP "
+                                       + std::to_string(r->status)));
+      });
 }
 
 } // namespace ingestd

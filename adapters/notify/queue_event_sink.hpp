@@ -17,15 +17,17 @@ public:
 
   void deliver(sink_event event, callback<void> done) override {
     std::vector<outgoing_message> messages{{std::move(event.body), std::chrono::seconds{0}}};
-    queue_->send(std::move(messages), [done = std::move(done)](result<std::vector<batch_entry_result>> r) {
-      if (!r)
-        return done(r.error());
-      if (r->empty())
-        return done(error::make_transient("events.queue", "the queue answered no entry for the event"));
-      if (r->front().failed)
-        return done(r->front().error);
-      done(result<void>{});
-    });
+    queue_->send(
+        std::move(messages), [done = std::move(done)](result<std::vector<batch_entry_result>> r) {
+          if (!r)
+            return done(r.error());
+          if (r->empty())
+            return done(
+                error::make_transient("events.queue", "the queue answered no entry for the event"));
+          if (r->front().failed)
+            return done(r->front().error);
+          done(result<void>{});
+        });
   }
 
 private:

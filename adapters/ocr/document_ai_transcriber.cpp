@@ -20,14 +20,13 @@ namespace ingestd {
 namespace {
 
 std::string base64(std::string_view in) {
-  static constexpr char tbl[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static constexpr char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
   out.reserve((in.size() + 2) / 3 * 4);
   size_t i = 0;
   for (; i + 2 < in.size(); i += 3) {
-    uint32_t v = (uint32_t(uint8_t(in[i])) << 16) | (uint32_t(uint8_t(in[i + 1])) << 8) |
-                 uint8_t(in[i + 2]);
+    uint32_t v = (uint32_t(uint8_t(in[i])) << 16) | (uint32_t(uint8_t(in[i + 1])) << 8)
+                 | uint8_t(in[i + 2]);
     out += tbl[(v >> 18) & 63];
     out += tbl[(v >> 12) & 63];
     out += tbl[(v >> 6) & 63];
@@ -289,17 +288,18 @@ error classify_document_ai_error(const http_response& response) {
           status = std::to_string(n);
     }
   auto code = response.status;
-  std::string detail = "Document AI HTTP " + std::to_string(code) +
-                       (status.empty() ? "" : " " + status) +
-                       (message.empty() ? "" : ": " + message);
+  std::string detail = "Document AI HTTP " + std::to_string(code)
+                       + (status.empty() ? "" : " " + status)
+                       + (message.empty() ? "" : ": " + message);
   auto lower = lowercase(message);
-  if (lower.find("document size") != std::string::npos &&
-      lower.find("exceeds the limit") != std::string::npos)
+  if (lower.find("document size") != std::string::npos
+      && lower.find("exceeds the limit") != std::string::npos)
     return error::make_permanent("docai.too_large", detail);
-  if (lower.find("pages") != std::string::npos && lower.find("exceed the limit") != std::string::npos)
+  if (lower.find("pages") != std::string::npos
+      && lower.find("exceed the limit") != std::string::npos)
     return error::make_permanent("docai.too_many_pages", detail);
-  if (code == 429 || status == "RESOURCE_EXHAUSTED" || status == "8" || code >= 500 ||
-      code == 408 || status == "UNAVAILABLE" || status == "14") {
+  if (code == 429 || status == "RESOURCE_EXHAUSTED" || status == "8" || code >= 500 || code == 408
+      || status == "UNAVAILABLE" || status == "14") {
     auto e = error::make_transient("docai.http_" + std::to_string(code), detail);
     e.retry_after_ms = parse_retry_after_seconds(response.header("retry-after"));
     return e;
@@ -312,7 +312,7 @@ error classify_document_ai_error(const http_response& response) {
 }
 
 document_ai_transcriber::document_ai_transcriber(http_client& http, document_ai_options options)
-  : http_(http), options_(std::move(options)) {}
+    : http_(http), options_(std::move(options)) {}
 
 void document_ai_transcriber::transcribe(transcription_request request,
                                          callback<transcription> done) {
@@ -321,10 +321,10 @@ void document_ai_transcriber::transcribe(transcription_request request,
     return;
   }
   if (request.bytes.size() > options_.max_file_bytes) {
-    done(error::make_permanent("ocr.too_large",
-                               "the document has " + std::to_string(request.bytes.size()) +
-                                 " bytes; Document AI accepts " +
-                                 std::to_string(options_.max_file_bytes)));
+    done(error::make_permanent("ocr.too_large", "the document has "
+                                                    + std::to_string(request.bytes.size())
+                                                    + " bytes; Document AI accepts "
+                                                    + std::to_string(options_.max_file_bytes)));
     return;
   }
   auto type = detect_file_type(request.bytes);
@@ -340,8 +340,8 @@ void document_ai_transcriber::transcribe(transcription_request request,
                  {"Content-Type", "application/json; charset=utf-8"}};
   req.body = document_ai_request_body(request.bytes, type->mime, options_);
   req.total_timeout = request.timeout.count() > 0
-                        ? std::chrono::duration_cast<std::chrono::milliseconds>(request.timeout)
-                        : options_.timeout;
+                          ? std::chrono::duration_cast<std::chrono::milliseconds>(request.timeout)
+                          : options_.timeout;
   req.context = std::move(request.context);
   auto start = std::chrono::steady_clock::now();
   http_.submit(std::move(req), [done = std::move(done), start](result<http_response> r) {
@@ -356,7 +356,8 @@ void document_ai_transcriber::transcribe(transcription_request request,
     auto t = parse_document_ai_response(r->body);
     if (t)
       t->duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                         std::chrono::steady_clock::now() - start).count();
+                           std::chrono::steady_clock::now() - start)
+                           .count();
     done(std::move(t));
   });
 }

@@ -103,7 +103,7 @@ std::string clean_native_text(const std::string& raw) {
 class pdf_source final : public document_source {
 public:
   pdf_source(std::unique_ptr<poppler::document> doc, const document_limits& limits)
-    : doc_(std::move(doc)), limits_(limits), pages_(doc_->pages()) {}
+      : doc_(std::move(doc)), limits_(limits), pages_(doc_->pages()) {}
 
   int page_count() const override { return pages_; }
   file_kind kind() const override { return file_kind::pdf; }
@@ -117,9 +117,8 @@ public:
     page_content out;
     auto bytes = p->text(poppler::rectf(), poppler::page::physical_layout).to_utf8();
     std::string raw(bytes.begin(), bytes.end());
-    auto non_space = std::count_if(raw.begin(), raw.end(), [](unsigned char c) {
-      return !std::isspace(c);
-    });
+    auto non_space
+        = std::count_if(raw.begin(), raw.end(), [](unsigned char c) { return !std::isspace(c); });
     if (non_space >= limits_.min_native_chars) {
       out.native = true;
       out.text = clean_native_text(raw);
@@ -134,8 +133,8 @@ public:
     if (px > static_cast<double>(limits_.max_page_pixels))
       dpi = std::floor(std::sqrt(static_cast<double>(limits_.max_page_pixels) / (w_in * h_in)));
     if (dpi < 50)
-      return error::make_permanent("ocr.too_large", "PDF page " + std::to_string(index + 1) +
-                                                      " is too large to render");
+      return error::make_permanent("ocr.too_large", "PDF page " + std::to_string(index + 1)
+                                                        + " is too large to render");
     poppler::page_renderer renderer;
     renderer.set_render_hint(poppler::page_renderer::antialiasing, true);
     renderer.set_render_hint(poppler::page_renderer::text_antialiasing, true);
@@ -170,7 +169,7 @@ private:
 class image_source final : public document_source {
 public:
   image_source(file_kind kind, std::vector<page_content> pages)
-    : kind_(kind), pages_(std::move(pages)) {}
+      : kind_(kind), pages_(std::move(pages)) {}
   int page_count() const override { return static_cast<int>(pages_.size()); }
   file_kind kind() const override { return kind_; }
   result<page_content> page(int index) override {
@@ -195,8 +194,8 @@ result<page_content> decode_pix(pix_ptr pix, const document_limits& limits, int 
     return corrupt("image page " + std::to_string(number) + " cannot be decoded");
   int64_t px = int64_t{pixGetWidth(pix.get())} * pixGetHeight(pix.get());
   if (px > limits.max_page_pixels)
-    return error::make_permanent("ocr.too_large", "image page " + std::to_string(number) +
-                                                    " has " + std::to_string(px) + " pixels");
+    return error::make_permanent("ocr.too_large", "image page " + std::to_string(number) + " has "
+                                                      + std::to_string(px) + " pixels");
   page_content out;
   out.dpi = dpi_of(pix.get());
   out.gray = to_gray_mat(pix.get());
@@ -215,24 +214,24 @@ open_document(const std::shared_ptr<const std::string>& bytes, std::string_view 
   if (b.empty())
     return error::make_permanent("ocr.empty_file", "the document is empty (0 bytes)");
   if (b.size() > limits.max_file_bytes)
-    return error::make_permanent("ocr.too_large", "the document has " + std::to_string(b.size()) +
-                                                    " bytes; the limit is " +
-                                                    std::to_string(limits.max_file_bytes));
+    return error::make_permanent("ocr.too_large", "the document has " + std::to_string(b.size())
+                                                      + " bytes; the limit is "
+                                                      + std::to_string(limits.max_file_bytes));
   auto type = detect_file_type(b);
   if (!type) {
     // A declared type we support but bytes that are none of them: damaged, not unsupported.
     if (file_type_of_mime(mime_type))
       return corrupt("declared " + std::string{mime_type} + " but the bytes are not one");
     return error::make_permanent("ocr.unsupported_type",
-                                 "unsupported document type \"" + std::string{mime_type} +
-                                   "\" (PDF, PNG, JPEG and TIFF are supported)");
+                                 "unsupported document type \"" + std::string{mime_type}
+                                     + "\" (PDF, PNG, JPEG and TIFF are supported)");
   }
   auto kind = type->kind;
   if (kind == file_kind::pdf) {
     if (b.size() > static_cast<size_t>(INT32_MAX))
       return error::make_permanent("ocr.too_large", "PDF too large for poppler");
     std::unique_ptr<poppler::document> doc{
-      poppler::document::load_from_raw_data(b.data(), static_cast<int>(b.size()))};
+        poppler::document::load_from_raw_data(b.data(), static_cast<int>(b.size()))};
     if (!doc)
       return corrupt("the PDF cannot be parsed (damaged or truncated)");
     if (doc->is_locked())
@@ -241,9 +240,9 @@ open_document(const std::shared_ptr<const std::string>& bytes, std::string_view 
     if (n <= 0)
       return corrupt("the PDF has no pages (damaged or truncated)");
     if (n > limits.max_pages)
-      return error::make_permanent("ocr.too_many_pages",
-                                   "the PDF has " + std::to_string(n) +
-                                     " pages; the limit is " + std::to_string(limits.max_pages));
+      return error::make_permanent("ocr.too_many_pages", "the PDF has " + std::to_string(n)
+                                                             + " pages; the limit is "
+                                                             + std::to_string(limits.max_pages));
     return std::shared_ptr<document_source>{std::make_shared<pdf_source>(std::move(doc), limits)};
   }
   auto data = reinterpret_cast<const l_uint8*>(b.data());
@@ -251,8 +250,8 @@ open_document(const std::shared_ptr<const std::string>& bytes, std::string_view 
   if (pixReadHeaderMem(data, b.size(), &format, &w, &h, &bps, &spp, &cmap) != 0)
     return corrupt("the " + std::string{type->mime} + " header cannot be read");
   if (int64_t{w} * h > limits.max_page_pixels)
-    return error::make_permanent("ocr.too_large", "the image has " +
-                                                    std::to_string(int64_t{w} * h) + " pixels");
+    return error::make_permanent("ocr.too_large",
+                                 "the image has " + std::to_string(int64_t{w} * h) + " pixels");
   std::vector<page_content> pages;
   if (kind == file_kind::tiff && only_page) {
     // Count the pages from their directories, decode the one asked for.
@@ -280,9 +279,9 @@ open_document(const std::shared_ptr<const std::string>& bytes, std::string_view 
     size_t offset = 0;
     do {
       if (static_cast<int>(pages.size()) >= limits.max_pages)
-        return error::make_permanent("ocr.too_many_pages",
-                                     "the TIFF has more than " +
-                                       std::to_string(limits.max_pages) + " pages");
+        return error::make_permanent("ocr.too_many_pages", "the TIFF has more than "
+                                                               + std::to_string(limits.max_pages)
+                                                               + " pages");
       size_t before = offset;
       pix_ptr pix{pixReadMemFromMultipageTiff(data, b.size(), &offset)};
       auto page = decode_pix(std::move(pix), limits, static_cast<int>(pages.size()) + 1);

@@ -34,7 +34,8 @@ public:
   /// Page `index`'s text layer alone, however short (a PDF's; other kinds have none: an
   /// error): what a page whose rendering or OCR failed is kept with.
   virtual result<std::string> text_layer(int index) {
-    return error::make_permanent("ocr.no_text_layer", "page " + std::to_string(index + 1) + " has no text layer");
+    return error::make_permanent("ocr.no_text_layer",
+                                 "page " + std::to_string(index + 1) + " has no text layer");
   }
 };
 

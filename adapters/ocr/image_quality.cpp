@@ -5,7 +5,8 @@
 // ---------
 // 1. Image measures (OpenCV, on the 8-bit grey page):
 //    - background = 90th percentile, ink = 0.5th percentile, contrast = background - ink;
-//    - noise sigma: Immerkaer's estimator (mean |Laplacian-of-Laplacian 3x3 kernel| * sqrt(pi/2)/6);
+//    - noise sigma: Immerkaer's estimator (mean |Laplacian-of-Laplacian 3x3 kernel| *
+//    sqrt(pi/2)/6);
 //    - sharpness: 99.5th percentile of the Sobel gradient magnitude / (8 * contrast): the steepest
 //      ink edges relative to how dark the ink is, so a faint but sharp page is not "blurry";
 //    - text height: median height of character-sized connected components after Otsu;
@@ -108,12 +109,18 @@ double estimate_skew(const cv::Mat& bw) {
   double best = 0, best_score = -1;
   for (double a = -8; a <= 8.001; a += 0.5) {
     double s = profile_score(small, a);
-    if (s > best_score) { best_score = s; best = a; }
+    if (s > best_score) {
+      best_score = s;
+      best = a;
+    }
   }
   double coarse = best;
   for (double a = coarse - 0.4; a <= coarse + 0.401; a += 0.1) {
     double s = profile_score(small, a);
-    if (s > best_score) { best_score = s; best = a; }
+    if (s > best_score) {
+      best_score = s;
+      best = a;
+    }
   }
   // Rotating by `best` straightens the lines, so the page itself is skewed by -best.
   return -best;
@@ -128,13 +135,13 @@ struct defect_conf {
 std::vector<defect_conf> confidences(const image_measures& m) {
   bool has_text = m.components >= 10;
   return {
-    {"blurry", has_text ? ramp(m.sharpness, 0.38, 0.22) : 0, 0.6},
-    {"noisy", ramp(m.noise_sigma, 4, 16), 0.5},
-    {"dark", ramp(m.background, 170, 100), 0.4},
-    {"faint", m.background >= 170 ? ramp(m.ink, 120, 180) : 0, 0.4},
-    {"low_contrast", ramp(m.contrast, 130, 70), 0.3},
-    {"text_too_small", has_text ? ramp(m.text_height_px, 14, 8) : 0, 0.5},
-    {"skewed", has_text ? ramp(std::abs(m.skew_degrees), 0.5, 2.0) : 0, 0.6},
+      {"blurry", has_text ? ramp(m.sharpness, 0.38, 0.22) : 0, 0.6},
+      {"noisy", ramp(m.noise_sigma, 4, 16), 0.5},
+      {"dark", ramp(m.background, 170, 100), 0.4},
+      {"faint", m.background >= 170 ? ramp(m.ink, 120, 180) : 0, 0.4},
+      {"low_contrast", ramp(m.contrast, 130, 70), 0.3},
+      {"text_too_small", has_text ? ramp(m.text_height_px, 14, 8) : 0, 0.5},
+      {"skewed", has_text ? ramp(std::abs(m.skew_degrees), 0.5, 2.0) : 0, 0.6},
   };
 }
 
@@ -155,8 +162,8 @@ image_measures measure_image(const cv::Mat& gray) {
     cv::Mat conv;
     cv::filter2D(f, conv, CV_32F, kernel);
     cv::Mat inner = cv::abs(conv(cv::Rect(1, 1, gray.cols - 2, gray.rows - 2)));
-    m.noise_sigma = std::sqrt(CV_PI / 2) * cv::sum(inner)[0] /
-                    (6.0 * (gray.cols - 2) * (gray.rows - 2));
+    m.noise_sigma
+        = std::sqrt(CV_PI / 2) * cv::sum(inner)[0] / (6.0 * (gray.cols - 2) * (gray.rows - 2));
   }
 
   cv::Mat gx, gy, mag;

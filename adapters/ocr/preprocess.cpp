@@ -111,8 +111,8 @@ preprocess_result preprocess_page(const cv::Mat& gray, int dpi, const image_meas
   // is what Tesseract's global Otsu cannot do. Otherwise the cleaned grey page goes to Tesseract
   // as it is: its LSTM recogniser reads grey pixels, and on the corpus a global Otsu here raised
   // the error rate (noise 0.10 -> 0.25, blur 0.003 -> 0.11; bench/ocr).
-  double th = m.text_height_px > 0 ? m.text_height_px * (img.cols / std::max(1.0, double(gray.cols)))
-                                   : 0;
+  double th
+      = m.text_height_px > 0 ? m.text_height_px * (img.cols / std::max(1.0, double(gray.cols))) : 0;
   if (th >= 6) {
     cv::Mat small, paper;
     double f = std::min(1.0, 600.0 / std::max(img.cols, img.rows));
@@ -123,8 +123,8 @@ preprocess_result preprocess_page(const cv::Mat& gray, int dpi, const image_meas
     if (percentile_range(paper) > 40) {
       int block = std::clamp(static_cast<int>(th * 2) | 1, 15, 101);
       cv::Mat bw;
-      cv::adaptiveThreshold(img, bw, 255, cv::ADAPTIVE_THRESH_GAUSSIAN_C, cv::THRESH_BINARY,
-                            block, 15);
+      cv::adaptiveThreshold(img, bw, 255, cv::ADAPTIVE_THRESH_GAUSSIAN_C, cv::THRESH_BINARY, block,
+                            15);
       img = bw;
       out.steps.emplace_back("binarise");
     }

@@ -57,19 +57,20 @@ std::string preprocessed_png(const std::shared_ptr<const std::string>& bytes,
 bool provider_refused(const error& err) {
   if (!err.permanent())
     return false;
-  for (const char* code : {"docai.too_large", "docai.too_many_pages", "docai.http_400", "ocr.too_large",
-                           "ocr.unsupported_type"})
+  for (const char* code : {"docai.too_large", "docai.too_many_pages", "docai.http_400",
+                           "ocr.too_large", "ocr.unsupported_type"})
     if (err.code == code)
       return true;
   return false;
 }
 
 recovering_transcriber::recovering_transcriber(std::shared_ptr<transcriber> remote,
-                                               std::shared_ptr<transcriber> local, cpu_executor& cpu,
-                                               const document_limits& limits)
-  : remote_(std::move(remote)), local_(std::move(local)), cpu_(cpu), limits_(limits) {}
+                                               std::shared_ptr<transcriber> local,
+                                               cpu_executor& cpu, const document_limits& limits)
+    : remote_(std::move(remote)), local_(std::move(local)), cpu_(cpu), limits_(limits) {}
 
-void recovering_transcriber::transcribe(transcription_request request, callback<transcription> done) {
+void recovering_transcriber::transcribe(transcription_request request,
+                                        callback<transcription> done) {
   auto a = std::make_shared<attempt>();
   a->bytes = std::make_shared<const std::string>(std::move(request.bytes));
   a->mime_type = request.mime_type;
@@ -89,12 +90,14 @@ void recovering_transcriber::transcribe(transcription_request request, callback<
       auto why = r.error().describe();
       auto req = a->request(*a->bytes, a->mime_type);
       req.allow_preprocessing = a->allow_preprocessing;
-      return local_->transcribe(std::move(req), [a, why, name = local_->name(),
-                                                 remote = remote_->name()](result<transcription> t) {
-        if (t)
-          t->warnings.push_back(remote + " refused the document (" + why + "); transcribed by " + name);
-        a->done(std::move(t));
-      });
+      return local_->transcribe(
+          std::move(req),
+          [a, why, name = local_->name(), remote = remote_->name()](result<transcription> t) {
+            if (t)
+              t->warnings.push_back(remote + " refused the document (" + why + "); transcribed by "
+                                    + name);
+            a->done(std::move(t));
+          });
     }
     if (!a->allow_preprocessing || r->quality_score >= a->quality_threshold)
       return a->done(std::move(r));
@@ -108,7 +111,7 @@ void recovering_transcriber::transcribe(transcription_request request, callback<
       try {
         png = preprocessed_png(a->bytes, a->mime_type, limits_, cpu_, deadline, trouble);
       } catch (const std::exception&) {
-        png.clear();  // a page OpenCV cannot clean up keeps the first reading
+        png.clear(); // a page OpenCV cannot clean up keeps the first reading
       }
       if (!trouble.empty())
         kept->warnings.push_back("the page could not be preprocessed (" + trouble
@@ -116,14 +119,15 @@ void recovering_transcriber::transcribe(transcription_request request, callback<
       if (png.empty())
         return a->done(std::move(*kept));
       auto image = std::make_shared<std::string>(png);
-      remote_->transcribe(a->request(std::move(png), "image/png"), [a, kept, image](result<transcription> second) {
-        if (!second || second->quality_score <= kept->quality_score)
-          return a->done(std::move(*kept));
-        second->preprocessed = true;
-        second->preprocessed_image = std::move(*image);
-        second->preprocessed_ext = "png";
-        a->done(std::move(*second));
-      });
+      remote_->transcribe(a->request(std::move(png), "image/png"),
+                          [a, kept, image](result<transcription> second) {
+                            if (!second || second->quality_score <= kept->quality_score)
+                              return a->done(std::move(*kept));
+                            second->preprocessed = true;
+                            second->preprocessed_image = std::move(*image);
+                            second->preprocessed_ext = "png";
+                            a->done(std::move(*second));
+                          });
     };
     cpu_.submit(std::move(job));
   });

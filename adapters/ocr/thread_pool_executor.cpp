@@ -46,8 +46,8 @@ void thread_pool_executor::work() {
       job = std::move(queue_.front());
       queue_.pop_front();
     }
-    bool late = job.deadline != std::chrono::steady_clock::time_point{} &&
-                std::chrono::steady_clock::now() >= job.deadline;
+    bool late = job.deadline != std::chrono::steady_clock::time_point{}
+                && std::chrono::steady_clock::now() >= job.deadline;
     if (late) {
       if (job.expired)
         job.expired();

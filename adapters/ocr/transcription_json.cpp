@@ -46,28 +46,45 @@ struct reader {
   }
   std::string str(const char* key) {
     auto* v = member(key);
-    if (v == nullptr) return {};
-    if (!v->IsString()) { fail(std::string{"\""} + key + "\" is not a string"); return {}; }
+    if (v == nullptr)
+      return {};
+    if (!v->IsString()) {
+      fail(std::string{"\""} + key + "\" is not a string");
+      return {};
+    }
     return {v->GetString(), v->GetStringLength()};
   }
   bool boolean(const char* key) {
     auto* v = member(key);
-    if (v == nullptr) return false;
-    if (!v->IsBool()) { fail(std::string{"\""} + key + "\" is not a boolean"); return false; }
+    if (v == nullptr)
+      return false;
+    if (!v->IsBool()) {
+      fail(std::string{"\""} + key + "\" is not a boolean");
+      return false;
+    }
     return v->GetBool();
   }
   int64_t integer(const char* key) {
     auto* v = member(key);
-    if (v == nullptr) return 0;
-    if (!v->IsInt64()) { fail(std::string{"\""} + key + "\" is not an integer"); return 0; }
+    if (v == nullptr)
+      return 0;
+    if (!v->IsInt64()) {
+      fail(std::string{"\""} + key + "\" is not an integer");
+      return 0;
+    }
     return v->GetInt64();
   }
   double score(const char* key) {
     auto* v = member(key);
-    if (v == nullptr) return 0;
-    if (!v->IsNumber()) { fail(std::string{"\""} + key + "\" is not a number"); return 0; }
+    if (v == nullptr)
+      return 0;
+    if (!v->IsNumber()) {
+      fail(std::string{"\""} + key + "\" is not a number");
+      return 0;
+    }
     double d = v->GetDouble();
-    if (!(d >= 0 && d <= 1)) fail(std::string{"\""} + key + "\" is outside [0, 1]");
+    if (!(d >= 0 && d <= 1))
+      fail(std::string{"\""} + key + "\" is outside [0, 1]");
     return d;
   }
 };
@@ -147,8 +164,8 @@ result<transcription> transcription_from_json(std::string_view json) {
   // Iterative: nesting costs heap, not stack.
   doc.Parse<rapidjson::kParseIterativeFlag>(json.data(), json.size());
   if (doc.HasParseError())
-    return bad(std::string{"not JSON ("} + rapidjson::GetParseError_En(doc.GetParseError()) +
-               " at offset " + std::to_string(doc.GetErrorOffset()) + ")");
+    return bad(std::string{"not JSON ("} + rapidjson::GetParseError_En(doc.GetParseError())
+               + " at offset " + std::to_string(doc.GetErrorOffset()) + ")");
   if (!doc.IsObject())
     return bad("top level is not an object");
   reader r{doc, {}, {}};
@@ -180,8 +197,8 @@ result<transcription> transcription_from_json(std::string_view json) {
   if (!pages->IsArray())
     return bad("\"pages\" is not an array");
   if (page_count < 0 || page_count != static_cast<int64_t>(pages->Size()))
-    return bad("page_count " + std::to_string(page_count) + " does not match " +
-               std::to_string(pages->Size()) + " pages");
+    return bad("page_count " + std::to_string(page_count) + " does not match "
+               + std::to_string(pages->Size()) + " pages");
   t.page_count = static_cast<int32_t>(page_count);
   for (rapidjson::SizeType i = 0; i < pages->Size(); ++i) {
     const auto& pv = (*pages)[i];

@@ -19,7 +19,8 @@ std::string to_json(const transcription& x);
 
 /// The same object without what only a reader of the stored form needs (version,
 /// preprocessed_ext, text, pages): provider, page_count, quality_score, native_text,
-/// preprocessed, duration_ms and warnings, in that order, for reports such as `ingestd extract --json`.
+/// preprocessed, duration_ms and warnings, in that order, for reports such as `ingestd extract
+/// --json`.
 std::string to_summary_json(const transcription& x);
 
 /// The error code of a stored transcription that cannot be read.

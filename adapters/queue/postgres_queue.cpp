@@ -30,9 +30,9 @@ using pg::param;
 using clock_type = std::chrono::steady_clock;
 
 // Takes up to $2 visible messages of queue $1 by effective priority (rank: priority less the
-// ageing the queue grants for the time waited, migration 010), then id. Those already received $4 times (when
-// $4 > 0) move to the dead-letter queue $5 instead of being delivered; the rest get a new
-// receipt, a higher receive count and the visibility timeout $3.
+// ageing the queue grants for the time waited, migration 010), then id. Those already received $4
+// times (when $4 > 0) move to the dead-letter queue $5 instead of being delivered; the rest get a
+// new receipt, a higher receive count and the visibility timeout $3.
 constexpr pg::statement receive_sql{"ingestd_queue_receive", R"sql(
 WITH picked AS (
   SELECT id, receive_count FROM queue_message
@@ -153,10 +153,11 @@ struct postgres_queue::impl {
   std::thread listener;
 
   impl(std::string url_in, std::string queue_in, postgres_queue_options opts_in)
-    : url(std::move(url_in)), queue(std::move(queue_in)), opts(std::move(opts_in)) {
+      : url(std::move(url_in)), queue(std::move(queue_in)), opts(std::move(opts_in)) {
     dlq = opts.dead_letter_queue.empty() ? queue + "-dlq" : opts.dead_letter_queue;
     wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    pool = std::make_unique<pg::pool>(url, pg::pool_options{opts.pool_size, "ingestd-queue", opts.session});
+    pool = std::make_unique<pg::pool>(
+        url, pg::pool_options{opts.pool_size, "ingestd-queue", opts.session});
     listener = std::thread([this] { listen_loop(); });
   }
 
@@ -176,7 +177,7 @@ struct postgres_queue::impl {
   void wake() {
     uint64_t one = 1;
     auto n = ::write(wake_fd, &one, sizeof(one));
-    (void) n;
+    (void)n;
   }
 
   uint64_t current_generation() {
@@ -229,12 +230,12 @@ struct postgres_queue::impl {
       return poll.done(std::move(out));
     // Nothing visible: park until the next message becomes visible, a notification or the end.
     auto recheck = std::min(poll.deadline, now + safety_recheck);
-    if (auto next = conn.exec(next_visible_sql, {queue}); next && next->size() == 1
-                                                            && !next->is_null(0, 0)) {
+    if (auto next = conn.exec(next_visible_sql, {queue});
+        next && next->size() == 1 && !next->is_null(0, 0)) {
       auto secs = next->f64(0, 0);
-      auto delay = secs <= 0 ? locked_recheck
-                             : std::chrono::milliseconds{static_cast<int64_t>(
-                                 std::ceil(secs * 1000.0))};
+      auto delay = secs <= 0
+                       ? locked_recheck
+                       : std::chrono::milliseconds{static_cast<int64_t>(std::ceil(secs * 1000.0))};
       recheck = std::min(recheck, now + delay);
     }
     poll.recheck_at = recheck;
@@ -292,7 +293,7 @@ struct postgres_queue::impl {
           until = std::min(until, p.recheck_at);
       }
       auto timeout_ms = std::max<int64_t>(
-        0, std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count() + 1);
+          0, std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count() + 1);
       pollfd fds[2];
       int nfds = 1;
       fds[0] = {wake_fd, POLLIN, 0};
@@ -304,7 +305,7 @@ struct postgres_queue::impl {
       if (fds[0].revents & POLLIN) {
         uint64_t counter = 0;
         auto n = ::read(wake_fd, &counter, sizeof(counter));
-        (void) n;
+        (void)n;
       }
       bool notified = false;
       if (listening) {
@@ -368,9 +369,8 @@ struct postgres_queue::impl {
 
 postgres_queue::postgres_queue(std::string database_url, std::string queue_name,
                                postgres_queue_options opts)
-  : impl_(std::make_unique<impl>(std::move(database_url), std::move(queue_name),
-                                 std::move(opts))) {
-}
+    : impl_(
+        std::make_unique<impl>(std::move(database_url), std::move(queue_name), std::move(opts))) {}
 
 postgres_queue::~postgres_queue() = default;
 
@@ -380,8 +380,8 @@ void postgres_queue::receive(int max_messages, std::chrono::seconds wait,
   impl::parked_poll poll;
   poll.max_messages = std::clamp(max_messages, 1, 10);
   poll.visibility = std::clamp(visibility, std::chrono::seconds{0}, std::chrono::seconds{43200});
-  poll.deadline = clock_type::now() + std::clamp(wait, std::chrono::seconds{0},
-                                                 std::chrono::seconds{20});
+  poll.deadline
+      = clock_type::now() + std::clamp(wait, std::chrono::seconds{0}, std::chrono::seconds{20});
   poll.done = pg::answer_once(std::move(done));
   impl_->dispatch(std::move(poll));
 }
@@ -406,7 +406,7 @@ void postgres_queue::run_deletes(pg::connection& conn, std::vector<pending_delet
         out.push_back(ok_entry(r));
       } else {
         out.push_back(failed_entry(
-          r, error::make_permanent("queue.ReceiptHandleIsInvalid", "not a receipt: " + r)));
+            r, error::make_permanent("queue.ReceiptHandleIsInvalid", "not a receipt: " + r)));
       }
     }
   }
@@ -437,13 +437,13 @@ void postgres_queue::change_visibility(std::vector<visibility_change> changes,
     std::vector<param> receipts, secs;
     for (auto& c : changes) {
       if (!uuid::parse(c.receipt)) {
-        out.push_back(failed_entry(c.receipt,
-                                   error::make_permanent("queue.ReceiptHandleIsInvalid",
-                                                         "not a receipt: " + c.receipt)));
+        out.push_back(
+            failed_entry(c.receipt, error::make_permanent("queue.ReceiptHandleIsInvalid",
+                                                          "not a receipt: " + c.receipt)));
       } else if (c.timeout.count() < 0 || c.timeout.count() > 43200) {
         out.push_back(failed_entry(
-          c.receipt, error::make_permanent("queue.InvalidParameterValue",
-                                           "visibility timeout must be within 0..43200 s")));
+            c.receipt, error::make_permanent("queue.InvalidParameterValue",
+                                             "visibility timeout must be within 0..43200 s")));
       } else {
         receipts.emplace_back(c.receipt);
         secs.emplace_back(std::to_string(c.timeout.count()));
@@ -451,8 +451,8 @@ void postgres_queue::change_visibility(std::vector<visibility_change> changes,
       }
     }
     if (!receipts.empty()) {
-      auto res = conn.exec(visibility_sql, {impl_->queue, pg::array_literal(receipts),
-                                            pg::array_literal(secs)});
+      auto res = conn.exec(visibility_sql,
+                           {impl_->queue, pg::array_literal(receipts), pg::array_literal(secs)});
       if (!res) {
         for (auto& e : out)
           if (!e.failed)
@@ -469,9 +469,9 @@ void postgres_queue::change_visibility(std::vector<visibility_change> changes,
             continue;
           auto canonical = uuid::parse(e.ref)->str();
           if (std::find(changed.begin(), changed.end(), canonical) == changed.end())
-            e = failed_entry(e.ref, error::make_claim_lost(
-                                      "receipt is stale: the message was received again or "
-                                      "deleted"));
+            e = failed_entry(
+                e.ref, error::make_claim_lost("receipt is stale: the message was received again or "
+                                              "deleted"));
         }
       }
     }
@@ -489,14 +489,14 @@ void postgres_queue::send(std::vector<outgoing_message> messages,
       if (clean_text(m.body) != m.body) {
         // Refused alone (as SQS does) rather than failing the statement of the whole batch.
         out.push_back(failed_entry(
-          "", error::make_permanent("queue.InvalidMessageContents",
-                                    "body contains NUL or bytes that are not UTF-8")));
+            "", error::make_permanent("queue.InvalidMessageContents",
+                                      "body contains NUL or bytes that are not UTF-8")));
       } else if (m.delay.count() < 0 || m.delay.count() > 900) {
         out.push_back(failed_entry(
-          "", error::make_permanent("queue.InvalidParameterValue", "delay must be 0..900 s")));
+            "", error::make_permanent("queue.InvalidParameterValue", "delay must be 0..900 s")));
       } else if (!valid_priority(m.priority)) {
         out.push_back(failed_entry(
-          "", error::make_permanent("queue.InvalidParameterValue", "priority must be 0..100")));
+            "", error::make_permanent("queue.InvalidParameterValue", "priority must be 0..100")));
       } else {
         auto id = uuid::v7().str();
         ids.emplace_back(id);
@@ -507,9 +507,9 @@ void postgres_queue::send(std::vector<outgoing_message> messages,
       }
     }
     if (!ids.empty()) {
-      auto res = conn.exec(send_sql, {impl_->queue, pg::array_literal(ids),
-                                      pg::array_literal(bodies), pg::array_literal(delays),
-                                      pg::array_literal(priorities)});
+      auto res
+          = conn.exec(send_sql, {impl_->queue, pg::array_literal(ids), pg::array_literal(bodies),
+                                 pg::array_literal(delays), pg::array_literal(priorities)});
       if (!res) {
         for (auto& e : out)
           if (!e.failed)
@@ -576,10 +576,13 @@ result<void> create_postgres_queue(const std::string& database_url, const std::s
   if (auto c = conn.ensure(); !c)
     return c.error();
   if (!dead_letter_queue.empty()) {
-    if (auto r = conn.exec(register_sql, {dead_letter_queue, std::string{}, std::string{"0"}, ageing}); !r)
+    if (auto r
+        = conn.exec(register_sql, {dead_letter_queue, std::string{}, std::string{"0"}, ageing});
+        !r)
       return r.error();
   }
-  auto r = conn.exec(register_sql, {name, dead_letter_queue, std::to_string(max_receive_count), ageing});
+  auto r = conn.exec(register_sql,
+                     {name, dead_letter_queue, std::to_string(max_receive_count), ageing});
   if (!r)
     return r.error();
   return {};

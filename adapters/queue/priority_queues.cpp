@@ -37,7 +37,8 @@ batch_entry_result invalid_receipt(const std::string& ref) {
   batch_entry_result r;
   r.ref = ref;
   r.failed = true;
-  r.error = error::make_permanent("queue.ReceiptHandleIsInvalid", "not a receipt of this queue: " + ref);
+  r.error = error::make_permanent("queue.ReceiptHandleIsInvalid",
+                                  "not a receipt of this queue: " + ref);
   return r;
 }
 
@@ -45,8 +46,8 @@ batch_entry_result invalid_receipt(const std::string& ref) {
 /// entry's result in the original order once all have answered.
 template <class Call>
 void fan_out(size_t classes, const std::vector<std::optional<size_t>>& class_of_entry,
-             std::vector<batch_entry_result>&& prefilled, callback<std::vector<batch_entry_result>>&& done,
-             Call call) {
+             std::vector<batch_entry_result>&& prefilled,
+             callback<std::vector<batch_entry_result>>&& done, Call call) {
   std::vector<std::vector<size_t>> groups(classes);
   for (size_t i = 0; i < class_of_entry.size(); ++i)
     if (class_of_entry[i])
@@ -81,10 +82,11 @@ void fan_out(size_t classes, const std::vector<std::optional<size_t>>& class_of_
             auto ref = slot.ref;
             slot = (*r)[k];
             if (!ref.empty())
-              slot.ref = ref;  // the caller's (tagged) receipt
+              slot.ref = ref; // the caller's (tagged) receipt
           } else {
             slot.failed = true;
-            slot.error = error::make_transient("queue.no_result", "the class queue answered no entry");
+            slot.error
+                = error::make_transient("queue.no_result", "the class queue answered no entry");
           }
         }
         last = --s->pending == 0;
@@ -107,7 +109,8 @@ struct priority_queues::poll {
   callback<std::vector<queue_message>> done;
 };
 
-priority_queues::priority_queues(std::vector<priority_class> classes) : classes_(std::move(classes)) {
+priority_queues::priority_queues(std::vector<priority_class> classes)
+    : classes_(std::move(classes)) {
   std::vector<int64_t> bounds, weights;
   for (auto& c : classes_) {
     bounds.push_back(c.max_priority);
@@ -172,22 +175,22 @@ void priority_queues::try_class(const std::shared_ptr<poll>& p, size_t i) {
     auto cls = p->order.front();
     auto wait = std::min(left, round_wait);
     return classes_[cls].q->receive(
-      p->max_messages, wait, p->visibility, [this, p, cls](result<std::vector<queue_message>> r) {
-        if (r && !r->empty()) {
-          for (auto& m : *r) {
-            m.receipt = tag(cls, m.receipt);
-            m.priority = cls == 0 ? min_priority : classes_[cls - 1].max_priority + 1;
+        p->max_messages, wait, p->visibility, [this, p, cls](result<std::vector<queue_message>> r) {
+          if (r && !r->empty()) {
+            for (auto& m : *r) {
+              m.receipt = tag(cls, m.receipt);
+              m.priority = cls == 0 ? min_priority : classes_[cls - 1].max_priority + 1;
+            }
+            return p->done(std::move(*r));
           }
-          return p->done(std::move(*r));
-        }
-        if (!r)
-          p->last_error = r.error();
-        p->any_answered = p->any_answered || static_cast<bool>(r);
-        if (clock_type::now() >= p->deadline)
-          return r ? p->done(std::vector<queue_message>{}) : p->done(r.error());
-        p->order = next_order();
-        try_class(p, 0);
-      });
+          if (!r)
+            p->last_error = r.error();
+          p->any_answered = p->any_answered || static_cast<bool>(r);
+          if (clock_type::now() >= p->deadline)
+            return r ? p->done(std::vector<queue_message>{}) : p->done(r.error());
+          p->order = next_order();
+          try_class(p, 0);
+        });
   }
   auto cls = p->order[i];
   classes_[cls].q->receive(p->max_messages, std::chrono::seconds{0}, p->visibility,
@@ -195,8 +198,8 @@ void priority_queues::try_class(const std::shared_ptr<poll>& p, size_t i) {
                              if (r && !r->empty()) {
                                for (auto& m : *r) {
                                  m.receipt = tag(cls, m.receipt);
-                                 m.priority = cls == 0 ? min_priority
-                                                       : classes_[cls - 1].max_priority + 1;
+                                 m.priority
+                                     = cls == 0 ? min_priority : classes_[cls - 1].max_priority + 1;
                                }
                                return p->done(std::move(*r));
                              }
@@ -223,13 +226,13 @@ void priority_queues::remove(std::vector<std::string> receipts,
     }
   }
   fan_out(classes_.size(), cls, std::move(out), std::move(done),
-                       [this, &inner](size_t c, const std::vector<size_t>& idx, auto cb) {
-                         std::vector<std::string> part;
-                         part.reserve(idx.size());
-                         for (auto i : idx)
-                           part.push_back(inner[i]);
-                         classes_[c].q->remove(std::move(part), std::move(cb));
-                       });
+          [this, &inner](size_t c, const std::vector<size_t>& idx, auto cb) {
+            std::vector<std::string> part;
+            part.reserve(idx.size());
+            for (auto i : idx)
+              part.push_back(inner[i]);
+            classes_[c].q->remove(std::move(part), std::move(cb));
+          });
 }
 
 void priority_queues::change_visibility(std::vector<visibility_change> changes,
@@ -246,13 +249,13 @@ void priority_queues::change_visibility(std::vector<visibility_change> changes,
     }
   }
   fan_out(classes_.size(), cls, std::move(out), std::move(done),
-                             [this, &changes](size_t c, const std::vector<size_t>& idx, auto cb) {
-                               std::vector<visibility_change> part;
-                               part.reserve(idx.size());
-                               for (auto i : idx)
-                                 part.push_back(changes[i]);
-                               classes_[c].q->change_visibility(std::move(part), std::move(cb));
-                             });
+          [this, &changes](size_t c, const std::vector<size_t>& idx, auto cb) {
+            std::vector<visibility_change> part;
+            part.reserve(idx.size());
+            for (auto i : idx)
+              part.push_back(changes[i]);
+            classes_[c].q->change_visibility(std::move(part), std::move(cb));
+          });
 }
 
 void priority_queues::send(std::vector<outgoing_message> messages,
@@ -262,19 +265,20 @@ void priority_queues::send(std::vector<outgoing_message> messages,
   for (size_t i = 0; i < messages.size(); ++i) {
     if (!valid_priority(messages[i].priority)) {
       out[i].failed = true;
-      out[i].error = error::make_permanent("queue.InvalidParameterValue", "priority must be 0..100");
+      out[i].error
+          = error::make_permanent("queue.InvalidParameterValue", "priority must be 0..100");
     } else {
       cls[i] = class_of(messages[i].priority);
     }
   }
   fan_out(classes_.size(), cls, std::move(out), std::move(done),
-                            [this, &messages](size_t c, const std::vector<size_t>& idx, auto cb) {
-                              std::vector<outgoing_message> part;
-                              part.reserve(idx.size());
-                              for (auto i : idx)
-                                part.push_back(messages[i]);
-                              classes_[c].q->send(std::move(part), std::move(cb));
-                            });
+          [this, &messages](size_t c, const std::vector<size_t>& idx, auto cb) {
+            std::vector<outgoing_message> part;
+            part.reserve(idx.size());
+            for (auto i : idx)
+              part.push_back(messages[i]);
+            classes_[c].q->send(std::move(part), std::move(cb));
+          });
 }
 
 void priority_queues::stats(callback<queue_stats> done) {

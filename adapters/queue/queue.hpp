@@ -63,21 +63,24 @@ public:
 
   /// Long-polls up to `max_messages` (1-10) for up to `wait`; received messages stay invisible
   /// to other consumers for `visibility`. An empty vector means the wait ran out.
-  virtual void receive(int max_messages, std::chrono::seconds wait,
-                       std::chrono::seconds visibility,
-                       callback<std::vector<queue_message>> done) = 0;
+  virtual void receive(int max_messages, std::chrono::seconds wait, std::chrono::seconds visibility,
+                       callback<std::vector<queue_message>> done)
+      = 0;
 
   /// Deletes messages by receipt (batches of at most 10 for SQS; implementations split).
   virtual void remove(std::vector<std::string> receipts,
-                      callback<std::vector<batch_entry_result>> done) = 0;
+                      callback<std::vector<batch_entry_result>> done)
+      = 0;
 
   /// Changes visibility timeouts (0 makes a message visible again at once).
   virtual void change_visibility(std::vector<visibility_change> changes,
-                                 callback<std::vector<batch_entry_result>> done) = 0;
+                                 callback<std::vector<batch_entry_result>> done)
+      = 0;
 
   /// Sends messages; each result's `ref` is the new message id.
   virtual void send(std::vector<outgoing_message> messages,
-                    callback<std::vector<batch_entry_result>> done) = 0;
+                    callback<std::vector<batch_entry_result>> done)
+      = 0;
 
   virtual void stats(callback<queue_stats> done) = 0;
 

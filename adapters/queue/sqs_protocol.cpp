@@ -133,15 +133,19 @@ bool valid_entry_id(std::string_view id) {
 
 result<void> validate_body(std::string_view body) {
   if (body.size() > max_message_bytes)
-    return error::make_permanent("sqs.message_too_large",
-                                 "message body of " + std::to_string(body.size())
-                                   + " bytes exceeds SQS's limit of "
-                                   + std::to_string(max_message_bytes));
+    return error::make_permanent("sqs.message_too_large", "message body of "
+                                                              + std::to_string(body.size())
+                                                              + " bytes exceeds SQS's limit of "
+                                                              + std::to_string(max_message_bytes));
   // Well-formed UTF-8: no stray continuation bytes, no overlong forms, no surrogates.
   size_t i = 0;
   while (i < body.size()) {
     auto c = static_cast<unsigned char>(body[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    size_t len = c < 0x80           ? 1
+                 : (c >> 5) == 0x6  ? 2
+                 : (c >> 4) == 0xE  ? 3
+                 : (c >> 3) == 0x1E ? 4
+                                    : 0;
     bool ok = len != 0 && i + len <= body.size();
     uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
     for (size_t k = 1; ok && k < len; ++k) {
@@ -153,9 +157,8 @@ result<void> validate_body(std::string_view body) {
       ok = !(len == 2 && cp < 0x80) && !(len == 3 && cp < 0x800) && !(len == 4 && cp < 0x10000)
            && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
     if (!ok)
-      return error::make_permanent("sqs.invalid_body",
-                                   "message body is not valid UTF-8 (byte " + std::to_string(i)
-                                     + ")");
+      return error::make_permanent("sqs.invalid_body", "message body is not valid UTF-8 (byte "
+                                                           + std::to_string(i) + ")");
     i += len;
   }
   return {};
@@ -324,8 +327,8 @@ result<std::vector<batch_answer>> parse_batch(std::string_view body) {
         if (sf->IsBool())
           a.sender_fault = sf->GetBool();
         else if (sf->IsString())
-          a.sender_fault = iequals(std::string_view{sf->GetString(), sf->GetStringLength()},
-                                   "true");
+          a.sender_fault
+              = iequals(std::string_view{sf->GetString(), sf->GetStringLength()}, "true");
       }
       out.push_back(std::move(a));
     }
@@ -464,17 +467,37 @@ error classify(const std::string& code, std::string message, long status,
                     "ServiceUnavailable", "InternalError", "InternalFailure",
                     "ServiceUnavailableException", "RequestTimeout", "KmsUnavailable"}))
     return transient();
-  if (one_of(code, {"QueueDoesNotExist", "NonExistentQueue", "AccessDenied",
-                    "AccessDeniedException", "SignatureDoesNotMatch", "IncompleteSignature",
-                    "InvalidClientTokenId", "UnrecognizedClientException",
-                    "MissingAuthenticationToken", "InvalidSecurity", "ExpiredToken",
-                    "RequestExpired", "InvalidParameterValue", "InvalidParameterValueException",
-                    "MissingParameter", "InvalidAddress", "InvalidAttributeName",
-                    "InvalidMessageContents", "InvalidBatchEntryId", "BatchEntryIdsNotDistinct",
-                    "TooManyEntriesInBatchRequest", "EmptyBatchRequest", "BatchRequestTooLong",
-                    "ReceiptHandleIsInvalid", "InvalidReceiptHandle", "MessageNotInflight",
-                    "QueueDeletedRecently", "QueueNameExists", "UnsupportedOperation",
-                    "InvalidAction", "OptInRequired"}))
+  if (one_of(code, {"QueueDoesNotExist",
+                    "NonExistentQueue",
+                    "AccessDenied",
+                    "AccessDeniedException",
+                    "SignatureDoesNotMatch",
+                    "IncompleteSignature",
+                    "InvalidClientTokenId",
+                    "UnrecognizedClientException",
+                    "MissingAuthenticationToken",
+                    "InvalidSecurity",
+                    "ExpiredToken",
+                    "RequestExpired",
+                    "InvalidParameterValue",
+                    "InvalidParameterValueException",
+                    "MissingParameter",
+                    "InvalidAddress",
+                    "InvalidAttributeName",
+                    "InvalidMessageContents",
+                    "InvalidBatchEntryId",
+                    "BatchEntryIdsNotDistinct",
+                    "TooManyEntriesInBatchRequest",
+                    "EmptyBatchRequest",
+                    "BatchRequestTooLong",
+                    "ReceiptHandleIsInvalid",
+                    "InvalidReceiptHandle",
+                    "MessageNotInflight",
+                    "QueueDeletedRecently",
+                    "QueueNameExists",
+                    "UnsupportedOperation",
+                    "InvalidAction",
+                    "OptInRequired"}))
     return permanent();
   if (status == 429 || status >= 500)
     return transient();

@@ -107,7 +107,7 @@ void apply_answer(batch_job& job, batch_kind kind, const std::vector<size_t>& ch
     if (!seen[i]) {
       job.results[i].failed = true;
       job.results[i].error = error::make_transient(
-        "sqs.bad_response", "SQS's batch answer did not mention entry " + std::to_string(i));
+          "sqs.bad_response", "SQS's batch answer did not mention entry " + std::to_string(i));
     }
   }
 }
@@ -117,14 +117,14 @@ void apply_answer(batch_job& job, batch_kind kind, const std::vector<size_t>& ch
 // ---- sqs_client -----------------------------------------------------------------------------
 
 sqs_client::sqs_client(std::shared_ptr<http_client> http, sqs_connection connection)
-  : http_(std::move(http)),
-    connection_(std::make_shared<const sqs_connection>(std::move(connection))) {
+    : http_(std::move(http)),
+      connection_(std::make_shared<const sqs_connection>(std::move(connection))) {
   region_ = connection_->region.empty() ? connection_->credentials.region : connection_->region;
   endpoint_ = aws::service_endpoint("sqs", region_, connection_->endpoint);
 }
 
-void sqs_client::call(const std::string& operation, std::string body, std::chrono::milliseconds timeout,
-                      callback<std::string> done) const {
+void sqs_client::call(const std::string& operation, std::string body,
+                      std::chrono::milliseconds timeout, callback<std::string> done) const {
   http_request req;
   req.method = "POST";
   req.url = endpoint_ + "/";
@@ -137,8 +137,8 @@ void sqs_client::call(const std::string& operation, std::string body, std::chron
   req.total_timeout = timeout;
   // Answers are small (at most 10 messages of 1 MiB); anything larger is not SQS.
   req.max_response_bytes = size_t{16} * 1024 * 1024;
-  auto signed_req = aws::sign_request(req, connection_->credentials,
-                                      aws::service_signing("sqs", region_));
+  auto signed_req
+      = aws::sign_request(req, connection_->credentials, aws::service_signing("sqs", region_));
   if (!signed_req) {
     deliver_later<std::string>(std::move(done), signed_req.error());
     return;
@@ -183,8 +183,8 @@ void sqs_client::create_queue(const std::string& name, sqs_queue_settings settin
                                               + std::to_string(settings.max_receive_count)));
       return;
     }
-    attributes["RedrivePolicy"] = sqs::redrive_policy(settings.dead_letter_arn,
-                                                      settings.max_receive_count);
+    attributes["RedrivePolicy"]
+        = sqs::redrive_policy(settings.dead_letter_arn, settings.max_receive_count);
   }
   call("CreateQueue", sqs::create_queue_request(name, attributes), connection_->call_timeout,
        [done = std::move(done)](result<std::string> r) {
@@ -197,37 +197,36 @@ void sqs_client::create_queue(const std::string& name, sqs_queue_settings settin
 }
 
 void sqs_client::create_queue_with_dead_letter(
-  std::string name, const std::string& dead_letter_name, int max_receive_count,
-  sqs_queue_settings settings, callback<std::pair<std::string, std::string>> done) const {
+    std::string name, const std::string& dead_letter_name, int max_receive_count,
+    sqs_queue_settings settings, callback<std::pair<std::string, std::string>> done) const {
   auto self = *this;
-  create_queue(
-    dead_letter_name, {},
-    [self, name = std::move(name), max_receive_count, settings = std::move(settings),
-     done = std::move(done)](result<std::string> dlq) mutable {
-      if (!dlq) {
-        done(std::move(dlq.error()));
-        return;
-      }
-      auto dlq_url = *dlq;
-      self.queue_arn(dlq_url, [self, name = std::move(name), max_receive_count, dlq_url,
-                               settings = std::move(settings),
-                               done = std::move(done)](result<std::string> arn) mutable {
-        if (!arn) {
-          done(std::move(arn.error()));
-          return;
-        }
-        settings.dead_letter_arn = *arn;
-        settings.max_receive_count = max_receive_count;
-        self.create_queue(name, std::move(settings),
-                          [dlq_url, done = std::move(done)](result<std::string> url) {
-                            if (!url) {
-                              done(std::move(url.error()));
-                              return;
-                            }
-                            done(std::pair{*url, dlq_url});
-                          });
-      });
-    });
+  create_queue(dead_letter_name, {},
+               [self, name = std::move(name), max_receive_count, settings = std::move(settings),
+                done = std::move(done)](result<std::string> dlq) mutable {
+                 if (!dlq) {
+                   done(std::move(dlq.error()));
+                   return;
+                 }
+                 auto dlq_url = *dlq;
+                 self.queue_arn(dlq_url, [self, name = std::move(name), max_receive_count, dlq_url,
+                                          settings = std::move(settings),
+                                          done = std::move(done)](result<std::string> arn) mutable {
+                   if (!arn) {
+                     done(std::move(arn.error()));
+                     return;
+                   }
+                   settings.dead_letter_arn = *arn;
+                   settings.max_receive_count = max_receive_count;
+                   self.create_queue(name, std::move(settings),
+                                     [dlq_url, done = std::move(done)](result<std::string> url) {
+                                       if (!url) {
+                                         done(std::move(url.error()));
+                                         return;
+                                       }
+                                       done(std::pair{*url, dlq_url});
+                                     });
+                 });
+               });
 }
 
 void sqs_client::delete_queue(const std::string& url, callback<void> done) const {
@@ -254,20 +253,19 @@ void sqs_client::queue_attributes(const std::string& url, const std::vector<std:
 }
 
 void sqs_client::queue_arn(const std::string& url, callback<std::string> done) const {
-  queue_attributes(url, {"QueueArn"},
-                   [done = std::move(done)](result<std::map<std::string, std::string>> r) {
-                     if (!r) {
-                       done(std::move(r.error()));
-                       return;
-                     }
-                     auto it = r->find("QueueArn");
-                     if (it == r->end() || it->second.empty()) {
-                       done(error::make_transient("sqs.bad_response",
-                                                  "GetQueueAttributes gave no QueueArn"));
-                       return;
-                     }
-                     done(it->second);
-                   });
+  queue_attributes(
+      url, {"QueueArn"}, [done = std::move(done)](result<std::map<std::string, std::string>> r) {
+        if (!r) {
+          done(std::move(r.error()));
+          return;
+        }
+        auto it = r->find("QueueArn");
+        if (it == r->end() || it->second.empty()) {
+          done(error::make_transient("sqs.bad_response", "GetQueueAttributes gave no QueueArn"));
+          return;
+        }
+        done(it->second);
+      });
 }
 
 // ---- sqs_queue ------------------------------------------------------------------------------
@@ -302,8 +300,8 @@ void resolve_url(const sqs_client& client, const queue_state& st, callback<std::
   }
   if (st->name.empty()) {
     deliver_later<std::string>(
-      std::move(next),
-      error::make_permanent("sqs.config", "neither a queue URL nor a queue name is configured"));
+        std::move(next),
+        error::make_permanent("sqs.config", "neither a queue URL nor a queue name is configured"));
     return;
   }
   client.get_queue_url(st->name, [st, next = std::move(next)](result<std::string> r) {
@@ -315,21 +313,22 @@ void resolve_url(const sqs_client& client, const queue_state& st, callback<std::
   });
 }
 
-using body_builder = std::function<std::string(const std::string& url,
-                                               const std::vector<size_t>& chunk)>;
+using body_builder
+    = std::function<std::string(const std::string& url, const std::vector<size_t>& chunk)>;
 
 /// Sends the chunks of `job` (each a list of entry indices, at most 10) in parallel once the URL
 /// is known, and completes the job when the last answer is in.
-void run_batch(const sqs_client& client, const queue_state& st, const std::shared_ptr<batch_job>& job,
-               batch_kind kind, std::vector<std::vector<size_t>> chunks, body_builder build) {
+void run_batch(const sqs_client& client, const queue_state& st,
+               const std::shared_ptr<batch_job>& job, batch_kind kind,
+               std::vector<std::vector<size_t>> chunks, body_builder build) {
   if (chunks.empty()) {
     // Nothing to send: empty input, or every entry refused before sending.
     deliver_later<std::vector<batch_entry_result>>(std::move(job->done), std::move(job->results));
     return;
   }
   job->pending = chunks.size();
-  static constexpr const char* operations[] = {"DeleteMessageBatch",
-                                               "ChangeMessageVisibilityBatch", "SendMessageBatch"};
+  static constexpr const char* operations[]
+      = {"DeleteMessageBatch", "ChangeMessageVisibilityBatch", "SendMessageBatch"};
   std::string op = operations[static_cast<int>(kind)];
   resolve_url(client, st,
               [client, job, kind, op, chunks = std::move(chunks),
@@ -365,8 +364,8 @@ std::vector<std::vector<size_t>> chunk_by_count(const std::vector<batch_entry_re
 } // namespace
 
 sqs_queue::sqs_queue(std::shared_ptr<http_client> http, sqs_queue_options options)
-  : client_(std::move(http), std::move(options.connection)),
-    state_(std::make_shared<detail::sqs_queue_state>()) {
+    : client_(std::move(http), std::move(options.connection)),
+      state_(std::make_shared<detail::sqs_queue_state>()) {
   state_->url = std::move(options.queue_url);
   state_->name = std::move(options.queue_name);
 }
@@ -397,8 +396,8 @@ void sqs_queue::receive(int max_messages, std::chrono::seconds wait,
     return;
   }
   if (wait.count() < 0 || wait.count() > sqs::max_wait_seconds) {
-    deliver_later<vec>(std::move(done), bad_argument("wait must be 0..20 s, not "
-                                                     + std::to_string(wait.count())));
+    deliver_later<vec>(std::move(done),
+                       bad_argument("wait must be 0..20 s, not " + std::to_string(wait.count())));
     return;
   }
   if (visibility.count() < 0 || visibility.count() > sqs::max_visibility_seconds) {
@@ -417,8 +416,7 @@ void sqs_queue::receive(int max_messages, std::chrono::seconds wait,
                 auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(wait)
                                + client.connection().receive_margin;
                 client.call("ReceiveMessage",
-                            sqs::receive_request(*url, max_messages,
-                                                 static_cast<int>(wait.count()),
+                            sqs::receive_request(*url, max_messages, static_cast<int>(wait.count()),
                                                  static_cast<int>(visibility.count())),
                             timeout, [done = std::move(done)](result<std::string> r) {
                               if (!r) {
@@ -443,15 +441,15 @@ void sqs_queue::remove(std::vector<std::string> receipts,
     }
   }
   auto chunks = chunk_by_count(job->results);
-  run_batch(client_, state_, job, batch_kind::remove, std::move(chunks),
-            [receipts = std::move(receipts)](const std::string& url,
-                                             const std::vector<size_t>& chunk) {
-              std::vector<sqs::receipt_entry> entries;
-              entries.reserve(chunk.size());
-              for (auto i : chunk)
-                entries.push_back({std::to_string(i), receipts[i]});
-              return sqs::delete_batch_request(url, entries);
-            });
+  run_batch(
+      client_, state_, job, batch_kind::remove, std::move(chunks),
+      [receipts = std::move(receipts)](const std::string& url, const std::vector<size_t>& chunk) {
+        std::vector<sqs::receipt_entry> entries;
+        entries.reserve(chunk.size());
+        for (auto i : chunk)
+          entries.push_back({std::to_string(i), receipts[i]});
+        return sqs::delete_batch_request(url, entries);
+      });
 }
 
 void sqs_queue::change_visibility(std::vector<visibility_change> changes,
@@ -472,16 +470,16 @@ void sqs_queue::change_visibility(std::vector<visibility_change> changes,
     }
   }
   auto chunks = chunk_by_count(job->results);
-  run_batch(client_, state_, job, batch_kind::visibility, std::move(chunks),
-            [changes = std::move(changes)](const std::string& url,
-                                           const std::vector<size_t>& chunk) {
-              std::vector<sqs::visibility_entry> entries;
-              entries.reserve(chunk.size());
-              for (auto i : chunk)
-                entries.push_back({std::to_string(i), changes[i].receipt,
-                                   static_cast<int>(changes[i].timeout.count())});
-              return sqs::change_visibility_batch_request(url, entries);
-            });
+  run_batch(
+      client_, state_, job, batch_kind::visibility, std::move(chunks),
+      [changes = std::move(changes)](const std::string& url, const std::vector<size_t>& chunk) {
+        std::vector<sqs::visibility_entry> entries;
+        entries.reserve(chunk.size());
+        for (auto i : chunk)
+          entries.push_back({std::to_string(i), changes[i].receipt,
+                             static_cast<int>(changes[i].timeout.count())});
+        return sqs::change_visibility_batch_request(url, entries);
+      });
 }
 
 void sqs_queue::send(std::vector<outgoing_message> messages,
@@ -515,16 +513,16 @@ void sqs_queue::send(std::vector<outgoing_message> messages,
     chunks.back().push_back(i);
     chunk_bytes += size;
   }
-  run_batch(client_, state_, job, batch_kind::send, std::move(chunks),
-            [messages = std::move(messages)](const std::string& url,
-                                             const std::vector<size_t>& chunk) {
-              std::vector<sqs::send_entry> entries;
-              entries.reserve(chunk.size());
-              for (auto i : chunk)
-                entries.push_back({std::to_string(i), messages[i].body,
-                                   static_cast<int>(messages[i].delay.count())});
-              return sqs::send_batch_request(url, entries);
-            });
+  run_batch(
+      client_, state_, job, batch_kind::send, std::move(chunks),
+      [messages = std::move(messages)](const std::string& url, const std::vector<size_t>& chunk) {
+        std::vector<sqs::send_entry> entries;
+        entries.reserve(chunk.size());
+        for (auto i : chunk)
+          entries.push_back(
+              {std::to_string(i), messages[i].body, static_cast<int>(messages[i].delay.count())});
+        return sqs::send_batch_request(url, entries);
+      });
 }
 
 void sqs_queue::stats(callback<queue_stats> done) {
@@ -538,8 +536,7 @@ void sqs_queue::stats(callback<queue_stats> done) {
                 sqs::get_attributes_request(*url, {"ApproximateNumberOfMessages",
                                                    "ApproximateNumberOfMessagesNotVisible",
                                                    "ApproximateNumberOfMessagesDelayed"}),
-                client.connection().call_timeout,
-                [done = std::move(done)](result<std::string> r) {
+                client.connection().call_timeout, [done = std::move(done)](result<std::string> r) {
                   if (!r) {
                     done(std::move(r.error()));
                     return;

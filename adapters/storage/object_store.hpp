@@ -30,7 +30,8 @@ public:
 
   /// Writes an object atomically: readers see the old object or the whole new one.
   virtual void put(std::string key, std::string bytes, std::string content_type,
-                   callback<void> done) = 0;
+                   callback<void> done)
+      = 0;
 
   virtual void exists(std::string key, callback<bool> done) = 0;
 

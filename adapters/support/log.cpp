@@ -36,11 +36,16 @@ std::shared_ptr<spdlog::logger> logger() {
 
 const char* level_name(level lvl) {
   switch (lvl) {
-    case level::trace: return "trace";
-    case level::debug: return "debug";
-    case level::info: return "info";
-    case level::warn: return "warn";
-    case level::error: return "error";
+  case level::trace:
+    return "trace";
+  case level::debug:
+    return "debug";
+  case level::info:
+    return "info";
+  case level::warn:
+    return "warn";
+  case level::error:
+    return "error";
   }
   return "info";
 }
@@ -49,19 +54,29 @@ void append_json_string(std::string& out, std::string_view s) {
   out.push_back('"');
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
+    case '"':
+      out += "\\\"";
+      break;
+    case '\\':
+      out += "\\\\";
+      break;
+    case '\n':
+      out += "\\n";
+      break;
+    case '\r':
+      out += "\\r";
+      break;
+    case '\t':
+      out += "\\t";
+      break;
+    default:
+      if (c < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        out += buf;
+      } else {
+        out.push_back(static_cast<char>(c));
+      }
     }
   }
   out.push_back('"');
@@ -90,7 +105,9 @@ void setup(std::string_view format, std::string_view lvl) {
   logger();
 }
 
-bool enabled(level lvl) { return static_cast<int>(lvl) >= min_level.load(); }
+bool enabled(level lvl) {
+  return static_cast<int>(lvl) >= min_level.load();
+}
 
 namespace {
 

@@ -52,10 +52,18 @@ std::vector<field> fields_of(const Fields& xs) {
   return out;
 }
 
-inline void debug(std::string_view m, std::initializer_list<field> f = {}) { write(level::debug, m, f); }
-inline void info(std::string_view m, std::initializer_list<field> f = {}) { write(level::info, m, f); }
-inline void warn(std::string_view m, std::initializer_list<field> f = {}) { write(level::warn, m, f); }
-inline void error(std::string_view m, std::initializer_list<field> f = {}) { write(level::error, m, f); }
+inline void debug(std::string_view m, std::initializer_list<field> f = {}) {
+  write(level::debug, m, f);
+}
+inline void info(std::string_view m, std::initializer_list<field> f = {}) {
+  write(level::info, m, f);
+}
+inline void warn(std::string_view m, std::initializer_list<field> f = {}) {
+  write(level::warn, m, f);
+}
+inline void error(std::string_view m, std::initializer_list<field> f = {}) {
+  write(level::error, m, f);
+}
 
 /// Test seam: while one is alive, every line (as formatted for standard error) is kept here
 /// instead of being written. One at a time; not for production code.

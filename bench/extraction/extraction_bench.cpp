@@ -33,8 +33,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> fields{"invoice_number", "invoice_date", "total", "currency",
-                                      "due_date", "subtotal", "vat_amount", "supplier_name"};
+const std::vector<std::string> fields{"invoice_number", "invoice_date", "total",
+                                      "currency",       "due_date",     "subtotal",
+                                      "vat_amount",     "supplier_name"};
 constexpr size_t key_fields = 4; // the key fields, measured together: the first four
 
 struct tally {
@@ -66,7 +67,8 @@ std::string lower_ascii(std::string s) {
 }
 
 /// Whether the extracted value of `field` matches the truth; nullopt when the truth has none.
-std::optional<bool> matches(const std::string& field, const rapidjson::Value& truth, const rapidjson::Value& got) {
+std::optional<bool> matches(const std::string& field, const rapidjson::Value& truth,
+                            const rapidjson::Value& got) {
   auto t = truth.FindMember(field.c_str());
   if (t == truth.MemberEnd() || t->value.IsNull())
     return std::nullopt;
@@ -145,8 +147,9 @@ void print_table(const char* title, const std::map<std::string, tally>& rows) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: bench_extraction SPLIT_DIR [--text-only|--scans-only] [--failures] "
-                         "[--cache DIR] [--languages L]\n");
+    std::fprintf(stderr,
+                 "usage: bench_extraction SPLIT_DIR [--text-only|--scans-only] [--failures] "
+                 "[--cache DIR] [--languages L]\n");
     return 2;
   }
   fs::path dir = argv[1];
@@ -218,11 +221,13 @@ int main(int argc, char** argv) {
             auto g = got.FindMember(fields[i].c_str());
             auto tv = truth.FindMember(fields[i].c_str());
             auto show = [](const rapidjson::Value& v) {
-              return v.IsString() ? std::string{v.GetString()}
-                     : v.IsNumber() ? std::to_string(v.GetDouble()) : std::string{"null"};
+              return v.IsString()   ? std::string{v.GetString()}
+                     : v.IsNumber() ? std::to_string(v.GetDouble())
+                                    : std::string{"null"};
             };
             std::printf("%s %s %s: got %s, want %s\n", mode, id.c_str(), fields[i].c_str(),
-                        g == got.MemberEnd() ? "-" : show(g->value).c_str(), show(tv->value).c_str());
+                        g == got.MemberEnd() ? "-" : show(g->value).c_str(),
+                        show(tv->value).c_str());
           }
         }
       }

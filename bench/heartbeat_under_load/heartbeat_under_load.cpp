@@ -29,20 +29,23 @@ namespace {
 
 /// Answers every call at once: only the actors' own scheduling is measured.
 struct instant_queue : queue {
-  void receive(int, std::chrono::seconds, std::chrono::seconds, callback<std::vector<queue_message>> done) override {
+  void receive(int, std::chrono::seconds, std::chrono::seconds,
+               callback<std::vector<queue_message>> done) override {
     done(std::vector<queue_message>{});
   }
   void remove(std::vector<std::string> r, callback<std::vector<batch_entry_result>> done) override {
     done(std::vector<batch_entry_result>(r.size()));
   }
-  void change_visibility(std::vector<visibility_change> c, callback<std::vector<batch_entry_result>> done) override {
+  void change_visibility(std::vector<visibility_change> c,
+                         callback<std::vector<batch_entry_result>> done) override {
     std::vector<batch_entry_result> out;
     out.reserve(c.size());
     for (auto& x : c)
       out.push_back(batch_entry_result{x.receipt});
     done(std::move(out));
   }
-  void send(std::vector<outgoing_message> m, callback<std::vector<batch_entry_result>> done) override {
+  void send(std::vector<outgoing_message> m,
+            callback<std::vector<batch_entry_result>> done) override {
     done(std::vector<batch_entry_result>(m.size()));
   }
   void stats(callback<queue_stats> done) override { done(queue_stats{}); }
@@ -84,7 +87,8 @@ int main(int argc, char** argv) {
   std::string scan = argc > 2 ? argv[2] : "tests/fixtures/corpus/inv01_en_classic_scan.png";
   std::ifstream in{scan, std::ios::binary};
   if (!in) {
-    std::fprintf(stderr, "cannot read %s (run from the project folder or pass the path)\n", scan.c_str());
+    std::fprintf(stderr, "cannot read %s (run from the project folder or pass the path)\n",
+                 scan.c_str());
     return 1;
   }
   std::stringstream buf;
@@ -131,13 +135,14 @@ int main(int argc, char** argv) {
     while (!stop) {
       while (in_flight < workers * 3) {
         ++in_flight;
-        ocr.transcribe(transcription_request{bytes, "image/png", 0.0, false}, [&](result<transcription> r) {
-          if (r)
-            pages += r->page_count;
-          --in_flight;
-        });
+        ocr.transcribe(transcription_request{bytes, "image/png", 0.0, false},
+                       [&](result<transcription> r) {
+                         if (r)
+                           pages += r->page_count;
+                         --in_flight;
+                       });
       }
-      std::this_thread::sleep_for(10ms);  // a feeding period, not a wait for a result
+      std::this_thread::sleep_for(10ms); // a feeding period, not a wait for a result
     }
   }};
   auto start = std::chrono::steady_clock::now();
@@ -148,13 +153,14 @@ int main(int argc, char** argv) {
   auto [p50, ticks] = ctx->metrics->heartbeat_lateness_quantile(0.5);
   auto p99 = ctx->metrics->heartbeat_lateness_quantile(0.99).first;
   auto max = ctx->metrics->heartbeat_lateness_quantile(1.0).first;
-  std::printf("cpu pool: %d workers, %d pages OCR'd in %.1f s (%.2f pages/s)\n", workers, pages.load(),
-              elapsed, pages.load() / elapsed);
-  std::printf("heartbeat: %llu ticks of 1 s with 200 claims each; lateness p50 <= %.3f s, p99 <= %.3f s, "
-              "max <= %.3f s (histogram bucket bounds)\n",
-              static_cast<unsigned long long>(ticks), p50, p99, max);
+  std::printf("cpu pool: %d workers, %d pages OCR'd in %.1f s (%.2f pages/s)\n", workers,
+              pages.load(), elapsed, pages.load() / elapsed);
+  std::printf(
+      "heartbeat: %llu ticks of 1 s with 200 claims each; lateness p50 <= %.3f s, p99 <= %.3f s, "
+      "max <= %.3f s (histogram bucket bounds)\n",
+      static_cast<unsigned long long>(ticks), p50, p99, max);
   while (in_flight > 0)
-    std::this_thread::sleep_for(50ms);  // drain the OCR still running before the pool stops
+    std::this_thread::sleep_for(50ms); // drain the OCR still running before the pool stops
   caf::anon_send_exit(hb, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(stub, caf::exit_reason::user_shutdown);

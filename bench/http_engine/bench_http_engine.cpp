@@ -79,7 +79,8 @@ static int run_bench(int argc, char** argv) {
   std::printf("bench_http_engine: %zu concurrent requests x %ld rounds, server delay %ld ms", n,
               rounds, delay_ms);
   if (limits.any())
-    std::printf(", provider limit: %d at once, %d per minute", limits.max_concurrent, limits.requests_per_minute);
+    std::printf(", provider limit: %d at once, %d per minute", limits.max_concurrent,
+                limits.requests_per_minute);
   std::printf("\n");
   long threads_waiting = 0;
   std::printf("RSS before the engine: %ld kB\n", rss_before);
@@ -128,7 +129,8 @@ static int run_bench(int argc, char** argv) {
     auto s = limited.stats();
     std::printf("provider limit: %llu requests waited in line, %.3f s on average; process threads "
                 "with every request submitted: %ld\n",
-                static_cast<unsigned long long>(s.waited), s.waited > 0 ? s.wait_seconds / static_cast<double>(s.waited) : 0.0,
+                static_cast<unsigned long long>(s.waited),
+                s.waited > 0 ? s.wait_seconds / static_cast<double>(s.waited) : 0.0,
                 threads_waiting);
   }
   std::printf("peak RSS (VmHWM): %ld kB; delta over the pre-engine RSS: %ld kB = %.1f kB per "

@@ -83,7 +83,8 @@ int main(int argc, char** argv) {
     auto t = clock_type::now();
     constexpr int lookups = 1000;
     for (int i = 0; i < lookups; ++i)
-      db.scalar("SELECT EXISTS (SELECT 1 FROM known_file WHERE hash = md5($1))", {std::to_string(i)});
+      db.scalar("SELECT EXISTS (SELECT 1 FROM known_file WHERE hash = md5($1))",
+                {std::to_string(i)});
     std::printf("look-up of a hash    %.3f ms each (%d look-ups, round trip included)\n",
                 since(t) * 1000 / lookups, lookups);
     std::printf("table size           %s\n",

@@ -67,16 +67,16 @@ void retrieval(pg_matching_repository& repo, uuid tenant, const std::vector<matc
                int64_t size) {
   // Warm the prepared statement and the cache a little, as a running worker would have.
   for (size_t i = 0; i < std::min<size_t>(20, probes.size()); ++i)
-    (void) call<std::vector<match_document>>(
-      [&](auto cb) { repo.candidates(tenant, probes[i].id, probes[i].features, 20, cb); },
-      "candidates");
+    (void)call<std::vector<match_document>>(
+        [&](auto cb) { repo.candidates(tenant, probes[i].id, probes[i].features, 20, cb); },
+        "candidates");
   std::vector<double> ms;
   size_t returned = 0;
   auto t0 = clock_type::now();
   for (auto& p : probes) {
     auto t = clock_type::now();
     auto found = call<std::vector<match_document>>(
-      [&](auto cb) { repo.candidates(tenant, p.id, p.features, 20, cb); }, "candidates");
+        [&](auto cb) { repo.candidates(tenant, p.id, p.features, 20, cb); }, "candidates");
     ms.push_back(seconds_since(t) * 1000);
     returned += found.size();
   }
@@ -118,7 +118,7 @@ std::vector<prepared> prepare(pg_matching_repository& repo, work_repository& wor
     if (!c)
       continue;
     auto found = call<std::vector<match_document>>(
-      [&](auto cb) { repo.candidates(d.tenant_id, d.id, d.features, 20, cb); }, "candidates");
+        [&](auto cb) { repo.candidates(d.tenant_id, d.id, d.features, 20, cb); }, "candidates");
     prepared p{*c, {}};
     if (!found.empty())
       p.edges.push_back({found.front().id, match_kind::related, 0.7, "bench"});
@@ -194,8 +194,8 @@ int main(int argc, char** argv) {
     constexpr int64_t per_run = 400;
     must(load_synthetic_match_documents(db.url(), last_tenant, 4 * per_run, 7, "pending"),
          "load pending");
-    auto pending = must(sample_synthetic_match_documents(db.url(), last_tenant, static_cast<int>(4 * per_run),
-                                                         "pending"),
+    auto pending = must(sample_synthetic_match_documents(db.url(), last_tenant,
+                                                         static_cast<int>(4 * per_run), "pending"),
                         "sample pending");
     auto slice = [&](int64_t k) {
       return std::vector<match_document>(pending.begin() + k * per_run,
@@ -247,7 +247,7 @@ int main(int argc, char** argv) {
     size_t biggest = 0;
     for (auto& d : pending) {
       auto of = call<std::pair<std::vector<stored_match>, std::vector<uuid>>>(
-        [&](auto cb) { repo.matches_of(d.id, cb); }, "matches_of");
+          [&](auto cb) { repo.matches_of(d.id, cb); }, "matches_of");
       biggest = std::max(biggest, of.second.size());
     }
     std::printf("largest cluster among the matched documents afterwards: %zu documents\n", biggest);

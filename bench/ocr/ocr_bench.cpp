@@ -32,7 +32,7 @@ using clock_type = std::chrono::steady_clock;
 namespace {
 
 struct run_result {
-  double cer = 1;      // word-order-insensitive
+  double cer = 1;       // word-order-insensitive
   double cer_order = 1; // reading order
   double score = 0;
   bool preprocessed = false;
@@ -50,8 +50,7 @@ run_result transcribe_one(cpu_executor& pool, const test::corpus_entry& e, doubl
   auto r = test::transcribe_and_wait(provider, std::move(req), std::chrono::minutes(10));
   run_result out;
   if (!r || !r->ok()) {
-    std::fprintf(stderr, "%s: %s\n", e.file.c_str(),
-                 r ? r->error().describe().c_str() : "timeout");
+    std::fprintf(stderr, "%s: %s\n", e.file.c_str(), r ? r->error().describe().c_str() : "timeout");
     return out;
   }
   auto truth = test::truth_text(e.invoice, e.pages);
@@ -100,16 +99,16 @@ void accuracy(cpu_executor& pool, const std::string& only) {
   }
   std::printf("\nCharacter error rate (word-order-insensitive; reading-order in brackets), mean "
               "per class\n");
-  std::printf("%-8s %3s | %-17s | %-17s %-5s | %-17s %-5s | score none/rule/forced\n", "class",
-              "n", "no preprocessing", "rule (<0.7)", "pre", "forced", "kept");
+  std::printf("%-8s %3s | %-17s | %-17s %-5s | %-17s %-5s | score none/rule/forced\n", "class", "n",
+              "no preprocessing", "rule (<0.7)", "pre", "forced", "kept");
   for (const auto& cls : order) {
     const auto& a = table[cls];
     double n = a.n;
     std::printf("%-8s %3d | %.3f (%.3f)     | %.3f (%.3f)     %2d/%-2d | %.3f (%.3f)     %2d/%-2d "
                 "| %.2f / %.2f / %.2f\n",
                 cls.c_str(), a.n, a.cer[0] / n, a.cer_order[0] / n, a.cer[1] / n,
-                a.cer_order[1] / n, a.pre[1], a.n, a.cer[2] / n, a.cer_order[2] / n, a.pre[2],
-                a.n, a.score[0] / n, a.score[1] / n, a.score[2] / n);
+                a.cer_order[1] / n, a.pre[1], a.n, a.cer[2] / n, a.cer_order[2] / n, a.pre[2], a.n,
+                a.score[0] / n, a.score[1] / n, a.score[2] / n);
   }
 }
 
@@ -158,8 +157,8 @@ void throughput(int repeat, int rounds) {
   // The same page images for both: every 200 dpi PNG scan (clean and degraded, not lowres).
   std::vector<test::corpus_entry> pages;
   for (const auto& e : test::corpus_manifest())
-    if (e.mime_type == "image/png" && e.degradation != "lowres" &&
-        (e.kind == "clean_scan" || e.kind == "degraded_scan"))
+    if (e.mime_type == "image/png" && e.degradation != "lowres"
+        && (e.kind == "clean_scan" || e.kind == "degraded_scan"))
       pages.push_back(e);
   std::vector<std::string> bytes;
   for (int r = 0; r < repeat; ++r)
@@ -198,8 +197,8 @@ void throughput(int repeat, int rounds) {
         std::fprintf(f, "%s/%s\n", test::corpus_dir().c_str(), e.file.c_str());
     std::fclose(f);
   }
-  std::string cmd = "xargs -P\"$(nproc)\" -I{} tesseract {} - -l eng+deu < " + list +
-                    " > /dev/null 2>&1";
+  std::string cmd
+      = "xargs -P\"$(nproc)\" -I{} tesseract {} - -l eng+deu < " + list + " > /dev/null 2>&1";
   auto start = clock_type::now();
   int rc = std::system(cmd.c_str());
   double cli_s = std::chrono::duration<double>(clock_type::now() - start).count();
@@ -245,7 +244,8 @@ static int run_bench(int argc, char** argv) {
   }
   if (acc) {
     thread_pool_executor pool{2};
-    std::printf("Per file: no preprocessing | rule (<0.7) | forced; * = preprocessed result kept\n");
+    std::printf(
+        "Per file: no preprocessing | rule (<0.7) | forced; * = preprocessed result kept\n");
     accuracy(pool, only);
   }
   if (thr)

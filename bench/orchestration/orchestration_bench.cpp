@@ -48,7 +48,9 @@ namespace {
 double process_cpu_seconds() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
-  auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  auto secs = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
   return secs(u.ru_utime) + secs(u.ru_stime);
 }
 
@@ -596,8 +598,10 @@ int main(int argc, char** argv) {
   try {
     db = std::make_unique<test::pg_schema>(true);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_orchestration: %s\n(set INGESTD_TEST_DATABASE_URL, see deploy/local-stack.sh env)\n",
-                 e.what());
+    std::fprintf(
+        stderr,
+        "bench_orchestration: %s\n(set INGESTD_TEST_DATABASE_URL, see deploy/local-stack.sh env)\n",
+        e.what());
     return 1;
   }
   std::string queue_name = "bench-orchestration";
@@ -689,7 +693,8 @@ int main(int argc, char** argv) {
     auto node = start_node(sys, ctx, opts);
     auto done = all_done.get_future();
     if (done.wait_for(std::chrono::minutes{10}) != std::future_status::ready)
-      std::printf("  TIMEOUT after 10 min: %d completed, %d other\n", completed.load(), other.load());
+      std::printf("  TIMEOUT after 10 min: %d completed, %d other\n", completed.load(),
+                  other.load());
     double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
     double cpu = process_cpu_seconds() - cpu0;
     completed_jobs = completed.load();
@@ -745,7 +750,8 @@ int main(int argc, char** argv) {
     caf::anon_send(node.coordinator, shutdown_atom_v);
     stopped.get_future().wait_for(std::chrono::seconds{60});
   }
-  auto db_check = db->scalar("SELECT count(*) FROM ingestion_event WHERE step = 'complete' AND outcome = 'ok'");
+  auto db_check = db->scalar(
+      "SELECT count(*) FROM ingestion_event WHERE step = 'complete' AND outcome = 'ok'");
   std::printf("  check: %s complete events, %s completed work items, %s completed ingestions\n",
               db_check.c_str(),
               db->scalar("SELECT count(*) FROM work_item WHERE status = 'completed'").c_str(),
@@ -777,7 +783,8 @@ int main(int argc, char** argv) {
   db->query("UPDATE ingestion SET status = 'in-progress', structured_data = NULL, "
             "valid_structured_data = NULL, "
             "completed_at = NULL");
-  db->query("INSERT INTO queue_message (id, queue_name, body) SELECT gen_random_uuid(), $1, id::text FROM ingestion",
+  db->query("INSERT INTO queue_message (id, queue_name, body) SELECT gen_random_uuid(), $1, "
+            "id::text FROM ingestion",
             {queue_name});
   db->query("VACUUM ANALYZE queue_message");
   db->query("VACUUM ANALYZE work_item");
@@ -800,9 +807,9 @@ int main(int argc, char** argv) {
               r.statements, audit_steps.size(), steps.c_str());
   int clients = 2 * db_pool + queue_pool;
   int per_client = n / clients;
-  std::string cmd = "PGOPTIONS='-csearch_path=" + db->name() + "' " + pgbench + " -n -M prepared -f " + sql_path +
-                    " -c " + std::to_string(clients) + " -j 2 -t " + std::to_string(per_client) + " '" +
-                    db->base_url() + "' 2>&1";
+  std::string cmd = "PGOPTIONS='-csearch_path=" + db->name() + "' " + pgbench
+                    + " -n -M prepared -f " + sql_path + " -c " + std::to_string(clients)
+                    + " -j 2 -t " + std::to_string(per_client) + " '" + db->base_url() + "' 2>&1";
   std::printf("  replay: %s\n", cmd.c_str());
   std::fflush(stdout);
   auto out = sh(cmd);

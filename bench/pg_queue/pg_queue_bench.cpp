@@ -69,8 +69,7 @@ double drain(const std::string& url, const std::string& name, int count, int con
     threads.emplace_back([&] {
       postgres_queue q{url, name, {1}};
       while (done.load() < count) {
-        auto got = call<std::vector<queue_message>>(
-          [&](auto cb) { q.receive(10, 1s, 60s, cb); });
+        auto got = call<std::vector<queue_message>>([&](auto cb) { q.receive(10, 1s, 60s, cb); });
         if (!got) {
           std::fprintf(stderr, "receive failed: %s\n", got.error().describe().c_str());
           std::exit(1);
@@ -87,9 +86,8 @@ double drain(const std::string& url, const std::string& name, int count, int con
         }
         if (done.fetch_add(static_cast<int>(receipts.size())) + static_cast<int>(receipts.size())
             >= count)
-          finished_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          clock_type::now() - t0)
-                          .count();
+          finished_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - t0)
+                            .count();
       }
     });
   for (auto& t : threads)

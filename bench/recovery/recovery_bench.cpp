@@ -59,26 +59,31 @@ std::map<std::string, std::string> defaults(const std::string& node) {
 std::optional<round_result> run_round(int round) {
   e2e_setup s;
   auto ids = s.add_documents(1, doc_kind::scan_png);
-  const std::string claimed_by =
-    "SELECT count(*) FROM work_item WHERE id = $1::uuid AND claim_token IS NOT NULL AND claimed_by = $2";
+  const std::string claimed_by = "SELECT count(*) FROM work_item WHERE id = $1::uuid AND "
+                                 "claim_token IS NOT NULL AND claimed_by = $2";
   auto b = s.start(defaults("recovery-b"));
   // B is up and idle (registered in the node registry) before A starts and the work arrives.
-  if (!wait_for([&] { return s.count("SELECT count(*) FROM worker_node WHERE id = 'recovery-b'") == 1; },
-                60s)) {
+  if (!wait_for(
+          [&] { return s.count("SELECT count(*) FROM worker_node WHERE id = 'recovery-b'") == 1; },
+          60s)) {
     std::fprintf(stderr, "round %d: node B did not start\n%s\n", round, s.logs().c_str());
     return std::nullopt;
   }
   auto a = s.start(defaults("recovery-a"));
-  if (!wait_for([&] { return s.count("SELECT count(*) FROM worker_node WHERE id = 'recovery-a'") == 1; },
-                60s)) {
+  if (!wait_for(
+          [&] { return s.count("SELECT count(*) FROM worker_node WHERE id = 'recovery-a'") == 1; },
+          60s)) {
     std::fprintf(stderr, "round %d: node A did not start\n%s\n", round, s.logs().c_str());
     return std::nullopt;
   }
   // Both poll: whichever claims it is killed, the other is the idle node that takes it over.
   s.enqueue(ids);
-  if (!wait_for([&] { return s.count(claimed_by, {ids[0], "recovery-a"}) == 1
-                             || s.count(claimed_by, {ids[0], "recovery-b"}) == 1; },
-                60s)) {
+  if (!wait_for(
+          [&] {
+            return s.count(claimed_by, {ids[0], "recovery-a"}) == 1
+                   || s.count(claimed_by, {ids[0], "recovery-b"}) == 1;
+          },
+          60s)) {
     std::fprintf(stderr, "round %d: nobody claimed the document\n%s\n", round, s.logs().c_str());
     return std::nullopt;
   }
@@ -87,15 +92,18 @@ std::optional<round_result> run_round(int round) {
   victim->signal(SIGKILL);
   auto killed = clock_type::now();
   round_result r;
-  if (!wait_for([&] { return s.count(claimed_by, {ids[0], survivor}) == 1
-                             || s.with_status("completed") == 1; },
-                120s)) {
+  if (!wait_for(
+          [&] {
+            return s.count(claimed_by, {ids[0], survivor}) == 1 || s.with_status("completed") == 1;
+          },
+          120s)) {
     std::fprintf(stderr, "round %d: not taken over within 120 s\n%s\n", round, s.logs().c_str());
     return std::nullopt;
   }
   r.claimed = seconds_since(killed);
   if (!wait_for([&] { return s.with_status("completed") == 1; }, 120s)) {
-    std::fprintf(stderr, "round %d: not completed within 120 s of the takeover\n%s\n", round, s.logs().c_str());
+    std::fprintf(stderr, "round %d: not completed within 120 s of the takeover\n%s\n", round,
+                 s.logs().c_str());
     return std::nullopt;
   }
   r.completed = seconds_since(killed);
@@ -130,11 +138,13 @@ int main(int argc, char** argv) {
       return 1;
     claimed.push_back(r->claimed);
     completed.push_back(r->completed);
-    std::printf("round %2d: claimed by the idle node %.1f s after the kill, completed %.1f s\n", i, r->claimed,
-                r->completed);
+    std::printf("round %2d: claimed by the idle node %.1f s after the kill, completed %.1f s\n", i,
+                r->claimed, r->completed);
     std::fflush(stdout);
   }
-  std::printf("recovery over %d kills (lease 15 s, visibility 20 s, heartbeat 5 s, one-page scan):\n", rounds);
+  std::printf(
+      "recovery over %d kills (lease 15 s, visibility 20 s, heartbeat 5 s, one-page scan):\n",
+      rounds);
   std::printf("  taken over: median %.1f s, worst %.1f s\n", median(claimed),
               *std::max_element(claimed.begin(), claimed.end()));
   std::printf("  completed:  median %.1f s, worst %.1f s\n", median(completed),

@@ -599,7 +599,8 @@ figures run(const options& o, bool classes) {
     }
     (large && classes ? large_q : small_q)->push(id.str());
     ++sent;
-    next += std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(gap(rng)));
+    next += std::chrono::duration_cast<clock_type::duration>(
+        std::chrono::duration<double>(gap(rng)));
   }
   // Until everything is done.
   for (;;) {
@@ -630,23 +631,32 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     double v = std::atof(argv[i + 1]);
-    if (k == "--cores") o.cores = static_cast<int>(v);
-    else if (k == "--rate") o.rate = v;
-    else if (k == "--seconds") o.seconds = static_cast<int>(v);
-    else if (k == "--large-percent") o.large_percent = static_cast<int>(v);
-    else if (k == "--large-ms") o.large_ms = static_cast<int>(v);
-    else if (k == "--slots") o.slots = static_cast<int>(v);
+    if (k == "--cores")
+      o.cores = static_cast<int>(v);
+    else if (k == "--rate")
+      o.rate = v;
+    else if (k == "--seconds")
+      o.seconds = static_cast<int>(v);
+    else if (k == "--large-percent")
+      o.large_percent = static_cast<int>(v);
+    else if (k == "--large-ms")
+      o.large_ms = static_cast<int>(v);
+    else if (k == "--slots")
+      o.slots = static_cast<int>(v);
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
     }
   }
-  std::printf("mix: %d%% large (%d ms on a core), the rest instant; %.1f documents/s for %d s on %d cores; %d slots\n",
+  std::printf("mix: %d%% large (%d ms on a core), the rest instant; %.1f documents/s for %d s on "
+              "%d cores; %d slots\n",
               o.large_percent, o.large_ms, o.rate, o.seconds, o.cores, o.slots);
   for (bool classes : {false, true}) {
     auto f = run(o, classes);
-    std::printf("%-16s small p50 %7.3f s  p95 %7.3f s  p99 %7.3f s  (%zu small, %zu large; large p50 %.3f s)\n",
-                classes ? "with classes" : "without classes", f.p50, f.p95, f.p99, f.small, f.large, f.large_p50);
+    std::printf("%-16s small p50 %7.3f s  p95 %7.3f s  p99 %7.3f s  (%zu small, %zu large; large "
+                "p50 %.3f s)\n",
+                classes ? "with classes" : "without classes", f.p50, f.p95, f.p99, f.small, f.large,
+                f.large_p50);
     std::fflush(stdout);
   }
   return 0;

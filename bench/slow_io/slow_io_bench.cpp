@@ -59,11 +59,12 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-constexpr const char* invoice_text =
-  "ACME Supplies GmbH\nHauptstrasse 1, 10115 Berlin\nUSt-IdNr.: DE123456789\n\nINVOICE\n"
-  "Invoice No.: INV-2024-001\nInvoice Date: 2024-03-15\nDue Date: 2024-04-14\nBill to: Example Ltd\n\n"
-  "Description Qty Unit price Amount\nPaper A4 10 5.00 50.00\nToner 2 25.00 50.00\n\n"
-  "Subtotal 100.00 EUR\nVAT 19% 19.00 EUR\nTotal 119.00 EUR\n";
+constexpr const char* invoice_text
+    = "ACME Supplies GmbH\nHauptstrasse 1, 10115 Berlin\nUSt-IdNr.: DE123456789\n\nINVOICE\n"
+      "Invoice No.: INV-2024-001\nInvoice Date: 2024-03-15\nDue Date: 2024-04-14\nBill to: Example "
+      "Ltd\n\n"
+      "Description Qty Unit price Amount\nPaper A4 10 5.00 50.00\nToner 2 25.00 50.00\n\n"
+      "Subtotal 100.00 EUR\nVAT 19% 19.00 EUR\nTotal 119.00 EUR\n";
 
 std::string arg(int argc, char** argv, const std::string& name, const std::string& fallback) {
   for (int i = 1; i + 1 < argc; ++i)
@@ -84,20 +85,24 @@ std::string completion_response(const std::string& content) {
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w{buf};
   w.StartObject();
-  w.Key("id"), w.String("stub"), w.Key("object"), w.String("chat.completion"), w.Key("model"), w.String("stub-model");
+  w.Key("id"), w.String("stub"), w.Key("object"), w.String("chat.completion"), w.Key("model"),
+      w.String("stub-model");
   w.Key("choices"), w.StartArray(), w.StartObject();
   w.Key("index"), w.Int(0), w.Key("message"), w.StartObject(), w.Key("role"), w.String("assistant");
   w.Key("content"), w.String(content.c_str(), static_cast<rapidjson::SizeType>(content.size()));
   w.EndObject(), w.Key("finish_reason"), w.String("stop"), w.EndObject(), w.EndArray();
-  w.Key("usage"), w.StartObject(), w.Key("prompt_tokens"), w.Int(120), w.Key("completion_tokens"), w.Int(80);
+  w.Key("usage"), w.StartObject(), w.Key("prompt_tokens"), w.Int(120), w.Key("completion_tokens"),
+      w.Int(80);
   w.Key("total_tokens"), w.Int(200), w.EndObject(), w.EndObject();
   std::string body = buf.GetString();
-  return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: keep-alive\r\nContent-Length: "
+  return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: "
+         "keep-alive\r\nContent-Length: "
          + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
 /// The stub server (runs in a forked child): every complete request is answered `delay` later.
-[[noreturn]] void run_stub(int listen_fd, std::chrono::milliseconds delay, const std::string& response) {
+[[noreturn]] void run_stub(int listen_fd, std::chrono::milliseconds delay,
+                           const std::string& response) {
   int ep = epoll_create1(0);
   epoll_event ev{EPOLLIN, {}};
   ev.data.fd = listen_fd;
@@ -108,8 +113,11 @@ std::string completion_response(const std::string& content) {
   for (;;) {
     int timeout = -1;
     if (!due.empty())
-      timeout = static_cast<int>(std::max<int64_t>(
-        0, std::chrono::duration_cast<std::chrono::milliseconds>(due.front().first - clock_type::now()).count() + 1));
+      timeout = static_cast<int>(
+          std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   due.front().first - clock_type::now())
+                                       .count()
+                                   + 1));
     int n = epoll_wait(ep, events.data(), static_cast<int>(events.size()), timeout);
     for (int i = 0; i < n; ++i) {
       int fd = events[i].data.fd;
@@ -185,11 +193,12 @@ long heap_kb() {
   return static_cast<long>((m.uordblks + m.hblkhd) / 1024);
 }
 
-/// An extractor that answers after a fixed delay from a timer thread: the slow provider without HTTP.
+/// An extractor that answers after a fixed delay from a timer thread: the slow provider without
+/// HTTP.
 class timer_extractor : public extractor {
 public:
   timer_extractor(timer& t, std::chrono::milliseconds delay, extraction answer)
-    : timer_{t}, delay_{delay}, answer_{std::move(answer)} {}
+      : timer_{t}, delay_{delay}, answer_{std::move(answer)} {}
   void extract(std::string, callback<extraction> done) override {
     timer_.after(delay_, [this, done = std::move(done)]() mutable { done(answer_); });
   }
@@ -210,7 +219,9 @@ public:
       return done(std::string{invoice_text});
     done(error::make_permanent(errc::storage_not_found, "no object " + key));
   }
-  void put(std::string, std::string, std::string, callback<void> done) override { done(result<void>{}); }
+  void put(std::string, std::string, std::string, callback<void> done) override {
+    done(result<void>{});
+  }
   void exists(std::string, callback<bool> done) override { done(false); }
   std::string name() const override { return "memory"; }
 };
@@ -244,7 +255,8 @@ int main(int argc, char** argv) {
 
   auto invoice = local_extractor{}.run(invoice_text);
   if (auto valid = validate_extraction_json(invoice.structured_data); !valid) {
-    std::fprintf(stderr, "the stub's invoice is not schema-valid: %s\n", valid.error().describe().c_str());
+    std::fprintf(stderr, "the stub's invoice is not schema-valid: %s\n",
+                 valid.error().describe().c_str());
     return 1;
   }
   // The stub goes into its own process before this one starts any thread.
@@ -277,11 +289,13 @@ int main(int argc, char** argv) {
             "SELECT d, gen_random_uuid(), d::text, 'documents/' || d || '.txt', 'text/plain' "
             "FROM (SELECT gen_random_uuid() AS d FROM generate_series(1, $1::integer)) x",
             {std::to_string(n)});
-  db->query("INSERT INTO ingestion (id, document_id, uploaded_by) SELECT gen_random_uuid(), id, gen_random_uuid() FROM document");
+  db->query("INSERT INTO ingestion (id, document_id, uploaded_by) SELECT gen_random_uuid(), id, "
+            "gen_random_uuid() FROM document");
   db->query("INSERT INTO work_item (id, stage, document_id, tenant_id) SELECT i.id, 'ingest', "
             "d.id, d.tenant_id "
             "FROM ingestion AS i JOIN document AS d ON d.id = i.document_id");
-  db->query("INSERT INTO queue_message (id, queue_name, body) SELECT gen_random_uuid(), 'slow', id::text FROM ingestion");
+  db->query("INSERT INTO queue_message (id, queue_name, body) SELECT gen_random_uuid(), 'slow', "
+            "id::text FROM ingestion");
   db->query("ANALYZE");
 
   if (extractor_kind == "http")
@@ -382,29 +396,38 @@ int main(int argc, char** argv) {
     long heap_at_end = heap_kb();
     double rate = completed / secs;
     double ideal = in_flight / (delay.count() / 1000.0);
-    std::printf("  %d completed, %d other%s%s in %.1f s = %.0f ingestions/s; in_flight/delay = %.0f/s; ratio %.2f "
+    std::printf("  %d completed, %d other%s%s in %.1f s = %.0f ingestions/s; in_flight/delay = "
+                "%.0f/s; ratio %.2f "
                 "(target >= 0.9 until the database ceiling)\n",
                 completed.load(), other.load(), first_other.empty() ? "" : " (first: ",
-                first_other.empty() ? "" : (first_other + ")").c_str(), secs, rate, ideal, rate / ideal);
+                first_other.empty() ? "" : (first_other + ")").c_str(), secs, rate, ideal,
+                rate / ideal);
     if (t90_ns > t10_ns && t10_ns > 0) {
       double steady = (n * 0.8) / (static_cast<double>(t90_ns - t10_ns) / 1e9);
-      std::printf("  steady state (10th to 90th percentile of completions): %.0f ingestions/s; ratio %.2f\n", steady,
-                  steady / ideal);
+      std::printf("  steady state (10th to 90th percentile of completions): %.0f ingestions/s; "
+                  "ratio %.2f\n",
+                  steady, steady / ideal);
     }
     std::printf(
         "  OS threads of the process: %d before the node, %d..%d during the run (includes the "
         "bench's own main thread; the stub is another process)\n",
         threads_before, threads_min, threads_max);
     auto per_job = [&](long before, long at_peak) {
-      return peak_in_flight > 0 ? static_cast<double>(at_peak - before) / static_cast<double>(peak_in_flight) : 0.0;
+      return peak_in_flight > 0
+                 ? static_cast<double>(at_peak - before) / static_cast<double>(peak_in_flight)
+                 : 0.0;
     };
-    std::printf("  resident memory: %ld kB before, %ld kB at the peak of %lld jobs in flight = %.1f kB per "
-                "in-flight job%s\n",
-                rss_before, rss_at_peak, static_cast<long long>(peak_in_flight), per_job(rss_before, rss_at_peak),
-                extractor_kind == "http" ? " (each holds one HTTP/1.1 connection to the stub)" : "");
-    std::printf("  of which malloc'd heap: %ld kB before, %ld kB at the peak = %.1f kB per in-flight job\n",
-                heap_before, heap_at_peak, per_job(heap_before, heap_at_peak));
-    std::printf("  heap after the last job finished: %ld kB (what finished jobs leave behind)\n", heap_at_end);
+    std::printf(
+        "  resident memory: %ld kB before, %ld kB at the peak of %lld jobs in flight = %.1f kB per "
+        "in-flight job%s\n",
+        rss_before, rss_at_peak, static_cast<long long>(peak_in_flight),
+        per_job(rss_before, rss_at_peak),
+        extractor_kind == "http" ? " (each holds one HTTP/1.1 connection to the stub)" : "");
+    std::printf(
+        "  of which malloc'd heap: %ld kB before, %ld kB at the peak = %.1f kB per in-flight job\n",
+        heap_before, heap_at_peak, per_job(heap_before, heap_at_peak));
+    std::printf("  heap after the last job finished: %ld kB (what finished jobs leave behind)\n",
+                heap_at_end);
     caf::anon_send(w.coordinator, shutdown_atom_v);
     stopped.get_future().wait_for(std::chrono::seconds{60});
     ctx.reset();

@@ -201,9 +201,11 @@ protected:
 TEST_F(chaos_sqs_test, three_nodes_under_kills_and_stops_complete_every_document_exactly_once) {
   auto seconds = std::stoi(env_or("INGESTD_CHAOS_SECONDS", "30"));
   auto seed_text = env_or("INGESTD_CHAOS_SEED", "");
-  auto seed = seed_text.empty() ? std::random_device{}() : static_cast<uint32_t>(std::stoul(seed_text));
-  std::printf("chaos: seed %u (INGESTD_CHAOS_SEED=%u repeats this schedule), %d s of faults on SQS\n",
-              seed, seed, seconds);
+  auto seed
+      = seed_text.empty() ? std::random_device{}() : static_cast<uint32_t>(std::stoul(seed_text));
+  std::printf(
+      "chaos: seed %u (INGESTD_CHAOS_SEED=%u repeats this schedule), %d s of faults on SQS\n", seed,
+      seed, seconds);
   RecordProperty("seed", std::to_string(seed));
   rng_.seed(seed);
 
@@ -230,7 +232,8 @@ TEST_F(chaos_sqs_test, three_nodes_under_kills_and_stops_complete_every_document
   ASSERT_TRUE(done) << s.with_status("completed") << " of " << n << " completed\n"
                     << journal_ << s.logs();
   ASSERT_TRUE(wait_until([&] { return queue_empty(); }, 60s, 500ms))
-    << "messages left in the queue\n" << journal_ << s.logs();
+      << "messages left in the queue\n"
+      << journal_ << s.logs();
   // Every completion handed the document's matching to the match stage through the outbox: it
   // ends too, and the match queue empties.
   ASSERT_TRUE(wait_until([&] { return matching_ended(s) >= n; }, lease + 240s, 500ms))

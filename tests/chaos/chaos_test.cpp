@@ -37,7 +37,7 @@ constexpr auto lease = chaos_lease;
 
 /// Runs a command line through the shell; its exit status.
 int shell(const std::string& command) {
-  return std::system(command.c_str());  // NOLINT(cert-env33-c): the test's own fixed commands
+  return std::system(command.c_str()); // NOLINT(cert-env33-c): the test's own fixed commands
 }
 
 struct node {
@@ -63,7 +63,8 @@ public:
   // document as poison: here faults hit documents again and again by design, so the bound is set
   // out of reach (the poison bound has tests of its own).
   void start(node& n) {
-    n.proc = s_.start({{"INGESTD_WORKER__ID", n.id}, {"INGESTD_WORKER__MAX_RETRY_ATTEMPTS", "100"}});
+    n.proc
+        = s_.start({{"INGESTD_WORKER__ID", n.id}, {"INGESTD_WORKER__MAX_RETRY_ATTEMPTS", "100"}});
   }
 
   /// Documents arriving during the run: a few text PDFs, now and then a scan.
@@ -80,13 +81,21 @@ public:
   /// One fault, chosen at random.
   void fault() {
     switch (pick(0, 4)) {
-      case 0: kill_and_restart(); break;
-      case 1: stop_past_the_lease(); break;
-      case 2:
-        restart_postgres_ ? restart_postgres() : terminate_sessions();
-        break;
-      case 3: terminate_sessions(); break;
-      default: stall_sessions(); break;
+    case 0:
+      kill_and_restart();
+      break;
+    case 1:
+      stop_past_the_lease();
+      break;
+    case 2:
+      restart_postgres_ ? restart_postgres() : terminate_sessions();
+      break;
+    case 3:
+      terminate_sessions();
+      break;
+    default:
+      stall_sessions();
+      break;
     }
   }
 
@@ -245,7 +254,8 @@ std::string unfinished(e2e_setup& s) {
 TEST(chaos, three_nodes_under_faults_complete_every_document_exactly_once) {
   auto seconds = std::stoi(env_or("INGESTD_CHAOS_SECONDS", "45"));
   auto seed_text = env_or("INGESTD_CHAOS_SEED", "");
-  auto seed = seed_text.empty() ? std::random_device{}() : static_cast<uint32_t>(std::stoul(seed_text));
+  auto seed
+      = seed_text.empty() ? std::random_device{}() : static_cast<uint32_t>(std::stoul(seed_text));
   std::printf("chaos: seed %u (INGESTD_CHAOS_SEED=%u repeats this schedule), %d s of faults\n",
               seed, seed, seconds);
   RecordProperty("seed", std::to_string(seed));
@@ -273,9 +283,14 @@ TEST(chaos, three_nodes_under_faults_complete_every_document_exactly_once) {
   auto done = wait_until([&] { return s.with_status("completed") >= n; }, lease + 240s, 500ms);
   ASSERT_TRUE(done) << s.with_status("completed") << " of " << n << " completed\n"
                     << unfinished(s) << c.journal() << s.logs();
-  ASSERT_TRUE(wait_until([&] {
-    return s.count("SELECT count(*) FROM queue_message WHERE queue_name = $1", {s.queue_name()}) == 0;
-  }, 60s, 200ms)) << "messages left in the queue\n" << s.logs();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return s.count("SELECT count(*) FROM queue_message WHERE queue_name = $1", {s.queue_name()})
+               == 0;
+      },
+      60s, 200ms))
+      << "messages left in the queue\n"
+      << s.logs();
   // Every completion handed the document's matching to the match stage: it ends too, and its
   // queue empties (a claim a fault left behind is taken over once its lease runs out).
   ASSERT_TRUE(wait_until([&] { return matching_ended(s) >= n; }, lease + 240s, 500ms))

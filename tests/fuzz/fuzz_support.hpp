@@ -18,12 +18,12 @@
 
 #include "adapters/http/http_client.hpp"
 
-#define FUZZ_CHECK(cond)                                                                     \
-  do {                                                                                       \
-    if (!(cond)) {                                                                           \
-      std::fprintf(stderr, "%s:%d: property failed: %s\n", __FILE__, __LINE__, #cond);     \
-      std::abort();                                                                          \
-    }                                                                                        \
+#define FUZZ_CHECK(cond)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      std::fprintf(stderr, "%s:%d: property failed: %s\n", __FILE__, __LINE__, #cond);             \
+      std::abort();                                                                                \
+    }                                                                                              \
   } while (false)
 
 namespace ingestd::fuzz {
@@ -86,12 +86,16 @@ inline bool valid_utf8(std::string_view s) {
       n = 2;
     } else if (c >= 0xE0 && c <= 0xEF) {
       n = 3;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
+      if (c == 0xE0)
+        lo = 0xA0;
+      if (c == 0xED)
+        hi = 0x9F;
     } else if (c >= 0xF0 && c <= 0xF4) {
       n = 4;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
+      if (c == 0xF0)
+        lo = 0x90;
+      if (c == 0xF4)
+        hi = 0x8F;
     } else {
       return false;
     }

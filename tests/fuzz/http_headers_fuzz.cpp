@@ -19,7 +19,8 @@ void check_wait(int64_t ms) {
 
 void check_error(const error& e) {
   FUZZ_CHECK(!e.code.empty());
-  FUZZ_CHECK(e.retry_after_ms == -1 || (e.retry_after_ms >= 0 && e.retry_after_ms <= max_retry_after_ms));
+  FUZZ_CHECK(e.retry_after_ms == -1
+             || (e.retry_after_ms >= 0 && e.retry_after_ms <= max_retry_after_ms));
 }
 
 } // namespace

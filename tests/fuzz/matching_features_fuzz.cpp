@@ -16,13 +16,15 @@ using namespace ingestd;
 namespace {
 
 bool upper_alnum(const std::string& s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); });
 }
 
 void check(std::string_view json, std::string_view text) {
   auto f = describe_for_matching(json, text);
   static const char* kinds[] = {"invoice", "credit_note", "receipt", "purchase_order", "other"};
-  FUZZ_CHECK(std::any_of(std::begin(kinds), std::end(kinds), [&](const char* k) { return f.kind == k; }));
+  FUZZ_CHECK(
+      std::any_of(std::begin(kinds), std::end(kinds), [&](const char* k) { return f.kind == k; }));
   FUZZ_CHECK(upper_alnum(f.number));
   FUZZ_CHECK(f.references.size() <= 32);
   for (const auto& r : f.references) {
@@ -40,7 +42,8 @@ void check(std::string_view json, std::string_view text) {
   FUZZ_CHECK(f.date.empty() || f.date.size() == 10);
   // Same input, same features.
   auto again = describe_for_matching(json, text);
-  FUZZ_CHECK(again.number == f.number && again.references == f.references && again.text_hash == f.text_hash);
+  FUZZ_CHECK(again.number == f.number && again.references == f.references
+             && again.text_hash == f.text_hash);
 
   match_document a;
   a.id = uuid{1, 1};
@@ -50,13 +53,15 @@ void check(std::string_view json, std::string_view text) {
   auto edges = match_locally(a, {b, a});
   FUZZ_CHECK(edges.size() <= 1);
   for (const auto& e : edges)
-    FUZZ_CHECK(e.other == b.id && e.confidence > 0 && e.confidence <= 1 && match_kind_rank(e.kind) > 0);
+    FUZZ_CHECK(e.other == b.id && e.confidence > 0 && e.confidence <= 1
+               && match_kind_rank(e.kind) > 0);
 
   // The input as a model's answer about candidate b.
   auto answer = parse_match_answer(json, {b});
   if (answer) {
     for (const auto& e : *answer)
-      FUZZ_CHECK(e.other == b.id && e.confidence >= 0 && e.confidence <= 1 && match_kind_rank(e.kind) > 0);
+      FUZZ_CHECK(e.other == b.id && e.confidence >= 0 && e.confidence <= 1
+                 && match_kind_rank(e.kind) > 0);
   } else {
     FUZZ_CHECK(answer.error().transient() && !answer.error().code.empty());
   }

@@ -15,7 +15,8 @@ namespace {
 // A GLib critical is GMime refusing a call (a g_return_if_fail check): a misuse of its API by the
 // unpacker, never a property of the input. It aborts like a failed check (GLib's own fatal
 // criticals stop with a breakpoint trap, which libFuzzer does not catch).
-void abort_on_critical(const gchar* domain, GLogLevelFlags level, const gchar* message, gpointer /*unused*/) {
+void abort_on_critical(const gchar* domain, GLogLevelFlags level, const gchar* message,
+                       gpointer /*unused*/) {
   if ((level & (G_LOG_LEVEL_ERROR | G_LOG_LEVEL_CRITICAL)) != 0) {
     std::fprintf(stderr, "%s: %s\n", domain != nullptr ? domain : "GLib", message);
     std::abort();
@@ -51,6 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // A kind it does not read is refused, whatever the bytes.
   auto archive = mail.unpack(in, container_kind::zip, limits);
-  FUZZ_CHECK(!archive && archive.error().permanent() && archive.error().code == "container.unsupported");
+  FUZZ_CHECK(!archive && archive.error().permanent()
+             && archive.error().code == "container.unsupported");
   return 0;
 }

@@ -33,21 +33,22 @@ std::string repeat(std::string_view unit, size_t times) {
 std::vector<std::string> generated_inputs() {
   constexpr size_t mib = size_t{1024} * 1024;
   return {
-    "",
-    std::string(mib, '\xFF'),
-    std::string(mib, '\0'),
-    std::string(mib, '['),
-    repeat("{\"a\":", 200'000),
-    repeat("[", 100'000) + repeat("]", 100'000),
-    "{\"choices\":" + repeat("[", 100'000),
-    // A well-formed answer whose content (the model's JSON) nests without end.
-    "200\n\n{\"choices\":[{\"finish_reason\":\"stop\",\"message\":{\"content\":\"{\\\"line_items\\\":"
-      + repeat("[", 200'000) + repeat("]", 200'000) + "}\"}}]}",
-    "200\n\n{\"version\":1,\"pages\":" + repeat("[", 200'000) + repeat("]", 200'000) + "}",
-    repeat("<Error>", 100'000),
-    std::string(100'000, '9'),
-    "Retry-After: " + std::string(400, '9'),
-    repeat("Total 1.234,56 EUR 15.03.2024\n", 20'000),
+      "",
+      std::string(mib, '\xFF'),
+      std::string(mib, '\0'),
+      std::string(mib, '['),
+      repeat("{\"a\":", 200'000),
+      repeat("[", 100'000) + repeat("]", 100'000),
+      "{\"choices\":" + repeat("[", 100'000),
+      // A well-formed answer whose content (the model's JSON) nests without end.
+      "200\n\n{\"choices\":[{\"finish_reason\":\"stop\",\"message\":{\"content\":\"{\\\"line_"
+      "items\\\":"
+          + repeat("[", 200'000) + repeat("]", 200'000) + "}\"}}]}",
+      "200\n\n{\"version\":1,\"pages\":" + repeat("[", 200'000) + repeat("]", 200'000) + "}",
+      repeat("<Error>", 100'000),
+      std::string(100'000, '9'),
+      "Retry-After: " + std::string(400, '9'),
+      repeat("Total 1.234,56 EUR 15.03.2024\n", 20'000),
   };
 }
 

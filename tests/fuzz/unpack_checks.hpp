@@ -33,7 +33,8 @@ inline unpack_limits small_limits() {
 enum class reader : uint8_t { archive, mime };
 
 inline reader reader_of(container_kind kind) {
-  return kind == container_kind::eml || kind == container_kind::mbox ? reader::mime : reader::archive;
+  return kind == container_kind::eml || kind == container_kind::mbox ? reader::mime
+                                                                     : reader::archive;
 }
 
 /// An archive member's path as the stage may keep it: relative (no leading slash or backslash,
@@ -56,13 +57,14 @@ inline bool safe_path(std::string_view name) {
 
 /// An attachment's or a message's name: a file name, never a path.
 inline bool plain_file_name(std::string_view name) {
-  return !name.empty() && name != "." && name != ".." && name.find_first_of("/\\") == std::string_view::npos;
+  return !name.empty() && name != "." && name != ".."
+         && name.find_first_of("/\\") == std::string_view::npos;
 }
 
 /// The documented permanent errors each reader may answer for a kind it reads.
 inline bool documented_error(std::string_view code, reader from) {
-  if (code == "container.too_large" || code == "container.too_many_members" || code == "container.encrypted"
-      || code == "container.corrupt")
+  if (code == "container.too_large" || code == "container.too_many_members"
+      || code == "container.encrypted" || code == "container.corrupt")
     return true;
   return from == reader::archive && (code == "container.ratio" || code == "container.unsafe_path");
 }
@@ -92,7 +94,8 @@ inline void check_answer(const result<unpacked>& r, const unpack_limits& limits,
   for (const auto& p : r->problems)
     FUZZ_CHECK(!p.empty());
   if (from == reader::archive)
-    FUZZ_CHECK(r->body_text.empty() && r->from.empty() && r->to.empty() && r->subject.empty() && r->date.empty());
+    FUZZ_CHECK(r->body_text.empty() && r->from.empty() && r->to.empty() && r->subject.empty()
+               && r->date.empty());
 }
 
 inline bool same_answer(const result<unpacked>& a, const result<unpacked>& b) {
@@ -105,8 +108,8 @@ inline bool same_answer(const result<unpacked>& a, const result<unpacked>& b) {
   for (size_t i = 0; i < a->members.size(); ++i)
     if (a->members[i].name != b->members[i].name || a->members[i].bytes != b->members[i].bytes)
       return false;
-  return a->problems == b->problems && a->body_text == b->body_text && a->from == b->from && a->to == b->to
-         && a->subject == b->subject && a->date == b->date;
+  return a->problems == b->problems && a->body_text == b->body_text && a->from == b->from
+         && a->to == b->to && a->subject == b->subject && a->date == b->date;
 }
 
 /// Runs each job at once on the calling thread: the fuzzer's CPU pool.
@@ -122,7 +125,8 @@ struct staged_answer {
 
 /// The unpack stage's way: the kind detected from the bytes, then container_unpacker, which picks
 /// the reader. nullopt when the bytes are no container. The answer comes exactly once.
-inline std::optional<staged_answer> unpack_like_the_stage(std::string_view bytes, const unpack_limits& limits) {
+inline std::optional<staged_answer> unpack_like_the_stage(std::string_view bytes,
+                                                          const unpack_limits& limits) {
   auto type = detect_container_type(bytes);
   if (!type)
     return std::nullopt;

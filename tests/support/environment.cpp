@@ -78,10 +78,17 @@ cli_result run_ingestd(const std::vector<std::string>& args, const std::vector<s
   std::string cmd = "env -u INGESTD_CONFIG";
   for (const auto& e : env)
     cmd.append(" ").append(shell_quote(e));
-  cmd.append(" timeout ").append(std::to_string(timeout_seconds)).append(" ").append(shell_quote(ingestd_binary()));
+  cmd.append(" timeout ")
+      .append(std::to_string(timeout_seconds))
+      .append(" ")
+      .append(shell_quote(ingestd_binary()));
   for (const auto& a : args)
     cmd.append(" ").append(shell_quote(a));
-  cmd.append(" >").append(shell_quote(dir + "/out")).append(" 2>").append(shell_quote(dir + "/err")).append(" </dev/null");
+  cmd.append(" >")
+      .append(shell_quote(dir + "/out"))
+      .append(" 2>")
+      .append(shell_quote(dir + "/err"))
+      .append(" </dev/null");
   int status = std::system(cmd.c_str());
   cli_result r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

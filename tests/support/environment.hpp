@@ -33,8 +33,8 @@ struct cli_result {
 /// Runs the built binary with `args` and `env` assignments ("KEY=value"), as a user would: no
 /// stdin, the configuration from the built-in defaults (INGESTD_CONFIG unset), killed after
 /// `timeout_seconds`.
-cli_result run_ingestd(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
-                       int timeout_seconds = 120);
+cli_result run_ingestd(const std::vector<std::string>& args,
+                       const std::vector<std::string>& env = {}, int timeout_seconds = 120);
 
 /// What a shell command printed (standard output and error together) and its exit code (-1 when
 /// it could not run or was killed by a signal).

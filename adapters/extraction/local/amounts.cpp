@@ -18,7 +18,8 @@ std::optional<std::pair<double, bool>> indian_grouping(std::string_view raw) {
   size_t dot = raw.find('.');
   auto whole = raw.substr(0, dot);
   auto frac = dot == std::string_view::npos ? std::string_view{} : raw.substr(dot + 1);
-  if (dot != std::string_view::npos && (frac.empty() || frac.size() > 2 || !std::all_of(frac.begin(), frac.end(), is_digit)))
+  if (dot != std::string_view::npos
+      && (frac.empty() || frac.size() > 2 || !std::all_of(frac.begin(), frac.end(), is_digit)))
     return std::nullopt;
   // whole: 1-2 digits, then ",dd" groups (at least one), then ",ddd"
   size_t last = whole.rfind(',');
@@ -31,12 +32,14 @@ std::optional<std::pair<double, bool>> indian_grouping(std::string_view raw) {
     return std::nullopt;
   pos = first;
   while (pos < last) {
-    if (pos + 3 >= whole.size() || whole[pos + 3] != ',' || !is_digit(whole[pos + 1]) || !is_digit(whole[pos + 2]))
+    if (pos + 3 >= whole.size() || whole[pos + 3] != ',' || !is_digit(whole[pos + 1])
+        || !is_digit(whole[pos + 2]))
       return std::nullopt;
     pos += 3;
     ++groups;
   }
-  if (groups == 0 || !std::all_of(whole.begin() + static_cast<long>(last) + 1, whole.end(), is_digit))
+  if (groups == 0
+      || !std::all_of(whole.begin() + static_cast<long>(last) + 1, whole.end(), is_digit))
     return std::nullopt;
   std::string digits;
   for (char c : whole)
@@ -109,7 +112,8 @@ std::optional<std::pair<double, bool>> interpret_number(std::string_view raw) {
     return std::nullopt;
   if (decimal == 0)
     return std::make_pair(to_double(digits), false);
-  std::string num = digits.substr(0, digits.size() - after_last) + "." + digits.substr(digits.size() - after_last);
+  std::string num = digits.substr(0, digits.size() - after_last) + "."
+                    + digits.substr(digits.size() - after_last);
   return std::make_pair(to_double(num), true);
 }
 
@@ -119,7 +123,6 @@ bool symbol_before(std::string_view s, size_t i) {
          || (i >= 2 && s.substr(i - 2, 2) == "\xC2\xA3");
 }
 
-
 /// Every number in `s` (a line with dates already blanked out). `space_groups`: read
 /// "1 234,56" as one number (off when a table row's "1 238,40" is a quantity and a price).
 std::vector<amount_hit> find_amounts(std::string_view s, bool space_groups) {
@@ -127,7 +130,9 @@ std::vector<amount_hit> find_amounts(std::string_view s, bool space_groups) {
   size_t i = 0;
   while (i < s.size()) {
     if (!is_digit(s[i])
-        || (i > 0 && ((is_word(s[i - 1]) && !symbol_before(s, i)) || s[i - 1] == '.' || s[i - 1] == ','))) {
+        || (i > 0
+            && ((is_word(s[i - 1]) && !symbol_before(s, i)) || s[i - 1] == '.'
+                || s[i - 1] == ','))) {
       ++i;
       continue;
     }
@@ -137,7 +142,8 @@ std::vector<amount_hit> find_amounts(std::string_view s, bool space_groups) {
       char c = s[j];
       // The number goes on over a digit, a separator followed by a digit, and (space_groups) a
       // space followed by exactly three digits.
-      bool separator = (c == '.' || c == ',' || c == '\'') && j + 1 < s.size() && is_digit(s[j + 1]);
+      bool separator
+          = (c == '.' || c == ',' || c == '\'') && j + 1 < s.size() && is_digit(s[j + 1]);
       bool space_group = space_groups && c == ' ' && j + 3 < s.size() && is_digit(s[j + 1])
                          && is_digit(s[j + 2]) && is_digit(s[j + 3])
                          && (j + 4 >= s.size() || !is_digit(s[j + 4]));

@@ -7,37 +7,37 @@ namespace ingestd::local_rules {
 
 const std::vector<currency_marker>& currency_markers() {
   static const std::vector<currency_marker> all{
-    {"\xE2\x82\xAC", "EUR", false}, // €
-    {"\xC2\xA3", "GBP", false},     // £
-    {"us$", "USD", false},
-    {"$", "USD", false},
-    {"eur", "EUR", true},
-    {"euro", "EUR", true},
-    {"usd", "USD", true},
-    {"gbp", "GBP", true},
-    {"chf", "CHF", true},
-    {"sfr", "CHF", true},
-    {"fr.", "CHF", true},
-    {"jpy", "JPY", true},
-    {"sek", "SEK", true},
-    {"pln", "PLN", true},
-    {"\xE2\x82\xB9", "INR", false}, // ₹
-    {"inr", "INR", true},
-    {"rs.", "INR", true},
-    {"rs", "INR", true},
-    {"rupees", "INR", true},
-    {"z\xC5\x82", "PLN", true}, // zł
-    {"z\xC5\x82otych", "PLN", true},
-    {"zt", "PLN", true}, // zł as OCR without Polish reads it
-    {"zl", "PLN", true},
-    {"euros", "EUR", true},
-    {"dkk", "DKK", true},
-    {"nok", "NOK", true},
-    {"czk", "CZK", true},
-    {"k\xC4\x8D", "CZK", true}, // Kč
-    {"huf", "HUF", true},
-    {"cad", "CAD", true},
-    {"aud", "AUD", true},
+      {"\xE2\x82\xAC", "EUR", false}, // €
+      {"\xC2\xA3", "GBP", false},     // £
+      {"us$", "USD", false},
+      {"$", "USD", false},
+      {"eur", "EUR", true},
+      {"euro", "EUR", true},
+      {"usd", "USD", true},
+      {"gbp", "GBP", true},
+      {"chf", "CHF", true},
+      {"sfr", "CHF", true},
+      {"fr.", "CHF", true},
+      {"jpy", "JPY", true},
+      {"sek", "SEK", true},
+      {"pln", "PLN", true},
+      {"\xE2\x82\xB9", "INR", false}, // ₹
+      {"inr", "INR", true},
+      {"rs.", "INR", true},
+      {"rs", "INR", true},
+      {"rupees", "INR", true},
+      {"z\xC5\x82", "PLN", true}, // zł
+      {"z\xC5\x82otych", "PLN", true},
+      {"zt", "PLN", true}, // zł as OCR without Polish reads it
+      {"zl", "PLN", true},
+      {"euros", "EUR", true},
+      {"dkk", "DKK", true},
+      {"nok", "NOK", true},
+      {"czk", "CZK", true},
+      {"k\xC4\x8D", "CZK", true}, // Kč
+      {"huf", "HUF", true},
+      {"cad", "CAD", true},
+      {"aud", "AUD", true},
   };
   return all;
 }

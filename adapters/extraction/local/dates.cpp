@@ -22,33 +22,58 @@ struct month_row {
 
 const std::vector<month_row>& month_rows() {
   static const std::vector<month_row> rows{
-    {"en", {"january", "february", "march", "april", "may", "june", "july", "august", "september",
-            "october", "november", "december"}},
-    {"en", {"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"}},
-    {"en", {"jan", "feb", "mar", "apr", "may", "june", "july", "aug", "sept", "oct", "nov", "dec"}},
-    {"de", {"januar", "februar", "m\xC3\xA4rz", "april", "mai", "juni", "juli", "august", "september",
-            "oktober", "november", "dezember"}},
-    {"de", {"j\xC3\xA4nner", "feber", "maerz", "apr", "mai", "jun", "jul", "aug", "sep", "okt", "nov", "dez"}},
-    {"de", {"jan", "feb", "m\xC3\xA4r", "apr", "mai", "jun", "jul", "aug", "sep", "okt", "nov", "dez"}},
-    {"de", {"jan", "feb", "mrz", "apr", "mai", "jun", "jul", "aug", "sep", "okt", "nov", "dez"}},
-    {"fr", {"janvier", "f\xC3\xA9vrier", "mars", "avril", "mai", "juin", "juillet", "ao\xC3\xBBt",
-            "septembre", "octobre", "novembre", "d\xC3\xA9" "cembre"}},
-    {"fr", {"janv", "f\xC3\xA9vr", "mars", "avr", "mai", "juin", "juil", "ao\xC3\xBBt", "sept", "oct",
-            "nov", "d\xC3\xA9" "c"}},
-    {"nl", {"januari", "februari", "maart", "april", "mei", "juni", "juli", "augustus", "september",
-            "oktober", "november", "december"}},
-    {"nl", {"jan", "feb", "mrt", "apr", "mei", "jun", "jul", "aug", "sep", "okt", "nov", "dec"}},
-    {"es", {"enero", "febrero", "marzo", "abril", "mayo", "junio", "julio", "agosto", "septiembre",
-            "octubre", "noviembre", "diciembre"}},
-    {"es", {"ene", "feb", "mar", "abr", "may", "jun", "jul", "ago", "setiembre", "oct", "nov", "dic"}},
-    {"it", {"gennaio", "febbraio", "marzo", "aprile", "maggio", "giugno", "luglio", "agosto",
-            "settembre", "ottobre", "novembre", "dicembre"}},
-    {"it", {"gen", "feb", "mar", "apr", "mag", "giu", "lug", "ago", "sett", "ott", "nov", "dic"}},
-    {"pl", {"stycznia", "lutego", "marca", "kwietnia", "maja", "czerwca", "lipca", "sierpnia",
-            "wrze\xC5\x9Bnia", "pa\xC5\xBA" "dziernika", "listopada", "grudnia"}},
-    {"pl", {"stycze\xC5\x84", "luty", "marzec", "kwiecie\xC5\x84", "maj", "czerwiec", "lipiec",
-            "sierpie\xC5\x84", "wrzesie\xC5\x84", "pa\xC5\xBA" "dziernik", "listopad", "grudzie\xC5\x84"}},
-    {"pl", {"sty", "lut", "mar", "kwi", "maj", "cze", "lip", "sie", "wrz", "pa\xC5\xBA", "lis", "gru"}},
+      {"en",
+       {"january", "february", "march", "april", "may", "june", "july", "august", "september",
+        "october", "november", "december"}},
+      {"en", {"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"}},
+      {"en",
+       {"jan", "feb", "mar", "apr", "may", "june", "july", "aug", "sept", "oct", "nov", "dec"}},
+      {"de",
+       {"januar", "februar", "m\xC3\xA4rz", "april", "mai", "juni", "juli", "august", "september",
+        "oktober", "november", "dezember"}},
+      {"de",
+       {"j\xC3\xA4nner", "feber", "maerz", "apr", "mai", "jun", "jul", "aug", "sep", "okt", "nov",
+        "dez"}},
+      {"de",
+       {"jan", "feb", "m\xC3\xA4r", "apr", "mai", "jun", "jul", "aug", "sep", "okt", "nov", "dez"}},
+      {"de", {"jan", "feb", "mrz", "apr", "mai", "jun", "jul", "aug", "sep", "okt", "nov", "dez"}},
+      {"fr",
+       {"janvier", "f\xC3\xA9vrier", "mars", "avril", "mai", "juin", "juillet", "ao\xC3\xBBt",
+        "septembre", "octobre", "novembre",
+        "d\xC3\xA9"
+        "cembre"}},
+      {"fr",
+       {"janv", "f\xC3\xA9vr", "mars", "avr", "mai", "juin", "juil", "ao\xC3\xBBt", "sept", "oct",
+        "nov",
+        "d\xC3\xA9"
+        "c"}},
+      {"nl",
+       {"januari", "februari", "maart", "april", "mei", "juni", "juli", "augustus", "september",
+        "oktober", "november", "december"}},
+      {"nl", {"jan", "feb", "mrt", "apr", "mei", "jun", "jul", "aug", "sep", "okt", "nov", "dec"}},
+      {"es",
+       {"enero", "febrero", "marzo", "abril", "mayo", "junio", "julio", "agosto", "septiembre",
+        "octubre", "noviembre", "diciembre"}},
+      {"es",
+       {"ene", "feb", "mar", "abr", "may", "jun", "jul", "ago", "setiembre", "oct", "nov", "dic"}},
+      {"it",
+       {"gennaio", "febbraio", "marzo", "aprile", "maggio", "giugno", "luglio", "agosto",
+        "settembre", "ottobre", "novembre", "dicembre"}},
+      {"it", {"gen", "feb", "mar", "apr", "mag", "giu", "lug", "ago", "sett", "ott", "nov", "dic"}},
+      {"pl",
+       {"stycznia", "lutego", "marca", "kwietnia", "maja", "czerwca", "lipca", "sierpnia",
+        "wrze\xC5\x9Bnia",
+        "pa\xC5\xBA"
+        "dziernika",
+        "listopada", "grudnia"}},
+      {"pl",
+       {"stycze\xC5\x84", "luty", "marzec", "kwiecie\xC5\x84", "maj", "czerwiec", "lipiec",
+        "sierpie\xC5\x84", "wrzesie\xC5\x84",
+        "pa\xC5\xBA"
+        "dziernik",
+        "listopad", "grudzie\xC5\x84"}},
+      {"pl",
+       {"sty", "lut", "mar", "kwi", "maj", "cze", "lip", "sie", "wrz", "pa\xC5\xBA", "lis", "gru"}},
   };
   return rows;
 }
@@ -68,7 +93,8 @@ const std::vector<std::pair<std::string, int>>& month_spellings() {
         add(std::string{row.names[static_cast<size_t>(m)]}, m + 1);
         add(fold_ascii(row.names[static_cast<size_t>(m)]), m + 1);
       }
-    std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+    std::stable_sort(v.begin(), v.end(),
+                     [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
     return v;
   }();
   return all;
@@ -112,15 +138,15 @@ int full_year(int y) {
   return y < 70 ? 2000 + y : 1900 + y;
 }
 
-
 /// Every date in a lowered line. Ambiguous slash dates are read with `day_first`.
 std::vector<date_hit> find_dates(const std::string& low, bool day_first) {
   static const std::regex ymd{R"((^|[^0-9])(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?![0-9]))"};
   static const std::regex dmy_dot{R"((^|[^0-9.])(\d{1,2})\. ?(\d{1,2})\. ?(\d{4}|\d{2})(?![0-9]))"};
   static const std::regex slash{R"((^|[^0-9/])(\d{1,2})([/-])(\d{1,2})[/-](\d{4}|\d{2})(?![0-9]))"};
   // "15 March 2024", "15. März 2024", "1er mars 2024", "15 de marzo de 2024", "15-Mar-2024"
-  static const std::regex d_month{std::string{R"((^|[^0-9])(\d{1,2})(?:st|nd|rd|th|er)?\.?[ -]?(?:of |de )?)"}
-                                  + month_alternation() + R"((?![a-z])\.?,?[ -]?(?:de )?(\d{4}))"};
+  static const std::regex d_month{
+      std::string{R"((^|[^0-9])(\d{1,2})(?:st|nd|rd|th|er)?\.?[ -]?(?:of |de )?)"}
+      + month_alternation() + R"((?![a-z])\.?,?[ -]?(?:de )?(\d{4}))"};
   static const std::regex month_d{std::string{R"((^|[^a-z]))"} + month_alternation()
                                   + R"((?![a-z])\.? (\d{1,2})(?:st|nd|rd|th)?,? (\d{4}))"};
   std::vector<date_hit> out;
@@ -144,7 +170,8 @@ std::vector<date_hit> find_dates(const std::string& low, bool day_first) {
     out.push_back(date_hit{iso(y, mo, d), begin, end, ambiguous, a, b, y});
   };
   auto each = [&](const std::regex& re, auto fn) {
-    for (auto it = std::sregex_iterator(low.begin(), low.end(), re); it != std::sregex_iterator(); ++it)
+    for (auto it = std::sregex_iterator(low.begin(), low.end(), re); it != std::sregex_iterator();
+         ++it)
       fn(*it);
   };
   auto num = [](const std::ssub_match& s) { return std::stoi(s.str()); };
@@ -176,11 +203,16 @@ std::vector<date_hit> find_dates(const std::string& low, bool day_first) {
       out.push_back(date_hit{iso(y, mo, d), begin, end, false, 0, 0, y});
     };
     auto each_folded = [&](const std::regex& re, auto fn) {
-      for (auto it = std::sregex_iterator(folded.begin(), folded.end(), re); it != std::sregex_iterator(); ++it)
+      for (auto it = std::sregex_iterator(folded.begin(), folded.end(), re);
+           it != std::sregex_iterator(); ++it)
         fn(*it);
     };
-    each_folded(d_month, [&](const std::smatch& m) { add_folded(m, num(m[4]), month_number(m[3].str()), num(m[2])); });
-    each_folded(month_d, [&](const std::smatch& m) { add_folded(m, num(m[4]), month_number(m[2].str()), num(m[3])); });
+    each_folded(d_month, [&](const std::smatch& m) {
+      add_folded(m, num(m[4]), month_number(m[3].str()), num(m[2]));
+    });
+    each_folded(month_d, [&](const std::smatch& m) {
+      add_folded(m, num(m[4]), month_number(m[2].str()), num(m[3]));
+    });
   }
   each(dmy_dot, [&](const std::smatch& m) {
     add(m, full_year(num(m[4])), num(m[3]), num(m[2]), false, 0, 0);

@@ -11,7 +11,7 @@
 namespace ingestd::local_rules {
 
 run_state::run_state(std::string_view text, const local_extractor_options& opts)
-: opts_(opts), raw_(split_lines(text)) {
+    : opts_(opts), raw_(split_lines(text)) {
   for (const auto& l : raw_) {
     low_.push_back(lower(l));
     hits_.push_back(find_labels(low_.back()));
@@ -22,7 +22,8 @@ run_state::run_state(std::string_view text, const local_extractor_options& opts)
     // Amounts are read with dates blanked out, so 15.03.2024 never becomes 15.03.
     std::string masked = low_[i];
     for (const auto& d : dates_.back())
-      std::fill(masked.begin() + static_cast<long>(d.begin), masked.begin() + static_cast<long>(d.end), ' ');
+      std::fill(masked.begin() + static_cast<long>(d.begin),
+                masked.begin() + static_cast<long>(d.end), ' ');
     masked_.push_back(masked);
   }
 }
@@ -31,7 +32,8 @@ void run_state::decide_conventions() {
   std::string all;
   for (const auto& l : low_)
     all += l + "\n";
-  for (std::string_view w : {"rechnung", "datum", "mwst", "ust", "betrag", "summe", "netto", "f\xC3\xA4llig"})
+  for (std::string_view w :
+       {"rechnung", "datum", "mwst", "ust", "betrag", "summe", "netto", "f\xC3\xA4llig"})
     if (all.find(w) != std::string::npos)
       german_ = true;
   // Ambiguous numeric dates: British (GBP) and German documents put the day first, American
@@ -48,7 +50,8 @@ void run_state::decide_conventions() {
     for (const auto& h : line)
       if (h.language != "en" && h.k != kind::qualifier && h.k != kind::net_qualifier)
         ++language_hits[h.language];
-  bool foreign = std::any_of(language_hits.begin(), language_hits.end(), [](const auto& e) { return e.second >= 2; });
+  bool foreign = std::any_of(language_hits.begin(), language_hits.end(),
+                             [](const auto& e) { return e.second >= 2; });
   day_first_ = opts_.ambiguous_dates_day_first;
   if (usd > gbp)
     day_first_ = false;
@@ -56,7 +59,8 @@ void run_state::decide_conventions() {
     day_first_ = true;
   // A slash date whose first part exceeds 12 settles the order for the whole document.
   static const std::regex slash{R"((^|[^0-9])(\d{1,2})/(\d{1,2})/(\d{2,4}))"};
-  for (auto it = std::sregex_iterator(all.begin(), all.end(), slash); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(all.begin(), all.end(), slash); it != std::sregex_iterator();
+       ++it) {
     int a = std::stoi((*it)[2].str()), b = std::stoi((*it)[3].str());
     if (a > 12 && b <= 12) {
       day_first_ = true;

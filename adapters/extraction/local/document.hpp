@@ -40,9 +40,13 @@ struct item {
   std::optional<double> amount;
 };
 
-inline bool near(double a, double b, double tol = 0.015) { return std::fabs(a - b) <= tol; }
+inline bool near(double a, double b, double tol = 0.015) {
+  return std::fabs(a - b) <= tol;
+}
 
-inline double round2(double v) { return std::round(v * 100.0) / 100.0; }
+inline double round2(double v) {
+  return std::round(v * 100.0) / 100.0;
+}
 
 class run_state {
 public:
@@ -80,7 +84,8 @@ private:
 
   /// The cell below the label on a later line (column layouts), or the next non-empty line's
   /// text when the label stands alone.
-  std::optional<std::pair<size_t, std::string>> below(size_t i, size_t column, size_t max_down = 2) const {
+  std::optional<std::pair<size_t, std::string>> below(size_t i, size_t column,
+                                                      size_t max_down = 2) const {
     for (size_t j = i + 1; j < raw_.size() && j <= i + max_down; ++j) {
       if (trim(raw_[j]).empty())
         continue;
@@ -129,7 +134,7 @@ private:
   bool german_ = false;
 
   field<std::string> invoice_number_, invoice_date_, due_date_, supplier_name_, supplier_address_,
-    supplier_vat_id_, customer_name_, currency_;
+      supplier_vat_id_, customer_name_, currency_;
   field<double> subtotal_, vat_, total_;
   std::vector<item> items_;
   std::optional<int> terms_days_;

@@ -43,7 +43,9 @@ void run_state::find_vat_id() {
       for (size_t t = 0; t < toks.size(); ++t) {
         const auto& tok = toks[t];
         bool digits = std::any_of(tok.begin(), tok.end(), is_digit);
-        bool prefix = tok.size() <= 3 && std::all_of(tok.begin(), tok.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+        bool prefix = tok.size() <= 3 && std::all_of(tok.begin(), tok.end(), [](char c) {
+                        return c >= 'A' && c <= 'Z';
+                      });
         if (id.empty()) {
           if (digits || (prefix && t + 1 < toks.size() && is_digit(toks[t + 1][0])))
             id = tok;
@@ -63,7 +65,7 @@ void run_state::find_vat_id() {
     }
   }
   static const std::regex id{
-    R"((^|[^A-Z0-9])((?:DE|ATU|GB|FR|NL|BE|IT|ES|LU|DK|SE|FI|IE|PL|CZ|PT|AT)(?: ?[0-9A-Z]){8,12}|CHE[- ]?\d{3}\.?\d{3}\.?\d{3}(?: ?(?:MWST|TVA|IVA))?))"};
+      R"((^|[^A-Z0-9])((?:DE|ATU|GB|FR|NL|BE|IT|ES|LU|DK|SE|FI|IE|PL|CZ|PT|AT)(?: ?[0-9A-Z]){8,12}|CHE[- ]?\d{3}\.?\d{3}\.?\d{3}(?: ?(?:MWST|TVA|IVA))?))"};
   struct candidate {
     std::string value;
     bool labelled;
@@ -80,11 +82,13 @@ void run_state::find_vat_id() {
     for (auto& c : up)
       if (c >= 'a' && c <= 'z')
         c = static_cast<char>(c - 'a' + 'A');
-    bool labelled = std::any_of(hits_[i].begin(), hits_[i].end(), [](const hit& h) { return h.k == kind::vat_id; });
+    bool labelled = std::any_of(hits_[i].begin(), hits_[i].end(),
+                                [](const hit& h) { return h.k == kind::vat_id; });
     // IBANs start with a country code too.
     if (low_[i].find("iban") != std::string::npos || low_[i].find("konto") != std::string::npos)
       continue;
-    for (auto it = std::sregex_iterator(up.begin(), up.end(), id); it != std::sregex_iterator(); ++it) {
+    for (auto it = std::sregex_iterator(up.begin(), up.end(), id); it != std::sregex_iterator();
+         ++it) {
       std::string v;
       for (char c : (*it)[2].str())
         if (c != ' ' && c != '-' && c != '.')
@@ -104,8 +108,9 @@ void run_state::find_vat_id() {
   // The supplier's id: labelled and outside the customer's block first.
   for (int pass = 0; pass < 3 && !supplier_vat_id_.found(); ++pass)
     for (const auto& c : found) {
-      bool ok = pass == 0 ? (c.labelled && !c.customer_block)
-                          : pass == 1 ? !c.customer_block : true;
+      bool ok = pass == 0   ? (c.labelled && !c.customer_block)
+                : pass == 1 ? !c.customer_block
+                            : true;
       if (ok) {
         supplier_vat_id_.set(c.value, pass == 0 ? source::label : source::guess);
         break;

@@ -10,8 +10,9 @@
 namespace ingestd::local_rules {
 
 const std::vector<const label_table*>& label_tables() {
-  static const std::vector<const label_table*> all{&labels_en(), &labels_de(), &labels_fr(), &labels_nl(),
-                                                   &labels_es(), &labels_it(), &labels_pl()};
+  static const std::vector<const label_table*> all{&labels_en(), &labels_de(), &labels_fr(),
+                                                   &labels_nl(), &labels_es(), &labels_it(),
+                                                   &labels_pl()};
   return all;
 }
 
@@ -52,7 +53,8 @@ const std::array<std::vector<const label*>, 256>& labels_by_first_byte() {
 
 /// The longest label of `bucket` at `i` on word boundaries ending at or before `limit`:
 /// (label, end) or null.
-std::pair<const label*, size_t> first_match(const std::vector<const label*>& bucket, std::string_view low, size_t i,
+std::pair<const label*, size_t> first_match(const std::vector<const label*>& bucket,
+                                            std::string_view low, size_t i,
                                             size_t limit = std::string_view::npos) {
   for (const auto* l : bucket) {
     size_t end = match_folded(low, i, l->text);
@@ -66,7 +68,8 @@ std::pair<const label*, size_t> first_match(const std::vector<const label*>& buc
 }
 
 /// The longest label at `i` (either bucket: the byte's own and its accent-free base letter's).
-std::pair<const label*, size_t> longest_at(std::string_view low, size_t i, size_t limit = std::string_view::npos) {
+std::pair<const label*, size_t> longest_at(std::string_view low, size_t i,
+                                           size_t limit = std::string_view::npos) {
   const auto& index = labels_by_first_byte();
   auto best = first_match(index[static_cast<unsigned char>(low[i])], low, i, limit);
   // An accented letter in the text also matches labels spelled with its base letter.

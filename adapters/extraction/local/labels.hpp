@@ -13,12 +13,12 @@ enum class kind {
   invoice_title, // "Invoice" / "Rechnung" alone: a weak invoice-number label
   invoice_date,
   due_date,
-  other_date,    // delivery, order, service dates: consumed so they are not read as invoice dates
-  other_number,  // customer, order, PO numbers
+  other_date,   // delivery, order, service dates: consumed so they are not read as invoice dates
+  other_number, // customer, order, PO numbers
   subtotal,
   vat,
   total,
-  total_weak,    // "Total", "Summe": the gross total when nothing stronger is there
+  total_weak, // "Total", "Summe": the gross total when nothing stronger is there
   vat_id,
   currency,
   customer,

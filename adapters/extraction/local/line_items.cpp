@@ -13,8 +13,8 @@ namespace {
 
 bool is_unit_word(std::string_view w) {
   static const std::array<std::string_view, 24> units{
-    "pcs", "pc", "pc.", "stk", "stk.", "st.", "stück", "h", "hrs", "hr", "hours", "std", "std.",
-    "x", "ea", "each", "days", "day", "tage", "tag", "units", "unit", "m", "kg"};
+      "pcs",  "pc", "pc.", "stk",  "stk.", "st.", "stück", "h",   "hrs",   "hr",   "hours", "std",
+      "std.", "x",  "ea",  "each", "days", "day", "tage",  "tag", "units", "unit", "m",     "kg"};
   return std::find(units.begin(), units.end(), w) != units.end();
 }
 
@@ -49,15 +49,20 @@ void run_state::find_line_items() {
       return false;
     };
     bool desc = has({"description", "item", "items", "artikel", "bezeichnung", "beschreibung",
-                     "leistung", "position", "service", "services", "product", "produkt",
-                     "details", "artikelbezeichnung", "leistungsbeschreibung"});
-    int others = (has({"qty", "quantity", "menge", "anzahl", "units", "hours", "stunden", "qty."}) ? 1 : 0)
-                 + (has({"unit price", "price", "rate", "einzelpreis", "preis", "unit cost",
-                         "e-preis", "ep", "stückpreis", "price/unit"}) ? 1 : 0)
-                 + (has({"amount", "total", "line total", "betrag", "gesamt", "gesamtpreis",
-                         "summe", "netto", "gesamtbetrag"}) ? 1 : 0);
-    bool amount_col = has({"amount", "total", "line total", "betrag", "gesamt", "gesamtpreis", "summe",
-                           "gesamtbetrag"});
+                     "leistung", "position", "service", "services", "product", "produkt", "details",
+                     "artikelbezeichnung", "leistungsbeschreibung"});
+    int others
+        = (has({"qty", "quantity", "menge", "anzahl", "units", "hours", "stunden", "qty."}) ? 1 : 0)
+          + (has({"unit price", "price", "rate", "einzelpreis", "preis", "unit cost", "e-preis",
+                  "ep", "stückpreis", "price/unit"})
+                 ? 1
+                 : 0)
+          + (has({"amount", "total", "line total", "betrag", "gesamt", "gesamtpreis", "summe",
+                  "netto", "gesamtbetrag"})
+                 ? 1
+                 : 0);
+    bool amount_col = has({"amount", "total", "line total", "betrag", "gesamt", "gesamtpreis",
+                           "summe", "gesamtbetrag"});
     if (desc && (others >= 2 || (others == 1 && amount_col)) && find_amounts(masked_[i]).empty())
       header = i;
   }
@@ -97,7 +102,8 @@ void run_state::find_line_items() {
                           return is_digit(c) || c == '.' || c == ',' || c == '%' || c == '\''
                                  || c == '-' || static_cast<unsigned char>(c) >= 0x80 || c == '$';
                         });
-      bool cur = !currency_hits(tok).empty() && std::none_of(tok.begin(), tok.end(), is_alpha_ascii);
+      bool cur
+          = !currency_hits(tok).empty() && std::none_of(tok.begin(), tok.end(), is_alpha_ascii);
       bool code = tok == "eur" || tok == "usd" || tok == "gbp" || tok == "chf";
       if (numeric || cur || code || tok == "%" || tok == "-" || is_unit_word(tok))
         first_trailing = t;

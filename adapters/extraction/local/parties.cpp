@@ -21,8 +21,8 @@ bool is_title_line(std::string_view low) {
 
 bool is_salutation(std::string_view s) {
   auto l = lower(trim(s));
-  for (std::string_view w : {"frau", "herr", "herrn", "firma", "mr", "mr.", "mrs", "mrs.", "ms", "ms.",
-                             "attn", "attn:", "z. hd.", "z.hd."})
+  for (std::string_view w : {"frau", "herr", "herrn", "firma", "mr", "mr.", "mrs", "mrs.", "ms",
+                             "ms.", "attn", "attn:", "z. hd.", "z.hd."})
     if (l == w)
       return true;
   return false;
@@ -58,7 +58,8 @@ std::vector<std::string> split_sender_line(std::string_view line) {
 }
 
 bool has_postcode(std::string_view s) {
-  static const std::regex pc{R"((^|[^0-9])\d{4,5} [A-Za-z\xC3]|[A-Z]{1,2}\d[A-Z\d]? ?\d[A-Z]{2}|[A-Z]{2} \d{5}(-\d{4})?)"};
+  static const std::regex pc{
+      R"((^|[^0-9])\d{4,5} [A-Za-z\xC3]|[A-Z]{1,2}\d[A-Z\d]? ?\d[A-Z]{2}|[A-Z]{2} \d{5}(-\d{4})?)"};
   std::string str{s};
   return std::regex_search(str, pc);
 }
@@ -82,10 +83,29 @@ bool run_state::starts_with_label(size_t i) const {
 
 bool is_street_word(std::string_view tok) {
   auto l = lower(tok);
-  for (std::string_view suffix : {"stra\xC3\x9F\x65" /* straße */, "strasse", "str.", "weg", "platz", "allee", "gasse",
-                                  "ring", "damm", "ufer", "markt", "road", "street", "lane", "avenue",
-                                  "ave.", "way", "drive", "square", "boulevard", "blvd."})
-    if (l.size() >= suffix.size() && l.compare(l.size() - suffix.size(), suffix.size(), suffix) == 0)
+  for (std::string_view suffix : {"stra\xC3\x9F\x65" /* straße */,
+                                  "strasse",
+                                  "str.",
+                                  "weg",
+                                  "platz",
+                                  "allee",
+                                  "gasse",
+                                  "ring",
+                                  "damm",
+                                  "ufer",
+                                  "markt",
+                                  "road",
+                                  "street",
+                                  "lane",
+                                  "avenue",
+                                  "ave.",
+                                  "way",
+                                  "drive",
+                                  "square",
+                                  "boulevard",
+                                  "blvd."})
+    if (l.size() >= suffix.size()
+        && l.compare(l.size() - suffix.size(), suffix.size(), suffix) == 0)
       return true;
   return false;
 }
@@ -93,11 +113,13 @@ bool is_street_word(std::string_view tok) {
 bool is_house_number(std::string_view tok) {
   if (tok.empty() || tok.size() > 5 || !is_digit(tok[0]))
     return false;
-  return std::all_of(tok.begin(), tok.end(), [](char c) { return is_digit(c) || is_alpha_ascii(c) || c == '-'; });
+  return std::all_of(tok.begin(), tok.end(),
+                     [](char c) { return is_digit(c) || is_alpha_ascii(c) || c == '-'; });
 }
 
 bool is_capitalised(std::string_view tok) {
-  return !tok.empty() && ((tok[0] >= 'A' && tok[0] <= 'Z') || static_cast<unsigned char>(tok[0]) == 0xC3);
+  return !tok.empty()
+         && ((tok[0] >= 'A' && tok[0] <= 'Z') || static_cast<unsigned char>(tok[0]) == 0xC3);
 }
 
 /// Two address blocks side by side joined into one row ("Hafenstraße 2 Feinkost Hoffmann OHG",
@@ -149,7 +171,8 @@ std::optional<std::pair<std::string, std::string>> split_two_blocks(std::string_
 }
 
 void run_state::find_parties() {
-  auto has_letters = [](const std::string& v) { return std::any_of(v.begin(), v.end(), is_letter); };
+  auto has_letters
+      = [](const std::string& v) { return std::any_of(v.begin(), v.end(), is_letter); };
   // Address lines below a party's name: the text before any label, until a blank line, a
   // labelled line or contact details.
   auto address_below = [&](size_t i) {
@@ -191,7 +214,9 @@ void run_state::find_parties() {
         if (!at_start && !colon && !specific)
           continue;
         if (at_start && !colon && !specific && hs[h].end < low_[i].size()
-            && is_letter(low_[i][low_[i].find_first_not_of(' ', hs[h].end) == std::string::npos ? 0 : low_[i].find_first_not_of(' ', hs[h].end)])
+            && is_letter(low_[i][low_[i].find_first_not_of(' ', hs[h].end) == std::string::npos
+                                     ? 0
+                                     : low_[i].find_first_not_of(' ', hs[h].end)])
             && hs[h].k == kind::supplier)
           continue; // "Supplier agreement applies..."
       }
@@ -202,7 +227,8 @@ void run_state::find_parties() {
       auto cs = cells_of(std::string_view{raw_[i]}.substr(b, e - b));
       std::string value = cs.empty() ? std::string{} : clean_value(cs.front().text);
       size_t block_line = i;
-      if (value.empty() && hs[h].k == kind::customer && !at_start && cells_of(raw_[i]).size() == 1) {
+      if (value.empty() && hs[h].k == kind::customer && !at_start
+          && cells_of(raw_[i]).size() == 1) {
         // The customer's block beside the issuer's, rows joined by single spaces: split each
         // row where a street address ends or begins.
         std::vector<std::string> left, right;
@@ -330,8 +356,8 @@ void run_state::find_parties() {
         auto lc = lower(text);
         // "RECHNUNG Müller & Söhne GmbH" (OCR joined the title and the issuer's name): a title
         // followed by words without digits is the title and a name, not an invoice number.
-        if (auto th = find_labels(lc); !th.empty() && th.front().k == kind::invoice_title
-                                       && th.front().begin == 0) {
+        if (auto th = find_labels(lc);
+            !th.empty() && th.front().k == kind::invoice_title && th.front().begin == 0) {
           auto rest = clean_value(std::string_view{text}.substr(th.front().end));
           if (!rest.empty() && std::none_of(rest.begin(), rest.end(), is_digit)
               && std::any_of(rest.begin(), rest.end(), is_letter)) {

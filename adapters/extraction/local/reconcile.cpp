@@ -14,7 +14,8 @@ void run_state::reconcile() {
   items_sum = round2(items_sum);
   double item_tol = 0.02 + 0.01 * static_cast<double>(items_.size());
   // Fill a missing figure only from the other two (derived, never "by label").
-  if (total_.found() && subtotal_.found() && !vat_.found() && !near(*total_.value, *subtotal_.value))
+  if (total_.found() && subtotal_.found() && !vat_.found()
+      && !near(*total_.value, *subtotal_.value))
     vat_.set(round2(*total_.value - *subtotal_.value), source::derived);
   if (total_.found() && vat_.found() && !subtotal_.found())
     subtotal_.set(round2(*total_.value - *vat_.value), source::derived);
@@ -40,8 +41,8 @@ void run_state::reconcile() {
     totals_reconcile_ = near(items_sum, *total_.value, item_tol);
   }
   if (!items_.empty()) {
-    std::optional<double> target = subtotal_.found() ? subtotal_.value
-                                   : (!vat_.found() ? total_.value : std::nullopt);
+    std::optional<double> target
+        = subtotal_.found() ? subtotal_.value : (!vat_.found() ? total_.value : std::nullopt);
     items_reconcile_ = target && near(items_sum, *target, item_tol);
     if (target && !items_reconcile_) {
       // Lines that do not add up were misread: keep none rather than wrong ones.
@@ -52,7 +53,8 @@ void run_state::reconcile() {
 
 namespace {
 
-void write_nullable(rapidjson::Writer<rapidjson::StringBuffer>& w, const std::optional<std::string>& v) {
+void write_nullable(rapidjson::Writer<rapidjson::StringBuffer>& w,
+                    const std::optional<std::string>& v) {
   if (v)
     w.String(v->c_str(), static_cast<rapidjson::SizeType>(v->size()));
   else
@@ -159,7 +161,8 @@ extraction run_state::finish() {
   if (!doubtful && key_by_label && reconciles && subtotal_.src != source::derived
       && vat_.src != source::derived && supplier_name_.found() && currency_.found())
     confidence = "high";
-  else if (!doubtful && (total_.src == source::label || (total_.src == source::derived && reconciles))
+  else if (!doubtful
+           && (total_.src == source::label || (total_.src == source::derived && reconciles))
            && invoice_number_.found() && invoice_date_.found())
     confidence = "medium";
 

@@ -57,29 +57,31 @@ void run_state::find_stacked_values() {
   };
   auto is_value_line = [this](size_t i) {
     auto t = trim(raw_[i]);
-    return hits_[i].empty() && !t.empty() && t.size() <= 40 && std::any_of(t.begin(), t.end(), is_digit);
+    return hits_[i].empty() && !t.empty() && t.size() <= 40
+           && std::any_of(t.begin(), t.end(), is_digit);
   };
   auto fits = [this](kind k, const std::string& value) {
     switch (k) {
-      case kind::invoice_date:
-      case kind::due_date:
-      case kind::other_date:
-        return !find_dates(lower(value), day_first_).empty();
-      case kind::invoice_number:
-      case kind::order_number:
-      case kind::other_number:
-        return find_dates(lower(value), day_first_).empty() && std::any_of(value.begin(), value.end(), is_digit);
-      default:
-        return true;
+    case kind::invoice_date:
+    case kind::due_date:
+    case kind::other_date:
+      return !find_dates(lower(value), day_first_).empty();
+    case kind::invoice_number:
+    case kind::order_number:
+    case kind::other_number:
+      return find_dates(lower(value), day_first_).empty()
+             && std::any_of(value.begin(), value.end(), is_digit);
+    default:
+      return true;
     }
   };
 
   for (size_t i = 0; i < raw_.size(); ++i) {
     // The run of label-only lines (blank lines between allowed).
     struct entry {
-      size_t first;  // line
-      kind second;   // the label's kind
-      size_t third;  // the label's offset
+      size_t first; // line
+      kind second;  // the label's kind
+      size_t third; // the label's offset
     };
     std::vector<entry> run;
     size_t j = i;
@@ -99,8 +101,11 @@ void run_state::find_stacked_values() {
       i = std::max(i, j);
       continue;
     }
-    bool amounts = std::all_of(run.begin(), run.end(), [](const auto& r) { return is_amount_kind(r.second); });
-    bool mixed = !amounts && std::any_of(run.begin(), run.end(), [](const auto& r) { return is_amount_kind(r.second); });
+    bool amounts = std::all_of(run.begin(), run.end(),
+                               [](const auto& r) { return is_amount_kind(r.second); });
+    bool mixed = !amounts && std::any_of(run.begin(), run.end(), [](const auto& r) {
+      return is_amount_kind(r.second);
+    });
     if (mixed) {
       i = j;
       continue;
@@ -122,8 +127,11 @@ void run_state::find_stacked_values() {
         bool ok = true;
         for (size_t r = 0; r < run.size() && ok; ++r)
           ok = fits(run[r].second, raw_[values[offset + r]]);
-        if (ok && amounts && run.size() == 3 && run[0].second == kind::subtotal && run[1].second == kind::vat) {
-          auto v = [this, &values, offset](size_t r) { return find_amounts(masked_[values[offset + r]]).front().value; };
+        if (ok && amounts && run.size() == 3 && run[0].second == kind::subtotal
+            && run[1].second == kind::vat) {
+          auto v = [this, &values, offset](size_t r) {
+            return find_amounts(masked_[values[offset + r]]).front().value;
+          };
           ok = near(v(0) + v(1), v(2), 0.02);
         }
         if (ok) {
@@ -176,7 +184,8 @@ void run_state::find_heading_rows() {
         ++p;
         continue;
       }
-      auto d = std::find_if(dates_[j].begin(), dates_[j].end(), [p](const date_hit& x) { return x.begin == p; });
+      auto d = std::find_if(dates_[j].begin(), dates_[j].end(),
+                            [p](const date_hit& x) { return x.begin == p; });
       size_t end = d != dates_[j].end() ? d->end : line.find(' ', p);
       if (end == std::string::npos)
         end = line.size();

@@ -47,20 +47,35 @@ char ascii_base(char lead, char next) {
     return 0;
   unsigned cp = ((c & 0x1Fu) << 6) | (n & 0x3Fu);
   // Small letters only (the text is lowered first).
-  static constexpr std::string_view latin1 = "aaaaaaaceeeeiiii" "dnooooo/ouuuuyty"; // U+00E0-00FF
+  static constexpr std::string_view latin1 = "aaaaaaaceeeeiiii"
+                                             "dnooooo/ouuuuyty"; // U+00E0-00FF
   if (cp >= 0xE0 && cp <= 0xFF) {
     char b = latin1[cp - 0xE0];
     return b == '/' ? 0 : b;
   }
   switch (cp) {
-    case 0x105: return 'a'; // ą
-    case 0x107: case 0x10D: return 'c'; // ć č
-    case 0x119: case 0x11B: return 'e'; // ę ě
-    case 0x142: return 'l'; // ł
-    case 0x144: case 0x148: return 'n'; // ń ň
-    case 0x15B: case 0x161: return 's'; // ś š
-    case 0x17A: case 0x17C: case 0x17E: return 'z'; // ź ż ž
-    default: return 0;
+  case 0x105:
+    return 'a'; // ą
+  case 0x107:
+  case 0x10D:
+    return 'c'; // ć č
+  case 0x119:
+  case 0x11B:
+    return 'e'; // ę ě
+  case 0x142:
+    return 'l'; // ł
+  case 0x144:
+  case 0x148:
+    return 'n'; // ń ň
+  case 0x15B:
+  case 0x161:
+    return 's'; // ś š
+  case 0x17A:
+  case 0x17C:
+  case 0x17E:
+    return 'z'; // ź ż ž
+  default:
+    return 0;
   }
 }
 
@@ -151,7 +166,8 @@ std::vector<std::string> split_lines(std::string_view text) {
       norm += '\n';
     } else if (c == '\t') {
       norm += "  ";
-    } else if (c == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) == 0xA0) {
+    } else if (c == 0xC2 && i + 1 < text.size()
+               && static_cast<unsigned char>(text[i + 1]) == 0xA0) {
       norm += ' ';
       ++i;
     } else if (c == 0xE2 && i + 2 < text.size() && static_cast<unsigned char>(text[i + 1]) == 0x80

@@ -9,11 +9,19 @@
 
 namespace ingestd::local_rules {
 
-inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
-inline bool is_alpha_ascii(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+inline bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+inline bool is_alpha_ascii(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
 /// Bytes >= 0x80 belong to UTF-8 letters (umlauts, ß, é) as far as these rules are concerned.
-inline bool is_letter(char c) { return is_alpha_ascii(c) || static_cast<unsigned char>(c) >= 0x80; }
-inline bool is_word(char c) { return is_letter(c) || is_digit(c); }
+inline bool is_letter(char c) {
+  return is_alpha_ascii(c) || static_cast<unsigned char>(c) >= 0x80;
+}
+inline bool is_word(char c) {
+  return is_letter(c) || is_digit(c);
+}
 
 /// No invoice row is longer; the cap bounds the regex work on garbage input.
 constexpr size_t max_line_bytes = 2'000;

@@ -24,7 +24,9 @@ run_result run(const std::vector<std::string>& args, const std::vector<std::stri
   return ingestd::test::run_ingestd(args, env);
 }
 
-std::string corpus(const std::string& file) { return ingestd::test::corpus_dir() + "/" + file; }
+std::string corpus(const std::string& file) {
+  return ingestd::test::corpus_dir() + "/" + file;
+}
 
 /// truth/<invoice>.json parsed.
 rapidjson::Document truth(const std::string& invoice) {
@@ -38,8 +40,9 @@ std::string truth_string(const std::string& invoice, const char* field) {
   return d[field].GetString();
 }
 
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE((haystack).find(needle), std::string::npos) << "missing \"" << (needle) << "\" in:\n" << (haystack)
+#define EXPECT_CONTAINS(haystack, needle)                                                          \
+  EXPECT_NE((haystack).find(needle), std::string::npos) << "missing \"" << (needle) << "\" in:\n"  \
+                                                        << (haystack)
 
 } // namespace
 
@@ -75,11 +78,11 @@ TEST(e2e_cli, run_refuses_an_intake_on_a_non_loopback_bind_without_a_token) {
     auto r = run({"run"}, {"INGESTD_INTAKE__PORT=" + std::to_string(ingestd::test::unused_port()),
                            std::string{"INGESTD_INTAKE__BIND="} + bind, "INGESTD_INTAKE_TOKEN=",
                            "INGESTD_DATABASE__URL=postgresql://nobody@127.0.0.1:"
-                             + std::to_string(ingestd::test::unused_port()) + "/none"});
+                               + std::to_string(ingestd::test::unused_port()) + "/none"});
     EXPECT_EQ(r.exit_code, 1) << bind << "\n" << r.out << r.err;
     EXPECT_CONTAINS(r.err, "intake.bind is " + std::string{bind});
     EXPECT_CONTAINS(r.err, "INGESTD_INTAKE_TOKEN");
-    EXPECT_EQ(r.err.find("pg."), std::string::npos) << r.err;  // refused before connecting
+    EXPECT_EQ(r.err.find("pg."), std::string::npos) << r.err; // refused before connecting
   }
 }
 
@@ -187,17 +190,20 @@ TEST(e2e_cli, extract_json_parses) {
   d.Parse(r.out.c_str());
   ASSERT_FALSE(d.HasParseError()) << r.out;
   auto t = truth("inv04");
-  EXPECT_STREQ(d["extraction"]["structured_data"]["invoice_number"].GetString(), t["invoice_number"].GetString());
-  EXPECT_NEAR(d["extraction"]["structured_data"]["total"].GetDouble(), t["total"].GetDouble(), 0.005);
+  EXPECT_STREQ(d["extraction"]["structured_data"]["invoice_number"].GetString(),
+               t["invoice_number"].GetString());
+  EXPECT_NEAR(d["extraction"]["structured_data"]["total"].GetDouble(), t["total"].GetDouble(),
+              0.005);
   EXPECT_TRUE(d["gate"]["passed"].GetBool());
   EXPECT_TRUE(d["transcription"]["native_text"].GetBool());
 }
 
 TEST(e2e_cli, extract_with_the_llm_provider_uses_the_configured_server) {
   ingestd::test::chat_stub stub;
-  auto r = run({"extract", corpus("inv01_en_classic.pdf")},
-               {"INGESTD_EXTRACTION__PROVIDER=llm", "INGESTD_EXTRACTION__LLM_BASE_URL=" + stub.base_url(),
-                "INGESTD_EXTRACTION__LLM_MODEL=success:e2e", "INGESTD_LLM_API_KEY=sk-e2e-secret-9876"});
+  auto r = run(
+      {"extract", corpus("inv01_en_classic.pdf")},
+      {"INGESTD_EXTRACTION__PROVIDER=llm", "INGESTD_EXTRACTION__LLM_BASE_URL=" + stub.base_url(),
+       "INGESTD_EXTRACTION__LLM_MODEL=success:e2e", "INGESTD_LLM_API_KEY=sk-e2e-secret-9876"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // The stub's canned invoice, not the PDF's: the answer came from the server.
   EXPECT_CONTAINS(r.out, "invoice_number:   INV-1\n");
@@ -210,7 +216,8 @@ TEST(e2e_cli, extract_with_the_llm_provider_uses_the_configured_server) {
 TEST(e2e_cli, extract_with_a_permanent_llm_error_exits_1_with_the_classified_error) {
   ingestd::test::chat_stub stub;
   auto r = run({"extract", corpus("inv01_en_classic.pdf")},
-               {"INGESTD_EXTRACTION__PROVIDER=llm", "INGESTD_EXTRACTION__LLM_BASE_URL=" + stub.base_url(),
+               {"INGESTD_EXTRACTION__PROVIDER=llm",
+                "INGESTD_EXTRACTION__LLM_BASE_URL=" + stub.base_url(),
                 "INGESTD_EXTRACTION__LLM_MODEL=unauthorized:e2e"});
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_CONTAINS(r.err, "extraction failed: llm.unauthorized");
@@ -219,7 +226,8 @@ TEST(e2e_cli, extract_with_a_permanent_llm_error_exits_1_with_the_classified_err
 TEST(e2e_cli, extract_of_a_text_too_long_for_the_llm_falls_back_to_the_local_rules_for_review) {
   ingestd::test::chat_stub stub;
   auto r = run({"extract", corpus("inv01_en_classic.pdf")},
-               {"INGESTD_EXTRACTION__PROVIDER=llm", "INGESTD_EXTRACTION__LLM_BASE_URL=" + stub.base_url(),
+               {"INGESTD_EXTRACTION__PROVIDER=llm",
+                "INGESTD_EXTRACTION__LLM_BASE_URL=" + stub.base_url(),
                 "INGESTD_EXTRACTION__LLM_MODEL=context_vllm:e2e"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_CONTAINS(r.out, "extractor: local-rules");
@@ -230,7 +238,8 @@ TEST(e2e_cli, extract_of_a_text_too_long_for_the_llm_falls_back_to_the_local_rul
 TEST(e2e_cli, extract_with_an_unreachable_llm_exits_1) {
   auto r = run({"extract", corpus("inv01_en_classic.pdf")},
                {"INGESTD_EXTRACTION__PROVIDER=llm",
-                "INGESTD_EXTRACTION__LLM_BASE_URL=http://127.0.0.1:" + std::to_string(ingestd::test::unused_port()),
+                "INGESTD_EXTRACTION__LLM_BASE_URL=http://127.0.0.1:"
+                    + std::to_string(ingestd::test::unused_port()),
                 "INGESTD_EXTRACTION__MAX_ATTEMPTS=1"});
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_CONTAINS(r.err, "extraction failed: llm.connect");

@@ -34,24 +34,30 @@ TEST(e2e_queues, postgres_queues_are_created_idempotently_and_a_missing_one_stop
                                "INGESTD_ADMIN__PORT=0", "INGESTD_QUEUE__WAIT_TIME_SECONDS=1"};
   auto refused = run({"run"}, env);
   EXPECT_EQ(refused.exit_code, 1) << refused.err;
-  EXPECT_NE(refused.err.find("\"ingestd-ingest\" does not exist"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("\"ingestd-ingest\" does not exist"), std::string::npos)
+      << refused.err;
   EXPECT_NE(refused.err.find("ingestd queues create"), std::string::npos) << refused.err;
 
   for (int i = 0; i < 2; ++i) {
     auto made = run({"queues", "create"}, env);
     ASSERT_EQ(made.exit_code, 0) << made.err;
     EXPECT_NE(made.out.find("ingest: ingestd-ingest (postgres)"), std::string::npos) << made.out;
-    EXPECT_NE(made.out.find("match: ingestd-match (postgres), dead letters to ingestd-match-dlq after 3 receives"),
-              std::string::npos)
-      << made.out;
+    EXPECT_NE(
+        made.out.find(
+            "match: ingestd-match (postgres), dead letters to ingestd-match-dlq after 3 receives"),
+        std::string::npos)
+        << made.out;
   }
-  EXPECT_EQ(db.scalar("SELECT string_agg(name || ':' || coalesce(dead_letter_queue, '-') || ':' || max_receive_count, "
+  EXPECT_EQ(db.scalar("SELECT string_agg(name || ':' || coalesce(dead_letter_queue, '-') || ':' || "
+                      "max_receive_count, "
                       "' ' ORDER BY name) FROM queue"),
-            "ingestd-ingest:ingestd-ingest-dlq:0 ingestd-ingest-dlq:-:0 ingestd-match:ingestd-match-dlq:3 "
+            "ingestd-ingest:ingestd-ingest-dlq:0 ingestd-ingest-dlq:-:0 "
+            "ingestd-match:ingestd-match-dlq:3 "
             "ingestd-match-dlq:-:0");
 
   // Matching turned off: its queue is neither made nor needed.
-  auto off = run({"queues", "create"}, {env[0], "INGESTD_STAGES__ENABLED=ingest", "INGESTD_QUEUE__NAME=other"});
+  auto off = run({"queues", "create"},
+                 {env[0], "INGESTD_STAGES__ENABLED=ingest", "INGESTD_QUEUE__NAME=other"});
   ASSERT_EQ(off.exit_code, 0) << off.err;
   EXPECT_EQ(off.out.find("match"), std::string::npos) << off.out;
   fs::remove_all(root);
@@ -59,11 +65,12 @@ TEST(e2e_queues, postgres_queues_are_created_idempotently_and_a_missing_one_stop
 
 TEST(e2e_queues, size_classes_get_the_large_queue_too) {
   test::pg_schema db{true};
-  std::vector<std::string> env{"INGESTD_DATABASE__URL=" + db.url(), "INGESTD_STAGES__ENABLED=ingest",
-                               "INGESTD_CLASSES__ENABLED=true"};
+  std::vector<std::string> env{"INGESTD_DATABASE__URL=" + db.url(),
+                               "INGESTD_STAGES__ENABLED=ingest", "INGESTD_CLASSES__ENABLED=true"};
   auto made = run({"queues", "create"}, env);
   ASSERT_EQ(made.exit_code, 0) << made.err;
-  EXPECT_NE(made.out.find("ingest.large: ingestd-ingest-large (postgres)"), std::string::npos) << made.out;
+  EXPECT_NE(made.out.find("ingest.large: ingestd-ingest-large (postgres)"), std::string::npos)
+      << made.out;
   EXPECT_EQ(db.scalar("SELECT string_agg(name, ' ' ORDER BY name) FROM queue"),
             "ingestd-ingest ingestd-ingest-dlq ingestd-ingest-large ingestd-ingest-large-dlq");
 }
@@ -86,8 +93,10 @@ class e2e_queues_sqs : public test::fauxqs_test {};
 
 TEST_F(e2e_queues_sqs, sqs_queues_get_their_dead_letter_queue_and_redrive_policy) {
   auto name = test::unique_bucket_name("q");
-  std::vector<std::string> env{"INGESTD_QUEUE__BACKEND=sqs", "INGESTD_AWS__ENDPOINT=" + endpoint_,
-                               "INGESTD_AWS__REGION=us-east-1", "INGESTD_QUEUE__NAME=" + name,
+  std::vector<std::string> env{"INGESTD_QUEUE__BACKEND=sqs",
+                               "INGESTD_AWS__ENDPOINT=" + endpoint_,
+                               "INGESTD_AWS__REGION=us-east-1",
+                               "INGESTD_QUEUE__NAME=" + name,
                                "INGESTD_QUEUE__DEAD_LETTER_NAME=" + name + "-dlq",
                                "INGESTD_MATCHING__QUEUE_NAME=" + name + "-match",
                                "INGESTD_MATCHING__DEAD_LETTER_NAME=" + name + "-match-dlq"};
@@ -95,17 +104,21 @@ TEST_F(e2e_queues_sqs, sqs_queues_get_their_dead_letter_queue_and_redrive_policy
     auto made = run({"queues", "create"}, env);
     ASSERT_EQ(made.exit_code, 0) << made.err;
     std::string expected = "match: ";
-    expected.append(name).append("-match (sqs), dead letters to ").append(name).append("-match-dlq after 3 receives");
-    EXPECT_NE(made.out.find(expected), std::string::npos)
-      << made.out;
+    expected.append(name)
+        .append("-match (sqs), dead letters to ")
+        .append(name)
+        .append("-match-dlq after 3 receives");
+    EXPECT_NE(made.out.find(expected), std::string::npos) << made.out;
   }
   for (auto q : {name, name + "-dlq", name + "-match", name + "-match-dlq"}) {
-    auto url = blocking_call<std::string>(30s, "t", "GetQueueUrl", [&](auto cb) { sqs_->get_queue_url(q, cb); });
+    auto url = blocking_call<std::string>(30s, "t", "GetQueueUrl",
+                                          [&](auto cb) { sqs_->get_queue_url(q, cb); });
     ASSERT_TRUE(url) << q << ": " << url.error().describe();
     adopt_queue(*url);
     if (q == name + "-match") {
       auto attrs = blocking_call<std::map<std::string, std::string>>(
-        30s, "t", "GetQueueAttributes", [&](auto cb) { sqs_->queue_attributes(*url, {"RedrivePolicy"}, cb); });
+          30s, "t", "GetQueueAttributes",
+          [&](auto cb) { sqs_->queue_attributes(*url, {"RedrivePolicy"}, cb); });
       ASSERT_TRUE(attrs) << attrs.error().describe();
       auto policy = (*attrs)["RedrivePolicy"];
       EXPECT_NE(policy.find("\"maxReceiveCount\":\"3\""), std::string::npos) << policy;

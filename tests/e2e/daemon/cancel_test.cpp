@@ -58,17 +58,25 @@ TEST(e2e_daemon_cancel, running_and_queued_ingestions_are_cancelled_and_finished
       s.count("SELECT count(*) FROM ingestion WHERE id = $1::uuid AND completed_at IS NOT NULL",
               {running}),
       1);
-  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1::uuid AND step = 'cancel' "
-                    "AND outcome = 'requested' AND worker_id = 'cli'",
-                    {running}),
-            1);
-  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1::uuid AND step = 'cancel' "
-                    "AND outcome = 'ok'",
-                    {running}),
-            1);
+  EXPECT_EQ(
+      s.count(
+          "SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1::uuid AND step = 'cancel' "
+          "AND outcome = 'requested' AND worker_id = 'cli'",
+          {running}),
+      1);
+  EXPECT_EQ(
+      s.count(
+          "SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1::uuid AND step = 'cancel' "
+          "AND outcome = 'ok'",
+          {running}),
+      1);
   // Nothing half-written: no extraction result, no completion.
-  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE id = $1::uuid AND structured_data IS NULL", {running}), 1);
-  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1::uuid AND step = 'complete'",
+  EXPECT_EQ(
+      s.count("SELECT count(*) FROM ingestion WHERE id = $1::uuid AND structured_data IS NULL",
+              {running}),
+      1);
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1::uuid AND step = "
+                    "'complete'",
                     {running}),
             0);
 
@@ -79,9 +87,11 @@ TEST(e2e_daemon_cancel, running_and_queued_ingestions_are_cancelled_and_finished
   EXPECT_EQ(status_of(s, queued), "cancelled");
   s.enqueue({queued});
   ASSERT_TRUE(wait_until([&] { return queue_depth(s) == 0; }, 30s)) << s.logs();
-  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1::uuid AND step = 'claim'",
-                    {queued}),
-            0);
+  EXPECT_EQ(
+      s.count(
+          "SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1::uuid AND step = 'claim'",
+          {queued}),
+      0);
   EXPECT_EQ(status_of(s, queued), "cancelled");
 
   // Again: fine, and said so.
@@ -98,7 +108,7 @@ TEST(e2e_daemon_cancel, running_and_queued_ingestions_are_cancelled_and_finished
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("is already completed: only a queued or running ingestion can be cancelled"),
             std::string::npos)
-    << r.err;
+      << r.err;
   EXPECT_EQ(status_of(s, finished), "completed");
   r = cli(s, {"cancel", "018f0000-0000-7000-8000-000000000000"});
   EXPECT_EQ(r.exit_code, 1);

@@ -11,9 +11,9 @@
 
 #include "adapters/queue/postgres_queue.hpp"
 #include "e2e_checks.hpp"
-#include "tests/support/ocr/ocr_support.hpp"
 #include "tests/support/containers/archive_maker.hpp"
 #include "tests/support/environment.hpp"
+#include "tests/support/ocr/ocr_support.hpp"
 
 using namespace std::chrono_literals;
 using namespace ingestd::test;
@@ -37,11 +37,13 @@ void write_file(const std::string& path, const std::string& bytes) {
 TEST(e2e_daemon_containers, a_zip_and_an_email_become_child_documents_that_all_complete) {
   e2e_setup s;
   auto unpack_queue = s.queue_name() + "-unpack";
-  if (auto r = ingestd::create_postgres_queue(s.db().url(), unpack_queue, unpack_queue + "-dlq", 3); !r)
+  if (auto r = ingestd::create_postgres_queue(s.db().url(), unpack_queue, unpack_queue + "-dlq", 3);
+      !r)
     FAIL() << r.error().describe();
-  std::map<std::string, std::string> extra{{"INGESTD_STAGES__ENABLED", "ingest,unpack"},
-                                           {"INGESTD_CONTAINERS__QUEUE_NAME", unpack_queue},
-                                           {"INGESTD_CONTAINERS__DEAD_LETTER_NAME", unpack_queue + "-dlq"}};
+  std::map<std::string, std::string> extra{
+      {"INGESTD_STAGES__ENABLED", "ingest,unpack"},
+      {"INGESTD_CONTAINERS__QUEUE_NAME", unpack_queue},
+      {"INGESTD_CONTAINERS__DEAD_LETTER_NAME", unpack_queue + "-dlq"}};
 
   auto zip = make_archive("zip", {{"march/inv01.pdf", corpus_file("inv01_en_classic.pdf")},
                                   {"march/inv02.pdf", corpus_file("inv02_de_modern.pdf")},
@@ -57,7 +59,8 @@ TEST(e2e_daemon_containers, a_zip_and_an_email_become_child_documents_that_all_c
   auto env = s.daemon_env();
   env.insert(extra.begin(), extra.end());
   {
-    daemon_process submit{env, s.root() + "/submit.log", {"submit", in + "/march.zip", in + "/mail.eml"}};
+    daemon_process submit{
+        env, s.root() + "/submit.log", {"submit", in + "/march.zip", in + "/mail.eml"}};
     ASSERT_EQ(submit.wait_exit(60s), 0) << submit.log_tail();
   }
   // Intake wrote each container's ingestion with an unpack work item.
@@ -74,20 +77,24 @@ TEST(e2e_daemon_containers, a_zip_and_an_email_become_child_documents_that_all_c
   http.set_connection_timeout(5);
   auto tgz = make_archive("tar", {{"april/inv05.pdf", corpus_file("inv05_en_modern.pdf")}}, true);
   std::string tgz_document;
-  ASSERT_TRUE(wait_until([&] {
-    auto res = http.Post("/v1/documents", httplib::Headers{{"X-File-Name", "april.tar.gz"}}, tgz,
-                         "application/octet-stream");
-    if (!res || res->status != 202)
-      return false;
-    rapidjson::Document body;
-    body.Parse(res->body.c_str());
-    tgz_document = body["document_id"].GetString();
-    return true;
-  }, 60s)) << s.logs();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto res = http.Post("/v1/documents", httplib::Headers{{"X-File-Name", "april.tar.gz"}},
+                             tgz, "application/octet-stream");
+        if (!res || res->status != 202)
+          return false;
+        rapidjson::Document body;
+        body.Parse(res->body.c_str());
+        tgz_document = body["document_id"].GetString();
+        return true;
+      },
+      60s))
+      << s.logs();
   // The three containers, four documents of theirs, the nested zip and its document: 9 ingestions.
-  ASSERT_TRUE(wait_until([&] {
-    return s.count("SELECT count(*) FROM ingestion WHERE status = 'completed'") == 9;
-  }, 180s)) << s.logs();
+  ASSERT_TRUE(wait_until(
+      [&] { return s.count("SELECT count(*) FROM ingestion WHERE status = 'completed'") == 9; },
+      180s))
+      << s.logs();
   EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE status <> 'completed'"), 0) << s.logs();
   EXPECT_EQ(s.count("SELECT count(*) FROM ingestion"), 9);
   // Four containers unpacked (the nested zip included) and five documents ingested, each work
@@ -103,27 +110,41 @@ TEST(e2e_daemon_containers, a_zip_and_an_email_become_child_documents_that_all_c
   ASSERT_TRUE(got && got->status == 200);
   rapidjson::Document doc;
   doc.Parse(got->body.c_str());
-  ASSERT_TRUE(doc.IsObject() && doc.HasMember("children") && doc["children"].IsArray()) << got->body;
+  ASSERT_TRUE(doc.IsObject() && doc.HasMember("children") && doc["children"].IsArray())
+      << got->body;
   ASSERT_EQ(doc["children"].Size(), 1u) << got->body;
   EXPECT_STREQ(doc["children"][0]["member_name"].GetString(), "april/inv05.pdf");
   EXPECT_STREQ(doc["children"][0]["state"].GetString(), "ready") << got->body;
 
   auto parent_of = [&](const std::string& member) {
-    return s.db().scalar("SELECT coalesce(p.member_name, p.file_path) FROM document d JOIN document p ON p.id = d.parent_id "
-                         "WHERE d.member_name = $1", {member});
+    return s.db().scalar("SELECT coalesce(p.member_name, p.file_path) FROM document d JOIN "
+                         "document p ON p.id = d.parent_id "
+                         "WHERE d.member_name = $1",
+                         {member});
   };
   EXPECT_NE(parent_of("march/inv01.pdf").find(".zip"), std::string::npos);
   EXPECT_NE(parent_of("inv03.pdf").find(".eml"), std::string::npos);
   EXPECT_EQ(parent_of("inv04.pdf"), "more.zip");
-  EXPECT_EQ(s.count("SELECT count(*) FROM document WHERE member_name = 'inv04.pdf' AND container_depth = 2"), 1);
+  EXPECT_EQ(
+      s.count(
+          "SELECT count(*) FROM document WHERE member_name = 'inv04.pdf' AND container_depth = 2"),
+      1);
   // Every child is extracted (a completed ingestion with structured data), none for review.
-  EXPECT_EQ(s.count("SELECT count(*) FROM document WHERE parent_id IS NOT NULL AND mime_type = 'application/pdf' "
-                    "AND structured_data ? 'invoice_number'"), 5);
-  EXPECT_NE(s.db().scalar("SELECT body_text FROM document WHERE mime_type = 'message/rfc822'")
-              .find("the invoices are attached"), std::string::npos);
+  EXPECT_EQ(s.count("SELECT count(*) FROM document WHERE parent_id IS NOT NULL AND mime_type = "
+                    "'application/pdf' "
+                    "AND structured_data ? 'invoice_number'"),
+            5);
+  EXPECT_NE(s.db()
+                .scalar("SELECT body_text FROM document WHERE mime_type = 'message/rfc822'")
+                .find("the invoices are attached"),
+            std::string::npos);
   // The skipped member is named on its parent.
-  EXPECT_NE(s.db().scalar("SELECT structured_data::text FROM document WHERE mime_type = 'application/zip' "
-                          "AND parent_id IS NULL").find("readme.txt"), std::string::npos);
+  EXPECT_NE(
+      s.db()
+          .scalar("SELECT structured_data::text FROM document WHERE mime_type = 'application/zip' "
+                  "AND parent_id IS NULL")
+          .find("readme.txt"),
+      std::string::npos);
 
   daemon_process status{env, s.root() + "/status.log", {"status", "--documents", "--json"}};
   ASSERT_EQ(status.wait_exit(60s), 0) << status.log_tail();
@@ -135,11 +156,13 @@ TEST(e2e_daemon_containers, a_zip_and_an_email_become_child_documents_that_all_c
 TEST(e2e_daemon_containers, a_zip_bomb_and_a_traversal_fail_for_review_and_leave_no_child_behind) {
   e2e_setup s;
   auto unpack_queue = s.queue_name() + "-unpack";
-  if (auto r = ingestd::create_postgres_queue(s.db().url(), unpack_queue, unpack_queue + "-dlq", 3); !r)
+  if (auto r = ingestd::create_postgres_queue(s.db().url(), unpack_queue, unpack_queue + "-dlq", 3);
+      !r)
     FAIL() << r.error().describe();
-  std::map<std::string, std::string> extra{{"INGESTD_STAGES__ENABLED", "ingest,unpack"},
-                                           {"INGESTD_CONTAINERS__QUEUE_NAME", unpack_queue},
-                                           {"INGESTD_CONTAINERS__DEAD_LETTER_NAME", unpack_queue + "-dlq"}};
+  std::map<std::string, std::string> extra{
+      {"INGESTD_STAGES__ENABLED", "ingest,unpack"},
+      {"INGESTD_CONTAINERS__QUEUE_NAME", unpack_queue},
+      {"INGESTD_CONTAINERS__DEAD_LETTER_NAME", unpack_queue + "-dlq"}};
   auto pdf = corpus_file("inv01_en_classic.pdf");
   auto bomb = make_archive("zip", {{"ok.pdf", pdf}, {"zeros.pdf", std::string(32u << 20, '\0')}});
   auto escape = make_archive("zip", {{"ok.pdf", pdf}, {"../../etc/cron.d/x.pdf", pdf}});
@@ -150,12 +173,14 @@ TEST(e2e_daemon_containers, a_zip_bomb_and_a_traversal_fail_for_review_and_leave
   auto env = s.daemon_env();
   env.insert(extra.begin(), extra.end());
   {
-    daemon_process submit{env, s.root() + "/submit.log", {"submit", in + "/bomb.zip", in + "/escape.zip"}};
+    daemon_process submit{
+        env, s.root() + "/submit.log", {"submit", in + "/bomb.zip", in + "/escape.zip"}};
     ASSERT_EQ(submit.wait_exit(60s), 0) << submit.log_tail();
   }
   auto d = s.start(extra);
-  ASSERT_TRUE(wait_until([&] { return s.count("SELECT count(*) FROM ingestion WHERE status = 'failed'") == 2; }, 120s))
-    << s.logs();
+  ASSERT_TRUE(wait_until(
+      [&] { return s.count("SELECT count(*) FROM ingestion WHERE status = 'failed'") == 2; }, 120s))
+      << s.logs();
   // A permanent failure at the first attempt, named, for review; nothing of either was kept.
   EXPECT_EQ(s.count("SELECT count(*) FROM work_item WHERE stage = 'unpack' AND status = 'failed' "
                     "AND attempt_count = 1 AND error_class = 'permanent' "

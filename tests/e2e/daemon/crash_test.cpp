@@ -55,9 +55,12 @@ TEST(e2e_daemon_crash, sigkill_mid_run_then_restart_completes_everything_exactly
 
   expect_completed_exactly_once(s, ids);
   EXPECT_EQ(s.with_status("completed"), static_cast<int64_t>(ids.size()));
-  EXPECT_EQ(s.count("SELECT count(*) FROM (SELECT ingestion_id FROM ingestion_event WHERE step = 'complete' "
-                    "AND outcome = 'ok' GROUP BY ingestion_id HAVING count(*) > 1) x"), 0)
-    << "an ingestion was completed twice";
+  EXPECT_EQ(
+      s.count(
+          "SELECT count(*) FROM (SELECT ingestion_id FROM ingestion_event WHERE step = 'complete' "
+          "AND outcome = 'ok' GROUP BY ingestion_id HAVING count(*) > 1) x"),
+      0)
+      << "an ingestion was completed twice";
   EXPECT_EQ(s.count("SELECT count(*) FROM ingestion i JOIN document d ON d.id = i.document_id "
                     "WHERE d.structured_data IS NOT NULL AND NOT d.needs_human_review"),
             static_cast<int64_t>(ids.size()));
@@ -68,7 +71,8 @@ TEST(e2e_daemon_crash, sigkill_mid_run_then_restart_completes_everything_exactly
     held_ids.push_back(*r[0]);
   auto arr = pg_array(held_ids);
   EXPECT_EQ(s.count("SELECT count(*) FROM ingestion_event WHERE ingestion_id = ANY($1::uuid[]) "
-                    "AND step = 'complete' AND outcome = 'ok' AND worker_id = 'e2e-second'", {arr}),
+                    "AND step = 'complete' AND outcome = 'ok' AND worker_id = 'e2e-second'",
+                    {arr}),
             static_cast<int64_t>(held_ids.size()));
   EXPECT_EQ(s.count("SELECT count(*) FROM work_item WHERE id = ANY($1::uuid[]) AND claimed_by IS "
                     "DISTINCT FROM NULL "
@@ -98,13 +102,15 @@ TEST(e2e_daemon_crash, a_document_that_kills_its_worker_every_time_ends_failed_a
   // Its file is a FIFO nobody writes: reading it never returns, so every worker that takes the
   // document is still processing it when it is killed (a decoder crash, the OOM killer).
   auto file = s.root() + "/"
-              + s.db().scalar("SELECT d.file_path FROM document d JOIN ingestion i ON i.document_id = d.id "
-                              "WHERE i.id = $1",
-                              {id});
+              + s.db().scalar(
+                  "SELECT d.file_path FROM document d JOIN ingestion i ON i.document_id = d.id "
+                  "WHERE i.id = $1",
+                  {id});
   std::filesystem::remove(file);
   ASSERT_EQ(::mkfifo(file.c_str(), 0600), 0);
   s.enqueue(ids);
-  std::map<std::string, std::string> env{{"INGESTD_WORKER__MAX_RETRY_ATTEMPTS", std::to_string(max_attempts)}};
+  std::map<std::string, std::string> env{
+      {"INGESTD_WORKER__MAX_RETRY_ATTEMPTS", std::to_string(max_attempts)}};
 
   for (int crash = 0; crash < max_attempts; ++crash) {
     auto worker = "e2e-crash-" + std::to_string(crash);
@@ -133,7 +139,8 @@ TEST(e2e_daemon_crash, a_document_that_kills_its_worker_every_time_ends_failed_a
   // taking it, and the message is acknowledged: nothing loops.
   env["INGESTD_WORKER__ID"] = "e2e-after";
   auto after = s.start(env);
-  ASSERT_TRUE(wait_until([&] { return s.with_status("failed") == 1 && queue_depth(s) == 0; }, 60s)) << s.logs();
+  ASSERT_TRUE(wait_until([&] { return s.with_status("failed") == 1 && queue_depth(s) == 0; }, 60s))
+      << s.logs();
   EXPECT_EQ(s.count("SELECT count(*) FROM work_item WHERE id = $1 AND status = 'failed' AND "
                     "error_class = 'poison' "
                     "AND attempt_count = $2 AND crash_count = $2 AND claim_token IS NULL",
@@ -143,14 +150,16 @@ TEST(e2e_daemon_crash, a_document_that_kills_its_worker_every_time_ends_failed_a
                     "WHERE i.id = $1 AND d.needs_human_review",
                     {id}),
             1);
-  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1 AND step = 'claim' "
-                    "AND outcome = 'crash'",
-                    {id}),
-            max_attempts - 1);
-  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1 AND step = 'claim' "
-                    "AND outcome = 'poison' AND worker_id = 'e2e-after'",
-                    {id}),
-            1);
+  EXPECT_EQ(
+      s.count("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1 AND step = 'claim' "
+              "AND outcome = 'crash'",
+              {id}),
+      max_attempts - 1);
+  EXPECT_EQ(
+      s.count("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1 AND step = 'claim' "
+              "AND outcome = 'poison' AND worker_id = 'e2e-after'",
+              {id}),
+      1);
   after->signal(SIGTERM);
   auto rc = after->wait_exit(60s);
   ASSERT_TRUE(rc.has_value()) << after->log_tail();

@@ -22,8 +22,11 @@ namespace ingestd::test {
 void expect_completed_exactly_once(e2e_setup& s, const std::vector<std::string>& ids) {
   auto arr = pg_array(ids);
   auto n = static_cast<int64_t>(ids.size());
-  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE id = ANY($1::uuid[]) AND status = 'completed'", {arr}), n)
-    << s.logs();
+  EXPECT_EQ(
+      s.count("SELECT count(*) FROM ingestion WHERE id = ANY($1::uuid[]) AND status = 'completed'",
+              {arr}),
+      n)
+      << s.logs();
   // The work item is the claim: completed, and the ingestion's status follows it.
   EXPECT_EQ(
       s.count("SELECT count(*) FROM work_item WHERE id = ANY($1::uuid[]) AND stage = 'ingest' "
@@ -34,14 +37,20 @@ void expect_completed_exactly_once(e2e_setup& s, const std::vector<std::string>&
   // `complete` row, with nothing left to wait for.
   // Exactly one successful completion per ingestion: none missing, none twice.
   EXPECT_EQ(s.count("SELECT count(DISTINCT ingestion_id) FROM ingestion_event "
-                    "WHERE ingestion_id = ANY($1::uuid[]) AND step = 'complete' AND outcome = 'ok'", {arr}), n);
+                    "WHERE ingestion_id = ANY($1::uuid[]) AND step = 'complete' AND outcome = 'ok'",
+                    {arr}),
+            n);
   EXPECT_EQ(s.count("SELECT count(*) FROM ingestion_event "
-                    "WHERE ingestion_id = ANY($1::uuid[]) AND step = 'complete' AND outcome = 'ok'", {arr}), n)
-    << "one complete event per ingestion: none missing, none twice";
+                    "WHERE ingestion_id = ANY($1::uuid[]) AND step = 'complete' AND outcome = 'ok'",
+                    {arr}),
+            n)
+      << "one complete event per ingestion: none missing, none twice";
   // The trigger copied the result to the document.
   EXPECT_EQ(s.count("SELECT count(*) FROM ingestion i JOIN document d ON d.id = i.document_id "
                     "WHERE i.id = ANY($1::uuid[]) AND d.structured_data IS NOT NULL "
-                    "AND d.structured_data = i.structured_data AND NOT d.needs_human_review", {arr}), n);
+                    "AND d.structured_data = i.structured_data AND NOT d.needs_human_review",
+                    {arr}),
+            n);
   EXPECT_EQ(s.count("SELECT count(*) FROM work_item WHERE id = ANY($1::uuid[]) "
                     "AND (claim_token IS NOT NULL OR lease_expires_at IS NOT NULL)",
                     {arr}),
@@ -49,20 +58,24 @@ void expect_completed_exactly_once(e2e_setup& s, const std::vector<std::string>&
       << "completed work items keep no claim";
 }
 
-bool await_complete_events(e2e_setup& s, const std::vector<std::string>& ids, std::chrono::seconds deadline) {
+bool await_complete_events(e2e_setup& s, const std::vector<std::string>& ids,
+                           std::chrono::seconds deadline) {
   auto arr = pg_array(ids);
   auto n = static_cast<int64_t>(ids.size());
   auto events = [&] {
     return s.count("SELECT count(DISTINCT ingestion_id) FROM ingestion_event "
-                   "WHERE ingestion_id = ANY($1::uuid[]) AND step = 'complete' AND outcome = 'ok'", {arr});
+                   "WHERE ingestion_id = ANY($1::uuid[]) AND step = 'complete' AND outcome = 'ok'",
+                   {arr});
   };
   return wait_until([&] { return events() >= n; }, deadline, std::chrono::milliseconds{100});
 }
 
 bool await_completed(e2e_setup& s, int64_t n, std::chrono::seconds deadline) {
-  bool ok = wait_until([&] { return s.with_status("completed") >= n; }, deadline, std::chrono::milliseconds{200});
+  bool ok = wait_until([&] { return s.with_status("completed") >= n; }, deadline,
+                       std::chrono::milliseconds{200});
   EXPECT_TRUE(ok) << s.with_status("completed") << " of " << n << " completed, "
-                  << s.with_status("failed") << " failed\n" << s.logs();
+                  << s.with_status("failed") << " failed\n"
+                  << s.logs();
   return ok;
 }
 

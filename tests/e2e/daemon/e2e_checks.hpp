@@ -17,7 +17,8 @@ namespace ingestd::test {
 void expect_completed_exactly_once(e2e_setup& s, const std::vector<std::string>& ids);
 
 /// Waits (deadline) until every id has its `complete` ok audit event; false at the deadline.
-bool await_complete_events(e2e_setup& s, const std::vector<std::string>& ids, std::chrono::seconds deadline);
+bool await_complete_events(e2e_setup& s, const std::vector<std::string>& ids,
+                           std::chrono::seconds deadline);
 
 /// Waits (deadline) until `n` ingestions are completed; fails with the daemons' logs otherwise.
 bool await_completed(e2e_setup& s, int64_t n, std::chrono::seconds deadline);

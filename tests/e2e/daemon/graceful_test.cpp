@@ -47,7 +47,8 @@ TEST(e2e_daemon_graceful, sigterm_lets_in_flight_jobs_finish_within_the_grace_an
   EXPECT_EQ(s.count("SELECT count(*) FROM ingestion_event WHERE step = 'release'"), 0);
 }
 
-TEST(e2e_daemon_graceful, a_grace_shorter_than_the_jobs_releases_them_and_a_second_daemon_finishes) {
+TEST(e2e_daemon_graceful,
+     a_grace_shorter_than_the_jobs_releases_them_and_a_second_daemon_finishes) {
   e2e_setup s;
   held_llm_server llm;
   auto ids = s.add_documents(6, doc_kind::text_pdf);

@@ -57,8 +57,9 @@ void write_text(const fs::path& p, const std::string& text) {
 }
 
 ingestd::test::shell_result validate(const fs::path& scrape, const fs::path& board) {
-  return ingestd::test::run_shell("node '" + (validator_dir() / "validate.cjs").string() + "' --metrics '" + scrape.string() + "' '"
-             + board.string() + "'");
+  return ingestd::test::run_shell("node '" + (validator_dir() / "validate.cjs").string()
+                                  + "' --metrics '" + scrape.string() + "' '" + board.string()
+                                  + "'");
 }
 
 } // namespace
@@ -76,7 +77,8 @@ TEST(e2e_daemon_grafana_metrics, every_dashboard_query_names_a_metric_the_daemon
   auto env = s.daemon_env();
   auto corpus = fs::path{source_dir()} / "tests/fixtures/corpus";
   {
-    daemon_process submit{env, s.root() + "/submit.log",
+    daemon_process submit{env,
+                          s.root() + "/submit.log",
                           {"submit", (corpus / "inv01_en_classic.pdf").string(),
                            (corpus / "inv02_de_modern.pdf").string()}};
     ASSERT_EQ(submit.wait_exit(60s), 0) << submit.log_tail();
@@ -94,15 +96,19 @@ TEST(e2e_daemon_grafana_metrics, every_dashboard_query_names_a_metric_the_daemon
   httplib::Client admin{"127.0.0.1", port};
   admin.set_connection_timeout(5);
   std::string scrape;
-  ASSERT_TRUE(wait_until([&] {
-    auto res = admin.Get("/metrics");
-    if (!res || res->status != 200)
-      return false;
-    scrape = res->body;
-    return scrape.find("ingestd_jobs_total{") != std::string::npos
-           && scrape.find("ingestd_step_duration_seconds_bucket{") != std::string::npos;
-  }, 30s, 200ms))
-    << "no job and step series in /metrics:\n" << scrape << "\n" << s.logs();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto res = admin.Get("/metrics");
+        if (!res || res->status != 200)
+          return false;
+        scrape = res->body;
+        return scrape.find("ingestd_jobs_total{") != std::string::npos
+               && scrape.find("ingestd_step_duration_seconds_bucket{") != std::string::npos;
+      },
+      30s, 200ms))
+      << "no job and step series in /metrics:\n"
+      << scrape << "\n"
+      << s.logs();
   auto scrape_file = fs::path{s.root()} / "metrics.txt";
   write_text(scrape_file, scrape);
 
@@ -120,8 +126,9 @@ TEST(e2e_daemon_grafana_metrics, every_dashboard_query_names_a_metric_the_daemon
   write_text(broken, text);
   auto refused = validate(scrape_file, broken);
   EXPECT_EQ(refused.code, 1) << refused.output;
-  EXPECT_NE(refused.output.find("ingestd_cpu_pool_backlog_misspelt is not exported"), std::string::npos)
-    << refused.output;
+  EXPECT_NE(refused.output.find("ingestd_cpu_pool_backlog_misspelt is not exported"),
+            std::string::npos)
+      << refused.output;
 
   d->signal(SIGTERM);
   auto rc = d->wait_exit(60s);

@@ -43,8 +43,9 @@ void write(const std::string& path, const std::string& text) {
   out << text;
 }
 
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE((haystack).find(needle), std::string::npos) << "missing \"" << (needle) << "\" in:\n" << (haystack)
+#define EXPECT_CONTAINS(haystack, needle)                                                          \
+  EXPECT_NE((haystack).find(needle), std::string::npos) << "missing \"" << (needle) << "\" in:\n"  \
+                                                        << (haystack)
 
 } // namespace
 
@@ -68,8 +69,9 @@ TEST(e2e_known_files, import_is_idempotent_and_bad_input_is_refused_by_line) {
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_CONTAINS(again.out, "0 new, 1000 already known");
 
-  write(dir + "/bad.csv", "\"SHA-1\",\"MD5\",\"FileName\"\n\"00\",\"" + std::string(32, 'a') + "\",\"x\"\n"
-                          "\"00\",\"zz\",\"y\"\n");
+  write(dir + "/bad.csv", "\"SHA-1\",\"MD5\",\"FileName\"\n\"00\",\"" + std::string(32, 'a')
+                              + "\",\"x\"\n"
+                                "\"00\",\"zz\",\"y\"\n");
   auto bad = run_ingestd({"known-files", "import", dir + "/bad.csv"}, env);
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_CONTAINS(bad.err, "line 3");
@@ -104,18 +106,26 @@ TEST(e2e_known_files, a_known_file_is_skipped_and_the_daemon_s_events_reach_a_si
   auto submitted = run_ingestd({"submit", known, corpus("inv02_de_modern.pdf")}, env);
   ASSERT_EQ(submitted.exit_code, 0) << submitted.out << submitted.err;
 
-  auto d = s.start({{"INGESTD_EVENTS_WEBHOOK_URL", stub.base_url() + "/events/e2e?secret=" + secret},
-                    {"INGESTD_EVENTS_WEBHOOK_SECRET", secret}});
-  ASSERT_TRUE(wait_until([&] { return s.with_status("skipped") == 1 && s.with_status("completed") == 1; }, 120s))
-    << s.logs();
-  ASSERT_TRUE(wait_until([&] {
-    return s.count("SELECT count(*) FROM event_outbox WHERE destination = 'events:webhook' AND sent_at IS NULL") == 0;
-  }, 60s)) << s.logs();
+  auto d
+      = s.start({{"INGESTD_EVENTS_WEBHOOK_URL", stub.base_url() + "/events/e2e?secret=" + secret},
+                 {"INGESTD_EVENTS_WEBHOOK_SECRET", secret}});
+  ASSERT_TRUE(wait_until(
+      [&] { return s.with_status("skipped") == 1 && s.with_status("completed") == 1; }, 120s))
+      << s.logs();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return s.count("SELECT count(*) FROM event_outbox WHERE destination = 'events:webhook' AND "
+                       "sent_at IS NULL")
+               == 0;
+      },
+      60s))
+      << s.logs();
   d->signal(SIGTERM);
   auto rc = d->wait_exit(60s);
   ASSERT_TRUE(rc.has_value()) << d->log_tail();
   EXPECT_EQ(*rc, 0) << d->log_tail();
-  EXPECT_EQ(s.db().scalar("SELECT skip_reason FROM ingestion WHERE status = 'skipped'"), "known_file");
+  EXPECT_EQ(s.db().scalar("SELECT skip_reason FROM ingestion WHERE status = 'skipped'"),
+            "known_file");
   EXPECT_EQ(s.count("SELECT count(*) FROM document WHERE needs_human_review"), 0);
 
   auto status = run_ingestd({"status", "--json", "--documents"}, env);
@@ -144,8 +154,9 @@ TEST(e2e_known_files, a_known_file_is_skipped_and_the_daemon_s_events_reach_a_si
     types.emplace_back(e["type"].GetString());
   }
   std::set<std::string> seen(types.begin(), types.end());
-  for (auto* t : {"WORKER_STARTED", "DOCUMENT_ADDED", "INGESTION_QUEUED", "INGESTION_STARTED", "INGESTION_SKIPPED",
-                  "INGESTION_COMPLETED", "DOCUMENT_PROCESSED", "WORKER_FINISHED"})
+  for (auto* t :
+       {"WORKER_STARTED", "DOCUMENT_ADDED", "INGESTION_QUEUED", "INGESTION_STARTED",
+        "INGESTION_SKIPPED", "INGESTION_COMPLETED", "DOCUMENT_PROCESSED", "WORKER_FINISHED"})
     EXPECT_TRUE(seen.count(t)) << t << " missing in:\n" << printed.out;
   auto table = run_ingestd({"events"}, env);
   ASSERT_EQ(table.exit_code, 0) << table.err;
@@ -165,7 +176,8 @@ TEST(e2e_known_files, a_known_file_is_skipped_and_the_daemon_s_events_reach_a_si
     received_types.insert(e["type"].GetString());
   }
   EXPECT_EQ(static_cast<int64_t>(ids.size()),
-            s.count("SELECT count(*) FROM event_outbox WHERE destination = 'events:webhook' AND sent_at IS NOT NULL"));
+            s.count("SELECT count(*) FROM event_outbox WHERE destination = 'events:webhook' AND "
+                    "sent_at IS NOT NULL"));
   EXPECT_TRUE(received_types.count("INGESTION_SKIPPED"));
   EXPECT_TRUE(received_types.count("WORKER_STARTED"));
 }

@@ -10,7 +10,8 @@
 using namespace std::chrono_literals;
 using namespace ingestd::test;
 
-TEST(e2e_daemon_lifetime, a_node_exits_0_after_its_lifetime_and_a_restarted_node_finishes_the_rest) {
+TEST(e2e_daemon_lifetime,
+     a_node_exits_0_after_its_lifetime_and_a_restarted_node_finishes_the_rest) {
   e2e_setup s;
   auto ids = s.add_documents(8, doc_kind::text_pdf);
   s.enqueue(ids);

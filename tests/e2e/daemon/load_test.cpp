@@ -19,13 +19,13 @@ TEST(e2e_daemon_load, a_burst_of_scans_beyond_the_cpu_pool_completes_without_fai
   auto ids = s.add_documents(60, doc_kind::scan_png);
   s.enqueue(ids);
   auto node = s.start({{"INGESTD_WORKER__ID", "e2e-load"},
-                       {"INGESTD_WORKER__PREPROCESSING_POOL_SIZE_DEC", "256"},  // one CPU worker
+                       {"INGESTD_WORKER__PREPROCESSING_POOL_SIZE_DEC", "256"}, // one CPU worker
                        {"INGESTD_TRANSCRIPTION__TIMEOUT_SECONDS", "10"},
                        {"INGESTD_WORKER__STEP_TIMEOUT_SECONDS", "10"},
                        {"INGESTD_WORKER__MAX_RETRY_ATTEMPTS", "1"}});
   ASSERT_TRUE(await_completed(s, static_cast<int64_t>(ids.size()), 400s))
-    << s.with_status("completed") << " completed, " << s.with_status("failed") << " failed\n"
-    << s.logs();
+      << s.with_status("completed") << " completed, " << s.with_status("failed") << " failed\n"
+      << s.logs();
   EXPECT_EQ(s.with_status("failed"), 0);
   // No attempt counted: a wait for a CPU worker past the deadline gives the work back instead.
   EXPECT_EQ(s.count("SELECT count(*) FROM work_item WHERE stage = 'ingest' AND attempt_count > 0"),

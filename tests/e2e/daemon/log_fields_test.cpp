@@ -23,8 +23,8 @@ namespace {
 
 struct log_line {
   std::string text;
-  std::map<std::string, std::string> fields;  // every member as text (numbers as written)
-  std::set<std::string> numbers;              // members written as JSON numbers
+  std::map<std::string, std::string> fields; // every member as text (numbers as written)
+  std::set<std::string> numbers;             // members written as JSON numbers
 
   bool has(const std::string& key) const { return fields.contains(key); }
   std::string operator[](const std::string& key) const {
@@ -93,15 +93,18 @@ TEST(e2e_daemon_log_fields, every_job_line_names_node_stage_step_ingestion_docum
   ASSERT_EQ(*rc, 0) << d->log_tail();
 
   // The database's view of each ingestion: its document and tenant.
-  std::map<std::string, std::pair<std::string, std::string>> owner;  // ingestion -> (document, tenant)
+  std::map<std::string, std::pair<std::string, std::string>>
+      owner; // ingestion -> (document, tenant)
   for (auto& row : s.db().query("SELECT i.id::text, d.id::text, d.tenant_id::text FROM ingestion i "
-                                "JOIN document d ON d.id = i.document_id", {}))
+                                "JOIN document d ON d.id = i.document_id",
+                                {}))
     owner[row[0].value_or("")] = {row[1].value_or(""), row[2].value_or("")};
   ASSERT_EQ(owner.size(), 4u);
 
   auto lines = read_log(d->log_path());
   ASSERT_FALSE(lines.empty());
-  const std::vector<std::string> context = {"worker_id", "stage", "step", "document_id", "tenant_id"};
+  const std::vector<std::string> context
+      = {"worker_id", "stage", "step", "document_id", "tenant_id"};
   size_t about_jobs = 0;
   for (auto& l : lines) {
     EXPECT_TRUE(l.has("ts") && l.has("level") && l.has("msg")) << l.text;
@@ -177,7 +180,8 @@ TEST(e2e_daemon_log_fields, every_job_line_names_node_stage_step_ingestion_docum
 
     // Its matching job: the match stage names the document and tenant (no ingestion).
     auto matched = job_lines("match", "document_id", owner[id].first);
-    ASSERT_FALSE(matched.empty()) << "no matching job line for " << owner[id].first << "\n" << s.logs();
+    ASSERT_FALSE(matched.empty()) << "no matching job line for " << owner[id].first << "\n"
+                                  << s.logs();
     for (auto* m : matched) {
       EXPECT_EQ((*m)["tenant_id"], owner[id].second) << m->text;
       EXPECT_FALSE(m->has("ingestion_id")) << m->text;

@@ -55,7 +55,8 @@ TEST(e2e_daemon_pg, poison_is_deleted_and_a_corrupt_pdf_fails_permanently_once) 
   s.enqueue({"not a uuid", "{\"ingestion_id\": 1}", uuid::v7().str(), corrupt[0], good[0]});
   auto d = s.start();
   ASSERT_TRUE(wait_until([&] { return queue_depth(s) == 0; }, 120s))
-    << queue_depth(s) << " messages left\n" << s.logs();
+      << queue_depth(s) << " messages left\n"
+      << s.logs();
   EXPECT_TRUE(d->running()) << "poison must not crash the daemon\n" << d->log_tail();
   auto row = s.db().query("SELECT i.status, w.error_class, w.attempt_count, w.last_error "
                           "FROM ingestion AS i JOIN work_item AS w ON w.id = i.id WHERE i.id = $1",
@@ -65,10 +66,14 @@ TEST(e2e_daemon_pg, poison_is_deleted_and_a_corrupt_pdf_fails_permanently_once) 
   EXPECT_EQ(row[0][1].value_or(""), "permanent") << row[0][3].value_or("");
   EXPECT_EQ(row[0][2].value_or(""), "1") << "a permanent failure is not retried";
   // One claim, one delivery: no spinning.
-  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1 AND step = 'claim' AND outcome = 'ok'",
-                    {corrupt[0]}), 1);
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1 AND step = "
+                    "'claim' AND outcome = 'ok'",
+                    {corrupt[0]}),
+            1);
   EXPECT_EQ(s.count("SELECT count(*) FROM document d JOIN ingestion i ON i.document_id = d.id "
-                    "WHERE i.id = $1 AND d.needs_human_review", {corrupt[0]}), 1);
+                    "WHERE i.id = $1 AND d.needs_human_review",
+                    {corrupt[0]}),
+            1);
   expect_completed_exactly_once(s, good);
   ASSERT_TRUE(await_complete_events(s, good, 30s)) << s.logs();
   d->signal(SIGTERM);

@@ -11,13 +11,14 @@
 using namespace std::chrono_literals;
 using namespace ingestd::test;
 
-TEST(e2e_daemon_recovery, a_killed_nodes_document_is_finished_by_another_within_the_lease_and_padding) {
+TEST(e2e_daemon_recovery,
+     a_killed_nodes_document_is_finished_by_another_within_the_lease_and_padding) {
   // The defaults' relation: the lease, and the heartbeat and visibility derived from it (0).
-  const std::map<std::string, std::string> default_lease{{"INGESTD_WORKER__LEASE_SECONDS", "15"},
-                                                         {"INGESTD_WORKER__HEARTBEAT_RATE_SECONDS", "0"}};
+  const std::map<std::string, std::string> default_lease{
+      {"INGESTD_WORKER__LEASE_SECONDS", "15"}, {"INGESTD_WORKER__HEARTBEAT_RATE_SECONDS", "0"}};
   const auto lease = 15s;
-  const auto padding = 5s;   // of the receive visibility and each extension over the lease
-  const auto slack = 15s;    // a poll, the claim and a text PDF's processing on a loaded machine
+  const auto padding = 5s; // of the receive visibility and each extension over the lease
+  const auto slack = 15s;  // a poll, the claim and a text PDF's processing on a loaded machine
   e2e_setup s;
   silent_server llm;
   auto ids = s.add_documents(1, doc_kind::text_pdf);
@@ -38,14 +39,18 @@ TEST(e2e_daemon_recovery, a_killed_nodes_document_is_finished_by_another_within_
   auto second_env = default_lease;
   second_env.insert({"INGESTD_WORKER__ID", "e2e-second"});
   auto second = s.start(second_env);
-  ASSERT_TRUE(await_completed(s, 1, std::chrono::duration_cast<std::chrono::seconds>(lease + padding + slack + 60s)));
+  ASSERT_TRUE(await_completed(
+      s, 1, std::chrono::duration_cast<std::chrono::seconds>(lease + padding + slack + 60s)));
   auto took = std::chrono::steady_clock::now() - killed;
   EXPECT_LE(took, lease + padding + slack)
-    << "finished " << std::chrono::duration<double>(took).count() << " s after the kill\n" << s.logs();
+      << "finished " << std::chrono::duration<double>(took).count() << " s after the kill\n"
+      << s.logs();
   // Not before the dead node's lease had run out: the message stayed hidden that long.
   EXPECT_GE(took, lease) << std::chrono::duration<double>(took).count() << " s\n" << s.logs();
-  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1::uuid AND step = 'complete' "
-                    "AND outcome = 'ok' AND worker_id = 'e2e-second'", {ids[0]}),
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1::uuid AND step = "
+                    "'complete' "
+                    "AND outcome = 'ok' AND worker_id = 'e2e-second'",
+                    {ids[0]}),
             1);
   second->signal(SIGTERM);
   rc = second->wait_exit(60s);

@@ -53,9 +53,9 @@ outcome sigterm_with_tables_locked(const std::vector<std::string>& tables,
   auto ids = s.add_documents(1, doc_kind::text_pdf);
   s.enqueue(ids);
   std::map<std::string, std::string> env{
-    {"INGESTD_WORKER__SHUTDOWN_GRACE_SECONDS", std::to_string(grace.count())},
-    {"INGESTD_EXTRACTION__PROVIDER", "llm"},
-    {"INGESTD_EXTRACTION__LLM_BASE_URL", llm.url()},
+      {"INGESTD_WORKER__SHUTDOWN_GRACE_SECONDS", std::to_string(grace.count())},
+      {"INGESTD_EXTRACTION__PROVIDER", "llm"},
+      {"INGESTD_EXTRACTION__LLM_BASE_URL", llm.url()},
   };
   env.insert(extra.begin(), extra.end());
   auto d = s.start(env);
@@ -82,7 +82,8 @@ outcome sigterm_with_tables_locked(const std::vector<std::string>& tables,
 
 } // namespace
 
-TEST(e2e_daemon_shutdown_bound, a_database_that_never_answers_ends_in_the_watchdogs_exit_naming_what_is_stuck) {
+TEST(e2e_daemon_shutdown_bound,
+     a_database_that_never_answers_ends_in_the_watchdogs_exit_naming_what_is_stuck) {
   // The server-side deadlines off: the queue's and the claims' calls wait on the locks for ever,
   // as they would on a database that stopped answering. The job's give-back waits for the
   // claim's release within its step deadline: ten times the bound.
@@ -110,7 +111,8 @@ TEST(e2e_daemon_shutdown_bound, a_database_that_never_answers_ends_in_the_watchd
   EXPECT_EQ(out.log.find("drained: stopping the worker"), std::string::npos) << out.log;
 }
 
-TEST(e2e_daemon_shutdown_bound, with_the_default_deadlines_a_locked_queue_still_ends_within_grace_and_margin) {
+TEST(e2e_daemon_shutdown_bound,
+     with_the_default_deadlines_a_locked_queue_still_ends_within_grace_and_margin) {
   auto out = sigterm_with_tables_locked({"queue_message"}, {});
   ASSERT_TRUE(out.status.has_value()) << "no exit within grace + margin\n" << out.log;
   EXPECT_LE(out.took, grace + shutdown_margin + slack);

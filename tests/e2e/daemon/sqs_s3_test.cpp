@@ -21,12 +21,13 @@ TEST_F(e2e_daemon_sqs, a_hundred_ingestions_complete_exactly_once_and_sigterm_ex
   auto q = make_queue({}, &url);
   auto match_q = make_queue({}, &match_url);
   auto store = make_bucket(true, &bucket);
-  auto ids = s.add_documents(100, doc_kind::text_pdf,
-                             [&](const std::string& key, const std::string& bytes, const std::string& type) {
-                               auto r = test::await<void>([&](auto cb) { store->put(key, bytes, type, cb); });
-                               if (!r)
-                                 throw std::runtime_error("S3 put " + key + ": " + r.error().describe());
-                             });
+  auto ids = s.add_documents(
+      100, doc_kind::text_pdf,
+      [&](const std::string& key, const std::string& bytes, const std::string& type) {
+        auto r = test::await<void>([&](auto cb) { store->put(key, bytes, type, cb); });
+        if (!r)
+          throw std::runtime_error("S3 put " + key + ": " + r.error().describe());
+      });
   for (size_t i = 0; i < ids.size(); i += 10) {
     std::vector<outgoing_message> batch;
     for (size_t j = i; j < std::min(ids.size(), i + 10); ++j)
@@ -44,10 +45,13 @@ TEST_F(e2e_daemon_sqs, a_hundred_ingestions_complete_exactly_once_and_sigterm_ex
                     {"INGESTD_AWS__REGION", "us-east-1"}});
   ASSERT_TRUE(await_completed(s, 100, 480s));
   // Every message deleted: the emulator's queue is empty (visible and in flight).
-  ASSERT_TRUE(wait_until([&] {
-    auto st = test::await<queue_stats>([&](auto cb) { q->stats(cb); });
-    return st && st->visible == 0 && st->in_flight == 0;
-  }, 60s)) << s.logs();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto st = test::await<queue_stats>([&](auto cb) { q->stats(cb); });
+        return st && st->visible == 0 && st->in_flight == 0;
+      },
+      60s))
+      << s.logs();
   ASSERT_TRUE(await_complete_events(s, ids, 30s)) << s.logs();
   // The next jobs: one outbox row per document, sent, and every document matched once.
   ASSERT_TRUE(wait_until(
@@ -58,12 +62,16 @@ TEST_F(e2e_daemon_sqs, a_hundred_ingestions_complete_exactly_once_and_sigterm_ex
       120s))
       << s.logs();
   EXPECT_EQ(s.count("SELECT count(*) FROM event_outbox WHERE sent_at IS NOT NULL "
-                    "AND destination NOT LIKE 'events%'"), 100);
+                    "AND destination NOT LIKE 'events%'"),
+            100);
   EXPECT_EQ(s.count("SELECT count(*) FROM document_matching WHERE matching_attempts <> 1"), 0);
-  ASSERT_TRUE(wait_until([&] {
-    auto st = test::await<queue_stats>([&](auto cb) { match_q->stats(cb); });
-    return st && st->visible == 0 && st->in_flight == 0;
-  }, 60s)) << s.logs();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto st = test::await<queue_stats>([&](auto cb) { match_q->stats(cb); });
+        return st && st->visible == 0 && st->in_flight == 0;
+      },
+      60s))
+      << s.logs();
   d->signal(SIGTERM);
   auto rc = d->wait_exit(60s);
   ASSERT_TRUE(rc.has_value()) << d->log_tail();

@@ -46,9 +46,11 @@ std::string letter_pdf() {
          "2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj\n"
          "3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]/Contents 4 0 R"
          "/Resources<</Font<</F1 5 0 R>>>>>>endobj\n"
-         "4 0 obj<</Length " + std::to_string(content.size()) + ">>stream\n" + content + "\nendstream endobj\n"
-         "5 0 obj<</Type/Font/Subtype/Type1/BaseFont/Helvetica>>endobj\n"
-         "trailer<</Root 1 0 R>>\n%%EOF\n";
+         "4 0 obj<</Length "
+         + std::to_string(content.size()) + ">>stream\n" + content
+         + "\nendstream endobj\n"
+           "5 0 obj<</Type/Font/Subtype/Type1/BaseFont/Helvetica>>endobj\n"
+           "trailer<</Root 1 0 R>>\n%%EOF\n";
 }
 
 TEST(review_desk_daemon, refuses_to_start_when_misconfigured) {
@@ -58,11 +60,15 @@ TEST(review_desk_daemon, refuses_to_start_when_misconfigured) {
     std::string expected;
   };
   std::vector<bad_case> cases{
-    {{{"INGESTD_REVIEW__ENABLED", "true"}, {"INGESTD_ADMIN__PORT", "9"}, {"INGESTD_ADMIN__BIND", "0.0.0.0"}},
-     "INGESTD_REVIEW_TOKEN"},
-    {{{"INGESTD_REVIEW__ENABLED", "true"}, {"INGESTD_ADMIN__PORT", "0"}}, "admin.port"},
-    {{{"INGESTD_REVIEW__ENABLED", "true"}, {"INGESTD_ADMIN__PORT", "9"}, {"INGESTD_REVIEW_TOKEN", "a,,b"}},
-     "INGESTD_REVIEW_TOKEN"},
+      {{{"INGESTD_REVIEW__ENABLED", "true"},
+        {"INGESTD_ADMIN__PORT", "9"},
+        {"INGESTD_ADMIN__BIND", "0.0.0.0"}},
+       "INGESTD_REVIEW_TOKEN"},
+      {{{"INGESTD_REVIEW__ENABLED", "true"}, {"INGESTD_ADMIN__PORT", "0"}}, "admin.port"},
+      {{{"INGESTD_REVIEW__ENABLED", "true"},
+        {"INGESTD_ADMIN__PORT", "9"},
+        {"INGESTD_REVIEW_TOKEN", "a,,b"}},
+       "INGESTD_REVIEW_TOKEN"},
   };
   for (auto& c : cases) {
     auto d = setup.start(c.env);
@@ -83,8 +89,9 @@ TEST(review_desk_daemon, a_failed_document_is_reviewed_and_reprocessed_through_t
                         {"INGESTD_ADMIN__PORT", std::to_string(port)},
                         {"INGESTD_REVIEW_TOKEN", tenant + ":desk-token-0123456789"}});
   ASSERT_TRUE(wait_until([&] { return setup.with_status("failed") == 1; }, 60s)) << setup.logs();
-  EXPECT_NE(d->log().find("http://127.0.0.1:" + std::to_string(port) + "/review"), std::string::npos)
-    << d->log_tail();
+  EXPECT_NE(d->log().find("http://127.0.0.1:" + std::to_string(port) + "/review"),
+            std::string::npos)
+      << d->log_tail();
 
   httplib::Client c{"127.0.0.1", port};
   httplib::Headers auth{{"Authorization", "Bearer desk-token-0123456789"}, {"X-Reviewer", "ops"}};
@@ -105,7 +112,10 @@ TEST(review_desk_daemon, a_failed_document_is_reviewed_and_reprocessed_through_t
   // The daemon takes the new ingestion from the queue and fails it again: the file is corrupt.
   ASSERT_TRUE(wait_until([&] { return setup.with_status("failed") == 2; }, 60s)) << setup.logs();
   EXPECT_EQ(setup.count("SELECT count(*) FROM document WHERE needs_human_review"), 1);
-  EXPECT_EQ(setup.count("SELECT count(*) FROM document_review WHERE action = 'reprocess' AND reviewer = 'ops'"), 1);
+  EXPECT_EQ(
+      setup.count(
+          "SELECT count(*) FROM document_review WHERE action = 'reprocess' AND reviewer = 'ops'"),
+      1);
 
   d->signal(SIGTERM);
   auto code = d->wait_exit(60s);
@@ -117,8 +127,10 @@ TEST(review_desk_daemon, a_reprocess_that_chooses_the_llm_goes_through_the_llm_e
   chat_stub stub;
   e2e_setup setup;
   auto first = setup.add_document_bytes(letter_pdf(), "pdf", "application/pdf");
-  auto tenant = setup.db().scalar("SELECT d.tenant_id FROM document AS d JOIN ingestion AS i ON i.document_id = d.id "
-                                  "WHERE i.id = $1", {first});
+  auto tenant = setup.db().scalar(
+      "SELECT d.tenant_id FROM document AS d JOIN ingestion AS i ON i.document_id = d.id "
+      "WHERE i.id = $1",
+      {first});
   auto document = setup.db().scalar("SELECT document_id FROM ingestion WHERE id = $1", {first});
   setup.enqueue({first});
   int port = free_port();
@@ -138,14 +150,16 @@ TEST(review_desk_daemon, a_reprocess_that_chooses_the_llm_goes_through_the_llm_e
   auto version = setup.db().scalar("SELECT review_version FROM document WHERE id = $1", {document});
   auto path = "/review/api/documents/" + document + "/reprocess";
   // This node has no Document AI: refused by the desk, which runs inside it.
-  auto refused = c.Post(path.c_str(), auth, R"({"version":)" + version + R"(,"transcription_provider":"document_ai"})",
+  auto refused = c.Post(path.c_str(), auth,
+                        R"({"version":)" + version + R"(,"transcription_provider":"document_ai"})",
                         "application/json");
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->status, 400) << refused->body;
   EXPECT_NE(refused->body.find("review.provider_unavailable"), std::string::npos) << refused->body;
 
-  auto r = c.Post(path.c_str(), auth, R"({"version":)" + version + R"(,"extraction_provider":"llm"})",
-                  "application/json");
+  auto r
+      = c.Post(path.c_str(), auth, R"({"version":)" + version + R"(,"extraction_provider":"llm"})",
+               "application/json");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   rapidjson::Document done;
@@ -153,11 +167,15 @@ TEST(review_desk_daemon, a_reprocess_that_chooses_the_llm_goes_through_the_llm_e
   std::string second = done["ingestion_id"].GetString();
   // The new ingestion is extracted by the LLM: the stub's invoice passes the gate.
   ASSERT_TRUE(wait_until([&] { return setup.with_status("completed") == 1; }, 60s)) << setup.logs();
-  EXPECT_EQ(setup.db().scalar("SELECT status || ' ' || extraction_model || ' ' || extraction_provider "
-                              "FROM ingestion WHERE id = $1", {second}),
-            "completed " + model + " llm");
-  EXPECT_EQ(setup.db().scalar("SELECT (structured_data->>'invoice_number') || ' ' || needs_human_review::text "
-                              "FROM document WHERE id = $1", {document}),
+  EXPECT_EQ(
+      setup.db().scalar("SELECT status || ' ' || extraction_model || ' ' || extraction_provider "
+                        "FROM ingestion WHERE id = $1",
+                        {second}),
+      "completed " + model + " llm");
+  EXPECT_EQ(setup.db().scalar(
+                "SELECT (structured_data->>'invoice_number') || ' ' || needs_human_review::text "
+                "FROM document WHERE id = $1",
+                {document}),
             "INV-1 false");
   auto counted = httplib::Client{"127.0.0.1", stub.port()}.Get(("/count?model=" + model).c_str());
   ASSERT_TRUE(counted);
@@ -166,15 +184,18 @@ TEST(review_desk_daemon, a_reprocess_that_chooses_the_llm_goes_through_the_llm_e
   ASSERT_TRUE(count.IsObject() && count.HasMember("count")) << counted->body;
   EXPECT_EQ(count["count"].GetInt(), 1) << "one request for the one extraction";
   // The audit trail names the providers.
-  EXPECT_EQ(setup.db().scalar("SELECT detail FROM ingestion_event WHERE ingestion_id = $1 AND step = 'providers'",
-                              {second}),
+  EXPECT_EQ(setup.db().scalar(
+                "SELECT detail FROM ingestion_event WHERE ingestion_id = $1 AND step = 'providers'",
+                {second}),
             "transcription as configured (tesseract), extraction llm");
-  auto extract = setup.db().scalar("SELECT detail FROM ingestion_event WHERE ingestion_id = $1 AND step = 'extract'",
-                                   {second});
+  auto extract = setup.db().scalar(
+      "SELECT detail FROM ingestion_event WHERE ingestion_id = $1 AND step = 'extract'", {second});
   EXPECT_EQ(extract.rfind("openai, confidence high, model " + model, 0), 0u) << extract;
   // The first ingestion went through the local rules.
-  EXPECT_EQ(setup.db().scalar("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1 AND step = 'extract' "
-                              "AND detail LIKE 'local,%'", {first}),
+  EXPECT_EQ(setup.db().scalar(
+                "SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1 AND step = 'extract' "
+                "AND detail LIKE 'local,%'",
+                {first}),
             "1");
 
   d->signal(SIGTERM);

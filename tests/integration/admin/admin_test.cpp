@@ -86,7 +86,7 @@ public:
     ::close(listener_);
     std::lock_guard g{mtx_};
     for (int fd : open_) {
-      linger hard{1, 0};  // reset, as a dead server's connections are: no lingering states
+      linger hard{1, 0}; // reset, as a dead server's connections are: no lingering states
       ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
       ::shutdown(fd, SHUT_RDWR);
     }
@@ -261,7 +261,8 @@ protected:
   std::map<std::string, std::string> env(const std::string& database_url) {
     auto queue = test::unique_name("q");
     for (auto& [name, dead_letter, receives] :
-         {std::tuple{queue, queue + "-dlq", 0}, std::tuple{std::string{"ingestd-match"}, std::string{"ingestd-match-dlq"}, 3}})
+         {std::tuple{queue, queue + "-dlq", 0},
+          std::tuple{std::string{"ingestd-match"}, std::string{"ingestd-match-dlq"}, 3}})
       if (auto r = create_postgres_queue(database_url, name, dead_letter, receives); !r)
         ADD_FAILURE() << "creating queue " << name << ": " << r.error().describe();
     return {{"INGESTD_DATABASE__URL", database_url},
@@ -279,8 +280,9 @@ protected:
     return "'http://127.0.0.1:" + std::to_string(intake_port) + path + "'";
   }
   void wait_ready(daemon& d) {
-    ASSERT_TRUE(wait_until([&] { return curl(admin("/readyz")).status == 200 || !d.running(); }, 30s))
-      << d.log();
+    ASSERT_TRUE(
+        wait_until([&] { return curl(admin("/readyz")).status == 200 || !d.running(); }, 30s))
+        << d.log();
     ASSERT_TRUE(d.running()) << d.log();
   }
 
@@ -298,10 +300,13 @@ TEST_F(admin_test, http_intake_answers_every_status_code) {
   wait_ready(d);
   const std::string auth = " -H 'Authorization: Bearer s3cret-intake-token-0123' ";
   const std::string tenant = " -H 'X-Tenant-Id: 0190a8c4-1111-7000-8000-000000000001' ";
-  auto pdf = " --data-binary '@" + corpus + "inv01_en_classic.pdf' -H 'Content-Type: application/pdf' ";
+  auto pdf
+      = " --data-binary '@" + corpus + "inv01_en_classic.pdf' -H 'Content-Type: application/pdf' ";
 
   EXPECT_EQ(curl(tenant + pdf + intake("/v1/documents")).status, 401);
-  EXPECT_EQ(curl(" -H 'Authorization: Bearer wrong' " + tenant + pdf + intake("/v1/documents")).status, 401);
+  EXPECT_EQ(
+      curl(" -H 'Authorization: Bearer wrong' " + tenant + pdf + intake("/v1/documents")).status,
+      401);
   EXPECT_EQ(curl(intake("/v1/documents/0190a8c4-1111-7000-8000-000000000001")).status, 401);
 
   auto created = curl(auth + tenant + pdf + intake("/v1/documents"));
@@ -318,8 +323,8 @@ TEST_F(admin_test, http_intake_answers_every_status_code) {
   EXPECT_NE(dup.body.find("\"status\":\"duplicate\""), std::string::npos);
 
   // Multipart, another tenant, a scan: new work.
-  auto multi = curl(auth + " -F 'tenant_id=0190a8c4-2222-7000-8000-000000000002' -F 'file=@" + corpus
-                    + "inv02_de_modern.pdf' " + intake("/v1/documents"));
+  auto multi = curl(auth + " -F 'tenant_id=0190a8c4-2222-7000-8000-000000000002' -F 'file=@"
+                    + corpus + "inv02_de_modern.pdf' " + intake("/v1/documents"));
   EXPECT_EQ(multi.status, 202) << multi.body;
 
   auto no_tenant = curl(auth + pdf + intake("/v1/documents"));
@@ -328,8 +333,8 @@ TEST_F(admin_test, http_intake_answers_every_status_code) {
   EXPECT_EQ(curl(auth + " -H 'X-Tenant-Id: nope' " + pdf + intake("/v1/documents")).status, 400);
   EXPECT_EQ(curl(auth + tenant + " --data-binary '' " + intake("/v1/documents")).status, 400);
 
-  auto text = curl(auth + tenant + " --data-binary '@" + corpus + "bad/notes.txt' -H 'Content-Type: text/plain' "
-                   + intake("/v1/documents"));
+  auto text = curl(auth + tenant + " --data-binary '@" + corpus
+                   + "bad/notes.txt' -H 'Content-Type: text/plain' " + intake("/v1/documents"));
   EXPECT_EQ(text.status, 415) << text.body;
 
   // Over the limit: one just over (refused by intake) and one far over (refused before reading).
@@ -350,7 +355,9 @@ TEST_F(admin_test, http_intake_answers_every_status_code) {
   EXPECT_EQ(gi.status, 200) << gi.body;
   EXPECT_NE(gi.body.find("\"events\""), std::string::npos) << gi.body;
   EXPECT_NE(gi.body.find("\"attempt_count\""), std::string::npos) << gi.body;
-  EXPECT_EQ(curl(auth + tenant + intake("/v1/documents/0190a8c4-1111-7000-8000-00000000ffff")).status, 404);
+  EXPECT_EQ(
+      curl(auth + tenant + intake("/v1/documents/0190a8c4-1111-7000-8000-00000000ffff")).status,
+      404);
   EXPECT_EQ(curl(auth + tenant + intake("/v1/ingestions/not-a-uuid")).status, 400);
   // A read names its tenant (there is no default tenant here).
   auto unscoped = curl(auth + intake("/v1/documents/" + doc));
@@ -358,11 +365,14 @@ TEST_F(admin_test, http_intake_answers_every_status_code) {
   EXPECT_NE(unscoped.body.find("intake.missing_tenant"), std::string::npos) << unscoped.body;
 
   // The local pipeline completes the document; GET shows it ready with its data.
-  ASSERT_TRUE(wait_until([&] {
-    auto body = curl(auth + tenant + intake("/v1/documents/" + doc)).body;
-    return body.find("\"state\" : \"ready\"") != std::string::npos
-           || body.find("\"state\":\"ready\"") != std::string::npos;
-  }, 60s)) << curl(auth + tenant + intake("/v1/documents/" + doc)).body << d.log();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto body = curl(auth + tenant + intake("/v1/documents/" + doc)).body;
+        return body.find("\"state\" : \"ready\"") != std::string::npos
+               || body.find("\"state\":\"ready\"") != std::string::npos;
+      },
+      60s))
+      << curl(auth + tenant + intake("/v1/documents/" + doc)).body << d.log();
 
   d.signal(SIGTERM);
   ASSERT_TRUE(wait_until([&] { return !d.running(); }, 30s)) << d.log();
@@ -383,7 +393,8 @@ TEST_F(admin_test, another_tenants_documents_and_ingestions_are_not_found) {
   const std::string auth = " -H 'Authorization: Bearer s3cret-intake-token-0123' ";
   const std::string as_a = auth + " -H 'X-Tenant-Id: " + tenant_a + "' ";
   const std::string as_b = auth + " -H 'X-Tenant-Id: " + tenant_b + "' ";
-  auto created = curl(as_a + " --data-binary '@" + corpus + "inv01_en_classic.pdf' " + intake("/v1/documents"));
+  auto created = curl(as_a + " --data-binary '@" + corpus + "inv01_en_classic.pdf' "
+                      + intake("/v1/documents"));
   ASSERT_EQ(created.status, 202) << created.body << d.log();
   auto doc = json_string(created.body, "document_id");
   auto ing = json_string(created.body, "ingestion_id");
@@ -395,7 +406,7 @@ TEST_F(admin_test, another_tenants_documents_and_ingestions_are_not_found) {
   ASSERT_EQ(unknown.status, 404) << unknown.body;
   auto doc_url = intake("/v1/documents/" + doc);
   auto ing_url = intake("/v1/ingestions/" + ing);
-  for (const auto& caller : {as_b, auth}) {  // tenant B by header, and by default
+  for (const auto& caller : {as_b, auth}) { // tenant B by header, and by default
     auto foreign_doc = curl(caller + doc_url);
     EXPECT_EQ(foreign_doc.status, 404) << foreign_doc.body;
     EXPECT_EQ(foreign_doc.body, unknown.body);
@@ -430,20 +441,26 @@ TEST_F(admin_test, metrics_pass_promtool_and_readyz_follows_the_database) {
   std::ifstream in{metrics};
   std::ostringstream ss;
   ss << in.rdbuf();
-  for (auto name : {"ingestd_jobs_in_flight{stage=\"ingest\"}", "ingestd_queue_messages{queue=\"",
-                    "state=\"visible\"}", "ingestd_queue_up{queue=\"", "ingestd_node_info{node=\"",
-                    "ingestd_queue_oldest_message_age_seconds", "ingestd_claim_wait_seconds_bucket",
-                    "ingestd_sweeper_rescues_total", "ingestd_cpu_pool_backlog",
-                    "ingestd_llm_tokens_total", "ingestd_heartbeat_lateness_seconds_count",
-                    "ingestd_matching_documents{status=\"pending\"}",
-                    "ingestd_matching_stalled_documents"})
+  for (auto name :
+       {"ingestd_jobs_in_flight{stage=\"ingest\"}", "ingestd_queue_messages{queue=\"",
+        "state=\"visible\"}", "ingestd_queue_up{queue=\"", "ingestd_node_info{node=\"",
+        "ingestd_queue_oldest_message_age_seconds", "ingestd_claim_wait_seconds_bucket",
+        "ingestd_sweeper_rescues_total", "ingestd_cpu_pool_backlog", "ingestd_llm_tokens_total",
+        "ingestd_heartbeat_lateness_seconds_count",
+        "ingestd_matching_documents{status=\"pending\"}", "ingestd_matching_stalled_documents"})
     EXPECT_NE(ss.str().find(name), std::string::npos) << name;
 
   proxy.stop();
   reply r;
-  ASSERT_TRUE(wait_until([&] { r = curl(admin("/readyz")); return r.status == 503; }, 30s)) << r.body;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        r = curl(admin("/readyz"));
+        return r.status == 503;
+      },
+      30s))
+      << r.body;
   EXPECT_NE(r.body.find("database"), std::string::npos) << r.body;
-  EXPECT_EQ(curl(admin("/healthz")).status, 200);  // alive all the same
+  EXPECT_EQ(curl(admin("/healthz")).status, 200); // alive all the same
   proxy.start();
   EXPECT_TRUE(wait_until([&] { return curl(admin("/readyz")).status == 200; }, 60s)) << d.log();
   d.signal(SIGTERM);
@@ -463,13 +480,23 @@ TEST_F(admin_test, readyz_is_not_ready_while_draining) {
                 + "inv01_en_classic.pdf' " + intake("/v1/documents"));
   ASSERT_EQ(r.status, 202) << r.body;
   auto ing = json_string(r.body, "ingestion_id");
-  ASSERT_TRUE(wait_until([&] {
-    return db->scalar("SELECT count(*) FROM ingestion WHERE id = $1 AND transcription_file_path IS NOT NULL",
-                      {ing}) == "1";
-  }, 60s)) << d.log();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return db->scalar("SELECT count(*) FROM ingestion WHERE id = $1 AND "
+                          "transcription_file_path IS NOT NULL",
+                          {ing})
+               == "1";
+      },
+      60s))
+      << d.log();
   d.signal(SIGTERM);
   reply ready;
-  ASSERT_TRUE(wait_until([&] { ready = curl(admin("/readyz")); return ready.status == 503; }, 3s));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        ready = curl(admin("/readyz"));
+        return ready.status == 503;
+      },
+      3s));
   EXPECT_NE(ready.body.find("shutting down"), std::string::npos) << ready.body;
   EXPECT_TRUE(d.running()) << "the drain should still be waiting for the job";
   EXPECT_TRUE(wait_until([&] { return !d.running(); }, 30s)) << d.log();
@@ -495,11 +522,13 @@ TEST_F(admin_test, post_drain_needs_the_token_then_drains_the_node_to_exit_0) {
   daemon d{e, root + "/daemon.log"};
   wait_ready(d);
   EXPECT_EQ(curl("-X POST --data '' " + admin("/drain")).status, 401);
-  EXPECT_EQ(curl("-X POST --data '' -H 'Authorization: Bearer wrong' " + admin("/drain")).status, 401);
+  EXPECT_EQ(curl("-X POST --data '' -H 'Authorization: Bearer wrong' " + admin("/drain")).status,
+            401);
   EXPECT_EQ(curl(admin("/drain")).status, 404) << "a GET drains nothing";
   EXPECT_TRUE(d.running());
   EXPECT_EQ(db->scalar("SELECT state FROM worker_node WHERE id = 'admin-drained'"), "running");
-  auto r = curl("-X POST --data '' -H 'Authorization: Bearer drain-secret-of-the-node' " + admin("/drain"));
+  auto r = curl("-X POST --data '' -H 'Authorization: Bearer drain-secret-of-the-node' "
+                + admin("/drain"));
   EXPECT_EQ(r.status, 202) << r.body;
   EXPECT_TRUE(wait_until([&] { return !d.running(); }, 30s)) << d.log();
   EXPECT_EQ(d.code(), 0) << d.log();

@@ -59,11 +59,12 @@ TEST_F(intake_containers_test, each_container_kind_goes_to_the_unpack_queue) {
   auto intake = make(true);
   auto pdf = test::pdf_bytes("x");
   std::vector<std::tuple<std::string, std::string, std::string>> cases{
-    {"a.zip", test::make_archive("zip", {{"a.pdf", pdf}}), "application/zip"},
-    {"a.tar.gz", test::make_archive("tar", {{"b.pdf", pdf}}, true), "application/gzip"},
-    {"a.eml", test::make_email("hello", "body", {{"c.pdf", pdf}}), "message/rfc822"},
-    {"a.mbox", "From a@example.com Mon Nov 23 10:00:00 2026\n" + test::make_email("mbox", "body", {}),
-     "application/mbox"},
+      {"a.zip", test::make_archive("zip", {{"a.pdf", pdf}}), "application/zip"},
+      {"a.tar.gz", test::make_archive("tar", {{"b.pdf", pdf}}, true), "application/gzip"},
+      {"a.eml", test::make_email("hello", "body", {{"c.pdf", pdf}}), "message/rfc822"},
+      {"a.mbox",
+       "From a@example.com Mon Nov 23 10:00:00 2026\n" + test::make_email("mbox", "body", {}),
+       "application/mbox"},
   };
   for (auto& [name, bytes, mime] : cases) {
     auto r = intake->submit(item(bytes, name));
@@ -72,8 +73,10 @@ TEST_F(intake_containers_test, each_container_kind_goes_to_the_unpack_queue) {
     EXPECT_EQ(db->scalar("SELECT stage FROM work_item WHERE id = $1", {r->ingestion_id.str()}),
               "unpack")
         << name;
-    EXPECT_EQ(db->scalar("SELECT queue_name FROM queue_message WHERE body = $1", {r->ingestion_id.str()}), "unpack-q")
-      << name;
+    EXPECT_EQ(
+        db->scalar("SELECT queue_name FROM queue_message WHERE body = $1", {r->ingestion_id.str()}),
+        "unpack-q")
+        << name;
     EXPECT_TRUE(std::filesystem::exists(root + "/" + r->file_path)) << r->file_path;
   }
   // A document still goes to the ingest queue.
@@ -88,7 +91,8 @@ TEST_F(intake_containers_test, each_container_kind_goes_to_the_unpack_queue) {
 
 TEST_F(intake_containers_test, containers_are_refused_by_name_without_the_unpack_stage) {
   auto intake = make(false);
-  auto r = intake->submit(item(test::make_archive("zip", {{"a.pdf", test::pdf_bytes("x")}}), "a.zip"));
+  auto r
+      = intake->submit(item(test::make_archive("zip", {{"a.pdf", test::pdf_bytes("x")}}), "a.zip"));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, "intake.containers_disabled");
   EXPECT_NE(r.error().message.find("stages.enabled"), std::string::npos);

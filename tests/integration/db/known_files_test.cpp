@@ -33,10 +33,11 @@ protected:
 TEST_F(known_files_test, an_nsrl_csv_is_imported_once_however_often_it_is_given) {
   // NSRL's legacy layout: SHA-1, MD5, CRC32, FileName, ...; quoted, with a comma in a name.
   std::string nsrl = "\"SHA-1\",\"MD5\",\"CRC32\",\"FileName\",\"FileSize\"\r\n"
-                     "\"0000000000000000000000000000000000000000\",\"" + md5_a
+                     "\"0000000000000000000000000000000000000000\",\""
+                     + md5_a
                      + "\",\"00000000\",\"a, b.dll\",\"12\"\r\n"
-                       "\"1111111111111111111111111111111111111111\",\"" + md5_b
-                     + "\",\"11111111\",\"c.exe\",\"34\"\r\n";
+                       "\"1111111111111111111111111111111111111111\",\""
+                     + md5_b + "\",\"11111111\",\"c.exe\",\"34\"\r\n";
   auto first = import(nsrl);
   ASSERT_TRUE(first) << first.error().describe();
   EXPECT_EQ(first->hashes, 2);
@@ -47,8 +48,9 @@ TEST_F(known_files_test, an_nsrl_csv_is_imported_once_however_often_it_is_given)
   EXPECT_EQ(again->hashes, 2);
   EXPECT_EQ(again->added, 0);
   EXPECT_EQ(count(), "2");
-  EXPECT_EQ(db->scalar("SELECT algorithm || ' ' || source FROM known_file WHERE hash = $1", {md5_a}),
-            "md5 test.csv");
+  EXPECT_EQ(
+      db->scalar("SELECT algorithm || ' ' || source FROM known_file WHERE hash = $1", {md5_a}),
+      "md5 test.csv");
 }
 
 TEST_F(known_files_test, a_sha256_csv_and_a_plain_list_are_read_and_upper_case_is_folded) {
@@ -58,10 +60,11 @@ TEST_F(known_files_test, a_sha256_csv_and_a_plain_list_are_read_and_upper_case_i
   std::string upper = sha_b;
   for (auto& c : upper)
     c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  auto plain = import("# a comment\n\n" + md5_b + "\n" + upper + "  some-file.bin\n" + md5_a + "\n");
+  auto plain
+      = import("# a comment\n\n" + md5_b + "\n" + upper + "  some-file.bin\n" + md5_a + "\n");
   ASSERT_TRUE(plain) << plain.error().describe();
   EXPECT_EQ(plain->hashes, 3);
-  EXPECT_EQ(plain->added, 2);  // md5_a was there already
+  EXPECT_EQ(plain->added, 2); // md5_a was there already
   EXPECT_EQ(count(), "4");
   EXPECT_EQ(db->scalar("SELECT algorithm FROM known_file WHERE hash = $1", {sha_b}), "sha256");
 }
@@ -167,10 +170,12 @@ TEST_F(known_files_test, the_schema_refuses_a_skip_without_its_reason) {
   auto id = new_ingestion();
   EXPECT_THROW(db->query("UPDATE ingestion SET status = 'skipped' WHERE id = $1", {id.str()}),
                std::runtime_error);
-  EXPECT_THROW(db->query("UPDATE ingestion SET status = 'skipped', skip_reason = 'boring' WHERE id = $1",
-                         {id.str()}),
+  EXPECT_THROW(
+      db->query("UPDATE ingestion SET status = 'skipped', skip_reason = 'boring' WHERE id = $1",
+                {id.str()}),
+      std::runtime_error);
+  EXPECT_THROW(db->query("INSERT INTO known_file (hash, algorithm) VALUES ('abc', 'md5')"),
                std::runtime_error);
-  EXPECT_THROW(db->query("INSERT INTO known_file (hash, algorithm) VALUES ('abc', 'md5')"), std::runtime_error);
 }
 
 } // namespace ingestd::test

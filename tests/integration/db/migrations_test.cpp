@@ -203,8 +203,7 @@ TEST_F(schema_test, status_constraint) {
   auto doc = new_document(*db);
   auto ing = new_ingestion(*db, doc);
   EXPECT_EQ(db->scalar("SELECT status FROM ingestion WHERE id = $1", {ing}), "in-progress");
-  EXPECT_EQ(sqlstate_of(*db, "UPDATE ingestion SET status = 'done' WHERE id = $1", {ing}),
-            "23514");
+  EXPECT_EQ(sqlstate_of(*db, "UPDATE ingestion SET status = 'done' WHERE id = $1", {ing}), "23514");
   EXPECT_EQ(sqlstate_of(*db, "UPDATE ingestion SET status = NULL WHERE id = $1", {ing}), "23502");
   for (auto s : {"completed", "failed", "in-progress"})
     EXPECT_EQ(sqlstate_of(*db, "UPDATE ingestion SET status = $2 WHERE id = $1", {ing, s}), "ok");
@@ -215,15 +214,26 @@ TEST_F(schema_test, provider_choice_constraints) {
   auto doc = new_document(*db);
   auto ing = new_ingestion(*db, doc);
   EXPECT_EQ(db->scalar("SELECT COALESCE(transcription_provider, 'null') || ' ' || "
-                       "COALESCE(extraction_provider, 'null') FROM ingestion WHERE id = $1", {ing}),
+                       "COALESCE(extraction_provider, 'null') FROM ingestion WHERE id = $1",
+                       {ing}),
             "null null");
   for (auto p : {"tesseract", "document_ai"})
-    EXPECT_EQ(sqlstate_of(*db, "UPDATE ingestion SET transcription_provider = $2 WHERE id = $1", {ing, p}), "ok");
+    EXPECT_EQ(sqlstate_of(*db, "UPDATE ingestion SET transcription_provider = $2 WHERE id = $1",
+                          {ing, p}),
+              "ok");
   for (auto p : {"local", "llm"})
-    EXPECT_EQ(sqlstate_of(*db, "UPDATE ingestion SET extraction_provider = $2 WHERE id = $1", {ing, p}), "ok");
-  EXPECT_EQ(sqlstate_of(*db, "UPDATE ingestion SET transcription_provider = 'llm' WHERE id = $1", {ing}), "23514");
-  EXPECT_EQ(sqlstate_of(*db, "UPDATE ingestion SET extraction_provider = 'openai' WHERE id = $1", {ing}), "23514");
-  EXPECT_EQ(sqlstate_of(*db, "UPDATE ingestion SET extraction_provider = NULL WHERE id = $1", {ing}), "ok");
+    EXPECT_EQ(
+        sqlstate_of(*db, "UPDATE ingestion SET extraction_provider = $2 WHERE id = $1", {ing, p}),
+        "ok");
+  EXPECT_EQ(
+      sqlstate_of(*db, "UPDATE ingestion SET transcription_provider = 'llm' WHERE id = $1", {ing}),
+      "23514");
+  EXPECT_EQ(
+      sqlstate_of(*db, "UPDATE ingestion SET extraction_provider = 'openai' WHERE id = $1", {ing}),
+      "23514");
+  EXPECT_EQ(
+      sqlstate_of(*db, "UPDATE ingestion SET extraction_provider = NULL WHERE id = $1", {ing}),
+      "ok");
 }
 
 TEST_F(schema_test, content_hash_unique_per_tenant) {

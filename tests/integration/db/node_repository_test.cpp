@@ -45,8 +45,9 @@ std::vector<node_info> list(node_repository& repo) {
 
 node_refresh_answer refresh(node_repository& repo, const node_registration& n, int32_t in_flight,
                             bool draining = false) {
-  return must<node_refresh_answer>(
-    [&](auto cb) { repo.refresh(node_refresh{n.id, n.incarnation, in_flight, 7, draining, in_flight / 50.0}, cb); });
+  return must<node_refresh_answer>([&](auto cb) {
+    repo.refresh(node_refresh{n.id, n.incarnation, in_flight, 7, draining, in_flight / 50.0}, cb);
+  });
 }
 
 } // namespace
@@ -72,7 +73,7 @@ TEST(node_repository, registers_refreshes_and_lists_with_the_state) {
   EXPECT_EQ(nodes[0].in_flight, 3);
   EXPECT_NEAR(nodes[0].capacity_usage, 0.06, 1e-6);
   EXPECT_EQ(nodes[0].done_last_minute, 7);
-  EXPECT_EQ(nodes[0].last_seen.size(), 20U) << nodes[0].last_seen;  // 2026-01-01T00:00:00Z
+  EXPECT_EQ(nodes[0].last_seen.size(), 20U) << nodes[0].last_seen; // 2026-01-01T00:00:00Z
   refresh(repo, a, 1, true);
   EXPECT_EQ(list(repo)[0].state, "draining");
   must<void>([&](auto cb) { repo.mark_stopped(a.id, a.incarnation, cb); });
@@ -95,7 +96,8 @@ TEST(node_repository, a_reused_id_takes_the_row_over_and_fences_the_old_process)
   ASSERT_EQ(nodes.size(), 1U);
   EXPECT_EQ(nodes[0].pid, 200);
   EXPECT_EQ(nodes[0].state, "running");
-  EXPECT_FALSE(nodes[0].drain_requested) << "a restart is a new node: the old drain request is done";
+  EXPECT_FALSE(nodes[0].drain_requested)
+      << "a restart is a new node: the old drain request is done";
   EXPECT_FALSE(refresh(repo, old, 9).found) << "the old process no longer refreshes the row";
   EXPECT_TRUE(refresh(repo, restarted, 2).found);
   EXPECT_EQ(list(repo)[0].in_flight, 2);
@@ -108,7 +110,8 @@ TEST(node_repository, a_node_not_seen_for_its_lease_is_lost_and_rows_are_pruned_
   for (auto* n : {&live, &gone, &stopped, &old})
     must<void>([&](auto cb) { repo.register_node(*n, cb); });
   must<void>([&](auto cb) { repo.mark_stopped(stopped.id, stopped.incarnation, cb); });
-  db.query("UPDATE worker_node SET last_seen = now() - interval '11 seconds' WHERE id IN ('gone', 'stopped')");
+  db.query("UPDATE worker_node SET last_seen = now() - interval '11 seconds' WHERE id IN ('gone', "
+           "'stopped')");
   db.query("UPDATE worker_node SET last_seen = now() - interval '2 hours' WHERE id = 'old'");
   std::map<std::string, std::string> states;
   for (auto& n : list(repo))
@@ -128,13 +131,18 @@ TEST(node_repository, drain_requests_one_node_or_every_node_not_stopped) {
   for (auto* n : {&a, &b, &c})
     must<void>([&](auto cb) { repo.register_node(*n, cb); });
   must<void>([&](auto cb) { repo.mark_stopped(c.id, c.incarnation, cb); });
-  auto one = must<std::vector<std::string>>([&](auto cb) { repo.request_drain(std::string{"a"}, cb); });
+  auto one
+      = must<std::vector<std::string>>([&](auto cb) { repo.request_drain(std::string{"a"}, cb); });
   EXPECT_EQ(one, std::vector<std::string>{"a"});
   EXPECT_TRUE(refresh(repo, a, 0).drain_requested);
   EXPECT_FALSE(refresh(repo, b, 0).drain_requested);
-  EXPECT_TRUE(must<std::vector<std::string>>([&](auto cb) { repo.request_drain(std::string{"c"}, cb); }).empty())
-    << "a stopped node is not asked";
-  EXPECT_TRUE(must<std::vector<std::string>>([&](auto cb) { repo.request_drain(std::string{"zz"}, cb); }).empty());
+  EXPECT_TRUE(must<std::vector<std::string>>([&](auto cb) {
+                repo.request_drain(std::string{"c"}, cb);
+              }).empty())
+      << "a stopped node is not asked";
+  EXPECT_TRUE(must<std::vector<std::string>>([&](auto cb) {
+                repo.request_drain(std::string{"zz"}, cb);
+              }).empty());
   auto all = must<std::vector<std::string>>([&](auto cb) { repo.request_drain(std::nullopt, cb); });
   std::sort(all.begin(), all.end());
   EXPECT_EQ(all, (std::vector<std::string>{"a", "b"}));
@@ -142,8 +150,10 @@ TEST(node_repository, drain_requests_one_node_or_every_node_not_stopped) {
 }
 
 TEST(node_versions, the_header_is_parsed_and_versions_compare_by_number) {
-  migration with{6, "006_x.sql", "-- ingestd-min-node-version: 0.10.2\n-- more\nCREATE TABLE x ();\n"};
-  migration without{5, "005_x.sql", "-- nothing here\nCREATE TABLE y ();\n-- ingestd-min-node-version: 9.9.9\n"};
+  migration with{6, "006_x.sql",
+                 "-- ingestd-min-node-version: 0.10.2\n-- more\nCREATE TABLE x ();\n"};
+  migration without{5, "005_x.sql",
+                    "-- nothing here\nCREATE TABLE y ();\n-- ingestd-min-node-version: 9.9.9\n"};
   EXPECT_EQ(min_node_version(with), "0.10.2");
   EXPECT_EQ(min_node_version(without), "") << "only the leading comment lines count";
   EXPECT_LT(*parse_node_version("0.9.9"), *parse_node_version("0.10.0"));
@@ -171,14 +181,17 @@ TEST(node_versions, a_node_older_than_a_recorded_minimum_is_refused) {
       std::string::npos)
       << too_old.error().message;
   EXPECT_TRUE(check_node_version(db.url(), "0.2.0"));
-  db.query("INSERT INTO schema_migrations (version, name, min_node_version) VALUES (900, '900_additive.sql', NULL)");
+  db.query("INSERT INTO schema_migrations (version, name, min_node_version) VALUES (900, "
+           "'900_additive.sql', NULL)");
   EXPECT_TRUE(check_node_version(db.url(), "0.2.0")) << "an additive migration keeps older nodes";
-  db.query("INSERT INTO schema_migrations (version, name, min_node_version) VALUES (901, '901_break.sql', '0.3.0')");
+  db.query("INSERT INTO schema_migrations (version, name, min_node_version) VALUES (901, "
+           "'901_break.sql', '0.3.0')");
   auto refused = check_node_version(db.url(), "0.2.9");
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, "node.too_old");
-  EXPECT_NE(refused.error().message.find("needs ingestd 0.3.0 or newer (migration 901_break.sql)"), std::string::npos)
-    << refused.error().message;
+  EXPECT_NE(refused.error().message.find("needs ingestd 0.3.0 or newer (migration 901_break.sql)"),
+            std::string::npos)
+      << refused.error().message;
   EXPECT_NE(refused.error().message.find("this node is 0.2.9"), std::string::npos);
   EXPECT_TRUE(check_node_version(db.url(), "0.3.0"));
   EXPECT_TRUE(check_node_version(db.url(), "1.0.0"));

@@ -45,8 +45,7 @@ protected:
 TEST_F(pool_test, a_task_that_throws_answers_an_error_and_the_thread_runs_the_next_task) {
   auto p = make_pool();
   auto thrown = await<int>([&](callback<int> done) {
-    p->call(std::move(done),
-            [](pg::connection&, const callback<int>&) { throw std::bad_alloc{}; });
+    p->call(std::move(done), [](pg::connection&, const callback<int>&) { throw std::bad_alloc{}; });
   });
   ASSERT_FALSE(thrown);
   EXPECT_TRUE(thrown.error().transient());

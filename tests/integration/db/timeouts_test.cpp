@@ -87,7 +87,6 @@ protected:
   std::unique_ptr<pg::connection> locker;
 };
 
-
 } // namespace
 
 TEST_F(timeouts_test, a_connection_carries_its_deadlines_and_keeps_the_urls_options) {
@@ -102,7 +101,8 @@ TEST_F(timeouts_test, a_connection_carries_its_deadlines_and_keeps_the_urls_opti
   socklen_t peer_len = sizeof peer;
   ASSERT_EQ(::getpeername(PQsocket(conn.raw()), reinterpret_cast<sockaddr*>(&peer), &peer_len), 0);
   if (peer.ss_family == AF_INET || peer.ss_family == AF_INET6) {
-    ASSERT_EQ(::getsockopt(PQsocket(conn.raw()), IPPROTO_TCP, TCP_USER_TIMEOUT, &tcp_timeout, &len), 0);
+    ASSERT_EQ(::getsockopt(PQsocket(conn.raw()), IPPROTO_TCP, TCP_USER_TIMEOUT, &tcp_timeout, &len),
+              0);
     EXPECT_EQ(tcp_timeout, 20000);
   }
   // The defaults bound every call too; the tcp_only sessions leave the server's deadlines off.
@@ -121,7 +121,8 @@ TEST_F(timeouts_test, a_setting_in_the_urls_options_wins_over_the_session_deadli
   EXPECT_EQ(show(conn, "statement_timeout"), "7s");
 }
 
-TEST_F(timeouts_test, a_repository_call_on_a_locked_table_fails_transiently_within_the_lock_timeout) {
+TEST_F(timeouts_test,
+       a_repository_call_on_a_locked_table_fails_transiently_within_the_lock_timeout) {
   auto [r, took] = call_on_locked_work_items(pg::session_options{30s, 1s, 30s});
   expect_ended_by_deadline(r, took, "pg.55P03", 1s);
 }
@@ -142,7 +143,10 @@ TEST_F(timeouts_test, a_queue_call_on_a_locked_table_fails_transiently_within_th
   expect_ended_by_deadline(stats, since(start), "pg.55P03", 1s);
   // A send is refused the same way rather than hanging: the caller learns it may retry.
   auto sent = await<std::vector<batch_entry_result>>(
-    [&](auto cb) { q.send({outgoing_message{"body", 0s}}, cb); }, 60s);
+      [&](auto cb) {
+        q.send({outgoing_message{"body", 0s}}, cb);
+      },
+      60s);
   if (sent) {
     ASSERT_EQ(sent->size(), 1u);
     EXPECT_TRUE((*sent)[0].failed);

@@ -7,11 +7,11 @@
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
-#include "adapters/http/curl_engine.hpp"
 #include "adapters/extraction/openai_extractor.hpp"
+#include "adapters/http/curl_engine.hpp"
 #include "adapters/support/log.hpp"
-#include "tests/support/llm/stub_client.hpp"
 #include "tests/support/llm/chat_stub.hpp"
+#include "tests/support/llm/stub_client.hpp"
 
 using namespace ingestd;
 using namespace std::chrono_literals;
@@ -34,7 +34,8 @@ protected:
 
   /// Runs one extraction with model "<scenario>:<test name>" and counts the stub's requests.
   outcome run(const std::string& scenario, std::chrono::milliseconds timeout = 5s) {
-    std::string model = scenario + ":" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::string model
+        = scenario + ":" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
     openai_options o;
     o.base_url = stub_->base_url();
     o.api_key = "sk-stub-key-0001";
@@ -56,7 +57,8 @@ protected:
       return out;
     }
     out.value = f.get();
-    out.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    out.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - start);
     out.requests = test::get_count(engine_, stub_->base_url() + "/count?model=" + model);
     EXPECT_EQ(calls->load(), 1);
     return out;
@@ -70,8 +72,9 @@ protected:
     EXPECT_EQ(o.value.error().code, code) << o.value.error().describe();
     EXPECT_EQ(o.value.error().cls, cls) << o.value.error().describe();
     EXPECT_EQ(o.requests, requests);
-    EXPECT_NE(o.value.error().message.find("attempt " + std::to_string(requests) + " of 3"), std::string::npos)
-      << o.value.error().message;
+    EXPECT_NE(o.value.error().message.find("attempt " + std::to_string(requests) + " of 3"),
+              std::string::npos)
+        << o.value.error().message;
   }
 
   static test::chat_stub* stub_;
@@ -90,7 +93,8 @@ TEST_F(openai_stub, success_with_tokens_and_bearer_key) {
   EXPECT_EQ(o.value->output_tokens, 54);
   EXPECT_EQ(o.value->model, "success:success_with_tokens_and_bearer_key");
   EXPECT_EQ(o.value->confidence, "high");
-  auto auth = test::get_sync(engine_, stub_->base_url() + "/last_auth?model=success:success_with_tokens_and_bearer_key");
+  auto auth = test::get_sync(
+      engine_, stub_->base_url() + "/last_auth?model=success:success_with_tokens_and_bearer_key");
   ASSERT_TRUE(auth.ok());
   EXPECT_NE(auth->body.find("Bearer sk-stub-key-0001"), std::string::npos);
 }
@@ -166,12 +170,16 @@ TEST_F(openai_stub, retry_and_failure_lines_carry_the_callers_log_fields) {
   o.base_backoff = 10ms;
   openai_extractor ex{engine_, engine_, o};
   call_context context;
-  context.log_fields = {{"worker_id", "node-1"}, {"stage", "ingest"}, {"step", "extract"},
+  context.log_fields = {{"worker_id", "node-1"},
+                        {"stage", "ingest"},
+                        {"step", "extract"},
                         {"ingestion_id", "0190a1b2-0000-7000-8000-000000000001"},
-                        {"document_id", "0190a1b2-0000-7000-8000-0000000000d0"}, {"tenant_id", "tenant-9"},
+                        {"document_id", "0190a1b2-0000-7000-8000-0000000000d0"},
+                        {"tenant_id", "tenant-9"},
                         {"attempt", "2", true}};
   auto p = std::make_shared<std::promise<result<extraction>>>();
-  ex.extract_with("Invoice INV-1", context, [p](result<extraction> r) { p->set_value(std::move(r)); });
+  ex.extract_with("Invoice INV-1", context,
+                  [p](result<extraction> r) { p->set_value(std::move(r)); });
   auto f = p->get_future();
   ASSERT_EQ(f.wait_for(60s), std::future_status::ready);
   EXPECT_FALSE(f.get());

@@ -27,7 +27,9 @@ int peak_of(http_client& http, const std::string& base_url, const std::string& m
     return -1;
   rapidjson::Document d;
   d.Parse(r->body.c_str());
-  return !d.HasParseError() && d.IsObject() && d.HasMember("peak") && d["peak"].IsInt() ? d["peak"].GetInt() : -1;
+  return !d.HasParseError() && d.IsObject() && d.HasMember("peak") && d["peak"].IsInt()
+             ? d["peak"].GetInt()
+             : -1;
 }
 
 } // namespace

@@ -2,20 +2,20 @@
 // cancellation, connection reuse, and the exactly-once callback contract at destruction.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <vector>
-#include <thread>
-#include <mutex>
-#include <stdexcept>
-#include <condition_variable>
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <filesystem>
 #include <future>
 #include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
 
 #include "adapters/http/curl_engine.hpp"
-#include "tests/support/http/http_call.hpp"
 #include "tests/support/environment.hpp"
+#include "tests/support/http/http_call.hpp"
 #include "tests/support/http/local_http_server.hpp"
 
 namespace ingestd {
@@ -191,8 +191,8 @@ TEST_F(curl_engine_test, cancel_in_flight_gives_http_cancelled_once) {
   engine_.cancel(id);
   ASSERT_TRUE(collector.wait_for(1, 5s));
   EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
-  engine_.cancel(id);     // already finished: no-op
-  engine_.cancel(999999); // unknown: no-op
+  engine_.cancel(id);                                         // already finished: no-op
+  engine_.cancel(999999);                                     // unknown: no-op
   ASSERT_TRUE(ok_response(get("/status/204")).status == 204); // the engine is still fine
   auto outcomes = collector.outcomes();
   ASSERT_EQ(outcomes.size(), 1u);

@@ -70,8 +70,8 @@ protected:
   }
 
   /// POSTs a corpus file with `headers`; answers the ingestion id (empty on failure).
-  std::string post(const std::string& file, const httplib::Headers& headers, const std::string& path = "/v1/documents",
-                   int expect = 202) {
+  std::string post(const std::string& file, const httplib::Headers& headers,
+                   const std::string& path = "/v1/documents", int expect = 202) {
     auto r = client->Post(path.c_str(), headers, corpus(file), "application/pdf");
     EXPECT_TRUE(r);
     if (!r)
@@ -119,7 +119,8 @@ TEST_F(intake_scheduling_test, the_priority_is_stored_on_the_work_item_and_its_m
   }
 }
 
-TEST_F(intake_scheduling_test, delete_cancels_queued_and_running_ingestions_and_refuses_finished_ones) {
+TEST_F(intake_scheduling_test,
+       delete_cancels_queued_and_running_ingestions_and_refuses_finished_ones) {
   auto queued = post("inv01_en_classic.pdf", {});
   auto running = post("inv02_de_modern.pdf", {});
   auto finished = post("inv03_en_compact.pdf", {});
@@ -131,9 +132,11 @@ TEST_F(intake_scheduling_test, delete_cancels_queued_and_running_ingestions_and_
   EXPECT_EQ(r->status, 200) << r->body;
   EXPECT_NE(r->body.find("\"status\":\"cancelled\""), std::string::npos) << r->body;
   EXPECT_EQ(column(queued, "status"), "cancelled");
-  EXPECT_EQ(db->scalar("SELECT worker_id FROM ingestion_event WHERE ingestion_id = $1::uuid AND step = 'cancel'",
-                       {queued}),
-            "http");
+  EXPECT_EQ(
+      db->scalar(
+          "SELECT worker_id FROM ingestion_event WHERE ingestion_id = $1::uuid AND step = 'cancel'",
+          {queued}),
+      "http");
   r = client->Delete(path(queued).c_str());
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;

@@ -56,14 +56,13 @@ protected:
     q = std::make_shared<postgres_queue>(db->url(), queue_name);
     // What `ingestd queues create` makes, for the command-line submits.
     for (auto& [name, dead_letter, receives] :
-         {std::tuple{queue_name, queue_name + "-dlq", 0}, std::tuple{std::string{"ingestd-match"}, std::string{"ingestd-match-dlq"}, 3}})
+         {std::tuple{queue_name, queue_name + "-dlq", 0},
+          std::tuple{std::string{"ingestd-match"}, std::string{"ingestd-match-dlq"}, 3}})
       if (auto r = create_postgres_queue(db->url(), name, dead_letter, receives); !r)
         ADD_FAILURE() << "creating queue " << name << ": " << r.error().describe();
     store = std::make_shared<filesystem_store>(root);
   }
-  void TearDown() override {
-    fs::remove_all(root);
-  }
+  void TearDown() override { fs::remove_all(root); }
 
   /// A service with a repository (and so connections) of its own, as another process would have.
   std::unique_ptr<intake_service>
@@ -98,8 +97,9 @@ protected:
   }
 
   int64_t messages_for(const uuid& ingestion) {
-    return std::stoll(db->scalar("SELECT count(*) FROM queue_message WHERE queue_name = $1 AND body = $2",
-                                 {queue_name, ingestion.str()}));
+    return std::stoll(
+        db->scalar("SELECT count(*) FROM queue_message WHERE queue_name = $1 AND body = $2",
+                   {queue_name, ingestion.str()}));
   }
 
   std::unique_ptr<pg_schema> db;
@@ -210,7 +210,8 @@ TEST_F(intake_test, concurrent_submissions_from_separate_services_are_serialised
   std::vector<std::thread> threads;
   threads.reserve(6);
   for (int i = 0; i < 6; ++i)
-    threads.emplace_back([&, i] { results[i] = (i % 2 ? one : two)->submit(item(bytes, tenant_a)); });
+    threads.emplace_back(
+        [&, i] { results[i] = (i % 2 ? one : two)->submit(item(bytes, tenant_a)); });
   for (auto& t : threads)
     t.join();
   for (auto& r : results)
@@ -305,9 +306,10 @@ TEST_F(intake_test, the_server_refuses_a_non_loopback_bind_without_a_token) {
   auto refused = open.start();
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, "intake.unauthenticated");
-  EXPECT_NE(refused.error().message.find("intake.bind"), std::string::npos) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("intake.bind"), std::string::npos)
+      << refused.error().message;
   EXPECT_NE(refused.error().message.find("INGESTD_INTAKE_TOKEN"), std::string::npos);
-  EXPECT_EQ(open.port(), 0);  // nothing was bound
+  EXPECT_EQ(open.port(), 0); // nothing was bound
 
   intake_server guarded{intake, {"0.0.0.0", 0, std::nullopt, "a-token"}};
   auto started = guarded.start();
@@ -441,7 +443,7 @@ TEST_F(intake_test, submit_command_walks_a_directory_of_mixed_files_and_reports_
   { std::ofstream empty_pdf{dir + "/empty.pdf"}; } // an empty file
   auto [code, out] = run_submit(*db, root, queue_name, "'" + dir + "' '" + dir + "/missing.pdf'");
   EXPECT_EQ(code, 1) << out;
-  EXPECT_NE(out.find("submitted 6 file(s)"), std::string::npos) << out;  // 5 in the dir, 1 missing
+  EXPECT_NE(out.find("submitted 6 file(s)"), std::string::npos) << out; // 5 in the dir, 1 missing
   EXPECT_NE(out.find("3 new, 0 reprocessing, 0 duplicate, 3 failed"), std::string::npos) << out;
   EXPECT_NE(out.find("notes.txt: intake.unsupported_type"), std::string::npos) << out;
   EXPECT_NE(out.find("empty.pdf: intake.empty"), std::string::npos) << out;
@@ -451,7 +453,9 @@ TEST_F(intake_test, submit_command_walks_a_directory_of_mixed_files_and_reports_
   // Again: the three are duplicates; only the good files, so it succeeds.
   fs::remove(dir + "/notes.txt");
   fs::remove(dir + "/empty.pdf");
-  auto [code2, out2] = run_submit(*db, root, queue_name, "--tenant " + db->scalar("SELECT tenant_id::text FROM document LIMIT 1") + " '" + dir + "'");
+  auto [code2, out2] = run_submit(
+      *db, root, queue_name,
+      "--tenant " + db->scalar("SELECT tenant_id::text FROM document LIMIT 1") + " '" + dir + "'");
   EXPECT_EQ(code2, 0) << out2;
   EXPECT_NE(out2.find("0 new, 0 reprocessing, 3 duplicate, 0 failed"), std::string::npos) << out2;
   EXPECT_EQ(count("SELECT count(*) FROM document"), 3);

@@ -159,7 +159,7 @@ TEST_F(matching_view_test, status_counts_matching_and_reports_it_stuck_over_10_m
   auto a = document("a.pdf");
   auto b = document("b.pdf");
   auto c = document("c.pdf");
-  (void) document("d.pdf");
+  (void)document("d.pdf");
   match(a, {});
   for (auto doc : {b, c})
     claim_matching(doc);
@@ -182,7 +182,7 @@ TEST_F(matching_view_test, status_counts_matching_and_reports_it_stuck_over_10_m
   ASSERT_EQ(code, 0) << out;
   EXPECT_NE(out.find("matching   pending 1   in progress 2   succeeded 1   failed 0"),
             std::string::npos)
-    << out;
+      << out;
   EXPECT_NE(out.find("matching in progress over 10 min   1"), std::string::npos) << out;
   auto [jcode, jout] = run("status --json");
   ASSERT_EQ(jcode, 0) << jout;
@@ -222,9 +222,10 @@ TEST_F(matching_view_test, status_documents_and_the_matches_command_show_cluster
 
   auto [mcode, mout] = run("matches " + invoice.str());
   ASSERT_EQ(mcode, 0) << mout;
-  for (const auto& s : {std::string{"invoice-scan.png"}, std::string{"credit-note.pdf"},
-                 std::string{"same_invoice"}, std::string{"credit_note"},
-                 std::string{"refers to INV-1"}, std::string{"cluster members (3)"}, cluster})
+  for (const auto& s :
+       {std::string{"invoice-scan.png"}, std::string{"credit-note.pdf"},
+        std::string{"same_invoice"}, std::string{"credit_note"}, std::string{"refers to INV-1"},
+        std::string{"cluster members (3)"}, cluster})
     EXPECT_NE(mout.find(s), std::string::npos) << s << " missing in:\n" << mout;
   EXPECT_EQ(mout.find("alone.pdf"), std::string::npos) << mout;
 

@@ -17,9 +17,12 @@ using namespace std::chrono_literals;
 
 namespace {
 
-uuid id(uint64_t n) { return uuid{0x0190000000007000ULL, 0x8000000000000000ULL | n}; }
+uuid id(uint64_t n) {
+  return uuid{0x0190000000007000ULL, 0x8000000000000000ULL | n};
+}
 
-match_document document(uint64_t n, const std::string& number, const std::string& kind = "invoice") {
+match_document document(uint64_t n, const std::string& number,
+                        const std::string& kind = "invoice") {
   match_document d;
   d.id = id(n);
   d.tenant_id = id(999);
@@ -62,13 +65,15 @@ protected:
 
   /// One decision with model "<scenario>:<test name>", the stub's requests for it counted.
   outcome run(const std::string& scenario, std::chrono::milliseconds timeout = 5s) {
-    std::string model = scenario + ":" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::string model
+        = scenario + ":" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
     llm_matcher m{engine_, engine_, options(model, timeout)};
     auto p = std::make_shared<std::promise<result<std::vector<match_edge>>>>();
     auto f = p->get_future();
     auto calls = std::make_shared<std::atomic<int>>(0);
     auto start = std::chrono::steady_clock::now();
-    m.decide(document(1, "INV20240117"), {document(2, "INV20240117"), document(3, "CN20240031", "credit_note")},
+    m.decide(document(1, "INV20240117"),
+             {document(2, "INV20240117"), document(3, "CN20240031", "credit_note")},
              [p, calls](result<std::vector<match_edge>> r) {
                if (++*calls == 1)
                  p->set_value(std::move(r));
@@ -79,22 +84,24 @@ protected:
       return out;
     }
     out.value = f.get();
-    out.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    out.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - start);
     out.requests = test::get_count(engine_, stub_->base_url() + "/count?model=" + model);
     EXPECT_EQ(calls->load(), 1);
     return out;
   }
 
-  void expect_failure(const std::string& scenario, const std::string& code, error_class cls, int requests,
-                      std::chrono::milliseconds timeout = 5s) {
+  void expect_failure(const std::string& scenario, const std::string& code, error_class cls,
+                      int requests, std::chrono::milliseconds timeout = 5s) {
     SCOPED_TRACE(scenario);
     auto o = run(scenario, timeout);
     ASSERT_FALSE(o.value.ok()) << scenario << " succeeded";
     EXPECT_EQ(o.value.error().code, code) << o.value.error().describe();
     EXPECT_EQ(o.value.error().cls, cls) << o.value.error().describe();
     EXPECT_EQ(o.requests, requests);
-    EXPECT_NE(o.value.error().message.find("attempt " + std::to_string(requests) + " of 3"), std::string::npos)
-      << o.value.error().message;
+    EXPECT_NE(o.value.error().message.find("attempt " + std::to_string(requests) + " of 3"),
+              std::string::npos)
+        << o.value.error().message;
     EXPECT_EQ(o.value.error().message.find("sk-stub-key-0002"), std::string::npos);
   }
 
@@ -115,7 +122,8 @@ TEST_F(llm_matcher_stub, success_gives_the_validated_edges) {
   EXPECT_EQ((*o.value)[0].kind, match_kind::same_invoice);
   EXPECT_DOUBLE_EQ((*o.value)[0].confidence, 0.9);
   EXPECT_FALSE((*o.value)[0].reason.empty());
-  auto auth = test::get_sync(engine_, stub_->base_url() + "/last_auth?model=success:success_gives_the_validated_edges");
+  auto auth = test::get_sync(
+      engine_, stub_->base_url() + "/last_auth?model=success:success_gives_the_validated_edges");
   ASSERT_TRUE(auth.ok());
   EXPECT_NE(auth->body.find("Bearer sk-stub-key-0002"), std::string::npos);
 }
@@ -177,7 +185,8 @@ TEST_F(llm_matcher_stub, a_refused_connection_is_transient) {
   llm_matcher m{engine_, engine_, o};
   auto p = std::make_shared<std::promise<result<std::vector<match_edge>>>>();
   auto f = p->get_future();
-  m.decide(document(1, "A"), {document(2, "A")}, [p](result<std::vector<match_edge>> r) { p->set_value(std::move(r)); });
+  m.decide(document(1, "A"), {document(2, "A")},
+           [p](result<std::vector<match_edge>> r) { p->set_value(std::move(r)); });
   ASSERT_EQ(f.wait_for(30s), std::future_status::ready);
   auto r = f.get();
   ASSERT_FALSE(r.ok());

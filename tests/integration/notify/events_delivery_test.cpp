@@ -114,8 +114,9 @@ TEST(event_signature, is_the_hmac_of_timestamp_dot_body_in_hex) {
   EXPECT_EQ(sig.rfind("sha256=", 0), 0u);
   EXPECT_EQ(sig.size(), 7u + 64u);
   EXPECT_NE(sig, event_signature("Jefe", 1700000001, R"({"a":1})"));
-  auto py = test::run_python("import hmac,hashlib,sys; print('sha256='+hmac.new(b'Jefe', b'1700000000.{\"a\":1}', "
-                             "hashlib.sha256).hexdigest(), end='')");
+  auto py = test::run_python(
+      "import hmac,hashlib,sys; print('sha256='+hmac.new(b'Jefe', b'1700000000.{\"a\":1}', "
+      "hashlib.sha256).hexdigest(), end='')");
   ASSERT_EQ(py.exit_code, 0) << py.output;
   EXPECT_EQ(sig, py.output);
 }
@@ -126,14 +127,16 @@ TEST(event_webhook_options, bad_settings_are_refused_by_name) {
   EXPECT_TRUE(validate({"http://127.0.0.1:9/in", "s"}));
   auto plain = validate({"http://hooks.example/in", "s"});
   ASSERT_FALSE(plain);
-  EXPECT_NE(plain.error().message.find("INGESTD_EVENTS_WEBHOOK_URL must use https"), std::string::npos);
+  EXPECT_NE(plain.error().message.find("INGESTD_EVENTS_WEBHOOK_URL must use https"),
+            std::string::npos);
   auto no_secret = validate({"https://hooks.example/in", ""});
   ASSERT_FALSE(no_secret);
   EXPECT_NE(no_secret.error().message.find("INGESTD_EVENTS_WEBHOOK_SECRET"), std::string::npos);
   EXPECT_FALSE(validate({"not a url", "s"}));
 }
 
-TEST_F(events_delivery_test, a_receiver_down_for_a_while_then_gets_every_event_once_in_order_per_document) {
+TEST_F(events_delivery_test,
+       a_receiver_down_for_a_while_then_gets_every_event_once_in_order_per_document) {
   test::chat_stub stub;
   curl_engine engine;
   const std::string secret = "s3cr3t-for-the-test";
@@ -145,23 +148,34 @@ TEST_F(events_delivery_test, a_receiver_down_for_a_while_then_gets_every_event_o
 
   caf::actor_system_config cfg;
   caf::actor_system sys{cfg};
-  auto sink = std::make_shared<event_webhook_sink>(engine, event_webhook_options{hook, secret, 2000ms});
+  auto sink
+      = std::make_shared<event_webhook_sink>(engine, event_webhook_options{hook, secret, 2000ms});
   auto relay = spawn_relay(sys, outbox, {}, quick_relay(), {{"events:webhook", sink}});
 
   // Down: every delivery refused, tried again after a back-off; the events wait in the outbox,
   // and state changes (here a new document) go on meanwhile.
-  ASSERT_TRUE(wait_for([&] {
-    return count(*db, "SELECT COALESCE(max(attempts), 0) FROM event_outbox WHERE destination = 'events:webhook'") >= 3;
-  }, 30s));
+  ASSERT_TRUE(wait_for(
+      [&] {
+        return count(*db, "SELECT COALESCE(max(attempts), 0) FROM event_outbox WHERE destination = "
+                          "'events:webhook'")
+               >= 3;
+      },
+      30s));
   docs.push_back(make_documents(*db, 1).front());
-  EXPECT_EQ(count(*db, "SELECT count(*) FROM event_outbox WHERE destination = 'events:webhook' AND sent_at IS NOT NULL"), 0);
+  EXPECT_EQ(count(*db, "SELECT count(*) FROM event_outbox WHERE destination = 'events:webhook' AND "
+                       "sent_at IS NOT NULL"),
+            0);
 
   // Up: everything arrives within seconds.
   ASSERT_TRUE(post_sync(engine, stub.base_url() + "/events_down/t1?down=0"));
   auto up = std::chrono::steady_clock::now();
-  ASSERT_TRUE(wait_for([&] {
-    return count(*db, "SELECT count(*) FROM event_outbox WHERE destination = 'events:webhook' AND sent_at IS NULL") == 0;
-  }, 30s));
+  ASSERT_TRUE(wait_for(
+      [&] {
+        return count(*db, "SELECT count(*) FROM event_outbox WHERE destination = 'events:webhook' "
+                          "AND sent_at IS NULL")
+               == 0;
+      },
+      30s));
   auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - up).count();
   EXPECT_LT(seconds, 10.0);
   caf::anon_send_exit(relay, caf::exit_reason::user_shutdown);
@@ -181,7 +195,9 @@ TEST_F(events_delivery_test, a_receiver_down_for_a_while_then_gets_every_event_o
     received[e["document_id"].IsString() ? e["document_id"].GetString() : ""].push_back(id);
   }
   auto expected = stream_by_document(*db);
-  EXPECT_EQ(ids.size(), static_cast<size_t>(count(*db, "SELECT count(*) FROM event_outbox WHERE destination = 'events'")));
+  EXPECT_EQ(ids.size(),
+            static_cast<size_t>(
+                count(*db, "SELECT count(*) FROM event_outbox WHERE destination = 'events'")));
   EXPECT_EQ(expected.size(), docs.size());
   for (auto& [document, events] : expected) {
     EXPECT_EQ(events.size(), 5u) << document;
@@ -198,15 +214,22 @@ TEST_F(events_delivery_test, a_wrong_secret_is_refused_by_the_receiver_and_retri
   caf::actor_system_config cfg;
   caf::actor_system sys{cfg};
   auto sink = std::make_shared<event_webhook_sink>(
-    engine, event_webhook_options{stub.base_url() + "/events/t2?secret=right", "wrong", 2000ms});
+      engine, event_webhook_options{stub.base_url() + "/events/t2?secret=right", "wrong", 2000ms});
   auto relay = spawn_relay(sys, outbox, {}, quick_relay(), {{"events:webhook", sink}});
-  ASSERT_TRUE(wait_for([&] {
-    return count(*db, "SELECT COALESCE(max(attempts), 0) FROM event_outbox WHERE destination = 'events:webhook'") >= 2;
-  }, 30s));
+  ASSERT_TRUE(wait_for(
+      [&] {
+        return count(*db, "SELECT COALESCE(max(attempts), 0) FROM event_outbox WHERE destination = "
+                          "'events:webhook'")
+               >= 2;
+      },
+      30s));
   caf::anon_send_exit(relay, caf::exit_reason::user_shutdown);
-  EXPECT_EQ(count(*db, "SELECT count(*) FROM event_outbox WHERE destination = 'events:webhook' AND sent_at IS NOT NULL"), 0);
+  EXPECT_EQ(count(*db, "SELECT count(*) FROM event_outbox WHERE destination = 'events:webhook' AND "
+                       "sent_at IS NOT NULL"),
+            0);
   EXPECT_NE(db->scalar("SELECT last_error FROM event_outbox WHERE destination = 'events:webhook' "
-                       "AND last_error IS NOT NULL LIMIT 1").find("HTTP 401"),
+                       "AND last_error IS NOT NULL LIMIT 1")
+                .find("HTTP 401"),
             std::string::npos);
   // The first event of the document was tried; the later ones waited behind it.
   auto got = test::get_sync(engine, stub.base_url() + "/events/t2");
@@ -296,17 +319,23 @@ TEST_F(events_sqs_test, every_event_reaches_the_sqs_queue) {
   make_documents(db, 3);
   caf::actor_system_config cfg;
   caf::actor_system sys{cfg};
-  auto relay = spawn_relay(sys, outbox, {}, quick_relay(), {{"events:sqs", std::make_shared<queue_event_sink>(q)}});
-  ASSERT_TRUE(wait_for([&] {
-    return count(db, "SELECT count(*) FROM event_outbox WHERE destination = 'events:sqs' AND sent_at IS NULL") == 0;
-  }, 30s));
+  auto relay = spawn_relay(sys, outbox, {}, quick_relay(),
+                           {{"events:sqs", std::make_shared<queue_event_sink>(q)}});
+  ASSERT_TRUE(wait_for(
+      [&] {
+        return count(db, "SELECT count(*) FROM event_outbox WHERE destination = 'events:sqs' AND "
+                         "sent_at IS NULL")
+               == 0;
+      },
+      30s));
   caf::anon_send_exit(relay, caf::exit_reason::user_shutdown);
   std::set<std::string> expected;
   for (auto& row : db.query("SELECT event_id::text FROM event_outbox WHERE destination = 'events'"))
     expected.insert(row[0].value_or(""));
   std::set<std::string> received;
   for (int round = 0; round < 20 && received.size() < expected.size(); ++round) {
-    auto got = test::await<std::vector<queue_message>>([&](auto cb) { q->receive(10, 1s, 60s, cb); });
+    auto got
+        = test::await<std::vector<queue_message>>([&](auto cb) { q->receive(10, 1s, 60s, cb); });
     ASSERT_TRUE(got) << got.error().describe();
     for (auto& m : *got) {
       rapidjson::Document d;

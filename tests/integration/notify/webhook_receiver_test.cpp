@@ -8,8 +8,8 @@
 
 #include "adapters/http/curl_engine.hpp"
 #include "adapters/notify/webhook_notifier.hpp"
-#include "tests/support/llm/stub_client.hpp"
 #include "tests/support/llm/chat_stub.hpp"
+#include "tests/support/llm/stub_client.hpp"
 
 using namespace ingestd;
 using namespace std::chrono_literals;
@@ -17,8 +17,12 @@ using namespace std::chrono_literals;
 namespace {
 
 failure_notice notice() {
-  return failure_notice{"0190a1b2-0000-7000-8000-000000000001", "0190a1b2-0000-7000-8000-0000000000d0",
-                        "tenant-7", "llm.context_exceeded: HTTP 400", "permanent", 1};
+  return failure_notice{"0190a1b2-0000-7000-8000-000000000001",
+                        "0190a1b2-0000-7000-8000-0000000000d0",
+                        "tenant-7",
+                        "llm.context_exceeded: HTTP 400",
+                        "permanent",
+                        1};
 }
 
 result<void> notify(webhook_notifier& n) {
@@ -35,7 +39,8 @@ result<void> notify(webhook_notifier& n) {
 TEST(webhook_receiver, a_notice_is_delivered) {
   test::chat_stub stub;
   curl_engine engine;
-  webhook_notifier n{engine, {stub.base_url() + "/webhook/a", "https://admin.example/documents/{document_id}"}};
+  webhook_notifier n{
+      engine, {stub.base_url() + "/webhook/a", "https://admin.example/documents/{document_id}"}};
   auto r = notify(n);
   ASSERT_TRUE(r.ok()) << r.error().describe();
   auto got = test::get_sync(engine, stub.base_url() + "/webhook/a");

@@ -66,8 +66,8 @@ public:
   }
   int port() const { return port_; }
   std::string url(const std::string& processor) const {
-    return "http://127.0.0.1:" + std::to_string(port_) + "/v1/projects/p/locations/eu/processors/" +
-           processor + ":process";
+    return "http://127.0.0.1:" + std::to_string(port_) + "/v1/projects/p/locations/eu/processors/"
+           + processor + ":process";
   }
 
 private:
@@ -82,7 +82,8 @@ protected:
   static void TearDownTestSuite() { delete stub_; }
 
   void SetUp() override {
-    ASSERT_GT(stub_->port(), 0) << "the Document AI stub (python3 document_ai_stub.py) did not start";
+    ASSERT_GT(stub_->port(), 0)
+        << "the Document AI stub (python3 document_ai_stub.py) did not start";
   }
 
   result<transcription> run(const std::string& processor, const std::string& file,

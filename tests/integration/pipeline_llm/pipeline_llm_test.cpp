@@ -31,15 +31,17 @@ namespace {
 
 struct expectation {
   std::string scenario;
-  std::string status;       // final ingestion status
-  int attempt_count;        // final attempt_count
-  std::string error_class;  // "" on success
-  std::string code;         // error code in last_error ("" on success)
-  int requests;             // chat requests the stub saw in all
+  std::string status;      // final ingestion status
+  int attempt_count;       // final attempt_count
+  std::string error_class; // "" on success
+  std::string code;        // error code in last_error ("" on success)
+  int requests;            // chat requests the stub saw in all
   std::chrono::milliseconds request_timeout = 5s;
 };
 
-std::ostream& operator<<(std::ostream& os, const expectation& e) { return os << e.scenario; }
+std::ostream& operator<<(std::ostream& os, const expectation& e) {
+  return os << e.scenario;
+}
 
 std::vector<job_result> results_of(const std::vector<job_outcome>& xs) {
   std::vector<job_result> r;
@@ -76,7 +78,8 @@ protected:
     o.base_backoff = 10ms;
     o.request_timeout = request_timeout;
     o.max_attempts = 3;
-    p.ports().extract = std::make_shared<openai_extractor>(engine, engine, o); // the engine is the retry timer, as in ingestd run
+    p.ports().extract = std::make_shared<openai_extractor>(
+        engine, engine, o); // the engine is the retry timer, as in ingestd run
   }
 
   int requests_seen(const std::string& scenario) {
@@ -134,31 +137,34 @@ TEST_P(pipeline_llm, ends_in_the_right_state) {
     d.Parse(s.document_structured_data.c_str());
     ASSERT_FALSE(d.HasParseError()) << s.document_structured_data;
     EXPECT_STREQ(d["invoice_number"].GetString(), "INV-1"); // the stub's answer, stored
-    EXPECT_EQ(p.db().scalar("SELECT extraction_input_tokens FROM ingestion WHERE id = $1", {id.str()}), "321");
-    EXPECT_EQ(p.db().scalar("SELECT extraction_model FROM ingestion WHERE id = $1", {id.str()}), model_for(e.scenario));
+    EXPECT_EQ(
+        p.db().scalar("SELECT extraction_input_tokens FROM ingestion WHERE id = $1", {id.str()}),
+        "321");
+    EXPECT_EQ(p.db().scalar("SELECT extraction_model FROM ingestion WHERE id = $1", {id.str()}),
+              model_for(e.scenario));
   }
 }
 
 // Transient failures: 3 attempts through the queue, each with 3 in-process requests.
 INSTANTIATE_TEST_SUITE_P(
-  stub_behaviours, pipeline_llm,
-  ::testing::Values(
-    expectation{"success", "completed", 0, "", "", 1},
-    expectation{"flaky", "completed", 0, "", "", 2},
-    expectation{"truncated", "failed", 3, "transient", "llm.truncated", 9},
-    expectation{"refusal", "failed", 3, "transient", "llm.refusal", 9},
-    expectation{"invalid_json", "failed", 3, "transient", "llm.invalid_json", 9},
-    expectation{"schema_invalid", "failed", 3, "transient", "llm.schema_invalid", 9},
-    expectation{"rate_limited", "failed", 3, "transient", "llm.rate_limited", 9},
-    expectation{"server_error", "failed", 3, "transient", "llm.server_error", 9},
-    expectation{"hang", "failed", 3, "transient", "llm.timeout", 9, 300ms},
-    expectation{"quota", "failed", 1, "permanent", "llm.insufficient_quota", 1},
-    expectation{"context_openai", "failed", 1, "permanent", "llm.context_exceeded", 1},
-    expectation{"context_vllm", "failed", 1, "permanent", "llm.context_exceeded", 1},
-    expectation{"context_llamacpp", "failed", 1, "permanent", "llm.context_exceeded", 1},
-    expectation{"context_llamacpp_500", "failed", 1, "permanent", "llm.context_exceeded", 1},
-    expectation{"unauthorized", "failed", 1, "permanent", "llm.unauthorized", 1}),
-  [](const auto& info) { return info.param.scenario; });
+    stub_behaviours, pipeline_llm,
+    ::testing::Values(
+        expectation{"success", "completed", 0, "", "", 1},
+        expectation{"flaky", "completed", 0, "", "", 2},
+        expectation{"truncated", "failed", 3, "transient", "llm.truncated", 9},
+        expectation{"refusal", "failed", 3, "transient", "llm.refusal", 9},
+        expectation{"invalid_json", "failed", 3, "transient", "llm.invalid_json", 9},
+        expectation{"schema_invalid", "failed", 3, "transient", "llm.schema_invalid", 9},
+        expectation{"rate_limited", "failed", 3, "transient", "llm.rate_limited", 9},
+        expectation{"server_error", "failed", 3, "transient", "llm.server_error", 9},
+        expectation{"hang", "failed", 3, "transient", "llm.timeout", 9, 300ms},
+        expectation{"quota", "failed", 1, "permanent", "llm.insufficient_quota", 1},
+        expectation{"context_openai", "failed", 1, "permanent", "llm.context_exceeded", 1},
+        expectation{"context_vllm", "failed", 1, "permanent", "llm.context_exceeded", 1},
+        expectation{"context_llamacpp", "failed", 1, "permanent", "llm.context_exceeded", 1},
+        expectation{"context_llamacpp_500", "failed", 1, "permanent", "llm.context_exceeded", 1},
+        expectation{"unauthorized", "failed", 1, "permanent", "llm.unauthorized", 1}),
+    [](const auto& info) { return info.param.scenario; });
 
 /// A transcriber that answers fixed text (the corpus invoice with a tampered total).
 class fixed_text_transcriber final : public transcriber {
@@ -172,7 +178,9 @@ public:
     t.quality_score = 1;
     t.native_text = true;
     t.provider = "fixed";
-    std::thread{[t = std::move(t), done = std::move(done)]() mutable { done(std::move(t)); }}.detach();
+    std::thread{[t = std::move(t), done = std::move(done)]() mutable {
+      done(std::move(t));
+    }}.detach();
   }
   std::string name() const override { return "fixed"; }
 
@@ -223,13 +231,16 @@ TEST_F(pipeline_gate, totals_that_do_not_reconcile_end_in_human_review) {
   EXPECT_EQ(s.attempt_count, 2);
   EXPECT_EQ(s.error_class, "permanent");
   EXPECT_TRUE(s.needs_human_review);
-  EXPECT_NE(s.last_error.find("extraction.gate_failed: extraction incomplete"), std::string::npos) << s.last_error;
+  EXPECT_NE(s.last_error.find("extraction.gate_failed: extraction incomplete"), std::string::npos)
+      << s.last_error;
   EXPECT_NE(s.last_error.find("totals do not reconcile"), std::string::npos) << s.last_error;
   EXPECT_NE(s.last_error.find("3629.46"), std::string::npos) << s.last_error;
-  EXPECT_EQ(results_of(p.outcomes(id)), (std::vector<job_result>{job_result::retrying, job_result::failed}));
+  EXPECT_EQ(results_of(p.outcomes(id)),
+            (std::vector<job_result>{job_result::retrying, job_result::failed}));
   EXPECT_EQ(p.messages_left(), 0);
   // The extraction is kept for the reviewer.
-  EXPECT_NE(s.document_structured_data.find("INV-2024-0117"), std::string::npos) << s.document_structured_data;
+  EXPECT_NE(s.document_structured_data.find("INV-2024-0117"), std::string::npos)
+      << s.document_structured_data;
 }
 
 TEST_F(pipeline_gate, the_local_extractor_is_honest_about_totals_that_do_not_reconcile) {
@@ -246,8 +257,9 @@ TEST_F(pipeline_gate, the_local_extractor_is_honest_about_totals_that_do_not_rec
   EXPECT_EQ(s.attempt_count, 1);
   EXPECT_EQ(s.error_class, "permanent");
   EXPECT_TRUE(s.needs_human_review);
-  EXPECT_NE(s.last_error.find("extraction.gate_failed: extraction incomplete: confidence is low"), std::string::npos)
-    << s.last_error;
+  EXPECT_NE(s.last_error.find("extraction.gate_failed: extraction incomplete: confidence is low"),
+            std::string::npos)
+      << s.last_error;
   EXPECT_EQ(results_of(p.outcomes(id)), (std::vector<job_result>{job_result::failed}));
 }
 
@@ -330,7 +342,7 @@ TEST_F(pipeline_notify, a_failed_ingestion_reaches_the_webhook) {
   EXPECT_EQ(last["ingestd"]["attempts"].GetInt(), 1);
   EXPECT_STREQ(last["ingestd"]["error_class"].GetString(), "permanent");
   EXPECT_NE(std::string{last["text"].GetString()}.find("llm.context_exceeded"), std::string::npos)
-    << last["text"].GetString();
+      << last["text"].GetString();
   // Only the failure event went to the notifier.
   EXPECT_EQ(count("SELECT count(*) FROM event_outbox WHERE destination = 'events:notify'"), 1);
 }

@@ -33,7 +33,9 @@ protected:
 
   void start() { p.start(); }
 
-  std::string stored(const std::string& key) { return test::read_binary(p.storage_root() + "/" + key); }
+  std::string stored(const std::string& key) {
+    return test::read_binary(p.storage_root() + "/" + key);
+  }
 
   test::pipeline p;
 };
@@ -57,7 +59,9 @@ TEST_F(pipeline_ocr, scans_complete_with_transcription_and_preprocessed_image_st
     auto s = p.status(d.id);
     EXPECT_EQ(s.status, "completed") << s.last_error;
     auto key = "ingestions/" + d.id.str() + "/transcription-output.json";
-    EXPECT_EQ(p.db().scalar("SELECT transcription_file_path FROM ingestion WHERE id = $1", {d.id.str()}), key);
+    EXPECT_EQ(
+        p.db().scalar("SELECT transcription_file_path FROM ingestion WHERE id = $1", {d.id.str()}),
+        key);
     auto t = transcription_from_json(stored(key));
     ASSERT_TRUE(t) << t.error().describe();
     EXPECT_FALSE(t->native_text);
@@ -65,7 +69,8 @@ TEST_F(pipeline_ocr, scans_complete_with_transcription_and_preprocessed_image_st
     rapidjson::Document truth;
     truth.Parse(test::read_binary(test::corpus_dir() + "/truth/" + d.invoice + ".json").c_str());
     EXPECT_NE(t->text.find(truth["invoice_number"].GetString()), std::string::npos) << t->text;
-    auto pre = p.db().scalar("SELECT coalesce(preprocessed_file_path, '') FROM ingestion WHERE id = $1", {d.id.str()});
+    auto pre = p.db().scalar(
+        "SELECT coalesce(preprocessed_file_path, '') FROM ingestion WHERE id = $1", {d.id.str()});
     if (d.degraded) {
       EXPECT_TRUE(t->preprocessed);
       auto pre_key = "ingestions/" + d.id.str() + "/preprocessed.png";
@@ -77,7 +82,8 @@ TEST_F(pipeline_ocr, scans_complete_with_transcription_and_preprocessed_image_st
       EXPECT_FALSE(t->preprocessed);
       EXPECT_EQ(pre, "");
     }
-    EXPECT_NE(s.document_structured_data.find(truth["invoice_number"].GetString()), std::string::npos);
+    EXPECT_NE(s.document_structured_data.find(truth["invoice_number"].GetString()),
+              std::string::npos);
   }
 }
 
@@ -93,7 +99,8 @@ TEST_F(pipeline_ocr, local_extractor_accuracy_through_ocr) {
     if (e.kind != "clean_scan" && e.kind != "degraded_scan" && e.kind != "scanned_pdf")
       continue;
     ids[e.file] = p.submit(e.file, e.mime_type);
-    pairs.push_back({e.file, e.file, test::read_binary(test::corpus_dir() + "/truth/" + e.invoice + ".json")});
+    pairs.push_back(
+        {e.file, e.file, test::read_binary(test::corpus_dir() + "/truth/" + e.invoice + ".json")});
   }
   std::map<std::string, std::string> data;
   int completed = 0;
@@ -105,8 +112,8 @@ TEST_F(pipeline_ocr, local_extractor_accuracy_through_ocr) {
     std::printf("%-32s %-9s %s\n", file.c_str(), s.status.c_str(), s.last_error.c_str());
   }
   auto report = test::measure_accuracy(pairs, [&](const std::string& file) { return data[file]; });
-  std::printf("\nLocal extractor accuracy through OCR (%d scans, %d completed):\n%s\n", report.documents, completed,
-              report.table().c_str());
+  std::printf("\nLocal extractor accuracy through OCR (%d scans, %d completed):\n%s\n",
+              report.documents, completed, report.table().c_str());
   for (auto& m : report.misses)
     std::printf("  miss: %s\n", m.c_str());
   EXPECT_EQ(report.documents, static_cast<int>(ids.size()));

@@ -43,8 +43,9 @@ protected:
       out.push_back({prefix + std::to_string(i), 0s, priority});
     // In batches of 10, as SQS takes them.
     for (size_t at = 0; at < out.size(); at += 10) {
-      std::vector<outgoing_message> batch(out.begin() + static_cast<std::ptrdiff_t>(at),
-                                          out.begin() + static_cast<std::ptrdiff_t>(std::min(out.size(), at + 10)));
+      std::vector<outgoing_message> batch(
+          out.begin() + static_cast<std::ptrdiff_t>(at),
+          out.begin() + static_cast<std::ptrdiff_t>(std::min(out.size(), at + 10)));
       auto res = await<entries>([&](auto cb) { q.send(batch, cb); });
       ASSERT_TRUE(res) << res.error().describe();
       for (auto& e : *res)
@@ -69,7 +70,8 @@ protected:
   /// Inserts a message as if it had been sent `minutes_ago` (the rank trigger applies).
   void insert_old(const std::string& body, int32_t priority, int minutes_ago) {
     db->query("INSERT INTO queue_message (id, queue_name, body, priority, sent_at) "
-              "VALUES (gen_random_uuid(), $1, $2, $3::smallint, now() - make_interval(mins => $4::integer))",
+              "VALUES (gen_random_uuid(), $1, $2, $3::smallint, now() - make_interval(mins => "
+              "$4::integer))",
               {name, body, std::to_string(priority), std::to_string(minutes_ago)});
   }
 
@@ -86,13 +88,17 @@ TEST_F(pg_queue_priority_test, lower_priority_first_and_carried_in_the_message) 
   std::vector<std::string> order;
   while (auto m = take_one(*q)) {
     order.push_back(m->body);
-    EXPECT_EQ(m->priority, m->body.rfind("low-", 0) == 0 ? 90 : m->body.rfind("mid-", 0) == 0 ? 50 : 10);
+    EXPECT_EQ(m->priority, m->body.rfind("low-", 0) == 0   ? 90
+                           : m->body.rfind("mid-", 0) == 0 ? 50
+                                                           : 10);
     finish(*q, *m);
   }
   // By priority (the order within one send is the ids', not the batch's).
   ASSERT_EQ(order.size(), 9u);
-  auto group = [&](size_t from) { return std::set<std::string>(order.begin() + static_cast<std::ptrdiff_t>(from),
-                                                               order.begin() + static_cast<std::ptrdiff_t>(from + 3)); };
+  auto group = [&](size_t from) {
+    return std::set<std::string>(order.begin() + static_cast<std::ptrdiff_t>(from),
+                                 order.begin() + static_cast<std::ptrdiff_t>(from + 3));
+  };
   EXPECT_EQ(group(0), (std::set<std::string>{"high-0", "high-1", "high-2"}));
   EXPECT_EQ(group(3), (std::set<std::string>{"mid-0", "mid-1", "mid-2"}));
   EXPECT_EQ(group(6), (std::set<std::string>{"low-0", "low-1", "low-2"}));
@@ -122,9 +128,9 @@ TEST_F(pg_queue_priority_test, urgent_documents_overtake_a_backlog_with_one_slot
 }
 
 TEST_F(pg_queue_priority_test, a_long_wait_lets_low_priority_overtake_newer_urgent_ones) {
-  auto q = make(1.0);  // one level per minute
-  insert_old("old-90", 90, 120);     // effective -30 now
-  insert_old("recent-90", 90, 30);   // effective 60 now
+  auto q = make(1.0);              // one level per minute
+  insert_old("old-90", 90, 120);   // effective -30 now
+  insert_old("recent-90", 90, 30); // effective 60 now
   send(*q, "new-10-", 1, 10);
   send(*q, "newer-10-", 1, 10);
   std::vector<std::string> order;
@@ -186,8 +192,9 @@ TEST_F(pg_queue_priority_test, dequeue_by_priority_uses_the_rank_index) {
   db->query("INSERT INTO queue_message (id, queue_name, body, priority) SELECT gen_random_uuid(), "
             "'q' || (g % 50), 'b', (g % 101)::smallint FROM generate_series(1, 5000) AS g");
   db->query("ANALYZE queue_message");
-  auto plan = db->query("EXPLAIN SELECT id, receive_count FROM queue_message WHERE queue_name = 'q1' "
-                        "AND visible_at <= now() ORDER BY rank, id LIMIT 10 FOR UPDATE SKIP LOCKED");
+  auto plan
+      = db->query("EXPLAIN SELECT id, receive_count FROM queue_message WHERE queue_name = 'q1' "
+                  "AND visible_at <= now() ORDER BY rank, id LIMIT 10 FOR UPDATE SKIP LOCKED");
   std::string text;
   for (auto& row : plan)
     text += row.at(0).value_or("") + "\n";

@@ -156,7 +156,9 @@ TEST_F(pg_queue_test, batch_is_at_most_ten) {
 
 TEST_F(pg_queue_test, a_body_postgresql_would_refuse_fails_alone) {
   auto q = make();
-  std::vector<outgoing_message> out{{"m0", 0s}, {"cut \xE2\x82", 0s}, {std::string{"nul \0 inside", 12}, 0s},
+  std::vector<outgoing_message> out{{"m0", 0s},
+                                    {"cut \xE2\x82", 0s},
+                                    {std::string{"nul \0 inside", 12}, 0s},
                                     {"m3 \xE2\x82\xAC", 0s}};
   auto res = await<entries>([&](auto cb) { q->send(out, cb); });
   ASSERT_TRUE(res) << res.error().describe();
@@ -307,7 +309,8 @@ TEST_F(pg_queue_test, deletes_arriving_while_one_runs_go_in_one_statement_each_a
   ASSERT_TRUE(locker.exec_simple("ROLLBACK"));
   {
     std::unique_lock g{mtx};
-    ASSERT_TRUE(cv.wait_for(g, 30s, [&] { return calls == n + 1; })) << calls << " of " << n + 1 << " answered";
+    ASSERT_TRUE(cv.wait_for(g, 30s, [&] { return calls == n + 1; }))
+        << calls << " of " << n + 1 << " answered";
   }
   for (auto& r : receipts) {
     ASSERT_EQ(answers[r].size(), 1u);

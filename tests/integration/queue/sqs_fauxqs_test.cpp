@@ -8,8 +8,8 @@
 
 #include "adapters/aws/encoding.hpp"
 #include "adapters/queue/priority_queues.hpp"
-#include "tests/support/environment.hpp"
 #include "tests/support/await.hpp"
+#include "tests/support/environment.hpp"
 #include "tests/support/fauxqs/fauxqs_fixture.hpp"
 
 using namespace ingestd;
@@ -288,7 +288,7 @@ TEST_F(sqs_fauxqs, queue_found_by_name_and_missing_queue_is_permanent) {
   ASSERT_FALSE(r);
   EXPECT_TRUE(r.error().permanent());
   EXPECT_TRUE(r.error().code == "sqs.NonExistentQueue" || r.error().code == "sqs.QueueDoesNotExist")
-    << r.error().code;
+      << r.error().code;
 }
 
 TEST_F(sqs_fauxqs, redrive_moves_a_message_to_the_dead_letter_queue) {
@@ -299,9 +299,8 @@ TEST_F(sqs_fauxqs, redrive_moves_a_message_to_the_dead_letter_queue) {
   ASSERT_TRUE(pair) << pair.error().describe();
   adopt_queue(pair->first);
   adopt_queue(pair->second);
-  auto attrs = await<std::map<std::string, std::string>>([&](auto cb) {
-    sqs_->queue_attributes(pair->first, {"RedrivePolicy"}, std::move(cb));
-  });
+  auto attrs = await<std::map<std::string, std::string>>(
+      [&](auto cb) { sqs_->queue_attributes(pair->first, {"RedrivePolicy"}, std::move(cb)); });
   ASSERT_TRUE(attrs);
   EXPECT_NE((*attrs)["RedrivePolicy"].find("deadLetterTargetArn"), std::string::npos);
 
@@ -382,7 +381,7 @@ print(m[0]['Body'].encode('utf-8').hex())
 print(m[0]['Attributes']['ApproximateReceiveCount'])
 sqs.delete_message(QueueUrl=sys.argv[1], ReceiptHandle=m[0]['ReceiptHandle'])
 )",
-                         {url});
+                        {url});
   ASSERT_EQ(got.exit_code, 0) << got.output;
   EXPECT_EQ(got.output, sent[0].ref + "\n" + ingestd::aws::hex_encode(body) + "\n1\n");
   auto st = stats(*q);
@@ -392,7 +391,8 @@ sqs.delete_message(QueueUrl=sys.argv[1], ReceiptHandle=m[0]['ReceiptHandle'])
 
 // Priority classes on SQS: one real queue per class, each message in its class's
 // queue, the most urgent class served first, receipts that find their class's queue again.
-TEST_F(sqs_fauxqs, priority_classes_route_each_message_to_its_class_queue_and_serve_the_urgent_first) {
+TEST_F(sqs_fauxqs,
+       priority_classes_route_each_message_to_its_class_queue_and_serve_the_urgent_first) {
   std::shared_ptr<queue> high = make_queue();
   std::shared_ptr<queue> normal = make_queue();
   std::shared_ptr<queue> low = make_queue();
@@ -436,7 +436,8 @@ TEST_F(sqs_fauxqs, priority_classes_route_each_message_to_its_class_queue_and_se
       receipts.push_back(m.receipt);
     }
   EXPECT_EQ(bodies.size(), 13u);
-  // A visibility change through a class receipt reaches its queue (made visible again, then deleted).
+  // A visibility change through a class receipt reaches its queue (made visible again, then
+  // deleted).
   auto released = change(q, {{receipts.front(), 0s}});
   ASSERT_EQ(released.size(), 1u);
   EXPECT_FALSE(released[0].failed) << released[0].error.describe();

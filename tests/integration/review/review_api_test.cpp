@@ -54,7 +54,8 @@ TEST_F(review_api_test, queue_lists_a_tenants_documents_oldest_first_with_counts
   EXPECT_EQ(std::string{docs[0]["file_name"].GetString()}, "inv01_en_classic.pdf");
   EXPECT_EQ(std::string{docs[0]["supplier"].GetString()}, "Acme GmbH");
   EXPECT_EQ(std::string{docs[0]["total"].GetString()}, "120");
-  EXPECT_NE(std::string{docs[0]["detail"].GetString()}.find("totals do not reconcile"), std::string::npos);
+  EXPECT_NE(std::string{docs[0]["detail"].GetString()}.find("totals do not reconcile"),
+            std::string::npos);
   EXPECT_GE(docs[0]["age_seconds"].GetInt64(), 30 * 60 - 5);
   EXPECT_EQ(std::string{docs[1]["document_id"].GetString()}, a2);
   EXPECT_EQ(std::string{docs[1]["reason"].GetString()}, "failed");
@@ -96,8 +97,10 @@ TEST_F(review_api_test, tokens_are_required_and_checked) {
   EXPECT_EQ(page->get_header_value("Location"), "/review/login");
 }
 
-TEST_F(review_api_test, document_has_fields_checks_transcription_and_audit_trail_within_its_tenant) {
-  auto a1 = add_document(tenant_a, "inv01_en_classic.pdf", "gate", 1, "INVOICE INV-1 Acme GmbH total 120");
+TEST_F(review_api_test,
+       document_has_fields_checks_transcription_and_audit_trail_within_its_tenant) {
+  auto a1 = add_document(tenant_a, "inv01_en_classic.pdf", "gate", 1,
+                         "INVOICE INV-1 Acme GmbH total 120");
   start_desk();
   auto d = get_json("/review/api/documents/" + a1, token_a);
   ASSERT_EQ(d.status, 200) << d.body;
@@ -118,36 +121,52 @@ TEST_F(review_api_test, document_has_fields_checks_transcription_and_audit_trail
   EXPECT_EQ(get_json("/review/api/documents/" + uuid::v7().str(), token_a).status, 404);
 }
 
-TEST_F(review_api_test, approve_with_a_correction_keeps_the_machines_version_and_records_who_and_what) {
+TEST_F(review_api_test,
+       approve_with_a_correction_keeps_the_machines_version_and_records_who_and_what) {
   auto a1 = add_document(tenant_a, "inv01_en_classic.pdf", "gate", 1);
   start_desk();
   auto v = version_of(a1);
   auto r = post_json("/review/api/documents/" + a1 + "/approve",
-                     R"({"version":)" + std::to_string(v) + R"(,"fields":{"total":119}})", token_a, "alice");
+                     R"({"version":)" + std::to_string(v) + R"(,"fields":{"total":119}})", token_a,
+                     "alice");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(std::string{r.json["status"].GetString()}, "approved");
   EXPECT_EQ(r.json["warnings"].Size(), 0u);
   EXPECT_GT(r.json["version"].GetInt64(), v);
-  EXPECT_EQ(db->scalar("SELECT structured_data->>'total' FROM document WHERE id = $1", {a1}), "119");
-  EXPECT_EQ(db->scalar("SELECT structured_data->>'invoice_number' FROM document WHERE id = $1", {a1}), "INV-1");
-  EXPECT_EQ(db->scalar("SELECT needs_human_review::text FROM document WHERE id = $1", {a1}), "false");
-  EXPECT_EQ(db->scalar("SELECT review_status || ' ' || reviewed_by FROM document WHERE id = $1", {a1}),
-            "approved alice");
+  EXPECT_EQ(db->scalar("SELECT structured_data->>'total' FROM document WHERE id = $1", {a1}),
+            "119");
+  EXPECT_EQ(
+      db->scalar("SELECT structured_data->>'invoice_number' FROM document WHERE id = $1", {a1}),
+      "INV-1");
+  EXPECT_EQ(db->scalar("SELECT needs_human_review::text FROM document WHERE id = $1", {a1}),
+            "false");
+  EXPECT_EQ(
+      db->scalar("SELECT review_status || ' ' || reviewed_by FROM document WHERE id = $1", {a1}),
+      "approved alice");
   // The machine's extraction stays on its ingestion; the review row holds before and after.
-  EXPECT_EQ(db->scalar("SELECT structured_data->>'total' FROM ingestion WHERE document_id = $1", {a1}), "120");
-  EXPECT_EQ(db->scalar("SELECT reviewer || ' ' || action || ' ' || (changes->'total'->>'from') || '->' || "
-                       "(changes->'total'->>'to') || ' ' || (machine_data->>'total') || ' ' || "
-                       "(reviewed_data->>'total') FROM document_review WHERE document_id = $1", {a1}),
+  EXPECT_EQ(
+      db->scalar("SELECT structured_data->>'total' FROM ingestion WHERE document_id = $1", {a1}),
+      "120");
+  EXPECT_EQ(db->scalar(
+                "SELECT reviewer || ' ' || action || ' ' || (changes->'total'->>'from') || '->' || "
+                "(changes->'total'->>'to') || ' ' || (machine_data->>'total') || ' ' || "
+                "(reviewed_data->>'total') FROM document_review WHERE document_id = $1",
+                {a1}),
             "alice approve 120->119 120 119");
-  EXPECT_EQ(db->scalar("SELECT outcome || ' ' || worker_id FROM ingestion_event WHERE step = 'review' AND "
-                       "ingestion_id IN (SELECT id FROM ingestion WHERE document_id = $1)", {a1}),
+  EXPECT_EQ(db->scalar(
+                "SELECT outcome || ' ' || worker_id FROM ingestion_event WHERE step = 'review' AND "
+                "ingestion_id IN (SELECT id FROM ingestion WHERE document_id = $1)",
+                {a1}),
             "approve review");
   // The decision is in the status event stream, in its own transaction.
-  EXPECT_EQ(db->scalar("SELECT (body::jsonb->'payload'->>'action') || ' ' || (body::jsonb->'payload'->>'reviewer') "
-                       "|| ' ' || (body::jsonb->'payload'->'changed_fields')::text FROM event_outbox "
-                       "WHERE destination = 'events' AND body::jsonb->>'type' = 'REVIEW_COMPLETED' "
-                       "AND body::jsonb->>'document_id' = $1", {a1}),
-            "approve alice [\"total\"]");
+  EXPECT_EQ(
+      db->scalar("SELECT (body::jsonb->'payload'->>'action') || ' ' || "
+                 "(body::jsonb->'payload'->>'reviewer') "
+                 "|| ' ' || (body::jsonb->'payload'->'changed_fields')::text FROM event_outbox "
+                 "WHERE destination = 'events' AND body::jsonb->>'type' = 'REVIEW_COMPLETED' "
+                 "AND body::jsonb->>'document_id' = $1",
+                 {a1}),
+      "approve alice [\"total\"]");
   // Out of the queue.
   EXPECT_EQ(get_json("/review/api/queue", token_a).json["documents"].Size(), 0u);
 }
@@ -162,11 +181,16 @@ TEST_F(review_api_test, approve_as_is_and_refusals_for_schema_bad_input_and_plau
   auto bad = post_json(path, R"({"version":)" + v + R"(,"fields":{"total":"a lot"}})", token_a);
   EXPECT_EQ(bad.status, 422) << bad.body;
   EXPECT_NE(bad.body.find("schema"), std::string::npos);
-  EXPECT_EQ(post_json(path, R"({"version":)" + v + R"(,"fields":{"colour":"red"}})", token_a).status, 400);
+  EXPECT_EQ(
+      post_json(path, R"({"version":)" + v + R"(,"fields":{"colour":"red"}})", token_a).status,
+      400);
   EXPECT_EQ(post_json(path, R"({"fields":{}})", token_a).status, 400);
   EXPECT_EQ(post_json(path, "not json", token_a).status, 400);
-  EXPECT_EQ(post_json(path, R"({"version":1,"fields":{"line_items":)" + std::string(5000, '[')
-                              + std::string(5000, ']') + "}}", token_a).status,
+  EXPECT_EQ(post_json(path,
+                      R"({"version":1,"fields":{"line_items":)" + std::string(5000, '[')
+                          + std::string(5000, ']') + "}}",
+                      token_a)
+                .status,
             400);
   EXPECT_EQ(post_json(path, std::string(2u << 20, ' '), token_a).status, 413);
   auto form = client().Post(path.c_str(), {{"Authorization", "Bearer " + token_a}}, "version=1",
@@ -174,29 +198,35 @@ TEST_F(review_api_test, approve_as_is_and_refusals_for_schema_bad_input_and_plau
   ASSERT_TRUE(form);
   EXPECT_EQ(form->status, 415);
   EXPECT_EQ(db->scalar("SELECT count(*) FROM document_review"), "0");
-  EXPECT_EQ(db->scalar("SELECT needs_human_review::text FROM document WHERE id = $1", {a1}), "true");
+  EXPECT_EQ(db->scalar("SELECT needs_human_review::text FROM document WHERE id = $1", {a1}),
+            "true");
 
   // A VAT of 50%: a warning, and the approval stands.
-  auto warn = post_json(path, R"({"version":)" + v + R"(,"fields":{"vat_amount":50,"total":150}})", token_a);
+  auto warn = post_json(path, R"({"version":)" + v + R"(,"fields":{"vat_amount":50,"total":150}})",
+                        token_a);
   ASSERT_EQ(warn.status, 200) << warn.body;
   ASSERT_EQ(warn.json["warnings"].Size(), 1u);
   EXPECT_EQ(std::string{warn.json["warnings"][0]["check"].GetString()}, "vat_rate");
-  EXPECT_EQ(db->scalar("SELECT warnings->0->>'check' FROM document_review WHERE document_id = $1", {a1}),
-            "vat_rate");
+  EXPECT_EQ(
+      db->scalar("SELECT warnings->0->>'check' FROM document_review WHERE document_id = $1", {a1}),
+      "vat_rate");
 
   // As is: the machine's data becomes the approved data, with its totals warning.
   auto as_is = post_json("/review/api/documents/" + a2 + "/approve",
                          R"({"version":)" + std::to_string(version_of(a2)) + "}", token_a);
   ASSERT_EQ(as_is.status, 200) << as_is.body;
   EXPECT_EQ(std::string{as_is.json["warnings"][0]["check"].GetString()}, "totals");
-  EXPECT_EQ(db->scalar("SELECT changes::text FROM document_review WHERE document_id = $1", {a2}), "{}");
+  EXPECT_EQ(db->scalar("SELECT changes::text FROM document_review WHERE document_id = $1", {a2}),
+            "{}");
 
   // check: the same validation without saving.
   auto a3 = add_document(tenant_a, "inv03_en_compact.pdf", "gate", 0);
-  auto c = post_json("/review/api/documents/" + a3 + "/check", R"({"fields":{"total":"x"}})", token_a);
+  auto c
+      = post_json("/review/api/documents/" + a3 + "/check", R"({"fields":{"total":"x"}})", token_a);
   ASSERT_EQ(c.status, 200);
   EXPECT_FALSE(c.json["valid"].GetBool());
-  EXPECT_EQ(db->scalar("SELECT needs_human_review::text FROM document WHERE id = $1", {a3}), "true");
+  EXPECT_EQ(db->scalar("SELECT needs_human_review::text FROM document WHERE id = $1", {a3}),
+            "true");
 }
 
 TEST_F(review_api_test, a_second_save_on_the_same_version_is_refused_and_overwrites_nothing) {
@@ -204,13 +234,16 @@ TEST_F(review_api_test, a_second_save_on_the_same_version_is_refused_and_overwri
   start_desk();
   auto path = "/review/api/documents/" + a1 + "/approve";
   auto v = std::to_string(version_of(a1));
-  auto first = post_json(path, R"({"version":)" + v + R"(,"fields":{"total":119}})", token_a, "alice");
+  auto first
+      = post_json(path, R"({"version":)" + v + R"(,"fields":{"total":119}})", token_a, "alice");
   ASSERT_EQ(first.status, 200);
-  auto second = post_json(path, R"({"version":)" + v + R"(,"fields":{"total":121}})", token_a, "bob");
+  auto second
+      = post_json(path, R"({"version":)" + v + R"(,"fields":{"total":121}})", token_a, "bob");
   EXPECT_EQ(second.status, 409) << second.body;
   EXPECT_NE(second.body.find("changed since you opened it"), std::string::npos) << second.body;
   EXPECT_NE(second.body.find("alice"), std::string::npos) << second.body;
-  EXPECT_EQ(db->scalar("SELECT structured_data->>'total' FROM document WHERE id = $1", {a1}), "119");
+  EXPECT_EQ(db->scalar("SELECT structured_data->>'total' FROM document WHERE id = $1", {a1}),
+            "119");
   EXPECT_EQ(db->scalar("SELECT count(*) FROM document_review"), "1");
 }
 
@@ -225,8 +258,9 @@ TEST_F(review_api_test, concurrent_saves_on_one_version_let_exactly_one_through)
   threads.reserve(reviewers);
   for (int i = 0; i < reviewers; ++i)
     threads.emplace_back([&, i] {
-      auto r = post_json(path, R"({"version":)" + v + R"(,"fields":{"total":)" + std::to_string(200 + i) + "}}",
-                         token_a, "r" + std::to_string(i));
+      auto r = post_json(
+          path, R"({"version":)" + v + R"(,"fields":{"total":)" + std::to_string(200 + i) + "}}",
+          token_a, "r" + std::to_string(i));
       (r.status == 200 ? ok : r.status == 409 ? conflict : other)++;
     });
   for (auto& t : threads)
@@ -236,7 +270,9 @@ TEST_F(review_api_test, concurrent_saves_on_one_version_let_exactly_one_through)
   EXPECT_EQ(other, 0);
   EXPECT_EQ(db->scalar("SELECT count(*) FROM document_review"), "1");
   EXPECT_EQ(db->scalar("SELECT (structured_data->>'total') = (SELECT reviewed_data->>'total' FROM "
-                       "document_review) FROM document WHERE id = $1", {a1}), "t");
+                       "document_review) FROM document WHERE id = $1",
+                       {a1}),
+            "t");
 }
 
 TEST_F(review_api_test, reject_needs_a_reason_and_resolves_the_document) {
@@ -246,36 +282,46 @@ TEST_F(review_api_test, reject_needs_a_reason_and_resolves_the_document) {
   auto v = std::to_string(version_of(a1));
   EXPECT_EQ(post_json(path, R"({"version":)" + v + "}", token_a).status, 400);
   EXPECT_EQ(post_json(path, R"({"version":)" + v + R"(,"reason":"  "})", token_a).status, 400);
-  auto r = post_json(path, R"({"version":)" + v + R"(,"reason":"not an invoice"})", token_a, "carol");
+  auto r
+      = post_json(path, R"({"version":)" + v + R"(,"reason":"not an invoice"})", token_a, "carol");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(std::string{r.json["status"].GetString()}, "rejected");
-  EXPECT_EQ(db->scalar("SELECT needs_human_review::text || ' ' || review_status FROM document WHERE id = $1", {a1}),
-            "false rejected");
-  EXPECT_EQ(db->scalar("SELECT reason FROM document_review WHERE document_id = $1", {a1}), "not an invoice");
+  EXPECT_EQ(
+      db->scalar(
+          "SELECT needs_human_review::text || ' ' || review_status FROM document WHERE id = $1",
+          {a1}),
+      "false rejected");
+  EXPECT_EQ(db->scalar("SELECT reason FROM document_review WHERE document_id = $1", {a1}),
+            "not an invoice");
 }
 
 TEST_F(review_api_test, reprocess_creates_and_enqueues_a_new_ingestion_and_blocks_saves_meanwhile) {
   auto a1 = add_document(tenant_a, "inv01_en_classic.pdf", "failed", 1);
   start_desk();
   auto v = version_of(a1);
-  auto r = post_json("/review/api/documents/" + a1 + "/reprocess", R"({"version":)" + std::to_string(v) + "}",
-                     token_a, "dave");
+  auto r = post_json("/review/api/documents/" + a1 + "/reprocess",
+                     R"({"version":)" + std::to_string(v) + "}", token_a, "dave");
   ASSERT_EQ(r.status, 200) << r.body;
   std::string ingestion = r.json["ingestion_id"].GetString();
   EXPECT_TRUE(r.json["enqueued"].GetBool());
-  EXPECT_EQ(db->scalar("SELECT status || ' ' || (source_metadata->>'channel') || ' ' || "
-                       "(source_metadata->>'requested_by') || ' ' || (source_metadata->>'file_name') "
-                       "FROM ingestion WHERE id = $1", {ingestion}),
-            "in-progress review dave inv01_en_classic.pdf");
+  EXPECT_EQ(
+      db->scalar("SELECT status || ' ' || (source_metadata->>'channel') || ' ' || "
+                 "(source_metadata->>'requested_by') || ' ' || (source_metadata->>'file_name') "
+                 "FROM ingestion WHERE id = $1",
+                 {ingestion}),
+      "in-progress review dave inv01_en_classic.pdf");
   EXPECT_EQ(db->scalar("SELECT count(*) FROM queue_message WHERE queue_name = $1 AND body = $2",
-                       {queue_name, ingestion}), "1");
+                       {queue_name, ingestion}),
+            "1");
   // Its work item, written in the save's statement with its message.
   EXPECT_EQ(db->scalar(
                 "SELECT stage || ' ' || status || ' ' || document_id || ' ' || tenant_id || ' ' || "
                 "attempt_count || ' ' || (claim_token IS NULL) FROM work_item WHERE id = $1",
                 {ingestion}),
             "ingest in-progress " + a1 + " " + tenant_a.str() + " 0 true");
-  EXPECT_EQ(db->scalar("SELECT ingestion_id::text FROM document_review WHERE document_id = $1", {a1}), ingestion);
+  EXPECT_EQ(
+      db->scalar("SELECT ingestion_id::text FROM document_review WHERE document_id = $1", {a1}),
+      ingestion);
   // Being processed: not in the queue (counted apart), and no save goes through.
   auto q = get_json("/review/api/queue", token_a);
   EXPECT_EQ(q.json["documents"].Size(), 0u);
@@ -285,8 +331,9 @@ TEST_F(review_api_test, reprocess_creates_and_enqueues_a_new_ingestion_and_block
   EXPECT_EQ(again.status, 409);
   EXPECT_NE(again.body.find("being processed"), std::string::npos);
   EXPECT_EQ(post_json("/review/api/documents/" + a1 + "/reprocess",
-                      R"({"version":)" + std::to_string(version_of(a1)) + R"(,"provider":"llm"})", token_a)
-              .status,
+                      R"({"version":)" + std::to_string(version_of(a1)) + R"(,"provider":"llm"})",
+                      token_a)
+                .status,
             400);
 }
 
@@ -298,13 +345,15 @@ TEST_F(review_api_test,
   start_desk();
   auto reprocess = [&](const std::string& document, const std::string& choice) {
     return post_json("/review/api/documents/" + document + "/reprocess",
-                     R"({"version":)" + std::to_string(version_of(document)) + choice + "}", token_a, "dave");
+                     R"({"version":)" + std::to_string(version_of(document)) + choice + "}",
+                     token_a, "dave");
   };
   auto llm = reprocess(a1, R"(,"extraction_provider":"llm")");
   ASSERT_EQ(llm.status, 200) << llm.body;
   EXPECT_TRUE(llm.json["transcription_provider"].IsNull()) << llm.body;
   EXPECT_EQ(std::string{llm.json["extraction_provider"].GetString()}, "llm");
-  auto both = reprocess(a2, R"(,"transcription_provider":"tesseract","extraction_provider":"local")");
+  auto both
+      = reprocess(a2, R"(,"transcription_provider":"tesseract","extraction_provider":"local")");
   ASSERT_EQ(both.status, 200) << both.body;
   // null (and "") mean the configured one, as leaving the key out does.
   auto none = reprocess(a3, R"(,"transcription_provider":null,"extraction_provider":"")");
@@ -314,24 +363,34 @@ TEST_F(review_api_test,
   std::string i1 = llm.json["ingestion_id"].GetString();
   std::string i2 = both.json["ingestion_id"].GetString();
   std::string i3 = none.json["ingestion_id"].GetString();
-  auto providers_of = [&](const std::string& table, const std::string& column, const std::string& id) {
-    return db->scalar("SELECT COALESCE(transcription_provider, '-') || ' ' || COALESCE(extraction_provider, '-') "
-                      "FROM " + table + " WHERE " + column + " = $1", {id});
+  auto providers_of = [&](const std::string& table, const std::string& column,
+                          const std::string& id) {
+    return db->scalar(
+        "SELECT COALESCE(transcription_provider, '-') || ' ' || COALESCE(extraction_provider, '-') "
+        "FROM "
+            + table + " WHERE " + column + " = $1",
+        {id});
   };
   EXPECT_EQ(providers_of("ingestion", "id", i1), "- llm");
   EXPECT_EQ(providers_of("ingestion", "id", i2), "tesseract local");
   EXPECT_EQ(providers_of("ingestion", "id", i3), "- -");
   // Beside the decision: the review row, the audit event and REVIEW_COMPLETED.
   EXPECT_EQ(providers_of("document_review", "document_id", a1), "- llm");
-  auto detail = db->scalar("SELECT detail FROM ingestion_event WHERE step = 'review' AND ingestion_id IN "
-                           "(SELECT id FROM ingestion WHERE document_id = $1)", {a2});
-  EXPECT_NE(detail.find("transcription provider tesseract, extraction provider local"), std::string::npos)
-    << detail;
-  EXPECT_EQ(db->scalar("SELECT COALESCE(body::jsonb->'payload'->>'transcription_provider', 'null') || ' ' || "
-                       "(body::jsonb->'payload'->>'extraction_provider') FROM event_outbox "
-                       "WHERE destination = 'events' AND body::jsonb->>'type' = 'REVIEW_COMPLETED' "
-                       "AND body::jsonb->>'document_id' = $1", {a1}),
-            "null llm");
+  auto detail
+      = db->scalar("SELECT detail FROM ingestion_event WHERE step = 'review' AND ingestion_id IN "
+                   "(SELECT id FROM ingestion WHERE document_id = $1)",
+                   {a2});
+  EXPECT_NE(detail.find("transcription provider tesseract, extraction provider local"),
+            std::string::npos)
+      << detail;
+  EXPECT_EQ(
+      db->scalar(
+          "SELECT COALESCE(body::jsonb->'payload'->>'transcription_provider', 'null') || ' ' || "
+          "(body::jsonb->'payload'->>'extraction_provider') FROM event_outbox "
+          "WHERE destination = 'events' AND body::jsonb->>'type' = 'REVIEW_COMPLETED' "
+          "AND body::jsonb->>'document_id' = $1",
+          {a1}),
+      "null llm");
   auto doc = get_json("/review/api/documents/" + a1, token_a);
   ASSERT_EQ(doc.json["reviews"].Size(), 1u) << doc.body;
   EXPECT_EQ(std::string{doc.json["reviews"][0]["extraction_provider"].GetString()}, "llm");
@@ -372,7 +431,9 @@ TEST_F(review_api_test, reprocess_refuses_unknown_providers_and_those_this_node_
   start_desk();
   auto path = "/review/api/documents/" + a1 + "/reprocess";
   auto v = R"({"version":)" + std::to_string(version_of(a1));
-  auto messages = [&] { return db->scalar("SELECT count(*) FROM queue_message WHERE queue_name = $1", {queue_name}); };
+  auto messages = [&] {
+    return db->scalar("SELECT count(*) FROM queue_message WHERE queue_name = $1", {queue_name});
+  };
   auto messages_before = messages();
   auto unknown = post_json(path, v + R"(,"transcription_provider":"abbyy"})", token_a);
   EXPECT_EQ(unknown.status, 400) << unknown.body;
@@ -381,14 +442,17 @@ TEST_F(review_api_test, reprocess_refuses_unknown_providers_and_those_this_node_
   EXPECT_NE(unknown.body.find("tesseract, document_ai"), std::string::npos) << unknown.body;
   auto unknown_extraction = post_json(path, v + R"(,"extraction_provider":"gpt"})", token_a);
   EXPECT_EQ(unknown_extraction.status, 400);
-  EXPECT_NE(unknown_extraction.body.find("local, llm"), std::string::npos) << unknown_extraction.body;
+  EXPECT_NE(unknown_extraction.body.find("local, llm"), std::string::npos)
+      << unknown_extraction.body;
   // A provider this node is not configured for: refused here, with what it would need.
-  auto unavailable = post_json(path, v + R"(,"transcription_provider":"document_ai","extraction_provider":"llm"})",
-                               token_a);
+  auto unavailable = post_json(
+      path, v + R"(,"transcription_provider":"document_ai","extraction_provider":"llm"})", token_a);
   EXPECT_EQ(unavailable.status, 400) << unavailable.body;
   EXPECT_EQ(std::string{unavailable.json["error"].GetString()}, "review.provider_unavailable");
-  EXPECT_NE(unavailable.body.find("cannot run the transcription provider"), std::string::npos) << unavailable.body;
-  EXPECT_NE(unavailable.body.find("INGESTD_DOCUMENT_AI_TOKEN"), std::string::npos) << unavailable.body;
+  EXPECT_NE(unavailable.body.find("cannot run the transcription provider"), std::string::npos)
+      << unavailable.body;
+  EXPECT_NE(unavailable.body.find("INGESTD_DOCUMENT_AI_TOKEN"), std::string::npos)
+      << unavailable.body;
   EXPECT_EQ(post_json(path, v + R"(,"extraction_provider":3})", token_a).status, 400);
   EXPECT_EQ(post_json(path, v + R"(,"provider":"llm"})", token_a).status, 400);
   // Nothing was saved or created.
@@ -413,31 +477,41 @@ TEST_F(review_api_test, approved_data_says_a_person_verified_it_and_the_machines
   // The machine could not vouch for either: not successful, low confidence.
   for (auto& d : {a1, a2}) {
     db->query("UPDATE ingestion SET structured_data = structured_data || "
-              "'{\"extraction_successful\": false, \"confidence\": \"low\"}'::jsonb WHERE document_id = $1", {d});
+              "'{\"extraction_successful\": false, \"confidence\": \"low\"}'::jsonb WHERE "
+              "document_id = $1",
+              {d});
     db->query("UPDATE document SET structured_data = (SELECT structured_data FROM ingestion WHERE "
-              "document_id = $1) WHERE id = $1", {d});
+              "document_id = $1) WHERE id = $1",
+              {d});
   }
   start_desk();
   // The two flags of the JSON one query (with the document as $1) answers.
   auto flags = [&](const std::string& sql, const std::string& document) {
     auto json = db->scalar(sql, {document});
-    return db->scalar("SELECT ($1::jsonb->>'extraction_successful') || ' ' || ($1::jsonb->>'confidence')", {json});
+    return db->scalar(
+        "SELECT ($1::jsonb->>'extraction_successful') || ' ' || ($1::jsonb->>'confidence')",
+        {json});
   };
   ASSERT_EQ(flags("SELECT structured_data FROM document WHERE id = $1", a1), "false low");
-  auto r = post_json("/review/api/documents/" + a1 + "/approve",
-                     R"({"version":)" + std::to_string(version_of(a1)) + R"(,"fields":{"total":119}})", token_a,
-                     "erin");
+  auto r
+      = post_json("/review/api/documents/" + a1 + "/approve",
+                  R"({"version":)" + std::to_string(version_of(a1)) + R"(,"fields":{"total":119}})",
+                  token_a, "erin");
   ASSERT_EQ(r.status, 200) << r.body;
   // The document's data (what consumers read) is the reviewer's: verified by a person.
   EXPECT_EQ(flags("SELECT structured_data FROM document WHERE id = $1", a1), "true high");
-  EXPECT_EQ(flags("SELECT reviewed_data FROM document_review WHERE document_id = $1", a1), "true high");
+  EXPECT_EQ(flags("SELECT reviewed_data FROM document_review WHERE document_id = $1", a1),
+            "true high");
   // The machine's own verdict stays on its ingestion and in the review row.
   EXPECT_EQ(flags("SELECT structured_data FROM ingestion WHERE document_id = $1", a1), "false low");
-  EXPECT_EQ(flags("SELECT machine_data FROM document_review WHERE document_id = $1", a1), "false low");
+  EXPECT_EQ(flags("SELECT machine_data FROM document_review WHERE document_id = $1", a1),
+            "false low");
   // Only the reviewer's edits count as changes.
-  EXPECT_EQ(db->scalar("SELECT string_agg(k, ',') FROM document_review, jsonb_object_keys(changes) AS k "
-                       "WHERE document_id = $1", {a1}),
-            "total");
+  EXPECT_EQ(
+      db->scalar("SELECT string_agg(k, ',') FROM document_review, jsonb_object_keys(changes) AS k "
+                 "WHERE document_id = $1",
+                 {a1}),
+      "total");
   // No failed check about the machine's verdict is left on the page's data.
   auto doc = get_json("/review/api/documents/" + a1, token_a);
   for (auto& f : doc.json["failed_checks"].GetArray()) {
@@ -457,7 +531,7 @@ TEST_F(review_api_test, approved_data_says_a_person_verified_it_and_the_machines
   // A reviewer who says otherwise is taken at their word.
   auto own = post_json("/review/api/documents/" + a2 + "/approve",
                        R"({"version":)" + std::to_string(version_of(a2))
-                         + R"(,"fields":{"total":119,"confidence":"medium"}})",
+                           + R"(,"fields":{"total":119,"confidence":"medium"}})",
                        token_a);
   ASSERT_EQ(own.status, 200) << own.body;
   EXPECT_EQ(flags("SELECT structured_data FROM document WHERE id = $1", a2), "true medium");
@@ -483,11 +557,13 @@ TEST_F(review_api_test, page_images_are_rendered_once_and_cached_in_object_stora
   auto second = client().Get(path.c_str(), bearer(token_a));
   ASSERT_TRUE(second);
   EXPECT_EQ(second->body.size(), first->body.size() + 6);
-  auto missing = client().Get(("/review/api/documents/" + pdf + "/pages/7.png").c_str(), bearer(token_a));
+  auto missing
+      = client().Get(("/review/api/documents/" + pdf + "/pages/7.png").c_str(), bearer(token_a));
   ASSERT_TRUE(missing);
   EXPECT_EQ(missing->status, 404);
   // A TIFF scan is shown as PNG; another tenant's is a 404.
-  auto tiff = client().Get(("/review/api/documents/" + scan + "/pages/0.png").c_str(), bearer(token_a));
+  auto tiff
+      = client().Get(("/review/api/documents/" + scan + "/pages/0.png").c_str(), bearer(token_a));
   ASSERT_TRUE(tiff);
   EXPECT_EQ(tiff->status, 200);
   EXPECT_EQ(tiff->body.substr(0, 4), "\x89PNG");

@@ -32,33 +32,40 @@ std::pair<int, std::string> run(const std::string& command) {
 }
 
 TEST_F(review_browser_test, a_reviewer_corrects_a_field_and_approves_in_chromium) {
-  auto first = add_document(tenant_a, "inv01_en_classic.pdf", "gate", 20, "INVOICE INV-1\nAcme GmbH\nTotal 119.00 EUR");
+  auto first = add_document(tenant_a, "inv01_en_classic.pdf", "gate", 20,
+                            "INVOICE INV-1\nAcme GmbH\nTotal 119.00 EUR");
   auto second = add_document(tenant_a, "inv02_de_modern.pdf", "gate", 10);
   start_desk();
   const char* artifacts = std::getenv("INGESTD_TEST_ARTIFACTS");
   std::string out = std::string{artifacts ? artifacts : "/tmp/ingestd-test-artifacts"} + "/review";
   std::filesystem::create_directories(out);
   auto script = test::source_dir() + "/tests/integration/review/review_browser.py";
-  auto [status, output] =
-    run("timeout 120 /usr/bin/python3 " + script + " --url http://127.0.0.1:" + std::to_string(admin->port())
-        + " --token " + token_a + " --name Hana --document " + first + " --next " + second
-        + " --total 119 --out " + out);
+  auto [status, output]
+      = run("timeout 120 /usr/bin/python3 " + script + " --url http://127.0.0.1:"
+            + std::to_string(admin->port()) + " --token " + token_a + " --name Hana --document "
+            + first + " --next " + second + " --total 119 --out " + out);
   if (status == 77)
     GTEST_SKIP() << output;
   ASSERT_EQ(status, 0) << output;
-  EXPECT_EQ(db->scalar("SELECT structured_data->>'total' FROM document WHERE id = $1", {first}), "119");
-  EXPECT_EQ(db->scalar("SELECT needs_human_review::text || ' ' || review_status || ' ' || reviewed_by "
-                       "FROM document WHERE id = $1", {first}),
-            "false approved Hana");
+  EXPECT_EQ(db->scalar("SELECT structured_data->>'total' FROM document WHERE id = $1", {first}),
+            "119");
+  EXPECT_EQ(
+      db->scalar("SELECT needs_human_review::text || ' ' || review_status || ' ' || reviewed_by "
+                 "FROM document WHERE id = $1",
+                 {first}),
+      "false approved Hana");
   EXPECT_EQ(db->scalar("SELECT changes::text FROM document_review WHERE document_id = $1", {first}),
             R"({"total": {"to": 119, "from": 120}})");
-  EXPECT_EQ(db->scalar("SELECT needs_human_review::text FROM document WHERE id = $1", {second}), "true");
+  EXPECT_EQ(db->scalar("SELECT needs_human_review::text FROM document WHERE id = $1", {second}),
+            "true");
   // The second document was reprocessed from its page with the LLM extractor chosen.
   EXPECT_EQ(db->scalar("SELECT reviewer || ' ' || action || ' ' || extraction_provider || ' ' || "
                        "COALESCE(transcription_provider, 'as-configured') FROM document_review "
-                       "WHERE document_id = $1", {second}),
+                       "WHERE document_id = $1",
+                       {second}),
             "Hana reprocess llm as-configured");
-  EXPECT_EQ(db->scalar("SELECT extraction_provider FROM ingestion WHERE document_id = $1 AND status = 'in-progress'",
+  EXPECT_EQ(db->scalar("SELECT extraction_provider FROM ingestion WHERE document_id = $1 AND "
+                       "status = 'in-progress'",
                        {second}),
             "llm");
   for (auto name : {"review-queue.png", "review-document.png"})

@@ -31,12 +31,12 @@
 namespace ingestd::test {
 
 /// Structured data whose totals do not reconcile (100 + 19 != 120): the gate refuses it.
-inline const char* unreconciled_invoice =
-  R"({"invoice_number":"INV-1","invoice_date":"2024-03-01","due_date":"2024-03-31",)"
-  R"("supplier_name":"Acme GmbH","supplier_address":"Main St 1, Berlin","supplier_vat_id":"DE123456789",)"
-  R"("customer_name":"Beta Ltd","currency":"EUR","line_items":[{"description":"Widget","quantity":1,)"
-  R"("unit_price":100,"amount":100}],"subtotal":100,"vat_amount":19,"total":120,)"
-  R"("extraction_successful":true,"confidence":"medium","missing_fields":[]})";
+inline const char* unreconciled_invoice
+    = R"({"invoice_number":"INV-1","invoice_date":"2024-03-01","due_date":"2024-03-31",)"
+      R"("supplier_name":"Acme GmbH","supplier_address":"Main St 1, Berlin","supplier_vat_id":"DE123456789",)"
+      R"("customer_name":"Beta Ltd","currency":"EUR","line_items":[{"description":"Widget","quantity":1,)"
+      R"("unit_price":100,"amount":100}],"subtotal":100,"vat_amount":19,"total":120,)"
+      R"("extraction_successful":true,"confidence":"medium","missing_fields":[]})";
 
 class review_fixture : public ::testing::Test {
 protected:
@@ -71,8 +71,8 @@ protected:
 
   /// INGESTD_REVIEW_TOKEN for the tokens of the fixture: A, B, and one for both tenants.
   std::string token_setting() const {
-    return tenant_a.str() + ":" + token_a + "," + tenant_b.str() + ":" + token_b + "," + tenant_a.str()
-           + ":" + token_both + "," + tenant_b.str() + ":" + token_both;
+    return tenant_a.str() + ":" + token_a + "," + tenant_b.str() + ":" + token_b + ","
+           + tenant_a.str() + ":" + token_both + "," + tenant_b.str() + ":" + token_both;
   }
 
   /// Mounts the desk on a fresh admin server; `tokens` as INGESTD_REVIEW_TOKEN ("" : open desk
@@ -101,8 +101,8 @@ protected:
   /// "gate" (completed, refused by the gate), "gate-failed" (failed by the gate for good),
   /// "failed" (failed, no data) or "ready". The
   /// document is made `minutes_old` minutes old. Returns the document id.
-  std::string add_document(uuid tenant, const std::string& name, const std::string& outcome, int minutes_old,
-                           const std::string& transcription_text = "") {
+  std::string add_document(uuid tenant, const std::string& name, const std::string& outcome,
+                           int minutes_old, const std::string& transcription_text = "") {
     intake_item item;
     item.tenant_id = tenant;
     item.source.uploaded_by = uuid::v7();
@@ -156,10 +156,12 @@ protected:
                 "'permanent', "
                 "last_error = 'ocr.corrupt_file: the file cannot be read' WHERE id = $1",
                 {ingestion});
-    db->query("INSERT INTO ingestion_event (ingestion_id, step, outcome, detail) VALUES ($1, 'extract', $2, 'test')",
+    db->query("INSERT INTO ingestion_event (ingestion_id, step, outcome, detail) VALUES ($1, "
+              "'extract', $2, 'test')",
               {ingestion, outcome});
-    db->query("UPDATE document SET created_at = now() - make_interval(mins => $2::int) WHERE id = $1",
-              {out->document_id.str(), std::to_string(minutes_old)});
+    db->query(
+        "UPDATE document SET created_at = now() - make_interval(mins => $2::int) WHERE id = $1",
+        {out->document_id.str(), std::to_string(minutes_old)});
     return out->document_id.str();
   }
 

@@ -41,7 +41,8 @@ TEST_F(review_pages_test, the_login_form_opens_a_cookie_session_and_the_pages_re
   EXPECT_EQ(form->status, 200);
   EXPECT_NE(form->body.find("name=\"token\""), std::string::npos);
 
-  auto login = client().Post("/review/login", httplib::Params{{"name", "Erin"}, {"token", token_a}});
+  auto login
+      = client().Post("/review/login", httplib::Params{{"name", "Erin"}, {"token", token_a}});
   ASSERT_TRUE(login);
   ASSERT_EQ(login->status, 303);
   EXPECT_EQ(login->get_header_value("Location"), "/review");
@@ -68,7 +69,8 @@ TEST_F(review_pages_test, the_login_form_opens_a_cookie_session_and_the_pages_re
   EXPECT_NE(html.find("value=\"120\""), std::string::npos);
   // The failed check is shown at the fields it concerns.
   EXPECT_NE(html.find("class=\"field flagged\" data-name=\"total\""), std::string::npos);
-  EXPECT_NE(html.find("INVOICE &lt;INV-1&gt;"), std::string::npos) << "the transcription is escaped";
+  EXPECT_NE(html.find("INVOICE &lt;INV-1&gt;"), std::string::npos)
+      << "the transcription is escaped";
   EXPECT_NE(html.find("/review/api/documents/" + a1 + "/pages/0.png"), std::string::npos);
 
   // Another tenant's document is not found; a bad token or a missing name does not sign in.
@@ -80,7 +82,8 @@ TEST_F(review_pages_test, the_login_form_opens_a_cookie_session_and_the_pages_re
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->status, 401);
   EXPECT_TRUE(bad->get_header_value("Set-Cookie").empty());
-  auto nameless = client().Post("/review/login", httplib::Params{{"name", " "}, {"token", token_a}});
+  auto nameless
+      = client().Post("/review/login", httplib::Params{{"name", " "}, {"token", token_a}});
   ASSERT_TRUE(nameless);
   EXPECT_EQ(nameless->status, 400);
 }
@@ -95,24 +98,28 @@ TEST_F(review_pages_test, every_cookie_session_post_needs_the_sessions_csrf_toke
   auto path = "/review/api/documents/" + a1 + "/approve";
   auto body = R"({"version":)" + std::to_string(version_of(a1)) + R"(,"fields":{"total":119}})";
 
-  auto none = client().Post(path.c_str(), httplib::Headers{{"Cookie", cookie}}, body, "application/json");
+  auto none
+      = client().Post(path.c_str(), httplib::Headers{{"Cookie", cookie}}, body, "application/json");
   ASSERT_TRUE(none);
   EXPECT_EQ(none->status, 403);
-  auto wrong = client().Post(path.c_str(), httplib::Headers{{"Cookie", cookie}, {"X-CSRF-Token", csrf + "0"}},
+  auto wrong = client().Post(path.c_str(),
+                             httplib::Headers{{"Cookie", cookie}, {"X-CSRF-Token", csrf + "0"}},
                              body, "application/json");
   ASSERT_TRUE(wrong);
   EXPECT_EQ(wrong->status, 403);
   // Another session's token does not do either.
   auto other_cookie = sign_in("Frank", token_a);
   auto other_csrf = csrf_of(get_page("/review/documents/" + a1, other_cookie)->body);
-  auto crossed = client().Post(path.c_str(), httplib::Headers{{"Cookie", cookie}, {"X-CSRF-Token", other_csrf}},
+  auto crossed = client().Post(path.c_str(),
+                               httplib::Headers{{"Cookie", cookie}, {"X-CSRF-Token", other_csrf}},
                                body, "application/json");
   ASSERT_TRUE(crossed);
   EXPECT_EQ(crossed->status, 403);
   EXPECT_EQ(db->scalar("SELECT count(*) FROM document_review"), "0");
 
-  auto ok = client().Post(path.c_str(), httplib::Headers{{"Cookie", cookie}, {"X-CSRF-Token", csrf}}, body,
-                          "application/json");
+  auto ok
+      = client().Post(path.c_str(), httplib::Headers{{"Cookie", cookie}, {"X-CSRF-Token", csrf}},
+                      body, "application/json");
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200) << ok->body;
   EXPECT_EQ(db->scalar("SELECT reviewed_by FROM document WHERE id = $1", {a1}), "Erin");
@@ -131,7 +138,8 @@ TEST_F(review_pages_test, every_cookie_session_post_needs_the_sessions_csrf_toke
   EXPECT_EQ(after->status, 303);
 }
 
-TEST_F(review_pages_test, the_reprocess_form_offers_the_nodes_providers_and_its_post_needs_the_csrf_token) {
+TEST_F(review_pages_test,
+       the_reprocess_form_offers_the_nodes_providers_and_its_post_needs_the_csrf_token) {
   auto a1 = add_document(tenant_a, "inv01_en_classic.pdf", "failed", 1);
   start_desk();
   auto cookie = sign_in("Erin", token_a);
@@ -144,18 +152,23 @@ TEST_F(review_pages_test, the_reprocess_form_offers_the_nodes_providers_and_its_
   // listed disabled with what it needs.
   EXPECT_NE(html.find("<form id=\"reprocess-form\">"), std::string::npos);
   EXPECT_NE(html.find("<label for=\"rp-transcription\">"), std::string::npos);
-  EXPECT_NE(html.find("<select id=\"rp-transcription\" name=\"transcription_provider\"><option value=\"\" "
-                      "selected>as configured (tesseract on this node)</option>"),
-            std::string::npos)
-    << html;
+  EXPECT_NE(
+      html.find(
+          "<select id=\"rp-transcription\" name=\"transcription_provider\"><option value=\"\" "
+          "selected>as configured (tesseract on this node)</option>"),
+      std::string::npos)
+      << html;
   EXPECT_NE(html.find("<option value=\"tesseract\">tesseract</option>"), std::string::npos);
-  EXPECT_NE(html.find("<option value=\"document_ai\" disabled title=\"needs transcription.document_ai_endpoint "
-                      "and INGESTD_DOCUMENT_AI_TOKEN\">document_ai (not on this node)</option>"),
-            std::string::npos)
-    << html;
-  EXPECT_NE(html.find("<select id=\"rp-extraction\" name=\"extraction_provider\"><option value=\"\" "
-                      "selected>as configured (local on this node)</option>"),
-            std::string::npos);
+  EXPECT_NE(
+      html.find(
+          "<option value=\"document_ai\" disabled title=\"needs transcription.document_ai_endpoint "
+          "and INGESTD_DOCUMENT_AI_TOKEN\">document_ai (not on this node)</option>"),
+      std::string::npos)
+      << html;
+  EXPECT_NE(
+      html.find("<select id=\"rp-extraction\" name=\"extraction_provider\"><option value=\"\" "
+                "selected>as configured (local on this node)</option>"),
+      std::string::npos);
   EXPECT_NE(html.find("<option value=\"llm\">llm</option>"), std::string::npos);
   EXPECT_NE(html.find("<button id=\"reprocess\" type=\"submit\">"), std::string::npos);
   auto csrf = csrf_of(html);
@@ -163,23 +176,29 @@ TEST_F(review_pages_test, the_reprocess_form_offers_the_nodes_providers_and_its_
 
   // What the form's script sends, with and without the session's CSRF token.
   auto path = "/review/api/documents/" + a1 + "/reprocess";
-  auto body = R"({"version":)" + std::to_string(version_of(a1)) + R"(,"extraction_provider":"llm"})";
-  auto none = client().Post(path.c_str(), httplib::Headers{{"Cookie", cookie}}, body, "application/json");
+  auto body
+      = R"({"version":)" + std::to_string(version_of(a1)) + R"(,"extraction_provider":"llm"})";
+  auto none
+      = client().Post(path.c_str(), httplib::Headers{{"Cookie", cookie}}, body, "application/json");
   ASSERT_TRUE(none);
   EXPECT_EQ(none->status, 403);
-  auto wrong = client().Post(path.c_str(), httplib::Headers{{"Cookie", cookie}, {"X-CSRF-Token", csrf + "0"}},
+  auto wrong = client().Post(path.c_str(),
+                             httplib::Headers{{"Cookie", cookie}, {"X-CSRF-Token", csrf + "0"}},
                              body, "application/json");
   ASSERT_TRUE(wrong);
   EXPECT_EQ(wrong->status, 403);
   EXPECT_EQ(db->scalar("SELECT count(*) FROM ingestion WHERE document_id = $1", {a1}), "1");
-  auto ok = client().Post(path.c_str(), httplib::Headers{{"Cookie", cookie}, {"X-CSRF-Token", csrf}}, body,
-                          "application/json");
+  auto ok
+      = client().Post(path.c_str(), httplib::Headers{{"Cookie", cookie}, {"X-CSRF-Token", csrf}},
+                      body, "application/json");
   ASSERT_TRUE(ok);
   ASSERT_EQ(ok->status, 200) << ok->body;
-  EXPECT_EQ(db->scalar("SELECT reviewer || ' ' || extraction_provider FROM document_review WHERE document_id = $1",
+  EXPECT_EQ(db->scalar("SELECT reviewer || ' ' || extraction_provider FROM document_review WHERE "
+                       "document_id = $1",
                        {a1}),
             "Erin llm");
-  EXPECT_EQ(db->scalar("SELECT extraction_provider FROM ingestion WHERE document_id = $1 AND status = 'in-progress'",
+  EXPECT_EQ(db->scalar("SELECT extraction_provider FROM ingestion WHERE document_id = $1 AND "
+                       "status = 'in-progress'",
                        {a1}),
             "llm");
 }

@@ -29,7 +29,7 @@ result<std::string> get(object_store& s, const std::string& key, size_t max = 1 
 result<void> put(object_store& s, const std::string& key, std::string bytes,
                  std::string type = "application/octet-stream") {
   return await<void>(
-    [&](auto cb) { s.put(key, std::move(bytes), std::move(type), std::move(cb)); });
+      [&](auto cb) { s.put(key, std::move(bytes), std::move(type), std::move(cb)); });
 }
 
 result<bool> exists(object_store& s, const std::string& key) {
@@ -71,8 +71,9 @@ TEST_F(s3_fauxqs, put_get_head_round_trip) {
 TEST_F(s3_fauxqs, keys_with_spaces_unicode_and_reserved_characters) {
   auto store = make_bucket();
   ASSERT_TRUE(store);
-  for (std::string key : {"ingestions/a b/transcription-output.json", "docs/\xC3\xBC\xE2\x82\xAC.pdf",
-                          "docs/plus+equals=percent%25&amp;.txt", "docs/(1)~[x]!'*.txt"}) {
+  for (std::string key :
+       {"ingestions/a b/transcription-output.json", "docs/\xC3\xBC\xE2\x82\xAC.pdf",
+        "docs/plus+equals=percent%25&amp;.txt", "docs/(1)~[x]!'*.txt"}) {
     auto p = put(*store, key, "body of " + key, "text/plain");
     ASSERT_TRUE(p) << key << ": " << p.error().describe();
     auto g = get(*store, key);
@@ -82,7 +83,8 @@ TEST_F(s3_fauxqs, keys_with_spaces_unicode_and_reserved_characters) {
     ASSERT_TRUE(e);
     EXPECT_TRUE(*e) << key;
   }
-  auto keys = await<std::vector<std::string>>([&](auto cb) { store->list("docs/", std::move(cb)); });
+  auto keys
+      = await<std::vector<std::string>>([&](auto cb) { store->list("docs/", std::move(cb)); });
   ASSERT_TRUE(keys) << keys.error().describe();
   EXPECT_EQ(keys->size(), 3u);
 }
@@ -136,7 +138,7 @@ TEST_F(s3_fauxqs, virtual_host_addressing) {
   ingestd::aws::url_parts parts;
   ASSERT_TRUE(ingestd::aws::parse_url(endpoint_, parts));
   ASSERT_TRUE(parts.host == "127.0.0.1" || parts.host == "localhost")
-    << "virtual-host test needs the emulator on loopback, not " << parts.host;
+      << "virtual-host test needs the emulator on loopback, not " << parts.host;
   std::string bucket;
   auto path_store = make_bucket(true, &bucket);
   ASSERT_TRUE(path_store);
@@ -197,6 +199,6 @@ print(h['ContentLength'])
                       {bucket, "ingestions/i-1/transcription-output.json"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output, "application/json " + std::to_string(bytes.size()) + "\n"
-                        + ingestd::aws::sha256_hex(bytes) + "\n" + std::to_string(bytes.size())
-                        + "\n");
+                          + ingestd::aws::sha256_hex(bytes) + "\n" + std::to_string(bytes.size())
+                          + "\n");
 }

@@ -66,7 +66,8 @@ inline std::string base64(const std::string& in) {
   std::string out;
   size_t i = 0;
   for (; i + 2 < in.size(); i += 3) {
-    unsigned v = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8)
+    unsigned v = (static_cast<unsigned char>(in[i]) << 16)
+                 | (static_cast<unsigned char>(in[i + 1]) << 8)
                  | static_cast<unsigned char>(in[i + 2]);
     out += {table[(v >> 18) & 63], table[(v >> 12) & 63], table[(v >> 6) & 63], table[v & 63]};
     if ((out.size() % 77) == 76)
@@ -89,7 +90,8 @@ inline std::string make_email(const std::string& subject, const std::string& bod
                               const std::vector<std::pair<std::string, std::string>>& attachments,
                               const std::string& from = "Alice <alice@example.com>") {
   std::string m = "From: " + from + "\r\nTo: Bob <bob@example.com>\r\nSubject: " + subject
-                  + "\r\nDate: Mon, 23 Nov 2026 10:00:00 +0000\r\nMessage-ID: <" + subject.substr(0, 8)
+                  + "\r\nDate: Mon, 23 Nov 2026 10:00:00 +0000\r\nMessage-ID: <"
+                  + subject.substr(0, 8)
                   + "@example.com>\r\nMIME-Version: 1.0\r\n"
                     "Content-Type: multipart/mixed; boundary=\"b1\"\r\n\r\n"
                     "--b1\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n"
@@ -97,7 +99,9 @@ inline std::string make_email(const std::string& subject, const std::string& bod
   for (const auto& [name, bytes] : attachments) {
     m.append("--b1\r\nContent-Type: application/octet-stream; name=\"").append(name);
     m.append("\"\r\nContent-Disposition: attachment; filename=\"").append(name);
-    m.append("\"\r\nContent-Transfer-Encoding: base64\r\n\r\n").append(base64(bytes)).append("\r\n");
+    m.append("\"\r\nContent-Transfer-Encoding: base64\r\n\r\n")
+        .append(base64(bytes))
+        .append("\r\n");
   }
   m += "--b1--\r\n";
   return m;

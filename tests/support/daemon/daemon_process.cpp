@@ -22,7 +22,7 @@ namespace ingestd::test {
 
 daemon_process::daemon_process(const std::map<std::string, std::string>& overrides,
                                std::string log_path, std::vector<std::string> args)
-  : log_path_(std::move(log_path)) {
+    : log_path_(std::move(log_path)) {
   // Everything the child needs is prepared before fork: only async-signal-safe calls after it.
   std::map<std::string, std::string> env;
   for (char** e = environ; e && *e; ++e) {
@@ -106,7 +106,9 @@ bool daemon_process::reap(bool block) {
   return true;
 }
 
-bool daemon_process::running() { return !reap(false); }
+bool daemon_process::running() {
+  return !reap(false);
+}
 
 std::optional<int> daemon_process::wait_exit(std::chrono::milliseconds deadline) {
   auto until = std::chrono::steady_clock::now() + deadline;

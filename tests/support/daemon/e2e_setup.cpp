@@ -45,8 +45,8 @@ std::vector<corpus_file> corpus(doc_kind kind) {
   }
   case doc_kind::scan_png: {
     std::vector<corpus_file> out;
-    for (auto name : {"inv01_en_classic_scan.png", "inv03_en_compact_scan.png", "inv05_en_modern_scan.png",
-                      "inv06_de_compact_scan.png"})
+    for (auto name : {"inv01_en_classic_scan.png", "inv03_en_compact_scan.png",
+                      "inv05_en_modern_scan.png", "inv06_de_compact_scan.png"})
       out.push_back({dir / name, "png", "image/png"});
     return out;
   }
@@ -69,17 +69,20 @@ std::string pg_array(const std::vector<std::string>& items) {
 }
 
 e2e_setup::e2e_setup()
-  : db_(std::make_unique<pg_schema>(true)), root_(make_temp_dir("ingestd-e2e")),
-    queue_(unique_name("q")) {
+    : db_(std::make_unique<pg_schema>(true)), root_(make_temp_dir("ingestd-e2e")),
+      queue_(unique_name("q")) {
   fs::create_directories(fs::path{root_} / "documents");
   // What `ingestd queues create` does for this configuration (the CLI test runs the command).
   for (const auto& [name, dead_letter, receives] :
-       {std::tuple{queue_, queue_ + "-dlq", 0}, std::tuple{match_queue_name(), match_queue_name() + "-dlq", 3}})
+       {std::tuple{queue_, queue_ + "-dlq", 0},
+        std::tuple{match_queue_name(), match_queue_name() + "-dlq", 3}})
     if (auto r = create_postgres_queue(db_->url(), name, dead_letter, receives); !r)
       throw std::runtime_error("creating queue " + name + ": " + r.error().describe());
 }
 
-std::string e2e_setup::match_queue_name() const { return queue_ + "-match"; }
+std::string e2e_setup::match_queue_name() const {
+  return queue_ + "-match";
+}
 
 e2e_setup::~e2e_setup() {
   std::error_code ec;
@@ -88,30 +91,30 @@ e2e_setup::~e2e_setup() {
 
 std::map<std::string, std::string> e2e_setup::daemon_env() const {
   return {
-    {"INGESTD_DATABASE__URL", db_->url()},
-    {"INGESTD_QUEUE__BACKEND", "postgres"},
-    {"INGESTD_QUEUE__NAME", queue_},
-    {"INGESTD_QUEUE__DEAD_LETTER_NAME", queue_ + "-dlq"},
-    {"INGESTD_MATCHING__QUEUE_NAME", match_queue_name()},
-    {"INGESTD_MATCHING__DEAD_LETTER_NAME", match_queue_name() + "-dlq"},
-    {"INGESTD_QUEUE__WAIT_TIME_SECONDS", "1"},
-    {"INGESTD_STORAGE__BACKEND", "filesystem"},
-    {"INGESTD_STORAGE__ROOT", root_},
-    // A short lease for quick takeovers; the receive visibility and each extension follow it.
-    {"INGESTD_WORKER__LEASE_SECONDS", "10"},
-    {"INGESTD_WORKER__HEARTBEAT_RATE_SECONDS", "1"},
-    {"INGESTD_WORKER__SHUTDOWN_GRACE_SECONDS", "60"},
-    {"INGESTD_WORKER__SWEEPER_INTERVAL_SECONDS", "5"},
-    {"INGESTD_TRANSCRIPTION__PROVIDER", "tesseract"},
-    {"INGESTD_EXTRACTION__PROVIDER", "local"},
-    {"INGESTD_ADMIN__PORT", "0"},
-    {"INGESTD_INTAKE__PORT", "0"},
-    {"INGESTD_LOG__FORMAT", "json"},
+      {"INGESTD_DATABASE__URL", db_->url()},
+      {"INGESTD_QUEUE__BACKEND", "postgres"},
+      {"INGESTD_QUEUE__NAME", queue_},
+      {"INGESTD_QUEUE__DEAD_LETTER_NAME", queue_ + "-dlq"},
+      {"INGESTD_MATCHING__QUEUE_NAME", match_queue_name()},
+      {"INGESTD_MATCHING__DEAD_LETTER_NAME", match_queue_name() + "-dlq"},
+      {"INGESTD_QUEUE__WAIT_TIME_SECONDS", "1"},
+      {"INGESTD_STORAGE__BACKEND", "filesystem"},
+      {"INGESTD_STORAGE__ROOT", root_},
+      // A short lease for quick takeovers; the receive visibility and each extension follow it.
+      {"INGESTD_WORKER__LEASE_SECONDS", "10"},
+      {"INGESTD_WORKER__HEARTBEAT_RATE_SECONDS", "1"},
+      {"INGESTD_WORKER__SHUTDOWN_GRACE_SECONDS", "60"},
+      {"INGESTD_WORKER__SWEEPER_INTERVAL_SECONDS", "5"},
+      {"INGESTD_TRANSCRIPTION__PROVIDER", "tesseract"},
+      {"INGESTD_EXTRACTION__PROVIDER", "local"},
+      {"INGESTD_ADMIN__PORT", "0"},
+      {"INGESTD_INTAKE__PORT", "0"},
+      {"INGESTD_LOG__FORMAT", "json"},
   };
 }
 
 std::vector<std::string> e2e_setup::add_documents(int n, doc_kind kind, const object_writer& write,
-                                                 const std::string& tenant) {
+                                                  const std::string& tenant) {
   auto files = corpus(kind);
   std::vector<std::string> contents;
   contents.reserve(files.size());
@@ -139,10 +142,11 @@ std::vector<std::string> e2e_setup::add_documents(int n, doc_kind kind, const ob
     mimes.push_back(f.mime);
   }
   // Content hashes are the document ids: every document is distinct.
-  db_->query("INSERT INTO document (id, tenant_id, content_hash, file_path, mime_type) "
-             "SELECT d, t, d::text, p, m FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[]) "
-             "AS x(d, t, p, m)",
-             {pg_array(docs), pg_array(tenants), pg_array(paths), pg_array(mimes)});
+  db_->query(
+      "INSERT INTO document (id, tenant_id, content_hash, file_path, mime_type) "
+      "SELECT d, t, d::text, p, m FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[]) "
+      "AS x(d, t, p, m)",
+      {pg_array(docs), pg_array(tenants), pg_array(paths), pg_array(mimes)});
   db_->query("INSERT INTO ingestion (id, document_id, uploaded_by) "
              "SELECT i, d, gen_random_uuid() FROM unnest($1::uuid[], $2::uuid[]) AS x(i, d)",
              {pg_array(ings), pg_array(docs)});
@@ -167,7 +171,9 @@ std::string e2e_setup::add_document_bytes(const std::string& bytes, const std::s
   db_->query("INSERT INTO document (id, tenant_id, content_hash, file_path, mime_type) "
              "VALUES ($1::uuid, gen_random_uuid(), $1::text, $2, $3)",
              {doc, key, mime});
-  db_->query("INSERT INTO ingestion (id, document_id, uploaded_by) VALUES ($1, $2, gen_random_uuid())", {ing, doc});
+  db_->query(
+      "INSERT INTO ingestion (id, document_id, uploaded_by) VALUES ($1, $2, gen_random_uuid())",
+      {ing, doc});
   db_->query("INSERT INTO work_item (id, stage, document_id, tenant_id) "
              "SELECT $1, 'ingest', d.id, d.tenant_id FROM document AS d WHERE d.id = $2",
              {ing, doc});
@@ -207,7 +213,8 @@ std::string e2e_setup::source_of(const std::string& ingestion_id) const {
   return i == sources_.end() ? std::string{} : i->second;
 }
 
-int64_t e2e_setup::count(const std::string& sql, const std::vector<std::optional<std::string>>& params) {
+int64_t e2e_setup::count(const std::string& sql,
+                         const std::vector<std::optional<std::string>>& params) {
   return std::stoll(db_->scalar(sql, params));
 }
 

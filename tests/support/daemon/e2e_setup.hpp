@@ -17,13 +17,14 @@
 namespace ingestd::test {
 
 enum class doc_kind {
-  text_pdf,    ///< the corpus's native-text PDFs (inv01..inv06): quick, complete locally
-  scan_png,    ///< the corpus's PNG scans: seconds of OCR each
-  corrupt_pdf  ///< tests/fixtures/corpus/bad/truncated.pdf: a permanent failure
+  text_pdf,   ///< the corpus's native-text PDFs (inv01..inv06): quick, complete locally
+  scan_png,   ///< the corpus's PNG scans: seconds of OCR each
+  corrupt_pdf ///< tests/fixtures/corpus/bad/truncated.pdf: a permanent failure
 };
 
 /// Writes an object (key, bytes, content type) into the daemon's storage.
-using object_writer = std::function<void(const std::string&, const std::string&, const std::string&)>;
+using object_writer
+    = std::function<void(const std::string&, const std::string&, const std::string&)>;
 
 class e2e_setup {
 public:
@@ -53,7 +54,8 @@ public:
 
   /// Registers one document of the given bytes (stored in root()), its in-progress ingestion and
   /// its work item; returns the ingestion id (not enqueued).
-  std::string add_document_bytes(const std::string& bytes, const std::string& ext, const std::string& mime);
+  std::string add_document_bytes(const std::string& bytes, const std::string& ext,
+                                 const std::string& mime);
 
   /// The corpus file name (e.g. "inv01_en_classic.pdf") an ingestion of add_documents() was made
   /// from; "" for any other id.

@@ -8,8 +8,9 @@ void fake_node_repository::register_node(node_registration node, callback<void> 
   {
     std::lock_guard guard{mtx_};
     if (node.id.empty() || node.capacity < 1 || node.lease.count() <= 0)
-      violations_.push_back("register_node of \"" + node.id + "\" with capacity " + std::to_string(node.capacity)
-                            + " and lease " + std::to_string(node.lease.count()) + " s");
+      violations_.push_back("register_node of \"" + node.id + "\" with capacity "
+                            + std::to_string(node.capacity) + " and lease "
+                            + std::to_string(node.lease.count()) + " s");
     if (auto err = take_failure("register_node"))
       r = *err;
     else
@@ -26,12 +27,14 @@ void fake_node_repository::refresh(node_refresh node, callback<node_refresh_answ
     std::lock_guard guard{mtx_};
     refreshes_.push_back(node);
     if (node.in_flight < 0 || node.done_last_minute < 0)
-      violations_.push_back("refresh of \"" + node.id + "\" with in flight " + std::to_string(node.in_flight)
-                            + " and done " + std::to_string(node.done_last_minute));
+      violations_.push_back("refresh of \"" + node.id + "\" with in flight "
+                            + std::to_string(node.in_flight) + " and done "
+                            + std::to_string(node.done_last_minute));
     if (auto err = take_failure("refresh")) {
       r = *err;
-    } else if (auto i = rows_.find(node.id);
-               i != rows_.end() && i->second.node.incarnation == node.incarnation && i->second.state != "stopped") {
+    } else if (auto i = rows_.find(node.id); i != rows_.end()
+                                             && i->second.node.incarnation == node.incarnation
+                                             && i->second.state != "stopped") {
       auto& row = i->second;
       row.in_flight = node.in_flight;
       row.done_last_minute = node.done_last_minute;
@@ -51,7 +54,8 @@ void fake_node_repository::mark_stopped(std::string id, uuid incarnation, callba
     std::lock_guard guard{mtx_};
     if (auto err = take_failure("mark_stopped"))
       r = *err;
-    else if (auto i = rows_.find(id); i != rows_.end() && i->second.node.incarnation == incarnation) {
+    else if (auto i = rows_.find(id);
+             i != rows_.end() && i->second.node.incarnation == incarnation) {
       i->second.state = "stopped";
       i->second.in_flight = 0;
     }
@@ -89,7 +93,8 @@ void fake_node_repository::list(callback<std::vector<node_info>> done) {
   done(std::move(r));
 }
 
-void fake_node_repository::request_drain(std::optional<std::string> id, callback<std::vector<std::string>> done) {
+void fake_node_repository::request_drain(std::optional<std::string> id,
+                                         callback<std::vector<std::string>> done) {
   result<std::vector<std::string>> r = std::vector<std::string>{};
   {
     std::lock_guard guard{mtx_};
@@ -114,7 +119,8 @@ void fake_node_repository::prune(std::chrono::seconds retention, callback<int64_
     std::lock_guard guard{mtx_};
     prune_calls_.push_back(retention);
     if (retention.count() <= 0)
-      violations_.push_back("prune with a retention of " + std::to_string(retention.count()) + " s");
+      violations_.push_back("prune with a retention of " + std::to_string(retention.count())
+                            + " s");
     if (auto err = take_failure("prune"))
       r = *err;
     if (maybe_hold("prune", [done, r] { done(r); }))

@@ -31,7 +31,8 @@ public:
   void mark_stopped(std::string id, uuid incarnation, callback<void> done) override;
   /// Lost is not computed here (no clock): rows show their stored state.
   void list(callback<std::vector<node_info>> done) override;
-  void request_drain(std::optional<std::string> id, callback<std::vector<std::string>> done) override;
+  void request_drain(std::optional<std::string> id,
+                     callback<std::vector<std::string>> done) override;
   void prune(std::chrono::seconds retention, callback<int64_t> done) override;
 
   std::optional<row> find(const std::string& id);

@@ -10,8 +10,8 @@
 #include <sys/wait.h>
 
 #include "adapters/aws/aws_credentials.hpp"
-#include "tests/support/environment.hpp"
 #include "tests/support/await.hpp"
+#include "tests/support/environment.hpp"
 
 namespace ingestd::test {
 
@@ -78,11 +78,10 @@ void fauxqs_test::SetUp() {
   health.url = endpoint_ + "/health";
   health.total_timeout = std::chrono::seconds{5};
   auto answer = await<http_response>(
-    [&](callback<http_response> cb) { engine_->submit(std::move(health), std::move(cb)); });
+      [&](callback<http_response> cb) { engine_->submit(std::move(health), std::move(cb)); });
   if (!answer || answer->status != 200)
     GTEST_FAIL() << "fauxqs does not answer at " << endpoint_ << "/health ("
-                 << (answer ? "HTTP " + std::to_string(answer->status)
-                            : answer.error().describe())
+                 << (answer ? "HTTP " + std::to_string(answer->status) : answer.error().describe())
                  << "). Start it with `deploy/local-stack.sh start`.";
   sqs_ = std::make_unique<sqs_client>(engine_, connection());
 }
@@ -98,7 +97,7 @@ void fauxqs_test::TearDown() {
   for (auto& bucket : buckets_) {
     s3_store store{engine_, store_options(bucket, true)};
     auto keys = await<std::vector<std::string>>(
-      [&](callback<std::vector<std::string>> cb) { store.list("", std::move(cb)); });
+        [&](callback<std::vector<std::string>> cb) { store.list("", std::move(cb)); });
     if (!keys) {
       ADD_FAILURE() << "could not list bucket " << bucket << ": " << keys.error().describe();
       continue;

@@ -48,8 +48,7 @@ std::string header_of(const http_request& request, std::string_view name) {
 }
 
 fake_http_client::fake_http_client(responder answer)
-  : answer_(std::move(answer)), worker_([this] { run(); }) {
-}
+    : answer_(std::move(answer)), worker_([this] { run(); }) {}
 
 fake_http_client::~fake_http_client() {
   {

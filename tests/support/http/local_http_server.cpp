@@ -18,7 +18,7 @@
 #include "tests/support/environment.hpp"
 
 #ifndef INGESTD_TEST_HTTP_SERVER_SCRIPT
-#define INGESTD_TEST_HTTP_SERVER_SCRIPT ""
+#  define INGESTD_TEST_HTTP_SERVER_SCRIPT ""
 #endif
 
 namespace ingestd::test {
@@ -60,8 +60,8 @@ local_http_server::local_http_server(const local_http_server_options& options) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (text.find('\n') == std::string::npos) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  deadline - std::chrono::steady_clock::now())
-                  .count();
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
     pollfd p{out[0], POLLIN, 0};
     if (left <= 0 || poll(&p, 1, static_cast<int>(left)) <= 0)
       break;

@@ -70,7 +70,9 @@ chat_stub::~chat_stub() {
   }
 }
 
-std::string chat_stub::base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+std::string chat_stub::base_url() const {
+  return "http://127.0.0.1:" + std::to_string(port_);
+}
 
 int unused_port() {
   int s = socket(AF_INET, SOCK_STREAM, 0);

@@ -26,7 +26,8 @@ std::string fold(std::string_view s) {
   for (char c : s) {
     if (c >= 'A' && c <= 'Z')
       out += static_cast<char>(c - 'A' + 'a');
-    else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || static_cast<unsigned char>(c) >= 0x80)
+    else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')
+             || static_cast<unsigned char>(c) >= 0x80)
       out += c;
   }
   return out;
@@ -83,9 +84,10 @@ bool same_items(const rapidjson::Value* got, const rapidjson::Value* want) {
   return true;
 }
 
-constexpr const char* scalar_fields[] = {
-  "invoice_number", "invoice_date", "due_date", "supplier_name", "supplier_address",
-  "supplier_vat_id", "customer_name", "currency", "subtotal", "vat_amount", "total"};
+constexpr const char* scalar_fields[]
+    = {"invoice_number",   "invoice_date",    "due_date",      "supplier_name",
+       "supplier_address", "supplier_vat_id", "customer_name", "currency",
+       "subtotal",         "vat_amount",      "total"};
 
 } // namespace
 
@@ -117,8 +119,9 @@ std::vector<truth_pair> load_truth_pairs(const std::string& dir) {
   return out;
 }
 
-accuracy_report measure_accuracy(const std::vector<truth_pair>& pairs,
-                                 const std::function<std::string(const std::string&)>& extract_json) {
+accuracy_report
+measure_accuracy(const std::vector<truth_pair>& pairs,
+                 const std::function<std::string(const std::string&)>& extract_json) {
   accuracy_report rep;
   for (const char* f : scalar_fields)
     rep.fields.push_back(field_score{f});

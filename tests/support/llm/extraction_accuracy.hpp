@@ -41,7 +41,8 @@ struct accuracy_report {
 /// Runs `extract_json` (text -> structured_data JSON) on every pair and compares per field:
 /// strings after case folding and dropping everything but letters and digits, numbers within
 /// 0.005, dates exactly; a field absent from the truth counts when the extractor also says null.
-accuracy_report measure_accuracy(const std::vector<truth_pair>& pairs,
-                                 const std::function<std::string(const std::string&)>& extract_json);
+accuracy_report
+measure_accuracy(const std::vector<truth_pair>& pairs,
+                 const std::function<std::string(const std::string&)>& extract_json);
 
 } // namespace ingestd::test

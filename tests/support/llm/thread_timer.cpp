@@ -1,5 +1,6 @@
-// thread_timer (tests): a deadline-ordered task map served by one thread. Tasks run outside the lock so a
-// task may schedule another; an exception from a task is logged and does not stop the thread.
+// thread_timer (tests): a deadline-ordered task map served by one thread. Tasks run outside the
+// lock so a task may schedule another; an exception from a task is logged and does not stop the
+// thread.
 #include "tests/support/llm/thread_timer.hpp"
 
 #include <exception>
@@ -11,7 +12,9 @@ namespace ingestd {
 
 thread_timer::thread_timer() : thread_([this] { run(); }) {}
 
-thread_timer::~thread_timer() { shutdown(); }
+thread_timer::~thread_timer() {
+  shutdown();
+}
 
 void thread_timer::after(std::chrono::milliseconds delay, std::function<void()> task) {
   if (!task)

@@ -106,8 +106,8 @@ std::vector<corpus_entry> corpus_manifest() {
 
 std::string truth_text(const std::string& invoice, int pages) {
   auto d = parse_file(corpus_dir() + "/truth/" + invoice + ".json");
-  if (pages <= 0 || !d.HasMember("pages") || !d["pages"].IsArray() ||
-      static_cast<int>(d["pages"].Size()) <= pages)
+  if (pages <= 0 || !d.HasMember("pages") || !d["pages"].IsArray()
+      || static_cast<int>(d["pages"].Size()) <= pages)
     return str(d, "text");
   std::string out;
   for (int i = 0; i < pages; ++i) {

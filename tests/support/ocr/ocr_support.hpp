@@ -23,9 +23,9 @@ std::string corpus_dir();
 std::string read_binary(const std::string& path);
 
 struct corpus_entry {
-  std::string file;        ///< path relative to corpus_dir()
-  std::string invoice;     ///< "inv01" ... or "" for bad files
-  std::string kind;        ///< text_pdf, clean_scan, scanned_pdf, degraded_scan, bad
+  std::string file;    ///< path relative to corpus_dir()
+  std::string invoice; ///< "inv01" ... or "" for bad files
+  std::string kind;    ///< text_pdf, clean_scan, scanned_pdf, degraded_scan, bad
   std::string mime_type;
   int pages = 0;
   std::string degradation; ///< blur, noise, dark, faint, rotated, lowres or ""

@@ -29,8 +29,8 @@ result<T> await(Start&& start, std::chrono::milliseconds timeout = std::chrono::
       ADD_FAILURE() << "a port called its callback more than once";
   });
   if (future.wait_for(timeout) != std::future_status::ready)
-    throw std::runtime_error("the port did not call back within "
-                             + std::to_string(timeout.count()) + " ms");
+    throw std::runtime_error("the port did not call back within " + std::to_string(timeout.count())
+                             + " ms");
   return future.get();
 }
 

@@ -55,8 +55,8 @@ void pg_schema::create(bool migrate, int up_to_version) {
   base_url_ = env_or("INGESTD_TEST_DATABASE_URL", "");
   if (base_url_.empty())
     throw std::runtime_error(
-      "INGESTD_TEST_DATABASE_URL is not set: start the local stack (deploy/local-stack.sh start) "
-      "and run eval \"$(deploy/local-stack.sh env)\" before the tests");
+        "INGESTD_TEST_DATABASE_URL is not set: start the local stack (deploy/local-stack.sh start) "
+        "and run eval \"$(deploy/local-stack.sh env)\" before the tests");
   name_ = unique_name("t");
   conn_ = PQconnectdb(base_url_.c_str());
   if (PQstatus(conn_) != CONNECTION_OK) {
@@ -133,15 +133,15 @@ std::vector<pg_row> pg_schema::query(const std::string& sql,
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK && PQstatus(conn_) != CONNECTION_OK
       && reconnect()) {
     PQclear(res);
-    res = PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr,
-                       values.data(), nullptr, nullptr, 0);
+    res = PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(),
+                       nullptr, nullptr, 0);
     status = PQresultStatus(res);
   }
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
     std::string msg = PQresultErrorMessage(res);
     std::string state = PQresultErrorField(res, PG_DIAG_SQLSTATE) != nullptr
-                          ? PQresultErrorField(res, PG_DIAG_SQLSTATE)
-                          : "";
+                            ? PQresultErrorField(res, PG_DIAG_SQLSTATE)
+                            : "";
     PQclear(res);
     throw std::runtime_error("[" + state + "] " + msg + " in: " + sql);
   }

@@ -38,7 +38,8 @@ TEST(aws_credentials, session_token_optional_default_region_fallback) {
 }
 
 TEST(aws_credentials, missing_variable_is_named) {
-  auto no_key = credentials_from(env_of({{"AWS_SECRET_ACCESS_KEY", "SECRET"}, {"AWS_REGION", "r"}}));
+  auto no_key
+      = credentials_from(env_of({{"AWS_SECRET_ACCESS_KEY", "SECRET"}, {"AWS_REGION", "r"}}));
   ASSERT_FALSE(no_key.ok());
   EXPECT_TRUE(no_key.error().permanent());
   EXPECT_EQ(no_key.error().code, "aws.credentials");
@@ -50,7 +51,7 @@ TEST(aws_credentials, missing_variable_is_named) {
   EXPECT_NE(no_secret.error().message.find("AWS_SECRET_ACCESS_KEY"), std::string::npos);
 
   auto no_region = credentials_from(
-    env_of({{"AWS_ACCESS_KEY_ID", "AKID"}, {"AWS_SECRET_ACCESS_KEY", "SECRET"}}));
+      env_of({{"AWS_ACCESS_KEY_ID", "AKID"}, {"AWS_SECRET_ACCESS_KEY", "SECRET"}}));
   ASSERT_FALSE(no_region.ok());
   EXPECT_NE(no_region.error().message.find("AWS_REGION"), std::string::npos);
 }

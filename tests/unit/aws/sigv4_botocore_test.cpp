@@ -28,18 +28,29 @@ std::vector<signing_case> cases() {
                                  {"X-Amz-Target", "AmazonSQS.ReceiveMessage"},
                                  {"x-amzn-query-mode", "true"}};
   return {
-    {"POST", "http://127.0.0.1:54566/", "sqs", false, sqs_headers,
-     R"({"QueueUrl":"http://127.0.0.1:54566/000000000000/q","MaxNumberOfMessages":10})"},
-    {"POST", "https://sqs.eu-west-1.amazonaws.com/", "sqs", false, sqs_headers, "{}"},
-    {"GET", "http://127.0.0.1:54566/bucket/documents/a%20b%2Bc%3D%C3%A9.pdf", "s3", true, {}, ""},
-    {"PUT",
-     "https://bucket.s3.us-east-1.amazonaws.com/ingestions/0190aa/transcription-output.json",
-     "s3", true, {{"Content-Type", "application/json"}}, R"({"text":"hello"})"},
-    {"GET", "https://bucket.s3.amazonaws.com/?list-type=2&prefix=documents%2F&max-keys=10", "s3",
-     true, {}, ""},
-    {"HEAD", "http://127.0.0.1:9000/b/k~%2A%27%28x%29", "s3", true, {{"Range", "bytes=0-9"}}, ""},
-    {"GET", "https://iam.amazonaws.com/?Version=2010-05-08&Action=ListUsers", "iam", false,
-     {{"X-Custom", "  a   b  "}}, ""},
+      {"POST", "http://127.0.0.1:54566/", "sqs", false, sqs_headers,
+       R"({"QueueUrl":"http://127.0.0.1:54566/000000000000/q","MaxNumberOfMessages":10})"},
+      {"POST", "https://sqs.eu-west-1.amazonaws.com/", "sqs", false, sqs_headers, "{}"},
+      {"GET", "http://127.0.0.1:54566/bucket/documents/a%20b%2Bc%3D%C3%A9.pdf", "s3", true, {}, ""},
+      {"PUT",
+       "https://bucket.s3.us-east-1.amazonaws.com/ingestions/0190aa/transcription-output.json",
+       "s3",
+       true,
+       {{"Content-Type", "application/json"}},
+       R"({"text":"hello"})"},
+      {"GET",
+       "https://bucket.s3.amazonaws.com/?list-type=2&prefix=documents%2F&max-keys=10",
+       "s3",
+       true,
+       {},
+       ""},
+      {"HEAD", "http://127.0.0.1:9000/b/k~%2A%27%28x%29", "s3", true, {{"Range", "bytes=0-9"}}, ""},
+      {"GET",
+       "https://iam.amazonaws.com/?Version=2010-05-08&Action=ListUsers",
+       "iam",
+       false,
+       {{"X-Custom", "  a   b  "}},
+       ""},
   };
 }
 
@@ -105,12 +116,13 @@ void check_against_botocore(const aws_credentials& creds) {
 }
 
 TEST(sigv4_botocore, same_signatures_as_botocore) {
-  check_against_botocore({"AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "", "us-east-1"});
+  check_against_botocore(
+      {"AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "", "us-east-1"});
 }
 
 TEST(sigv4_botocore, same_signatures_as_botocore_with_session_token) {
-  check_against_botocore(
-    {"ASIAEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "FwoGZXIvYXdzEXAMPLE+token/=", "us-east-1"});
+  check_against_botocore({"ASIAEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+                          "FwoGZXIvYXdzEXAMPLE+token/=", "us-east-1"});
 }
 
 } // namespace

@@ -37,12 +37,12 @@ http_request suite_request(std::string method) {
 const std::string empty_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 TEST(sigv4, get_vanilla_canonical_request_string_to_sign_and_signature) {
-  auto sig = compute_signature(suite_request("GET"), suite_credentials(),
-                               service_signing("service"));
+  auto sig
+      = compute_signature(suite_request("GET"), suite_credentials(), service_signing("service"));
   ASSERT_TRUE(sig.ok()) << sig.error().describe();
   EXPECT_EQ(sig->canonical_request, "GET\n/\n\nhost:example.amazonaws.com\n"
                                     "x-amz-date:20150830T123600Z\n\nhost;x-amz-date\n"
-                                      + empty_hash);
+                                        + empty_hash);
   EXPECT_EQ(sha256_hex(sig->canonical_request),
             "bb579772317eb040ac9ed261061d46c1f17a8133879d6129b6e1c25292927e63");
   EXPECT_EQ(sig->string_to_sign,
@@ -73,8 +73,8 @@ TEST(sigv4, sign_request_adds_date_and_authorization_like_the_suite) {
 }
 
 TEST(sigv4, post_vanilla) {
-  auto sig = compute_signature(suite_request("POST"), suite_credentials(),
-                               service_signing("service"));
+  auto sig
+      = compute_signature(suite_request("POST"), suite_credentials(), service_signing("service"));
   ASSERT_TRUE(sig.ok());
   EXPECT_EQ(sig->signature, "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b");
 }
@@ -86,22 +86,23 @@ TEST(sigv4, post_x_www_form_urlencoded) {
   auto sig = compute_signature(r, suite_credentials(), service_signing("service"));
   ASSERT_TRUE(sig.ok());
   EXPECT_EQ(sig->signed_headers, "content-type;host;x-amz-date");
-  EXPECT_EQ(sig->canonical_request,
-            "POST\n/\n\ncontent-type:application/x-www-form-urlencoded\n"
-            "host:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\n"
-            "content-type;host;x-amz-date\n"
-              + sha256_hex("Param1=value1"));
+  EXPECT_EQ(sig->canonical_request, "POST\n/\n\ncontent-type:application/x-www-form-urlencoded\n"
+                                    "host:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\n"
+                                    "content-type;host;x-amz-date\n"
+                                        + sha256_hex("Param1=value1"));
   EXPECT_EQ(sig->signature, "ff11897932ad3f4e8b18135d722051e5ac45fc38421b1da7b9d196a0fe09473a");
 }
 
 // The suite's post-sts-header-before case: the session token is a signed header.
 TEST(sigv4, session_token_is_a_signed_header) {
   auto creds = suite_credentials();
-  creds.session_token =
-    "AQoDYXdzEPT//////////wEXAMPLEtc764bNrC9SAPBSM22wDOk4x4HIZ8j4FZTwdQWLWsKWHGBuFqwAeMicRXmxfpSPfI"
-    "eoIYRqTflfKD8YUuwthAx7mSEI/qkPpKPi/kMcGdQrmGdeehM4IC1NtBmUpp2wUE8phUZampKsburEDy0KPkyQDYwT7W"
-    "Z0wq5VSXDvp75YU9HFvlRd8Tx6q6fE8YQcHNVXAkiY9q6d+xo0rKwT38xVqr7ZD0u0iPPkUL64lIZbqBAz+scqKmlzm8"
-    "FDrypNC9Yjc8fPOLn9FX9KSYvKTr4rvx3iSIlTJabIQwj2ICCR/oLxBA==";
+  creds.session_token = "AQoDYXdzEPT//////////"
+                        "wEXAMPLEtc764bNrC9SAPBSM22wDOk4x4HIZ8j4FZTwdQWLWsKWHGBuFqwAeMicRXmxfpSPfI"
+                        "eoIYRqTflfKD8YUuwthAx7mSEI/qkPpKPi/"
+                        "kMcGdQrmGdeehM4IC1NtBmUpp2wUE8phUZampKsburEDy0KPkyQDYwT7W"
+                        "Z0wq5VSXDvp75YU9HFvlRd8Tx6q6fE8YQcHNVXAkiY9q6d+"
+                        "xo0rKwT38xVqr7ZD0u0iPPkUL64lIZbqBAz+scqKmlzm8"
+                        "FDrypNC9Yjc8fPOLn9FX9KSYvKTr4rvx3iSIlTJabIQwj2ICCR/oLxBA==";
   http_request r;
   r.method = "POST";
   r.url = "https://example.amazonaws.com/";
@@ -130,7 +131,7 @@ TEST(sigv4, iam_list_users_documentation_example) {
             "content-type:application/x-www-form-urlencoded; charset=utf-8\n"
             "host:iam.amazonaws.com\nx-amz-date:20150830T123600Z\n\n"
             "content-type;host;x-amz-date\n"
-              + empty_hash);
+                + empty_hash);
   EXPECT_EQ(sha256_hex(sig->canonical_request),
             "f536975d06c0309214f805bb90ccff089219ecd68b2577efef23edd43b7e1a59");
   EXPECT_EQ(sig->signature, "5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7");
@@ -193,17 +194,17 @@ TEST(sigv4, s3_path_is_encoded_once_other_services_twice) {
   ASSERT_TRUE(s3.ok());
   EXPECT_TRUE(s3->canonical_request.starts_with("GET\n/bucket/documents/a%20b%2Bc.pdf\n\n"
                                                 "host:127.0.0.1:54566\n"))
-    << s3->canonical_request;
+      << s3->canonical_request;
   auto other = compute_signature(r, suite_credentials(), service_signing("service"));
   ASSERT_TRUE(other.ok());
   EXPECT_TRUE(other->canonical_request.starts_with("GET\n/bucket/documents/a%2520b%2Bc.pdf\n"))
-    << other->canonical_request;
+      << other->canonical_request;
   // S3 keeps dot segments and double slashes; other services normalise them.
   r.url = "https://example.amazonaws.com/a/./b//../c/";
   EXPECT_TRUE(compute_signature(r, suite_credentials(), s3_signing())
-                ->canonical_request.starts_with("GET\n/a/./b//../c/\n"));
+                  ->canonical_request.starts_with("GET\n/a/./b//../c/\n"));
   EXPECT_TRUE(compute_signature(r, suite_credentials(), service_signing("service"))
-                ->canonical_request.starts_with("GET\n/a/c/\n"));
+                  ->canonical_request.starts_with("GET\n/a/c/\n"));
 }
 
 TEST(sigv4, query_is_sorted_and_encoded) {
@@ -213,7 +214,7 @@ TEST(sigv4, query_is_sorted_and_encoded) {
   auto sig = compute_signature(r, suite_credentials(), service_signing("service"));
   ASSERT_TRUE(sig.ok());
   EXPECT_TRUE(sig->canonical_request.starts_with("GET\n/\na=x%20y&a=z%2Fy&b=2&c=\n"))
-    << sig->canonical_request;
+      << sig->canonical_request;
 }
 
 TEST(sigv4, header_values_are_trimmed_and_repeats_joined) {
@@ -223,9 +224,8 @@ TEST(sigv4, header_values_are_trimmed_and_repeats_joined) {
   r.headers.emplace_back("My-Header2", "y");
   auto sig = compute_signature(r, suite_credentials(), service_signing("service"));
   ASSERT_TRUE(sig.ok());
-  EXPECT_NE(sig->canonical_request.find("\nmy-header1:a b c\nmy-header2:x,y\n"),
-            std::string::npos)
-    << sig->canonical_request;
+  EXPECT_NE(sig->canonical_request.find("\nmy-header1:a b c\nmy-header2:x,y\n"), std::string::npos)
+      << sig->canonical_request;
 }
 
 TEST(sigv4, bad_input_is_a_permanent_error) {

@@ -1,7 +1,7 @@
 // Configuration loading: defaults, file, environment overrides, and every validation error.
 #include <cctype>
-#include <fstream>
 #include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
@@ -68,7 +68,7 @@ TEST_F(config_test, committed_default_file_holds_every_key_with_its_default) {
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_EQ(text.str(), default_config_json())
-    << "regenerate it with: ingestd config defaults > config/ingestd.json";
+      << "regenerate it with: ingestd config defaults > config/ingestd.json";
   auto cfg = load_config(test::source_dir() + "/config/ingestd.json", {});
   EXPECT_TRUE(cfg) << cfg.error().message;
 }
@@ -110,7 +110,7 @@ TEST_F(config_test, every_printed_key_has_an_environment_override) {
         text = "7,8";
         printed = "[7,8]";
       } else {
-        text = v.GetString();  // its default: strings' rules and choices differ by key
+        text = v.GetString(); // its default: strings' rules and choices differ by key
         printed = "\"" + text + "\"";
       }
       ++keys;
@@ -165,25 +165,27 @@ TEST_F(config_test, bad_choice_lists_the_choices) {
 
 TEST_F(config_test, bad_lists_are_rejected) {
   EXPECT_NE(failure(write(R"({"worker": {"retry_backoff_seconds": []}})"))
-              .find("worker.retry_backoff_seconds"),
+                .find("worker.retry_backoff_seconds"),
             std::string::npos);
   EXPECT_NE(failure(write(R"({"worker": {"retry_backoff_seconds": [1, -1]}})"))
-              .find("worker.retry_backoff_seconds"),
+                .find("worker.retry_backoff_seconds"),
             std::string::npos);
   EXPECT_NE(failure(std::nullopt, {{"INGESTD_WORKER__RETRY_BACKOFF_SECONDS", "5,x"}})
-              .find("INGESTD_WORKER__RETRY_BACKOFF_SECONDS"),
+                .find("INGESTD_WORKER__RETRY_BACKOFF_SECONDS"),
             std::string::npos);
 }
 
 TEST_F(config_test, unknown_keys_and_sections_are_rejected) {
   auto text = failure(write(R"({"worker": {"heartbeat_rate": 5}, "wroker": {}, "log": 3})"));
-  EXPECT_NE(text.find("worker.heartbeat_rate (config file): unknown key"), std::string::npos) << text;
+  EXPECT_NE(text.find("worker.heartbeat_rate (config file): unknown key"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("log (config file): expected an object"), std::string::npos) << text;
 }
 
 TEST_F(config_test, unknown_environment_key_is_rejected) {
   auto text = failure(std::nullopt, {{"INGESTD_WORKER__MAX_INFLIGHT", "5"}});
-  EXPECT_NE(text.find("INGESTD_WORKER__MAX_INFLIGHT (environment): unknown"), std::string::npos) << text;
+  EXPECT_NE(text.find("INGESTD_WORKER__MAX_INFLIGHT (environment): unknown"), std::string::npos)
+      << text;
 }
 
 TEST_F(config_test, environment_values_are_validated) {
@@ -209,7 +211,8 @@ TEST_F(config_test, deeply_nested_files_and_values_are_reported_not_crashes) {
   auto deep = std::string(100'000, '[') + std::string(100'000, ']');
   auto text = failure(write(R"({"worker": {"max_in_flight": )" + deep + "}}"));
   EXPECT_NE(text.find("worker.max_in_flight = an array nested deeper than 16 levels"),
-            std::string::npos) << text.substr(0, 300);
+            std::string::npos)
+      << text.substr(0, 300);
 }
 
 TEST_F(config_test, malformed_and_missing_files_are_reported) {
@@ -219,13 +222,15 @@ TEST_F(config_test, malformed_and_missing_files_are_reported) {
 }
 
 TEST_F(config_test, cross_key_rules_are_checked) {
-  auto text = failure(write(R"({"worker": {"heartbeat_rate_seconds": 300, "heartbeat_extension_seconds": 300},
+  auto text = failure(
+      write(R"({"worker": {"heartbeat_rate_seconds": 300, "heartbeat_extension_seconds": 300},
                                 "database": {"url": "mysql://x"},
                                 "transcription": {"provider": "document_ai"},
                                 "extraction": {"provider": "llm", "llm_base_url": "api.openai.com"},
                                 "intake": {"default_tenant": "acme"}})"));
-  for (auto key : {"worker.heartbeat_rate_seconds = 300", "database.url", "transcription.document_ai_endpoint",
-                   "extraction.llm_base_url", "intake.default_tenant"})
+  for (auto key :
+       {"worker.heartbeat_rate_seconds = 300", "database.url", "transcription.document_ai_endpoint",
+        "extraction.llm_base_url", "intake.default_tenant"})
     EXPECT_NE(text.find(key), std::string::npos) << key << " in:\n" << text;
 }
 
@@ -239,8 +244,10 @@ TEST_F(config_test, effective_configuration_masks_secrets) {
   EXPECT_EQ(json.find("sk-secret-value"), std::string::npos) << json;
   EXPECT_NE(json.find("postgresql://app:****@db.internal/ingest"), std::string::npos) << json;
   auto secret_line = json.substr(json.find("\"INGESTD_LLM_API_KEY\""));
-  EXPECT_EQ(secret_line.substr(0, secret_line.find('\n')).find("(set)") == std::string::npos, false) << json;
-  EXPECT_EQ(mask_url_password("postgresql://ingestd@127.0.0.1/x"), "postgresql://ingestd@127.0.0.1/x");
+  EXPECT_EQ(secret_line.substr(0, secret_line.find('\n')).find("(set)") == std::string::npos, false)
+      << json;
+  EXPECT_EQ(mask_url_password("postgresql://ingestd@127.0.0.1/x"),
+            "postgresql://ingestd@127.0.0.1/x");
 }
 
 TEST_F(config_test, heartbeat_keys_and_visibility_derive_from_the_lease) {
@@ -284,7 +291,8 @@ TEST_F(config_test, the_old_stale_threshold_is_an_alias_of_the_lease) {
   ASSERT_TRUE(cfg) << cfg.error().message;
   EXPECT_EQ(cfg->worker.lease_seconds, 180);
   // Both given: the lease wins, even when it equals its default.
-  cfg = load_config(write(R"({"worker": {"stale_ingestion_threshold_minutes": 2, "lease_seconds": 15}})"), {});
+  cfg = load_config(
+      write(R"({"worker": {"stale_ingestion_threshold_minutes": 2, "lease_seconds": 15}})"), {});
   ASSERT_TRUE(cfg) << cfg.error().message;
   EXPECT_EQ(cfg->worker.lease_seconds, 15);
   cfg = load_config(write(R"({"worker": {"stale_ingestion_threshold_minutes": 2}})"),
@@ -296,24 +304,27 @@ TEST_F(config_test, the_old_stale_threshold_is_an_alias_of_the_lease) {
 }
 
 TEST_F(config_test, a_heartbeat_not_well_below_the_lease_is_refused_by_name) {
-  EXPECT_EQ(failure(std::nullopt, {{"INGESTD_WORKER__HEARTBEAT_RATE_SECONDS", "8"}}),
-            "worker.heartbeat_rate_seconds = 8: expected at most half of worker.lease_seconds (15), "
-            "or one late heartbeat loses live claims");
+  EXPECT_EQ(
+      failure(std::nullopt, {{"INGESTD_WORKER__HEARTBEAT_RATE_SECONDS", "8"}}),
+      "worker.heartbeat_rate_seconds = 8: expected at most half of worker.lease_seconds (15), "
+      "or one late heartbeat loses live claims");
   EXPECT_TRUE(load_config(std::nullopt, {{"INGESTD_WORKER__HEARTBEAT_RATE_SECONDS", "7"}}));
 }
 
 TEST_F(config_test, an_extension_or_visibility_shorter_than_the_lease_is_refused_by_name) {
-  EXPECT_EQ(failure(write(R"({"worker": {"lease_seconds": 60, "heartbeat_extension_seconds": 59},
+  EXPECT_EQ(
+      failure(write(R"({"worker": {"lease_seconds": 60, "heartbeat_extension_seconds": 59},
                               "queue": {"visibility_timeout_seconds": 30}})")),
-            "queue.visibility_timeout_seconds = 30: expected at least worker.lease_seconds (60), or a "
-            "message becomes visible to other nodes while its claim lasts\n"
-            "worker.heartbeat_extension_seconds = 59: expected at least worker.lease_seconds (60), or a "
-            "message becomes visible to other nodes while its claim lasts");
+      "queue.visibility_timeout_seconds = 30: expected at least worker.lease_seconds (60), or a "
+      "message becomes visible to other nodes while its claim lasts\n"
+      "worker.heartbeat_extension_seconds = 59: expected at least worker.lease_seconds (60), or a "
+      "message becomes visible to other nodes while its claim lasts");
   // The lease set through the older name is checked the same way.
-  EXPECT_EQ(failure(std::nullopt, {{"INGESTD_WORKER__STALE_INGESTION_THRESHOLD_MINUTES", "1"},
-                                   {"INGESTD_WORKER__HEARTBEAT_EXTENSION_SECONDS", "45"}}),
-            "worker.heartbeat_extension_seconds = 45: expected at least worker.lease_seconds (60), or a "
-            "message becomes visible to other nodes while its claim lasts");
+  EXPECT_EQ(
+      failure(std::nullopt, {{"INGESTD_WORKER__STALE_INGESTION_THRESHOLD_MINUTES", "1"},
+                             {"INGESTD_WORKER__HEARTBEAT_EXTENSION_SECONDS", "45"}}),
+      "worker.heartbeat_extension_seconds = 45: expected at least worker.lease_seconds (60), or a "
+      "message becomes visible to other nodes while its claim lasts");
 }
 
 TEST_F(config_test, lease_and_database_timeouts_are_range_checked) {
@@ -321,10 +332,11 @@ TEST_F(config_test, lease_and_database_timeouts_are_range_checked) {
                                      {"INGESTD_DATABASE__STATEMENT_TIMEOUT_SECONDS", "-1"},
                                      {"INGESTD_DATABASE__LOCK_TIMEOUT_SECONDS", "x"},
                                      {"INGESTD_DATABASE__TCP_USER_TIMEOUT_SECONDS", "3601"}});
-  for (auto line : {"worker.lease_seconds = \"1\" (environment INGESTD_WORKER__LEASE_SECONDS): expected an "
-                    "integer from 2 to 43200",
-                    "database.statement_timeout_seconds = \"-1\"", "database.lock_timeout_seconds = \"x\"",
-                    "database.tcp_user_timeout_seconds = \"3601\""})
+  for (auto line :
+       {"worker.lease_seconds = \"1\" (environment INGESTD_WORKER__LEASE_SECONDS): expected an "
+        "integer from 2 to 43200",
+        "database.statement_timeout_seconds = \"-1\"", "database.lock_timeout_seconds = \"x\"",
+        "database.tcp_user_timeout_seconds = \"3601\""})
     EXPECT_NE(text.find(line), std::string::npos) << line << " in:\n" << text;
 }
 
@@ -340,21 +352,26 @@ TEST_F(config_test, the_providers_a_node_runs_are_those_whose_configuration_is_c
   EXPECT_EQ(available_transcription_providers(plain), (names{"tesseract"}));
   EXPECT_EQ(available_extraction_providers(plain), (names{"local"}));
   // Document AI needs its endpoint and its token.
-  EXPECT_EQ(available_transcription_providers(
-              with({{"INGESTD_TRANSCRIPTION__DOCUMENT_AI_ENDPOINT", "https://eu-documentai.googleapis.com/x:process"}})),
-            (names{"tesseract"}));
-  EXPECT_EQ(available_transcription_providers(
-              with({{"INGESTD_TRANSCRIPTION__DOCUMENT_AI_ENDPOINT", "https://eu-documentai.googleapis.com/x:process"},
-                    {"INGESTD_DOCUMENT_AI_TOKEN", "t"}})),
-            (names{"tesseract", "document_ai"}));
+  EXPECT_EQ(
+      available_transcription_providers(with({{"INGESTD_TRANSCRIPTION__DOCUMENT_AI_ENDPOINT",
+                                               "https://eu-documentai.googleapis.com/x:process"}})),
+      (names{"tesseract"}));
+  EXPECT_EQ(
+      available_transcription_providers(with({{"INGESTD_TRANSCRIPTION__DOCUMENT_AI_ENDPOINT",
+                                               "https://eu-documentai.googleapis.com/x:process"},
+                                              {"INGESTD_DOCUMENT_AI_TOKEN", "t"}})),
+      (names{"tesseract", "document_ai"}));
   // The LLM: a server of one's own, or a key for the default one; the configured one comes first.
-  EXPECT_EQ(available_extraction_providers(with({{"INGESTD_EXTRACTION__LLM_BASE_URL", "http://127.0.0.1:8000"}})),
+  EXPECT_EQ(available_extraction_providers(
+                with({{"INGESTD_EXTRACTION__LLM_BASE_URL", "http://127.0.0.1:8000"}})),
             (names{"local", "llm"}));
-  EXPECT_EQ(available_extraction_providers(with({{"INGESTD_LLM_API_KEY", "sk-x"}})), (names{"local", "llm"}));
+  EXPECT_EQ(available_extraction_providers(with({{"INGESTD_LLM_API_KEY", "sk-x"}})),
+            (names{"local", "llm"}));
   EXPECT_EQ(available_extraction_providers(with({{"INGESTD_EXTRACTION__PROVIDER", "llm"}})),
             (names{"llm", "local"}));
   EXPECT_EQ(transcription_provider_list(), "tesseract, document_ai");
   EXPECT_EQ(extraction_provider_list(), "local, llm");
-  EXPECT_NE(provider_requirement("document_ai").find("INGESTD_DOCUMENT_AI_TOKEN"), std::string_view::npos);
+  EXPECT_NE(provider_requirement("document_ai").find("INGESTD_DOCUMENT_AI_TOKEN"),
+            std::string_view::npos);
   EXPECT_TRUE(provider_requirement("tesseract").empty());
 }

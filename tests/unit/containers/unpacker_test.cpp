@@ -23,12 +23,17 @@ result<unpacked> unpack(const std::string& bytes, unpack_limits limits = {}) {
 }
 
 TEST(container_type, detects_each_kind_and_nothing_else) {
-  EXPECT_EQ(detect_container_type(make_archive("zip", {{"a.pdf", pdf_bytes("a")}}))->kind, container_kind::zip);
-  EXPECT_EQ(detect_container_type(make_archive("tar", {{"a.pdf", pdf_bytes("a")}}))->kind, container_kind::tar);
-  EXPECT_EQ(detect_container_type(make_archive("tar", {{"a.pdf", pdf_bytes("a")}}, true))->ext, "tar.gz");
+  EXPECT_EQ(detect_container_type(make_archive("zip", {{"a.pdf", pdf_bytes("a")}}))->kind,
+            container_kind::zip);
+  EXPECT_EQ(detect_container_type(make_archive("tar", {{"a.pdf", pdf_bytes("a")}}))->kind,
+            container_kind::tar);
+  EXPECT_EQ(detect_container_type(make_archive("tar", {{"a.pdf", pdf_bytes("a")}}, true))->ext,
+            "tar.gz");
   EXPECT_EQ(detect_container_type(make_email("hello", "body", {}))->mime, "message/rfc822");
-  EXPECT_EQ(detect_container_type("From alice@example.com Mon Nov 23 10:00:00 2026\nFrom: a@b\n\nx\n")->kind,
-            container_kind::mbox);
+  EXPECT_EQ(
+      detect_container_type("From alice@example.com Mon Nov 23 10:00:00 2026\nFrom: a@b\n\nx\n")
+          ->kind,
+      container_kind::mbox);
   EXPECT_FALSE(detect_container_type(pdf_bytes("x")));
   EXPECT_FALSE(detect_container_type("hello: world but no mail header\n\nbody"));
   EXPECT_FALSE(detect_container_type("From here on, plain text\nno headers\n"));
@@ -36,8 +41,10 @@ TEST(container_type, detects_each_kind_and_nothing_else) {
 }
 
 TEST(archive_unpacker, zip_tar_and_tar_gz_keep_members_and_paths) {
-  std::vector<test::archive_file> files{{"invoices/a.pdf", pdf_bytes("a")}, {"b.pdf", pdf_bytes("b")}};
-  for (const auto& bytes : {make_archive("zip", files), make_archive("tar", files), make_archive("tar", files, true)}) {
+  std::vector<test::archive_file> files{{"invoices/a.pdf", pdf_bytes("a")},
+                                        {"b.pdf", pdf_bytes("b")}};
+  for (const auto& bytes :
+       {make_archive("zip", files), make_archive("tar", files), make_archive("tar", files, true)}) {
     auto r = unpack(bytes);
     ASSERT_TRUE(r) << r.error().describe();
     ASSERT_EQ(r->members.size(), 2u);
@@ -61,7 +68,8 @@ TEST(archive_unpacker, total_size_and_member_count_are_limited) {
   unpack_limits small;
   small.max_total_bytes = 1000;
   auto r = unpack(make_archive("tar", {{"a.pdf", pdf_bytes(std::string(600, 'a'))},
-                                       {"b.pdf", pdf_bytes(std::string(600, 'b'))}}), small);
+                                       {"b.pdf", pdf_bytes(std::string(600, 'b'))}}),
+                  small);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, "container.too_large");
 
@@ -112,7 +120,8 @@ TEST(archive_unpacker, a_truncated_archive_keeps_what_could_be_read) {
 }
 
 TEST(archive_unpacker, a_damaged_header_is_a_corrupt_tail_not_an_unsafe_name) {
-  auto tar = make_archive("tar", {{"first.pdf", pdf_bytes("first")}, {"second.pdf", pdf_bytes("second")}});
+  auto tar = make_archive("tar",
+                          {{"first.pdf", pdf_bytes("first")}, {"second.pdf", pdf_bytes("second")}});
   // The second member's header starts at 1024 (a header block, then one data block); a changed
   // name byte breaks its checksum, which libarchive answers with ARCHIVE_RETRY and no entry.
   auto damaged = tar;
@@ -132,8 +141,8 @@ TEST(archive_unpacker, a_damaged_header_is_a_corrupt_tail_not_an_unsafe_name) {
 }
 
 TEST(mime_unpacker, an_email_keeps_its_body_and_attachments) {
-  auto eml = make_email("Invoice 42", "Please find the invoice attached.", {{"invoice.pdf", pdf_bytes("inv")},
-                                                                           {"../../note.pdf", pdf_bytes("n")}});
+  auto eml = make_email("Invoice 42", "Please find the invoice attached.",
+                        {{"invoice.pdf", pdf_bytes("inv")}, {"../../note.pdf", pdf_bytes("n")}});
   auto r = unpack(eml);
   ASSERT_TRUE(r) << r.error().describe();
   EXPECT_NE(r->body_text.find("Please find the invoice attached."), std::string::npos);
@@ -178,10 +187,13 @@ TEST(mime_unpacker, an_mbox_gives_one_eml_per_message) {
 }
 
 TEST(mime_unpacker, an_encrypted_email_and_the_limits_are_refused) {
-  std::string enc = "From: a@example.com\r\nTo: b@example.com\r\nSubject: s\r\nMIME-Version: 1.0\r\n"
-                    "Content-Type: multipart/encrypted; protocol=\"application/pgp-encrypted\"; boundary=\"x\"\r\n\r\n"
-                    "--x\r\nContent-Type: application/pgp-encrypted\r\n\r\nVersion: 1\r\n"
-                    "--x\r\nContent-Type: application/octet-stream\r\n\r\n-----BEGIN PGP MESSAGE-----\r\n--x--\r\n";
+  std::string enc
+      = "From: a@example.com\r\nTo: b@example.com\r\nSubject: s\r\nMIME-Version: 1.0\r\n"
+        "Content-Type: multipart/encrypted; protocol=\"application/pgp-encrypted\"; "
+        "boundary=\"x\"\r\n\r\n"
+        "--x\r\nContent-Type: application/pgp-encrypted\r\n\r\nVersion: 1\r\n"
+        "--x\r\nContent-Type: application/octet-stream\r\n\r\n-----BEGIN PGP "
+        "MESSAGE-----\r\n--x--\r\n";
   auto r = unpack(enc);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, "container.encrypted");

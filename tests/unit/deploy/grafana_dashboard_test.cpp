@@ -69,7 +69,8 @@ TEST(grafana_dashboard, the_dashboard_shows_each_node) {
   auto text = ss.str();
   EXPECT_NE(text.find("\"query\": \"label_values(ingestd_node_info, node)\""), std::string::npos);
   EXPECT_NE(text.find("\"repeat\": \"node\""), std::string::npos);
-  EXPECT_NE(text.find("* on(instance) group_left(node) ingestd_node_info{node=~\\\"$node\\\"}"), std::string::npos);
+  EXPECT_NE(text.find("* on(instance) group_left(node) ingestd_node_info{node=~\\\"$node\\\"}"),
+            std::string::npos);
 }
 
 TEST(grafana_dashboard, a_dashboard_that_is_not_json_is_refused) {

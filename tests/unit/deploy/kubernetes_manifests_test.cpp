@@ -22,7 +22,8 @@ std::string missing() {
   if (ingestd::test::run_shell("command -v node").code != 0)
     return "node is not installed";
   if (!fs::exists(validator_dir() / "node_modules/kubernetes-models"))
-    return "kubernetes-models is not installed: run deploy/install-deps.sh (npm ci in deploy/kubernetes/validate)";
+    return "kubernetes-models is not installed: run deploy/install-deps.sh (npm ci in "
+           "deploy/kubernetes/validate)";
   return {};
 }
 
@@ -31,7 +32,8 @@ std::string missing() {
 TEST(kubernetes_manifests, the_validator_can_fail) {
   if (auto why = missing(); !why.empty())
     GTEST_SKIP() << why << ": the manifests are not checked";
-  auto r = ingestd::test::run_shell("node '" + (validator_dir() / "validate.cjs").string() + "' --self-test");
+  auto r = ingestd::test::run_shell("node '" + (validator_dir() / "validate.cjs").string()
+                                    + "' --self-test");
   EXPECT_EQ(r.code, 0) << r.output;
 }
 
@@ -40,13 +42,15 @@ TEST(kubernetes_manifests, every_manifest_validates_and_drains_within_its_grace)
     GTEST_SKIP() << why << ": the manifests are not checked";
   std::string files;
   int n = 0;
-  for (auto& entry : fs::directory_iterator{fs::path{ingestd::test::source_dir()} / "deploy/kubernetes"})
+  for (auto& entry :
+       fs::directory_iterator{fs::path{ingestd::test::source_dir()} / "deploy/kubernetes"})
     if (entry.path().extension() == ".yaml" || entry.path().extension() == ".yml") {
       files += " '" + entry.path().string() + "'";
       ++n;
     }
   ASSERT_GT(n, 0) << "no manifest in deploy/kubernetes";
-  auto r = ingestd::test::run_shell("node '" + (validator_dir() / "validate.cjs").string() + "'" + files);
+  auto r = ingestd::test::run_shell("node '" + (validator_dir() / "validate.cjs").string() + "'"
+                                    + files);
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("Deployment/ingestd ok"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("PodDisruptionBudget/ingestd ok"), std::string::npos) << r.output;

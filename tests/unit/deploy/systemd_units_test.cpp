@@ -36,7 +36,8 @@ fs::path copy_unit(const std::string& name, const fs::path& dir, const std::stri
 }
 
 ingestd::test::shell_result verify(const fs::path& unit) {
-  return ingestd::test::run_shell("SYSTEMD_LOG_COLOR=0 systemd-analyze verify '" + unit.string() + "'");
+  return ingestd::test::run_shell("SYSTEMD_LOG_COLOR=0 systemd-analyze verify '" + unit.string()
+                                  + "'");
 }
 
 } // namespace

@@ -1,5 +1,6 @@
 // The local rule-based extractor: number, date and currency rules, honest confidence, and the
-// per-field accuracy on the fixture corpus's text layer and on the texts in tests/unit/extraction/texts/.
+// per-field accuracy on the fixture corpus's text layer and on the texts in
+// tests/unit/extraction/texts/.
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
@@ -84,7 +85,10 @@ TEST(local_rules, dates_normalised_to_iso) {
 TEST(local_rules, currencies) {
   EXPECT_EQ(find_currency("\xE2\x82\xAC 10").value(), "EUR");
   EXPECT_EQ(find_currency("$10").value(), "USD");
-  EXPECT_EQ(find_currency("\xC2\xA3" "10").value(), "GBP");
+  EXPECT_EQ(find_currency("\xC2\xA3"
+                          "10")
+                .value(),
+            "GBP");
   EXPECT_EQ(find_currency("10 CHF").value(), "CHF");
   EXPECT_EQ(find_currency("Total EUR 10").value(), "EUR");
   EXPECT_FALSE(find_currency("Europe"));
@@ -113,15 +117,16 @@ TEST(local_extractor, text_that_is_not_utf8_still_gives_valid_json) {
 
 TEST(local_extractor, a_clean_invoice_is_high_confidence) {
   local_extractor ex;
-  auto x = ex.run("Acme Tools GmbH\nIndustriestr. 5\n70565 Stuttgart\nUSt-IdNr.: DE 123 456 789\n\n"
-                  "Rechnung\nRechnungsnummer: R-2024-117\nRechnungsdatum: 15. M\xC3\xA4rz 2024\n"
-                  "F\xC3\xA4llig am: 14.04.2024\n\nRechnungsempf\xC3\xA4nger:\nBeispiel AG\n\n"
-                  "Pos  Bezeichnung        Menge   Einzelpreis     Gesamt\n"
-                  "1    Schrauben M6       100     0,25 \xE2\x82\xAC        25,00 \xE2\x82\xAC\n"
-                  "2    Bohrmaschine       1       1.199,00 \xE2\x82\xAC    1.199,00 \xE2\x82\xAC\n\n"
-                  "Nettobetrag                              1.224,00 \xE2\x82\xAC\n"
-                  "zzgl. 19 % MwSt.                           232,56 \xE2\x82\xAC\n"
-                  "Rechnungsbetrag                          1.456,56 \xE2\x82\xAC\n");
+  auto x
+      = ex.run("Acme Tools GmbH\nIndustriestr. 5\n70565 Stuttgart\nUSt-IdNr.: DE 123 456 789\n\n"
+               "Rechnung\nRechnungsnummer: R-2024-117\nRechnungsdatum: 15. M\xC3\xA4rz 2024\n"
+               "F\xC3\xA4llig am: 14.04.2024\n\nRechnungsempf\xC3\xA4nger:\nBeispiel AG\n\n"
+               "Pos  Bezeichnung        Menge   Einzelpreis     Gesamt\n"
+               "1    Schrauben M6       100     0,25 \xE2\x82\xAC        25,00 \xE2\x82\xAC\n"
+               "2    Bohrmaschine       1       1.199,00 \xE2\x82\xAC    1.199,00 \xE2\x82\xAC\n\n"
+               "Nettobetrag                              1.224,00 \xE2\x82\xAC\n"
+               "zzgl. 19 % MwSt.                           232,56 \xE2\x82\xAC\n"
+               "Rechnungsbetrag                          1.456,56 \xE2\x82\xAC\n");
   ASSERT_TRUE(validate_extraction_json(x.structured_data).ok()) << x.structured_data;
   EXPECT_TRUE(x.extraction_successful);
   EXPECT_EQ(x.confidence, "high") << x.structured_data;
@@ -138,8 +143,10 @@ TEST(local_extractor, a_clean_invoice_is_high_confidence) {
   EXPECT_NE(s.find("\"subtotal\":1224.0"), std::string::npos) << s;
   EXPECT_NE(s.find("\"vat_amount\":232.56"), std::string::npos) << s;
   EXPECT_NE(s.find("\"total\":1456.56"), std::string::npos) << s;
-  EXPECT_NE(s.find("{\"description\":\"Bohrmaschine\",\"quantity\":1.0,\"unit_price\":1199.0,\"amount\":1199.0}"),
-            std::string::npos) << s;
+  EXPECT_NE(s.find("{\"description\":\"Bohrmaschine\",\"quantity\":1.0,\"unit_price\":1199.0,"
+                   "\"amount\":1199.0}"),
+            std::string::npos)
+      << s;
   EXPECT_TRUE(evaluate(x).passed);
 }
 
@@ -194,7 +201,8 @@ TEST(local_extractor, corpus_text_layer_accuracy) {
 TEST(local_extractor, high_confidence_means_the_key_fields_are_right) {
   local_extractor ex;
   int high = 0;
-  for (const auto& dir : {source_dir() + "/tests/fixtures/corpus/truth", source_dir() + "/tests/unit/extraction/texts"})
+  for (const auto& dir : {source_dir() + "/tests/fixtures/corpus/truth",
+                          source_dir() + "/tests/unit/extraction/texts"})
     for (const auto& p : test::load_truth_pairs(dir)) {
       auto x = ex.run(p.text);
       if (x.confidence != "high")
@@ -237,6 +245,7 @@ TEST(local_extractor, garbage_input_ends_quickly_with_a_valid_answer) {
     auto start = std::chrono::steady_clock::now();
     auto r = ex.run(*text);
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds{10});
-    EXPECT_TRUE(validate_extraction_json(r.structured_data).ok()) << r.structured_data.substr(0, 200);
+    EXPECT_TRUE(validate_extraction_json(r.structured_data).ok())
+        << r.structured_data.substr(0, 200);
   }
 }

@@ -1,5 +1,5 @@
-// The local extractor's rule families one by one (adapters/extraction/local/): text folding, labels per
-// language, month names and day orders, amount styles, currency markers, stacked columns; and a
+// The local extractor's rule families one by one (adapters/extraction/local/): text folding, labels
+// per language, month names and day orders, amount styles, currency markers, stacked columns; and a
 // small invoice per language through the whole extractor.
 #include <cstdlib>
 #include <filesystem>
@@ -40,7 +40,9 @@ std::string str(const rapidjson::Document& d, const char* key) {
   return d[key].IsString() ? d[key].GetString() : std::string{"null"};
 }
 
-double num(const rapidjson::Document& d, const char* key) { return d[key].IsNumber() ? d[key].GetDouble() : -1; }
+double num(const rapidjson::Document& d, const char* key) {
+  return d[key].IsNumber() ? d[key].GetDouble() : -1;
+}
 
 } // namespace
 
@@ -59,30 +61,35 @@ TEST(local_rules_text, labels_match_with_or_without_accents) {
   EXPECT_NE(match_folded(low, 0, "date d'echeance"), std::string_view::npos);
   EXPECT_EQ(match_folded("facture", 0, "facturation"), std::string_view::npos);
   // OCR puts the wrong accent, or reads Polish ł as t without Polish language data.
-  EXPECT_NE(match_folded(lower("Numer zamöwienia"), 0, "numer zam\xC3\xB3wienia"), std::string_view::npos);
+  EXPECT_NE(match_folded(lower("Numer zamöwienia"), 0, "numer zam\xC3\xB3wienia"),
+            std::string_view::npos);
   EXPECT_EQ(first_label("Zaptacono PLN 6 756,96"), kind::total);
 }
 
 TEST(local_rules_labels, invoice_number_spellings_per_language) {
-  for (const char* line : {"Invoice No. 123", "Invoice # 123", "Bill No. 123", "Rechnungsnummer 123",
-                           "Facture n° 123", "N° de facture 123", "Numéro de facture 123", "NUMERO DE FACTURE 123",
-                           "Factuurnummer 123", "Factuur nr. 123", "Número de factura 123", "Nº factura 123",
-                           "Numero fattura 123", "Fattura n. 123", "Faktura nr 123", "Nr faktury 123",
-                           "Receipt No. 123", "Tax Invoice No. 123"})
+  for (const char* line :
+       {"Invoice No. 123", "Invoice # 123", "Bill No. 123", "Rechnungsnummer 123", "Facture n° 123",
+        "N° de facture 123", "Numéro de facture 123", "NUMERO DE FACTURE 123", "Factuurnummer 123",
+        "Factuur nr. 123", "Número de factura 123", "Nº factura 123", "Numero fattura 123",
+        "Fattura n. 123", "Faktura nr 123", "Nr faktury 123", "Receipt No. 123",
+        "Tax Invoice No. 123"})
     EXPECT_EQ(first_label(line), kind::invoice_number) << line;
-  for (const char* line : {"Order ID 123", "Booking reference 123", "N° de commande 123", "Bestelnummer 123",
-                           "Número de reserva 123", "Numero ordine 123", "Nr zamówienia 123"})
+  for (const char* line :
+       {"Order ID 123", "Booking reference 123", "N° de commande 123", "Bestelnummer 123",
+        "Número de reserva 123", "Numero ordine 123", "Nr zamówienia 123"})
     EXPECT_EQ(first_label(line), kind::order_number) << line;
 }
 
 TEST(local_rules_labels, totals_subtotals_and_vat_per_language) {
-  for (const char* line : {"Total TTC", "Net à payer", "Montant payé", "Totaal incl. btw", "Te betalen",
-                           "Total a pagar", "Totale fattura", "Razem do zapłaty", "Amount paid", "Grand Total",
-                           "Bezahlt"})
+  for (const char* line : {"Total TTC", "Net à payer", "Montant payé", "Totaal incl. btw",
+                           "Te betalen", "Total a pagar", "Totale fattura", "Razem do zapłaty",
+                           "Amount paid", "Grand Total", "Bezahlt"})
     EXPECT_EQ(first_label(line), kind::total) << line;
-  for (const char* line : {"Total HT", "Subtotaal", "Base imponible", "Imponibile", "Wartość netto", "Taxable Value"})
+  for (const char* line :
+       {"Total HT", "Subtotaal", "Base imponible", "Imponibile", "Wartość netto", "Taxable Value"})
     EXPECT_EQ(first_label(line), kind::subtotal) << line;
-  for (const char* line : {"TVA 20 %", "BTW 21%", "IVA 21%", "Totale IVA", "Kwota VAT", "IGST @ 18%", "CGST 9%"})
+  for (const char* line :
+       {"TVA 20 %", "BTW 21%", "IVA 21%", "Totale IVA", "Kwota VAT", "IGST @ 18%", "CGST 9%"})
     EXPECT_EQ(first_label(line), kind::vat) << line;
   // "Te betalen vóór" is a due date, not the total.
   EXPECT_EQ(first_label("Te betalen vóór 01-04-2024"), kind::due_date);
@@ -126,7 +133,8 @@ TEST(local_rules_dates, month_names_per_language) {
 TEST(local_rules_dates, day_order_follows_the_document_language) {
   // 03/04/2024 alone is ambiguous: French, Spanish, Italian, Dutch and Polish documents put the day
   // first, a US document the month.
-  auto fr = fields_of("FACTURE\nFacture n° F-1\nDate de facture : 03/04/2024\nTotal TTC : 120,00 €\n");
+  auto fr
+      = fields_of("FACTURE\nFacture n° F-1\nDate de facture : 03/04/2024\nTotal TTC : 120,00 €\n");
   EXPECT_EQ(str(fr, "invoice_date"), "2024-04-03");
   auto us = fields_of("INVOICE\nInvoice # A-1\nInvoice Date: 03/04/2024\nTotal Due: $120.00\n");
   EXPECT_EQ(str(us, "invoice_date"), "2024-03-04");
@@ -136,7 +144,7 @@ TEST(local_rules_amounts, every_grouping_style) {
   EXPECT_EQ(parse_amount("1,234.56"), 1234.56);
   EXPECT_EQ(parse_amount("1.234,56"), 1234.56);
   EXPECT_EQ(parse_amount("1 234,56"), 1234.56);
-  EXPECT_EQ(parse_amount("1,23,456.78"), 123456.78);  // India: lakh
+  EXPECT_EQ(parse_amount("1,23,456.78"), 123456.78);     // India: lakh
   EXPECT_EQ(parse_amount("1,00,00,000.00"), 10000000.0); // crore
   EXPECT_EQ(parse_amount("₹1,23,456.78"), 123456.78);
   EXPECT_EQ(parse_amount("1 234,56 zł"), 1234.56);
@@ -166,27 +174,34 @@ TEST(local_rules_languages, a_small_invoice_in_each_language) {
     const char* currency;
   };
   const sample samples[] = {
-    {"FACTURE\nHébergement Lumière SAS\nN° de facture : F2024-00123\nDate de livraison : 02/03/2024\n"
-     "Date de facture : 05/03/2024\nTotal HT  1 000,00 €\nTVA 20 %  200,00 €\nTotal TTC  1 200,00 €\n",
-     "F2024-00123", "2024-03-05", 1200.0, "EUR"},
-    {"FACTUUR\nFactuurnummer: 2024-0123\nFactuurdatum: 5 maart 2024\nVervaldatum: 19-03-2024\n"
-     "Subtotaal € 100,00\nBTW 21% € 21,00\nTotaal € 121,00\n",
-     "2024-0123", "2024-03-05", 121.0, "EUR"},
-    {"FACTURA\nNº factura: A-2024/0123\nFecha de emisión: 5 de marzo de 2024\nBase imponible 100,00 €\n"
-     "IVA 21% 21,00 €\nTotal a pagar 121,00 €\n",
-     "A-2024/0123", "2024-03-05", 121.0, "EUR"},
-    {"FATTURA\nFattura n. 123/2024\nData fattura: 05/03/2024\nImponibile € 100,00\nIVA 22% € 22,00\n"
-     "Totale fattura € 122,00\n",
-     "123/2024", "2024-03-05", 122.0, "EUR"},
-    {"FAKTURA VAT\nFaktura nr FS 45/2024\nData sprzedaży: 01.03.2024\nData wystawienia: 05.03.2024\n"
-     "Wartość netto 100,00 zł\nVAT 23% 23,00 zł\nRazem do zapłaty 123,00 zł\n",
-     "FS 45/2024", "2024-03-05", 123.0, "PLN"},
-    {"TAX INVOICE\nInvoice No: INV/2024-25/0456\nDate: 05-03-2024\nTaxable Value Rs. 1,00,000.00\n"
-     "CGST @ 9% Rs. 9,000.00\nSGST @ 9% Rs. 9,000.00\nGrand Total Rs. 1,18,000.00\n",
-     "INV/2024-25/0456", "2024-03-05", 118000.0, "INR"},
-    {"Bayview Marketplace LLC\nOrder ID: 112-4471-9920\nOrder placed: March 1, 2024\nDate: March 5, 2024\n"
-     "Amount paid: $45.90\n",
-     "112-4471-9920", "2024-03-05", 45.90, "USD"},
+      {"FACTURE\nHébergement Lumière SAS\nN° de facture : F2024-00123\nDate de livraison : "
+       "02/03/2024\n"
+       "Date de facture : 05/03/2024\nTotal HT  1 000,00 €\nTVA 20 %  200,00 €\nTotal TTC  1 "
+       "200,00 €\n",
+       "F2024-00123", "2024-03-05", 1200.0, "EUR"},
+      {"FACTUUR\nFactuurnummer: 2024-0123\nFactuurdatum: 5 maart 2024\nVervaldatum: 19-03-2024\n"
+       "Subtotaal € 100,00\nBTW 21% € 21,00\nTotaal € 121,00\n",
+       "2024-0123", "2024-03-05", 121.0, "EUR"},
+      {"FACTURA\nNº factura: A-2024/0123\nFecha de emisión: 5 de marzo de 2024\nBase imponible "
+       "100,00 €\n"
+       "IVA 21% 21,00 €\nTotal a pagar 121,00 €\n",
+       "A-2024/0123", "2024-03-05", 121.0, "EUR"},
+      {"FATTURA\nFattura n. 123/2024\nData fattura: 05/03/2024\nImponibile € 100,00\nIVA 22% € "
+       "22,00\n"
+       "Totale fattura € 122,00\n",
+       "123/2024", "2024-03-05", 122.0, "EUR"},
+      {"FAKTURA VAT\nFaktura nr FS 45/2024\nData sprzedaży: 01.03.2024\nData wystawienia: "
+       "05.03.2024\n"
+       "Wartość netto 100,00 zł\nVAT 23% 23,00 zł\nRazem do zapłaty 123,00 zł\n",
+       "FS 45/2024", "2024-03-05", 123.0, "PLN"},
+      {"TAX INVOICE\nInvoice No: INV/2024-25/0456\nDate: 05-03-2024\nTaxable Value Rs. "
+       "1,00,000.00\n"
+       "CGST @ 9% Rs. 9,000.00\nSGST @ 9% Rs. 9,000.00\nGrand Total Rs. 1,18,000.00\n",
+       "INV/2024-25/0456", "2024-03-05", 118000.0, "INR"},
+      {"Bayview Marketplace LLC\nOrder ID: 112-4471-9920\nOrder placed: March 1, 2024\nDate: March "
+       "5, 2024\n"
+       "Amount paid: $45.90\n",
+       "112-4471-9920", "2024-03-05", 45.90, "USD"},
   };
   for (const auto& s : samples) {
     auto d = fields_of(s.text);
@@ -199,10 +214,11 @@ TEST(local_rules_languages, a_small_invoice_in_each_language) {
 
 TEST(local_rules_stacked, labels_and_values_in_separate_columns_are_paired) {
   // Tesseract reads a two-column block as all labels, then all values.
-  auto d = fields_of("Thames Valley Hosting Ltd\n\nInvoice no:\nOrder date\nDate of issue\nDue Date\n\n"
-                     "Qty Unit price\n12 1,530.70\n\nTotal excl. VAT\nVAT @ 20%\nTotal\n\nInvoice\n\n"
-                     "INV-2025-3306\n31 March 2025\n5 April 2025\n19 April 2025\n\nAmount\n£18,368.40\n"
-                     "£1,855.58\n\n£20,223.98\n£4,044.80\n£24,268.78\n");
+  auto d = fields_of(
+      "Thames Valley Hosting Ltd\n\nInvoice no:\nOrder date\nDate of issue\nDue Date\n\n"
+      "Qty Unit price\n12 1,530.70\n\nTotal excl. VAT\nVAT @ 20%\nTotal\n\nInvoice\n\n"
+      "INV-2025-3306\n31 March 2025\n5 April 2025\n19 April 2025\n\nAmount\n£18,368.40\n"
+      "£1,855.58\n\n£20,223.98\n£4,044.80\n£24,268.78\n");
   EXPECT_EQ(str(d, "invoice_number"), "INV-2025-3306");
   EXPECT_EQ(str(d, "invoice_date"), "2025-04-05");
   EXPECT_EQ(str(d, "due_date"), "2025-04-19");
@@ -211,8 +227,8 @@ TEST(local_rules_stacked, labels_and_values_in_separate_columns_are_paired) {
   EXPECT_DOUBLE_EQ(num(d, "total"), 24268.78);
 }
 
-// Hand-made invoices in the layouts real vendors use (tests/unit/extraction/texts_multilingual/): each
-// must give its invoice number, date, total and currency.
+// Hand-made invoices in the layouts real vendors use (tests/unit/extraction/texts_multilingual/):
+// each must give its invoice number, date, total and currency.
 TEST(local_rules_languages, hand_made_invoices_give_their_key_fields) {
   const char* src = std::getenv("INGESTD_SOURCE_DIR");
   ASSERT_NE(src, nullptr) << "INGESTD_SOURCE_DIR is not set (run through ctest)";

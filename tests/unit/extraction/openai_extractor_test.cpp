@@ -18,17 +18,18 @@ using test::make_response;
 
 namespace {
 
-const std::string invoice_json =
-  R"({"invoice_number":"INV-1","invoice_date":"2024-03-15","due_date":null,"supplier_name":"Acme",)"
-  R"("supplier_address":null,"supplier_vat_id":null,"customer_name":null,"currency":"EUR",)"
-  R"("line_items":[],"subtotal":100,"vat_amount":19,"total":119,"extraction_successful":true,)"
-  R"("confidence":"high","missing_fields":["due_date"]})";
+const std::string invoice_json
+    = R"({"invoice_number":"INV-1","invoice_date":"2024-03-15","due_date":null,"supplier_name":"Acme",)"
+      R"("supplier_address":null,"supplier_vat_id":null,"customer_name":null,"currency":"EUR",)"
+      R"("line_items":[],"subtotal":100,"vat_amount":19,"total":119,"extraction_successful":true,)"
+      R"("confidence":"high","missing_fields":["due_date"]})";
 
 std::string completion(const std::string& content_json_value, const std::string& finish = "stop",
                        const std::string& refusal = "null") {
   return R"({"id":"x","object":"chat.completion","model":"gpt-test-2024","choices":[{"index":0,)"
-         R"("finish_reason":")" + finish + R"(","message":{"role":"assistant","content":)"
-         + content_json_value + R"(,"refusal":)" + refusal
+         R"("finish_reason":")"
+         + finish + R"(","message":{"role":"assistant","content":)" + content_json_value
+         + R"(,"refusal":)" + refusal
          + R"(}}],"usage":{"prompt_tokens":100,"completion_tokens":20,"total_tokens":120}})";
 }
 
@@ -89,7 +90,8 @@ TEST(openai_request, has_model_messages_and_strict_schema) {
   EXPECT_STREQ(d["model"].GetString(), "gpt-test");
   ASSERT_EQ(d["messages"].Size(), 2u);
   EXPECT_STREQ(d["messages"][0]["role"].GetString(), "system");
-  EXPECT_NE(std::string{d["messages"][1]["content"].GetString()}.find("Rechnung Nr. 1"), std::string::npos);
+  EXPECT_NE(std::string{d["messages"][1]["content"].GetString()}.find("Rechnung Nr. 1"),
+            std::string::npos);
   const auto& rf = d["response_format"];
   EXPECT_STREQ(rf["type"].GetString(), "json_schema");
   EXPECT_TRUE(rf["json_schema"]["strict"].GetBool());
@@ -98,7 +100,8 @@ TEST(openai_request, has_model_messages_and_strict_schema) {
 }
 
 TEST(openai_request, posts_to_chat_completions_with_bearer_key) {
-  fake_http_client http{[](const http_request&) { return make_response(200, completion(quoted(invoice_json))); }};
+  fake_http_client http{
+      [](const http_request&) { return make_response(200, completion(quoted(invoice_json))); }};
   auto o = fast_options();
   o.base_url = "http://llm.test/v1/";
   auto r = run(http, o);
@@ -153,34 +156,53 @@ TEST(openai_parse, refusal_can_be_made_permanent) {
 }
 
 TEST(openai_parse, error_bodies_are_classified) {
-  auto rate = once(429, R"({"error":{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"}})",
-                   {{"retry-after", "7"}});
+  auto rate = once(
+      429,
+      R"({"error":{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"}})",
+      {{"retry-after", "7"}});
   EXPECT_EQ(rate.error().code, "llm.rate_limited");
   EXPECT_TRUE(rate.error().transient());
   EXPECT_EQ(rate.error().retry_after_ms, 7000);
-  auto quota = once(429, R"({"error":{"message":"You exceeded your current quota","type":"insufficient_quota","param":null,"code":"insufficient_quota"}})");
+  auto quota = once(
+      429,
+      R"({"error":{"message":"You exceeded your current quota","type":"insufficient_quota","param":null,"code":"insufficient_quota"}})");
   EXPECT_EQ(quota.error().code, "llm.insufficient_quota");
   EXPECT_TRUE(quota.error().permanent());
-  auto ctx = once(400, R"({"error":{"message":"This model's maximum context length is 8192 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}})");
+  auto ctx = once(
+      400,
+      R"({"error":{"message":"This model's maximum context length is 8192 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}})");
   EXPECT_EQ(ctx.error().code, "llm.context_exceeded");
   EXPECT_TRUE(ctx.error().permanent());
-  auto vllm = once(400, R"({"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.","type":"BadRequestError","param":null,"code":400})");
+  auto vllm = once(
+      400,
+      R"({"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.","type":"BadRequestError","param":null,"code":400})");
   EXPECT_EQ(vllm.error().code, "llm.context_exceeded");
   EXPECT_TRUE(vllm.error().permanent());
-  auto llama = once(400, R"({"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5000,"n_ctx":4096}})");
+  auto llama = once(
+      400,
+      R"({"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5000,"n_ctx":4096}})");
   EXPECT_EQ(llama.error().code, "llm.context_exceeded");
-  auto llama_old = once(500, R"({"error":{"code":500,"message":"the request exceeds the available context size. try increasing the context size or enable context shift","type":"server_error"}})");
+  auto llama_old = once(
+      500,
+      R"({"error":{"code":500,"message":"the request exceeds the available context size. try increasing the context size or enable context shift","type":"server_error"}})");
   EXPECT_EQ(llama_old.error().code, "llm.context_exceeded");
   EXPECT_TRUE(llama_old.error().permanent());
-  auto server = once(500, R"({"error":{"message":"The server had an error","type":"server_error"}})");
+  auto server
+      = once(500, R"({"error":{"message":"The server had an error","type":"server_error"}})");
   EXPECT_EQ(server.error().code, "llm.server_error");
   EXPECT_TRUE(server.error().transient());
   EXPECT_TRUE(once(503, "Service Unavailable").error().transient());
-  EXPECT_TRUE(once(529, R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})").error().transient());
-  auto unauth = once(401, R"({"error":{"message":"Incorrect API key provided: sk-test-secret-123456.","type":"invalid_request_error","code":"invalid_api_key"}})");
+  EXPECT_TRUE(
+      once(529, R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})")
+          .error()
+          .transient());
+  auto unauth = once(
+      401,
+      R"({"error":{"message":"Incorrect API key provided: sk-test-secret-123456.","type":"invalid_request_error","code":"invalid_api_key"}})");
   EXPECT_EQ(unauth.error().code, "llm.unauthorized");
   EXPECT_TRUE(unauth.error().permanent());
-  EXPECT_EQ(unauth.error().message.find("sk-test-secret-123456"), std::string::npos) << unauth.error().message;
+  EXPECT_EQ(unauth.error().message.find("sk-test-secret-123456"), std::string::npos)
+      << unauth.error().message;
   EXPECT_TRUE(once(403, "{}").error().permanent());
   EXPECT_TRUE(once(404, R"({"error":{"message":"model not found"}})").error().permanent());
   EXPECT_TRUE(once(408, "").error().transient());
@@ -197,26 +219,34 @@ TEST(openai_parse, deeply_nested_answers_are_errors_not_crashes) {
   EXPECT_FALSE(parse_chat_response(make_response(500, deep), opts).ok());
   auto nested = std::string(10'000, '[') + std::string(10'000, ']');
   auto content = parse_chat_response(
-    make_response(200, completion(quoted(R"({"line_items":)" + nested + "}"))), opts);
+      make_response(200, completion(quoted(R"({"line_items":)" + nested + "}"))), opts);
   ASSERT_FALSE(content.ok());
   EXPECT_EQ(content.error().code, "llm.invalid_json");
 }
 
 TEST(openai_parse, retry_after_headers) {
-  EXPECT_EQ(retry_after_ms(make_response(429, "", {{"retry-after-ms", "250"}, {"retry-after", "9"}})), 250);
+  EXPECT_EQ(
+      retry_after_ms(make_response(429, "", {{"retry-after-ms", "250"}, {"retry-after", "9"}})),
+      250);
   EXPECT_EQ(retry_after_ms(make_response(429, "", {{"retry-after", "1.5"}})), 1500);
-  EXPECT_EQ(retry_after_ms(make_response(429, "", {{"retry-after", "Wed, 21 Oct 2015 07:28:00 GMT"}})), 0);
+  EXPECT_EQ(
+      retry_after_ms(make_response(429, "", {{"retry-after", "Wed, 21 Oct 2015 07:28:00 GMT"}})),
+      0);
   EXPECT_EQ(retry_after_ms(make_response(429, "", {{"retry-after", "soon"}})), -1);
   EXPECT_EQ(retry_after_ms(make_response(429, "")), -1);
   // A double beyond int64_t's range was converted (undefined behaviour).
-  EXPECT_EQ(retry_after_ms(make_response(429, "", {{"retry-after-ms", "1e300"}})), max_retry_after_ms);
-  EXPECT_EQ(retry_after_ms(make_response(429, "", {{"retry-after", "9223372036854775807"}})), max_retry_after_ms);
-  EXPECT_EQ(retry_after_ms(make_response(429, "", {{"retry-after", "Fri, 31 Dec 9999 23:59:59 GMT"}})),
+  EXPECT_EQ(retry_after_ms(make_response(429, "", {{"retry-after-ms", "1e300"}})),
             max_retry_after_ms);
+  EXPECT_EQ(retry_after_ms(make_response(429, "", {{"retry-after", "9223372036854775807"}})),
+            max_retry_after_ms);
+  EXPECT_EQ(
+      retry_after_ms(make_response(429, "", {{"retry-after", "Fri, 31 Dec 9999 23:59:59 GMT"}})),
+      max_retry_after_ms);
 }
 
 TEST(openai_retry, transient_errors_are_retried_three_times_in_total) {
-  fake_http_client http{[](const http_request&) { return make_response(500, R"({"error":{"message":"boom"}})"); }};
+  fake_http_client http{
+      [](const http_request&) { return make_response(500, R"({"error":{"message":"boom"}})"); }};
   auto r = run(http);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, "llm.server_error");
@@ -226,7 +256,9 @@ TEST(openai_retry, transient_errors_are_retried_three_times_in_total) {
 }
 
 TEST(openai_retry, permanent_errors_are_not_retried) {
-  fake_http_client http{[](const http_request&) { return make_response(401, R"({"error":{"message":"bad key","code":"invalid_api_key"}})"); }};
+  fake_http_client http{[](const http_request&) {
+    return make_response(401, R"({"error":{"message":"bad key","code":"invalid_api_key"}})");
+  }};
   auto r = run(http);
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.error().permanent());
@@ -264,7 +296,8 @@ TEST(openai_retry, honours_retry_after_and_hands_long_waits_to_the_queue) {
   std::atomic<int> n{0};
   fake_http_client http{[&](const http_request&) {
     if (++n == 1)
-      return make_response(429, R"({"error":{"code":"rate_limit_exceeded","message":"slow down"}})", {{"retry-after-ms", "30"}});
+      return make_response(429, R"({"error":{"code":"rate_limit_exceeded","message":"slow down"}})",
+                           {{"retry-after-ms", "30"}});
     return make_response(200, completion(quoted(invoice_json)));
   }};
   auto start = std::chrono::steady_clock::now();
@@ -274,7 +307,8 @@ TEST(openai_retry, honours_retry_after_and_hands_long_waits_to_the_queue) {
   EXPECT_EQ(http.requests().size(), 2u);
 
   fake_http_client slow{[](const http_request&) {
-    return make_response(429, R"({"error":{"code":"rate_limit_exceeded","message":"slow down"}})", {{"retry-after", "600"}});
+    return make_response(429, R"({"error":{"code":"rate_limit_exceeded","message":"slow down"}})",
+                         {{"retry-after", "600"}});
   }};
   auto r2 = run(slow, fast_options());
   ASSERT_FALSE(r2.ok());

@@ -61,9 +61,11 @@ TEST(local_extractor, corpus_pdf_text_layer_accuracy) {
     pairs.push_back(std::move(p));
   }
   local_extractor ex;
-  auto rep = test::measure_accuracy(pairs, [&](const std::string& t) { return ex.run(t).structured_data; });
-  std::cout << "\nlocal extractor on the corpus text PDFs (poppler physical layout, " << rep.documents
-            << " documents)\n" << rep.table();
+  auto rep = test::measure_accuracy(
+      pairs, [&](const std::string& t) { return ex.run(t).structured_data; });
+  std::cout << "\nlocal extractor on the corpus text PDFs (poppler physical layout, "
+            << rep.documents << " documents)\n"
+            << rep.table();
   for (const auto& miss : rep.misses)
     std::cout << "  miss: " << miss << "\n";
   ASSERT_GE(rep.documents, 6);

@@ -44,8 +44,9 @@ TEST(quality_gate, totals_that_do_not_reconcile_fail_with_the_reason) {
 // The outcomes: incomplete → retry once where a retry can change the answer (the
 // caller says), then human review; critical fields missing → human review at once.
 TEST(quality_gate, an_incomplete_extraction_is_retried_only_where_a_retry_can_help) {
-  auto v = evaluate(make(R"({"invoice_number":"A-1","invoice_date":"2024-03-01","supplier_name":"Acme",)"
-                         R"("subtotal":100.0,"vat_amount":19.0,"total":120.0,"line_items":[]})"));
+  auto v = evaluate(
+      make(R"({"invoice_number":"A-1","invoice_date":"2024-03-01","supplier_name":"Acme",)"
+           R"("subtotal":100.0,"vat_amount":19.0,"total":120.0,"line_items":[]})"));
   ASSERT_FALSE(v.passed);
   EXPECT_FALSE(v.critical_fields_missing);
   auto retry = gate_error(v, true);
@@ -57,8 +58,9 @@ TEST(quality_gate, an_incomplete_extraction_is_retried_only_where_a_retry_can_he
 }
 
 TEST(quality_gate, a_missing_critical_field_named_by_the_extractor_is_critical) {
-  auto x = make(R"({"invoice_number":"A-1","invoice_date":"2024-03-01","supplier_name":"Acme","total":null})",
-                false);
+  auto x = make(
+      R"({"invoice_number":"A-1","invoice_date":"2024-03-01","supplier_name":"Acme","total":null})",
+      false);
   x.missing_fields = {"total"};
   auto v = evaluate(x);
   ASSERT_FALSE(v.passed);
@@ -80,14 +82,17 @@ TEST(quality_gate, line_items_must_sum_to_the_subtotal) {
     "line_items":[{"description":"a","quantity":1,"unit_price":60,"amount":60.0},
                   {"description":"b","quantity":1,"unit_price":30,"amount":30.0}]})"));
   EXPECT_FALSE(v.passed);
-  EXPECT_EQ(v.reason, "line items do not reconcile: 2 line amounts sum to 90.00 != subtotal 100.00");
+  EXPECT_EQ(v.reason,
+            "line items do not reconcile: 2 line amounts sum to 90.00 != subtotal 100.00");
 }
 
 TEST(quality_gate, without_subtotal_and_vat_lines_sum_to_the_total) {
   EXPECT_TRUE(evaluate(make(R"({"subtotal":null,"vat_amount":null,"total":100.0,
-    "line_items":[{"description":"a","quantity":1,"unit_price":100,"amount":100.0}]})")).passed);
+    "line_items":[{"description":"a","quantity":1,"unit_price":100,"amount":100.0}]})"))
+                  .passed);
   EXPECT_FALSE(evaluate(make(R"({"subtotal":null,"vat_amount":null,"total":100.0,
-    "line_items":[{"description":"a","quantity":1,"unit_price":90,"amount":90.0}]})")).passed);
+    "line_items":[{"description":"a","quantity":1,"unit_price":90,"amount":90.0}]})"))
+                   .passed);
 }
 
 TEST(quality_gate, seed_criteria) {
@@ -120,7 +125,9 @@ gate_options on(const char* today = "2026-06-01") {
   return o;
 }
 
-std::string reason_of(const std::string& json) { return evaluate(make(json), on()).reason; }
+std::string reason_of(const std::string& json) {
+  return evaluate(make(json), on()).reason;
+}
 
 bool names(const std::string& reason, const char* check) {
   return reason.find(std::string{"plausibility check "} + check + " failed") == 0;
@@ -156,7 +163,8 @@ TEST(quality_gate_plausibility, vat_rates_that_exist_pass_others_fail) {
   auto r = reason_of(R"({"subtotal":100.0,"vat_amount":50.0,"total":150.0})");
   EXPECT_TRUE(names(r, gate_check::vat_rate)) << r;
   EXPECT_NE(r.find("50.0%, outside 0-27%"), std::string::npos) << r;
-  EXPECT_TRUE(names(reason_of(R"({"subtotal":null,"vat_amount":40.0,"total":100.0})"), gate_check::vat_rate));
+  EXPECT_TRUE(names(reason_of(R"({"subtotal":null,"vat_amount":40.0,"total":100.0})"),
+                    gate_check::vat_rate));
 }
 
 TEST(quality_gate_plausibility, absurd_magnitudes_fail) {
@@ -170,33 +178,50 @@ TEST(quality_gate_plausibility, absurd_magnitudes_fail) {
 TEST(quality_gate_plausibility, due_date_before_the_invoice_date_fails) {
   auto r = reason_of(R"({"invoice_date":"2024-03-15","due_date":"2024-03-01","total":10.0})");
   EXPECT_TRUE(names(r, gate_check::due_before_invoice)) << r;
-  EXPECT_TRUE(evaluate(make(R"({"invoice_date":"2024-03-15","due_date":"2024-03-15","total":10.0})"), on()).passed);
+  EXPECT_TRUE(
+      evaluate(make(R"({"invoice_date":"2024-03-15","due_date":"2024-03-15","total":10.0})"), on())
+          .passed);
 }
 
 TEST(quality_gate_plausibility, dates_outside_a_plausible_range_fail) {
-  EXPECT_TRUE(names(reason_of(R"({"invoice_date":"1970-01-01","total":10.0})"), gate_check::date_range));
-  EXPECT_TRUE(names(reason_of(R"({"invoice_date":"2031-01-01","total":10.0})"), gate_check::date_range));
-  EXPECT_TRUE(names(reason_of(R"({"invoice_date":"2024-01-01","due_date":"2034-01-01","total":10.0})"),
-                    gate_check::date_range));
+  EXPECT_TRUE(
+      names(reason_of(R"({"invoice_date":"1970-01-01","total":10.0})"), gate_check::date_range));
+  EXPECT_TRUE(
+      names(reason_of(R"({"invoice_date":"2031-01-01","total":10.0})"), gate_check::date_range));
+  EXPECT_TRUE(
+      names(reason_of(R"({"invoice_date":"2024-01-01","due_date":"2034-01-01","total":10.0})"),
+            gate_check::date_range));
   EXPECT_TRUE(evaluate(make(R"({"invoice_date":"2027-01-01","total":10.0})"), on()).passed);
 }
 
 TEST(quality_gate_plausibility, an_invoice_number_that_is_a_date_phone_vat_id_or_postcode_fails) {
-  EXPECT_TRUE(names(reason_of(R"({"invoice_number":"15.03.2024","total":1.0})"), gate_check::invoice_number_is_date));
-  EXPECT_TRUE(names(reason_of(R"({"invoice_number":"2024-03-15","total":1.0})"), gate_check::invoice_number_is_date));
-  EXPECT_TRUE(names(reason_of(R"({"invoice_number":"+49 30 1234567","total":1.0})"), gate_check::invoice_number_is_phone));
-  EXPECT_TRUE(names(reason_of(R"({"invoice_number":"030/1234567","total":1.0})"), gate_check::invoice_number_is_phone));
-  EXPECT_TRUE(names(reason_of(R"({"invoice_number":"DE123456789","total":1.0})"), gate_check::invoice_number_is_vat_id));
-  EXPECT_TRUE(names(reason_of(R"({"invoice_number":"29AABCU9603R1ZM","total":1.0})"), gate_check::invoice_number_is_vat_id));
-  EXPECT_TRUE(names(reason_of(R"({"invoice_number":"US94-1234567","supplier_vat_id":"US94-1234567","total":1.0})"),
+  EXPECT_TRUE(names(reason_of(R"({"invoice_number":"15.03.2024","total":1.0})"),
+                    gate_check::invoice_number_is_date));
+  EXPECT_TRUE(names(reason_of(R"({"invoice_number":"2024-03-15","total":1.0})"),
+                    gate_check::invoice_number_is_date));
+  EXPECT_TRUE(names(reason_of(R"({"invoice_number":"+49 30 1234567","total":1.0})"),
+                    gate_check::invoice_number_is_phone));
+  EXPECT_TRUE(names(reason_of(R"({"invoice_number":"030/1234567","total":1.0})"),
+                    gate_check::invoice_number_is_phone));
+  EXPECT_TRUE(names(reason_of(R"({"invoice_number":"DE123456789","total":1.0})"),
                     gate_check::invoice_number_is_vat_id));
-  EXPECT_TRUE(names(reason_of(R"({"invoice_number":"80331","supplier_address":"Hauptstraße 15, 80331 München","total":1.0})"),
+  EXPECT_TRUE(names(reason_of(R"({"invoice_number":"29AABCU9603R1ZM","total":1.0})"),
+                    gate_check::invoice_number_is_vat_id));
+  EXPECT_TRUE(names(
+      reason_of(
+          R"({"invoice_number":"US94-1234567","supplier_vat_id":"US94-1234567","total":1.0})"),
+      gate_check::invoice_number_is_vat_id));
+  EXPECT_TRUE(names(
+      reason_of(
+          R"({"invoice_number":"80331","supplier_address":"Hauptstraße 15, 80331 München","total":1.0})"),
+      gate_check::invoice_number_is_postcode));
+  EXPECT_TRUE(names(reason_of(R"({"invoice_number":"RG1 3AA","total":1.0})"),
                     gate_check::invoice_number_is_postcode));
-  EXPECT_TRUE(names(reason_of(R"({"invoice_number":"RG1 3AA","total":1.0})"), gate_check::invoice_number_is_postcode));
   // Real invoice numbers pass.
-  for (const char* n : {"INV-2024-0117", "RE-24-00891", "TVC/2024/031", "2024-4471", "F2024/00123", "FV/2024/05/117",
-                        "80331", "0012345", "2024-03-4471"}) {
-    auto json = std::string{R"({"invoice_number":")"} + n + R"(","supplier_address":"Hauptstraße 15, 80332 München","total":1.0})";
+  for (const char* n : {"INV-2024-0117", "RE-24-00891", "TVC/2024/031", "2024-4471", "F2024/00123",
+                        "FV/2024/05/117", "80331", "0012345", "2024-03-4471"}) {
+    auto json = std::string{R"({"invoice_number":")"} + n
+                + R"(","supplier_address":"Hauptstraße 15, 80332 München","total":1.0})";
     auto v = evaluate(make(json), on());
     EXPECT_TRUE(v.passed) << n << ": " << v.reason;
   }
@@ -205,5 +230,7 @@ TEST(quality_gate_plausibility, an_invoice_number_that_is_a_date_phone_vat_id_or
 TEST(quality_gate_plausibility, can_be_switched_off) {
   auto o = on();
   o.check_plausibility = false;
-  EXPECT_TRUE(evaluate(make(R"({"subtotal":-29670868687.0,"vat_amount":29670869006.0,"total":319.0})"), o).passed);
+  EXPECT_TRUE(
+      evaluate(make(R"({"subtotal":-29670868687.0,"vat_amount":29670869006.0,"total":319.0})"), o)
+          .passed);
 }

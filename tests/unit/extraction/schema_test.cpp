@@ -68,7 +68,8 @@ TEST(extraction_schema, malformed_utf8_and_deep_nesting_are_invalid_json) {
 
 TEST(extraction_schema, a_violation_at_a_non_ascii_member_is_reported) {
   auto extra = valid_invoice();
-  extra.insert(1, "\"r\xC3\xA9" "f/~x\":1,");
+  extra.insert(1, "\"r\xC3\xA9"
+                  "f/~x\":1,");
   auto r = validate_extraction_json(extra);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, "llm.schema_invalid");

@@ -48,8 +48,14 @@ struct observed {
     };
   }
   call_context hooks_for(const std::string& url) {
-    return {[this, url] { std::lock_guard lock{mtx}; hooks.push_back("waiting " + url); },
-            [this, url] { std::lock_guard lock{mtx}; hooks.push_back("resumed " + url); }};
+    return {[this, url] {
+              std::lock_guard lock{mtx};
+              hooks.push_back("waiting " + url);
+            },
+            [this, url] {
+              std::lock_guard lock{mtx};
+              hooks.push_back("resumed " + url);
+            }};
   }
   size_t answers() {
     std::lock_guard lock{mtx};
@@ -66,12 +72,14 @@ std::vector<std::string> urls(const fake_http_client& http) {
 
 class rate_limited_client_test : public ::testing::Test {
 protected:
-  fake_http_client http{[](const http_request&) -> result<http_response> { return test::make_response(200, "ok"); }};
+  fake_http_client http{
+      [](const http_request&) -> result<http_response> { return test::make_response(200, "ok"); }};
   manual_timer clock;
   observed seen;
 
   std::unique_ptr<rate_limited_client> limiter(provider_limits limits) {
-    return std::make_unique<rate_limited_client>("llm", http, clock, limits, [this] { return clock.now(); });
+    return std::make_unique<rate_limited_client>("llm", http, clock, limits,
+                                                 [this] { return clock.now(); });
   }
   void submit(rate_limited_client& l, const std::string& url, int64_t tokens = 0) {
     auto r = request(url, tokens);
@@ -88,7 +96,7 @@ TEST_F(rate_limited_client_test, at_most_max_concurrent_on_the_network_the_rest_
   EXPECT_EQ(urls(http), (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(l->stats().waiting, 3u);
   EXPECT_EQ(l->stats().in_flight, 2u);
-  http.release(1);  // a answers: c goes
+  http.release(1); // a answers: c goes
   ASSERT_TRUE(wait_until([&] { return http.request_count() == 3; }, 10s));
   EXPECT_EQ(urls(http).back(), "c");
   ASSERT_TRUE(wait_until([&] { return http.unanswered() == 2; }, 10s));
@@ -98,8 +106,8 @@ TEST_F(rate_limited_client_test, at_most_max_concurrent_on_the_network_the_rest_
   std::lock_guard lock{seen.mtx};
   EXPECT_EQ(seen.answered, (std::vector<std::string>{"a", "b", "c", "d", "e"}));
   // Only the requests that waited told their caller, each waiting before resumed.
-  EXPECT_EQ(seen.hooks, (std::vector<std::string>{"waiting c", "waiting d", "waiting e", "resumed c", "resumed d",
-                                                  "resumed e"}));
+  EXPECT_EQ(seen.hooks, (std::vector<std::string>{"waiting c", "waiting d", "waiting e",
+                                                  "resumed c", "resumed d", "resumed e"}));
   auto s = l->stats();
   EXPECT_EQ(s.sent, 5u);
   EXPECT_EQ(s.waited, 3u);
@@ -107,7 +115,7 @@ TEST_F(rate_limited_client_test, at_most_max_concurrent_on_the_network_the_rest_
 }
 
 TEST_F(rate_limited_client_test, requests_per_minute_go_out_evenly_without_a_thread) {
-  auto l = limiter({.requests_per_minute = 60});  // one a second, one at a time
+  auto l = limiter({.requests_per_minute = 60}); // one a second, one at a time
   for (auto u : {"a", "b", "c"})
     submit(*l, u);
   ASSERT_TRUE(wait_until([&] { return seen.answers() == 1; }, 10s));
@@ -123,13 +131,13 @@ TEST_F(rate_limited_client_test, requests_per_minute_go_out_evenly_without_a_thr
   EXPECT_EQ(clock.pending(), 0u) << "nothing armed once the line is empty";
   auto s = l->stats();
   EXPECT_EQ(s.waited, 2u);
-  EXPECT_NEAR(s.wait_seconds, 1.0 + 2.0, 0.01);  // b waited 1 s, c 2 s
+  EXPECT_NEAR(s.wait_seconds, 1.0 + 2.0, 0.01); // b waited 1 s, c 2 s
 }
 
 TEST_F(rate_limited_client_test, tokens_per_minute_let_a_large_request_go_when_the_bucket_is_full) {
-  auto l = limiter({.tokens_per_minute = 6000});  // 100 a second, a bucket of 100
-  submit(*l, "large", 250);                       // over the bucket: goes at once, leaves a debt of 150
-  submit(*l, "small", 50);                        // waits for the debt and its own 50: 2 s
+  auto l = limiter({.tokens_per_minute = 6000}); // 100 a second, a bucket of 100
+  submit(*l, "large", 250); // over the bucket: goes at once, leaves a debt of 150
+  submit(*l, "small", 50);  // waits for the debt and its own 50: 2 s
   EXPECT_EQ(urls(http), (std::vector<std::string>{"large"}));
   clock.advance(1990ms);
   EXPECT_EQ(http.request_count(), 1u);
@@ -162,7 +170,8 @@ TEST_F(rate_limited_client_test, a_request_that_waits_its_longest_wait_is_busy_a
   ASSERT_TRUE(wait_until([&] { return seen.answers() == 2; }, 10s));
 }
 
-TEST_F(rate_limited_client_test, cancel_takes_a_waiting_request_out_of_the_line_and_passes_a_sent_one_on) {
+TEST_F(rate_limited_client_test,
+       cancel_takes_a_waiting_request_out_of_the_line_and_passes_a_sent_one_on) {
   http.hold();
   auto l = limiter({.max_concurrent = 1});
   auto sent = l->submit(request("sent"), seen.on_answer("sent"));
@@ -194,9 +203,9 @@ TEST_F(rate_limited_client_test, shutting_down_answers_every_waiting_request_onc
     std::lock_guard lock{seen.mtx};
     EXPECT_EQ(seen.errors, (std::vector<std::string>{"b: http.cancelled", "c: http.cancelled"}));
   }
-  http.release(1);  // the sent one still answers from the engine
+  http.release(1); // the sent one still answers from the engine
   ASSERT_TRUE(wait_until([&] { return seen.answers() == 3; }, 10s));
-  clock.advance(1h);  // a timer task of the gone limiter does nothing
+  clock.advance(1h); // a timer task of the gone limiter does nothing
 }
 
 TEST_F(rate_limited_client_test, without_limits_every_request_goes_at_once_and_is_counted) {
@@ -215,8 +224,9 @@ TEST_F(rate_limited_client_test, the_figures_name_each_provider) {
   rate_limited_client hook{"webhook", http, clock, {}, [this] { return clock.now(); }};
   submit(*llm, "x", 10);
   ASSERT_TRUE(wait_until([&] { return seen.answers() == 1; }, 10s));
-  auto text = provider_limits_prometheus({std::shared_ptr<rate_limited_client>(llm.get(), [](auto*) {}),
-                                          std::shared_ptr<rate_limited_client>(&hook, [](auto*) {})});
+  auto text
+      = provider_limits_prometheus({std::shared_ptr<rate_limited_client>(llm.get(), [](auto*) {}),
+                                    std::shared_ptr<rate_limited_client>(&hook, [](auto*) {})});
   for (auto line : {"ingestd_provider_requests_total{provider=\"llm\"} 1",
                     "ingestd_provider_requests_total{provider=\"webhook\"} 0",
                     "ingestd_provider_tokens_total{provider=\"llm\"} 10",

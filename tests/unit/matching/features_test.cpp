@@ -20,26 +20,26 @@ std::string read_sample(const std::string& name) {
   return s.str();
 }
 
-const std::string en_invoice_json =
-  R"({"invoice_number":"INV-2024-0117","invoice_date":"2024-03-15","supplier_name":"Acme Office Supplies Inc.",)"
-  R"("currency":"USD","total":3529.46})";
-const std::string en_invoice_text =
-  "Acme Office Supplies Inc.                 INVOICE\n1200 Market Street\n"
-  "Invoice number: INV-2024-0117\nInvoice date: 03/15/2024\nPO number: PO-88172\n"
-  "Total due $3,529.46\n";
+const std::string en_invoice_json
+    = R"({"invoice_number":"INV-2024-0117","invoice_date":"2024-03-15","supplier_name":"Acme Office Supplies Inc.",)"
+      R"("currency":"USD","total":3529.46})";
+const std::string en_invoice_text
+    = "Acme Office Supplies Inc.                 INVOICE\n1200 Market Street\n"
+      "Invoice number: INV-2024-0117\nInvoice date: 03/15/2024\nPO number: PO-88172\n"
+      "Total due $3,529.46\n";
 
-const std::string de_credit_json =
-  R"({"invoice_number":"G-2024-017","invoice_date":"2024-04-02","supplier_name":"Müller & Söhne GmbH",)"
-  R"("currency":"EUR","total":-238.40})";
-const std::string de_credit_text =
-  "Müller & Söhne GmbH\nHauptstraße 15, 80331 München\n\nGUTSCHRIFT\n"
-  "Gutschriftsnummer: G-2024-017\nDatum: 02.04.2024\n"
-  "Bezug: Rechnung Nr. RE-24-00891 vom 29.02.2024\nIhre Bestellnummer: 4500012345\n"
-  "Gesamtbetrag -238,40 EUR\n";
+const std::string de_credit_json
+    = R"({"invoice_number":"G-2024-017","invoice_date":"2024-04-02","supplier_name":"Müller & Söhne GmbH",)"
+      R"("currency":"EUR","total":-238.40})";
+const std::string de_credit_text
+    = "Müller & Söhne GmbH\nHauptstraße 15, 80331 München\n\nGUTSCHRIFT\n"
+      "Gutschriftsnummer: G-2024-017\nDatum: 02.04.2024\n"
+      "Bezug: Rechnung Nr. RE-24-00891 vom 29.02.2024\nIhre Bestellnummer: 4500012345\n"
+      "Gesamtbetrag -238,40 EUR\n";
 
-const std::string fr_credit_text =
-  "Société Dupont S.A.\n12 rue de la Paix, 75002 Paris\n\nAVOIR\nAvoir n° AV-2024-0042\n"
-  "Facture d'origine : FA-2024-1187\nDate : 05/04/2024\nTotal TTC -120,00 €\n";
+const std::string fr_credit_text
+    = "Société Dupont S.A.\n12 rue de la Paix, 75002 Paris\n\nAVOIR\nAvoir n° AV-2024-0042\n"
+      "Facture d'origine : FA-2024-1187\nDate : 05/04/2024\nTotal TTC -120,00 €\n";
 
 } // namespace
 
@@ -65,11 +65,13 @@ TEST(normalize, counterparties_lose_punctuation_and_legal_forms) {
   EXPECT_EQ(normalize_counterparty("Globex LLC"), "globex");
   EXPECT_EQ(normalize_counterparty("Van Dijk N.V."), "van dijk");
   EXPECT_EQ(normalize_counterparty("García Hermanos S.L."), "garcía hermanos");
-  EXPECT_EQ(normalize_counterparty("Schneider Elektrotechnik GmbH & Co. KG"), "schneider elektrotechnik");
+  EXPECT_EQ(normalize_counterparty("Schneider Elektrotechnik GmbH & Co. KG"),
+            "schneider elektrotechnik");
   EXPECT_EQ(normalize_counterparty("Beispiel AG"), "beispiel");
   // A legal form alone is the name; a title printed beside the name is not part of it.
   EXPECT_EQ(normalize_counterparty("AG"), "ag");
-  EXPECT_EQ(normalize_counterparty("Acme Office Supplies Inc. CREDIT NOTE"), "acme office supplies");
+  EXPECT_EQ(normalize_counterparty("Acme Office Supplies Inc. CREDIT NOTE"),
+            "acme office supplies");
   EXPECT_EQ(normalize_counterparty(""), "");
 }
 
@@ -130,26 +132,38 @@ TEST(features, french_credit_note_from_text_only) {
 }
 
 TEST(features, kinds_from_titles_and_sign) {
-  EXPECT_EQ(describe_for_matching(R"({"invoice_number":"7781","total":-50})", "Acme\nStatement\n").kind, "credit_note");
-  EXPECT_EQ(describe_for_matching(R"({"invoice_number":"CM-9"})", "Acme Corp\nCREDIT MEMO CM-9\nfor invoice 4471-A\n").kind,
+  EXPECT_EQ(
+      describe_for_matching(R"({"invoice_number":"7781","total":-50})", "Acme\nStatement\n").kind,
+      "credit_note");
+  EXPECT_EQ(describe_for_matching(R"({"invoice_number":"CM-9"})",
+                                  "Acme Corp\nCREDIT MEMO CM-9\nfor invoice 4471-A\n")
+                .kind,
             "credit_note");
-  auto po = describe_for_matching("{}", "Globex Corporation\nPURCHASE ORDER\nPO number: PO-2024-0042\nTotal 500.00\n");
+  auto po = describe_for_matching(
+      "{}", "Globex Corporation\nPURCHASE ORDER\nPO number: PO-2024-0042\nTotal 500.00\n");
   EXPECT_EQ(po.kind, "purchase_order");
   EXPECT_EQ(po.number, "PO20240042");
   EXPECT_TRUE(po.references.empty());
-  EXPECT_EQ(describe_for_matching(R"({"invoice_number":"123"})", "Bäckerei\nQuittung\nSumme 4,20\n").kind, "receipt");
+  EXPECT_EQ(
+      describe_for_matching(R"({"invoice_number":"123"})", "Bäckerei\nQuittung\nSumme 4,20\n").kind,
+      "receipt");
   // "Purchase order no." in an invoice's header is a reference, not a title.
-  auto inv = describe_for_matching(R"({"invoice_number":"A-100"})", "Purchase order no.: 4711-22\nInvoice A-100\n");
+  auto inv = describe_for_matching(R"({"invoice_number":"A-100"})",
+                                   "Purchase order no.: 4711-22\nInvoice A-100\n");
   EXPECT_EQ(inv.kind, "invoice");
   EXPECT_EQ(inv.references, std::vector<std::string>{"471122"});
   // A sentence that starts with a title word is not a title.
-  EXPECT_EQ(describe_for_matching(R"({"invoice_number":"R-7"})", "Bestellung vom 12.03.2024\nRechnung R-7\n").kind,
+  EXPECT_EQ(describe_for_matching(R"({"invoice_number":"R-7"})",
+                                  "Bestellung vom 12.03.2024\nRechnung R-7\n")
+                .kind,
             "invoice");
-  EXPECT_EQ(describe_for_matching("{}", "Corner Shop\nReceipt #1187\nTotal 4.20\n").kind, "receipt");
+  EXPECT_EQ(describe_for_matching("{}", "Corner Shop\nReceipt #1187\nTotal 4.20\n").kind,
+            "receipt");
   EXPECT_EQ(describe_for_matching("{}", "Globex\nBill to: Acme\n").kind, "other");
   EXPECT_EQ(describe_for_matching("{}", "Dear customer, thank you.\n").kind, "other");
   // An explicit document_type wins.
-  EXPECT_EQ(describe_for_matching(R"({"document_type":"purchase_order"})", "INVOICE\n").kind, "purchase_order");
+  EXPECT_EQ(describe_for_matching(R"({"document_type":"purchase_order"})", "INVOICE\n").kind,
+            "purchase_order");
 }
 
 TEST(features, references_skip_dates_addresses_and_the_own_number) {
@@ -162,8 +176,8 @@ TEST(features, references_skip_dates_addresses_and_the_own_number) {
 
 TEST(features, malformed_input_never_breaks) {
   for (const std::string& json : std::vector<std::string>{
-         "", "null", "[1,2]", "{", R"({"total":"abc","invoice_date":"yesterday"})",
-         std::string(100'000, '['), R"({"invoice_number":42,"total":1e400})"}) {
+           "", "null", "[1,2]", "{", R"({"total":"abc","invoice_date":"yesterday"})",
+           std::string(100'000, '['), R"({"invoice_number":42,"total":1e400})"}) {
     auto f = describe_for_matching(json, std::string{"\xFF\xFE garbage \0 Rechnung", 20});
     EXPECT_FALSE(f.kind.empty());
     EXPECT_FALSE(f.total && !std::isfinite(*f.total));
@@ -183,16 +197,19 @@ TEST(features, deterministic) {
 }
 
 TEST(features_samples, the_credit_note_sample_refers_to_inv01) {
-  auto cn = describe_for_matching(read_sample("cn01_en_credit_note.json"), read_sample("cn01_en_credit_note.txt"));
+  auto cn = describe_for_matching(read_sample("cn01_en_credit_note.json"),
+                                  read_sample("cn01_en_credit_note.txt"));
   EXPECT_EQ(cn.kind, "credit_note");
   EXPECT_EQ(cn.number, "CN20240031");
   EXPECT_EQ(cn.references, std::vector<std::string>{"INV20240117"});
   EXPECT_EQ(cn.normalized_counterparty, "acme office supplies");
-  auto inv = describe_for_matching(read_sample("inv01_en_classic.json"), read_sample("inv01_en_classic.txt"));
+  auto inv = describe_for_matching(read_sample("inv01_en_classic.json"),
+                                   read_sample("inv01_en_classic.txt"));
   EXPECT_EQ(inv.kind, "invoice");
   EXPECT_EQ(inv.number, "INV20240117");
   EXPECT_EQ(inv.normalized_counterparty, "acme office supplies");
-  auto scan = describe_for_matching(read_sample("inv01_en_classic_scan.json"), read_sample("inv01_en_classic_scan.txt"));
+  auto scan = describe_for_matching(read_sample("inv01_en_classic_scan.json"),
+                                    read_sample("inv01_en_classic_scan.txt"));
   EXPECT_EQ(scan.kind, "invoice");
   EXPECT_EQ(scan.number, "INV20240117");
   EXPECT_NE(scan.text_hash, inv.text_hash);

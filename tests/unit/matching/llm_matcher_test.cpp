@@ -19,7 +19,9 @@ using test::make_response;
 
 namespace {
 
-uuid id(uint64_t n) { return uuid{0x0190000000007000ULL, 0x8000000000000000ULL | n}; }
+uuid id(uint64_t n) {
+  return uuid{0x0190000000007000ULL, 0x8000000000000000ULL | n};
+}
 
 match_document document(uint64_t n, const std::string& number) {
   match_document d;
@@ -49,11 +51,12 @@ std::string quoted(const std::string& s) {
 
 std::string completion(const std::string& content) {
   return R"({"id":"x","object":"chat.completion","model":"gpt-test","choices":[{"index":0,)"
-         R"("finish_reason":"stop","message":{"role":"assistant","content":)" + quoted(content)
-         + R"(}}],"usage":{"prompt_tokens":10,"completion_tokens":5}})";
+         R"("finish_reason":"stop","message":{"role":"assistant","content":)"
+         + quoted(content) + R"(}}],"usage":{"prompt_tokens":10,"completion_tokens":5}})";
 }
 
-std::string match_json(const std::string& doc_id, const std::string& kind = "same_invoice", double conf = 0.9) {
+std::string match_json(const std::string& doc_id, const std::string& kind = "same_invoice",
+                       double conf = 0.9) {
   return R"({"matches":[{"document_id":")" + doc_id + R"(","kind":")" + kind + R"(","confidence":)"
          + std::to_string(conf) + R"(,"reason":"number and total agree"}]})";
 }
@@ -86,7 +89,9 @@ result<std::vector<match_edge>> run(fake_http_client& http, std::vector<match_do
   return r;
 }
 
-std::vector<match_document> two() { return {document(2, "INV1"), document(3, "CN7")}; }
+std::vector<match_document> two() {
+  return {document(2, "INV1"), document(3, "CN7")};
+}
 
 } // namespace
 
@@ -129,9 +134,14 @@ TEST(llm_matcher_parse, valid_answers) {
   EXPECT_TRUE(none->empty());
   // A candidate named twice keeps its strongest edge; low confidence is dropped, not an error.
   auto twice = parse_match_answer(
-    R"({"matches":[{"document_id":")" + id(2).str() + R"(","kind":"related","confidence":0.7,"reason":"a"},)"
-    R"({"document_id":")" + id(2).str() + R"(","kind":"duplicate","confidence":0.6,"reason":"b"},)"
-    R"({"document_id":")" + id(3).str() + R"(","kind":"credit_note","confidence":0.2,"reason":"c"}]})", cs, 0.5);
+      R"({"matches":[{"document_id":")" + id(2).str()
+          + R"(","kind":"related","confidence":0.7,"reason":"a"},)"
+            R"({"document_id":")"
+          + id(2).str()
+          + R"(","kind":"duplicate","confidence":0.6,"reason":"b"},)"
+            R"({"document_id":")"
+          + id(3).str() + R"(","kind":"credit_note","confidence":0.2,"reason":"c"}]})",
+      cs, 0.5);
   ASSERT_TRUE(twice.ok()) << twice.error().describe();
   ASSERT_EQ(twice->size(), 1u);
   EXPECT_EQ((*twice)[0].kind, match_kind::duplicate);
@@ -152,20 +162,25 @@ TEST(llm_matcher_parse, invalid_answers_are_transient) {
   EXPECT_EQ(code("{}"), "llm.schema_invalid");
   EXPECT_EQ(code(R"({"matches":{}})"), "llm.schema_invalid");
   EXPECT_EQ(code(R"({"matches":[],"extra":1})"), "llm.schema_invalid");
-  EXPECT_EQ(code(match_json(id(42).str())), "llm.schema_invalid");        // unknown id
-  EXPECT_EQ(code(match_json(id(1).str())), "llm.schema_invalid");         // the document itself
+  EXPECT_EQ(code(match_json(id(42).str())), "llm.schema_invalid"); // unknown id
+  EXPECT_EQ(code(match_json(id(1).str())), "llm.schema_invalid");  // the document itself
   EXPECT_EQ(code(match_json(id(2).str(), "sibling")), "llm.schema_invalid");
   EXPECT_EQ(code(match_json(id(2).str(), "duplicate", 1.5)), "llm.schema_invalid");
   EXPECT_EQ(code(match_json(id(2).str(), "duplicate", -0.1)), "llm.schema_invalid");
-  EXPECT_EQ(code(R"({"matches":[{"document_id":")" + id(2).str() + R"(","kind":"duplicate","confidence":"high","reason":"x"}]})"),
+  EXPECT_EQ(code(R"({"matches":[{"document_id":")" + id(2).str()
+                 + R"(","kind":"duplicate","confidence":"high","reason":"x"}]})"),
             "llm.schema_invalid");
-  EXPECT_EQ(code(R"({"matches":[{"document_id":")" + id(2).str() + R"(","kind":"duplicate","confidence":1}]})"),
+  EXPECT_EQ(code(R"({"matches":[{"document_id":")" + id(2).str()
+                 + R"(","kind":"duplicate","confidence":1}]})"),
             "llm.schema_invalid");
-  EXPECT_EQ(code(R"({"matches":[)" + std::string(10'000, '[') + std::string(10'000, ']') + "]}"), "llm.schema_invalid");
+  EXPECT_EQ(code(R"({"matches":[)" + std::string(10'000, '[') + std::string(10'000, ']') + "]}"),
+            "llm.schema_invalid");
 }
 
 TEST(llm_matcher_decide, success_posts_once) {
-  fake_http_client http{[](const http_request&) { return make_response(200, completion(match_json(id(3).str(), "credit_note"))); }};
+  fake_http_client http{[](const http_request&) {
+    return make_response(200, completion(match_json(id(3).str(), "credit_note")));
+  }};
   auto r = run(http, two());
   ASSERT_TRUE(r.ok()) << r.error().describe();
   ASSERT_EQ(r->size(), 1u);
@@ -191,16 +206,20 @@ TEST(llm_matcher_decide, transient_classes_are_retried_three_times) {
     std::string code;
   };
   std::vector<scenario> scenarios{
-    {make_response(429, R"({"error":{"message":"Rate limit","code":"rate_limit_exceeded"}})"), "llm.rate_limited"},
-    // Every 429 is transient, a quota message too.
-    {make_response(429, R"({"error":{"message":"You exceeded your current quota","code":"insufficient_quota"}})"), "llm.rate_limited"},
-    {make_response(500, R"({"error":{"message":"boom"}})"), "llm.server_error"},
-    {make_response(503, "Service Unavailable"), "llm.server_error"},
-    {error::make_transient("http.timeout", "timed out"), "llm.timeout"},
-    {error::make_transient("http.connect", "connection refused"), "llm.connect"},
-    {make_response(200, "<html>bad gateway</html>"), "llm.invalid_response"},
-    {make_response(200, completion("not json at all")), "llm.invalid_json"},
-    {make_response(200, completion(match_json(id(42).str()))), "llm.schema_invalid"},
+      {make_response(429, R"({"error":{"message":"Rate limit","code":"rate_limit_exceeded"}})"),
+       "llm.rate_limited"},
+      // Every 429 is transient, a quota message too.
+      {make_response(
+           429,
+           R"({"error":{"message":"You exceeded your current quota","code":"insufficient_quota"}})"),
+       "llm.rate_limited"},
+      {make_response(500, R"({"error":{"message":"boom"}})"), "llm.server_error"},
+      {make_response(503, "Service Unavailable"), "llm.server_error"},
+      {error::make_transient("http.timeout", "timed out"), "llm.timeout"},
+      {error::make_transient("http.connect", "connection refused"), "llm.connect"},
+      {make_response(200, "<html>bad gateway</html>"), "llm.invalid_response"},
+      {make_response(200, completion("not json at all")), "llm.invalid_json"},
+      {make_response(200, completion(match_json(id(42).str()))), "llm.schema_invalid"},
   };
   for (const auto& s : scenarios) {
     SCOPED_TRACE(s.code);
@@ -221,11 +240,15 @@ TEST(llm_matcher_decide, permanent_classes_are_not_retried) {
     std::string code;
   };
   std::vector<scenario> scenarios{
-    {400, R"({"error":{"message":"This model's maximum context length is 8192 tokens.","code":"context_length_exceeded"}})",
-     "llm.context_exceeded"},
-    {401, R"({"error":{"message":"Incorrect API key provided: sk-test-secret-123456","code":"invalid_api_key"}})",
-     "llm.unauthorized"},
-    {403, R"({"error":{"message":"Project does not have access to model","code":"model_not_found"}})", "llm.forbidden"},
+      {400,
+       R"({"error":{"message":"This model's maximum context length is 8192 tokens.","code":"context_length_exceeded"}})",
+       "llm.context_exceeded"},
+      {401,
+       R"({"error":{"message":"Incorrect API key provided: sk-test-secret-123456","code":"invalid_api_key"}})",
+       "llm.unauthorized"},
+      {403,
+       R"({"error":{"message":"Project does not have access to model","code":"model_not_found"}})",
+       "llm.forbidden"},
   };
   for (const auto& s : scenarios) {
     SCOPED_TRACE(s.code);
@@ -248,7 +271,8 @@ TEST(llm_matcher_decide, a_bad_answer_then_a_good_one_succeeds) {
   thread_timer t;
   llm_matcher m{http, t, fast_options()};
   std::promise<result<std::vector<match_edge>>> p;
-  m.decide(document(1, "INV1"), two(), [&](result<std::vector<match_edge>> r) { p.set_value(std::move(r)); });
+  m.decide(document(1, "INV1"), two(),
+           [&](result<std::vector<match_edge>> r) { p.set_value(std::move(r)); });
   auto f = p.get_future();
   ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
   auto r = f.get();

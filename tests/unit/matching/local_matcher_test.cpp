@@ -12,7 +12,9 @@ using namespace ingestd;
 
 namespace {
 
-uuid id(uint64_t n) { return uuid{0x0190000000007000ULL, 0x8000000000000000ULL | n}; }
+uuid id(uint64_t n) {
+  return uuid{0x0190000000007000ULL, 0x8000000000000000ULL | n};
+}
 
 match_document doc(uint64_t n, match_features f) {
   match_document d;
@@ -210,7 +212,9 @@ TEST(local_samples, credit_note_and_scan_link_to_inv01) {
   for (const auto& e : from_cn) {
     EXPECT_EQ(e.kind, match_kind::credit_note);
     EXPECT_DOUBLE_EQ(e.confidence, 0.95);
-    EXPECT_NE(e.reason.find("credit note CN20240031 refers to invoice INV20240117"), std::string::npos) << e.reason;
+    EXPECT_NE(e.reason.find("credit note CN20240031 refers to invoice INV20240117"),
+              std::string::npos)
+        << e.reason;
   }
   auto from_inv = decide(inv, {scan, cn});
   ASSERT_EQ(from_inv.size(), 2u);
@@ -253,12 +257,15 @@ TEST(local_samples, distinct_invoices_of_the_corpora_do_not_match) {
       }
       text += truth[k];
     }
-    docs.push_back(doc(uint64_t{100} + static_cast<uint64_t>(i), describe_for_matching(truth, text)));
+    docs.push_back(
+        doc(uint64_t{100} + static_cast<uint64_t>(i), describe_for_matching(truth, text)));
   }
-  for (const char* name : {"ch_chf", "de_columns", "de_din", "de_ocr_at", "en_gb_stacked", "en_merged_columns",
-                           "en_two_rates", "en_us_columns", "kleinunternehmer", "us_shipto"}) {
+  for (const char* name :
+       {"ch_chf", "de_columns", "de_din", "de_ocr_at", "en_gb_stacked", "en_merged_columns",
+        "en_two_rates", "en_us_columns", "kleinunternehmer", "us_shipto"}) {
     auto base = std::string{"tests/unit/extraction/texts/"} + name;
-    docs.push_back(doc(200 + docs.size(), describe_for_matching(read_file(base + ".json"), read_file(base + ".txt"))));
+    docs.push_back(doc(200 + docs.size(),
+                       describe_for_matching(read_file(base + ".json"), read_file(base + ".txt"))));
   }
   ASSERT_EQ(docs.size(), 16u);
   for (const auto& d : docs) {

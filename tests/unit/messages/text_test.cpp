@@ -11,8 +11,8 @@ using namespace std::string_literals;
 
 namespace {
 
-const std::string euro = "\xE2\x82\xAC";         // 3 bytes
-const std::string emoji = "\xF0\x9F\x98\x80";    // 4 bytes
+const std::string euro = "\xE2\x82\xAC";      // 3 bytes
+const std::string emoji = "\xF0\x9F\x98\x80"; // 4 bytes
 const std::string fffd = "\xEF\xBF\xBD";
 
 } // namespace

@@ -41,8 +41,8 @@ TEST(uuid, v7_timestamp_is_now) {
   auto id = uuid::v7();
   auto ms = static_cast<int64_t>(id.hi >> 16);
   auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-               .count();
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count();
   EXPECT_LE(std::abs(now - ms), 5000);
 }
 

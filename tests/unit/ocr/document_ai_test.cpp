@@ -87,10 +87,13 @@ TEST(document_ai, repeated_segments_and_defects_cannot_multiply_memory) {
     pages += std::string{i ? "," : ""} + "{}";
   for (int i = 0; i < 1000; ++i)
     defects += std::string{i ? "," : ""} + R"({"type":"quality/defect_blurry","confidence":1})";
-  auto r = parse_document_ai_response(R"({"document":{"text":")" + std::string(1000, 'x') +
-                                      R"(","pages":[{"pageNumber":1e300,"layout":{"textAnchor":{"textSegments":[)" +
-                                      segs + "]}}}," + pages + R"(],"entities":[{"type":"quality_score",)"
-                                      R"("confidence":0.5,"properties":[)" + defects + "]}]}}");
+  auto r = parse_document_ai_response(
+      R"({"document":{"text":")" + std::string(1000, 'x')
+      + R"(","pages":[{"pageNumber":1e300,"layout":{"textAnchor":{"textSegments":[)" + segs
+      + "]}}}," + pages
+      + R"(],"entities":[{"type":"quality_score",)"
+        R"("confidence":0.5,"properties":[)"
+      + defects + "]}]}}");
   ASSERT_TRUE(r.ok()) << r.error().describe();
   EXPECT_EQ(r->pages[0].number, 1) << "an unreadable page number is the page's position";
   EXPECT_EQ(r->pages[0].text, std::string(1000, 'x'));
@@ -123,9 +126,9 @@ TEST(document_ai, minimal_and_malformed_responses) {
 
 TEST(document_ai, errors_are_classified) {
   auto err = [](long status, const std::string& msg, const std::string& st) {
-    return classify_document_ai_error(make_response(
-      status, R"({"error":{"code":)" + std::to_string(status) + R"(,"message":")" + msg +
-                R"(","status":")" + st + R"("}})"));
+    return classify_document_ai_error(
+        make_response(status, R"({"error":{"code":)" + std::to_string(status) + R"(,"message":")"
+                                  + msg + R"(","status":")" + st + R"("}})"));
   };
   auto size = err(400, "Document size (34381195) exceeds the limit: 20971520.", "INVALID_ARGUMENT");
   EXPECT_TRUE(size.permanent());
@@ -142,17 +145,19 @@ TEST(document_ai, errors_are_classified) {
   EXPECT_TRUE(err(403, "Permission denied", "PERMISSION_DENIED").permanent());
   EXPECT_TRUE(err(404, "Processor not found", "NOT_FOUND").permanent());
   auto quota = classify_document_ai_error(make_response(
-    429, R"({"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED"}})",
-    {{"retry-after", "7"}}));
+      429, R"({"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED"}})",
+      {{"retry-after", "7"}}));
   EXPECT_TRUE(quota.transient());
   EXPECT_EQ(quota.retry_after_ms, 7000);
   // LONG_MAX seconds * 1000 overflowed; the wait is clamped to max_retry_after_ms.
-  auto huge = classify_document_ai_error(make_response(429, "", {{"retry-after", "99999999999999999999"}}));
+  auto huge = classify_document_ai_error(
+      make_response(429, "", {{"retry-after", "99999999999999999999"}}));
   EXPECT_EQ(huge.retry_after_ms, max_retry_after_ms);
   EXPECT_TRUE(err(500, "Internal error", "INTERNAL").transient());
   EXPECT_TRUE(err(503, "The service is currently unavailable.", "UNAVAILABLE").transient());
   // Bodies that are not Google's JSON (a proxy's HTML page) still classify by status.
-  EXPECT_TRUE(classify_document_ai_error(make_response(502, "<html>bad gateway</html>")).transient());
+  EXPECT_TRUE(
+      classify_document_ai_error(make_response(502, "<html>bad gateway</html>")).transient());
   EXPECT_TRUE(classify_document_ai_error(make_response(403, "")).permanent());
 }
 
@@ -182,7 +187,8 @@ TEST(document_ai, adapter_sends_the_token_and_sniffed_mime_type) {
   EXPECT_NE(last.body.find(R"("mimeType":"image/png")"), std::string::npos);
 
   // Errors never carry the token.
-  http.respond_with(make_response(401, R"({"error":{"code":401,"message":"bad","status":"UNAUTHENTICATED"}})"));
+  http.respond_with(
+      make_response(401, R"({"error":{"code":401,"message":"bad","status":"UNAUTHENTICATED"}})"));
   auto denied = test::transcribe_and_wait(t, req, std::chrono::seconds(5));
   ASSERT_TRUE(denied.has_value());
   ASSERT_FALSE(denied->ok());

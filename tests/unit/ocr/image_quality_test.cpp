@@ -49,9 +49,9 @@ TEST(image_quality, clean_scans_have_no_defects_and_score_high) {
 }
 
 TEST(image_quality, each_degradation_is_named) {
-  const std::vector<std::pair<std::string, std::string>> expected = {
-    {"blur", "blurry"}, {"noise", "noisy"}, {"dark", "dark"}, {"faint", "faint"},
-    {"rotated", "skewed"}, {"lowres", "text_too_small"}};
+  const std::vector<std::pair<std::string, std::string>> expected
+      = {{"blur", "blurry"}, {"noise", "noisy"},    {"dark", "dark"},
+         {"faint", "faint"}, {"rotated", "skewed"}, {"lowres", "text_too_small"}};
   int seen = 0;
   for (const auto& e : test::corpus_manifest()) {
     if (e.kind != "degraded_scan")

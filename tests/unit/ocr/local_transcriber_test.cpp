@@ -50,10 +50,14 @@ protected:
 
   static std::string mime_for(const std::string& file) {
     auto ext = std::filesystem::path(file).extension().string();
-    if (ext == ".pdf") return "application/pdf";
-    if (ext == ".png") return "image/png";
-    if (ext == ".jpg") return "image/jpeg";
-    if (ext == ".tiff") return "image/tiff";
+    if (ext == ".pdf")
+      return "application/pdf";
+    if (ext == ".png")
+      return "image/png";
+    if (ext == ".jpg")
+      return "image/jpeg";
+    if (ext == ".tiff")
+      return "image/tiff";
     return "text/plain";
   }
 };
@@ -65,16 +69,21 @@ std::string pdf_with_text(const std::string& text, int points) {
   auto side = std::to_string(points);
   return "%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n"
          "2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj\n"
-         "3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 " + side + " " + side + "]/Contents 4 0 R"
-         "/Resources<</Font<</F1 5 0 R>>>>>>endobj\n"
-         "4 0 obj<</Length " + std::to_string(content.size()) + ">>stream\n" + content + "\nendstream endobj\n"
-         "5 0 obj<</Type/Font/Subtype/Type1/BaseFont/Helvetica>>endobj\n"
-         "trailer<</Root 1 0 R>>\n%%EOF\n";
+         "3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 "
+         + side + " " + side
+         + "]/Contents 4 0 R"
+           "/Resources<</Font<</F1 5 0 R>>>>>>endobj\n"
+           "4 0 obj<</Length "
+         + std::to_string(content.size()) + ">>stream\n" + content
+         + "\nendstream endobj\n"
+           "5 0 obj<</Type/Font/Subtype/Type1/BaseFont/Helvetica>>endobj\n"
+           "trailer<</Root 1 0 R>>\n%%EOF\n";
 }
 
 } // namespace
 
-TEST_F(local_transcriber_test, a_pdf_page_that_cannot_be_rendered_is_kept_with_its_text_layer_and_a_warning) {
+TEST_F(local_transcriber_test,
+       a_pdf_page_that_cannot_be_rendered_is_kept_with_its_text_layer_and_a_warning) {
   // Task-specific recovery: rendering fails (the page is too large for the pixel limit at any
   // usable resolution); the page's text layer is kept instead of failing the document.
   local_transcriber_options opts;
@@ -267,8 +276,8 @@ TEST_F(local_transcriber_test, job_expired_in_the_pool_is_transient_busy) {
 }
 
 TEST_F(local_transcriber_test, preprocessing_improves_a_degraded_scan) {
-  for (const char* file : {"inv01_en_classic_noise.jpg", "inv02_de_modern_blur.png",
-                           "inv01_en_classic_lowres.png"}) {
+  for (const char* file :
+       {"inv01_en_classic_noise.jpg", "inv02_de_modern_blur.png", "inv01_en_classic_lowres.png"}) {
     transcription_request plain;
     plain.allow_preprocessing = false;
     auto before = run(file, {}, plain);
@@ -283,7 +292,8 @@ TEST_F(local_transcriber_test, preprocessing_improves_a_degraded_scan) {
     EXPECT_GT(after->quality_score, before->quality_score) << file;
     auto truth = test::truth_text(std::string{file}.substr(0, 5));
     EXPECT_LT(test::char_error_rate(truth, after->text, true),
-              test::char_error_rate(truth, before->text, true)) << file;
+              test::char_error_rate(truth, before->text, true))
+        << file;
     EXPECT_EQ(after->preprocessed_ext, "png");
     ASSERT_GT(after->preprocessed_image.size(), 8u);
     EXPECT_EQ(after->preprocessed_image.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));

@@ -58,8 +58,10 @@ transcription reading(double quality, std::string text) {
 class recovering_transcriber_test : public ::testing::Test {
 protected:
   test::counting_executor cpu_{1};
-  std::shared_ptr<scripted_transcriber> remote_ = std::make_shared<scripted_transcriber>("document_ai");
-  std::shared_ptr<scripted_transcriber> local_ = std::make_shared<scripted_transcriber>("tesseract");
+  std::shared_ptr<scripted_transcriber> remote_
+      = std::make_shared<scripted_transcriber>("document_ai");
+  std::shared_ptr<scripted_transcriber> local_
+      = std::make_shared<scripted_transcriber>("tesseract");
   recovering_transcriber provider_{remote_, local_, cpu_, document_limits{}};
 
   result<transcription> run(const std::string& file, const std::string& mime) {
@@ -76,7 +78,8 @@ protected:
 
 } // namespace
 
-TEST_F(recovering_transcriber_test, a_refused_document_is_transcribed_by_the_local_provider_with_a_warning) {
+TEST_F(recovering_transcriber_test,
+       a_refused_document_is_transcribed_by_the_local_provider_with_a_warning) {
   for (const char* code : {"docai.too_many_pages", "docai.too_large", "docai.http_400"}) {
     remote_->answer(error::make_permanent(code, "refused"));
     auto t = reading(0.95, "local text");
@@ -89,7 +92,8 @@ TEST_F(recovering_transcriber_test, a_refused_document_is_transcribed_by_the_loc
     EXPECT_NE(r->warnings[0].find(code), std::string::npos) << r->warnings[0];
     EXPECT_NE(r->warnings[0].find("transcribed by tesseract"), std::string::npos) << r->warnings[0];
   }
-  EXPECT_EQ(local_->mimes(), (std::vector<std::string>{"application/pdf", "application/pdf", "application/pdf"}));
+  EXPECT_EQ(local_->mimes(),
+            (std::vector<std::string>{"application/pdf", "application/pdf", "application/pdf"}));
 }
 
 TEST_F(recovering_transcriber_test, other_errors_are_not_sent_to_the_local_provider) {

@@ -81,12 +81,12 @@ TEST(transcription_json, deep_nesting_is_an_error_not_a_crash) {
 TEST(transcription_json, garbage_is_a_permanent_named_error) {
   auto good = to_json(sample());
   std::vector<std::pair<std::string, std::string>> cases = {
-    {"", "not JSON"},
-    {"not json", "not JSON"},
-    {good.substr(0, good.size() / 2), "not JSON"},
-    {"[1,2]", "not an object"},
-    {"{}", "version"},
-    {R"({"version":99})", "unknown version"},
+      {"", "not JSON"},
+      {"not json", "not JSON"},
+      {good.substr(0, good.size() / 2), "not JSON"},
+      {"[1,2]", "not an object"},
+      {"{}", "version"},
+      {R"({"version":99})", "unknown version"},
   };
   auto replace = [&](const std::string& from, const std::string& to) {
     auto s = good;
@@ -107,14 +107,15 @@ TEST(transcription_json, garbage_is_a_permanent_named_error) {
     EXPECT_TRUE(r.error().permanent());
     EXPECT_EQ(r.error().code, "ocr.bad_transcription_json");
     EXPECT_NE(r.error().message.find(needle), std::string::npos)
-      << "message \"" << r.error().message << "\" should mention " << needle;
+        << "message \"" << r.error().message << "\" should mention " << needle;
   }
 }
 
 TEST(transcription_json, the_summary_is_the_stored_form_without_version_text_and_pages) {
-  EXPECT_EQ(to_summary_json(sample()),
-            "{\"provider\":\"tesseract\",\"page_count\":2,\"quality_score\":0.625,"
-            "\"native_text\":false,\"preprocessed\":true,\"duration_ms\":1234567890123,\"warnings\":[]}");
+  EXPECT_EQ(
+      to_summary_json(sample()),
+      "{\"provider\":\"tesseract\",\"page_count\":2,\"quality_score\":0.625,"
+      "\"native_text\":false,\"preprocessed\":true,\"duration_ms\":1234567890123,\"warnings\":[]}");
 }
 
 TEST(transcription_json, warnings_round_trip_and_an_older_form_without_them_reads) {

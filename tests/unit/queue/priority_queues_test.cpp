@@ -30,7 +30,8 @@ public:
     }
     done(std::move(out));
   }
-  void remove(std::vector<std::string> receipts, callback<std::vector<batch_entry_result>> done) override {
+  void remove(std::vector<std::string> receipts,
+              callback<std::vector<batch_entry_result>> done) override {
     std::vector<batch_entry_result> out;
     for (auto& r : receipts) {
       removed.push_back(r);
@@ -47,7 +48,8 @@ public:
     }
     done(std::move(out));
   }
-  void send(std::vector<outgoing_message> messages, callback<std::vector<batch_entry_result>> done) override {
+  void send(std::vector<outgoing_message> messages,
+            callback<std::vector<batch_entry_result>> done) override {
     std::vector<batch_entry_result> out;
     for (auto& m : messages) {
       visible.push_back(m.body);
@@ -130,7 +132,8 @@ TEST(priority_queues, an_empty_starting_class_falls_through_to_the_most_urgent_w
   // normal message comes before the low one unless low starts.
   std::vector<std::string> got;
   for (int i = 0; i < 2; ++i) {
-    auto msgs = await_now<std::vector<queue_message>>([&](auto cb) { c.q.receive(10, 0s, 30s, cb); });
+    auto msgs
+        = await_now<std::vector<queue_message>>([&](auto cb) { c.q.receive(10, 0s, 30s, cb); });
     ASSERT_EQ(msgs.size(), 1u);
     got.push_back(msgs.front().body);
   }
@@ -145,9 +148,10 @@ TEST(priority_queues, receipts_carry_their_class_and_route_deletes_and_visibilit
   auto msgs = await_now<std::vector<queue_message>>([&](auto cb) { c.q.receive(10, 0s, 30s, cb); });
   ASSERT_EQ(msgs.size(), 1u);
   EXPECT_EQ(msgs[0].receipt, "2|r-low-l1");
-  EXPECT_EQ(msgs[0].priority, 70);  // the class's lowest
-  auto changed = await_now<std::vector<batch_entry_result>>(
-    [&](auto cb) { c.q.change_visibility({{msgs[0].receipt, 0s}, {"9|x", 0s}, {"nope", 0s}}, cb); });
+  EXPECT_EQ(msgs[0].priority, 70); // the class's lowest
+  auto changed = await_now<std::vector<batch_entry_result>>([&](auto cb) {
+    c.q.change_visibility({{msgs[0].receipt, 0s}, {"9|x", 0s}, {"nope", 0s}}, cb);
+  });
   ASSERT_EQ(changed.size(), 3u);
   EXPECT_FALSE(changed[0].failed);
   EXPECT_EQ(changed[0].ref, "2|r-low-l1");
@@ -155,7 +159,8 @@ TEST(priority_queues, receipts_carry_their_class_and_route_deletes_and_visibilit
   EXPECT_EQ(changed[1].error.code, "queue.ReceiptHandleIsInvalid");
   EXPECT_TRUE(changed[2].failed);
   EXPECT_EQ(c.low->changed, std::vector<std::string>{"r-low-l1"});
-  auto removed = await_now<std::vector<batch_entry_result>>([&](auto cb) { c.q.remove({msgs[0].receipt}, cb); });
+  auto removed = await_now<std::vector<batch_entry_result>>(
+      [&](auto cb) { c.q.remove({msgs[0].receipt}, cb); });
   ASSERT_EQ(removed.size(), 1u);
   EXPECT_FALSE(removed[0].failed);
   EXPECT_EQ(c.low->removed, std::vector<std::string>{"r-low-l1"});
@@ -175,9 +180,9 @@ TEST(priority_queues, class_bounds_and_weights_are_checked) {
   EXPECT_FALSE(check_priority_classes({}, {}));
   EXPECT_FALSE(check_priority_classes({29, 69, 100}, {6, 3, 1}));
   EXPECT_TRUE(check_priority_classes({29, 69}, {6, 3}));         // does not reach 100
-  EXPECT_TRUE(check_priority_classes({69, 29, 100}, {1, 1, 1}));  // not ascending
-  EXPECT_TRUE(check_priority_classes({29, 100}, {1}));            // a weight missing
-  EXPECT_TRUE(check_priority_classes({29, 100}, {0, 1}));         // a weight of 0
+  EXPECT_TRUE(check_priority_classes({69, 29, 100}, {1, 1, 1})); // not ascending
+  EXPECT_TRUE(check_priority_classes({29, 100}, {1}));           // a weight missing
+  EXPECT_TRUE(check_priority_classes({29, 100}, {0, 1}));        // a weight of 0
   EXPECT_TRUE(check_priority_classes({}, {1}));
   auto q = std::make_shared<memory_queue>("x");
   EXPECT_THROW(priority_queues({{50, 1, q}}), std::invalid_argument);

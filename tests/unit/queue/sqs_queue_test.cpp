@@ -58,8 +58,7 @@ http_response sqs_error(long status, const std::string& type, const std::string&
   http_headers h{{"Content-Type", "application/x-amz-json-1.0"}};
   if (!query_header.empty())
     h.emplace_back("x-amzn-query-error", query_header);
-  return make_response(status,
-                       "{\"__type\":\"" + type + "\",\"message\":\"" + message + "\"}", h);
+  return make_response(status, "{\"__type\":\"" + type + "\",\"message\":\"" + message + "\"}", h);
 }
 
 /// Answers a batch call: every entry succeeds except those whose Id is in `fail` (code, fault).
@@ -94,10 +93,10 @@ std::string batch_answer(const http_request& req,
 
 TEST(sqs_request, receive_is_a_signed_json_post_with_the_long_poll_parameters) {
   auto http = std::make_shared<fake_http_client>(
-    [](const http_request&) -> result<http_response> { return make_response(200, "{}"); });
+      [](const http_request&) -> result<http_response> { return make_response(200, "{}"); });
   auto q = make_queue(http);
   auto r = await<std::vector<queue_message>>(
-    [&](auto cb) { q->receive(10, 20s, 45s, std::move(cb)); });
+      [&](auto cb) { q->receive(10, 20s, 45s, std::move(cb)); });
   ASSERT_TRUE(r) << r.error().describe();
   EXPECT_TRUE(r->empty());
   auto reqs = http->requests();
@@ -127,19 +126,19 @@ TEST(sqs_request, receive_is_a_signed_json_post_with_the_long_poll_parameters) {
 
 TEST(sqs_request, endpoint_override_and_session_token) {
   auto http = std::make_shared<fake_http_client>(
-    [](const http_request&) -> result<http_response> { return make_response(200, "{}"); });
+      [](const http_request&) -> result<http_response> { return make_response(200, "{}"); });
   auto c = test_connection();
   c.endpoint = "http://127.0.0.1:54566/";
   c.credentials.session_token = "SESSION";
   c.region = "us-east-1";
   auto q = make_queue(http, c);
-  auto r = await<std::vector<queue_message>>([&](auto cb) { q->receive(1, 0s, 30s, std::move(cb)); });
+  auto r
+      = await<std::vector<queue_message>>([&](auto cb) { q->receive(1, 0s, 30s, std::move(cb)); });
   ASSERT_TRUE(r);
   auto req = http->requests().at(0);
   EXPECT_EQ(req.url, "http://127.0.0.1:54566/");
   EXPECT_EQ(header_of(req, "X-Amz-Security-Token"), "SESSION");
-  EXPECT_NE(header_of(req, "Authorization").find("/us-east-1/sqs/aws4_request"),
-            std::string::npos);
+  EXPECT_NE(header_of(req, "Authorization").find("/us-east-1/sqs/aws4_request"), std::string::npos);
 }
 
 TEST(sqs_request, receive_arguments_out_of_range_fail_without_a_request) {
@@ -159,22 +158,22 @@ TEST(sqs_request, receive_arguments_out_of_range_fail_without_a_request) {
 }
 
 TEST(sqs_request, queue_name_is_resolved_once_with_get_queue_url) {
-  auto http = std::make_shared<fake_http_client>([](const http_request& req)
-                                                   -> result<http_response> {
-    if (op_of(req) == "AmazonSQS.GetQueueUrl") {
-      EXPECT_STREQ(json(req.body)["QueueName"].GetString(), "jobs");
-      return make_response(200, std::string{"{\"QueueUrl\":\""} + queue_url + "\"}");
-    }
-    EXPECT_STREQ(json(req.body)["QueueUrl"].GetString(), queue_url);
-    return make_response(200, "{}");
-  });
+  auto http
+      = std::make_shared<fake_http_client>([](const http_request& req) -> result<http_response> {
+          if (op_of(req) == "AmazonSQS.GetQueueUrl") {
+            EXPECT_STREQ(json(req.body)["QueueName"].GetString(), "jobs");
+            return make_response(200, std::string{"{\"QueueUrl\":\""} + queue_url + "\"}");
+          }
+          EXPECT_STREQ(json(req.body)["QueueUrl"].GetString(), queue_url);
+          return make_response(200, "{}");
+        });
   sqs_queue_options o;
   o.connection = test_connection();
   o.queue_name = "jobs";
   sqs_queue q{http, o};
   for (int i = 0; i < 3; ++i)
-    ASSERT_TRUE(await<std::vector<queue_message>>(
-      [&](auto cb) { q.receive(1, 0s, 30s, std::move(cb)); }));
+    ASSERT_TRUE(
+        await<std::vector<queue_message>>([&](auto cb) { q.receive(1, 0s, 30s, std::move(cb)); }));
   auto reqs = http->requests();
   ASSERT_EQ(reqs.size(), 4u);
   EXPECT_EQ(op_of(reqs[0]), "AmazonSQS.GetQueueUrl");
@@ -184,15 +183,17 @@ TEST(sqs_request, queue_name_is_resolved_once_with_get_queue_url) {
 
 TEST(sqs_request, missing_queue_name_reports_the_lookup_error) {
   auto http = std::make_shared<fake_http_client>([](const http_request&) -> result<http_response> {
-    return sqs_error(400, "com.amazonaws.sqs#QueueDoesNotExist", "The specified queue does not exist.",
+    return sqs_error(400, "com.amazonaws.sqs#QueueDoesNotExist",
+                     "The specified queue does not exist.",
                      "AWS.SimpleQueueService.NonExistentQueue;Sender");
   });
   sqs_queue_options o;
   o.connection = test_connection();
   o.queue_name = "missing";
   sqs_queue q{http, o};
-  auto r = await<std::vector<batch_entry_result>>(
-    [&](auto cb) { q.remove({"r1", "r2"}, std::move(cb)); });
+  auto r = await<std::vector<batch_entry_result>>([&](auto cb) {
+    q.remove({"r1", "r2"}, std::move(cb));
+  });
   ASSERT_TRUE(r);
   ASSERT_EQ(r->size(), 2u);
   for (auto& e : *r) {
@@ -215,9 +216,10 @@ TEST(sqs_receive, messages_with_string_attributes) {
                 + "{\"MessageId\":\"m2\",\"ReceiptHandle\":\"rh2\",\"MD5OfBody\":\""
                 + aws::md5_hex(body2) + "\",\"Body\":\"second \xC3\xA9\"}]}";
   auto http = std::make_shared<fake_http_client>(
-    [&](const http_request&) -> result<http_response> { return make_response(200, answer); });
+      [&](const http_request&) -> result<http_response> { return make_response(200, answer); });
   auto q = make_queue(http);
-  auto r = await<std::vector<queue_message>>([&](auto cb) { q->receive(10, 1s, 30s, std::move(cb)); });
+  auto r
+      = await<std::vector<queue_message>>([&](auto cb) { q->receive(10, 1s, 30s, std::move(cb)); });
   ASSERT_TRUE(r) << r.error().describe();
   ASSERT_EQ(r->size(), 2u);
   EXPECT_EQ((*r)[0].id, "m1");
@@ -260,8 +262,9 @@ TEST(sqs_receive, numeric_attributes_are_tolerated) {
 
 TEST(sqs_receive, malformed_answers_are_transient_errors) {
   // A message whose body does not match its MD5OfBody.
-  const char* wrong_md5 = "{\"Messages\":[{\"MessageId\":\"m\",\"ReceiptHandle\":\"r\",\"Body\":\"b\","
-                          "\"MD5OfBody\":\"00000000000000000000000000000000\"}]}";
+  const char* wrong_md5
+      = "{\"Messages\":[{\"MessageId\":\"m\",\"ReceiptHandle\":\"r\",\"Body\":\"b\","
+        "\"MD5OfBody\":\"00000000000000000000000000000000\"}]}";
   for (auto body : {"not json", "[]", "{\"Messages\":{}}",
                     "{\"Messages\":[{\"ReceiptHandle\":\"r\",\"Body\":\"b\"}]}",
                     "{\"Messages\":[{\"MessageId\":\"m\",\"Body\":\"b\"}]}", wrong_md5}) {
@@ -285,7 +288,7 @@ TEST(sqs_errors, header_code_wins_over_type) {
 
 TEST(sqs_errors, type_after_hash_without_header_and_capitalised_message) {
   auto e = sqs::parse_error(make_response(
-    400, "{\"__type\":\"com.amazonaws.sqs#QueueDoesNotExist\",\"Message\":\"gone\"}"));
+      400, "{\"__type\":\"com.amazonaws.sqs#QueueDoesNotExist\",\"Message\":\"gone\"}"));
   EXPECT_EQ(e.code, "sqs.QueueDoesNotExist");
   EXPECT_EQ(e.message, "gone");
   EXPECT_TRUE(e.permanent());
@@ -303,23 +306,24 @@ TEST(sqs_errors, classification) {
     bool transient;
   };
   for (auto& r : std::vector<row>{
-         {403, "com.amazonaws.sqs#RequestThrottled", "", "sqs.RequestThrottled", true},
-         {400, "com.amazonaws.sqs#ThrottlingException", "", "sqs.ThrottlingException", true},
-         {400, "com.amazonaws.sqs#OverLimit", "AWS.SimpleQueueService.OverLimit;Sender",
-          "sqs.OverLimit", true},
-         {500, "com.amazonaws.sqs#InternalError", "", "sqs.InternalError", true},
-         {503, "com.amazonaws.sqs#ServiceUnavailable", "", "sqs.ServiceUnavailable", true},
-         {500, "com.amazonaws.sqs#SomethingNew", "", "sqs.SomethingNew", true},
-         {400, "com.amazonaws.sqs#SomethingNew", "SomethingNew;Receiver", "sqs.SomethingNew", true},
-         {403, "com.amazon.coral.service#AccessDeniedException", "", "sqs.AccessDeniedException",
-          false},
-         {403, "com.amazonaws.sqs#SignatureDoesNotMatch", "", "sqs.SignatureDoesNotMatch", false},
-         {403, "com.amazonaws.sqs#InvalidClientTokenId", "", "sqs.InvalidClientTokenId", false},
-         {400, "com.amazonaws.sqs#InvalidParameterValue", "", "sqs.InvalidParameterValue", false},
-         {404, "com.amazonaws.sqs#ReceiptHandleIsInvalid",
-          "AWS.SimpleQueueService.ReceiptHandleIsInvalid;Sender", "sqs.ReceiptHandleIsInvalid",
-          false},
-         {400, "com.amazonaws.sqs#SomethingNew", "", "sqs.SomethingNew", false},
+           {403, "com.amazonaws.sqs#RequestThrottled", "", "sqs.RequestThrottled", true},
+           {400, "com.amazonaws.sqs#ThrottlingException", "", "sqs.ThrottlingException", true},
+           {400, "com.amazonaws.sqs#OverLimit", "AWS.SimpleQueueService.OverLimit;Sender",
+            "sqs.OverLimit", true},
+           {500, "com.amazonaws.sqs#InternalError", "", "sqs.InternalError", true},
+           {503, "com.amazonaws.sqs#ServiceUnavailable", "", "sqs.ServiceUnavailable", true},
+           {500, "com.amazonaws.sqs#SomethingNew", "", "sqs.SomethingNew", true},
+           {400, "com.amazonaws.sqs#SomethingNew", "SomethingNew;Receiver", "sqs.SomethingNew",
+            true},
+           {403, "com.amazon.coral.service#AccessDeniedException", "", "sqs.AccessDeniedException",
+            false},
+           {403, "com.amazonaws.sqs#SignatureDoesNotMatch", "", "sqs.SignatureDoesNotMatch", false},
+           {403, "com.amazonaws.sqs#InvalidClientTokenId", "", "sqs.InvalidClientTokenId", false},
+           {400, "com.amazonaws.sqs#InvalidParameterValue", "", "sqs.InvalidParameterValue", false},
+           {404, "com.amazonaws.sqs#ReceiptHandleIsInvalid",
+            "AWS.SimpleQueueService.ReceiptHandleIsInvalid;Sender", "sqs.ReceiptHandleIsInvalid",
+            false},
+           {400, "com.amazonaws.sqs#SomethingNew", "", "sqs.SomethingNew", false},
        }) {
     auto e = sqs::parse_error(sqs_error(r.status, r.type, "m", r.header));
     EXPECT_EQ(e.code, r.code) << r.type;
@@ -341,7 +345,7 @@ TEST(sqs_errors, non_json_bodies_and_retry_after) {
   EXPECT_EQ(sqs::parse_error(make_response(503, "")).retry_after_ms, -1);
   // Seconds * 1000 overflowed int64_t; the wait is clamped to max_retry_after_ms.
   EXPECT_EQ(sqs::parse_error(make_response(503, "", {{"Retry-After", "9223372036854775807"}}))
-              .retry_after_ms,
+                .retry_after_ms,
             max_retry_after_ms);
 }
 
@@ -360,7 +364,8 @@ TEST(sqs_errors, transport_errors_pass_through_with_their_class) {
     return error::make_transient("http.timeout", "no answer");
   });
   auto q = make_queue(http);
-  auto r = await<std::vector<queue_message>>([&](auto cb) { q->receive(1, 1s, 30s, std::move(cb)); });
+  auto r
+      = await<std::vector<queue_message>>([&](auto cb) { q->receive(1, 1s, 30s, std::move(cb)); });
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, "http.timeout");
   EXPECT_TRUE(r.error().transient());
@@ -372,18 +377,18 @@ TEST(sqs_errors, transport_errors_pass_through_with_their_class) {
 // ---- batches ----------------------------------------------------------------------------------
 
 TEST(sqs_batch, delete_splits_into_tens_and_keeps_input_order) {
-  auto http = std::make_shared<fake_http_client>([](const http_request& req)
-                                                   -> result<http_response> {
-    EXPECT_EQ(op_of(req), "AmazonSQS.DeleteMessageBatch");
-    return make_response(200, batch_answer(req));
-  });
+  auto http
+      = std::make_shared<fake_http_client>([](const http_request& req) -> result<http_response> {
+          EXPECT_EQ(op_of(req), "AmazonSQS.DeleteMessageBatch");
+          return make_response(200, batch_answer(req));
+        });
   auto q = make_queue(http);
   std::vector<std::string> receipts;
   receipts.reserve(23);
   for (int i = 0; i < 23; ++i)
     receipts.push_back("receipt-" + std::to_string(i));
   auto r = await<std::vector<batch_entry_result>>(
-    [&](auto cb) { q->remove(receipts, std::move(cb)); });
+      [&](auto cb) { q->remove(receipts, std::move(cb)); });
   ASSERT_TRUE(r);
   ASSERT_EQ(r->size(), 23u);
   for (size_t i = 0; i < 23; ++i) {
@@ -411,19 +416,20 @@ TEST(sqs_batch, delete_splits_into_tens_and_keeps_input_order) {
 }
 
 TEST(sqs_batch, delete_with_a_stale_receipt_is_not_a_failure_but_other_entry_errors_are) {
-  auto http = std::make_shared<fake_http_client>([](const http_request& req)
-                                                   -> result<http_response> {
-    // Entry 1: stale receipt; entry 2: a server-side fault; entry 3: not mentioned at all.
-    auto answer = batch_answer(req, {{"1", {"ReceiptHandleIsInvalid", true}},
-                                     {"2", {"InternalError", false}}});
-    auto pos = answer.find("{\"Id\":\"3\"},");
-    if (pos != std::string::npos)
-      answer.erase(pos, std::string{"{\"Id\":\"3\"},"}.size());
-    return make_response(200, answer);
-  });
+  auto http
+      = std::make_shared<fake_http_client>([](const http_request& req) -> result<http_response> {
+          // Entry 1: stale receipt; entry 2: a server-side fault; entry 3: not mentioned at all.
+          auto answer = batch_answer(
+              req, {{"1", {"ReceiptHandleIsInvalid", true}}, {"2", {"InternalError", false}}});
+          auto pos = answer.find("{\"Id\":\"3\"},");
+          if (pos != std::string::npos)
+            answer.erase(pos, std::string{"{\"Id\":\"3\"},"}.size());
+          return make_response(200, answer);
+        });
   auto q = make_queue(http);
-  auto r = await<std::vector<batch_entry_result>>(
-    [&](auto cb) { q->remove({"a", "stale", "b", "c", "d"}, std::move(cb)); });
+  auto r = await<std::vector<batch_entry_result>>([&](auto cb) {
+    q->remove({"a", "stale", "b", "c", "d"}, std::move(cb));
+  });
   ASSERT_TRUE(r);
   ASSERT_EQ(r->size(), 5u);
   EXPECT_FALSE((*r)[0].failed);
@@ -438,18 +444,18 @@ TEST(sqs_batch, delete_with_a_stale_receipt_is_not_a_failure_but_other_entry_err
 
 TEST(sqs_batch, whole_call_error_fails_only_that_calls_entries) {
   std::atomic<int> calls{0};
-  auto http = std::make_shared<fake_http_client>([&](const http_request& req)
-                                                   -> result<http_response> {
-    if (calls++ == 0)
-      return sqs_error(500, "com.amazonaws.sqs#InternalError", "try again");
-    return make_response(200, batch_answer(req));
-  });
+  auto http
+      = std::make_shared<fake_http_client>([&](const http_request& req) -> result<http_response> {
+          if (calls++ == 0)
+            return sqs_error(500, "com.amazonaws.sqs#InternalError", "try again");
+          return make_response(200, batch_answer(req));
+        });
   auto q = make_queue(http);
   std::vector<std::string> receipts(15, "r");
   for (size_t i = 0; i < receipts.size(); ++i)
     receipts[i] += std::to_string(i);
   auto r = await<std::vector<batch_entry_result>>(
-    [&](auto cb) { q->remove(receipts, std::move(cb)); });
+      [&](auto cb) { q->remove(receipts, std::move(cb)); });
   ASSERT_TRUE(r);
   auto failed = std::count_if(r->begin(), r->end(), [](auto& e) { return e.failed; });
   auto first_chunk = json(http->requests().at(0).body)["Entries"].Size();
@@ -463,11 +469,13 @@ TEST(sqs_batch, whole_call_error_fails_only_that_calls_entries) {
 
 TEST(sqs_batch, single_delete_answered_with_whole_call_invalid_receipt_counts_as_done) {
   auto http = std::make_shared<fake_http_client>([](const http_request&) -> result<http_response> {
-    return sqs_error(404, "com.amazonaws.sqs#ReceiptHandleIsInvalid", "The input receipt handle is invalid.",
+    return sqs_error(404, "com.amazonaws.sqs#ReceiptHandleIsInvalid",
+                     "The input receipt handle is invalid.",
                      "AWS.SimpleQueueService.ReceiptHandleIsInvalid;Sender");
   });
   auto q = make_queue(http);
-  auto r = await<std::vector<batch_entry_result>>([&](auto cb) { q->remove({"x"}, std::move(cb)); });
+  auto r
+      = await<std::vector<batch_entry_result>>([&](auto cb) { q->remove({"x"}, std::move(cb)); });
   ASSERT_TRUE(r);
   EXPECT_FALSE(r->at(0).failed);
 }
@@ -477,7 +485,7 @@ TEST(sqs_batch, empty_batches_answer_at_once_without_requests) {
   auto q = make_queue(http);
   auto a = await<std::vector<batch_entry_result>>([&](auto cb) { q->remove({}, std::move(cb)); });
   auto b = await<std::vector<batch_entry_result>>(
-    [&](auto cb) { q->change_visibility({}, std::move(cb)); });
+      [&](auto cb) { q->change_visibility({}, std::move(cb)); });
   auto c = await<std::vector<batch_entry_result>>([&](auto cb) { q->send({}, std::move(cb)); });
   ASSERT_TRUE(a && b && c);
   EXPECT_TRUE(a->empty() && b->empty() && c->empty());
@@ -485,15 +493,15 @@ TEST(sqs_batch, empty_batches_answer_at_once_without_requests) {
 }
 
 TEST(sqs_batch, change_visibility_reports_stale_receipts_and_refuses_bad_timeouts) {
-  auto http = std::make_shared<fake_http_client>([](const http_request& req)
-                                                   -> result<http_response> {
-    EXPECT_EQ(op_of(req), "AmazonSQS.ChangeMessageVisibilityBatch");
-    auto body = json(req.body);
-    EXPECT_EQ(body["Entries"].Size(), 2u) << "the refused entry is not sent";
-    for (auto& e : body["Entries"].GetArray())
-      EXPECT_TRUE(e["VisibilityTimeout"].IsInt());
-    return make_response(200, batch_answer(req, {{"1", {"ReceiptHandleIsInvalid", true}}}));
-  });
+  auto http
+      = std::make_shared<fake_http_client>([](const http_request& req) -> result<http_response> {
+          EXPECT_EQ(op_of(req), "AmazonSQS.ChangeMessageVisibilityBatch");
+          auto body = json(req.body);
+          EXPECT_EQ(body["Entries"].Size(), 2u) << "the refused entry is not sent";
+          for (auto& e : body["Entries"].GetArray())
+            EXPECT_TRUE(e["VisibilityTimeout"].IsInt());
+          return make_response(200, batch_answer(req, {{"1", {"ReceiptHandleIsInvalid", true}}}));
+        });
   auto q = make_queue(http);
   auto r = await<std::vector<batch_entry_result>>([&](auto cb) {
     q->change_visibility({{"good", 60s}, {"stale", 60s}, {"bad", 50'000s}}, std::move(cb));
@@ -512,7 +520,7 @@ TEST(sqs_batch, change_visibility_reports_stale_receipts_and_refuses_bad_timeout
 
 TEST(sqs_batch, send_assigns_message_ids_delays_and_refuses_bad_bodies_locally) {
   auto http = std::make_shared<fake_http_client>([](const http_request& req)
-                                                   -> result<http_response> {
+                                                     -> result<http_response> {
     EXPECT_EQ(op_of(req), "AmazonSQS.SendMessageBatch");
     return make_response(200, batch_answer(req, {{"3", {"InvalidMessageContents", true}}}, true));
   });
@@ -546,10 +554,10 @@ TEST(sqs_batch, send_assigns_message_ids_delays_and_refuses_bad_bodies_locally) 
 }
 
 TEST(sqs_batch, send_splits_by_count_and_by_total_size) {
-  auto http = std::make_shared<fake_http_client>([](const http_request& req)
-                                                   -> result<http_response> {
-    return make_response(200, batch_answer(req, {}, true));
-  });
+  auto http
+      = std::make_shared<fake_http_client>([](const http_request& req) -> result<http_response> {
+          return make_response(200, batch_answer(req, {}, true));
+        });
   auto q = make_queue(http);
   std::vector<outgoing_message> msgs;
   msgs.reserve(15);
@@ -579,12 +587,12 @@ TEST(sqs_batch, send_splits_by_count_and_by_total_size) {
 // ---- stats and setup --------------------------------------------------------------------------
 
 TEST(sqs_stats, attribute_strings_become_numbers) {
-  auto http = std::make_shared<fake_http_client>([](const http_request& req)
-                                                   -> result<http_response> {
-    EXPECT_EQ(op_of(req), "AmazonSQS.GetQueueAttributes");
-    return make_response(200, "{\"Attributes\":{\"ApproximateNumberOfMessages\":\"12\","
-                              "\"ApproximateNumberOfMessagesNotVisible\":\"3\"}}");
-  });
+  auto http
+      = std::make_shared<fake_http_client>([](const http_request& req) -> result<http_response> {
+          EXPECT_EQ(op_of(req), "AmazonSQS.GetQueueAttributes");
+          return make_response(200, "{\"Attributes\":{\"ApproximateNumberOfMessages\":\"12\","
+                                    "\"ApproximateNumberOfMessagesNotVisible\":\"3\"}}");
+        });
   auto q = make_queue(http);
   auto s = await<queue_stats>([&](auto cb) { q->stats(std::move(cb)); });
   ASSERT_TRUE(s);
@@ -598,17 +606,18 @@ TEST(sqs_stats, attribute_strings_become_numbers) {
 }
 
 TEST(sqs_setup, queue_with_dead_letter_redrive) {
-  auto http = std::make_shared<fake_http_client>([](const http_request& req)
-                                                   -> result<http_response> {
-    auto body = json(req.body);
-    if (op_of(req) == "AmazonSQS.CreateQueue") {
-      std::string name = body["QueueName"].GetString();
-      return make_response(200, "{\"QueueUrl\":\"https://q/" + name + "\"}");
-    }
-    if (op_of(req) == "AmazonSQS.GetQueueAttributes")
-      return make_response(200, "{\"Attributes\":{\"QueueArn\":\"arn:aws:sqs:eu-west-1:1:dlq\"}}");
-    return make_response(400, "{}");
-  });
+  auto http
+      = std::make_shared<fake_http_client>([](const http_request& req) -> result<http_response> {
+          auto body = json(req.body);
+          if (op_of(req) == "AmazonSQS.CreateQueue") {
+            std::string name = body["QueueName"].GetString();
+            return make_response(200, "{\"QueueUrl\":\"https://q/" + name + "\"}");
+          }
+          if (op_of(req) == "AmazonSQS.GetQueueAttributes")
+            return make_response(200,
+                                 "{\"Attributes\":{\"QueueArn\":\"arn:aws:sqs:eu-west-1:1:dlq\"}}");
+          return make_response(400, "{}");
+        });
   sqs_client client{http, test_connection()};
   sqs_queue_settings settings;
   settings.visibility_timeout_seconds = 120;
@@ -637,10 +646,10 @@ TEST(sqs_protocol, entry_ids_and_bodies) {
   EXPECT_FALSE(sqs::valid_entry_id(""));
   EXPECT_FALSE(sqs::valid_entry_id("a.b"));
   EXPECT_TRUE(sqs::validate_body("plain \xE2\x82\xAC \xF0\x9F\x98\x80"));
-  EXPECT_FALSE(sqs::validate_body("\xC0\xAF"));         // overlong '/'
-  EXPECT_FALSE(sqs::validate_body("\xED\xA0\x80"));     // surrogate
-  EXPECT_FALSE(sqs::validate_body("\xE2\x82"));         // truncated
-  EXPECT_FALSE(sqs::validate_body("\x80"));             // stray continuation
+  EXPECT_FALSE(sqs::validate_body("\xC0\xAF"));     // overlong '/'
+  EXPECT_FALSE(sqs::validate_body("\xED\xA0\x80")); // surrogate
+  EXPECT_FALSE(sqs::validate_body("\xE2\x82"));     // truncated
+  EXPECT_FALSE(sqs::validate_body("\x80"));         // stray continuation
   EXPECT_TRUE(sqs::validate_body(std::string(sqs::max_message_bytes, 'x')));
 }
 
@@ -658,13 +667,14 @@ TEST(sqs_protocol, batch_answers_with_missing_lists_and_string_sender_fault) {
 }
 
 TEST(sqs_batch, extension_past_the_12_hour_total_is_refused_permanently) {
-  auto http = std::make_shared<fake_http_client>([](const http_request& req)
-                                                   -> result<http_response> {
-    return make_response(200, batch_answer(req, {{"0", {"InvalidParameterValue", true}}}));
-  });
+  auto http
+      = std::make_shared<fake_http_client>([](const http_request& req) -> result<http_response> {
+          return make_response(200, batch_answer(req, {{"0", {"InvalidParameterValue", true}}}));
+        });
   auto q = make_queue(http);
-  auto r = await<std::vector<batch_entry_result>>(
-    [&](auto cb) { q->change_visibility({{"held-for-12h", 600s}}, std::move(cb)); });
+  auto r = await<std::vector<batch_entry_result>>([&](auto cb) {
+    q->change_visibility({{"held-for-12h", 600s}}, std::move(cb));
+  });
   ASSERT_TRUE(r);
   EXPECT_TRUE(r->at(0).failed);
   EXPECT_EQ(r->at(0).error.code, "sqs.InvalidParameterValue");
@@ -676,13 +686,13 @@ TEST(sqs_batch, extension_past_the_12_hour_total_is_refused_permanently) {
 TEST(sqs_lifetime, queue_destroyed_while_calls_are_in_flight_still_answers_them) {
   std::promise<void> gate;
   auto opened = gate.get_future().share();
-  auto http = std::make_shared<fake_http_client>([opened](const http_request& req)
-                                                   -> result<http_response> {
-    opened.wait();
-    if (op_of(req) == "AmazonSQS.DeleteMessageBatch")
-      return make_response(200, batch_answer(req));
-    return make_response(200, "{}");
-  });
+  auto http = std::make_shared<fake_http_client>(
+      [opened](const http_request& req) -> result<http_response> {
+        opened.wait();
+        if (op_of(req) == "AmazonSQS.DeleteMessageBatch")
+          return make_response(200, batch_answer(req));
+        return make_response(200, "{}");
+      });
   auto q = make_queue(http);
   auto r = await<std::vector<batch_entry_result>>([&](auto cb) {
     q->remove({"a", "b"}, std::move(cb));

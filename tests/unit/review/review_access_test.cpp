@@ -29,8 +29,8 @@ TEST(review_tokens, one_token_opens_the_default_tenant) {
 }
 
 TEST(review_tokens, pairs_map_tokens_to_tenants_and_a_shared_token_opens_each) {
-  auto t = review_tokens::parse(tenant_a.str() + ":ta, " + tenant_b.str() + ":tb," + tenant_a.str() + ":both,"
-                                  + tenant_b.str() + ":both",
+  auto t = review_tokens::parse(tenant_a.str() + ":ta, " + tenant_b.str() + ":tb," + tenant_a.str()
+                                    + ":both," + tenant_b.str() + ":both",
                                 std::nullopt);
   ASSERT_TRUE(t) << t.error().describe();
   EXPECT_EQ(t->tenants_of("ta"), std::vector<uuid>{tenant_a});
@@ -39,7 +39,8 @@ TEST(review_tokens, pairs_map_tokens_to_tenants_and_a_shared_token_opens_each) {
 }
 
 TEST(review_tokens, bad_settings_are_refused_by_name) {
-  for (const auto& text : std::vector<std::string>{"a,,b", tenant_a.str() + ":", "00000000-0000-7000-8000-00000000000Z:tok"}) {
+  for (const auto& text : std::vector<std::string>{"a,,b", tenant_a.str() + ":",
+                                                   "00000000-0000-7000-8000-00000000000Z:tok"}) {
     auto t = review_tokens::parse(text, fallback);
     ASSERT_FALSE(t) << text;
     EXPECT_EQ(t.error().code, "review.bad_token");
@@ -72,7 +73,8 @@ TEST(review_sessions, an_expired_session_is_gone) {
 }
 
 TEST(review_pages, html_escape_covers_text_and_attributes) {
-  EXPECT_EQ(html_escape(R"(<a href="x">'&'</a>)"), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
+  EXPECT_EQ(html_escape(R"(<a href="x">'&'</a>)"),
+            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
 }
 
 } // namespace

@@ -42,7 +42,8 @@ TEST_F(filesystem_store_test, keys_follow_the_storage_layout) {
 TEST_F(filesystem_store_test, put_get_exists_round_trip_asynchronously) {
   filesystem_store store{root};
   std::string bytes = "%PDF-1.4 binary\0data"s;
-  auto put = wait<void>([&](auto cb) { store.put("documents/a.pdf", bytes, "application/pdf", cb); });
+  auto put
+      = wait<void>([&](auto cb) { store.put("documents/a.pdf", bytes, "application/pdf", cb); });
   ASSERT_TRUE(put) << put.error().describe();
   auto got = wait<std::string>([&](auto cb) { store.get("documents/a.pdf", 1 << 20, cb); });
   ASSERT_TRUE(got) << got.error().describe();
@@ -80,8 +81,8 @@ TEST_F(filesystem_store_test, object_over_the_limit_is_refused) {
 TEST_F(filesystem_store_test, traversal_and_malformed_keys_are_rejected) {
   filesystem_store store{root + "/inner"};
   std::ofstream{root + "/secret.txt"} << "outside the store";
-  for (auto key : {"../secret.txt", "documents/../../secret.txt", "/etc/passwd", "", "a//b",
-                   "./a", "a/.", "a\\b", "a/\n", "documents/.."}) {
+  for (auto key : {"../secret.txt", "documents/../../secret.txt", "/etc/passwd", "", "a//b", "./a",
+                   "a/.", "a\\b", "a/\n", "documents/.."}) {
     auto got = store.get_now(key, 1 << 20);
     ASSERT_FALSE(got) << key;
     EXPECT_EQ(got.error().code, "storage.bad_key") << key;
@@ -106,8 +107,8 @@ TEST_F(filesystem_store_test, crash_mid_write_never_leaves_a_partial_object_unde
     ::close(ready[0]);
     filesystem_store child{root, 1};
     std::string huge(256 << 20, 'n');
-    (void) !::write(ready[1], "g", 1);
-    (void) child.put_now(key, huge);  // killed before this finishes
+    (void)!::write(ready[1], "g", 1);
+    (void)child.put_now(key, huge); // killed before this finishes
     ::_exit(0);
   }
   ::close(ready[1]);

@@ -34,14 +34,14 @@ s3_options test_options(bool path_style = false) {
 http_response s3_error(long status, const std::string& code, const std::string& message) {
   return make_response(status,
                        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>" + code
-                         + "</Code><Message>" + message
-                         + "</Message><RequestId>4442587FB7D0A2F9</RequestId></Error>",
+                           + "</Code><Message>" + message
+                           + "</Message><RequestId>4442587FB7D0A2F9</RequestId></Error>",
                        {{"Content-Type", "application/xml"}});
 }
 
 std::shared_ptr<fake_http_client> answering(const http_response& r) {
   return std::make_shared<fake_http_client>(
-    [r](const http_request&) -> result<http_response> { return r; });
+      [r](const http_request&) -> result<http_response> { return r; });
 }
 
 } // namespace
@@ -51,7 +51,8 @@ std::shared_ptr<fake_http_client> answering(const http_response& r) {
 TEST(s3_urls, virtual_host_is_the_default_on_aws) {
   auto http = answering(make_response(200, "x"));
   s3_store store{http, test_options()};
-  ASSERT_TRUE(await<std::string>([&](auto cb) { store.get("documents/a.pdf", 100, std::move(cb)); }));
+  ASSERT_TRUE(
+      await<std::string>([&](auto cb) { store.get("documents/a.pdf", 100, std::move(cb)); }));
   EXPECT_EQ(http->requests().at(0).url,
             "https://ingestd-docs.s3.eu-west-1.amazonaws.com/documents/a.pdf");
 }
@@ -61,7 +62,8 @@ TEST(s3_urls, path_style_with_endpoint_override) {
   auto o = test_options(true);
   o.endpoint = "http://127.0.0.1:54566/";
   s3_store store{http, o};
-  ASSERT_TRUE(await<std::string>([&](auto cb) { store.get("documents/a.pdf", 100, std::move(cb)); }));
+  ASSERT_TRUE(
+      await<std::string>([&](auto cb) { store.get("documents/a.pdf", 100, std::move(cb)); }));
   EXPECT_EQ(http->requests().at(0).url, "http://127.0.0.1:54566/ingestd-docs/documents/a.pdf");
 }
 
@@ -130,8 +132,9 @@ TEST(s3_requests, put_carries_body_type_and_hashes) {
   auto http = answering(make_response(200, "", {{"ETag", "\"x\""}}));
   s3_store store{http, test_options()};
   std::string body = "{\"pages\":[]}";
-  auto r = await<void>(
-    [&](auto cb) { store.put("ingestions/1/out.json", body, "application/json", std::move(cb)); });
+  auto r = await<void>([&](auto cb) {
+    store.put("ingestions/1/out.json", body, "application/json", std::move(cb));
+  });
   ASSERT_TRUE(r) << r.error().describe();
   auto req = http->requests().at(0);
   EXPECT_EQ(req.method, "PUT");
@@ -162,8 +165,7 @@ TEST(s3_requests, create_bucket_names_the_region_outside_us_east_1) {
   auto req = http->requests().at(0);
   EXPECT_EQ(req.method, "PUT");
   EXPECT_EQ(req.url, "https://s3.eu-west-1.amazonaws.com/ingestd-docs");
-  EXPECT_NE(req.body.find("<LocationConstraint>eu-west-1</LocationConstraint>"),
-            std::string::npos);
+  EXPECT_NE(req.body.find("<LocationConstraint>eu-west-1</LocationConstraint>"), std::string::npos);
   auto o = test_options(true);
   o.region = "us-east-1";
   s3_store us{http, o};
@@ -184,21 +186,21 @@ TEST(s3_requests, create_bucket_that_we_already_own_succeeds) {
 }
 
 TEST(s3_requests, list_follows_continuation_tokens) {
-  auto http = std::make_shared<fake_http_client>([](const http_request& req)
-                                                   -> result<http_response> {
-    if (req.url.find("continuation-token=") == std::string::npos) {
-      EXPECT_NE(req.url.find("list-type=2"), std::string::npos);
-      EXPECT_NE(req.url.find("prefix=docs%2F"), std::string::npos) << req.url;
-      return make_response(200, "<ListBucketResult><IsTruncated>true</IsTruncated>"
-                                "<Contents><Key>docs/a&amp;b</Key></Contents>"
-                                "<Contents><Key>docs/c</Key></Contents>"
-                                "<NextContinuationToken>tok/1=</NextContinuationToken>"
-                                "</ListBucketResult>");
-    }
-    EXPECT_NE(req.url.find("continuation-token=tok%2F1%3D"), std::string::npos) << req.url;
-    return make_response(200, "<ListBucketResult><IsTruncated>false</IsTruncated>"
-                              "<Contents><Key>docs/d</Key></Contents></ListBucketResult>");
-  });
+  auto http
+      = std::make_shared<fake_http_client>([](const http_request& req) -> result<http_response> {
+          if (req.url.find("continuation-token=") == std::string::npos) {
+            EXPECT_NE(req.url.find("list-type=2"), std::string::npos);
+            EXPECT_NE(req.url.find("prefix=docs%2F"), std::string::npos) << req.url;
+            return make_response(200, "<ListBucketResult><IsTruncated>true</IsTruncated>"
+                                      "<Contents><Key>docs/a&amp;b</Key></Contents>"
+                                      "<Contents><Key>docs/c</Key></Contents>"
+                                      "<NextContinuationToken>tok/1=</NextContinuationToken>"
+                                      "</ListBucketResult>");
+          }
+          EXPECT_NE(req.url.find("continuation-token=tok%2F1%3D"), std::string::npos) << req.url;
+          return make_response(200, "<ListBucketResult><IsTruncated>false</IsTruncated>"
+                                    "<Contents><Key>docs/d</Key></Contents></ListBucketResult>");
+        });
   s3_store store{http, test_options()};
   auto r = await<std::vector<std::string>>([&](auto cb) { store.list("docs/", std::move(cb)); });
   ASSERT_TRUE(r) << r.error().describe();
@@ -248,24 +250,24 @@ TEST(s3_errors, classification) {
     bool transient;
   };
   std::vector<row> rows{
-    {s3_error(404, "NoSuchKey", "The specified key does not exist."), "storage.not_found", false},
-    {make_response(404), "storage.not_found", false},
-    {s3_error(404, "NoSuchBucket", "The specified bucket does not exist"), "s3.NoSuchBucket",
-     false},
-    {s3_error(503, "SlowDown", "Please reduce your request rate."), "s3.SlowDown", true},
-    {s3_error(500, "InternalError", "We encountered an internal error."), "s3.InternalError",
-     true},
-    {s3_error(400, "RequestTimeout", "Your socket connection was idle."), "s3.RequestTimeout",
-     true},
-    {s3_error(403, "AccessDenied", "Access Denied"), "s3.AccessDenied", false},
-    {s3_error(403, "SignatureDoesNotMatch", "The signature does not match"),
-     "s3.SignatureDoesNotMatch", false},
-    {s3_error(403, "RequestTimeTooSkewed", "The difference is too large"),
-     "s3.RequestTimeTooSkewed", false},
-    {s3_error(301, "PermanentRedirect", "Use the right endpoint"), "s3.PermanentRedirect", false},
-    {make_response(502, "<html>Bad Gateway</html>"), "s3.http_502", true},
-    {make_response(429), "s3.http_429", true},
-    {make_response(403), "s3.http_403", false},
+      {s3_error(404, "NoSuchKey", "The specified key does not exist."), "storage.not_found", false},
+      {make_response(404), "storage.not_found", false},
+      {s3_error(404, "NoSuchBucket", "The specified bucket does not exist"), "s3.NoSuchBucket",
+       false},
+      {s3_error(503, "SlowDown", "Please reduce your request rate."), "s3.SlowDown", true},
+      {s3_error(500, "InternalError", "We encountered an internal error."), "s3.InternalError",
+       true},
+      {s3_error(400, "RequestTimeout", "Your socket connection was idle."), "s3.RequestTimeout",
+       true},
+      {s3_error(403, "AccessDenied", "Access Denied"), "s3.AccessDenied", false},
+      {s3_error(403, "SignatureDoesNotMatch", "The signature does not match"),
+       "s3.SignatureDoesNotMatch", false},
+      {s3_error(403, "RequestTimeTooSkewed", "The difference is too large"),
+       "s3.RequestTimeTooSkewed", false},
+      {s3_error(301, "PermanentRedirect", "Use the right endpoint"), "s3.PermanentRedirect", false},
+      {make_response(502, "<html>Bad Gateway</html>"), "s3.http_502", true},
+      {make_response(429), "s3.http_429", true},
+      {make_response(403), "s3.http_403", false},
   };
   for (auto& r : rows) {
     auto http = answering(r.response);
@@ -301,9 +303,10 @@ TEST(s3_errors, exists_reads_head_statuses) {
     bool value;
     bool transient;
   };
-  for (auto [status, ok, value, transient] :
-       std::vector<row>{{200, true, true, false}, {404, true, false, false},
-                        {403, false, false, false}, {503, false, false, true}}) {
+  for (auto [status, ok, value, transient] : std::vector<row>{{200, true, true, false},
+                                                              {404, true, false, false},
+                                                              {403, false, false, false},
+                                                              {503, false, false, true}}) {
     auto http = answering(make_response(status));
     s3_store store{http, test_options()};
     auto r = await<bool>([&](auto cb) { store.exists("k", std::move(cb)); });
@@ -339,11 +342,11 @@ TEST(s3_errors, transport_errors_pass_through) {
 TEST(s3_lifetime, store_destroyed_while_a_call_is_in_flight_still_answers_it) {
   std::promise<void> gate;
   auto opened = gate.get_future().share();
-  auto http = std::make_shared<fake_http_client>([opened](const http_request&)
-                                                   -> result<http_response> {
-    opened.wait();
-    return make_response(200, "late");
-  });
+  auto http
+      = std::make_shared<fake_http_client>([opened](const http_request&) -> result<http_response> {
+          opened.wait();
+          return make_response(200, "late");
+        });
   auto store = std::make_unique<s3_store>(http, test_options());
   auto r = await<std::string>([&](auto cb) {
     store->get("k", 10, std::move(cb));
