@@ -481,17 +481,59 @@ std::vector<std::string> name_list(const std::string& text) {
   return out;
 }
 
+namespace {
+
+/// Masks the value of every `password=` parameter: of a URL's query (`?password=x&...`) or of a
+/// libpq key/value string (`host=db password='x y'`), quoted or not.
+std::string mask_password_parameters(std::string text) {
+  static constexpr std::string_view key = "password=";
+  size_t from = 0;
+  while (true) {
+    size_t at = std::string::npos;
+    for (size_t i = from; i + key.size() <= text.size(); ++i) {
+      bool starts = i == 0 || text[i - 1] == '?' || text[i - 1] == '&'
+                    || std::isspace(static_cast<unsigned char>(text[i - 1]));
+      bool same = std::equal(
+          key.begin(), key.end(), text.begin() + static_cast<ptrdiff_t>(i),
+          [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); });
+      if (starts && same) {
+        at = i;
+        break;
+      }
+    }
+    if (at == std::string::npos)
+      return text;
+    size_t value = at + key.size();
+    size_t end = value;
+    if (end < text.size() && text[end] == '\'') {
+      ++end;
+      while (end < text.size() && text[end] != '\'')
+        end += text[end] == '\\' ? 2 : 1;
+      end = std::min(end + 1, text.size());
+    } else {
+      while (end < text.size() && text[end] != '&'
+             && !std::isspace(static_cast<unsigned char>(text[end])))
+        ++end;
+    }
+    text.replace(value, end - value, "****");
+    from = value + 4;
+  }
+}
+
+} // namespace
+
 std::string mask_url_password(const std::string& url) {
-  auto scheme = url.find("://");
+  auto masked = mask_password_parameters(url);
+  auto scheme = masked.find("://");
   if (scheme == std::string::npos)
-    return url;
-  auto at = url.find('@', scheme + 3);
+    return masked;
+  auto at = masked.find('@', scheme + 3);
   if (at == std::string::npos)
-    return url;
-  auto colon = url.find(':', scheme + 3);
+    return masked;
+  auto colon = masked.find(':', scheme + 3);
   if (colon == std::string::npos || colon > at)
-    return url;
-  return url.substr(0, colon + 1) + "****" + url.substr(at);
+    return masked;
+  return masked.substr(0, colon + 1) + "****" + masked.substr(at);
 }
 
 std::string default_config_json() {

@@ -10,7 +10,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
-dirs=(actors adapters admin app config intake messages tests bench)
+dirs=(actors adapters admin app config intake messages review stages tests bench)
 build=${INGESTD_BUILD_DIR:-build}
 jobs=${INGESTD_LINT_JOBS:-$(nproc)}
 
@@ -81,7 +81,7 @@ cpp_files=()
 for f in "${files[@]}"; do
   f=${f#"$root"/}
   f=${f#./}
-  [[ "$f" =~ ^(actors|adapters|admin|app|config|intake|messages)/ ]] && cpp_files+=("$f")
+  [[ "$f" =~ ^(actors|adapters|admin|app|config|intake|messages|review|stages)/ ]] && cpp_files+=("$f")
 done
 if [[ ${#cpp_files[@]} -gt 0 ]]; then
   echo "lint: cppcheck on ${#cpp_files[@]} files"

@@ -26,11 +26,11 @@ struct http_request {
   std::chrono::milliseconds connect_timeout{5'000};
   std::chrono::milliseconds total_timeout{30'000};
   /// Larger responses fail with a permanent "http.too_large" error.
-  size_t max_response_bytes = 64 * 1024 * 1024;
+  size_t max_response_bytes = size_t{64} * 1024 * 1024;
   /// Bytes read per receive call, held for the whole request (CURLOPT_BUFFERSIZE, 1 KiB at least).
   /// curl's 16 KiB suits downloads; a slow call with a small answer, held open by the thousand (an
   /// LLM request), is better served by a small one: the buffer is most of its memory.
-  size_t receive_buffer_bytes = 16 * 1024;
+  size_t receive_buffer_bytes = size_t{16} * 1024;
   /// What the request is expected to cost against its provider's tokens-per-minute limit (an LLM
   /// call: prompt and answer); 0 for requests that are not counted in tokens.
   int64_t estimated_tokens = 0;

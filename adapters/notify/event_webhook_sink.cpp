@@ -11,8 +11,10 @@ namespace ingestd {
 
 namespace {
 
+/// The parsed host is exactly a loopback name: a host that only starts like one
+/// ("127.attacker.example") is not.
 bool loopback(const std::string& host) {
-  return host == "localhost" || host == "[::1]" || host == "::1" || host.rfind("127.", 0) == 0;
+  return host == "localhost" || host == "127.0.0.1" || host == "[::1]" || host == "::1";
 }
 
 } // namespace

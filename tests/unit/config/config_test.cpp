@@ -248,6 +248,17 @@ TEST_F(config_test, effective_configuration_masks_secrets) {
       << json;
   EXPECT_EQ(mask_url_password("postgresql://ingestd@127.0.0.1/x"),
             "postgresql://ingestd@127.0.0.1/x");
+  // A password as a parameter of the URL or of a libpq key/value string, quoted or not.
+  EXPECT_EQ(mask_url_password("postgresql://app@db/x?sslmode=require&password=hunter2&x=1"),
+            "postgresql://app@db/x?sslmode=require&password=****&x=1");
+  EXPECT_EQ(mask_url_password("postgresql://db/x?PASSWORD=hunter2"),
+            "postgresql://db/x?PASSWORD=****");
+  EXPECT_EQ(mask_url_password("host=db user=app password='hunter 2' dbname=x"),
+            "host=db user=app password=**** dbname=x");
+  EXPECT_EQ(mask_url_password("host=db password=hunter2"), "host=db password=****");
+  // A name that only ends in "password" is not a password parameter.
+  EXPECT_EQ(mask_url_password("postgresql://db/x?application_name=nopassword=1"),
+            "postgresql://db/x?application_name=nopassword=1");
 }
 
 TEST_F(config_test, heartbeat_keys_and_visibility_derive_from_the_lease) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
+#include "adapters/notify/event_webhook_sink.hpp"
 #include "adapters/notify/webhook_notifier.hpp"
 #include "adapters/support/log.hpp"
 #include "tests/support/await.hpp"
@@ -279,4 +280,18 @@ TEST(webhook_notifier, a_failed_post_is_not_delivered) {
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.error().transient());
   EXPECT_EQ(r.error().code, "notify.http_503");
+}
+
+TEST(event_webhook_sink, plain_http_only_to_a_host_that_is_exactly_loopback) {
+  auto check = [](const std::string& url) {
+    return validate(ingestd::event_webhook_options{url, "a-secret-of-the-test", {}}).ok();
+  };
+  EXPECT_TRUE(check("http://127.0.0.1:8080/hook"));
+  EXPECT_TRUE(check("http://localhost/hook"));
+  EXPECT_TRUE(check("http://[::1]:9000/hook"));
+  EXPECT_TRUE(check("https://hooks.example.com/hook"));
+  // Names that only start like a loopback address resolve wherever their owner wants.
+  EXPECT_FALSE(check("http://127.attacker.example/hook"));
+  EXPECT_FALSE(check("http://127.0.0.1.attacker.example/hook"));
+  EXPECT_FALSE(check("http://localhost.attacker.example/hook"));
 }
