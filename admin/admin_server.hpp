@@ -18,10 +18,6 @@
 #include "adapters/queue/queue.hpp"
 #include "messages/result.hpp"
 
-namespace httplib {
-class Server;
-}
-
 namespace ingestd {
 
 /// The matching stage's figures in the database, for /metrics.
@@ -93,10 +89,6 @@ public:
   /// its handlers on the server, and `threads` handler threads are added for them. Call before
   /// start().
   void mount(const std::function<void(http_server::server&)>& routes, int threads);
-  /// The same for routes registered through an httplib::Server (review_desk::mount's overload
-  /// for it): they land on this endpoint's server. Defined in httplib_mount.cpp, so that only a
-  /// caller of it links cpp-httplib.
-  void mount(const std::function<void(httplib::Server&)>& routes, int threads);
 
   /// Binds (port 0: any free port) and starts serving on its own thread.
   result<void> start();

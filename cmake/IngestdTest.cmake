@@ -1,12 +1,18 @@
 # One helper registers every test executable with CTest, always with a TIMEOUT.
 #
 #   ingestd_add_test(NAME unit_config SOURCES config_test.cpp LIBS ingestd_config
-#                    KIND gtest|caf TIMEOUT 60 LABELS unit [RESOURCE_LOCK postgres])
+#                    KIND gtest|caf TIMEOUT 60 LABELS unit [RESOURCE_LOCK postgres]
+#                    [SUITES suite...])
 #
 # GoogleTest executables link gtest_main; CAF-DSL executables define their own main through
 # caf/test/unit_test_impl.hpp. The two kinds never share an executable.
+#
+# SUITES (gtest only): one executable for several test files, compiled and linked once, and one
+# CTest entry per GoogleTest suite, named after it (`ctest -R e2e_daemon_crash` runs that suite's
+# process alone). An entry whose filter selects no test fails, so a renamed suite is noticed.
+# Per-entry properties (another TIMEOUT, RUN_SERIAL) are set on the suite's name afterwards.
 function(ingestd_add_test)
-  cmake_parse_arguments(T "" "NAME;KIND;TIMEOUT" "SOURCES;LIBS;LABELS;RESOURCE_LOCK;ENVIRONMENT" ${ARGN})
+  cmake_parse_arguments(T "" "NAME;KIND;TIMEOUT" "SOURCES;LIBS;LABELS;RESOURCE_LOCK;ENVIRONMENT;SUITES" ${ARGN})
   if(NOT T_TIMEOUT)
     message(FATAL_ERROR "ingestd_add_test(${T_NAME}): TIMEOUT is required")
   endif()
@@ -15,22 +21,39 @@ function(ingestd_add_test)
   endif()
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} ingestd_warnings)
+  # The test's own code unoptimized, as its precompiled header (see the top CMakeLists.txt).
+  target_compile_options(${T_NAME} PRIVATE -O0)
   target_include_directories(${T_NAME} PRIVATE ${PROJECT_SOURCE_DIR})
   if(T_KIND STREQUAL "gtest")
     target_link_libraries(${T_NAME} PRIVATE GTest::gtest GTest::gtest_main GTest::gmock)
+    target_precompile_headers(${T_NAME} REUSE_FROM ingestd_gtest_pch)
   elseif(T_KIND STREQUAL "caf")
     target_link_libraries(${T_NAME} PRIVATE CAF::core)
-    target_precompile_headers(${T_NAME} REUSE_FROM ingestd_caf_pch)
+    target_precompile_headers(${T_NAME} REUSE_FROM ingestd_caf_test_pch)
   else()
     message(FATAL_ERROR "ingestd_add_test(${T_NAME}): unknown KIND ${T_KIND}")
   endif()
-  add_test(NAME ${T_NAME} COMMAND ${T_NAME})
-  set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT}
+  if(T_SUITES)
+    if(NOT T_KIND STREQUAL "gtest")
+      message(FATAL_ERROR "ingestd_add_test(${T_NAME}): SUITES needs KIND gtest")
+    endif()
+    set(entries)
+    foreach(suite IN LISTS T_SUITES)
+      # Plain and typed/parameterized suites (Prefix/suite.case).
+      add_test(NAME ${suite} COMMAND ${T_NAME} --gtest_filter=${suite}.*:*/${suite}.*)
+      set_tests_properties(${suite} PROPERTIES FAIL_REGULAR_EXPRESSION "Running 0 tests from")
+      list(APPEND entries ${suite})
+    endforeach()
+  else()
+    add_test(NAME ${T_NAME} COMMAND ${T_NAME})
+    set(entries ${T_NAME})
+  endif()
+  set_tests_properties(${entries} PROPERTIES TIMEOUT ${T_TIMEOUT}
     ENVIRONMENT "INGESTD_SOURCE_DIR=${PROJECT_SOURCE_DIR};INGESTD_BINARY=$<TARGET_FILE:ingestd>;${T_ENVIRONMENT}")
   if(T_LABELS)
-    set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}")
+    set_tests_properties(${entries} PROPERTIES LABELS "${T_LABELS}")
   endif()
   if(T_RESOURCE_LOCK)
-    set_tests_properties(${T_NAME} PROPERTIES RESOURCE_LOCK "${T_RESOURCE_LOCK}")
+    set_tests_properties(${entries} PROPERTIES RESOURCE_LOCK "${T_RESOURCE_LOCK}")
   endif()
 endfunction()

@@ -57,9 +57,9 @@ import json, os, re, shutil, sys
 entries = json.load(open(sys.argv[1]))
 for e in entries:
     c = e["command"]
-    m = re.search(r"-include (\S+cmake_pch\.hxx)", c)
+    m = re.search(r"-include (\S+/([^/]+)\.dir/cmake_pch\.hxx)", c)
     if m:
-        copy = os.path.join(os.path.abspath(sys.argv[2]), "caf_pch.hxx")
+        copy = os.path.join(os.path.abspath(sys.argv[2]), m.group(2) + ".hxx")
         shutil.copyfile(m.group(1), copy)
         c = c.replace(m.group(0), "-include " + copy)
     c = re.sub(r"-Winvalid-pch|-Wno-maybe-uninitialized", "", c)

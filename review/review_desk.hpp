@@ -39,10 +39,6 @@
 #include "messages/uuid.hpp"
 #include "review/review_access.hpp"
 
-namespace httplib {
-class Server;
-}
-
 namespace ingestd {
 
 namespace http_server {
@@ -79,10 +75,6 @@ public:
 
   /// Registers the /review routes; the handlers keep the desk alive.
   void mount(http_server::server& server);
-  /// The same on the httplib::Server that admin_server::mount(std::function<void(httplib::
-  /// Server&)>, int) hands out (it stands for the admin endpoint's server); any other
-  /// httplib::Server is refused (std::invalid_argument). Defined in review_desk_httplib.cpp.
-  void mount(httplib::Server& server);
 
   /// The sessions open now.
   size_t sessions() { return sessions_.count(); }

@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
   auto extra = generated_inputs();
   for (const auto& bytes : extra)
     feed(bytes);
-  std::printf("%s: %zu corpus files and %zu generated inputs replayed\n", INGESTD_FUZZ_NAME, files,
-              extra.size());
+  std::printf("%s: %zu corpus files and %zu generated inputs replayed\n",
+              fs::path{argv[0]}.filename().c_str(), files, extra.size());
   return 0;
 }

@@ -49,9 +49,9 @@ void write(const std::string& path, const std::string& text) {
 
 } // namespace
 
-TEST(e2e_known_files, import_is_idempotent_and_bad_input_is_refused_by_line) {
+TEST(e2e_daemon_known_files_events, import_is_idempotent_and_bad_input_is_refused_by_line) {
   pg_schema db{true};
-  auto dir = make_temp_dir("e2e_known_files");
+  auto dir = make_temp_dir("e2e_daemon_known_files_events");
   std::vector<std::string> env{"INGESTD_DATABASE__URL=" + db.url()};
   std::string list = "# generated\n";
   for (int i = 0; i < 1000; ++i) {
@@ -94,7 +94,7 @@ TEST(e2e_known_files, import_is_idempotent_and_bad_input_is_refused_by_line) {
   fs::remove_all(dir);
 }
 
-TEST(e2e_known_files, a_known_file_is_skipped_and_the_daemon_s_events_reach_a_signed_webhook) {
+TEST(e2e_daemon_known_files_events, a_known_file_is_skipped_and_the_daemon_s_events_reach_a_signed_webhook) {
   e2e_setup s;
   chat_stub stub;
   curl_engine engine;

@@ -14,9 +14,9 @@ using namespace ingestd::test;
 
 TEST(e2e_daemon_load, a_burst_of_scans_beyond_the_cpu_pool_completes_without_failures) {
   e2e_setup s;
-  // About half a second of OCR each on one worker: three times the deadline in all, while each scan
+  // About half a second of OCR each on one worker: twice the deadline in all, while each scan
   // alone fits in it many times over (the test runs alone: RUN_SERIAL).
-  auto ids = s.add_documents(60, doc_kind::scan_png);
+  auto ids = s.add_documents(40, doc_kind::scan_png);
   s.enqueue(ids);
   auto node = s.start({{"INGESTD_WORKER__ID", "e2e-load"},
                        {"INGESTD_WORKER__PREPROCESSING_POOL_SIZE_DEC", "256"}, // one CPU worker

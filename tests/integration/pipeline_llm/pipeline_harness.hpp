@@ -232,6 +232,13 @@ public:
                                 {queue_name_, std::to_string(micros)}));
   }
 
+  /// Ends the back-off of this test's messages now: they become visible and the node's parked
+  /// receive is woken (the queue's notification).
+  void release_now() {
+    db_.query("UPDATE queue_message SET visible_at = now() WHERE queue_name = $1", {queue_name_});
+    db_.query("SELECT pg_notify('ingestd_queue', $1)", {queue_name_});
+  }
+
 private:
   // Declared first so that it is destroyed last: adapters' late callbacks still find it.
   caf::actor_system_config sys_cfg_;

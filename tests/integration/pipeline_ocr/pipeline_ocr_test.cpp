@@ -2,9 +2,7 @@
 // executor, real Tesseract/OpenCV/poppler, the ingest stage over the PostgreSQL queue and
 // repositories and filesystem storage, over corpus scans including a degraded one that gets
 // preprocessed.
-#include <cstdio>
 #include <filesystem>
-#include <map>
 
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
@@ -14,7 +12,6 @@
 #include "adapters/ocr/local_transcriber.hpp"
 #include "adapters/ocr/transcription_json.hpp"
 #include "tests/integration/pipeline_llm/pipeline_harness.hpp"
-#include "tests/support/llm/extraction_accuracy.hpp"
 
 using namespace ingestd;
 using namespace std::chrono_literals;
@@ -85,38 +82,6 @@ TEST_F(pipeline_ocr, scans_complete_with_transcription_and_preprocessed_image_st
     EXPECT_NE(s.document_structured_data.find(truth["invoice_number"].GetString()),
               std::string::npos);
   }
-}
-
-TEST_F(pipeline_ocr, local_extractor_accuracy_through_ocr) {
-  // Measured, not asserted: every scan of the corpus through the pipeline (OCR on the CPU pool,
-  // the local extractor), one attempt each; the stored structured data is compared to the truth.
-  p.stage_settings().max_attempts = 1;
-  p.settings().step_timeout = 600s;
-  start();
-  std::map<std::string, uuid> ids;
-  std::vector<test::truth_pair> pairs;
-  for (auto& e : test::corpus_manifest()) {
-    if (e.kind != "clean_scan" && e.kind != "degraded_scan" && e.kind != "scanned_pdf")
-      continue;
-    ids[e.file] = p.submit(e.file, e.mime_type);
-    pairs.push_back(
-        {e.file, e.file, test::read_binary(test::corpus_dir() + "/truth/" + e.invoice + ".json")});
-  }
-  std::map<std::string, std::string> data;
-  int completed = 0;
-  for (auto& [file, id] : ids) {
-    ASSERT_TRUE(p.wait_until_final(id, 800s)) << file;
-    auto s = p.status(id);
-    completed += s.status == "completed";
-    data[file] = s.document_structured_data.empty() ? "{}" : s.document_structured_data;
-    std::printf("%-32s %-9s %s\n", file.c_str(), s.status.c_str(), s.last_error.c_str());
-  }
-  auto report = test::measure_accuracy(pairs, [&](const std::string& file) { return data[file]; });
-  std::printf("\nLocal extractor accuracy through OCR (%d scans, %d completed):\n%s\n",
-              report.documents, completed, report.table().c_str());
-  for (auto& m : report.misses)
-    std::printf("  miss: %s\n", m.c_str());
-  EXPECT_EQ(report.documents, static_cast<int>(ids.size()));
 }
 
 } // namespace

@@ -1,0 +1,2 @@
+// Compiles the shared GoogleTest precompiled header once; see ingestd_gtest_pch in the top
+// CMakeLists.txt.
