@@ -94,7 +94,8 @@ TEST(e2e_daemon_known_files_events, import_is_idempotent_and_bad_input_is_refuse
   fs::remove_all(dir);
 }
 
-TEST(e2e_daemon_known_files_events, a_known_file_is_skipped_and_the_daemon_s_events_reach_a_signed_webhook) {
+TEST(e2e_daemon_known_files_events,
+     a_known_file_is_skipped_and_the_daemon_s_events_reach_a_signed_webhook) {
   e2e_setup s;
   chat_stub stub;
   curl_engine engine;
