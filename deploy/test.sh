@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh clone: installs what is missing, builds, checks the format and
-# runs the static analysis (deploy/format.sh and deploy/lint.sh on the files changed since
-# .ci/lint-base), starts the local stack (reusing a running one), runs every CTest entry. Safe to
-# run again.
+# The whole test suite, from a fresh clone: installs what is missing, builds, checks the format,
+# starts the local stack (reusing a running one) and runs every CTest entry. Beside the suite, at
+# the lowest CPU priority (the suite mostly waits on daemons, databases and timers), the static
+# analysis (deploy/lint.sh on the files changed since .ci/lint-base) and the sanitizer build with a
+# short run of every libFuzzer target; their output follows the suite's. Safe to run again.
 #   deploy/test.sh                   everything
-#   deploy/test.sh -L unit           extra arguments go to ctest (here: only the unit tests)
+#   deploy/test.sh -L unit           extra arguments go to ctest (here: only the unit tests; no
+#                                    static analysis or fuzzing beside them)
 #   INGESTD_LINT=0 deploy/test.sh    skips the format check and the static analysis (a quick local run)
-#   INGESTD_FUZZ_SECONDS=N           after a full run, each libFuzzer target runs N seconds
-#                                    (default 5; 0 skips it; tests/fuzz/run.sh 600 is a campaign)
+#   INGESTD_FUZZ_SECONDS=N           each libFuzzer target runs N seconds (default 5; 0 skips the
+#                                    sanitizer build and the runs; tests/fuzz/run.sh 600 is a campaign)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -15,14 +17,37 @@ cd "$root"
 deploy/install-deps.sh
 cmake --preset default >/dev/null
 cmake --build --preset default
-if [[ "${INGESTD_LINT:-1}" != 0 ]]; then
+lint=${INGESTD_LINT:-1}
+fuzz_seconds=${INGESTD_FUZZ_SECONDS:-5}
+if [[ "$lint" != 0 ]]; then
   deploy/format.sh --check
-  deploy/lint.sh
 fi
+
+# The checks beside the suite (only with the whole suite), in a log of their own.
+beside_log=build/beside-the-suite.log
+beside_pid=
+if [[ $# -eq 0 && ( "$lint" != 0 || "$fuzz_seconds" != 0 ) ]]; then
+  (
+    status=0
+    if [[ "$lint" != 0 ]]; then nice -n 19 deploy/lint.sh || status=1; fi
+    if [[ "$fuzz_seconds" != 0 ]]; then tests/fuzz/run.sh "$fuzz_seconds" || status=1; fi
+    exit $status
+  ) >"$beside_log" 2>&1 &
+  beside_pid=$!
+fi
+
 deploy/local-stack.sh start
 eval "$(deploy/local-stack.sh env)"
-ctest --preset default "$@"
-fuzz_seconds=${INGESTD_FUZZ_SECONDS:-5}
-if [[ $# -eq 0 && "$fuzz_seconds" != 0 ]]; then
-  tests/fuzz/run.sh "$fuzz_seconds"
+suite=0
+ctest --preset default "$@" || suite=$?
+
+beside=0
+if [[ -n "$beside_pid" ]]; then
+  echo "test: waiting for the static analysis and the fuzz runs ($beside_log)"
+  wait "$beside_pid" || beside=$?
+  cat "$beside_log"
+fi
+if [[ $suite -ne 0 || $beside -ne 0 ]]; then
+  echo "test: FAILED (suite exit $suite, static analysis and fuzzing exit $beside)" >&2
+  exit 1
 fi
