@@ -26,10 +26,10 @@ public:
     std::chrono::seconds cpu_deadline{300};
   };
 
-  explicit node_admission(limits l) : limits_(l) {}
+  explicit node_admission(const limits& l) : limits_(l) {}
 
   /// Sets the limits: before the node starts (its builder does, from the node's settings).
-  void configure(limits l) { limits_ = l; }
+  void configure(const limits& l) { limits_ = l; }
   const limits& configured() const { return limits_; }
 
   // -- the pollers' questions ----------------------------------------------------------------

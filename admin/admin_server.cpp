@@ -132,7 +132,8 @@ std::string matching_prometheus(const result<matching_figures>& figures) {
   return out;
 }
 
-admin_server::admin_server(std::string bind, int port, admin_probes probes, admin_http_options http)
+admin_server::admin_server(std::string bind, int port, admin_probes probes,
+                           const admin_http_options& http)
     : bind_(std::move(bind)), port_(port), probes_(std::move(probes)),
       server_(std::make_unique<http_server::server>(server_options_of(bind_, port_, http))) {
   if (probes_.database)

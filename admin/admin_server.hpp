@@ -80,7 +80,8 @@ std::string matching_prometheus(const result<matching_figures>& figures);
 
 class admin_server {
 public:
-  admin_server(std::string bind, int port, admin_probes probes, admin_http_options http = {});
+  admin_server(std::string bind, int port, admin_probes probes,
+               const admin_http_options& http = {});
   ~admin_server();
   admin_server(const admin_server&) = delete;
   admin_server& operator=(const admin_server&) = delete;

@@ -2,7 +2,7 @@
 #
 #   ingestd_add_test(NAME unit_config SOURCES config_test.cpp LIBS ingestd_config
 #                    KIND gtest|caf TIMEOUT 60 LABELS unit [RESOURCE_LOCK postgres]
-#                    [SUITES suite...])
+#                    [SUITES suite...] [COST seconds])
 #
 # GoogleTest executables link gtest_main; CAF-DSL executables define their own main through
 # caf/test/unit_test_impl.hpp. The two kinds never share an executable.
@@ -11,8 +11,12 @@
 # CTest entry per GoogleTest suite, named after it (`ctest -R e2e_daemon_crash` runs that suite's
 # process alone). An entry whose filter selects no test fails, so a renamed suite is noticed.
 # Per-entry properties (another TIMEOUT, RUN_SERIAL) are set on the suite's name afterwards.
+#
+# COST: about how many seconds the entry takes on a 2-core machine, for the long ones. CTest
+# starts the costliest first (a fresh build has no measured times yet), so that no long entry
+# starts last and runs alone at the end of the suite.
 function(ingestd_add_test)
-  cmake_parse_arguments(T "" "NAME;KIND;TIMEOUT" "SOURCES;LIBS;LABELS;RESOURCE_LOCK;ENVIRONMENT;SUITES" ${ARGN})
+  cmake_parse_arguments(T "" "NAME;KIND;TIMEOUT;COST" "SOURCES;LIBS;LABELS;RESOURCE_LOCK;ENVIRONMENT;SUITES" ${ARGN})
   if(NOT T_TIMEOUT)
     message(FATAL_ERROR "ingestd_add_test(${T_NAME}): TIMEOUT is required")
   endif()
@@ -55,5 +59,8 @@ function(ingestd_add_test)
   endif()
   if(T_RESOURCE_LOCK)
     set_tests_properties(${entries} PROPERTIES RESOURCE_LOCK "${T_RESOURCE_LOCK}")
+  endif()
+  if(T_COST)
+    set_tests_properties(${entries} PROPERTIES COST ${T_COST})
   endif()
 endfunction()

@@ -635,11 +635,11 @@ void review_desk::mount(http_server::server& svr) {
     return h->authenticate_before_body(req, res, true);
   };
   http_server::route_options sign_in;
-  sign_in.max_body = 16 * 1024;
+  sign_in.max_body = size_t{16} * 1024;
   sign_in.before_body
       = [h](const request& req, response& res) { return h->sign_in_allowed(req, res); };
   http_server::route_options sign_out;
-  sign_out.max_body = 16 * 1024;
+  sign_out.max_body = size_t{16} * 1024;
   sign_out.before_body = [h](const request& req, response& res) {
     return h->authenticate_before_body(req, res, false);
   };

@@ -19,8 +19,8 @@ public:
   /// extract() with the caller's call context: its hooks hear when the request waits for its
   /// provider's limits and when it goes on (a job's step deadline stops in between), its log
   /// fields go on every line about the call. An extractor without a remote provider ignores it.
-  virtual void extract_with(std::string text, call_context context, callback<extraction> done) {
-    (void)context;
+  // NOLINTNEXTLINE(performance-unnecessary-value-param): the overrides take the context over.
+  virtual void extract_with(std::string text, call_context /*context*/, callback<extraction> done) {
     extract(std::move(text), std::move(done));
   }
   virtual std::string name() const = 0;

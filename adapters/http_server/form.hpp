@@ -20,7 +20,7 @@ struct form_limits {
   /// Parts (fields and files) in one body.
   size_t max_parts = 64;
   /// The header block of one part.
-  size_t max_part_header_bytes = 8 * 1024;
+  size_t max_part_header_bytes = size_t{8} * 1024;
   /// Fields of an urlencoded body or a query.
   size_t max_fields = 256;
 };

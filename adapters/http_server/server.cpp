@@ -134,7 +134,7 @@ std::string wire_bytes(const response& res) {
     if (name.find_first_of("\r\n") != std::string::npos
         || value.find_first_of("\r\n") != std::string::npos)
       continue;
-    out += name + ": " + value + "\r\n";
+    out.append(name).append(": ").append(value).append("\r\n");
   }
   out += "Content-Length: " + std::to_string(res.body.size()) + "\r\nConnection: close\r\n\r\n";
   out += res.body;

@@ -40,7 +40,7 @@ using decorator = std::function<void(const request&, response&)>;
 
 struct route_options {
   /// The largest body the route takes; 413 when the body is larger.
-  size_t max_body = 64 * 1024;
+  size_t max_body = size_t{64} * 1024;
   /// Runs before the body is read (after the server's gate).
   gate before_body;
   /// The handler runs on the polling thread: for handlers that never block (/healthz), so that
@@ -74,7 +74,7 @@ struct server_options {
   /// A connection silent for this long is closed (also an idle keep-alive connection).
   std::chrono::seconds idle_timeout{30};
   /// Memory for one connection's request line, headers and read buffer (libmicrohttpd's pool).
-  size_t memory_per_connection = 64 * 1024;
+  size_t memory_per_connection = size_t{64} * 1024;
   /// Host names the endpoint answers to besides loopback names and IP literals ("*": any). The
   /// bind address, when it is a name, is added.
   std::vector<std::string> allowed_hosts;

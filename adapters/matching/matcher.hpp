@@ -29,9 +29,10 @@ public:
       = 0;
   /// decide() with the caller's call context (see extractor::extract_with); a local matcher
   /// ignores it.
+  // The overrides take the context over, hence by value.
   virtual void decide_with(match_document doc, std::vector<match_document> candidates,
-                           call_context context, callback<std::vector<match_edge>> done) {
-    (void)context;
+                           call_context /*context*/, // NOLINT(performance-unnecessary-value-param)
+                           callback<std::vector<match_edge>> done) {
     decide(std::move(doc), std::move(candidates), std::move(done));
   }
 

@@ -18,7 +18,7 @@ struct tesseract_settings {
 };
 
 struct document_limits {
-  size_t max_file_bytes = 50u * 1024 * 1024;
+  size_t max_file_bytes = size_t{50} * 1024 * 1024;
   int max_pages = 50;
   /// Largest page image accepted (decoded or rendered); rendering lowers the dpi to stay under.
   int64_t max_page_pixels = 60'000'000;
