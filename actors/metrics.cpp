@@ -208,6 +208,9 @@ std::string worker_metrics::prometheus() const {
         known_file_skips.load(), "counter");
   gauge(out, "ingestd_escalations_total", "Work moved from the small to the large size class.",
         escalations.load(), "counter");
+  gauge(out, "ingestd_outbox_dead_total",
+        "Outbox rows this node's relay declared dead after outbox.max_attempts failed sends.",
+        outbox_dead.load(), "counter");
   gauge(out, "ingestd_admission_give_backs_total",
         "Received messages whose slots another stage took meanwhile: made visible again.",
         admission_give_backs.load(), "counter");

@@ -46,6 +46,8 @@ public:
   std::atomic<int64_t> tracked_claims{0};
   std::atomic<int64_t> queue_receive_errors{0};
 
+  /// Outbox rows this node's relay declared dead (outbox.max_attempts failed sends).
+  std::atomic<int64_t> outbox_dead{0};
   /// Work moved from the small size class to the large one.
   std::atomic<int64_t> escalations{0};
   /// Messages received when their slots had been taken meanwhile (by another stage's poller):

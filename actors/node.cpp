@@ -25,7 +25,8 @@ void configure_scheduler(caf::actor_system_config& cfg) {
   cfg.set("scheduler.policy", caf::atom("sharing"));
 }
 
-node start_node(caf::actor_system& sys, std::shared_ptr<node_context> ctx, node_options options) {
+node start_node(caf::actor_system& sys, const std::shared_ptr<node_context>& ctx,
+                node_options options) {
   node n;
   n.context = ctx;
   auto& s = ctx->settings;
@@ -43,7 +44,8 @@ node start_node(caf::actor_system& sys, std::shared_ptr<node_context> ctx, node_
   if (options.cpu_pool)
     others.push_back(caf::actor_cast<caf::actor>(options.cpu_pool));
   if (options.outbox) {
-    n.relay = spawn_relay(sys, options.outbox, options.destinations, options.relay, options.sinks);
+    n.relay = spawn_relay(sys, options.outbox, options.destinations, options.relay, options.sinks,
+                          ctx->metrics);
     others.push_back(caf::actor_cast<caf::actor>(n.relay));
   }
   if (options.registry) {

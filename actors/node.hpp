@@ -73,7 +73,7 @@ void configure_scheduler(caf::actor_system_config& cfg);
 /// Starts the node over `ctx` (its admission set to its settings' limits): the heartbeats, a poller
 /// per stage (each receives at once), the sweeper, the relay and the registry actor (when the
 /// options ask for them) and the shutdown coordinator.
-node start_node(caf::actor_system& sys, std::shared_ptr<node_context> ctx,
+node start_node(caf::actor_system& sys, const std::shared_ptr<node_context>& ctx,
                 node_options options = {});
 
 } // namespace ingestd

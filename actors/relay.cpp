@@ -10,8 +10,12 @@
 //
 // Event rows (destination "events:<sink>") go to their sink one document at a time: a chain per
 // ordering key delivers the key's rows in id order, each after the previous one was accepted;
-// the first failure gives the rest of the chain back (mark_failed) and backs the sink off, so
-// nothing later of that document overtakes it. Chains of different documents run side by side.
+// the first failure marks that row failed and backs the sink off, and the rest of the chain is
+// left untried, so nothing later of that document overtakes it. The take locks the key for this
+// relay until its next take, so no other node's relay sends the document's events meanwhile.
+// Chains of different documents run side by side. A row that fails settings.max_attempts times
+// is dead (logged; `ingestd events --dead`, `ingestd events redeliver`), and its document's later
+// events go on without it.
 // A sink in its back-off is left out of the take: its rows wait in the outbox, and ingestion,
 // which only writes them, never waits for a receiver.
 //
@@ -26,6 +30,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/continuation.hpp"
+#include "actors/metrics.hpp"
 #include "adapters/support/log.hpp"
 
 namespace ingestd {
@@ -45,6 +50,7 @@ struct relay_state {
   std::map<std::string, std::shared_ptr<event_sink>> sinks;
   std::map<std::string, sink_backoff> backoff;
   relay_settings settings;
+  std::shared_ptr<worker_metrics> metrics;
   bool busy = false;
   /// Sends and marks not answered yet in the current round.
   int outstanding = 0;
@@ -94,9 +100,19 @@ void mark(relay_ptr self, std::vector<int64_t> sent, std::vector<int64_t> failed
     if (!quiet)
       log::warn("outbox rows not sent", {{"rows", count}, {"error", why}});
     st.outbox->mark_failed(
-        std::move(failed), why,
-        in_actor_within<void>(self, call_deadline, "outbox.mark_failed",
-                              [self](const result<void>&) { round_done(self); }));
+        std::move(failed), why, st.settings.max_attempts,
+        in_actor_within<int64_t>(
+            self, call_deadline, "outbox.mark_failed", [self, why](const result<int64_t>& r) {
+              if (r && *r > 0 && self->state.metrics)
+                self->state.metrics->outbox_dead += *r;
+              if (r && *r > 0)
+                log::error(
+                    "outbox rows dead: not sent after the last attempt",
+                    {{"rows", *r},
+                     {"max_attempts", static_cast<int64_t>(self->state.settings.max_attempts)},
+                     {"error", why}});
+              round_done(self);
+            }));
   }
 }
 
@@ -201,10 +217,9 @@ void deliver_chain(relay_ptr self, const std::shared_ptr<event_sink>& sink,
                                           mark(self, std::move(sent), {}, "");
                                           return round_done(self);
                                         }
-                                        std::vector<int64_t> rest;
-                                        for (size_t k = next; k < rows->size(); ++k)
-                                          rest.push_back((*rows)[k].id);
-                                        mark(self, std::move(sent), std::move(rest),
+                                        // The later rows stay untried behind it, under the
+                                        // key's lock until the next take.
+                                        mark(self, std::move(sent), {(*rows)[next].id},
                                              destination + ": " + r.error().describe(), true);
                                         round_done(self);
                                       }));
@@ -265,8 +280,10 @@ void tick(relay_ptr self) {
 relay_impl::behavior_type relay(relay_ptr self, std::shared_ptr<outbox_repository> outbox,
                                 std::map<std::string, std::shared_ptr<queue>> destinations,
                                 relay_settings settings,
-                                std::map<std::string, std::shared_ptr<event_sink>> sinks) {
+                                std::map<std::string, std::shared_ptr<event_sink>> sinks,
+                                std::shared_ptr<worker_metrics> metrics) {
   auto& st = self->state;
+  st.metrics = std::move(metrics);
   st.outbox = std::move(outbox);
   st.destinations = std::move(destinations);
   st.sinks = std::move(sinks);
@@ -294,8 +311,10 @@ relay_impl::behavior_type relay(relay_ptr self, std::shared_ptr<outbox_repositor
 relay_actor spawn_relay(caf::actor_system& sys, std::shared_ptr<outbox_repository> outbox,
                         std::map<std::string, std::shared_ptr<queue>> destinations,
                         relay_settings settings,
-                        std::map<std::string, std::shared_ptr<event_sink>> sinks) {
-  return sys.spawn(relay, std::move(outbox), std::move(destinations), settings, std::move(sinks));
+                        std::map<std::string, std::shared_ptr<event_sink>> sinks,
+                        std::shared_ptr<worker_metrics> metrics) {
+  return sys.spawn(relay, std::move(outbox), std::move(destinations), settings, std::move(sinks),
+                   std::move(metrics));
 }
 
 } // namespace ingestd

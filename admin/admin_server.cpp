@@ -132,6 +132,29 @@ std::string matching_prometheus(const result<matching_figures>& figures) {
   return out;
 }
 
+std::string outbox_prometheus(const result<outbox_figures>& figures) {
+  std::string out;
+  out += "# HELP ingestd_outbox_up Whether the database answered the last outbox figures query.\n";
+  out += "# TYPE ingestd_outbox_up gauge\n";
+  out += "ingestd_outbox_up " + std::string{figures ? "1" : "0"} + "\n";
+  if (!figures)
+    return out;
+  out += "# HELP ingestd_outbox_pending Outbox rows (queue messages of hand-offs, events for the "
+         "sinks) not sent yet.\n";
+  out += "# TYPE ingestd_outbox_pending gauge\n";
+  out += "ingestd_outbox_pending " + std::to_string(figures->pending) + "\n";
+  out += "# HELP ingestd_outbox_oldest_age_seconds Age of the oldest outbox row not sent yet (0: "
+         "none).\n";
+  out += "# TYPE ingestd_outbox_oldest_age_seconds gauge\n";
+  out += "ingestd_outbox_oldest_age_seconds " + std::to_string(figures->oldest_pending_seconds)
+         + "\n";
+  out += "# HELP ingestd_outbox_dead_rows Outbox rows that failed outbox.max_attempts sends, kept "
+         "unsent (ingestd events --dead; the relay's count is ingestd_outbox_dead_total).\n";
+  out += "# TYPE ingestd_outbox_dead_rows gauge\n";
+  out += "ingestd_outbox_dead_rows " + std::to_string(figures->dead) + "\n";
+  return out;
+}
+
 admin_server::admin_server(std::string bind, int port, admin_probes probes,
                            const admin_http_options& http)
     : bind_(std::move(bind)), port_(port), probes_(std::move(probes)),
@@ -151,6 +174,8 @@ admin_server::admin_server(std::string bind, int port, admin_probes probes,
   }
   if (probes_.matching)
     matching_ = std::make_shared<background_probe<matching_figures>>(probes_.matching);
+  if (probes_.outbox)
+    outbox_ = std::make_shared<background_probe<outbox_figures>>(probes_.outbox);
   auto& svr = *server_;
   // On the polling thread: answered however busy the handler threads are.
   http_server::route_options at_once;
@@ -198,14 +223,22 @@ admin_server::admin_server(std::string bind, int port, admin_probes probes,
   });
   svr.get("/metrics", [this](const request&, response& res) {
     std::string out = probes_.metrics ? probes_.metrics() : std::string{};
-    if (queues_)
-      out += queue_prometheus(queues_->answer(queues_->run(),
-                                              std::chrono::steady_clock::now() + probes_.deadline,
-                                              probes_.deadline, "the queues"));
+    // The database's figures are asked together, under one deadline.
+    auto until = std::chrono::steady_clock::now() + probes_.deadline;
+    std::optional<std::shared_future<result<matching_figures>>> matching;
+    std::optional<std::shared_future<result<outbox_figures>>> outbox;
     if (matching_)
+      matching = matching_->run();
+    if (outbox_)
+      outbox = outbox_->run();
+    if (queues_)
+      out += queue_prometheus(
+          queues_->answer(queues_->run(), until, probes_.deadline, "the queues"));
+    if (matching)
       out += matching_prometheus(
-          matching_->answer(matching_->run(), std::chrono::steady_clock::now() + probes_.deadline,
-                            probes_.deadline, "the database"));
+          matching_->answer(*matching, until, probes_.deadline, "the database"));
+    if (outbox)
+      out += outbox_prometheus(outbox_->answer(*outbox, until, probes_.deadline, "the database"));
     out += "# HELP ingestd_shutting_down Whether the node is draining (SIGTERM received).\n";
     out += "# TYPE ingestd_shutting_down gauge\n";
     out += "ingestd_shutting_down " + std::string{shutting_down_ ? "1" : "0"} + "\n";

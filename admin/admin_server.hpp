@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "adapters/db/outbox_repository.hpp"
 #include "adapters/http_server/server.hpp"
 #include "adapters/queue/queue.hpp"
 #include "messages/result.hpp"
@@ -49,6 +50,8 @@ struct admin_probes {
   std::string queue_name = "ingest";
   /// The matching figures (optional); an error sets ingestd_matching_up to 0, readiness unchanged.
   std::function<result<matching_figures>()> matching;
+  /// The outbox's figures (optional, on nodes that relay); an error sets ingestd_outbox_up to 0.
+  std::function<result<outbox_figures>()> outbox;
   /// The worker's metrics in Prometheus text (may be empty).
   std::function<std::string()> metrics;
   /// POST /drain (with `Authorization: Bearer <drain_token>`): starts the node's drain, as
@@ -77,6 +80,10 @@ std::string queue_prometheus(const result<std::vector<queue_depth>>& all);
 /// The matching figures in Prometheus text: documents by matching status, matching in progress
 /// over 10 minutes, the oldest matching in progress, and whether the query answered.
 std::string matching_prometheus(const result<matching_figures>& figures);
+
+/// The outbox figures in Prometheus text: rows still to send, the oldest one's age, dead rows
+/// kept, and whether the query answered (the rows declared dead are a counter of the worker's).
+std::string outbox_prometheus(const result<outbox_figures>& figures);
 
 class admin_server {
 public:
@@ -113,6 +120,7 @@ private:
   std::shared_ptr<background_probe<queue_stats>> queue_;
   std::shared_ptr<background_probe<std::vector<queue_depth>>> queues_;
   std::shared_ptr<background_probe<matching_figures>> matching_;
+  std::shared_ptr<background_probe<outbox_figures>> outbox_;
   std::atomic<bool> shutting_down_{false};
   /// The last reason /readyz gave, so that a lasting one is logged once.
   std::mutex not_ready_mtx_;

@@ -1,9 +1,15 @@
 // `ingestd events [--follow] [--json]`: prints the status event stream that the outbox keeps for
 // the retention (outbox.retention_hours), oldest first; --follow waits for new events.
+// `ingestd events --dead` lists the outbox rows that failed outbox.max_attempts sends, and
+// `ingestd events redeliver ID... | --all` gives them back to the relay.
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
@@ -18,6 +24,8 @@ namespace ingestd::cli {
 namespace {
 
 constexpr const char* events_usage = R"(Usage: ingestd events [--follow] [--json]
+       ingestd events --dead [--json]
+       ingestd events redeliver ID... | --all
 
 Prints the status event stream, oldest first: every state change of documents, ingestions,
 matching and workers (DOCUMENT_ADDED, INGESTION_QUEUED, INGESTION_STARTED, INGESTION_COMPLETED,
@@ -30,6 +38,12 @@ WARNING, WORKER_STARTED, WORKER_FINISHED), as kept for outbox.retention_hours.
 
 The sinks: INGESTD_EVENTS_WEBHOOK_URL and INGESTD_EVENTS_WEBHOOK_SECRET (a signed POST per
 event), outbox.events_sqs_queue (an SQS message per event); `ingestd run` delivers to them.
+
+  --dead     the outbox rows (events for a sink, queue messages of hand-offs) that failed
+             outbox.max_attempts sends and are no longer tried, the most recent first: id,
+             destination, attempts, when it died, the last error (--json: one object per line,
+             with the row's body); kept for outbox.retention_hours after they died
+  redeliver  gives dead rows back to the relay (by id, or --all), their attempts reset
 )";
 
 volatile std::sig_atomic_t stop_requested = 0;
@@ -67,28 +81,105 @@ void print(const stream_event& e, bool json) {
               text(doc, "ingestion_id").c_str(), payload.c_str());
 }
 
+std::string json_text(const std::string& s) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w{buf};
+  w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size()));
+  return buf.GetString();
+}
+
+int print_dead(outbox_repository& outbox, bool json) {
+  constexpr int limit = 10000;
+  auto rows = blocking_call<std::vector<dead_outbox_row>>(
+      std::chrono::seconds{60}, "events.timeout", "the database",
+      [&](auto cb) { outbox.dead_rows(limit, cb); });
+  if (!rows) {
+    std::fprintf(stderr, "ingestd events: database: %s\n", rows.error().describe().c_str());
+    return failure;
+  }
+  for (auto& r : *rows) {
+    if (json)
+      std::printf(R"({"id":%lld,"destination":%s,"attempts":%d,"created_at":%s,"dead_at":%s,)"
+                  R"("last_error":%s,"body":%s})"
+                  "\n",
+                  static_cast<long long>(r.id), json_text(r.destination).c_str(), r.attempts,
+                  json_text(r.created_at).c_str(), json_text(r.dead_at).c_str(),
+                  json_text(r.last_error).c_str(), json_text(r.body).c_str());
+    else
+      std::printf("%-10lld %-16s %4d attempts  dead %s  %s\n", static_cast<long long>(r.id),
+                  r.destination.c_str(), r.attempts, r.dead_at.c_str(), r.last_error.c_str());
+  }
+  if (!json)
+    std::printf("%zu dead row(s)%s\n", rows->size(),
+                rows->size() == static_cast<size_t>(limit) ? " (the most recent shown)" : "");
+  return ok;
+}
+
+int redeliver(outbox_repository& outbox, const std::vector<int64_t>& ids) {
+  auto n = blocking_call<int64_t>(std::chrono::seconds{60}, "events.timeout", "the database",
+                                  [&](auto cb) { outbox.redeliver(ids, cb); });
+  if (!n) {
+    std::fprintf(stderr, "ingestd events: database: %s\n", n.error().describe().c_str());
+    return failure;
+  }
+  std::printf("%lld dead row(s) given back to the relay\n", static_cast<long long>(*n));
+  return ok;
+}
+
 } // namespace
 
 int events_command(const arguments& args) {
-  bool follow = false, json = false;
+  bool follow = false, json = false, dead = false, redeliver_all = false;
+  std::optional<std::vector<int64_t>> to_redeliver;
   for (auto& a : args.raw) {
     if (a == "--help" || a == "-h") {
       std::fputs(events_usage, stdout);
       return ok;
     }
-    if (a == "--follow") {
+    if (to_redeliver) {
+      if (a == "--all") {
+        redeliver_all = true;
+        continue;
+      }
+      char* end = nullptr;
+      errno = 0;
+      auto id = std::strtoll(a.c_str(), &end, 10);
+      if (a.empty() || *end != '\0' || errno != 0 || id <= 0) {
+        std::fprintf(stderr, "ingestd events redeliver: not a row id: %s\n%s", a.c_str(),
+                     events_usage);
+        return usage;
+      }
+      to_redeliver->push_back(id);
+    } else if (a == "redeliver") {
+      to_redeliver.emplace();
+    } else if (a == "--follow") {
       follow = true;
     } else if (a == "--json") {
       json = true;
+    } else if (a == "--dead") {
+      dead = true;
     } else {
       std::fprintf(stderr, "ingestd events: unknown argument %s\n%s", a.c_str(), events_usage);
       return usage;
     }
   }
+  if (to_redeliver && (redeliver_all == !to_redeliver->empty() || follow || json || dead)) {
+    std::fprintf(stderr, "ingestd events redeliver: give row ids or --all (and nothing else)\n%s",
+                 events_usage);
+    return usage;
+  }
+  if (dead && follow) {
+    std::fprintf(stderr, "ingestd events: --dead does not follow\n%s", events_usage);
+    return usage;
+  }
   auto cfg = load_or_report(args);
   if (!cfg)
     return failure;
   pg_outbox_repository outbox{cfg->database.url};
+  if (to_redeliver)
+    return redeliver(outbox, *to_redeliver);
+  if (dead)
+    return print_dead(outbox, json);
   std::signal(SIGINT, request_stop);
   std::signal(SIGTERM, request_stop);
   int64_t after = 0;

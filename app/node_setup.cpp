@@ -94,7 +94,7 @@ result<void> start_event_stream(outbox_repository& outbox, const runtime& rt,
 } // namespace
 
 result<std::unique_ptr<node_setup>> node_setup::prepare(caf::actor_system& sys, const config& cfg,
-                                                        std::string version) {
+                                                        const std::string& version) {
   std::unique_ptr<node_setup> n{new node_setup{sys, cfg}};
   n->ctx_ = std::make_shared<node_context>();
   auto& ctx = *n->ctx_;
@@ -155,6 +155,7 @@ const node& node_setup::start(std::function<void(const std::string& why)> on_sel
     opts.relay.interval = std::chrono::milliseconds{cfg_.outbox.poll_interval_ms};
     opts.relay.retention = std::chrono::hours{cfg_.outbox.retention_hours};
     opts.relay.sink_retry_max = std::chrono::milliseconds{cfg_.outbox.events_retry_max_ms};
+    opts.relay.max_attempts = cfg_.outbox.max_attempts;
   }
   opts.registry = nodes_;
   opts.registration.id = me_.id;

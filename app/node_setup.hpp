@@ -23,7 +23,7 @@ class node_setup {
 public:
   /// Makes the node's parts; nothing polls yet. `version` goes in the registry.
   static result<std::unique_ptr<node_setup>> prepare(caf::actor_system& sys, const config& cfg,
-                                                     std::string version);
+                                                     const std::string& version);
   /// Stops the CPU pool if the node never started.
   ~node_setup();
   node_setup(const node_setup&) = delete;

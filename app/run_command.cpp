@@ -294,6 +294,12 @@ int run_command(const arguments& args) {
         return matching_figures{s->matching_by_status, s->matching_in_progress_over_10_minutes,
                                 s->oldest_matching_in_progress_seconds};
       };
+      if (rt.outbox)
+        probes.outbox = [outbox = rt.outbox]() {
+          return blocking_call<outbox_figures>(std::chrono::seconds{5}, "admin.timeout",
+                                               "the database",
+                                               [&](auto cb) { outbox->figures(cb); });
+        };
       admin_http_options http;
       http.allowed_hosts = name_list(cfg->admin.allowed_hosts);
       // The desk's bodies are at most 1 MiB, /drain's 4 KiB.

@@ -176,6 +176,9 @@ struct config {
     std::string events_sqs_queue;
     /// A sink that fails is retried after 0.5 s, doubling up to this.
     int events_retry_max_ms{};
+    /// Failed sends of a row (a queue message, an event for a sink) before it is dead: kept with
+    /// its last error for `ingestd events --dead` and `ingestd events redeliver`, not retried.
+    int max_attempts{};
   } outbox;
 
   /// The node registry.

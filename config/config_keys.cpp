@@ -294,7 +294,8 @@ const std::vector<key_spec>& schema() {
         .integer("poll_interval_ms", &outbox::poll_interval_ms, 1000, 10, 60000)
         .integer("retention_hours", &outbox::retention_hours, 168, 1, int64_t{24} * 365)
         .text("events_sqs_queue", &outbox::events_sqs_queue, "")
-        .integer("events_retry_max_ms", &outbox::events_retry_max_ms, 10000, 100, 3600000);
+        .integer("events_retry_max_ms", &outbox::events_retry_max_ms, 10000, 100, 3600000)
+        .integer("max_attempts", &outbox::max_attempts, 50, 1, 100000);
 
     using cluster = config::cluster_section;
     keys(t, "cluster", &config::cluster)

@@ -40,6 +40,26 @@ struct registered_sink {
   std::vector<std::string> types = {};
 };
 
+/// A row that failed outbox.max_attempts sends and is no longer taken (`ingestd events --dead`).
+struct dead_outbox_row {
+  int64_t id = 0;
+  std::string destination;
+  std::string body;
+  int32_t attempts = 0;
+  std::string last_error;
+  /// ISO 8601, UTC.
+  std::string created_at;
+  std::string dead_at;
+};
+
+/// The outbox's figures for /metrics: rows still to send, the age of the oldest of them, and the
+/// dead rows.
+struct outbox_figures {
+  int64_t pending = 0;
+  double oldest_pending_seconds = 0;
+  int64_t dead = 0;
+};
+
 /// One event of the stream, as `ingestd events` prints it.
 struct stream_event {
   int64_t id = 0;
@@ -53,11 +73,15 @@ class outbox_repository {
 public:
   virtual ~outbox_repository() = default;
 
-  /// Up to `limit` unsent rows, oldest first, held for `hold` so that another relay skips them
-  /// (a relay that dies leaves them to the next once the hold ends). Event rows only for the
-  /// sinks in `sinks` (their destinations, "events:webhook"): a relay takes no event it cannot
-  /// deliver now. A row with an ordering key is not taken while an earlier unsent row of its key
-  /// and destination is held: events go out in order per key.
+  /// Up to `limit` rows still to send (neither sent nor dead), oldest first. Event rows only for
+  /// the sinks in `sinks` (their destinations, "events:webhook"): a relay takes no event it
+  /// cannot deliver now.
+  /// Rows without an ordering key (queue messages) are held for `hold` so that another relay
+  /// skips them; a relay that dies leaves them to the next once the hold ends.
+  /// Rows with a key come with the key's lock, every unsent row of the key in id order: no other
+  /// relay takes a row of that key (destination and key) until this one's next take, or until
+  /// it is gone, however long its sends take. So one document's events go out through one relay
+  /// at a time, in order.
   virtual void take(int limit, std::chrono::seconds hold, std::vector<std::string> sinks,
                     callback<std::vector<outbox_row>> done)
       = 0;
@@ -65,11 +89,25 @@ public:
   /// The rows were sent.
   virtual void mark_sent(std::vector<int64_t> ids, callback<void> done) = 0;
 
-  /// Sending the rows failed: counted, the error kept, the hold dropped so they go next time.
-  virtual void mark_failed(std::vector<int64_t> ids, std::string error, callback<void> done) = 0;
+  /// Sending the rows failed: each one's attempt counted, the error kept, the hold dropped so
+  /// they go next time; a row whose attempts reach `max_attempts` is dead instead (never taken
+  /// again unless redelivered). Answers how many became dead.
+  virtual void mark_failed(std::vector<int64_t> ids, std::string error, int max_attempts,
+                           callback<int64_t> done)
+      = 0;
 
-  /// Deletes rows sent longer ago than `retention`; answers how many.
+  /// Deletes rows sent, or dead, longer ago than `retention`; answers how many.
   virtual void prune(std::chrono::seconds retention, callback<int64_t> done) = 0;
+
+  /// Up to `limit` dead rows, the most recently dead first.
+  virtual void dead_rows(int limit, callback<std::vector<dead_outbox_row>> done) = 0;
+
+  /// Gives dead rows back to the relay with their attempts reset (`ids`; empty: every dead row);
+  /// answers how many.
+  virtual void redeliver(std::vector<int64_t> ids, callback<int64_t> done) = 0;
+
+  /// The figures for /metrics.
+  virtual void figures(callback<outbox_figures> done) = 0;
 
   /// Registers the event sinks this node delivers to ("webhook", "sqs", "notify"), each with the
   /// event types it takes (empty: all): from now on every event of those types gets a row for

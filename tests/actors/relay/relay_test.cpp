@@ -309,8 +309,11 @@ CAF_TEST(a sink that is down holds each document at its first event and is backe
   auto r = spawn_relay(sys, outbox, {}, settings, {{"events:webhook", sink}});
   periodic.push_back(caf::actor_cast<caf::actor>(r));
   sched.run();
-  // One refusal per document: its later events were not tried behind the first.
+  // One refusal per document: its later events were not tried behind the first, and only the
+  // refused one counts an attempt.
   CAF_CHECK_EQUAL(sink->refused(), 2);
+  for (auto& [id, failures] : std::vector<std::pair<int64_t, int>>{{1, 1}, {2, 1}, {3, 0}, {4, 0}})
+    CAF_CHECK_EQUAL(outbox->row(id)->failures, failures);
   // Backing off: rounds on the interval leave the sink's events alone.
   advance_time(settings.interval);
   sched.run();
@@ -331,6 +334,35 @@ CAF_TEST(a sink that is down holds each document at its first event and is backe
       of_a.push_back(id);
   CAF_CHECK_EQUAL(of_a, strings({"doc-a-0", "doc-a-1", "doc-a-2"}));
   CAF_CHECK_EQUAL(sink->delivered().size(), 6u);
+  check_no_violations();
+}
+
+CAF_TEST(an event refused max_attempts times is dead and its documents later events go on) {
+  settings.max_attempts = 2;
+  settings.sink_retry_initial = 1s;
+  settings.sink_retry_max = 1s;
+  auto sink = std::make_shared<test::fake_event_sink>();
+  for (int i = 0; i < 2; ++i)
+    sink->fail_next("deliver", error::make_transient("events.http_500", "the receiver failed"));
+  auto first = outbox->add_event("events:webhook", "doc-a-0", "doc-a");
+  outbox->add_event("events:webhook", "doc-a-1", "doc-a");
+  auto r = spawn_relay(sys, outbox, {}, settings, {{"events:webhook", sink}});
+  periodic.push_back(caf::actor_cast<caf::actor>(r));
+  sched.run();
+  CAF_CHECK_EQUAL(outbox->row(first)->failures, 1);
+  CAF_CHECK(!outbox->row(first)->dead);
+  CAF_CHECK(sink->delivered().empty());
+  advance_time(1s);
+  sched.run();
+  // The second refusal was the last attempt: dead, with its error; the next event goes out.
+  auto dead = *outbox->row(first);
+  CAF_CHECK(dead.dead);
+  CAF_CHECK(!dead.sent);
+  CAF_CHECK(contains(dead.last_error, "the receiver failed"));
+  advance_time(1s);
+  sched.run();
+  CAF_CHECK_EQUAL(sink->delivered(), strings({"doc-a-1"}));
+  CAF_CHECK_EQUAL(sink->refused(), 2);
   check_no_violations();
 }
 

@@ -91,6 +91,36 @@ TEST(e2e_daemon_known_files_events, import_is_idempotent_and_bad_input_is_refuse
   EXPECT_CONTAINS(usage.err, "Usage: ingestd known-files");
   auto events_usage = run_ingestd({"events", "--bogus"}, env);
   EXPECT_EQ(events_usage.exit_code, 2);
+
+  // Dead outbox rows: listed with their last error, given back to the relay by id.
+  auto id = db.scalar(
+      "INSERT INTO event_outbox (destination, body, ordering_key, attempts, last_error, dead_at) "
+      "VALUES ('events:webhook', '{\"id\":\"e1\"}', 'doc', 50, 'receiver answered 500', now()) "
+      "RETURNING id");
+  auto dead = run_ingestd({"events", "--dead"}, env);
+  ASSERT_EQ(dead.exit_code, 0) << dead.err;
+  EXPECT_CONTAINS(dead.out, id);
+  EXPECT_CONTAINS(dead.out, "events:webhook");
+  EXPECT_CONTAINS(dead.out, "receiver answered 500");
+  EXPECT_CONTAINS(dead.out, "1 dead row(s)");
+  auto dead_json = run_ingestd({"events", "--dead", "--json"}, env);
+  ASSERT_EQ(dead_json.exit_code, 0) << dead_json.err;
+  rapidjson::Document row;
+  row.Parse(dead_json.out.c_str());
+  ASSERT_FALSE(row.HasParseError()) << dead_json.out;
+  EXPECT_EQ(row["attempts"].GetInt(), 50);
+  EXPECT_EQ(std::string{row["body"].GetString()}, "{\"id\":\"e1\"}");
+  for (auto args : {std::vector<std::string>{"events", "redeliver"},
+                    std::vector<std::string>{"events", "redeliver", "x1"},
+                    std::vector<std::string>{"events", "redeliver", id, "--all"}})
+    EXPECT_EQ(run_ingestd(args, env).exit_code, 2) << args.back();
+  auto given = run_ingestd({"events", "redeliver", id}, env);
+  ASSERT_EQ(given.exit_code, 0) << given.err;
+  EXPECT_CONTAINS(given.out, "1 dead row(s) given back");
+  EXPECT_EQ(db.scalar("SELECT attempts || ' ' || (dead_at IS NULL) FROM event_outbox WHERE id = $1",
+                      {id}),
+            "0 true");
+  EXPECT_CONTAINS(run_ingestd({"events", "--dead"}, env).out, "0 dead row(s)");
   fs::remove_all(dir);
 }
 

@@ -253,8 +253,9 @@ TEST_F(
   EXPECT_EQ(count("SELECT count(*) FROM event_outbox WHERE destination = 'events:notify'"), 0);
   EXPECT_EQ(count("SELECT count(DISTINCT event_id) FROM event_outbox"), 4);
 
-  // A relay without the sqs sink takes only webhook rows; a second relay, holding nothing of a
-  // document's first row, does not take its later rows either.
+  // A relay without the sqs sink takes only webhook rows, with the lock of their document: a
+  // second relay (another session) does not take that document's later rows, only the other's.
+  pg_outbox_repository other_relay{db->url()};
   auto first = await<std::vector<outbox_row>>(
       [&](auto cb) { outbox->take(1, 60s, {"events:webhook"}, cb); });
   ASSERT_TRUE(first);
@@ -263,14 +264,16 @@ TEST_F(
   EXPECT_EQ(first->at(0).ordering_key, a.document_id.str());
   EXPECT_EQ(first->at(0).event_id.size(), 36u);
   auto second = await<std::vector<outbox_row>>(
-      [&](auto cb) { outbox->take(10, 60s, {"events:webhook"}, cb); });
+      [&](auto cb) { other_relay.take(10, 60s, {"events:webhook"}, cb); });
   ASSERT_TRUE(second);
   ASSERT_EQ(second->size(), 2u);
   for (auto& row : *second)
     EXPECT_EQ(row.ordering_key, b.document_id.str());
-  // The first row given back: both of a's rows go together, in order.
-  ASSERT_TRUE(
-      await<void>([&](auto cb) { outbox->mark_failed({first->at(0).id}, "receiver down", cb); }));
+  // The first row given back: its relay takes both of a's rows, in order.
+  auto dead = await<int64_t>(
+      [&](auto cb) { outbox->mark_failed({first->at(0).id}, "receiver down", 50, cb); });
+  ASSERT_TRUE(dead);
+  EXPECT_EQ(*dead, 0);
   auto again = await<std::vector<outbox_row>>(
       [&](auto cb) { outbox->take(10, 60s, {"events:webhook"}, cb); });
   ASSERT_TRUE(again);

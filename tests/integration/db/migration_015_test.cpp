@@ -6,6 +6,8 @@
 // (statuses, attempts, tokens, leases, classes, priorities, errors, times), the view
 // document_matching shows each document's matching as the columns did, the moved columns and
 // their triggers are gone, nothing is emitted, and the claims work on the carried-over rows.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "adapters/db/migrator.hpp"
@@ -190,9 +192,11 @@ TEST_F(migration_015_test, every_row_is_carried_over_to_work_items_and_the_view_
   auto outbox_before = db->scalar("SELECT count(*) FROM event_outbox");
   ASSERT_EQ(claims_before.size(), 13u);
 
+  // 015 and the migrations after it (which must carry the rows on as well).
   auto applied = db->migrate_rest();
-  ASSERT_EQ(applied, std::vector<std::string>{"015_work_items.sql"});
-  EXPECT_EQ(db->scalar("SELECT max(version) FROM schema_migrations"), "15");
+  ASSERT_FALSE(applied.empty());
+  ASSERT_EQ(applied.front(), "015_work_items.sql");
+  EXPECT_EQ(db->scalar("SELECT count(*) FROM schema_migrations WHERE version = 15"), "1");
 
   // Each ingestion's claim, as it was, in its work item (of its document's tenant, no crash
   // counted yet).
@@ -343,10 +347,16 @@ TEST_F(migration_015_test, every_row_is_carried_over_to_work_items_and_the_view_
 
 TEST_F(migration_015_test,
        an_empty_database_of_migration_014_migrates_and_a_second_run_does_nothing) {
-  EXPECT_EQ(db->migrate_rest(), std::vector<std::string>{"015_work_items.sql"});
+  auto applied = db->migrate_rest();
+  ASSERT_FALSE(applied.empty());
+  EXPECT_EQ(applied.front(), "015_work_items.sql");
   EXPECT_TRUE(db->migrate_rest().empty());
   EXPECT_EQ(db->scalar("SELECT count(*) FROM work_item"), "0");
-  EXPECT_EQ(min_node_version(embedded_migrations().back()), "0.2.0");
+  auto migrations = embedded_migrations();
+  auto m015 = std::find_if(migrations.begin(), migrations.end(),
+                           [](const migration& m) { return m.name == "015_work_items.sql"; });
+  ASSERT_NE(m015, migrations.end());
+  EXPECT_EQ(min_node_version(*m015), "0.2.0");
   // A node older than 0.2.0 reads the moved columns: it is refused.
   auto old = check_node_version(db->url(), "0.1.9");
   ASSERT_FALSE(old);

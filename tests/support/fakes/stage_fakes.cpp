@@ -100,28 +100,18 @@ void fake_outbox::take(int limit, std::chrono::seconds hold, std::vector<std::st
     if (auto err = take_failure("take")) {
       r = *err;
     } else {
-      // Held before this take (the statement's snapshot): rows taken by this take do not count.
-      std::set<int64_t> held_before;
+      // One relay: the keys its previous take locked are let go, and every key is free to it.
+      // Keyed rows come whole per key in id order; unkeyed rows only when nobody holds them.
       for (auto& [id, row] : rows_)
-        if (row.held)
-          held_before.insert(id);
-      auto waits = [&](const fake_outbox_row& row) {
-        if (row.row.ordering_key.empty())
-          return false;
-        for (auto& [id, other] : rows_)
-          if (id < row.row.id && !other.sent && held_before.count(id) != 0
-              && other.row.ordering_key == row.row.ordering_key
-              && other.row.destination == row.row.destination)
-            return true;
-        return false;
-      };
+        if (!row.row.ordering_key.empty())
+          row.held = false;
       for (auto& [id, row] : rows_) { // ids grow with time: oldest first
         if (static_cast<int>(r->size()) >= limit)
           break;
         bool other_sink
             = row.row.destination.rfind("events:", 0) == 0
               && std::find(sinks.begin(), sinks.end(), row.row.destination) == sinks.end();
-        if (row.sent || row.held || other_sink || waits(row))
+        if (row.sent || row.dead || row.held || other_sink)
           continue;
         row.held = true;
         r->push_back(row.row);
@@ -160,14 +150,18 @@ void fake_outbox::mark_sent(std::vector<int64_t> ids, callback<void> done) {
   done(r);
 }
 
-void fake_outbox::mark_failed(std::vector<int64_t> ids, std::string error, callback<void> done) {
-  result<void> r;
+void fake_outbox::mark_failed(std::vector<int64_t> ids, std::string error, int max_attempts,
+                              callback<int64_t> done) {
+  result<int64_t> r = int64_t{0};
   {
     std::lock_guard guard{mtx_};
     if (ids.empty())
       violations_.push_back("mark_failed of no rows");
     if (error.empty())
       violations_.push_back("mark_failed without an error");
+    if (max_attempts < 1)
+      violations_.push_back("mark_failed with at most " + std::to_string(max_attempts)
+                            + " attempts");
     if (auto err = take_failure("mark_failed")) {
       r = *err;
     } else {
@@ -177,17 +171,59 @@ void fake_outbox::mark_failed(std::vector<int64_t> ids, std::string error, callb
           violations_.push_back("mark_failed of an unknown row " + std::to_string(id));
           continue;
         }
-        if (i->second.sent)
-          violations_.push_back("mark_failed of a sent row " + std::to_string(id));
+        if (i->second.sent || i->second.dead)
+          violations_.push_back("mark_failed of a sent or dead row " + std::to_string(id));
         i->second.failures++;
         i->second.last_error = error;
         i->second.held = false;
+        if (i->second.failures >= max_attempts) {
+          i->second.dead = true;
+          ++*r;
+        }
       }
     }
     if (maybe_hold("mark_failed", [done, r] { done(r); }))
       return;
   }
   done(r);
+}
+
+void fake_outbox::dead_rows(int limit, callback<std::vector<dead_outbox_row>> done) {
+  std::vector<dead_outbox_row> out;
+  {
+    std::lock_guard guard{mtx_};
+    for (auto i = rows_.rbegin(); i != rows_.rend() && static_cast<int>(out.size()) < limit; ++i)
+      if (i->second.dead)
+        out.push_back(dead_outbox_row{i->first, i->second.row.destination, i->second.row.body,
+                                      i->second.failures, i->second.last_error});
+  }
+  done(std::move(out));
+}
+
+void fake_outbox::redeliver(std::vector<int64_t> ids, callback<int64_t> done) {
+  int64_t n = 0;
+  {
+    std::lock_guard guard{mtx_};
+    for (auto& [id, row] : rows_)
+      if (row.dead && (ids.empty() || std::find(ids.begin(), ids.end(), id) != ids.end())) {
+        row.dead = false;
+        row.failures = 0;
+        ++n;
+      }
+  }
+  done(n);
+}
+
+void fake_outbox::figures(callback<outbox_figures> done) {
+  outbox_figures f;
+  {
+    std::lock_guard guard{mtx_};
+    for (auto& [id, row] : rows_) {
+      f.dead += row.dead ? 1 : 0;
+      f.pending += !row.sent && !row.dead ? 1 : 0;
+    }
+  }
+  done(f);
 }
 
 void fake_outbox::register_sinks(std::vector<registered_sink> sinks, callback<void> done) {

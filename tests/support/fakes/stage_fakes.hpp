@@ -62,6 +62,8 @@ struct fake_outbox_row {
   bool held = false;
   int failures = 0;
   std::string last_error;
+  /// Failed max_attempts times: never taken again unless redelivered.
+  bool dead = false;
   /// Sent longer ago than any retention (prune deletes it).
   bool old = false;
 };
@@ -74,12 +76,17 @@ public:
   /// Adds an unsent event row for a sink; returns its id.
   int64_t add_event(std::string destination, std::string event_id, std::string ordering_key);
 
-  /// As the real one: event rows ("events:...") only for `sinks`, and a keyed row waits while an
-  /// earlier unsent row of its key and destination is held.
+  /// As the real one for a single relay: event rows ("events:...") only for `sinks`; keyed rows
+  /// every time (the relay's previous locks are let go), unkeyed rows when nobody holds them;
+  /// dead rows never.
   void take(int limit, std::chrono::seconds hold, std::vector<std::string> sinks,
             callback<std::vector<outbox_row>> done) override;
   void mark_sent(std::vector<int64_t> ids, callback<void> done) override;
-  void mark_failed(std::vector<int64_t> ids, std::string error, callback<void> done) override;
+  void mark_failed(std::vector<int64_t> ids, std::string error, int max_attempts,
+                   callback<int64_t> done) override;
+  void dead_rows(int limit, callback<std::vector<dead_outbox_row>> done) override;
+  void redeliver(std::vector<int64_t> ids, callback<int64_t> done) override;
+  void figures(callback<outbox_figures> done) override;
   /// Deletes the sent rows made old (age_sent); answers how many.
   void prune(std::chrono::seconds retention, callback<int64_t> done) override;
   void register_sinks(std::vector<registered_sink> sinks, callback<void> done) override;
