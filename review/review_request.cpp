@@ -13,6 +13,7 @@
 #include "adapters/extraction/extraction_schema.hpp"
 #include "messages/error_codes.hpp"
 #include "messages/json_depth.hpp"
+#include "messages/text.hpp"
 
 namespace ingestd {
 
@@ -86,8 +87,14 @@ result<review_request> parse_review_request(std::string_view action, std::string
   if (json_deeper_than(body, 16))
     return invalid("the body nests deeper than 16 levels");
   review_request out;
-  if (body.HasMember("fields"))
+  if (body.HasMember("fields")) {
     out.fields = to_text(body["fields"]);
+    // Approved, the fields become jsonb, which refuses some of what RapidJSON reads (a \u0000, a
+    // lone surrogate, bytes that are not UTF-8): the reviewer hears it now, not as a 500.
+    if (clean_json(out.fields) != out.fields)
+      return invalid("the fields hold text that cannot be stored: a \\u0000, a lone surrogate "
+                     "or bytes that are not UTF-8");
+  }
   if (action == "check")
     return out;
   if (!body.HasMember("version") || !body["version"].IsInt64())

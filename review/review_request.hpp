@@ -33,8 +33,9 @@ struct review_request {
 
 /// The body of `action` ("check", "approve", "reject" or "reprocess"); empty is {}. Errors,
 /// "review.invalid" with a message for the client: not a JSON object, nested deeper than 16
-/// levels, no integer "version" (but for check); for reprocess, a "provider" or a provider's name
-/// that is neither a string nor null.
+/// levels, fields with text a jsonb column refuses (clean_json would change them), no integer
+/// "version" (but for check); for reprocess, a "provider" or a provider's name that is neither a
+/// string nor null.
 result<review_request> parse_review_request(std::string_view action, std::string_view body);
 
 /// A reviewer's fields merged into a document's data.

@@ -66,6 +66,25 @@ TEST(parse_review_request, approve_reject_and_reprocess_read_their_members) {
   EXPECT_TRUE(approve_with_providers->reason.empty());
 }
 
+TEST(parse_review_request, fields_that_a_jsonb_column_refuses_are_a_clear_error) {
+  // RapidJSON reads a \u0000 escape, a lone surrogate and bytes that are not UTF-8; PostgreSQL
+  // would refuse the approval's data with them.
+  for (std::string name : {R"(Acme\u0000 GmbH)", R"(Acme \udc00GmbH)", "Acme \xff GmbH"})
+    for (auto action : {"check", "approve"})
+      EXPECT_EQ(message_of(action, R"({"version":1,"fields":{"supplier_name":")" + name + "\"}}"),
+                "the fields hold text that cannot be stored: a \\u0000, a lone surrogate or "
+                "bytes that are not UTF-8")
+          << name;
+  // Text that it stores comes through as it was written, escaped or not.
+  auto r = parse_review_request(
+      "check", R"({"fields":{"supplier_name":"M\u00fcller & S\u00f6hne","currency":"\ud83d\ude00",)"
+               R"("invoice_number":"a\\u0000 \u0001"}})");
+  ASSERT_TRUE(r) << r.error().describe();
+  EXPECT_EQ(r->fields,
+            "{\"supplier_name\":\"M\xC3\xBCller & S\xC3\xB6hne\",\"currency\":\"\xF0\x9F\x98\x80\","
+            "\"invoice_number\":\"a\\\\u0000 \\u0001\"}");
+}
+
 TEST(parse_review_request, a_bad_body_is_a_clear_error) {
   EXPECT_EQ(message_of("check", "[1]"), "the body is not a JSON object");
   EXPECT_EQ(message_of("check", "{\"fields\":"), "the body is not a JSON object");
