@@ -7,7 +7,6 @@
 #include <cctype>
 #include <utility>
 
-#include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
@@ -15,8 +14,8 @@
 #include "adapters/support/log.hpp"
 #include "intake/intake_server.hpp"
 #include "messages/error_codes.hpp"
-#include "messages/json_depth.hpp"
 #include "review/review_pages.hpp"
+#include "review/review_request.hpp"
 #include "review/review_service.hpp"
 
 namespace ingestd {
@@ -132,12 +131,6 @@ std::string clean_name(std::string_view s, std::string_view fallback) {
   return out;
 }
 
-std::optional<int64_t> version_of(const rapidjson::Document& body) {
-  if (!body.HasMember("version") || !body["version"].IsInt64())
-    return std::nullopt;
-  return body["version"].GetInt64();
-}
-
 std::string done_json(const review_done& d) {
   std::string out = "{\"status\":"
                     + json_string(d.action == "approve"  ? "approved"
@@ -154,31 +147,6 @@ std::string done_json(const review_done& d) {
            + ",\"transcription_provider\":" + provider(d.providers.transcription)
            + ",\"extraction_provider\":" + provider(d.providers.extraction);
   return out + "}";
-}
-
-/// A reprocess's choice from its body: "transcription_provider" and "extraction_provider", each a
-/// provider's name, or absent, null or "" for the configured one. nullopt after answering 400.
-std::optional<provider_choice> choice_of(const rapidjson::Document& body, response& res) {
-  if (body.HasMember("provider")) {
-    send_error(res, 400, "review.invalid",
-               "name the providers as \"transcription_provider\" and \"extraction_provider\" "
-               "(either may be left out for the configured one), not \"provider\"");
-    return std::nullopt;
-  }
-  provider_choice out;
-  for (auto [key, slot] : {std::pair{"transcription_provider", &out.transcription},
-                           std::pair{"extraction_provider", &out.extraction}}) {
-    auto it = body.FindMember(key);
-    if (it == body.MemberEnd() || it->value.IsNull())
-      continue;
-    if (!it->value.IsString()) {
-      send_error(res, 400, "review.invalid",
-                 std::string{"\""} + key + "\" must be a provider's name or null");
-      return std::nullopt;
-    }
-    slot->assign(it->value.GetString(), it->value.GetStringLength());
-  }
-  return out;
 }
 
 std::string queue_json(const review_queue& q) {
@@ -341,27 +309,20 @@ public:
         html);
   }
 
-  /// The JSON body of an API POST (application/json only: a cross-site form cannot send it).
-  static std::optional<rapidjson::Document> json_body(const request& req, response& res) {
+  /// What an API POST's JSON body asks for (application/json only: a cross-site form cannot
+  /// send it); nullopt after answering 415 or 400.
+  static std::optional<review_request> json_body(const request& req, response& res,
+                                                 std::string_view action) {
     if (req.get_header_value("Content-Type").find("application/json") != 0) {
       send_error(res, 415, "review.not_json", "send the request as application/json");
       return std::nullopt;
     }
-    rapidjson::Document body;
-    if (req.body.empty())
-      body.SetObject();
-    else
-      body.Parse<rapidjson::kParseIterativeFlag>(req.body.data(), req.body.size());
-    if (body.HasParseError() || !body.IsObject()) {
-      send_error(res, 400, "review.invalid", "the body is not a JSON object");
+    auto body = parse_review_request(action, req.body);
+    if (!body) {
+      send_error(res, 400, body.error().code, body.error().message);
       return std::nullopt;
     }
-    // The fields are walked recursively (written, compared): an invoice nests three levels.
-    if (json_deeper_than(body, 16)) {
-      send_error(res, 400, "review.invalid", "the body nests deeper than 16 levels");
-      return std::nullopt;
-    }
-    return body;
+    return std::move(*body);
   }
 
   /// The caller's tenants narrowed to ?tenant= (403 for a tenant not theirs).
@@ -451,25 +412,18 @@ public:
     auto c = authenticate(req, res, true);
     if (!c)
       return;
-    auto body = json_body(req, res);
+    auto body = json_body(req, res, action);
     if (!body)
       return;
     auto& svc = *desk_->service_;
     auto id = *uuid::parse(req.matches[1].str());
-    std::string fields;
-    if (body->HasMember("fields")) {
-      rapidjson::StringBuffer buf;
-      rapidjson::Writer<rapidjson::StringBuffer> w{buf};
-      (*body)["fields"].Accept(w);
-      fields.assign(buf.GetString(), buf.GetSize());
-    }
     if (action == "check") {
       auto doc = svc.document(c->who.tenants, id);
       if (!doc)
         return send_failure(res, doc.error());
       if (!*doc)
         return send_error(res, 404, "review.not_found", "no such document");
-      auto checked = svc.check(**doc, fields);
+      auto checked = svc.check(**doc, body->fields);
       if (!checked)
         return send_failure(res, checked.error());
       return send_json(
@@ -478,24 +432,14 @@ public:
               + ",\"schema_error\":" + json_string(checked->schema_error) + ",\"warnings\":"
               + findings_json(checked->warnings) + ",\"changes\":" + checked->changes + "}");
     }
-    auto version = version_of(*body);
-    if (!version)
-      return send_error(res, 400, "review.invalid",
-                        "\"version\" (the document's version you reviewed) is required");
+    auto version = *body->version;
     result<review_done> done = error::make_permanent(errc::review_invalid, "unknown action");
-    if (action == "approve") {
-      done = svc.approve(c->who, id, *version, fields);
-    } else if (action == "reject") {
-      auto reason = body->HasMember("reason") && (*body)["reason"].IsString()
-                        ? std::string{(*body)["reason"].GetString()}
-                        : std::string{};
-      done = svc.reject(c->who, id, *version, std::move(reason));
-    } else if (action == "reprocess") {
-      auto choice = choice_of(*body, res);
-      if (!choice)
-        return;
-      done = svc.reprocess(c->who, id, *version, *choice);
-    }
+    if (action == "approve")
+      done = svc.approve(c->who, id, version, body->fields);
+    else if (action == "reject")
+      done = svc.reject(c->who, id, version, std::move(body->reason));
+    else if (action == "reprocess")
+      done = svc.reprocess(c->who, id, version, body->providers);
     if (!done)
       return send_failure(res, done.error());
     send_json(res, 200, done_json(*done));

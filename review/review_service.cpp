@@ -1,6 +1,7 @@
-// The review desk's logic: merging a reviewer's fields into the document's data, validating the
-// result against the extraction schema, the gate's checks as warnings, the decisions through the
-// repository, page images rendered on the CPU pool and cached in object storage.
+// The review desk's logic: the document's data with a reviewer's fields merged in
+// (review_request.cpp) validated against the extraction schema, the gate's checks as warnings,
+// the decisions through the repository, page images rendered on the CPU pool and cached in object
+// storage.
 #include "review/review_service.hpp"
 
 #include <algorithm>
@@ -49,26 +50,6 @@ void put_raw(json_writer& w, std::string_view key, std::string_view raw) {
     w.Null();
   else
     w.RawValue(raw.data(), raw.size(), rapidjson::kObjectType);
-}
-
-/// The schema's top-level property names, in the schema's order.
-const std::vector<std::string>& schema_fields() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> out;
-    rapidjson::Document schema;
-    auto text = extraction_schema_json();
-    schema.Parse(text.data(), text.size());
-    if (!schema.HasParseError() && schema.HasMember("required") && schema["required"].IsArray())
-      for (auto& n : schema["required"].GetArray())
-        if (n.IsString())
-          out.emplace_back(n.GetString(), n.GetStringLength());
-    return out;
-  }();
-  return names;
-}
-
-bool is_flag_field(std::string_view name) {
-  return name == "extraction_successful" || name == "confidence" || name == "missing_fields";
 }
 
 /// The fields each plausibility check concerns.
@@ -121,10 +102,6 @@ std::vector<review_finding> gate_findings(const std::string& data, gate_options 
     out.push_back(std::move(f));
   }
   return out;
-}
-
-bool empty_value(const rapidjson::Value& v) {
-  return v.IsNull() || (v.IsString() && v.GetStringLength() == 0) || (v.IsArray() && v.Empty());
 }
 
 /// The approved data says a person verified it: extraction_successful true and confidence
@@ -273,77 +250,12 @@ std::vector<review_finding> review_service::findings(const std::string& structur
 
 result<review_check> review_service::check(const review_document& doc,
                                            std::string_view fields_json) const {
-  rapidjson::Document data;
-  data.Parse(doc.structured_data.data(), doc.structured_data.size());
-  if (doc.structured_data.empty() || data.HasParseError() || !data.IsObject()) {
-    // No usable machine data: start from an empty invoice.
-    data.SetObject();
-    auto& a = data.GetAllocator();
-    for (auto& name : schema_fields()) {
-      rapidjson::Value key{name.c_str(), a};
-      rapidjson::Value v;
-      if (name == "line_items" || name == "missing_fields")
-        v.SetArray();
-      else if (name == "extraction_successful")
-        v.SetBool(true);
-      else if (name == "confidence")
-        v.SetString("high");
-      data.AddMember(key, v, a);
-    }
-  }
-  auto& a = data.GetAllocator();
-  rapidjson::Document fields;
+  auto applied = apply_review_fields(doc.structured_data, fields_json);
+  if (!applied)
+    return applied.error();
   review_check out;
-  bool changed = false;
-  rapidjson::Document changes{rapidjson::kObjectType};
-  if (!fields_json.empty()) {
-    fields.Parse(fields_json.data(), fields_json.size());
-    if (fields.HasParseError() || !fields.IsObject())
-      return error::make_permanent(errc::review_invalid, "\"fields\" must be a JSON object");
-    auto& known = schema_fields();
-    for (auto& m : fields.GetObject()) {
-      std::string name{m.name.GetString(), m.name.GetStringLength()};
-      if (std::find(known.begin(), known.end(), name) == known.end())
-        return error::make_permanent(errc::review_invalid, "unknown field '" + name + "'");
-      auto old = data.FindMember(name.c_str());
-      std::string before = old == data.MemberEnd() ? "null" : to_text(old->value);
-      if (before == to_text(m.value))
-        continue;
-      changed = true;
-      rapidjson::Value change{rapidjson::kObjectType};
-      rapidjson::Value from;
-      if (old != data.MemberEnd())
-        from.CopyFrom(old->value, changes.GetAllocator());
-      rapidjson::Value to;
-      to.CopyFrom(m.value, changes.GetAllocator());
-      change.AddMember("from", from, changes.GetAllocator());
-      change.AddMember("to", to, changes.GetAllocator());
-      changes.AddMember(rapidjson::Value{name.c_str(), changes.GetAllocator()}, change,
-                        changes.GetAllocator());
-      rapidjson::Value copy;
-      copy.CopyFrom(m.value, a);
-      if (old != data.MemberEnd())
-        old->value = copy;
-      else
-        data.AddMember(rapidjson::Value{name.c_str(), a}, copy, a);
-    }
-  }
-  // A corrected document says what it still lacks, unless the reviewer said so themselves.
-  if (changed && !(fields.IsObject() && fields.HasMember("missing_fields"))) {
-    rapidjson::Value missing{rapidjson::kArrayType};
-    for (auto& name : schema_fields()) {
-      if (is_flag_field(name) || name == "line_items")
-        continue;
-      auto it = data.FindMember(name.c_str());
-      if (it == data.MemberEnd() || empty_value(it->value))
-        missing.PushBack(rapidjson::Value{name.c_str(), a}, a);
-    }
-    auto it = data.FindMember("missing_fields");
-    if (it != data.MemberEnd())
-      it->value = missing;
-  }
-  out.data = to_text(data);
-  out.changes = to_text(changes);
+  out.data = std::move(applied->data);
+  out.changes = std::move(applied->changes);
   if (auto valid = validate_extraction_json(out.data); !valid)
     out.schema_error = valid.error().message;
   out.warnings = gate_findings(out.data, opts_.gate);

@@ -17,6 +17,7 @@
 #include "messages/result.hpp"
 #include "messages/uuid.hpp"
 #include "review/page_images.hpp"
+#include "review/review_request.hpp"
 
 namespace ingestd {
 
@@ -28,13 +29,6 @@ class cpu_executor;
 struct node_providers {
   std::vector<std::string> transcription;
   std::vector<std::string> extraction;
-};
-
-/// The providers a reprocess chooses for its new ingestion; empty: the configured one of the
-/// node that takes it.
-struct provider_choice {
-  std::string transcription;
-  std::string extraction;
 };
 
 struct review_options {

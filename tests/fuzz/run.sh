@@ -5,7 +5,8 @@
 #
 # Builds the "fuzz" preset (clang-14, libFuzzer, ASan, UBSan; build-fuzz/), then runs each target
 # (all of them unless named: text ids http_headers sqs s3 openai local_extractor document_ai
-# transcription_json config matching_features archive mime multipart sandbox_protocol) for SECONDS seconds, one after the other
+# transcription_json config matching_features archive mime multipart sandbox_protocol known_files
+# review_request) for SECONDS seconds, one after the other
 # (default 20: a smoke run; `tests/fuzz/run.sh 600` is a campaign). Every run is nice'd and single-threaded.
 #
 #   - Seeds: the committed corpus tests/fuzz/corpus/<target>/, read only.
@@ -23,7 +24,7 @@ seconds=${1:-20}
 shift || true
 root=$(cd "$(dirname "$0")/../.." && pwd)
 all=(text ids http_headers sqs s3 openai local_extractor document_ai transcription_json config
-     matching_features archive mime multipart sandbox_protocol)
+     matching_features archive mime multipart sandbox_protocol known_files review_request)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all[@]}")
 

@@ -171,6 +171,26 @@ TEST_F(review_api_test,
   EXPECT_EQ(get_json("/review/api/queue", token_a).json["documents"].Size(), 0u);
 }
 
+TEST_F(review_api_test, fields_with_text_that_postgresql_refuses_are_a_clear_400) {
+  auto a1 = add_document(tenant_a, "inv01_en_classic.pdf", "gate", 1);
+  start_desk();
+  auto path = "/review/api/documents/" + a1 + "/approve";
+  auto v = std::to_string(version_of(a1));
+  // JSON that RapidJSON reads but a jsonb column refuses.
+  for (std::string name : {R"(Acme\u0000 GmbH)", R"(Acme \udc00GmbH)", "Acme \xff GmbH"}) {
+    std::string body = R"({"version":)";
+    body.append(v).append(R"(,"fields":{"supplier_name":")").append(name).append("\"}}");
+    auto r = post_json(path, body, token_a);
+    EXPECT_EQ(r.status, 400) << name << ": " << r.body;
+    EXPECT_NE(r.body.find("cannot be stored"), std::string::npos) << r.body;
+  }
+  EXPECT_EQ(db->scalar("SELECT count(*) FROM document_review"), "0");
+  // The same name as text is saved.
+  auto ok = post_json(path, R"({"version":)" + v + R"(,"fields":{"supplier_name":"Acme GmbH"}})",
+                      token_a);
+  EXPECT_EQ(ok.status, 200) << ok.body;
+}
+
 TEST_F(review_api_test, approve_as_is_and_refusals_for_schema_bad_input_and_plausibility_warnings) {
   auto a1 = add_document(tenant_a, "inv01_en_classic.pdf", "gate", 2);
   auto a2 = add_document(tenant_a, "inv02_de_modern.pdf", "gate", 1);
