@@ -23,9 +23,11 @@ class cpu_executor;
 /// What one container may hold (config section `containers`). Exceeding any of the first four
 /// fails the whole container with a permanent error and keeps nothing of it.
 struct unpack_limits {
-  /// The bytes of all members together.
+  /// The bytes of all members together; an entry that is not read (a directory, a link) counts
+  /// its name and its link's target, an e-mail's body text its bytes.
   uint64_t max_total_bytes = uint64_t{256} << 20;
-  /// Members (files of an archive, attachments of an e-mail, messages of an mbox).
+  /// Entries: the files of an archive and its directories, symlinks and hardlinks; an e-mail's
+  /// MIME parts (attachments, attached messages, bodies, multipart nodes); an mbox's messages.
   int max_members = 1000;
   /// Total unpacked bytes per byte of the container, checked once past ratio_floor_bytes (a small
   /// archive of text may compress well without being a bomb).
