@@ -112,6 +112,12 @@ private:
   mime_unpacker mail_;
 };
 
+/// The most memory unpacking a container of `container_bytes` holds: its bytes and its members'
+/// bound under `limits` (an archive's max_total_bytes, or its max_ratio expansion when that is
+/// less and over ratio_floor_bytes; an e-mail's or an mbox's max_total_bytes).
+uint64_t unpack_memory_bound(const unpack_limits& limits, container_kind kind,
+                             uint64_t container_bytes);
+
 /// Checks a member's path: relative, no ".." component, no drive letter or backslash-rooted
 /// name; an error naming it otherwise ("container.unsafe_path").
 result<void> check_member_path(std::string_view name);

@@ -2,7 +2,8 @@
 // members become child documents whose ingestions, work items and messages are written with the
 // container's completion (the fake container repository over the claimed-work table); the
 // unpacking and the sorting of the members run on the CPU pool; limits and lost claims leave
-// nothing of the container behind.
+// nothing of the container behind; the node's memory budget makes a container wait (never fail)
+// for room.
 #define CAF_SUITE unpack_job
 #include "caf/test/unit_test_impl.hpp"
 
@@ -263,6 +264,58 @@ CAF_TEST(the database lost at the completion gives the work back and creates no 
   // The next delivery proposes the same children again and completes.
   CAF_CHECK_EQUAL(run_unpack(id).result, job_result::completed);
   CAF_CHECK_EQUAL(containers->container(id).children.size(), 3u);
+  check_unpack_violations();
+}
+
+CAF_TEST(a container waits for the memory budget without failing and runs when it is free) {
+  auto first = add_container(sample());
+  auto second = add_container(sample());
+  auto bound = unpack_memory_bound(unpack_limits{}, container_kind::zip, sample().size());
+  // Room for one container at a time.
+  uports->budget = std::make_shared<memory_budget>(bound + bound / 2);
+  cpu.immediately = false;
+  spawn_job(sys, ctx, unpack_stage(), hb, deliver_unpack(first));
+  sched.run();
+  // The first holds its reservation while it waits for a CPU worker.
+  CAF_REQUIRE_EQUAL(cpu.jobs.size(), 1u);
+  CAF_CHECK_EQUAL(uports->budget->reserved(), bound);
+  spawn_job(sys, ctx, unpack_stage(), hb, deliver_unpack(second));
+  sched.run();
+  CAF_CHECK_EQUAL(uports->budget->waiting(), 1u);
+  CAF_CHECK_EQUAL(cpu.jobs.size(), 1u);
+  // Waiting for memory is no step past its deadline: far beyond it, nothing failed.
+  for (int i = 0; i < 4; ++i) {
+    advance_time(31s);
+    sched.run();
+  }
+  CAF_CHECK(outcomes.empty());
+  CAF_CHECK_EQUAL(events_with(second, "unpack"), 0u);
+  cpu.next().run();
+  sched.run();
+  // The first's members are stored: its memory goes to the second, which unpacks in turn.
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(outcomes[0].result, job_result::completed);
+  CAF_CHECK_EQUAL(uports->budget->waiting(), 0u);
+  CAF_REQUIRE_EQUAL(cpu.jobs.size(), 1u);
+  cpu.next().run();
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 2u);
+  CAF_CHECK_EQUAL(outcomes[1].result, job_result::completed);
+  CAF_CHECK_EQUAL(containers->container(second).children.size(), 3u);
+  CAF_CHECK_EQUAL(work->item(second).attempt_count, 0);
+  CAF_CHECK_EQUAL(events_with(first, "reserve"), 1u);
+  CAF_CHECK_EQUAL(events_with(second, "reserve"), 1u);
+  // Everything given back.
+  CAF_CHECK_EQUAL(uports->budget->reserved(), 0u);
+  check_unpack_violations();
+}
+
+CAF_TEST(a failed container gives its memory back) {
+  uports->budget = std::make_shared<memory_budget>(uint64_t{64} << 20);
+  usettings.max_depth = 1; // the nested zip is too deep
+  auto id = add_container(sample());
+  CAF_CHECK_EQUAL(run_unpack(id).result, job_result::failed);
+  CAF_CHECK_EQUAL(uports->budget->reserved(), 0u);
   check_unpack_violations();
 }
 
