@@ -35,10 +35,13 @@ void container_unpacker::unpack(unpack_request req, callback<unpacked> done) {
     auto& [request, answer] = *shared;
     if (request.started)
       request.started();
+    if (request.stop.stop_requested())
+      return answer(error::make_transient(errc::decode_cancelled,
+                                          "the container's work was cancelled before it ran"));
     if (auto decoder = cpu_.decoder()) {
       // A decoder helper takes the container apart; its answer is checked again here.
       auto out = sandbox::unpack(*decoder, request.bytes, request.kind, limits_,
-                                 std::chrono::steady_clock::now() + deadline_);
+                                 std::chrono::steady_clock::now() + deadline_, request.stop);
       if (out && request.kind != container_kind::eml && request.kind != container_kind::mbox)
         for (auto& m : out->members)
           if (auto safe = check_member_path(m.name); !safe)

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -91,6 +92,9 @@ struct unpack_request {
   container_kind kind = container_kind::zip;
   /// Called from the CPU worker when it starts (the step's deadline starts then).
   std::function<void()> started;
+  /// Requested when the container's work is cancelled: the unpacking does not start, or its
+  /// decoder helper is ended ("decode.cancelled").
+  std::stop_token stop;
 };
 
 class container_unpacker {
@@ -99,7 +103,7 @@ public:
   container_unpacker(cpu_executor& cpu, const unpack_limits& limits, std::chrono::seconds deadline);
 
   /// Answers from the CPU worker; "ocr.busy" (transient, never started) when no worker was free
-  /// within the deadline.
+  /// within the deadline; "decode.cancelled" when stopped.
   void unpack(unpack_request req, callback<unpacked> done);
 
   const unpack_limits& limits() const { return limits_; }

@@ -173,10 +173,14 @@ private:
         [&](auto cb) {
           auto call = job_->port_call();
           auto granted = [cb](std::shared_ptr<memory_budget::reservation> r) { cb(std::move(r)); };
-          if (!ports_->budget->reserve(bytes, std::move(granted)) && call.waiting)
+          if (!ports_->budget->reserve(bytes, std::move(granted), job_->cancel_token())
+              && call.waiting)
             call.waiting();
         },
         [this, bytes](result<std::shared_ptr<memory_budget::reservation>> r) {
+          if (r && !*r) // withdrawn: the work was cancelled while it waited
+            return job_->fail(error::make_transient(std::string{errc::work_cancelled},
+                                                    "cancelled while waiting"));
           if (!r)
             return job_->step_failed(r.error());
           reservation_ = std::move(*r);
@@ -189,7 +193,8 @@ private:
     job_->request<unpacked>(
         "unpack",
         [&](auto cb) {
-          unpack_request req{std::move(bytes_), type_.kind, job_->wait_for_cpu()};
+          unpack_request req{std::move(bytes_), type_.kind, job_->wait_for_cpu(),
+                             job_->cancel_token()};
           ports_->unpacker->unpack(std::move(req), std::move(cb));
         },
         [this](result<unpacked> r) {
