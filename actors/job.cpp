@@ -21,9 +21,11 @@
 //        ──in progress─────────► untrack ─► visibility = back-off ─► done (retrying)
 //        └─error or timeout────► untrack ─► done (abandoned; message and lease expire)
 //   claim_lost anywhere, or lost from the heartbeat ─► untrack (release) ─► done (lost)
-//   cancel (the heartbeat saw `ingestd cancel`) while working ─► at the next step boundary (the
-//     current step's answer, or its deadline) ─► untrack ─► record_cancelled ─► ack ─► done
-//     (cancelled); the step's result is dropped, so nothing half-written follows
+//   cancel (the heartbeat saw `ingestd cancel`) while working ─► the current step's port call
+//     may stop early (cancel_token) ─► at the next step boundary (the current step's answer, or
+//     its deadline) ─► untrack ─► record_cancelled ─► ack ─► done (cancelled); the step's result
+//     is dropped, so nothing half-written follows. An outcome refused for a cancel request
+//     (work.cancelled) records the cancellation the same way
 //   stop (shutdown) ─► untrack ─► release ─► visibility 0 ─► done (released)
 //     (a stop during the claim waits for its answer and gives back what it granted: a claim
 //      left to expire counts as a crash)
@@ -117,8 +119,11 @@ struct job_state {
   /// (untracked first), and the heartbeat itself clears it when it reports the claim lost.
   bool claimed = false;
   bool tracked = false;
-  /// The work was cancelled while the job worked: it stops at the next step boundary.
+  /// The work was cancelled while the job worked: it stops at the next step boundary; the
+  /// current step's port call may stop early (job_handle::cancel_token, also requested when the
+  /// job ends: nobody waits for the answer then).
   bool cancel_requested = false;
+  std::stop_source cancel_source;
 
   /// The current step: its sequence number (stale answers are ignored), name, start, and what to
   /// do if its deadline passes first.
@@ -338,6 +343,7 @@ public:
       c.log_fields.push_back({std::string{f.key}, f.value, f.number});
     return c;
   }
+  std::stop_token cancel_token() const override { return self_->state.cancel_source.get_token(); }
   const node_context& node() const override { return *self_->state.ctx; }
   const claimed_work& claim() const override { return self_->state.claim; }
 
@@ -517,7 +523,8 @@ void finish(job_ptr self, job_result result, std::string detail, std::string_vie
   if (st.phase == job_phase::finished)
     return;
   st.phase = job_phase::finished;
-  ++st.seq; // anything still in flight is stale now
+  ++st.seq;                        // anything still in flight is stale now
+  st.cancel_source.request_stop(); // a port call still running or waiting for the job may stop
   untrack(self);
   write_leftover_audit(st);
   auto elapsed = std::chrono::duration<double>(clock::now() - st.started).count();
@@ -550,6 +557,8 @@ void fail(job_ptr self, const error& err) {
     return;
   if (err.claim_lost())
     return finish(self, job_result::lost, err.describe(), "claim_lost");
+  if (err.code == errc::work_cancelled)
+    return cancel(self); // the outcome was refused for a cancel request the job had not seen
   if (node_failure(err)) {
     // The database went away under the job, the node had no CPU worker for it in time, or a
     // provider's line was full: the system's failure, not the document's. No attempt is counted
@@ -693,6 +702,8 @@ void cancel_requested(job_ptr self) {
     return;
   st.cancel_requested = true;
   log::write_with(log::level::info, "job cancelled; stopping at the next step", log_fields(st));
+  // Last: a port that stops at once answers through a message, after this handler.
+  st.cancel_source.request_stop();
 }
 
 /// At a step boundary: records `cancelled` (fenced) with the audit trail, then the ack.

@@ -7,6 +7,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <string_view>
 
@@ -97,6 +98,11 @@ public:
   /// limits the step's deadline does not run, and starts again when it goes on (the port calls
   /// the hooks from any thread); the adapter's log lines about the call carry the job's fields.
   virtual call_context port_call() = 0;
+
+  /// Requested when the work is cancelled while it runs (the heartbeat saw `ingestd cancel`), and
+  /// when the job ends (whatever it waited for is abandoned): a port call given it may stop early
+  /// (the job stops at the step's answer and drops it).
+  virtual std::stop_token cancel_token() const = 0;
 
   virtual const node_context& node() const = 0;
   virtual const claimed_work& claim() const = 0;

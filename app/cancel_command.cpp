@@ -18,11 +18,15 @@ Cancels an ingestion. A queued one becomes 'cancelled' at once and its message i
 it arrives; a running one is asked to stop: its worker's heartbeat sees the request (within
 worker.heartbeat_rate_seconds) and the job stops at its next step boundary, gives its claim up
 and records 'cancelled'. Either way the audit trail records the request (step "cancel").
+A container (stage unpack) cascades: the ingestions of its child documents (and of nested
+containers' children) not yet finished are cancelled the same way, even when the container
+itself has completed; a running unpack adds no child once it is cancelled.
 
   --json    print the outcome as JSON
 
-Exit codes: 0 cancelled, being cancelled or cancelled before; 1 the ingestion is unknown or
-already finished (completed or failed), or the database could not be reached; 2 usage error.
+Exit codes: 0 cancelled, being cancelled or cancelled before, or a finished container whose
+children were cancelled; 1 the ingestion is unknown or already finished (completed or failed)
+with nothing left to cancel, or the database could not be reached; 2 usage error.
 )";
 
 const char* outcome_name(cancel_outcome o) {
@@ -79,7 +83,9 @@ int cancel_command(const arguments& args) {
     std::fprintf(stderr, "ingestd cancel: database: %s\n", r.error().describe().c_str());
     return failure;
   }
-  bool done = r->outcome != cancel_outcome::finished && r->outcome != cancel_outcome::not_found;
+  // A finished container whose children were cancelled did what was asked.
+  bool done = r->outcome != cancel_outcome::not_found
+              && (r->outcome != cancel_outcome::finished || r->children() > 0);
   if (json) {
     rapidjson::StringBuffer buf;
     rapidjson::Writer<rapidjson::StringBuffer> w{buf};
@@ -91,6 +97,10 @@ int cancel_command(const arguments& args) {
     w.String(outcome_name(r->outcome));
     w.Key("status_before");
     w.String(r->status.c_str());
+    w.Key("children_cancelled");
+    w.Int64(r->children_cancelled);
+    w.Key("children_cancelling");
+    w.Int64(r->children_cancelling);
     w.EndObject();
     std::printf("%s\n", buf.GetString());
   }
@@ -111,6 +121,8 @@ int cancel_command(const arguments& args) {
       std::printf("ingestion=%s was cancelled before\n", id->str().c_str());
     break;
   case cancel_outcome::finished:
+    if (r->children() > 0)
+      break; // its children are reported below
     std::fprintf(stderr,
                  "ingestd cancel: ingestion %s is already %s: only a queued or running ingestion "
                  "can be cancelled\n",
@@ -120,6 +132,10 @@ int cancel_command(const arguments& args) {
     std::fprintf(stderr, "ingestd cancel: no ingestion %s\n", id->str().c_str());
     break;
   }
+  if (!json && r->children() > 0)
+    std::printf("container ingestion=%s (%s): %lld children cancelled, %lld stopping\n",
+                id->str().c_str(), r->status.c_str(), static_cast<long long>(r->children_cancelled),
+                static_cast<long long>(r->children_cancelling));
   return done ? ok : failure;
 }
 

@@ -165,6 +165,10 @@ struct config {
     int64_t max_member_bytes{};
     /// The CPU pool's deadline for one container.
     int timeout_seconds{};
+    /// The node's memory for containers being unpacked, all together: each reserves its bytes
+    /// and its members' bound (max_total_bytes, or max_ratio times its bytes when less) before it
+    /// is unpacked, and waits for room in arrival order; one larger than the budget runs alone.
+    int64_t memory_budget_bytes{};
   } containers;
 
   /// The outbox relay (next jobs on SQS; later, status events).

@@ -287,7 +287,9 @@ const std::vector<key_spec>& schema() {
         .number("max_ratio", &containers::max_ratio, 100, 0.01, 100000)
         .integer("max_member_bytes", &containers::max_member_bytes, 0, 0, int64_t{1} << 32)
         .derived([](const config& c) { return c.transcription.max_file_bytes; })
-        .integer("timeout_seconds", &containers::timeout_seconds, 120, 1, 3600);
+        .integer("timeout_seconds", &containers::timeout_seconds, 120, 1, 3600)
+        .integer("memory_budget_bytes", &containers::memory_budget_bytes, int64_t{1} << 30,
+                 int64_t{1} << 20, int64_t{1} << 40);
 
     using outbox = config::outbox_section;
     keys(t, "outbox", &config::outbox)

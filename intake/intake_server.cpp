@@ -244,7 +244,8 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
   svr.get(R"(/v1/documents/([^/]+))", getter("document", &intake_service::document_json));
   svr.get(R"(/v1/ingestions/([^/]+))", getter("ingestion", &intake_service::ingestion_json));
   // Cancellation: 200 cancelled (it was queued, or cancelled before), 202 cancelling
-  // (running: it stops at its next step), 409 when it is finished, 404 when unknown.
+  // (running: it stops at its next step), 409 when it is finished, 404 when unknown; a finished
+  // container whose unfinished children were cancelled: 202 with their counts.
   svr.del(R"(/v1/ingestions/([^/]+))", [this](const request& req, response& res) {
     auto id = uuid::parse(req.matches[1].str());
     if (!id)
@@ -259,6 +260,12 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
     case cancel_outcome::not_found:
       return send_error(res, 404, "intake.not_found", "no such ingestion");
     case cancel_outcome::finished:
+      if (r->children() > 0) // a finished container: its unfinished children were cancelled
+        return send_json(res, 202,
+                         R"({"ingestion_id":")" + id->str() + R"(","status":")" + r->status
+                             + R"(","children_cancelled":)" + std::to_string(r->children_cancelled)
+                             + R"(,"children_cancelling":)" + std::to_string(r->children_cancelling)
+                             + "}");
       return send_error(res, 409, "intake.already_finished",
                         "the ingestion is " + r->status
                             + ": only a queued or running ingestion can be cancelled");

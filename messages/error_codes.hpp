@@ -39,6 +39,14 @@ inline constexpr std::string_view decode_crashed = "decode.crashed";
 inline constexpr std::string_view decode_out_of_memory = "decode.out_of_memory";
 /// The helper overran the work's deadline (or its CPU-time limit) and was killed.
 inline constexpr std::string_view decode_timeout = "decode.timeout";
+/// The caller stopped the call (its work was cancelled): the helper was ended, nothing counted.
+inline constexpr std::string_view decode_cancelled = "decode.cancelled";
+
+// -- cancellation ----------------------------------------------------------------------------
+
+/// A fenced outcome refused because the work item has a cancel request (`ingestd cancel` came
+/// while the job ran): the job records `cancelled` instead.
+inline constexpr std::string_view work_cancelled = "work.cancelled";
 
 // -- storage and HTTP ------------------------------------------------------------------------
 

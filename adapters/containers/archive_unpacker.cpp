@@ -4,6 +4,7 @@
 #include <archive_entry.h>
 
 #include <memory>
+#include <string_view>
 
 #include "adapters/containers/unpacker.hpp"
 
@@ -20,6 +21,39 @@ error corrupt(archive* a, const std::string& where) {
   const char* why = archive_error_string(a);
   return error::make_permanent("container.corrupt",
                                where + ": " + (why != nullptr ? why : "unreadable archive"));
+}
+
+/// A hardlink's or a symlink's target, or empty.
+std::string_view link_target(archive_entry* e) {
+  const char* target = archive_entry_hardlink(e);
+  if (target == nullptr)
+    target = archive_entry_symlink(e);
+  return target != nullptr ? std::string_view{target} : std::string_view{};
+}
+
+error too_many_members(const unpack_limits& limits) {
+  return error::make_permanent("container.too_many_members",
+                               "more than " + std::to_string(limits.max_members)
+                                   + " members, directories and links counted "
+                                     "(containers.max_members)");
+}
+
+/// The bytes read so far (`total`, of an archive of `archive_bytes`) against the total and the
+/// ratio limits.
+result<void> check_total(uint64_t total, size_t archive_bytes, const unpack_limits& limits) {
+  if (total > limits.max_total_bytes)
+    return error::make_permanent("container.too_large",
+                                 "the members hold more than "
+                                     + std::to_string(limits.max_total_bytes)
+                                     + " bytes (containers.max_total_bytes)");
+  if (total > limits.ratio_floor_bytes
+      && static_cast<double>(total) > limits.max_ratio * static_cast<double>(archive_bytes))
+    return error::make_permanent("container.ratio",
+                                 "the members expand more than "
+                                     + std::to_string(static_cast<int>(limits.max_ratio))
+                                     + " times the archive's " + std::to_string(archive_bytes)
+                                     + " bytes (containers.max_ratio): a compression bomb");
+  return {};
 }
 
 std::string entry_name(archive_entry* e) {
@@ -82,7 +116,7 @@ result<unpacked> archive_unpacker::unpack(std::string_view bytes, container_kind
   unpacked out;
   bool corrupted = false;
   uint64_t total = 0;
-  int members = 0;
+  int entries = 0;
   std::string buffer(size_t{64} * 1024, '\0');
   for (;;) {
     archive_entry* entry = nullptr;
@@ -103,16 +137,22 @@ result<unpacked> archive_unpacker::unpack(std::string_view bytes, container_kind
     auto name = entry_name(entry);
     if (auto safe = check_member_path(name); !safe)
       return safe.error();
-    if (archive_entry_filetype(entry) != AE_IFREG)
-      continue; // directories, links, devices: nothing to ingest
+    // Every entry counts against the limits, read or not: an archive of a million directories or
+    // links costs the reader as much as one of a million files.
+    if (++entries > limits.max_members)
+      return too_many_members(limits);
+    if (archive_entry_filetype(entry) != AE_IFREG || archive_entry_hardlink(entry) != nullptr) {
+      // Directories, links, devices: nothing to ingest, but their names (and a link's target)
+      // are bytes the archive expands to.
+      total += name.size() + link_target(entry).size();
+      if (auto r = check_total(total, bytes.size(), limits); !r)
+        return r.error();
+      continue;
+    }
     if (archive_entry_is_encrypted(entry) != 0)
       return error::make_permanent("container.encrypted",
                                    "member \"" + name
                                        + "\" is encrypted; encrypted archives are not read");
-    if (++members > limits.max_members)
-      return error::make_permanent("container.too_many_members",
-                                   "more than " + std::to_string(limits.max_members)
-                                       + " members (containers.max_members)");
     unpacked_member m{name, {}};
     bool too_big = false;
     bool broken = false;
@@ -127,18 +167,8 @@ result<unpacked> archive_unpacker::unpack(std::string_view bytes, container_kind
         break;
       }
       total += static_cast<uint64_t>(n);
-      if (total > limits.max_total_bytes)
-        return error::make_permanent("container.too_large",
-                                     "the members hold more than "
-                                         + std::to_string(limits.max_total_bytes)
-                                         + " bytes (containers.max_total_bytes)");
-      if (total > limits.ratio_floor_bytes
-          && static_cast<double>(total) > limits.max_ratio * static_cast<double>(bytes.size()))
-        return error::make_permanent("container.ratio",
-                                     "the members expand more than "
-                                         + std::to_string(static_cast<int>(limits.max_ratio))
-                                         + " times the archive's " + std::to_string(bytes.size())
-                                         + " bytes (containers.max_ratio): a compression bomb");
+      if (auto r = check_total(total, bytes.size(), limits); !r)
+        return r.error();
       if (too_big)
         continue;
       if (m.bytes.size() + static_cast<size_t>(n) > limits.max_member_bytes) {

@@ -1,5 +1,6 @@
 // The unpack stage's port: the container's reader (libarchive or GMime) run on a CPU worker, in
 // one of its decoder helpers when it has them (adapters/sandbox), else in process.
+#include <algorithm>
 #include <exception>
 #include <memory>
 
@@ -9,6 +10,17 @@
 #include "messages/error_codes.hpp"
 
 namespace ingestd {
+
+uint64_t unpack_memory_bound(const unpack_limits& limits, container_kind kind,
+                             uint64_t container_bytes) {
+  uint64_t members = limits.max_total_bytes;
+  if (kind != container_kind::eml && kind != container_kind::mbox) {
+    auto ratio = limits.max_ratio * static_cast<double>(container_bytes);
+    auto expanded = ratio >= static_cast<double>(members) ? members : static_cast<uint64_t>(ratio);
+    members = std::min(members, std::max(expanded, limits.ratio_floor_bytes));
+  }
+  return container_bytes + members;
+}
 
 container_unpacker::container_unpacker(cpu_executor& cpu, const unpack_limits& limits,
                                        std::chrono::seconds deadline)
@@ -23,10 +35,13 @@ void container_unpacker::unpack(unpack_request req, callback<unpacked> done) {
     auto& [request, answer] = *shared;
     if (request.started)
       request.started();
+    if (request.stop.stop_requested())
+      return answer(error::make_transient(errc::decode_cancelled,
+                                          "the container's work was cancelled before it ran"));
     if (auto decoder = cpu_.decoder()) {
       // A decoder helper takes the container apart; its answer is checked again here.
       auto out = sandbox::unpack(*decoder, request.bytes, request.kind, limits_,
-                                 std::chrono::steady_clock::now() + deadline_);
+                                 std::chrono::steady_clock::now() + deadline_, request.stop);
       if (out && request.kind != container_kind::eml && request.kind != container_kind::mbox)
         for (auto& m : out->members)
           if (auto safe = check_member_path(m.name); !safe)

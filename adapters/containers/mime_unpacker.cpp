@@ -77,17 +77,26 @@ class walker {
 public:
   walker(const unpack_limits& limits, unpacked& out) : limits_(limits), out_(out) {}
 
-  result<void> add(std::string name, std::string bytes) {
-    if (static_cast<int>(++count_) > limits_.max_members)
+  /// One more entry of `bytes` bytes held: a member, a body, a multipart node, a part that is
+  /// not read (each counts against max_members, its bytes against max_total_bytes).
+  result<void> count_entry(uint64_t bytes) {
+    if (static_cast<int>(++entries_) > limits_.max_members)
       return error::make_permanent("container.too_many_members",
                                    "more than " + std::to_string(limits_.max_members)
-                                       + " members (containers.max_members)");
-    total_ += bytes.size();
+                                       + " members, MIME parts counted (containers.max_members)");
+    total_ += bytes;
     if (total_ > limits_.max_total_bytes)
       return error::make_permanent("container.too_large",
                                    "the members hold more than "
                                        + std::to_string(limits_.max_total_bytes)
                                        + " bytes (containers.max_total_bytes)");
+    return {};
+  }
+
+  result<void> add(std::string name, std::string bytes) {
+    ++count_;
+    if (auto r = count_entry(bytes.size()); !r)
+      return r;
     if (bytes.size() > limits_.max_member_bytes) {
       out_.problems.push_back("member \"" + name + "\" is larger than "
                               + std::to_string(limits_.max_member_bytes)
@@ -109,6 +118,8 @@ public:
       return error::make_permanent("container.encrypted",
                                    "the e-mail holds an encrypted part; it is not read");
     if (GMIME_IS_MULTIPART(obj)) {
+      if (auto r = count_entry(0); !r)
+        return r;
       auto* multi = GMIME_MULTIPART(obj);
       int n = g_mime_multipart_get_count(multi);
       for (int i = 0; i < n; ++i)
@@ -119,20 +130,22 @@ public:
     if (GMIME_IS_MESSAGE_PART(obj)) {
       auto* message = g_mime_message_part_get_message(GMIME_MESSAGE_PART(obj));
       if (message == nullptr)
-        return {};
+        return count_entry(0);
       auto name = base_name(str(g_mime_object_get_content_disposition_parameter(obj, "filename")));
       if (name.empty())
         name = "message-" + std::to_string(count_ + 1) + ".eml";
       return add(std::move(name), take(g_mime_object_to_string(GMIME_OBJECT(message), nullptr)));
     }
     if (!GMIME_IS_PART(obj))
-      return {};
+      return count_entry(0); // message/partial, message/external-body: a reference, not read
     auto* part = GMIME_PART(obj);
     auto* type = g_mime_object_get_content_type(obj);
     auto file_name = base_name(str(g_mime_part_get_filename(part)));
     bool text = g_mime_content_type_is_type(type, "text", "*");
     if (!g_mime_part_is_attachment(part) && file_name.empty() && text && GMIME_IS_TEXT_PART(obj)) {
       auto body = take(g_mime_text_part_get_text(GMIME_TEXT_PART(obj)));
+      if (auto r = count_entry(body.size()); !r)
+        return r;
       bool html = g_mime_content_type_is_type(type, "text", "html");
       if (!html && plain_.empty())
         plain_ = std::move(body);
@@ -142,7 +155,7 @@ public:
     }
     auto* content = g_mime_part_get_content(part);
     if (content == nullptr)
-      return {};
+      return count_entry(0);
     gobject_ptr<GMimeStream> mem{g_mime_stream_mem_new()};
     if (g_mime_data_wrapper_write_to_stream(content, mem.p) < 0) {
       out_.problems.push_back("attachment \"" + file_name + "\" could not be decoded: skipped");
@@ -161,7 +174,9 @@ public:
 private:
   const unpack_limits& limits_;
   unpacked& out_;
+  /// Members offered (their default names are numbered by it), and entries counted.
   size_t count_ = 0;
+  size_t entries_ = 0;
   uint64_t total_ = 0;
   std::string plain_, html_;
 };

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,9 +24,11 @@ class cpu_executor;
 /// What one container may hold (config section `containers`). Exceeding any of the first four
 /// fails the whole container with a permanent error and keeps nothing of it.
 struct unpack_limits {
-  /// The bytes of all members together.
+  /// The bytes of all members together; an entry that is not read (a directory, a link) counts
+  /// its name and its link's target, an e-mail's body text its bytes.
   uint64_t max_total_bytes = uint64_t{256} << 20;
-  /// Members (files of an archive, attachments of an e-mail, messages of an mbox).
+  /// Entries: the files of an archive and its directories, symlinks and hardlinks; an e-mail's
+  /// MIME parts (attachments, attached messages, bodies, multipart nodes); an mbox's messages.
   int max_members = 1000;
   /// Total unpacked bytes per byte of the container, checked once past ratio_floor_bytes (a small
   /// archive of text may compress well without being a bomb).
@@ -89,6 +92,9 @@ struct unpack_request {
   container_kind kind = container_kind::zip;
   /// Called from the CPU worker when it starts (the step's deadline starts then).
   std::function<void()> started;
+  /// Requested when the container's work is cancelled: the unpacking does not start, or its
+  /// decoder helper is ended ("decode.cancelled").
+  std::stop_token stop;
 };
 
 class container_unpacker {
@@ -97,7 +103,7 @@ public:
   container_unpacker(cpu_executor& cpu, const unpack_limits& limits, std::chrono::seconds deadline);
 
   /// Answers from the CPU worker; "ocr.busy" (transient, never started) when no worker was free
-  /// within the deadline.
+  /// within the deadline; "decode.cancelled" when stopped.
   void unpack(unpack_request req, callback<unpacked> done);
 
   const unpack_limits& limits() const { return limits_; }
@@ -109,6 +115,12 @@ private:
   archive_unpacker archives_;
   mime_unpacker mail_;
 };
+
+/// The most memory unpacking a container of `container_bytes` holds: its bytes and its members'
+/// bound under `limits` (an archive's max_total_bytes, or its max_ratio expansion when that is
+/// less and over ratio_floor_bytes; an e-mail's or an mbox's max_total_bytes).
+uint64_t unpack_memory_bound(const unpack_limits& limits, container_kind kind,
+                             uint64_t container_bytes);
 
 /// Checks a member's path: relative, no ".." component, no drive letter or backslash-rooted
 /// name; an error naming it otherwise ("container.unsafe_path").

@@ -118,7 +118,8 @@ enum class cancel_outcome : uint8_t {
   cancelling,
   /// It was cancelled before.
   already_cancelled,
-  /// It is completed or failed: nothing to cancel (`status` says which).
+  /// It is completed or failed: nothing to cancel (`status` says which); a container's
+  /// children may have been (cancel_result's counts).
   finished,
   /// No such ingestion (or another tenant's).
   not_found,
@@ -128,6 +129,11 @@ struct cancel_result {
   cancel_outcome outcome = cancel_outcome::not_found;
   /// The ingestion's status before the request.
   std::string status;
+  /// A container's cascade: the ingestions of its descendants (children, nested containers'
+  /// children) not yet finished, cancelled at once (queued) or asked to stop (running).
+  int64_t children_cancelled = 0;
+  int64_t children_cancelling = 0;
+  int64_t children() const { return children_cancelled + children_cancelling; }
 };
 
 /// Blocking, for request threads and command-line tools (never inside an actor); thread-safe.
@@ -189,7 +195,9 @@ public:
   virtual result<status_summary> summarize(timeout t) = 0;
 
   /// Cancels an ingestion (of `tenant_id`'s documents when given) in one statement with its
-  /// audit event (step "cancel"): see cancel_outcome. `who` is recorded as the event's worker.
+  /// audit event (step "cancel"): see cancel_outcome. A container's cancel cascades to the
+  /// unfinished ingestions of its descendants, each with its audit event (its counts in the
+  /// result), whatever the container's own status. `who` is recorded as the events' worker.
   virtual result<cancel_result> cancel_ingestion(uuid ingestion_id, std::optional<uuid> tenant_id,
                                                  const std::string& who, timeout t)
       = 0;

@@ -5,6 +5,7 @@
 
 #include "adapters/db/pg_values.hpp"
 #include "adapters/db/pg_work.hpp"
+#include "messages/error_codes.hpp"
 
 namespace ingestd {
 
@@ -18,9 +19,11 @@ SELECT d.file_path, COALESCE(d.mime_type, ''), d.container_depth
  WHERE i.id = $1
 )sql"};
 
-// The parent's claim, held for the transaction (the lease may not run out under it unnoticed).
+// The parent's claim, held for the transaction (the lease may not run out under it unnoticed),
+// and whether it was cancelled meanwhile (`ingestd cancel` locks the same row first or after).
 constexpr pg::statement lock_parent_sql{"ingestd_unpack_lock_parent", R"sql(
-SELECT w.document_id, w.tenant_id, w.priority FROM work_item AS w
+SELECT w.document_id, w.tenant_id, w.priority, w.cancel_requested_at IS NOT NULL
+  FROM work_item AS w
  WHERE w.id = $1 AND w.claim_token = $2 AND w.status = 'in-progress'
    FOR UPDATE
 )sql"};
@@ -78,6 +81,10 @@ result<unpack_counts> write(pg::connection& conn, bool via_outbox, const work_ou
     return locked.error();
   if (locked->size() == 0)
     return pg::claim_lost(ref, "complete_unpack");
+  if (locked->boolean(0, 3))
+    // Cancelled while it was unpacked: no child is added; the job records the cancellation.
+    return error::make_transient(std::string{errc::work_cancelled},
+                                 "complete_unpack: the container was cancelled while it ran");
   auto parent_document = locked->str(0, 0);
   auto priority = locked->str(0, 2);
 

@@ -166,37 +166,60 @@ SELECT COALESCE(json_agg(json_build_object(
 
 constexpr pg::statement ping_sql{"ingestd_intake_ping", "SELECT 1"};
 
-// Cancellation, in one statement with its audit event: a queued ingestion (nobody holds a live
+// Cancellation, in one statement with its audit events: a queued ingestion (nobody holds a live
 // lease) is cancelled at once (its work item's trigger moves the ingestion and writes the event);
-// a running one gets a cancel request that its worker's heartbeat reports to its job. Answers the
-// status before, whether a worker held it, and what was done; no row: unknown (or another
-// tenant's).
+// a running one gets a cancel request that its worker's heartbeat reports to its job. A container
+// cascades: the ingestions of its child documents (and theirs, nested containers' children) that
+// are not finished are cancelled the same way, queued ones at once, running ones by request; its
+// own running unpack adds no child once the request is written (pg_container_repository). Every
+// row is locked in id order. Answers the target's status before, whether a worker held it, what
+// was done to it and to its children; no row: unknown (or another tenant's).
 constexpr pg::statement cancel_sql{"ingestd_cancel_ingestion", R"sql(
-WITH target AS (
-  SELECT w.id, w.status, (w.claim_token IS NOT NULL AND w.lease_expires_at >= now()) AS held
+WITH RECURSIVE target AS (
+  SELECT w.id, w.document_id
     FROM work_item AS w JOIN ingestion AS i ON i.id = w.id
    WHERE w.id = $1 AND ($2::uuid IS NULL OR w.tenant_id = $2::uuid)
+), tree (document_id) AS (
+  SELECT d.id FROM document AS d JOIN target AS t ON d.parent_id = t.document_id
+  UNION
+  SELECT d.id FROM document AS d JOIN tree ON d.parent_id = tree.document_id
+), locked AS (
+  SELECT w.id, w.status, (w.claim_token IS NOT NULL AND w.lease_expires_at >= now()) AS held
+    FROM work_item AS w
+   WHERE w.id IN (SELECT id FROM target)
+      OR (w.document_id IN (SELECT document_id FROM tree) AND w.stage IN ('ingest', 'unpack')
+          AND w.status = 'in-progress')
+   ORDER BY w.id
      FOR UPDATE OF w
 ), queued AS (
   UPDATE work_item AS w
      SET status = 'cancelled', completed_at = now(), cancel_requested_at = now(),
          claim_token = NULL, lease_expires_at = NULL, last_error = 'cancelled'
-    FROM target AS t
-   WHERE w.id = t.id AND t.status = 'in-progress' AND NOT t.held
+    FROM locked AS l
+   WHERE w.id = l.id AND l.status = 'in-progress' AND NOT l.held
   RETURNING w.id
 ), running AS (
   UPDATE work_item AS w SET cancel_requested_at = COALESCE(w.cancel_requested_at, now())
-    FROM target AS t
-   WHERE w.id = t.id AND t.status = 'in-progress' AND t.held
+    FROM locked AS l
+   WHERE w.id = l.id AND l.status = 'in-progress' AND l.held
   RETURNING w.id
 ), event AS (
   INSERT INTO ingestion_event (ingestion_id, step, outcome, detail, worker_id)
-  SELECT id, 'cancel', 'cancelled', 'cancelled while queued', $3 FROM queued
+  SELECT q.id, 'cancel', 'cancelled',
+         CASE WHEN q.id = t.id THEN 'cancelled while queued'
+              ELSE 'cancelled while queued, with its container ' || t.id::text END, $3
+    FROM queued AS q CROSS JOIN target AS t
   UNION ALL
-  SELECT id, 'cancel', 'requested', 'cancel requested while running: it stops at its next step', $3
-    FROM running
+  SELECT r.id, 'cancel', 'requested',
+         CASE WHEN r.id = t.id THEN 'cancel requested while running: it stops at its next step'
+              ELSE 'cancel requested while running, with its container ' || t.id::text END, $3
+    FROM running AS r CROSS JOIN target AS t
 )
-SELECT t.status, EXISTS (SELECT 1 FROM queued), EXISTS (SELECT 1 FROM running) FROM target AS t
+SELECT l.status, EXISTS (SELECT 1 FROM queued AS q WHERE q.id = t.id),
+       EXISTS (SELECT 1 FROM running AS r WHERE r.id = t.id),
+       (SELECT count(*) FROM queued AS q WHERE q.id <> t.id),
+       (SELECT count(*) FROM running AS r WHERE r.id <> t.id)
+  FROM target AS t JOIN locked AS l ON l.id = t.id
 )sql"};
 
 // Intake: insert-or-find the document by (tenant_id, content_hash) and add an ingestion with its
@@ -601,6 +624,8 @@ result<cancel_result> pg_intake_repository::cancel_ingestion(uuid ingestion_id,
   if (res->size() == 0)
     return out; // not_found
   out.status = res->str(0, 0);
+  out.children_cancelled = res->i64(0, 3);
+  out.children_cancelling = res->i64(0, 4);
   if (res->boolean(0, 1))
     out.outcome = cancel_outcome::cancelled;
   else if (res->boolean(0, 2))

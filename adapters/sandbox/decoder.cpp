@@ -18,9 +18,10 @@ error bad_answer(std::string what) {
 
 template <class T, class Decode>
 result<T> typed_call(decoder& d, request_kind kind, const std::string& params,
-                     std::string_view bytes, clock_type::time_point deadline, Decode decode) {
+                     std::string_view bytes, clock_type::time_point deadline, Decode decode,
+                     std::stop_token stop = {}) {
   auto body = d.call(request_view{static_cast<uint8_t>(kind), timeout_ms(deadline), params, bytes},
-                     deadline);
+                     deadline, std::move(stop));
   if (!body)
     return body.error();
   auto value = decode(*body);
@@ -67,9 +68,11 @@ result<gray_pixels> preprocess_page(decoder& d, std::string_view bytes, std::str
 }
 
 result<unpacked> unpack(decoder& d, std::string_view bytes, container_kind kind,
-                        const unpack_limits& limits, clock_type::time_point deadline) {
+                        const unpack_limits& limits, clock_type::time_point deadline,
+                        std::stop_token stop) {
   auto params = encode(unpack_params{kind, limits});
-  auto a = typed_call<unpacked>(d, request_kind::unpack, params, bytes, deadline, decode_unpacked);
+  auto a = typed_call<unpacked>(d, request_kind::unpack, params, bytes, deadline, decode_unpacked,
+                                std::move(stop));
   if (!a)
     return a;
   if (a->members.size() > static_cast<size_t>(std::max(limits.max_members, 0)))

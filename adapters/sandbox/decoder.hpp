@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <stop_token>
 #include <string>
 #include <string_view>
 
@@ -25,7 +26,14 @@ public:
   /// review.*); decode.crashed, decode.out_of_memory, decode.timeout when the helper died on
   /// it (transient); ocr.busy when no helper could be had before the deadline (transient, the
   /// node's). Thread-safe: each calling thread gets a helper of its own for the call.
-  virtual result<std::string> call(const request_view& req, clock_type::time_point deadline) = 0;
+  /// A stop requested on `stop` while the helper works ends the helper (the pool starts another)
+  /// and answers decode.cancelled at once (transient; the caller no longer wants the answer).
+  virtual result<std::string> call(const request_view& req, clock_type::time_point deadline,
+                                   std::stop_token stop)
+      = 0;
+  result<std::string> call(const request_view& req, clock_type::time_point deadline) {
+    return call(req, deadline, std::stop_token{});
+  }
 };
 
 /// Page `index` of the document (and its kind and page count), checked: the page count within
@@ -39,9 +47,11 @@ result<gray_pixels> preprocess_page(decoder& d, std::string_view bytes, std::str
                                     const document_limits& limits, clock_type::time_point deadline);
 
 /// The container taken apart, checked against `limits`: the number of members, their total
-/// and each one's size (container_unpacker checks the members' paths).
+/// and each one's size (container_unpacker checks the members' paths). A stop on `stop` ends it
+/// early (decode.cancelled).
 result<unpacked> unpack(decoder& d, std::string_view bytes, container_kind kind,
-                        const unpack_limits& limits, clock_type::time_point deadline);
+                        const unpack_limits& limits, clock_type::time_point deadline,
+                        std::stop_token stop = {});
 
 /// A page image for the desk, checked: PNG or JPEG, at most `max_bytes`.
 result<page_image> render_page(decoder& d, std::string_view bytes, std::string_view mime_type,

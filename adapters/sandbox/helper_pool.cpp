@@ -6,6 +6,9 @@
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
+#include <functional>
+#include <optional>
+#include <stop_token>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -180,6 +183,12 @@ error helper_pool::end(helper& h, ending how, std::string_view why) {
   close_pipes(h);
   h.pid = 0;
   error e;
+  if (how == ending::stopped) {
+    e = error::make_transient(errc::decode_cancelled, std::string{why});
+    log::info("a decoder helper was stopped: its work was cancelled; another takes its place",
+              {{"pid", std::to_string(pid)}});
+    return e;
+  }
   if (how == ending::overran) {
     ++timed_out_;
     e = error::make_transient(errc::decode_timeout, std::string{why});
@@ -214,7 +223,8 @@ error helper_pool::end(helper& h, ending how, std::string_view why) {
 }
 
 result<std::string> helper_pool::exchange(helper& h, const request_view& req,
-                                          clock_type::time_point deadline) {
+                                          clock_type::time_point deadline,
+                                          const std::stop_token& stop) {
   const auto max = options_.settings.max_frame_bytes;
   std::string frame;
   if (!h.ready) {
@@ -235,7 +245,22 @@ result<std::string> helper_pool::exchange(helper& h, const request_view& req,
     h.ready = true;
   }
   auto kill_at = deadline + options_.grace;
-  auto sent = write_request(h.to, req, max, kill_at);
+  if (stop.stop_requested())
+    return error::make_transient(errc::decode_cancelled, "the work was cancelled");
+  io_status sent = io_status::ok;
+  io_status got = io_status::ok;
+  {
+    // A stop kills the helper: its pipes break and the exchange below returns at once. The
+    // callback is gone (and done) before the helper is reaped, so its pid is still the helper's.
+    std::optional<std::stop_callback<std::function<void()>>> on_stop;
+    if (stop.stop_possible())
+      on_stop.emplace(stop, std::function<void()>{[pid = h.pid] { ::kill(pid, SIGKILL); }});
+    sent = write_request(h.to, req, max, kill_at);
+    if (sent == io_status::ok)
+      got = read_frame(h.from, max, frame, kill_at);
+  }
+  if (stop.stop_requested())
+    return end(h, ending::stopped, "the work was cancelled while the decoder helper ran");
   if (sent == io_status::too_large)
     return error::make_permanent("ocr.too_large", "the document does not fit a decoder request ("
                                                       + std::to_string(max) + " bytes at most)");
@@ -244,7 +269,6 @@ result<std::string> helper_pool::exchange(helper& h, const request_view& req,
                "the decoder helper did not take the document before its deadline");
   if (sent != io_status::ok)
     return end(h, ending::died, "the decoder helper died while it was sent the document");
-  auto got = read_frame(h.from, max, frame, kill_at);
   if (got == io_status::timeout)
     return end(h, ending::overran, "the decoder helper overran the deadline and was killed");
   if (got == io_status::too_large)
@@ -268,7 +292,8 @@ result<std::string> helper_pool::exchange(helper& h, const request_view& req,
   return std::move(a->body);
 }
 
-result<std::string> helper_pool::call(const request_view& req, clock_type::time_point deadline) {
+result<std::string> helper_pool::call(const request_view& req, clock_type::time_point deadline,
+                                      std::stop_token stop) {
   size_t index = 0;
   {
     std::unique_lock<std::mutex> lock{mtx_};
@@ -299,7 +324,7 @@ result<std::string> helper_pool::call(const request_view& req, clock_type::time_
       out = started.error();
   }
   if (h.pid > 0)
-    out = exchange(h, req, deadline);
+    out = exchange(h, req, deadline, stop);
   // A helper that ended is replaced at once, so that it loads while others work.
   if (h.pid == 0)
     if (auto started = start(h); !started)

@@ -66,7 +66,9 @@ public:
   helper_pool(const helper_pool&) = delete;
   helper_pool& operator=(const helper_pool&) = delete;
 
-  result<std::string> call(const request_view& req, clock_type::time_point deadline) override;
+  using decoder::call;
+  result<std::string> call(const request_view& req, clock_type::time_point deadline,
+                           std::stop_token stop) override;
 
   helper_pool_stats stats() const;
   /// The helpers' process ids (0: not running), for tests and logs.
@@ -84,14 +86,16 @@ private:
   };
 
   /// Why a helper is ended: it died by itself (its exit status tells how), it overran the
-  /// deadline (killed: decode.timeout), or it broke the protocol (killed: decode.crashed).
-  enum class ending { died, overran, misbehaved };
+  /// deadline (killed: decode.timeout), it broke the protocol (killed: decode.crashed), or its
+  /// caller stopped the call (killed: decode.cancelled, no crash counted).
+  enum class ending { died, overran, misbehaved, stopped };
 
   result<void> start(helper& h);
   /// Kills (unless it died) and reaps the helper; the cause of its end as the request's error.
   error end(helper& h, ending how, std::string_view why);
   void close_pipes(helper& h);
-  result<std::string> exchange(helper& h, const request_view& req, clock_type::time_point deadline);
+  result<std::string> exchange(helper& h, const request_view& req, clock_type::time_point deadline,
+                               const std::stop_token& stop);
 
   helper_pool_options options_;
   mutable std::mutex mtx_;

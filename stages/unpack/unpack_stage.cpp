@@ -1,15 +1,17 @@
 // The unpack stage's steps, between the claim of a container's ingestion and the outcome (the
 // lifecycle around them is actors/job.cpp's):
 //
-//   load (the container's file, type and depth) ─► fetch ─► unpack (CPU pool: libarchive or
-//   GMime, under the limits) ─► sort (CPU pool: each member a document, a container or skipped,
-//   hashed; too deep fails whole) ─► store (each child's bytes) ─► complete (one transaction:
-//   the children, their ingestions and work items with their messages, the parent's body and
-//   errors, the parent's work item completed)
+//   load (the container's file, type and depth) ─► fetch ─► reserve (the node's memory budget:
+//   the container's bytes and its members' bound; waits in arrival order, its deadline stopped)
+//   ─► unpack (CPU pool: libarchive or GMime, under the limits) ─► sort (CPU pool: each member a
+//   document, a container or skipped, hashed; too deep fails whole) ─► store (each child's bytes)
+//   ─► complete (one transaction: the children, their ingestions and work items with their
+//   messages, the parent's body and errors, the parent's work item completed)
 //
 // A limit broken (size, members, ratio, unsafe path, encryption, depth) fails the container at
 // once (permanent) before anything is stored: nothing of it is left behind. A corrupt archive
 // keeps the members that could be read; the error goes on the parent, which goes to review.
+// The memory reserved goes back once the children's bytes are stored, or when the job ends.
 #include "stages/unpack/unpack_stage.hpp"
 
 #include <rapidjson/stringbuffer.h>
@@ -146,24 +148,53 @@ private:
           if (!r)
             return job_->fail(r.error());
           job_->step_done("ok", std::to_string(r->size()) + " bytes");
-          unpack(std::move(*r));
+          bytes_ = std::move(*r);
+          auto type = container_type_of_mime(details_.mime_type);
+          if (!type)
+            type = detect_container_type(bytes_);
+          if (!type) {
+            job_->begin_local("unpack");
+            return job_->step_failed(error::make_permanent(
+                "container.unsupported", "not a ZIP, TAR, .tar.gz, e-mail or mbox"));
+          }
+          type_ = *type;
+          reserve();
         });
   }
 
-  void unpack(std::string bytes) {
-    auto type = container_type_of_mime(details_.mime_type);
-    if (!type)
-      type = detect_container_type(bytes);
-    if (!type) {
-      job_->begin_local("unpack");
-      return job_->step_failed(error::make_permanent("container.unsupported",
-                                                     "not a ZIP, TAR, .tar.gz, e-mail or mbox"));
-    }
-    type_ = *type;
+  /// The container's share of the node's memory budget, before its members are asked for. The
+  /// wait for it stops the step's deadline: a container waits for room, it never fails for it.
+  void reserve() {
+    if (!ports_->budget)
+      return unpack();
+    auto bytes = unpack_memory_bound(ports_->unpacker->limits(), type_.kind, bytes_.size());
+    job_->request<std::shared_ptr<memory_budget::reservation>>(
+        "reserve",
+        [&](auto cb) {
+          auto call = job_->port_call();
+          auto granted = [cb](std::shared_ptr<memory_budget::reservation> r) { cb(std::move(r)); };
+          if (!ports_->budget->reserve(bytes, std::move(granted), job_->cancel_token())
+              && call.waiting)
+            call.waiting();
+        },
+        [this, bytes](result<std::shared_ptr<memory_budget::reservation>> r) {
+          if (r && !*r) // withdrawn: the work was cancelled while it waited
+            return job_->fail(error::make_transient(std::string{errc::work_cancelled},
+                                                    "cancelled while waiting"));
+          if (!r)
+            return job_->step_failed(r.error());
+          reservation_ = std::move(*r);
+          job_->step_done("ok", std::to_string(bytes) + " bytes reserved");
+          unpack();
+        });
+  }
+
+  void unpack() {
     job_->request<unpacked>(
         "unpack",
         [&](auto cb) {
-          unpack_request req{std::move(bytes), type->kind, job_->wait_for_cpu()};
+          unpack_request req{std::move(bytes_), type_.kind, job_->wait_for_cpu(),
+                             job_->cancel_token()};
           ports_->unpacker->unpack(std::move(req), std::move(cb));
         },
         [this](result<unpacked> r) {
@@ -231,6 +262,8 @@ private:
           if (!r)
             return job_->fail(r.error());
           job_->step_done("ok", std::to_string(sorted_.children.size()) + " objects");
+          // The members are stored: their memory goes back to the node's budget.
+          reservation_.reset();
           complete();
         });
   }
@@ -302,6 +335,10 @@ private:
   job_handle* job_ = nullptr;
   container_details details_;
   container_type type_;
+  /// The container's bytes, from the fetch to the unpacking.
+  std::string bytes_;
+  /// Its share of the node's memory budget, held until its members are stored (or the job ends).
+  std::shared_ptr<memory_budget::reservation> reservation_;
   std::shared_ptr<unpacked> content_;
   sorted_members sorted_;
 };
@@ -352,6 +389,8 @@ result<std::vector<std::shared_ptr<const stage>>> unpack_stages(stage_env& env) 
   ports->storage = env.storage;
   ports->unpacker = std::make_shared<container_unpacker>(
       *env.cpu, limits, std::chrono::seconds{cfg.containers.timeout_seconds});
+  ports->budget
+      = std::make_shared<memory_budget>(static_cast<uint64_t>(cfg.containers.memory_budget_bytes));
   unpack_settings settings;
   settings.queue = std::move(*q);
   settings.queue_name = spec.name;

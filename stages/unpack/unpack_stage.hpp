@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "actors/memory_budget.hpp"
 #include "actors/stage.hpp"
 #include "adapters/containers/unpacker.hpp"
 #include "adapters/db/container_repository.hpp"
@@ -21,6 +22,8 @@ struct unpack_ports {
   std::shared_ptr<container_repository> db;
   std::shared_ptr<object_store> storage;
   std::shared_ptr<container_unpacker> unpacker;
+  /// The node's memory for unpacking (containers.memory_budget_bytes); null: none.
+  std::shared_ptr<memory_budget> budget;
 };
 
 struct unpack_settings {

@@ -2,12 +2,20 @@
 // members become child documents whose ingestions, work items and messages are written with the
 // container's completion (the fake container repository over the claimed-work table); the
 // unpacking and the sorting of the members run on the CPU pool; limits and lost claims leave
-// nothing of the container behind.
+// nothing of the container behind; the node's memory budget makes a container wait (never fail)
+// for room; a cancel stops a running unpack (its decoder call, its wait for memory) and no child
+// is added after it.
 #define CAF_SUITE unpack_job
 #include "caf/test/unit_test_impl.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <set>
+#include <thread>
+
+#include "adapters/sandbox/decoder.hpp"
 
 #include "stages/unpack/unpack_stage.hpp"
 #include "tests/actors/support/actor_fixture.hpp"
@@ -23,6 +31,9 @@ namespace {
 struct manual_cpu final : cpu_executor {
   bool immediately = true;
   std::vector<cpu_job> jobs;
+  /// The decoder helpers its jobs use (null: in process).
+  std::shared_ptr<sandbox::decoder> helpers;
+  std::shared_ptr<sandbox::decoder> decoder() const override { return helpers; }
   void submit(cpu_job job) override {
     if (immediately)
       return job.run();
@@ -36,6 +47,44 @@ struct manual_cpu final : cpu_executor {
 };
 
 const std::string unpack_queue_name = "ingestd-unpack";
+
+/// A decoder helper that works until its call is stopped (or a deadline far beyond the test):
+/// it reports that it runs, then that it saw the stop, and answers only when the test lets it
+/// (so that the answer is sent while the test thread does not run the scheduler).
+struct stoppable_decoder final : sandbox::decoder {
+  std::mutex mtx;
+  std::condition_variable_any cv;
+  bool running = false;
+  bool stopped = false;
+  bool answer = false;
+
+  using sandbox::decoder::call;
+  result<std::string> call(const sandbox::request_view&, sandbox::clock_type::time_point,
+                           std::stop_token stop) override {
+    std::unique_lock<std::mutex> lock{mtx};
+    running = true;
+    cv.notify_all();
+    auto limit = std::chrono::steady_clock::now() + 30s;
+    stopped = cv.wait_until(lock, stop, limit, [&] { return stop.stop_requested(); });
+    cv.notify_all();
+    cv.wait_until(lock, limit, [&] { return answer; });
+    if (!stopped)
+      return error::make_permanent("test.not_stopped", "the call was never stopped");
+    return error::make_transient(std::string{errc::decode_cancelled}, "stopped");
+  }
+
+  /// Waits (30 s at most) until `what` holds.
+  bool wait_for(bool stoppable_decoder::*what) {
+    std::unique_lock<std::mutex> lock{mtx};
+    return cv.wait_for(lock, 30s, [&] { return this->*what; });
+  }
+
+  void let_answer() {
+    std::lock_guard<std::mutex> guard{mtx};
+    answer = true;
+    cv.notify_all();
+  }
+};
 
 struct fixture : test::actor_fixture {
   std::shared_ptr<test::fake_queue> unpack_queue = std::make_shared<test::fake_queue>();
@@ -263,6 +312,146 @@ CAF_TEST(the database lost at the completion gives the work back and creates no 
   // The next delivery proposes the same children again and completes.
   CAF_CHECK_EQUAL(run_unpack(id).result, job_result::completed);
   CAF_CHECK_EQUAL(containers->container(id).children.size(), 3u);
+  check_unpack_violations();
+}
+
+CAF_TEST(a container waits for the memory budget without failing and runs when it is free) {
+  auto first = add_container(sample());
+  auto second = add_container(sample());
+  auto bound = unpack_memory_bound(unpack_limits{}, container_kind::zip, sample().size());
+  // Room for one container at a time.
+  uports->budget = std::make_shared<memory_budget>(bound + bound / 2);
+  cpu.immediately = false;
+  spawn_job(sys, ctx, unpack_stage(), hb, deliver_unpack(first));
+  sched.run();
+  // The first holds its reservation while it waits for a CPU worker.
+  CAF_REQUIRE_EQUAL(cpu.jobs.size(), 1u);
+  CAF_CHECK_EQUAL(uports->budget->reserved(), bound);
+  spawn_job(sys, ctx, unpack_stage(), hb, deliver_unpack(second));
+  sched.run();
+  CAF_CHECK_EQUAL(uports->budget->waiting(), 1u);
+  CAF_CHECK_EQUAL(cpu.jobs.size(), 1u);
+  // Waiting for memory is no step past its deadline: far beyond it, nothing failed.
+  for (int i = 0; i < 4; ++i) {
+    advance_time(31s);
+    sched.run();
+  }
+  CAF_CHECK(outcomes.empty());
+  CAF_CHECK_EQUAL(events_with(second, "unpack"), 0u);
+  cpu.next().run();
+  sched.run();
+  // The first's members are stored: its memory goes to the second, which unpacks in turn.
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(outcomes[0].result, job_result::completed);
+  CAF_CHECK_EQUAL(uports->budget->waiting(), 0u);
+  CAF_REQUIRE_EQUAL(cpu.jobs.size(), 1u);
+  cpu.next().run();
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 2u);
+  CAF_CHECK_EQUAL(outcomes[1].result, job_result::completed);
+  CAF_CHECK_EQUAL(containers->container(second).children.size(), 3u);
+  CAF_CHECK_EQUAL(work->item(second).attempt_count, 0);
+  CAF_CHECK_EQUAL(events_with(first, "reserve"), 1u);
+  CAF_CHECK_EQUAL(events_with(second, "reserve"), 1u);
+  // Everything given back.
+  CAF_CHECK_EQUAL(uports->budget->reserved(), 0u);
+  check_unpack_violations();
+}
+
+CAF_TEST(a failed container gives its memory back) {
+  uports->budget = std::make_shared<memory_budget>(uint64_t{64} << 20);
+  usettings.max_depth = 1; // the nested zip is too deep
+  auto id = add_container(sample());
+  CAF_CHECK_EQUAL(run_unpack(id).result, job_result::failed);
+  CAF_CHECK_EQUAL(uports->budget->reserved(), 0u);
+  check_unpack_violations();
+}
+
+CAF_TEST(a container cancelled while it waits for memory leaves the line) {
+  auto first = add_container(sample());
+  auto second = add_container(sample());
+  auto bound = unpack_memory_bound(unpack_limits{}, container_kind::zip, sample().size());
+  uports->budget = std::make_shared<memory_budget>(bound);
+  cpu.immediately = false;
+  spawn_job(sys, ctx, unpack_stage(), hb, deliver_unpack(first));
+  sched.run();
+  CAF_REQUIRE_EQUAL(cpu.jobs.size(), 1u);
+  auto job = spawn_job(sys, ctx, unpack_stage(), hb, deliver_unpack(second));
+  sched.run();
+  CAF_REQUIRE_EQUAL(uports->budget->waiting(), 1u);
+  work->request_cancel(second);
+  caf::anon_send(job, cancel_atom_v);
+  sched.run();
+  // Stopped at once, not when the memory would have come.
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(outcomes.back().result, job_result::cancelled);
+  CAF_CHECK_EQUAL(work->item(second).status, "cancelled");
+  CAF_CHECK_EQUAL(uports->budget->waiting(), 0u);
+  CAF_CHECK_EQUAL(events_with(second, "unpack"), 0u);
+  cpu.next().run();
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 2u);
+  CAF_CHECK_EQUAL(outcomes.back().result, job_result::completed);
+  CAF_CHECK(cpu.jobs.empty());
+  CAF_CHECK_EQUAL(containers->container(second).completions, 0);
+  CAF_CHECK_EQUAL(uports->budget->reserved(), 0u);
+  check_unpack_violations();
+}
+
+CAF_TEST(a cancel stops the unpacking running in a decoder helper and adds no child) {
+  auto helpers = std::make_shared<stoppable_decoder>();
+  cpu.helpers = helpers;
+  cpu.immediately = false;
+  auto id = add_container(sample());
+  auto job = spawn_job(sys, ctx, unpack_stage(), hb, deliver_unpack(id));
+  sched.run();
+  CAF_REQUIRE_EQUAL(cpu.jobs.size(), 1u);
+  // The CPU worker runs the unpacking on a thread of its own, as the pool's do; the test thread
+  // touches the scheduler only while that thread waits.
+  std::thread worker{[run = cpu.next().run] { run(); }};
+  CAF_REQUIRE(helpers->wait_for(&stoppable_decoder::running));
+  sched.run(); // the worker's start notice
+  work->request_cancel(id);
+  caf::anon_send(job, cancel_atom_v);
+  sched.run(); // the job stops its step's port call
+  CAF_CHECK(helpers->wait_for(&stoppable_decoder::stopped));
+  helpers->let_answer();
+  worker.join();
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(outcomes.back().result, job_result::cancelled);
+  auto item = work->item(id);
+  CAF_CHECK_EQUAL(item.status, "cancelled");
+  CAF_CHECK(!item.token.has_value());
+  CAF_CHECK_EQUAL(containers->container(id).completions, 0);
+  CAF_CHECK(work->sent().empty());
+  CAF_CHECK_EQUAL(store->puts(), 0);
+  CAF_CHECK_EQUAL(unpack_queue->deleted_ids().size(), 1u);
+  CAF_CHECK_EQUAL(status_events(id, "INGESTION_CANCELLED"), 1u);
+  CAF_CHECK(cpu.jobs.empty()); // no sorting
+  cpu.helpers.reset();
+  check_unpack_violations();
+}
+
+CAF_TEST(a cancel the job has not seen yet refuses the completion and adds no child) {
+  auto id = add_container(sample());
+  store->hold("put");
+  spawn_job(sys, ctx, unpack_stage(), hb, deliver_unpack(id));
+  sched.run();
+  CAF_REQUIRE(store->held("put") > 0u);
+  // `ingestd cancel` writes the request; the heartbeat has not told the job before it completes.
+  work->request_cancel(id);
+  store->unhold("put");
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(outcomes.back().result, job_result::cancelled);
+  CAF_CHECK_EQUAL(work->item(id).status, "cancelled");
+  CAF_CHECK_EQUAL(containers->container(id).completions, 0);
+  CAF_CHECK(work->sent().empty());
+  CAF_CHECK_EQUAL(unpack_queue->deleted_ids().size(), 1u);
+  for (auto& row : work->audit_rows())
+    if (row.event.item == id)
+      CAF_CHECK_EQUAL(row.written_by, "record_cancelled");
   check_unpack_violations();
 }
 

@@ -74,6 +74,24 @@ protected:
     return {r.ingestion_id, r.document_id, claim_ref{r.ingestion_id, c.token}};
   }
 
+  /// Claims the work item `item` of `stage` for worker "w2": its token.
+  claim_ref claim(uuid item, const std::string& stage) {
+    claim_request c;
+    c.item = item;
+    c.token = uuid::v7();
+    c.stage = stage;
+    c.audit = true;
+    auto got = await<std::vector<claim_answer>>([&](auto cb) { work->claim({c}, "w2", 300s, cb); });
+    EXPECT_TRUE(got && got->size() == 1 && got->front().outcome == claim_outcome::granted);
+    return claim_ref{item, c.token};
+  }
+
+  int64_t cancel_events(uuid id, const std::string& outcome, const std::string& detail_has) {
+    return count("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1 AND step = 'cancel' "
+                 "AND outcome = $2 AND strpos(detail, $3) > 0",
+                 {id.str(), outcome, detail_has});
+  }
+
   static unpack_child child(const std::string& name, const std::string& hash,
                             bool is_container = false) {
     unpack_child c;
@@ -335,6 +353,119 @@ TEST_F(container_repository_test, the_unpack_net_leaves_a_container_whose_messag
   });
   ASSERT_TRUE(r);
   EXPECT_EQ(*r, 0);
+}
+
+TEST_F(container_repository_test,
+       cancelling_a_container_cascades_to_its_unfinished_children_and_theirs) {
+  use_queues(false);
+  auto p = claimed_container();
+  unpack_completion c;
+  c.children = {child("running.pdf", "k1"), child("queued.pdf", "k2"), child("done.pdf", "k3"),
+                child("nested.zip", "k4", true)};
+  ASSERT_TRUE(complete(p.ref, c));
+  auto& running = c.children[0];
+  auto& queued = c.children[1];
+  auto& done = c.children[2];
+  auto& nested = c.children[3];
+  // One child runs on another worker, one is finished, the nested container completed with a
+  // child of its own still queued.
+  auto running_ref = claim(running.ingestion_id, "ingest");
+  auto done_ref = claim(done.ingestion_id, "ingest");
+  ASSERT_TRUE(await<std::vector<result<void>>>([&](auto cb) {
+    work->complete({work_outcome{done_ref, {}}}, cb);
+  }));
+  auto nested_ref = claim(nested.ingestion_id, "unpack");
+  unpack_completion inner;
+  inner.children = {child("deep.pdf", "k5")};
+  ASSERT_TRUE(complete(nested_ref, inner));
+  auto& deep = inner.children[0];
+  // Another container's child is not touched.
+  auto other = claimed_container();
+  unpack_completion others;
+  others.children = {child("other.pdf", "k6")};
+  ASSERT_TRUE(complete(other.ref, others));
+
+  auto r = intake->cancel_ingestion(p.ingestion, tenant, "test", 30s);
+  ASSERT_TRUE(r) << r.error().describe();
+  EXPECT_EQ(r->outcome, cancel_outcome::finished);
+  EXPECT_EQ(r->status, "completed");
+  EXPECT_EQ(r->children_cancelled, 2);  // queued.pdf, deep.pdf
+  EXPECT_EQ(r->children_cancelling, 1); // running.pdf
+  auto status = [&](uuid id) { return row(id, "work_item", "status"); };
+  EXPECT_EQ(status(p.ingestion), "completed");
+  EXPECT_EQ(status(queued.ingestion_id), "cancelled");
+  EXPECT_EQ(status(deep.ingestion_id), "cancelled");
+  EXPECT_EQ(row(deep.ingestion_id, "ingestion", "status"), "cancelled");
+  EXPECT_EQ(status(done.ingestion_id), "completed");
+  EXPECT_EQ(status(nested.ingestion_id), "completed");
+  EXPECT_EQ(status(others.children[0].ingestion_id), "in-progress");
+  // The running child has a request its worker's heartbeat finds; its claim stands.
+  EXPECT_EQ(row(running.ingestion_id, "work_item",
+                "status || ' ' || (cancel_requested_at IS NOT NULL) || ' ' || "
+                "(claim_token IS NOT NULL)"),
+            "in-progress true true");
+  auto asked = await<std::vector<uuid>>([&](auto cb) {
+    work->cancel_requests({running.ingestion_id, others.children[0].ingestion_id}, cb);
+  });
+  ASSERT_TRUE(asked);
+  EXPECT_EQ(*asked, std::vector<uuid>{running.ingestion_id});
+  EXPECT_TRUE(await<void>([&](auto cb) { work->record_cancelled(running_ref, {}, cb); }));
+  EXPECT_EQ(status(running.ingestion_id), "cancelled");
+  // Each child's audit trail names the container; the events of the cancelled ones are there.
+  auto container_id = p.ingestion.str();
+  EXPECT_EQ(cancel_events(queued.ingestion_id, "cancelled", container_id), 1);
+  EXPECT_EQ(cancel_events(deep.ingestion_id, "cancelled", container_id), 1);
+  EXPECT_EQ(cancel_events(running.ingestion_id, "requested", container_id), 1);
+  EXPECT_EQ(cancel_events(done.ingestion_id, "cancelled", ""), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM event_outbox WHERE destination = 'events' AND "
+                  "body::jsonb->>'type' = 'INGESTION_CANCELLED' AND "
+                  "body::jsonb->>'ingestion_id' = ANY($1::text[])",
+                  {"{" + queued.ingestion_id.str() + "," + deep.ingestion_id.str() + "}"}),
+            2);
+  // A queued child's message finds it final.
+  auto a = await<std::vector<claim_answer>>([&](auto cb) {
+    claim_request q;
+    q.item = queued.ingestion_id;
+    q.token = uuid::v7();
+    q.stage = "ingest";
+    work->claim({q}, "w3", 300s, cb);
+  });
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->front().outcome, claim_outcome::finished);
+  // Again: nothing left to cancel; another tenant sees no such ingestion.
+  r = intake->cancel_ingestion(p.ingestion, tenant, "test", 30s);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->outcome, cancel_outcome::finished);
+  EXPECT_EQ(r->children(), 0);
+  r = intake->cancel_ingestion(other.ingestion, uuid::v4(), "test", 30s);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->outcome, cancel_outcome::not_found);
+  EXPECT_EQ(status(others.children[0].ingestion_id), "in-progress");
+}
+
+TEST_F(container_repository_test,
+       a_running_container_cancelled_before_its_completion_adds_no_child) {
+  use_queues(false);
+  auto p = claimed_container();
+  auto r = intake->cancel_ingestion(p.ingestion, std::nullopt, "test", 30s);
+  ASSERT_TRUE(r) << r.error().describe();
+  EXPECT_EQ(r->outcome, cancel_outcome::cancelling);
+  EXPECT_EQ(r->children(), 0);
+  unpack_completion c;
+  c.children = {child("one.pdf", "c1"), child("nested.zip", "c2", true)};
+  auto refused = complete(p.ref, c);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, "work.cancelled") << refused.error().describe();
+  EXPECT_EQ(count("SELECT count(*) FROM document WHERE parent_id = $1", {p.document.str()}), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM work_item WHERE id <> $1", {p.ingestion.str()}), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM queue_message WHERE queue_name = $1", {ingest_q}), 0);
+  EXPECT_EQ(row(p.ingestion, "work_item", "status || ' ' || (claim_token IS NOT NULL)"),
+            "in-progress true");
+  // The job records the cancellation instead, fenced by its claim.
+  ASSERT_TRUE(await<void>([&](auto cb) { work->record_cancelled(p.ref, {}, cb); }));
+  EXPECT_EQ(row(p.ingestion, "ingestion", "status"), "cancelled");
+  EXPECT_EQ(intake->cancel_ingestion(p.ingestion, std::nullopt, "test", 30s)->outcome,
+            cancel_outcome::already_cancelled);
 }
 
 } // namespace

@@ -288,6 +288,52 @@ TEST_F(HelperPool, ADeadlineOverrunIsDecodeTimeoutAndThePoolGoesOn) {
   EXPECT_EQ(pool.stats().timed_out, 1u);
 }
 
+/// The state letter of process `pid` (/proc/<pid>/stat), or 0.
+char process_state(pid_t pid) {
+  std::ifstream in{"/proc/" + std::to_string(pid) + "/stat"};
+  std::string line;
+  std::getline(in, line);
+  auto paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : '\0';
+}
+
+TEST_F(HelperPool, AStoppedCallEndsItsHelperAtOnceAndCountsNoCrash) {
+  helper_pool pool{test_pool_options(1)};
+  ASSERT_EQ(call(pool, echo, "", "warm").value(), "warm");
+  auto pid = pool.pids().front();
+  std::stop_source cancel;
+  auto start = clock_type::now();
+  auto stopped = std::async(std::launch::async, [&] {
+    return pool.call(request_view{spin, 60'000, "", ""}, clock_type::now() + 60s,
+                     cancel.get_token());
+  });
+  // Until the helper runs the request (it spins), within a deadline far beyond what it takes.
+  auto limit = clock_type::now() + 30s;
+  while (process_state(pid) != 'R' && clock_type::now() < limit)
+    std::this_thread::sleep_for(1ms);
+  ASSERT_EQ(process_state(pid), 'R');
+  cancel.request_stop();
+  auto r = stopped.get();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, errc::decode_cancelled) << r.error().describe();
+  EXPECT_FALSE(decoder_crash(r.error()));
+  // Long before the request's deadline; the helper ended, nothing counted against the document.
+  EXPECT_LT(clock_type::now() - start, 30s);
+  EXPECT_NE(pool.pids().front(), pid);
+  EXPECT_EQ(pool.stats().crashed, 0u);
+  EXPECT_EQ(pool.stats().timed_out, 0u);
+  EXPECT_EQ(call(pool, echo, "", "after").value(), "after");
+  // A call stopped before it starts never reaches a helper.
+  std::stop_source before;
+  before.request_stop();
+  auto helper = pool.pids().front();
+  auto early
+      = pool.call(request_view{echo, 1000, "", "x"}, clock_type::now() + 1s, before.get_token());
+  ASSERT_FALSE(early);
+  EXPECT_EQ(early.error().code, errc::decode_cancelled);
+  EXPECT_EQ(pool.pids().front(), helper);
+}
+
 TEST_F(HelperPool, OutOfMemoryFailsThatRequestWhileOthersInFlightComplete) {
   helper_pool pool{test_pool_options(3)};
   auto page = corpus("inv01_en_classic_scan.png");

@@ -12,10 +12,29 @@
 
 namespace ingestd::test {
 
+/// What an archive entry is: a file (the default), a directory, or a link to `target`.
+enum class entry_kind { file, directory, symlink, hardlink };
+
 struct archive_file {
   std::string name;
   std::string bytes;
+  entry_kind kind = entry_kind::file;
+  /// The link's target (symlink, hardlink).
+  std::string target;
 };
+
+/// `count` entries of `kind` named "<prefix><i>" (directories end with '/'), links to `target`.
+inline std::vector<archive_file> many_entries(entry_kind kind, int count, const std::string& prefix,
+                                              const std::string& target = {}) {
+  std::vector<archive_file> out;
+  out.reserve(static_cast<size_t>(count));
+  for (int i = 0; i < count; ++i)
+    out.push_back({prefix + std::to_string(i) + (kind == entry_kind::directory ? "/" : ""),
+                   {},
+                   kind,
+                   target});
+  return out;
+}
 
 /// `format`: "zip" or "tar"; `gzip`: a .tar.gz; `passphrase`: a ZipCrypto-encrypted zip.
 inline std::string make_archive(const std::string& format, const std::vector<archive_file>& files,
@@ -43,8 +62,23 @@ inline std::string make_archive(const std::string& format, const std::vector<arc
     archive_entry* e = archive_entry_new();
     archive_entry_set_pathname(e, f.name.c_str());
     archive_entry_set_size(e, static_cast<la_int64_t>(f.bytes.size()));
-    archive_entry_set_filetype(e, AE_IFREG);
-    archive_entry_set_perm(e, 0644);
+    switch (f.kind) {
+    case entry_kind::file:
+      archive_entry_set_filetype(e, AE_IFREG);
+      break;
+    case entry_kind::directory:
+      archive_entry_set_filetype(e, AE_IFDIR);
+      break;
+    case entry_kind::symlink:
+      archive_entry_set_filetype(e, AE_IFLNK);
+      archive_entry_set_symlink(e, f.target.c_str());
+      break;
+    case entry_kind::hardlink:
+      archive_entry_set_filetype(e, AE_IFREG);
+      archive_entry_set_hardlink(e, f.target.c_str());
+      break;
+    }
+    archive_entry_set_perm(e, f.kind == entry_kind::directory ? 0755 : 0644);
     if (archive_write_header(a, e) != ARCHIVE_OK)
       throw std::runtime_error(archive_error_string(a));
     if (!f.bytes.empty() && archive_write_data(a, f.bytes.data(), f.bytes.size()) < 0)

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "messages/error_codes.hpp"
+
 namespace ingestd::test {
 
 // -- fake_work_repository: the port ---------------------------------------------------------
@@ -974,6 +976,10 @@ void fake_container_repository::complete_unpack(work_outcome outcome, unpack_com
     } else if (!work_->holds(outcome.ref, "complete_unpack")) {
       // The parent's claim is locked first: a lost one rolls everything back, the trail too.
       r = error::make_claim_lost("complete_unpack: the claim no longer holds");
+    } else if (work_->item(outcome.ref.item).cancel_requested) {
+      // A cancel request on the parent refuses its children: nothing is written.
+      r = error::make_transient(std::string{errc::work_cancelled},
+                                "complete_unpack: the container was cancelled");
     } else if (auto finished = work_->finish(outcome, "complete_unpack"); !finished) {
       r = finished.error();
     } else {

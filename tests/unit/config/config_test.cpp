@@ -60,6 +60,7 @@ TEST_F(config_test, defaults_are_the_documented_ones) {
   EXPECT_DOUBLE_EQ(cfg->transcription.ocr_quality_threshold, 0.7);
   EXPECT_EQ(cfg->worker.retry_backoff_seconds, (std::vector<int64_t>{300, 1800}));
   EXPECT_EQ(cfg->aws.region, "eu-central-1");
+  EXPECT_EQ(cfg->containers.memory_budget_bytes, int64_t{1} << 30);
 }
 
 TEST_F(config_test, committed_default_file_holds_every_key_with_its_default) {
@@ -144,6 +145,9 @@ TEST_F(config_test, out_of_range_value_names_key_value_and_range) {
   auto text = failure(write(R"({"worker": {"heartbeat_rate_seconds": -5}})"));
   EXPECT_NE(text.find("worker.heartbeat_rate_seconds = -5"), std::string::npos) << text;
   EXPECT_NE(text.find("expected an integer from 0 to 3600"), std::string::npos) << text;
+  text = failure(write(R"({"containers": {"memory_budget_bytes": 1000}})"));
+  EXPECT_NE(text.find("containers.memory_budget_bytes = 1000"), std::string::npos) << text;
+  EXPECT_NE(text.find("expected an integer from 1048576"), std::string::npos) << text;
 }
 
 TEST_F(config_test, wrong_types_are_rejected) {

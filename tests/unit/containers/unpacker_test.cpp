@@ -81,6 +81,61 @@ TEST(archive_unpacker, total_size_and_member_count_are_limited) {
   EXPECT_NE(r.error().message.find("containers.max_members"), std::string::npos);
 }
 
+TEST(archive_unpacker, directories_and_links_count_against_the_members) {
+  using test::entry_kind;
+  using test::many_entries;
+  unpack_limits limits;
+  limits.max_members = 1000;
+  for (auto kind : {entry_kind::directory, entry_kind::symlink, entry_kind::hardlink}) {
+    // Thousands of entries that are no file, and one document: refused as too many.
+    auto entries = many_entries(kind, 3000, "e", "a.pdf");
+    entries.insert(entries.begin(), test::archive_file{"a.pdf", pdf_bytes("a")});
+    for (const char* format : {"tar", "zip"}) {
+      if (kind == entry_kind::hardlink && std::string{format} == "zip")
+        continue; // zip has no hardlinks
+      auto r = unpack(make_archive(format, entries), limits);
+      ASSERT_FALSE(r) << format << " " << static_cast<int>(kind);
+      EXPECT_EQ(r.error().code, "container.too_many_members") << r.error().describe();
+      EXPECT_NE(r.error().message.find("directories and links"), std::string::npos);
+    }
+  }
+  // Within the limit they are counted, never read as members.
+  auto entries = many_entries(entry_kind::directory, 500, "dir");
+  auto links = many_entries(entry_kind::symlink, 400, "link", "a.pdf");
+  entries.insert(entries.end(), links.begin(), links.end());
+  entries.push_back({"a.pdf", pdf_bytes("a")});
+  entries.push_back({"hard.pdf", {}, entry_kind::hardlink, "a.pdf"});
+  auto r = unpack(make_archive("tar", entries), limits);
+  ASSERT_TRUE(r) << r.error().describe();
+  ASSERT_EQ(r->members.size(), 1u);
+  EXPECT_EQ(r->members[0].name, "a.pdf");
+  limits.max_members = 900;
+  r = unpack(make_archive("tar", entries), limits);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "container.too_many_members");
+}
+
+TEST(archive_unpacker, names_and_link_targets_count_against_the_bytes) {
+  using test::entry_kind;
+  // 2000 symlinks to a 400-byte target: 800 kB of names and targets, no file byte.
+  auto links = test::many_entries(entry_kind::symlink, 2000, "l", std::string(400, 't'));
+  unpack_limits limits;
+  limits.max_members = 5000;
+  limits.max_total_bytes = 100'000;
+  auto r = unpack(make_archive("tar", links), limits);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "container.too_large") << r.error().describe();
+  auto dirs = test::many_entries(entry_kind::directory, 4000, std::string(200, 'd'));
+  r = unpack(make_archive("zip", dirs), limits);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "container.too_large") << r.error().describe();
+  // With room for them: counted, nothing kept.
+  limits.max_total_bytes = 10'000'000;
+  r = unpack(make_archive("tar", links), limits);
+  ASSERT_TRUE(r) << r.error().describe();
+  EXPECT_TRUE(r->members.empty());
+}
+
 TEST(archive_unpacker, traversal_and_absolute_names_are_refused) {
   for (std::string name : {"../escape.pdf", "docs/../../escape.pdf", "/etc/passwd", "C:\\x.pdf"}) {
     auto r = unpack(make_archive("zip", {{"ok.pdf", pdf_bytes("ok")}, {name, pdf_bytes("bad")}}));
@@ -203,6 +258,32 @@ TEST(mime_unpacker, an_encrypted_email_and_the_limits_are_refused) {
   r = unpack(make_email("many", "x", {{"a.pdf", pdf_bytes("a")}, {"b.pdf", pdf_bytes("b")}}), few);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, "container.too_many_members");
+}
+
+TEST(mime_unpacker, mime_parts_that_are_no_attachment_count_against_the_members) {
+  // Thousands of empty multipart nodes, nested one in another a level deep each.
+  std::string m = "From: a@example.com\r\nTo: b@example.com\r\nSubject: parts\r\n"
+                  "MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=\"top\"\r\n\r\n";
+  for (int i = 0; i < 3000; ++i)
+    m += "--top\r\nContent-Type: multipart/mixed; boundary=\"in" + std::to_string(i)
+         + "\"\r\n\r\n--in" + std::to_string(i) + "--\r\n";
+  m += "--top\r\nContent-Type: text/plain\r\n\r\nbody\r\n--top--\r\n";
+  unpack_limits limits;
+  limits.max_members = 1000;
+  auto r = unpack(m, limits);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "container.too_many_members") << r.error().describe();
+  limits.max_members = 5000;
+  r = unpack(m, limits);
+  ASSERT_TRUE(r) << r.error().describe();
+  EXPECT_TRUE(r->members.empty());
+  EXPECT_NE(r->body_text.find("body"), std::string::npos);
+
+  // The body's bytes count against the total.
+  limits.max_total_bytes = 1000;
+  r = unpack(make_email("long", std::string(5000, 'x'), {}), limits);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "container.too_large") << r.error().describe();
 }
 
 } // namespace
