@@ -45,9 +45,13 @@ TEST(e2e_daemon_containers, a_zip_and_an_email_become_child_documents_that_all_c
       {"INGESTD_CONTAINERS__QUEUE_NAME", unpack_queue},
       {"INGESTD_CONTAINERS__DEAD_LETTER_NAME", unpack_queue + "-dlq"}};
 
-  auto zip = make_archive("zip", {{"march/inv01.pdf", corpus_file("inv01_en_classic.pdf")},
-                                  {"march/inv02.pdf", corpus_file("inv02_de_modern.pdf")},
-                                  {"readme.txt", "not a document"}});
+  // Stored, not deflated: "%PDF-" is within the first KiB, and the archive is still a ZIP.
+  auto zip
+      = make_archive("zip-stored", {{"march/inv01.pdf", corpus_file("inv01_en_classic.pdf")},
+                                    {"march/inv02.pdf", corpus_file("inv02_de_modern.pdf")},
+                                    {"readme.txt", "not a document"},
+                                    {"march/scan.png", corpus_file("inv01_en_classic_scan.png")}});
+  ASSERT_NE(zip.substr(0, 1024).find("%PDF-"), std::string::npos);
   auto nested = make_archive("zip", {{"inv04.pdf", corpus_file("inv04_de_classic.pdf")}});
   auto eml = make_email("Invoices for March", "Hello, the invoices are attached.",
                         {{"inv03.pdf", corpus_file("inv03_en_compact.pdf")}, {"more.zip", nested}});
@@ -90,20 +94,23 @@ TEST(e2e_daemon_containers, a_zip_and_an_email_become_child_documents_that_all_c
       },
       60s))
       << s.logs();
-  // The three containers, four documents of theirs, the nested zip and its document: 9 ingestions.
+  // The three containers, five documents of theirs (a scan among them), the nested zip and its
+  // document: 10 ingestions.
   ASSERT_TRUE(wait_until(
-      [&] { return s.count("SELECT count(*) FROM ingestion WHERE status = 'completed'") == 9; },
+      [&] { return s.count("SELECT count(*) FROM ingestion WHERE status = 'completed'") == 10; },
       180s))
       << s.logs();
   EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE status <> 'completed'"), 0) << s.logs();
-  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion"), 9);
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion"), 10);
+  EXPECT_EQ(s.db().scalar("SELECT mime_type FROM document WHERE member_name = 'march/scan.png'"),
+            "image/png");
   // Four containers unpacked (the nested zip included) and five documents ingested, each work
   // item completed once with its claim cleared; each child's was written by its parent's
   // completion.
   EXPECT_EQ(s.db().scalar("SELECT string_agg(stage || ':' || n, ' ' ORDER BY stage) FROM "
                           "(SELECT stage, count(*) AS n FROM work_item WHERE status = 'completed' "
                           "AND claim_token IS NULL GROUP BY stage) x"),
-            "ingest:5 unpack:4");
+            "ingest:6 unpack:4");
   EXPECT_EQ(s.count("SELECT count(*) FROM work_item WHERE status <> 'completed'"), 0);
   // GET /v1/documents/{id} lists the children, each ready.
   auto got = http.Get("/v1/documents/" + tgz_document);
