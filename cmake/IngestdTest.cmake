@@ -12,9 +12,19 @@
 # process alone). An entry whose filter selects no test fails, so a renamed suite is noticed.
 # Per-entry properties (another TIMEOUT, RUN_SERIAL) are set on the suite's name afterwards.
 #
+# Each label also names a target that builds its executables (ingestd_tests_unit,
+# ingestd_tests_actors, ...): a build that runs only some labels (the sanitizer build's) builds
+# only those.
+#
 # COST: about how many seconds the entry takes on a 2-core machine, for the long ones. CTest
 # starts the costliest first (a fresh build has no measured times yet), so that no long entry
 # starts last and runs alone at the end of the suite.
+#
+# INGESTD_TEST_TIMEOUT_FACTOR multiplies every TIMEOUT: the sanitizer build (preset sanitize) sets
+# it, as its tests run a few times slower and the test command runs them at the lowest CPU
+# priority beside the suite. A deadline inside a test is not stretched.
+set(INGESTD_TEST_TIMEOUT_FACTOR 1 CACHE STRING "Factor on every test's TIMEOUT (slow builds)")
+
 function(ingestd_add_test)
   cmake_parse_arguments(T "" "NAME;KIND;TIMEOUT;COST" "SOURCES;LIBS;LABELS;RESOURCE_LOCK;ENVIRONMENT;SUITES" ${ARGN})
   if(NOT T_TIMEOUT)
@@ -52,11 +62,18 @@ function(ingestd_add_test)
     add_test(NAME ${T_NAME} COMMAND ${T_NAME})
     set(entries ${T_NAME})
   endif()
-  set_tests_properties(${entries} PROPERTIES TIMEOUT ${T_TIMEOUT}
+  math(EXPR timeout "${T_TIMEOUT} * ${INGESTD_TEST_TIMEOUT_FACTOR}")
+  set_tests_properties(${entries} PROPERTIES TIMEOUT ${timeout}
     ENVIRONMENT "INGESTD_SOURCE_DIR=${PROJECT_SOURCE_DIR};INGESTD_BINARY=$<TARGET_FILE:ingestd>;${T_ENVIRONMENT}")
   if(T_LABELS)
     set_tests_properties(${entries} PROPERTIES LABELS "${T_LABELS}")
   endif()
+  foreach(label IN LISTS T_LABELS)
+    if(NOT TARGET ingestd_tests_${label})
+      add_custom_target(ingestd_tests_${label})
+    endif()
+    add_dependencies(ingestd_tests_${label} ${T_NAME})
+  endforeach()
   if(T_RESOURCE_LOCK)
     set_tests_properties(${entries} PROPERTIES RESOURCE_LOCK "${T_RESOURCE_LOCK}")
   endif()

@@ -3,21 +3,23 @@
 #
 #   tests/fuzz/run.sh [SECONDS] [TARGET...]
 #
-# Builds the "fuzz" preset (clang-14, libFuzzer, ASan, UBSan; build-fuzz/), then runs each target
+# Builds the fuzz targets in the sanitizer build (preset "sanitize": clang-14 with libFuzzer, ASan,
+# UBSan and _GLIBCXX_ASSERTIONS; build-sanitize/, shared with the sanitizer tests; build preset
+# "fuzz" builds only the fuzz targets), then runs each target
 # (all of them unless named: text ids http_headers sqs s3 openai local_extractor document_ai
 # transcription_json config matching_features archive mime multipart sandbox_protocol known_files
 # review_request) for SECONDS seconds, one after the other
 # (default 20: a smoke run; `tests/fuzz/run.sh 600` is a campaign). Every run is nice'd and single-threaded.
 #
 #   - Seeds: the committed corpus tests/fuzz/corpus/<target>/, read only.
-#   - New inputs: build-fuzz/corpus/<target>/ (scratch, kept between runs, never committed).
+#   - New inputs: build-sanitize/fuzz-corpus/<target>/ (scratch, kept between runs, never committed).
 #   - Crashes, leaks, timeouts (-timeout=10) and out-of-memory (-rss_limit_mb=2048):
-#     tests/fuzz/findings/<target>-* (gitignored), with the log in build-fuzz/logs/<target>.log.
+#     tests/fuzz/findings/<target>-* (gitignored), with the log in build-sanitize/fuzz-logs/<target>.log.
 #
 # Prints executions per target and exits non-zero when any target found a problem. To keep a
 # finding as a regression input, fix the bug, copy the file into tests/fuzz/corpus/<target>/
 # (a readable name) and the normal build's CTest entry fuzz_<target> replays it from then on.
-# Reproduce one: build-fuzz/tests/fuzz/<target>_fuzz tests/fuzz/findings/<file>
+# Reproduce one: build-sanitize/tests/fuzz/<target>_fuzz tests/fuzz/findings/<file>
 set -euo pipefail
 
 seconds=${1:-20}
@@ -29,13 +31,13 @@ targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all[@]}")
 
 cd "$root"
-nice -n 19 cmake --preset fuzz >/dev/null
+nice -n 19 cmake --preset sanitize >/dev/null
 nice -n 19 cmake --build --preset fuzz -j"$(nproc)"
 
 findings=$root/tests/fuzz/findings
-mkdir -p "$findings" build-fuzz/logs
+mkdir -p "$findings" build-sanitize/fuzz-logs
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:suppressions=$root/tests/fuzz/ubsan.supp}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:suppressions=$root/tests/sanitize/ubsan.supp}
 
 max_len_of() {
   case $1 in
@@ -48,9 +50,9 @@ max_len_of() {
 failed=0
 printf '%-20s %10s %8s %s\n' target executions seconds result
 for t in "${targets[@]}"; do
-  exe=build-fuzz/tests/fuzz/${t}_fuzz
-  scratch=build-fuzz/corpus/$t
-  log=build-fuzz/logs/$t.log
+  exe=build-sanitize/tests/fuzz/${t}_fuzz
+  scratch=build-sanitize/fuzz-corpus/$t
+  log=build-sanitize/fuzz-logs/$t.log
   mkdir -p "$scratch"
   start=$(date +%s)
   status=0

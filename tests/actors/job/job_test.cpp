@@ -108,7 +108,7 @@ std::shared_ptr<const stage> probe_stage(std::shared_ptr<object_store> storage,
   s->queue = std::move(q);
   s->queue_name = "ingestd-unpack";
   s->audit = true;
-  s->make_job = [storage] { return std::make_unique<probe_job>(storage); };
+  s->make_job = [storage = std::move(storage)] { return std::make_unique<probe_job>(storage); };
   return s;
 }
 

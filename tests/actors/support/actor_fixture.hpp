@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "caf/test/dsl.hpp"
@@ -95,7 +96,7 @@ struct actor_fixture : test_coordinator_fixture<> {
   /// Runs the job of `s` for `msg` to the end (no timers fire) and returns its outcome.
   job_outcome run_job(std::shared_ptr<const stage> s, queue_message msg, heartbeat_actor hb) {
     auto before = outcomes.size();
-    spawn_job(sys, ctx, std::move(s), hb, std::move(msg));
+    spawn_job(sys, ctx, std::move(s), std::move(hb), std::move(msg));
     sched.run();
     CAF_REQUIRE_EQUAL(outcomes.size(), before + 1);
     return outcomes.back();
@@ -103,12 +104,12 @@ struct actor_fixture : test_coordinator_fixture<> {
 
   /// Runs one ingest job for `body` (delivered on `queue`) to the end.
   job_outcome run_job(const std::string& body, heartbeat_actor hb) {
-    return run_job(ingest_stage(), deliver(body), hb);
+    return run_job(ingest_stage(), deliver(body), std::move(hb));
   }
 
   /// Spawns the ingest job for `body` (delivered on `queue`) without running it.
   job_actor spawn_ingest_job(const std::string& body, heartbeat_actor hb) {
-    return spawn_job(sys, ctx, ingest_stage(), hb, deliver(body));
+    return spawn_job(sys, ctx, ingest_stage(), std::move(hb), deliver(body));
   }
 
   /// The audit rows of `item` with `step`.

@@ -72,10 +72,12 @@ std::vector<std::string> urls(const fake_http_client& http) {
 
 class rate_limited_client_test : public ::testing::Test {
 protected:
+  // Declared first, destroyed last: the fake's thread may still answer a request (into `seen`,
+  // through the limiter's timer) until the fake is destroyed.
+  observed seen;
+  manual_timer clock;
   fake_http_client http{
       [](const http_request&) -> result<http_response> { return test::make_response(200, "ok"); }};
-  manual_timer clock;
-  observed seen;
 
   std::unique_ptr<rate_limited_client> limiter(provider_limits limits) {
     return std::make_unique<rate_limited_client>("llm", http, clock, limits,
