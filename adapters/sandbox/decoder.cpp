@@ -12,7 +12,7 @@ namespace {
 
 /// An answer that breaks the request's bounds: the helper is not behaving, so the document is
 /// treated as one that crashed it.
-error bad_answer(std::string what) {
+error bad_answer(const std::string& what) {
   return error::make_transient(errc::decode_crashed, "the decoder helper answered " + what);
 }
 

@@ -107,6 +107,7 @@ result<void> helper_pool::start(helper& h) {
   for (auto& a : helper_arguments(options_.settings))
     args.push_back(a);
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (auto& a : args)
     argv.push_back(a.data());
   argv.push_back(nullptr);

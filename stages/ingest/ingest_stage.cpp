@@ -294,7 +294,7 @@ private:
   }
 
   /// The refused extraction stays for the reviewer, then the attempt fails with `err`.
-  void keep_output(error err) {
+  void keep_output(const error& err) {
     job_->request<void>(
         "keep_output",
         [&](auto cb) {
