@@ -159,7 +159,7 @@ void back_off(job_ptr self, std::chrono::seconds delay, std::string detail,
               std::string error_class);
 void lost(job_ptr self, std::string reason);
 void release(job_ptr self);
-void give_back(job_ptr self, std::string reason);
+void give_back(job_ptr self, const std::string& reason);
 void deadline_passed(job_ptr self);
 void cancel_requested(job_ptr self);
 void cancel(job_ptr self);
@@ -752,7 +752,7 @@ void release(job_ptr self) {
 }
 
 /// Releases the claim, if one was granted, then makes the message visible again.
-void give_back(job_ptr self, std::string reason) {
+void give_back(job_ptr self, const std::string& reason) {
   auto& st = self->state;
   auto give_back_message = [self, reason] {
     auto& st = self->state;

@@ -100,7 +100,7 @@ struct probe_job final : stage_job {
   }
 };
 
-std::shared_ptr<const stage> probe_stage(const std::shared_ptr<object_store>& storage,
+std::shared_ptr<const stage> probe_stage(std::shared_ptr<object_store> storage,
                                          std::shared_ptr<ingestd::queue> q) {
   auto s = std::make_shared<stage>();
   s->name = "unpack";

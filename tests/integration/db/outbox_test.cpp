@@ -94,6 +94,7 @@ int64_t add_event(test::pg_schema& db, const std::string& destination, const std
 
 std::vector<std::string> bodies(const std::vector<outbox_row>& rows) {
   std::vector<std::string> out;
+  out.reserve(rows.size());
   for (auto& r : rows)
     out.push_back(r.body);
   return out;

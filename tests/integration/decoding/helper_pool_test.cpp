@@ -151,7 +151,7 @@ std::string corpus(const std::string& name) {
   return bytes;
 }
 
-helper_pool_options test_pool_options(int helpers, std::vector<std::string> command = {}) {
+helper_pool_options test_pool_options(int helpers, const std::vector<std::string>& command = {}) {
   helper_pool_options o;
   o.command = command.empty() ? std::vector<std::string>{self_exe(), "decoder"} : command;
   o.helpers = helpers;
@@ -162,8 +162,8 @@ helper_pool_options test_pool_options(int helpers, std::vector<std::string> comm
   return o;
 }
 
-result<std::string> call(decoder& d, uint8_t kind, std::string params = {}, std::string bytes = {},
-                         std::chrono::milliseconds within = 60s) {
+result<std::string> call(decoder& d, uint8_t kind, const std::string& params = {},
+                         const std::string& bytes = {}, std::chrono::milliseconds within = 60s) {
   return d.call(request_view{kind, static_cast<uint32_t>(within.count()), params, bytes},
                 clock_type::now() + within);
 }
