@@ -397,13 +397,16 @@ TEST_F(HelperPool, ABusyPoolAnswersOcrBusyAtTheDeadline) {
   options.grace = 2s;
   helper_pool pool{options};
   ASSERT_EQ(call(pool, echo, "", "ready").value(), "ready");
-  auto held = std::async(std::launch::async, [&] { return call(pool, spin, "", "", 1500ms); });
-  // Until the spin has the one helper, an echo may still get it first.
+  auto held = std::async(std::launch::async, [&] { return call(pool, spin, "", "", 3s); });
+  // Until the spin has the one helper, an echo may still get it first: polled with a pause that
+  // lets the spin's thread take the helper (a loop of back-to-back echoes could keep it from
+  // it on a loaded machine), until the echo finds the helper busy or a deadline passes.
   result<std::string> busy = std::string{};
-  for (int i = 0; i < 1000; ++i) {
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (busy && std::chrono::steady_clock::now() < deadline) {
     busy = call(pool, echo, "", "x", 50ms);
-    if (!busy)
-      break;
+    if (busy)
+      std::this_thread::sleep_for(5ms); // polling a condition, with a deadline
   }
   ASSERT_FALSE(busy);
   EXPECT_EQ(busy.error().code, errc::ocr_busy);
