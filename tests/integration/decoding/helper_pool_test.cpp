@@ -6,6 +6,7 @@
 // document gives the same text through helpers (the ingestd binary's `decoder`) as in process.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -288,13 +289,26 @@ TEST_F(HelperPool, ADeadlineOverrunIsDecodeTimeoutAndThePoolGoesOn) {
   EXPECT_EQ(pool.stats().timed_out, 1u);
 }
 
-/// The state letter of process `pid` (/proc/<pid>/stat), or 0.
-char process_state(pid_t pid) {
+/// The process's CPU time so far (user + system) in clock ticks, from /proc/PID/stat.
+long process_cpu_ticks(pid_t pid) {
   std::ifstream in{"/proc/" + std::to_string(pid) + "/stat"};
   std::string line;
   std::getline(in, line);
   auto paren = line.rfind(')');
-  return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : '\0';
+  if (paren == std::string::npos)
+    return -1;
+  std::istringstream fields{line.substr(paren + 2)};
+  std::string field;
+  long utime = 0, stime = 0;
+  // After the name: state (3), ppid, pgrp, session, tty, tpgid, flags, minflt, cminflt, majflt,
+  // cmajflt, utime (14), stime (15).
+  for (int k = 3; k <= 15 && fields >> field; ++k) {
+    if (k == 14)
+      utime = std::stol(field);
+    if (k == 15)
+      stime = std::stol(field);
+  }
+  return utime + stime;
 }
 
 TEST_F(HelperPool, AStoppedCallEndsItsHelperAtOnceAndCountsNoCrash) {
@@ -307,11 +321,14 @@ TEST_F(HelperPool, AStoppedCallEndsItsHelperAtOnceAndCountsNoCrash) {
     return pool.call(request_view{spin, 60'000, "", ""}, clock_type::now() + 60s,
                      cancel.get_token());
   });
-  // Until the helper runs the request (it spins), within a deadline far beyond what it takes.
+  // Until the helper runs the request: it spins, so its CPU time grows by a tenth of a second
+  // (the end of the echo before it takes far less), within a deadline far beyond what it takes.
+  auto ticks = process_cpu_ticks(pid);
+  auto tenth = std::max(1L, ::sysconf(_SC_CLK_TCK) / 10);
   auto limit = clock_type::now() + 30s;
-  while (process_state(pid) != 'R' && clock_type::now() < limit)
-    std::this_thread::sleep_for(1ms);
-  ASSERT_EQ(process_state(pid), 'R');
+  while (process_cpu_ticks(pid) < ticks + tenth && clock_type::now() < limit)
+    std::this_thread::sleep_for(1ms); // polling a condition, with a deadline
+  ASSERT_GE(process_cpu_ticks(pid), ticks + tenth) << "the helper did not start the request";
   cancel.request_stop();
   auto r = stopped.get();
   ASSERT_FALSE(r);
