@@ -16,7 +16,7 @@
 # GET  /count?model=M          -> {"count": n}
 # GET  /peak?model=M           -> {"peak": n}: the most requests for M open at once (slow)
 # GET  /last_auth?model=M      -> {"authorization": "..."} of the last request for M
-# POST /webhook/<tag>          -> 200 "ok", body recorded; GET /webhook/<tag> -> {"count", "last"}
+# POST /webhook/<tag>          -> 200 "ok", body recorded; GET /webhook/<tag> -> {"count", "last", "all"}
 # POST /events/<tag>?secret=S  -> the status event stream's receiver: checks X-Ingestd-Signature
 #   with Python's hmac (sha256 of "<X-Ingestd-Timestamp>.<body>" keyed with S) and records every
 #   delivery; 503 while the tag is down. GET /events/<tag> -> {"deliveries": [{"id", "header_id",
@@ -125,7 +125,7 @@ class Handler(BaseHTTPRequestHandler):
             if url.path == "/last_auth":
                 return self.reply(200, {"authorization": auth.get(model, "")})
             if url.path.startswith("/webhook/"):
-                h = hooks.get(url.path, {"count": 0, "last": None})
+                h = hooks.get(url.path, {"count": 0, "last": None, "all": []})
                 return self.reply(200, h)
             if url.path.startswith("/events/"):
                 return self.reply(200, {"deliveries": events.get(url.path[len("/events/"):], [])})
@@ -137,9 +137,10 @@ class Handler(BaseHTTPRequestHandler):
         url = urlparse(self.path)
         if url.path.startswith("/webhook/"):
             with lock:
-                h = hooks.setdefault(url.path, {"count": 0, "last": None})
+                h = hooks.setdefault(url.path, {"count": 0, "last": None, "all": []})
                 h["count"] += 1
                 h["last"] = json.loads(raw)
+                h["all"].append(h["last"])
             data = b"ok"
             self.send_response(200)
             self.send_header("Content-Type", "text/plain")
