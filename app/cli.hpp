@@ -43,5 +43,6 @@ int drain_command(const arguments& args);
 int known_files_command(const arguments& args);
 int events_command(const arguments& args);
 int cancel_command(const arguments& args);
+int retry_command(const arguments& args);
 
 } // namespace ingestd::cli

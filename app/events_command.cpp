@@ -28,16 +28,20 @@ constexpr const char* events_usage = R"(Usage: ingestd events [--follow] [--json
        ingestd events redeliver ID... | --all
 
 Prints the status event stream, oldest first: every state change of documents, ingestions,
-matching and workers (DOCUMENT_ADDED, INGESTION_QUEUED, INGESTION_STARTED, INGESTION_COMPLETED,
-INGESTION_FAILED, INGESTION_SKIPPED, DOCUMENT_PROCESSED, MATCHING_COMPLETED, MATCHING_FAILED,
-WARNING, WORKER_STARTED, WORKER_FINISHED), as kept for outbox.retention_hours.
+matching, reviews and workers (DOCUMENT_ADDED, INGESTION_QUEUED, INGESTION_STARTED,
+INGESTION_COMPLETED, INGESTION_FAILED, INGESTION_SKIPPED, INGESTION_CANCELLED, DOCUMENT_PROCESSED,
+MATCHING_COMPLETED, MATCHING_FAILED, REVIEW_COMPLETED, RETRY_REQUESTED, WARNING, WORKER_STARTED,
+WORKER_FINISHED),
+as kept for outbox.retention_hours.
 
   --follow   keep printing new events as they are written (stop with Ctrl-C)
   --json     one JSON object per line: id, type, time, tenant_id, document_id, ingestion_id,
              payload (the body the webhook and SQS sinks receive)
 
 The sinks: INGESTD_EVENTS_WEBHOOK_URL and INGESTD_EVENTS_WEBHOOK_SECRET (a signed POST per
-event), outbox.events_sqs_queue (an SQS message per event); `ingestd run` delivers to them.
+event), outbox.events_sqs_queue (an SQS message per event, with the message attributes type,
+tenant_id and document_id); `ingestd run` delivers to them. outbox.events_webhook_types and
+outbox.events_sqs_types limit a sink to a comma-separated list of types.
 
   --dead     the outbox rows (events for a sink, queue messages of hand-offs) that failed
              outbox.max_attempts sends and are no longer tried, the most recent first: id,

@@ -32,10 +32,14 @@ Commands:
   submit FILE|DIR...  submit documents for ingestion (see 'ingestd submit --help')
   status [--json]     counts by status, failures, review backlog, matching, queue depth
   cancel INGESTION_ID cancel a queued or running ingestion (see 'ingestd cancel --help')
+  retry ID...|--failed run failed ingestions, unpacking or matching again from the stage that
+                      failed (see 'ingestd retry --help')
   matches DOCUMENT_ID a document's match edges and its cluster's members [--json]
   migrate [--force]   apply the database migrations (a no-op when current; refuses while a
                       live node is older than a migration needs)
   queues create       create every configured queue and its dead-letter queue (idempotent)
+  queues redrive QUEUE move a dead-letter queue's messages back to their stage (see
+                      'ingestd queues --help')
   config check        validate the configuration and print it, secrets masked
   config defaults     print the built-in defaults (the content of config/ingestd.json)
   transcribe FILE     transcribe one document with the configured provider and print the
@@ -104,7 +108,7 @@ int main(int argc, char** argv) {
       {"extract", extract_command}, {"known-files", known_files_command},
       {"events", events_command},   {"version", version_command},
       {"nodes", nodes_command},     {"drain", drain_command},
-      {"cancel", cancel_command},
+      {"cancel", cancel_command},   {"retry", retry_command},
   };
   arguments args;
   std::string name;

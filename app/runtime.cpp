@@ -73,15 +73,19 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
     event_webhook_options hook{cfg.secrets.events_webhook_url, cfg.secrets.events_webhook_secret};
     if (auto valid = validate(hook); !valid)
       return valid.error();
-    if (!hook.url.empty())
-      rt->event_sinks[event_sink_destination("webhook")]
+    if (!hook.url.empty()) {
+      auto destination = event_sink_destination("webhook");
+      rt->event_sinks[destination]
           = std::make_shared<event_webhook_sink>(rt->providers->webhook_client(), hook);
+      rt->event_sink_types[destination] = name_list(cfg.outbox.events_webhook_types);
+    }
     if (!cfg.outbox.events_sqs_queue.empty()) {
       auto q = open_event_queue(cfg, [&rt] { return rt->providers->http(); });
       if (!q)
         return q.error();
-      rt->event_sinks[event_sink_destination("sqs")]
-          = std::make_shared<queue_event_sink>(std::move(*q));
+      auto destination = event_sink_destination("sqs");
+      rt->event_sinks[destination] = std::make_shared<queue_event_sink>(std::move(*q));
+      rt->event_sink_types[destination] = name_list(cfg.outbox.events_sqs_types);
     }
     if (!cfg.secrets.notify_webhook_url.empty()) {
       webhook_options opts;

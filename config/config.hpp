@@ -178,6 +178,11 @@ struct config {
     /// The status event stream's SQS sink: a queue name (or URL) on the configured SQS endpoint;
     /// empty: no SQS sink. The webhook sink comes from INGESTD_EVENTS_WEBHOOK_URL.
     std::string events_sqs_queue;
+    /// The event types each sink takes, comma-separated; empty: every type. The SQS sink's
+    /// messages also carry the type, tenant and document as message attributes, so that its
+    /// subscribers can filter further.
+    std::string events_sqs_types;
+    std::string events_webhook_types;
     /// A sink that fails is retried after 0.5 s, doubling up to this.
     int events_retry_max_ms{};
     /// Failed sends of a row (a queue message, an event for a sink) before it is dead: kept with

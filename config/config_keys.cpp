@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "messages/event_types.hpp"
 #include "messages/priority.hpp"
 #include "messages/uuid.hpp"
 
@@ -79,6 +80,18 @@ rule host_names() {
 }
 
 const std::vector<std::string> all_stages = {"ingest", "match", "unpack"};
+
+/// A comma-separated list of the status event stream's types (empty: every type).
+rule event_type_list() {
+  return [](const config&, const value& v) -> std::optional<std::string> {
+    for (auto& type : name_list(std::get<std::string>(v)))
+      if (!known_event_type(type))
+        return "a comma-separated list of event types (empty: all), e.g. "
+               "INGESTION_COMPLETED,INGESTION_FAILED; \""
+               + type + "\" is not one (`ingestd events --help` lists them)";
+    return std::nullopt;
+  };
+}
 
 /// A comma-separated list of known stages; `enabled`: the list of the deployment (it must hold
 /// "ingest"), else a node's subset of it (may be empty: all enabled).
@@ -250,7 +263,7 @@ const std::vector<key_spec>& schema() {
     using stages = config::stages_section;
     keys(t, "stages", &config::stages)
         // "match" after "ingest": every completed ingestion gets a matching job.
-        .text("enabled", &stages::enabled, "ingest,match", known_stages(true))
+        .text("enabled", &stages::enabled, "ingest,match,unpack", known_stages(true))
         // Empty: every enabled stage.
         .text("serve", &stages::serve, "", known_stages(false))
         .integer("ingest_max_in_flight", &stages::ingest_max_in_flight, 0, 0, 100000);
@@ -296,6 +309,8 @@ const std::vector<key_spec>& schema() {
         .integer("poll_interval_ms", &outbox::poll_interval_ms, 1000, 10, 60000)
         .integer("retention_hours", &outbox::retention_hours, 168, 1, int64_t{24} * 365)
         .text("events_sqs_queue", &outbox::events_sqs_queue, "")
+        .text("events_sqs_types", &outbox::events_sqs_types, "", event_type_list())
+        .text("events_webhook_types", &outbox::events_webhook_types, "", event_type_list())
         .integer("events_retry_max_ms", &outbox::events_retry_max_ms, 10000, 100, 3600000)
         .integer("max_attempts", &outbox::max_attempts, 50, 1, 100000);
 

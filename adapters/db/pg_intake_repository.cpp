@@ -222,6 +222,72 @@ SELECT l.status, EXISTS (SELECT 1 FROM queued AS q WHERE q.id = t.id),
   FROM target AS t JOIN locked AS l ON l.id = t.id
 )sql"};
 
+// Retry: the failed items asked for ($1 ids or NULL: all; $2 stage; $3 failed since), locked,
+// oldest failure first, at most $8. Each whose stage label ("ingest", "ingest.large", "unpack",
+// "match") has a queue in ($4 labels, $5 queues) is reopened by ingestd_add_work (in progress, no
+// attempts or claim, a new message; its trigger moves the ingestion back to in progress), with
+// an audit row and a RETRY_REQUESTED event in the same transaction. An ingestion id names its
+// own item and its document's matching; a document id every item of the document. A redrive
+// ($9) takes the ids' items whatever their status: an item in progress gets a new message
+// only (ingestd_send), a finished one nothing; the audit step and the event's "via" are $10.
+constexpr pg::statement retry_sql{"ingestd_retry_failed", R"sql(
+WITH picked AS (
+  SELECT w.id, w.stage, w.document_id, w.tenant_id, w.priority, w.size_class, w.attempt_count,
+         w.last_error, w.completed_at, w.status
+    FROM work_item AS w
+   WHERE (w.status = 'failed' OR $9::boolean)
+     AND ($1::uuid[] IS NULL OR w.id = ANY ($1::uuid[])
+          OR (NOT $9::boolean
+              AND (w.document_id = ANY ($1::uuid[])
+                   OR (w.stage = 'match'
+                       AND w.document_id IN (SELECT i.document_id FROM ingestion AS i
+                                              WHERE i.id = ANY ($1::uuid[]))))))
+     AND ($2::text IS NULL OR w.stage = $2::text)
+     AND ($3::timestamptz IS NULL OR w.completed_at >= $3::timestamptz)
+   ORDER BY w.completed_at NULLS LAST, w.id
+   LIMIT $8::integer
+     FOR UPDATE OF w
+), routed AS (
+  SELECT p.*, q.queue
+    FROM picked AS p
+    LEFT JOIN unnest($4::text[], $5::text[]) AS q (label, queue)
+      ON q.label = p.stage || CASE WHEN p.size_class = 'large' THEN '.large' ELSE '' END
+), sent AS (
+  SELECT r.*,
+         CASE WHEN r.queue IS NULL THEN false
+              WHEN r.status = 'failed'
+                THEN ingestd_add_work(r.id, r.stage, r.document_id, r.tenant_id, r.priority,
+                                      r.size_class, r.queue, $6::boolean, true)
+              WHEN r.status = 'in-progress'
+                THEN ingestd_send(r.queue, r.id::text, r.priority, $6::boolean) > 0
+              ELSE false END AS sent
+    FROM routed AS r
+), audit AS (
+  INSERT INTO ingestion_event (ingestion_id, step, outcome, detail, worker_id)
+  SELECT s.id, $10::text, 'requested',
+         CASE WHEN s.status = 'failed'
+              THEN 'stage ' || s.stage || ' again after ' || s.attempt_count
+                   || ' attempt(s); it failed with: '
+                   || left(COALESCE(s.last_error, 'no error recorded'), 500)
+              ELSE 'stage ' || s.stage || ' in progress: its message sent again' END,
+         $7::text
+    FROM sent AS s WHERE s.sent
+  RETURNING ingestion_id
+), events AS (
+  SELECT ingestd_emit_event('RETRY_REQUESTED', s.tenant_id, s.document_id,
+                            CASE WHEN s.stage <> 'match' THEN s.id END,
+                            jsonb_build_object('stage', s.stage, 'attempts', s.attempt_count,
+                                               'error', left(s.last_error, 500), 'by', $7::text,
+                                               'via', $10::text),
+                            s.document_id::text)
+    FROM sent AS s WHERE s.sent
+)
+SELECT s.id, s.stage, s.document_id, s.sent, COALESCE(s.last_error, ''), s.status,
+       (SELECT count(*) FROM events) + (SELECT count(*) FROM audit)
+  FROM sent AS s
+ ORDER BY s.completed_at NULLS LAST, s.id
+)sql"};
+
 // Intake: insert-or-find the document by (tenant_id, content_hash) and add an ingestion with its
 // work item and queue message (ingestd_add_work: a Postgres queue row, or an outbox row for the
 // relay). A concurrent intake of the same content may commit between the insert and the read:
@@ -634,6 +700,39 @@ result<cancel_result> pg_intake_repository::cancel_ingestion(uuid ingestion_id,
     out.outcome = cancel_outcome::already_cancelled;
   else
     out.outcome = cancel_outcome::finished;
+  return out;
+}
+
+result<std::vector<retried_item>> pg_intake_repository::retry_failed(const retry_request& request,
+                                                                     timeout t) {
+  std::vector<param> ids;
+  ids.reserve(request.ids.size());
+  for (const auto& id : request.ids)
+    ids.emplace_back(id.str());
+  std::vector<param> labels;
+  std::vector<param> queues;
+  for (const auto& [label, queue] : request.queues) {
+    labels.emplace_back(label);
+    queues.emplace_back(queue);
+  }
+  borrowed s{*this};
+  auto res
+      = s->run(retry_sql,
+               {ids.empty() ? param{} : param{pg::array_literal(ids)},
+                request.stage.empty() ? param{} : param{request.stage},
+                request.since.empty() ? param{} : param{request.since}, pg::array_literal(labels),
+                pg::array_literal(queues), request.via_outbox ? "true" : "false",
+                pg::opt_clean(request.who), std::to_string(request.limit),
+                request.redrive ? "true" : "false", request.redrive ? "redrive" : "retry"},
+               t);
+  if (!res)
+    return res.error();
+  std::vector<retried_item> out;
+  out.reserve(static_cast<size_t>(res->size()));
+  for (int r = 0; r < res->size(); ++r)
+    out.push_back(retried_item{pg::parse_uuid(res->text(r, 0)), res->str(r, 1),
+                               pg::parse_uuid(res->text(r, 2)), res->boolean(r, 3), res->str(r, 4),
+                               res->str(r, 5)});
   return out;
 }
 

@@ -1,8 +1,10 @@
 // The event sink over a queue port (the SQS sink for fan-out to other consumers): one message per
-// event, its body the event's JSON.
+// event, its body the event's JSON, its attributes the event's type, tenant_id and document_id
+// (SQS message attributes, so that subscribers can filter without reading the body).
 #pragma once
 
 #include <memory>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -11,24 +13,15 @@
 
 namespace ingestd {
 
+/// The message attributes of an event (its JSON): type, tenant_id and document_id, those that
+/// are strings in it.
+std::vector<std::pair<std::string, std::string>> event_attributes(std::string_view event_json);
+
 class queue_event_sink final : public event_sink {
 public:
   explicit queue_event_sink(std::shared_ptr<queue> q) : queue_(std::move(q)) {}
 
-  void deliver(sink_event event, callback<void> done) override {
-    std::vector<outgoing_message> messages{{std::move(event.body), std::chrono::seconds{0}}};
-    queue_->send(
-        std::move(messages), [done = std::move(done)](result<std::vector<batch_entry_result>> r) {
-          if (!r)
-            return done(r.error());
-          if (r->empty())
-            return done(
-                error::make_transient("events.queue", "the queue answered no entry for the event"));
-          if (r->front().failed)
-            return done(r->front().error);
-          done(result<void>{});
-        });
-  }
+  void deliver(sink_event event, callback<void> done) override;
 
 private:
   std::shared_ptr<queue> queue_;

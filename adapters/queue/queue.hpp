@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "messages/queue_message.hpp"
@@ -28,6 +29,9 @@ struct outgoing_message {
   /// 0..100, lower first: the Postgres queue serves by priority with ageing; SQS routes it to
   /// its priority class's queue (priority_queues).
   int32_t priority = default_priority;
+  /// String attributes (name, value), for subscribers that filter (the event stream's SQS sink):
+  /// SQS sends them as message attributes; the Postgres queue keeps only the body.
+  std::vector<std::pair<std::string, std::string>> attributes = {};
 };
 
 /// A visibility change for one received message.

@@ -209,6 +209,24 @@ std::string send_batch_request(std::string_view queue_url, const std::vector<sen
       key(w, "DelaySeconds");
       w.Int(e.delay_seconds);
     }
+    bool any = std::any_of(e.attributes.begin(), e.attributes.end(),
+                           [](const auto& a) { return !a.second.empty(); });
+    if (!any)
+      return;
+    key(w, "MessageAttributes");
+    w.StartObject();
+    for (const auto& [name, value] : e.attributes) {
+      if (value.empty())
+        continue;
+      key(w, name);
+      w.StartObject();
+      key(w, "DataType");
+      str(w, "String");
+      key(w, "StringValue");
+      str(w, value);
+      w.EndObject();
+    }
+    w.EndObject();
   });
 }
 

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "adapters/http/http_client.hpp"
@@ -65,6 +66,8 @@ struct send_entry {
   std::string id;
   std::string body;
   int delay_seconds = 0;
+  /// String message attributes (name, value); an empty value is left out (SQS refuses it).
+  std::vector<std::pair<std::string, std::string>> attributes = {};
 };
 std::string send_batch_request(std::string_view queue_url, const std::vector<send_entry>& entries);
 

@@ -505,6 +505,8 @@ void sqs_queue::send(std::vector<outgoing_message> messages,
     if (job->results[i].failed)
       continue;
     auto size = messages[i].body.size();
+    for (const auto& [name, value] : messages[i].attributes)
+      size += name.size() + value.size() + 6; // and the data type, "String"
     if (chunks.empty() || chunks.back().size() == sqs::max_batch_entries
         || chunk_bytes + size > sqs::max_message_bytes) {
       chunks.emplace_back();
@@ -519,8 +521,8 @@ void sqs_queue::send(std::vector<outgoing_message> messages,
         std::vector<sqs::send_entry> entries;
         entries.reserve(chunk.size());
         for (auto i : chunk)
-          entries.push_back(
-              {std::to_string(i), messages[i].body, static_cast<int>(messages[i].delay.count())});
+          entries.push_back({std::to_string(i), messages[i].body,
+                             static_cast<int>(messages[i].delay.count()), messages[i].attributes});
         return sqs::send_batch_request(url, entries);
       });
 }

@@ -52,6 +52,7 @@ protected:
     s_ = std::make_unique<e2e_setup>();
     q_ = make_queue({}, &url_);
     match_q_ = make_queue({}, &match_url_);
+    make_queue({}, &unpack_url_);
   }
 
   void TearDown() override {
@@ -79,6 +80,7 @@ protected:
                         {"INGESTD_QUEUE__BACKEND", "sqs"},
                         {"INGESTD_QUEUE__URL", url_},
                         {"INGESTD_MATCHING__QUEUE_URL", match_url_},
+                        {"INGESTD_CONTAINERS__QUEUE_URL", unpack_url_},
                         {"INGESTD_AWS__ENDPOINT", endpoint_},
                         {"INGESTD_AWS__REGION", "us-east-1"}});
   }
@@ -190,6 +192,7 @@ protected:
   std::unique_ptr<sqs_queue> match_q_;
   std::string url_;
   std::string match_url_;
+  std::string unpack_url_;
   std::mt19937 rng_;
   std::vector<node> nodes_;
   int64_t total_ = 0;

@@ -47,13 +47,17 @@ TEST(e2e_queues, postgres_queues_are_created_idempotently_and_a_missing_one_stop
             "match: ingestd-match (postgres), dead letters to ingestd-match-dlq after 3 receives"),
         std::string::npos)
         << made.out;
+    EXPECT_NE(made.out.find("unpack: ingestd-unpack (postgres), dead letters to "
+                            "ingestd-unpack-dlq after 3 receives"),
+              std::string::npos)
+        << made.out;
   }
   EXPECT_EQ(db.scalar("SELECT string_agg(name || ':' || coalesce(dead_letter_queue, '-') || ':' || "
                       "max_receive_count, "
                       "' ' ORDER BY name) FROM queue"),
             "ingestd-ingest:ingestd-ingest-dlq:0 ingestd-ingest-dlq:-:0 "
             "ingestd-match:ingestd-match-dlq:3 "
-            "ingestd-match-dlq:-:0");
+            "ingestd-match-dlq:-:0 ingestd-unpack:ingestd-unpack-dlq:3 ingestd-unpack-dlq:-:0");
 
   // Matching turned off: its queue is neither made nor needed.
   auto off = run({"queues", "create"},
@@ -99,7 +103,9 @@ TEST_F(e2e_queues_sqs, sqs_queues_get_their_dead_letter_queue_and_redrive_policy
                                "INGESTD_QUEUE__NAME=" + name,
                                "INGESTD_QUEUE__DEAD_LETTER_NAME=" + name + "-dlq",
                                "INGESTD_MATCHING__QUEUE_NAME=" + name + "-match",
-                               "INGESTD_MATCHING__DEAD_LETTER_NAME=" + name + "-match-dlq"};
+                               "INGESTD_MATCHING__DEAD_LETTER_NAME=" + name + "-match-dlq",
+                               "INGESTD_CONTAINERS__QUEUE_NAME=" + name + "-unpack",
+                               "INGESTD_CONTAINERS__DEAD_LETTER_NAME=" + name + "-unpack-dlq"};
   for (int i = 0; i < 2; ++i) {
     auto made = run({"queues", "create"}, env);
     ASSERT_EQ(made.exit_code, 0) << made.err;
@@ -110,7 +116,8 @@ TEST_F(e2e_queues_sqs, sqs_queues_get_their_dead_letter_queue_and_redrive_policy
         .append("-match-dlq after 3 receives");
     EXPECT_NE(made.out.find(expected), std::string::npos) << made.out;
   }
-  for (auto q : {name, name + "-dlq", name + "-match", name + "-match-dlq"}) {
+  for (auto q : {name, name + "-dlq", name + "-match", name + "-match-dlq", name + "-unpack",
+                 name + "-unpack-dlq"}) {
     auto url = blocking_call<std::string>(30s, "t", "GetQueueUrl",
                                           [&](auto cb) { sqs_->get_queue_url(q, cb); });
     ASSERT_TRUE(url) << q << ": " << url.error().describe();

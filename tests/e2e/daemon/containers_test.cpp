@@ -36,14 +36,7 @@ void write_file(const std::string& path, const std::string& bytes) {
 
 TEST(e2e_daemon_containers, a_zip_and_an_email_become_child_documents_that_all_complete) {
   e2e_setup s;
-  auto unpack_queue = s.queue_name() + "-unpack";
-  if (auto r = ingestd::create_postgres_queue(s.db().url(), unpack_queue, unpack_queue + "-dlq", 3);
-      !r)
-    FAIL() << r.error().describe();
-  std::map<std::string, std::string> extra{
-      {"INGESTD_STAGES__ENABLED", "ingest,unpack"},
-      {"INGESTD_CONTAINERS__QUEUE_NAME", unpack_queue},
-      {"INGESTD_CONTAINERS__DEAD_LETTER_NAME", unpack_queue + "-dlq"}};
+  std::map<std::string, std::string> extra{{"INGESTD_STAGES__ENABLED", "ingest,unpack"}};
 
   // Stored, not deflated: "%PDF-" is within the first KiB, and the archive is still a ZIP.
   auto zip
@@ -162,14 +155,7 @@ TEST(e2e_daemon_containers, a_zip_and_an_email_become_child_documents_that_all_c
 
 TEST(e2e_daemon_containers, a_zip_bomb_and_a_traversal_fail_for_review_and_leave_no_child_behind) {
   e2e_setup s;
-  auto unpack_queue = s.queue_name() + "-unpack";
-  if (auto r = ingestd::create_postgres_queue(s.db().url(), unpack_queue, unpack_queue + "-dlq", 3);
-      !r)
-    FAIL() << r.error().describe();
-  std::map<std::string, std::string> extra{
-      {"INGESTD_STAGES__ENABLED", "ingest,unpack"},
-      {"INGESTD_CONTAINERS__QUEUE_NAME", unpack_queue},
-      {"INGESTD_CONTAINERS__DEAD_LETTER_NAME", unpack_queue + "-dlq"}};
+  std::map<std::string, std::string> extra{{"INGESTD_STAGES__ENABLED", "ingest,unpack"}};
   auto pdf = corpus_file("inv01_en_classic.pdf");
   auto bomb = make_archive("zip", {{"ok.pdf", pdf}, {"zeros.pdf", std::string(32u << 20, '\0')}});
   auto escape = make_archive("zip", {{"ok.pdf", pdf}, {"../../etc/cron.d/x.pdf", pdf}});

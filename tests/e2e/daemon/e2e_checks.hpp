@@ -9,6 +9,11 @@
 
 #include "tests/support/daemon/e2e_setup.hpp"
 
+/// A gtest check that `haystack` (a string) holds `needle`, printing the haystack when not.
+#define EXPECT_CONTAINS(haystack, needle)                                                          \
+  EXPECT_NE((haystack).find(needle), std::string::npos) << "missing \"" << (needle) << "\" in:\n"  \
+                                                        << (haystack)
+
 namespace ingestd::test {
 
 /// Every id in `ids` is `completed` (its work item and, through the trigger, its ingestion), with

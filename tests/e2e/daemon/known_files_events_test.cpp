@@ -43,9 +43,39 @@ void write(const std::string& path, const std::string& text) {
   out << text;
 }
 
-#define EXPECT_CONTAINS(haystack, needle)                                                          \
-  EXPECT_NE((haystack).find(needle), std::string::npos) << "missing \"" << (needle) << "\" in:\n"  \
-                                                        << (haystack)
+/// Adds inv01 to the known-file set, submits it and inv02, and runs a daemon whose events go to
+/// the signed webhook `hook` (with `extra` settings) until inv01 is skipped, inv02 completed and
+/// every webhook event sent; then stops it (SIGTERM, exit 0).
+void run_known_and_new(e2e_setup& s, const std::string& hook,
+                       const std::map<std::string, std::string>& extra = {}) {
+  const std::string secret = "e2e-secret";
+  auto env = as_env(s.daemon_env());
+  auto known = corpus("inv01_en_classic.pdf");
+  auto added = run_ingestd({"known-files", "add", known}, env);
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  auto submitted = run_ingestd({"submit", known, corpus("inv02_de_modern.pdf")}, env);
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.out << submitted.err;
+
+  auto settings = extra;
+  settings["INGESTD_EVENTS_WEBHOOK_URL"] = hook + "?secret=" + secret;
+  settings["INGESTD_EVENTS_WEBHOOK_SECRET"] = secret;
+  auto d = s.start(settings);
+  ASSERT_TRUE(wait_until(
+      [&] { return s.with_status("skipped") == 1 && s.with_status("completed") == 1; }, 120s))
+      << s.logs();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return s.count("SELECT count(*) FROM event_outbox WHERE destination = 'events:webhook' AND "
+                       "sent_at IS NULL")
+               == 0;
+      },
+      60s))
+      << s.logs();
+  d->signal(SIGTERM);
+  auto rc = d->wait_exit(60s);
+  ASSERT_TRUE(rc.has_value()) << d->log_tail();
+  EXPECT_EQ(*rc, 0) << d->log_tail();
+}
 
 } // namespace
 
@@ -129,32 +159,8 @@ TEST(e2e_daemon_known_files_events,
   e2e_setup s;
   chat_stub stub;
   curl_engine engine;
-  const std::string secret = "e2e-secret";
   auto env = as_env(s.daemon_env());
-  auto known = corpus("inv01_en_classic.pdf");
-  auto added = run_ingestd({"known-files", "add", known}, env);
-  ASSERT_EQ(added.exit_code, 0) << added.err;
-  auto submitted = run_ingestd({"submit", known, corpus("inv02_de_modern.pdf")}, env);
-  ASSERT_EQ(submitted.exit_code, 0) << submitted.out << submitted.err;
-
-  auto d
-      = s.start({{"INGESTD_EVENTS_WEBHOOK_URL", stub.base_url() + "/events/e2e?secret=" + secret},
-                 {"INGESTD_EVENTS_WEBHOOK_SECRET", secret}});
-  ASSERT_TRUE(wait_until(
-      [&] { return s.with_status("skipped") == 1 && s.with_status("completed") == 1; }, 120s))
-      << s.logs();
-  ASSERT_TRUE(wait_until(
-      [&] {
-        return s.count("SELECT count(*) FROM event_outbox WHERE destination = 'events:webhook' AND "
-                       "sent_at IS NULL")
-               == 0;
-      },
-      60s))
-      << s.logs();
-  d->signal(SIGTERM);
-  auto rc = d->wait_exit(60s);
-  ASSERT_TRUE(rc.has_value()) << d->log_tail();
-  EXPECT_EQ(*rc, 0) << d->log_tail();
+  ASSERT_NO_FATAL_FAILURE(run_known_and_new(s, stub.base_url() + "/events/e2e"));
   EXPECT_EQ(s.db().scalar("SELECT skip_reason FROM ingestion WHERE status = 'skipped'"),
             "known_file");
   EXPECT_EQ(s.count("SELECT count(*) FROM document WHERE needs_human_review"), 0);
@@ -211,4 +217,35 @@ TEST(e2e_daemon_known_files_events,
                     "sent_at IS NOT NULL"));
   EXPECT_TRUE(received_types.count("INGESTION_SKIPPED"));
   EXPECT_TRUE(received_types.count("WORKER_STARTED"));
+}
+
+TEST(e2e_daemon_known_files_events, a_webhook_limited_to_some_types_gets_those_only) {
+  e2e_setup s;
+  chat_stub stub;
+  curl_engine engine;
+
+  // An unknown type is refused before the node starts.
+  auto env_bad = as_env(s.daemon_env());
+  env_bad.push_back("INGESTD_OUTBOX__EVENTS_WEBHOOK_TYPES=INGESTION_DONE");
+  auto refused = run_ingestd({"config", "check"}, env_bad);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_CONTAINS(refused.err + refused.out, "outbox.events_webhook_types");
+
+  ASSERT_NO_FATAL_FAILURE(run_known_and_new(
+      s, stub.base_url() + "/events/types",
+      {{"INGESTD_OUTBOX__EVENTS_WEBHOOK_TYPES", "INGESTION_COMPLETED, INGESTION_SKIPPED"}}));
+
+  // The stream has every type; the webhook got the two it takes, once each.
+  EXPECT_GT(s.count("SELECT count(*) FROM event_outbox WHERE destination = 'events'"), 5);
+  auto got = get_sync(engine, stub.base_url() + "/events/types");
+  ASSERT_TRUE(got && got->status == 200);
+  rapidjson::Document r;
+  r.Parse(got->body.c_str());
+  std::multiset<std::string> received;
+  for (auto& e : r["deliveries"].GetArray()) {
+    EXPECT_TRUE(e["signature_ok"].GetBool());
+    received.insert(e["type"].GetString());
+  }
+  EXPECT_EQ(received, (std::multiset<std::string>{"INGESTION_COMPLETED", "INGESTION_SKIPPED"}))
+      << got->body;
 }

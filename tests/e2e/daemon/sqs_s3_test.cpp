@@ -17,9 +17,10 @@ class e2e_daemon_sqs : public fauxqs_test {};
 
 TEST_F(e2e_daemon_sqs, a_hundred_ingestions_complete_exactly_once_and_sigterm_exits_0) {
   e2e_setup s;
-  std::string url, match_url, bucket;
+  std::string url, match_url, unpack_url, bucket;
   auto q = make_queue({}, &url);
   auto match_q = make_queue({}, &match_url);
+  make_queue({}, &unpack_url);
   auto store = make_bucket(true, &bucket);
   auto ids = s.add_documents(
       100, doc_kind::text_pdf,
@@ -38,6 +39,7 @@ TEST_F(e2e_daemon_sqs, a_hundred_ingestions_complete_exactly_once_and_sigterm_ex
   auto d = s.start({{"INGESTD_QUEUE__BACKEND", "sqs"},
                     {"INGESTD_QUEUE__URL", url},
                     {"INGESTD_MATCHING__QUEUE_URL", match_url},
+                    {"INGESTD_CONTAINERS__QUEUE_URL", unpack_url},
                     {"INGESTD_STORAGE__BACKEND", "s3"},
                     {"INGESTD_STORAGE__BUCKET", bucket},
                     {"INGESTD_STORAGE__PATH_STYLE", "true"},

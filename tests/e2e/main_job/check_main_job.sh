@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs deploy/main-job.sh twice against a fresh schema and checks its output: each sample file
 # appears in the results table as ready (or marked for review), the second run submits only
-# duplicates, every document is matched, the invoice, its scan and its credit note are one
-# cluster and the output shows the credit-note edge. Fails with a clear message when INGESTD_TEST_DATABASE_URL is unset.
+# duplicates, the ZIP's two invoices and the e-mail's attachment are documents of their own,
+# every document but the two containers is matched, the invoice, its scan and its credit note are
+# one cluster, the e-mailed invoice shares its scan's cluster, and the output shows the
+# credit-note edge. Fails with a clear message when INGESTD_TEST_DATABASE_URL is unset.
 set -euo pipefail
 : "${INGESTD_TEST_DATABASE_URL:?set it (eval \"\$(deploy/local-stack.sh env)\")}"
 src=${INGESTD_SOURCE_DIR:?}
@@ -32,7 +34,24 @@ grep -q "0 new, 0 reprocessing, $n duplicate, 0 failed" "$tmp/second.txt" || { e
 python3 - "$tmp/documents.json" <<'PY' || status=1
 import json, sys
 docs = {d["file_name"]: d for d in json.load(open(sys.argv[1]))["documents"]}
-problems = [f"{n}: matching {d.get('matching_status')}" for n, d in docs.items() if d.get("matching_status") != "succeeded"]
+containers = {"invoices_2024-03.zip", "fwd_invoice_4711.eml"}
+problems = [f"{n}: matching {d.get('matching_status')}" for n, d in docs.items()
+            if n not in containers and d.get("matching_status") != "succeeded"]
+# The containers' members and attachments: child documents, each read and matched.
+children = {"invoices_2024-03.zip": ["invoices_2024-03/inv03_en_compact.pdf", "invoices_2024-03/inv05_en_modern.pdf"],
+            "fwd_invoice_4711.eml": ["inv04_de_classic.pdf"]}
+for container, members in children.items():
+    parent = docs.get(container, {}).get("document_id")
+    for m in members:
+        child = next((d for d in docs.values() if d.get("member_name") == m), None)
+        if not parent or not child or child.get("parent_id") != parent:
+            problems.append(f"{m} is not a child document of {container}")
+        elif child.get("state") not in ("ready", "needs_review"):
+            problems.append(f"{m}: {child.get('state')}")
+attached = next((d for d in docs.values() if d.get("member_name") == "inv04_de_classic.pdf"), {})
+scan = docs.get("inv04_de_classic_scan.jpg", {})
+if not attached.get("cluster_id") or attached.get("cluster_id") != scan.get("cluster_id"):
+    problems.append("the e-mailed inv04_de_classic.pdf and its scan are not in one cluster")
 pdf, scan, cn = (docs.get(n, {}) for n in ("inv01_en_classic.pdf", "inv01_en_classic_scan.png", "cn01_en_credit_note.pdf"))
 if not pdf.get("cluster_id") or pdf.get("cluster_id") != scan.get("cluster_id"):
     problems.append("inv01_en_classic.pdf and its scan are not in one cluster")

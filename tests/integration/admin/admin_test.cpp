@@ -13,7 +13,6 @@
 #include <mutex>
 #include <sstream>
 #include <thread>
-#include <tuple>
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -23,7 +22,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "adapters/queue/postgres_queue.hpp"
 #include "tests/support/environment.hpp"
 #include "tests/support/postgres/pg_fixture.hpp"
 
@@ -260,11 +258,7 @@ protected:
   /// The daemon's environment, with its queues made as `ingestd queues create` makes them.
   std::map<std::string, std::string> env(const std::string& database_url) {
     auto queue = test::unique_name("q");
-    for (auto& [name, dead_letter, receives] :
-         {std::tuple{queue, queue + "-dlq", 0},
-          std::tuple{std::string{"ingestd-match"}, std::string{"ingestd-match-dlq"}, 3}})
-      if (auto r = create_postgres_queue(database_url, name, dead_letter, receives); !r)
-        ADD_FAILURE() << "creating queue " << name << ": " << r.error().describe();
+    test::create_stage_queues(database_url, queue);
     return {{"INGESTD_DATABASE__URL", database_url},
             {"INGESTD_QUEUE__NAME", queue},
             {"INGESTD_QUEUE__WAIT_TIME_SECONDS", "1"},

@@ -177,6 +177,7 @@ TEST_F(intake_repository_test, bad_input_is_refused_as_permanent_and_nothing_is_
 
 TEST_F(intake_repository_test, concurrent_intake_of_the_same_content_makes_one_document) {
   std::vector<intake_request> requests;
+  requests.reserve(8);
   for (int i = 0; i < 8; ++i)
     requests.push_back(intake("same-content"));
   pg_intake_repository other{db->url()};
@@ -325,4 +326,108 @@ TEST_F(intake_repository_test, the_matching_figures_come_from_the_document_match
   EXPECT_EQ(status_of[docs[2]], "succeeded");
   EXPECT_EQ(status_of[docs[3]], "failed");
   EXPECT_EQ(status_of[docs[4]], "");
+}
+
+TEST_F(intake_repository_test,
+       retry_reopens_failed_items_with_a_message_an_audit_row_and_an_event) {
+  auto bad = new_ingestion();
+  auto large = new_ingestion("large");
+  auto fine = new_ingestion();
+  ASSERT_TRUE(fail(claimed(bad), error::make_permanent("ocr.corrupt_file", "not a PDF")));
+  auto large_claim = claim_one(ingest_request(large, uuid::v7(), 3, "large"));
+  ASSERT_EQ(large_claim.outcome, claim_outcome::granted) << large_claim.detail;
+  ASSERT_TRUE(fail(large_claim.work.ref(), error::make_permanent("ocr.corrupt_file", "big")));
+  ASSERT_TRUE(complete_ingestion(test::completing(claimed(fine))));
+  auto sent_before = messages(bad, ingest_queue);
+
+  // Nothing of another stage, or failed later than now, or an id with nothing failed.
+  retry_request none;
+  none.queues = {{"ingest", ingest_queue}, {"ingest.large", large_queue}};
+  none.stage = "match";
+  EXPECT_TRUE(intake_repo->retry_failed(none, 30s)->empty());
+  none.stage.clear();
+  none.since = "2999-01-01T00:00:00Z";
+  EXPECT_TRUE(intake_repo->retry_failed(none, 30s)->empty());
+  none.since.clear();
+  none.ids = {fine};
+  EXPECT_TRUE(intake_repo->retry_failed(none, 30s)->empty());
+
+  // Every failed item; the large class has no queue here, so it stays failed and is reported.
+  retry_request all;
+  all.queues = {{"ingest", ingest_queue}};
+  all.who = "cli:op";
+  auto r = intake_repo->retry_failed(all, 30s);
+  ASSERT_TRUE(r) << r.error().describe();
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ(r->at(0).id, bad);
+  EXPECT_TRUE(r->at(0).sent);
+  EXPECT_EQ(r->at(0).stage, "ingest");
+  EXPECT_NE(r->at(0).last_error.find("ocr.corrupt_file"), std::string::npos);
+  EXPECT_EQ(r->at(1).id, large);
+  EXPECT_FALSE(r->at(1).sent);
+  EXPECT_EQ(item(bad, "status || ' ' || attempt_count || ' ' || (last_error IS NULL) || ' ' || "
+                      "(claim_token IS NULL) || ' ' || (completed_at IS NULL)"),
+            "in-progress 0 true true true");
+  EXPECT_EQ(ingestion(bad, "status"), "in-progress");
+  EXPECT_EQ(messages(bad, ingest_queue), sent_before + 1);
+  EXPECT_EQ(count("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1 AND step = "
+                  "'retry' AND outcome = 'requested' AND worker_id = 'cli:op' AND detail LIKE "
+                  "'%after 1 attempt(s)%ocr.corrupt_file%'",
+                  {bad.str()}),
+            1);
+  EXPECT_EQ(events(bad, "RETRY_REQUESTED"), 1);
+  EXPECT_EQ(item(large, "status"), "failed");
+  EXPECT_EQ(events(large, "RETRY_REQUESTED"), 0);
+
+  // The large one by its id, its queue given, through the outbox (SQS).
+  retry_request by_id;
+  by_id.ids = {large};
+  by_id.queues = {{"ingest.large", large_queue}};
+  by_id.via_outbox = true;
+  r = intake_repo->retry_failed(by_id, 30s);
+  ASSERT_TRUE(r) << r.error().describe();
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_TRUE(r->at(0).sent);
+  EXPECT_EQ(outbox_rows(large, large_queue), 1);
+  EXPECT_EQ(item(large, "status || ' ' || size_class"), "in-progress large");
+  // Nothing is failed any more.
+  EXPECT_TRUE(intake_repo->retry_failed(all, 30s)->empty());
+}
+
+TEST_F(intake_repository_test, a_redrive_resends_work_in_progress_and_leaves_finished_work_alone) {
+  auto open = new_ingestion();
+  auto done = new_ingestion();
+  auto bad = new_ingestion();
+  ASSERT_TRUE(complete_ingestion(test::completing(claimed(done))));
+  ASSERT_TRUE(fail(claimed(bad), error::make_permanent("ocr.corrupt_file", "not a PDF")));
+  auto open_sent = messages(open, ingest_queue);
+  auto done_sent = messages(done, ingest_queue);
+
+  retry_request req;
+  req.ids = {open, done, bad};
+  req.stage = "ingest";
+  req.queues = {{"ingest", ingest_queue}};
+  req.redrive = true;
+  req.who = "cli:op";
+  auto r = intake_repo->retry_failed(req, 30s);
+  ASSERT_TRUE(r) << r.error().describe();
+  ASSERT_EQ(r->size(), 3u);
+  std::map<std::string, std::pair<std::string, bool>> by_id;
+  for (const auto& item : *r)
+    by_id[item.id.str()] = {item.status, item.sent};
+  EXPECT_EQ(by_id[open.str()], std::make_pair(std::string{"in-progress"}, true));
+  EXPECT_EQ(by_id[done.str()], std::make_pair(std::string{"completed"}, false));
+  EXPECT_EQ(by_id[bad.str()], std::make_pair(std::string{"failed"}, true));
+  // In progress: one more message, nothing else touched; finished: nothing; failed: started over.
+  EXPECT_EQ(messages(open, ingest_queue), open_sent + 1);
+  EXPECT_EQ(messages(done, ingest_queue), done_sent);
+  EXPECT_EQ(item(bad, "status || ' ' || attempt_count"), "in-progress 0");
+  EXPECT_EQ(count("SELECT count(*) FROM ingestion_event WHERE step = 'redrive' AND outcome = "
+                  "'requested' AND ingestion_id IN ($1, $2)",
+                  {open.str(), bad.str()}),
+            2);
+  EXPECT_EQ(count("SELECT count(*) FROM event_outbox WHERE destination = 'events' AND "
+                  "body::jsonb->>'type' = 'RETRY_REQUESTED' AND "
+                  "body::jsonb->'payload'->>'via' = 'redrive'"),
+            2);
 }

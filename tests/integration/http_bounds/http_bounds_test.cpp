@@ -20,12 +20,12 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "adapters/db/pg_intake_repository.hpp"
-#include "adapters/queue/postgres_queue.hpp"
 #include "adapters/storage/filesystem_store.hpp"
 #include "intake/intake_server.hpp"
 #include "intake/intake_service.hpp"
@@ -49,7 +49,11 @@ int free_port() {
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    if (fd >= 0)
+      ::close(fd);
+    throw std::runtime_error("free_port: no loopback port to bind");
+  }
   socklen_t len = sizeof a;
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
   ::close(fd);
@@ -300,11 +304,9 @@ protected:
     intake_port = free_port();
     tenant = uuid::v7().str();
     auto queue = test::unique_name("q");
-    for (auto& [name, dead, receives] :
-         {std::tuple{queue, queue + "-dlq", 0},
-          std::tuple{std::string{"ingestd-match"}, std::string{"ingestd-match-dlq"}, 3}})
-      if (auto r = create_postgres_queue(db->url(), name, dead, receives); !r)
-        FAIL() << r.error().describe();
+    test::create_stage_queues(db->url(), queue);
+    if (HasFailure())
+      return;
     std::map<std::string, std::string> env{{"INGESTD_DATABASE__URL", db->url()},
                                            {"INGESTD_QUEUE__NAME", queue},
                                            {"INGESTD_QUEUE__WAIT_TIME_SECONDS", "1"},
@@ -706,6 +708,7 @@ TEST_F(http_bounds_test, sessions_are_bounded_in_number) {
                   != 401;
   };
   std::vector<std::string> cookies;
+  cookies.reserve(5);
   for (int i = 0; i < 5; ++i)
     cookies.push_back(sign_in("Reviewer" + std::to_string(i)));
   for (auto& c : cookies)

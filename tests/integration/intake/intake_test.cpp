@@ -9,7 +9,6 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
-#include <tuple>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -55,11 +54,7 @@ protected:
     queue_name = test::unique_name("q");
     q = std::make_shared<postgres_queue>(db->url(), queue_name);
     // What `ingestd queues create` makes, for the command-line submits.
-    for (auto& [name, dead_letter, receives] :
-         {std::tuple{queue_name, queue_name + "-dlq", 0},
-          std::tuple{std::string{"ingestd-match"}, std::string{"ingestd-match-dlq"}, 3}})
-      if (auto r = create_postgres_queue(db->url(), name, dead_letter, receives); !r)
-        ADD_FAILURE() << "creating queue " << name << ": " << r.error().describe();
+    test::create_stage_queues(db->url(), queue_name);
     store = std::make_shared<filesystem_store>(root);
   }
   void TearDown() override { fs::remove_all(root); }

@@ -75,13 +75,18 @@ e2e_setup::e2e_setup()
   // What `ingestd queues create` does for this configuration (the CLI test runs the command).
   for (const auto& [name, dead_letter, receives] :
        {std::tuple{queue_, queue_ + "-dlq", 0},
-        std::tuple{match_queue_name(), match_queue_name() + "-dlq", 3}})
+        std::tuple{match_queue_name(), match_queue_name() + "-dlq", 3},
+        std::tuple{unpack_queue_name(), unpack_queue_name() + "-dlq", 3}})
     if (auto r = create_postgres_queue(db_->url(), name, dead_letter, receives); !r)
       throw std::runtime_error("creating queue " + name + ": " + r.error().describe());
 }
 
 std::string e2e_setup::match_queue_name() const {
   return queue_ + "-match";
+}
+
+std::string e2e_setup::unpack_queue_name() const {
+  return queue_ + "-unpack";
 }
 
 e2e_setup::~e2e_setup() {
@@ -97,6 +102,8 @@ std::map<std::string, std::string> e2e_setup::daemon_env() const {
       {"INGESTD_QUEUE__DEAD_LETTER_NAME", queue_ + "-dlq"},
       {"INGESTD_MATCHING__QUEUE_NAME", match_queue_name()},
       {"INGESTD_MATCHING__DEAD_LETTER_NAME", match_queue_name() + "-dlq"},
+      {"INGESTD_CONTAINERS__QUEUE_NAME", unpack_queue_name()},
+      {"INGESTD_CONTAINERS__DEAD_LETTER_NAME", unpack_queue_name() + "-dlq"},
       {"INGESTD_QUEUE__WAIT_TIME_SECONDS", "1"},
       {"INGESTD_STORAGE__BACKEND", "filesystem"},
       {"INGESTD_STORAGE__ROOT", root_},

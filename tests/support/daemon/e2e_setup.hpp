@@ -38,6 +38,8 @@ public:
   const std::string& queue_name() const { return queue_; }
   /// The matching stage's queue (created with its dead-letter queue, redrive after 3 receives).
   std::string match_queue_name() const;
+  /// The unpack stage's queue ("<queue>-unpack").
+  std::string unpack_queue_name() const;
 
   /// The daemon's overrides: this schema, this queue (Postgres backend), this storage root, short
   /// waits (1 s long poll, 1 s heartbeats, a 10 s lease that the receive visibility and each

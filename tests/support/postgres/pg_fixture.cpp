@@ -5,10 +5,12 @@
 #include <chrono>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 
 #include <libpq-fe.h>
 
 #include "adapters/db/migrator.hpp"
+#include "adapters/queue/postgres_queue.hpp"
 #include "tests/support/environment.hpp"
 
 namespace ingestd::test {
@@ -218,6 +220,15 @@ void postgres_test::SetUp() {
 
 void postgres_test::TearDown() {
   db.reset();
+}
+
+void create_stage_queues(const std::string& database_url, const std::string& ingest_queue) {
+  for (const auto& [name, dead_letter, receives] :
+       {std::tuple{ingest_queue, ingest_queue + "-dlq", 0},
+        std::tuple{std::string{"ingestd-match"}, std::string{"ingestd-match-dlq"}, 3},
+        std::tuple{std::string{"ingestd-unpack"}, std::string{"ingestd-unpack-dlq"}, 3}})
+    if (auto r = create_postgres_queue(database_url, name, dead_letter, receives); !r)
+      ADD_FAILURE() << "creating queue " << name << ": " << r.error().describe();
 }
 
 } // namespace ingestd::test

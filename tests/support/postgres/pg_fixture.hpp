@@ -87,4 +87,10 @@ protected:
 /// key=value form).
 std::string with_search_path(const std::string& url, const std::string& schema);
 
+/// What `ingestd queues create` makes on the Postgres queue for the default stages, with the
+/// ingest stage's queue named `ingest_queue` (its dead letters "<ingest_queue>-dlq"): that and
+/// ingestd-match and ingestd-unpack, with their dead-letter queues after 3 receives. Fails the
+/// calling test (ADD_FAILURE) naming a queue it could not make.
+void create_stage_queues(const std::string& database_url, const std::string& ingest_queue);
+
 } // namespace ingestd::test

@@ -61,6 +61,10 @@ TEST_F(config_test, defaults_are_the_documented_ones) {
   EXPECT_EQ(cfg->worker.retry_backoff_seconds, (std::vector<int64_t>{300, 1800}));
   EXPECT_EQ(cfg->aws.region, "eu-central-1");
   EXPECT_EQ(cfg->containers.memory_budget_bytes, int64_t{1} << 30);
+  // Containers are taken apart on the embedded default.
+  EXPECT_EQ(cfg->stages.enabled, "ingest,match,unpack");
+  EXPECT_TRUE(stage_enabled(*cfg, "unpack"));
+  EXPECT_EQ(cfg->outbox.events_webhook_types, "");
 }
 
 TEST_F(config_test, committed_default_file_holds_every_key_with_its_default) {
@@ -177,6 +181,19 @@ TEST_F(config_test, bad_lists_are_rejected) {
   EXPECT_NE(failure(std::nullopt, {{"INGESTD_WORKER__RETRY_BACKOFF_SECONDS", "5,x"}})
                 .find("INGESTD_WORKER__RETRY_BACKOFF_SECONDS"),
             std::string::npos);
+}
+
+TEST_F(config_test, event_type_lists_name_known_types) {
+  auto cfg = load_config(std::nullopt, {{"INGESTD_OUTBOX__EVENTS_WEBHOOK_TYPES",
+                                         " INGESTION_COMPLETED, INGESTION_FAILED"},
+                                        {"INGESTD_OUTBOX__EVENTS_SQS_TYPES", "WORKER_STARTED"}});
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_EQ(name_list(cfg->outbox.events_webhook_types),
+            (std::vector<std::string>{"INGESTION_COMPLETED", "INGESTION_FAILED"}));
+  auto text
+      = failure(write(R"({"outbox": {"events_sqs_types": "INGESTION_COMPLETED,ingestion_done"}})"));
+  EXPECT_NE(text.find("outbox.events_sqs_types"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"ingestion_done\" is not one"), std::string::npos) << text;
 }
 
 TEST_F(config_test, unknown_keys_and_sections_are_rejected) {

@@ -1,0 +1,39 @@
+#include "adapters/notify/queue_event_sink.hpp"
+
+#include <rapidjson/document.h>
+
+namespace ingestd {
+
+std::vector<std::pair<std::string, std::string>> event_attributes(std::string_view event_json) {
+  std::vector<std::pair<std::string, std::string>> out;
+  rapidjson::Document d;
+  d.Parse(event_json.data(), event_json.size());
+  if (d.HasParseError() || !d.IsObject())
+    return out;
+  for (const char* name : {"type", "tenant_id", "document_id"}) {
+    auto it = d.FindMember(name);
+    if (it != d.MemberEnd() && it->value.IsString() && it->value.GetStringLength() > 0)
+      out.emplace_back(name, std::string{it->value.GetString(), it->value.GetStringLength()});
+  }
+  return out;
+}
+
+void queue_event_sink::deliver(sink_event event, callback<void> done) {
+  outgoing_message message{std::move(event.body), std::chrono::seconds{0}};
+  message.attributes = event_attributes(message.body);
+  std::vector<outgoing_message> messages;
+  messages.push_back(std::move(message));
+  queue_->send(std::move(messages),
+               [done = std::move(done)](result<std::vector<batch_entry_result>> r) {
+                 if (!r)
+                   return done(r.error());
+                 if (r->empty())
+                   return done(error::make_transient("events.queue",
+                                                     "the queue answered no entry for the event"));
+                 if (r->front().failed)
+                   return done(r->front().error);
+                 done(result<void>{});
+               });
+}
+
+} // namespace ingestd
