@@ -18,6 +18,7 @@
 #include "app/intake_setup.hpp"
 #include "app/runtime.hpp"
 #include "intake/intake_service.hpp"
+#include "intake/manifest.hpp"
 #include "messages/error_codes.hpp"
 
 namespace ingestd::cli {
@@ -28,11 +29,19 @@ namespace fs = std::filesystem;
 
 constexpr const char* submit_usage
     = R"(Usage: ingestd submit [--tenant T] [--uploaded-by U | --source S] [--priority N] [--jobs N] FILE|DIR ...
+       ingestd submit --manifest FILE.csv [options]
 
 Submits each file (directories are walked recursively, in name order) for ingestion: the
 document is stored once per tenant and content, an ingestion is created and enqueued.
 A file whose content the tenant already has, ready or in progress, is a duplicate: nothing new
 is created and the existing ids are printed.
+
+  --manifest FILE   a load file instead of FILE|DIR: a CSV whose header names the columns, one
+                    of them "path" (the file; relative to the manifest's folder); the other
+                    columns are kept with each document's ingestion (source_metadata.metadata,
+                    shown by GET /v1/ingestions/{id} and on the review desk). A bad row is
+                    reported with its line and the others go on; running it again submits
+                    duplicates only.
 
   --tenant T        tenant UUID (default: intake.default_tenant)
   --uploaded-by U   the uploading user's UUID (default when no --source: the nil UUID, "CLI")
@@ -48,6 +57,9 @@ Exit codes: 0 all submitted (new or duplicate), 1 any failed, 2 usage error.
 struct file_entry {
   std::string path;
   std::string error; // set when the path cannot be submitted at all
+  /// A manifest row's other columns, and the name it is reported under ("FILE.csv:LINE path").
+  std::vector<std::pair<std::string, std::string>> metadata = {};
+  std::string label = {};
 };
 
 struct tally {
@@ -92,6 +104,43 @@ std::vector<file_entry> collect(const std::vector<std::string>& paths) {
   return out;
 }
 
+result<std::string> read_file(const std::string& path, size_t max_bytes);
+
+/// A manifest's rows as files to submit; an error of the whole manifest is printed.
+std::optional<std::vector<file_entry>> manifest_entries(const std::string& manifest) {
+  manifest_limits limits;
+  auto text = read_file(manifest, limits.max_bytes);
+  if (!text) {
+    std::fprintf(stderr, "ingestd submit: --manifest %s: %s\n", manifest.c_str(),
+                 text.error().describe().c_str());
+    return std::nullopt;
+  }
+  auto rows = parse_manifest(*text, limits);
+  if (!rows) {
+    std::fprintf(stderr, "ingestd submit: --manifest %s: %s\n", manifest.c_str(),
+                 rows.error().message.c_str());
+    return std::nullopt;
+  }
+  auto folder = fs::path{manifest}.parent_path();
+  std::vector<file_entry> out;
+  out.reserve(rows->size());
+  for (auto& row : *rows) {
+    file_entry e;
+    e.label = manifest + ":" + std::to_string(row.line) + (row.path.empty() ? "" : " ") + row.path;
+    e.error = row.error;
+    e.metadata = std::move(row.metadata);
+    if (e.error.empty()) {
+      fs::path p{row.path};
+      e.path = (p.is_absolute() ? p : folder / p).string();
+      std::error_code ec;
+      if (!fs::is_regular_file(e.path, ec))
+        e.error = "no such file: " + e.path;
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 result<std::string> read_file(const std::string& path, size_t max_bytes) {
   std::error_code ec;
   auto size = fs::file_size(path, ec);
@@ -127,6 +176,7 @@ void draw_bar(size_t done, size_t total, const tally& t) {
 int submit_command(const arguments& args) {
   std::optional<uuid> tenant, uploaded_by, source;
   std::vector<std::string> paths;
+  std::string manifest;
   int jobs = 4;
   int32_t priority = 50;
   bool quiet = false;
@@ -180,6 +230,9 @@ int submit_command(const arguments& args) {
         std::fprintf(stderr, "ingestd submit: --jobs must be 1..256\n");
         return usage;
       }
+    } else if (is("--manifest")) {
+      if (!value(manifest))
+        return usage;
     } else if (a == "--quiet") {
       quiet = true;
     } else if (a.rfind("--", 0) == 0) {
@@ -189,7 +242,9 @@ int submit_command(const arguments& args) {
       paths.push_back(a);
     }
   }
-  if (paths.empty()) {
+  if (paths.empty() == manifest.empty()) {
+    if (!manifest.empty())
+      std::fputs("ingestd submit: give FILE|DIR or --manifest, not both\n", stderr);
     std::fputs(submit_usage, stderr);
     return usage;
   }
@@ -233,7 +288,14 @@ int submit_command(const arguments& args) {
       std::make_shared<pg_intake_repository>(cfg->database.url, cfg->queue.backend == "sqs"),
       (*rt)->storage, intake_options_of(*cfg, counter)};
 
-  auto files = collect(paths);
+  std::vector<file_entry> files;
+  if (manifest.empty()) {
+    files = collect(paths);
+  } else if (auto rows = manifest_entries(manifest)) {
+    files = std::move(*rows);
+  } else {
+    return failure;
+  }
   bool tty = ::isatty(STDERR_FILENO) == 1 && !quiet;
   tally t;
   std::atomic<size_t> next{0}, done{0};
@@ -272,13 +334,15 @@ int submit_command(const arguments& args) {
   auto work = [&] {
     for (size_t i = next++; i < files.size(); i = next++) {
       auto& f = files[i];
+      const auto& name = f.label.empty() ? f.path : f.label;
       if (!f.error.empty()) {
-        report(f.path, error::make_permanent("intake.not_found", f.error));
+        report(name, error::make_permanent(f.label.empty() ? "intake.not_found" : "intake.manifest",
+                                           f.error));
         continue;
       }
       auto bytes = read_file(f.path, intake.options().max_bytes);
       if (!bytes) {
-        report(f.path, bytes.error());
+        report(name, bytes.error());
         continue;
       }
       intake_item item;
@@ -288,7 +352,8 @@ int submit_command(const arguments& args) {
       item.name = fs::path{f.path}.filename().string();
       item.channel = "cli";
       item.priority = priority;
-      report(f.path, intake.submit(item));
+      item.metadata = f.metadata;
+      report(name, intake.submit(item));
     }
   };
   std::vector<std::thread> threads;

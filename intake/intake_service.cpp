@@ -33,6 +33,15 @@ std::string source_metadata(const intake_item& item, size_t size, std::string_vi
   w.Uint64(size);
   w.Key("mime_type");
   w.String(mime.data(), static_cast<rapidjson::SizeType>(mime.size()));
+  if (!item.metadata.empty()) {
+    w.Key("metadata");
+    w.StartObject();
+    for (const auto& [name, value] : item.metadata) {
+      w.Key(name.c_str(), static_cast<rapidjson::SizeType>(name.size()));
+      w.String(value.c_str(), static_cast<rapidjson::SizeType>(value.size()));
+    }
+    w.EndObject();
+  }
   w.EndObject();
   return buf.GetString();
 }

@@ -12,6 +12,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "adapters/db/intake_repository.hpp"
 #include "messages/file_type.hpp"
@@ -39,6 +41,8 @@ struct intake_item {
   std::string channel;
   /// 0..100, lower first: stored on the work item and carried by its message.
   int32_t priority = 50;
+  /// The submitter's own fields (a load file's columns), kept in source_metadata.metadata.
+  std::vector<std::pair<std::string, std::string>> metadata = {};
 };
 
 /// What intake did with one file.

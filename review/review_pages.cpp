@@ -405,6 +405,17 @@ std::string document_page(const page_context& ctx, const document_view& view) {
          + html_escape(view.next_id) + "\" data-pages=\"" + std::to_string(view.page_count) + "\">";
   out += "<h2>" + html_escape(d.file_name) + " <span class=\"muted\">version "
          + std::to_string(d.version) + "</span></h2>";
+  rapidjson::Document metadata;
+  metadata.Parse(d.metadata_json.data(), d.metadata_json.size());
+  if (!metadata.HasParseError() && metadata.IsObject() && metadata.MemberCount() > 0) {
+    // The submitter's own fields (a load file's columns).
+    out += "<table class=\"metadata\">";
+    for (const auto& m : metadata.GetObject())
+      if (m.value.IsString())
+        out += "<tr><th>" + html_escape(m.name.GetString()) + "</th><td>"
+               + html_escape(m.value.GetString()) + "</td></tr>";
+    out += "</table>";
+  }
   if (d.processing)
     out += "<p class=\"error\">An ingestion of this document is in progress: wait for it to "
            "finish.</p>";

@@ -478,6 +478,7 @@ std::string review_service::document_json(const review_document& doc, const std:
   put_raw(w, "cluster_id", doc.cluster_id.empty() ? "" : "\"" + doc.cluster_id + "\"");
   put_raw(w, "cluster", doc.cluster_json);
   put_raw(w, "reviews", doc.reviews_json);
+  put_raw(w, "metadata", doc.metadata_json);
   w.EndObject();
   return {buf.GetString(), buf.GetSize()};
 }

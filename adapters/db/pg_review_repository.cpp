@@ -109,7 +109,8 @@ SELECT d.id, d.tenant_id, d.file_path, COALESCE(d.mime_type, ''),
                                            'extraction_provider', r.extraction_provider)
                   ORDER BY r.at, r.id)
            FROM document_review AS r WHERE r.document_id = d.id), '[]'::json)::text,
-       COALESCE(d.cluster_id::text, '')
+       COALESCE(d.cluster_id::text, ''),
+       COALESCE(l.source_metadata->'metadata', '{}'::jsonb)::text
   FROM document AS d
   LEFT JOIN LATERAL (
     SELECT i.*, w.last_error FROM ingestion AS i LEFT JOIN work_item AS w ON w.id = i.id
@@ -330,6 +331,7 @@ pg_review_repository::document(const std::vector<uuid>& tenants, uuid document_i
   d.cluster_json = rows.str(0, 19);
   d.reviews_json = rows.str(0, 20);
   d.cluster_id = rows.str(0, 21);
+  d.metadata_json = rows.str(0, 22);
   return std::optional<review_document>{std::move(d)};
 }
 

@@ -84,6 +84,9 @@ struct review_document {
   std::string cluster_json = "[]";
   std::string reviews_json = "[]";
   std::string cluster_id;
+  /// The submitter's own fields of the latest ingestion (a load file's columns): a JSON object of
+  /// strings, "{}" when none.
+  std::string metadata_json = "{}";
 };
 
 /// A reviewer's decision, saved only while the document is still at `expected_version`.

@@ -20,7 +20,7 @@ struct document_ai_options {
   std::string access_token;
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};
   /// Checked before sending: Document AI's online limit is 20 MiB.
-  size_t max_file_bytes = 20u * 1024 * 1024;
+  size_t max_file_bytes = size_t{20} * 1024 * 1024;
   bool enable_native_pdf_parsing = true;
   bool enable_image_quality_scores = true;
 };

@@ -666,23 +666,23 @@ int main(int argc, char** argv) {
     ctx->settings.step_timeout = std::chrono::seconds{120};
     ctx->work = work;
     ctx->stages = {make_ingest_stage(ports, ingest_settings{}, cls)};
-    std::atomic<int> completed{0}, other{0};
+    std::atomic<int> completed{0}, other{0}, finished{0};
     std::promise<void> all_done;
     std::mutex detail_mtx;
     std::string first_other;
     ctx->observer = [&](const job_outcome& o) {
       if (o.result == job_result::completed) {
-        if (completed.fetch_add(1) + 1 + other.load() == n)
-          all_done.set_value();
+        ++completed;
       } else {
-        {
-          std::lock_guard g{detail_mtx};
-          if (first_other.empty())
-            first_other = o.detail;
-        }
-        if (other.fetch_add(1) + 1 + completed.load() == n)
-          all_done.set_value();
+        std::lock_guard g{detail_mtx};
+        if (first_other.empty())
+          first_other = o.detail;
+        ++other;
       }
+      // One counter, so that exactly one outcome is the n-th (two outcomes at once could both
+      // see the sum of two counters at n, and set the promise twice).
+      if (++finished == n)
+        all_done.set_value();
     };
     std::promise<void> stopped;
     node_options opts;

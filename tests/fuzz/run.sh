@@ -8,7 +8,7 @@
 # "fuzz" builds only the fuzz targets), then runs each target
 # (all of them unless named: text ids http_headers sqs s3 openai local_extractor document_ai
 # transcription_json config matching_features archive mime multipart sandbox_protocol known_files
-# review_request) for SECONDS seconds, one after the other
+# review_request manifest) for SECONDS seconds, one after the other
 # (default 20: a smoke run; `tests/fuzz/run.sh 600` is a campaign). Every run is nice'd and single-threaded.
 #
 #   - Seeds: the committed corpus tests/fuzz/corpus/<target>/, read only.
@@ -26,7 +26,7 @@ seconds=${1:-20}
 shift || true
 root=$(cd "$(dirname "$0")/../.." && pwd)
 all=(text ids http_headers sqs s3 openai local_extractor document_ai transcription_json config
-     matching_features archive mime multipart sandbox_protocol known_files review_request)
+     matching_features archive mime multipart sandbox_protocol known_files review_request manifest)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all[@]}")
 

@@ -457,5 +457,62 @@ TEST_F(intake_test, submit_command_walks_a_directory_of_mixed_files_and_reports_
   fs::remove_all(dir);
 }
 
+TEST_F(intake_test, submit_manifest_keeps_each_rows_columns_and_reports_bad_rows_by_line) {
+  auto dir = test::make_temp_dir("manifest");
+  fs::create_directories(dir + "/march");
+  auto src = test::source_dir() + "/tests/fixtures/corpus/";
+  fs::copy_file(src + "inv01_en_classic.pdf", dir + "/march/a.pdf");
+  fs::copy_file(src + "inv02_de_modern_scan.png", dir + "/b.png");
+  {
+    std::ofstream csv{dir + "/load.csv", std::ios::binary};
+    csv << "path,po_number,note\r\n"
+           "march/a.pdf,PO-1,\"first, with a comma\"\r\n"
+           "b.png,PO-2,\r\n"
+           "missing.pdf,PO-3,gone\r\n"
+           "b.png,PO-4\r\n";
+  }
+  auto [code, out] = run_submit(*db, root, queue_name, "--manifest '" + dir + "/load.csv'");
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("submitted 4 file(s)"), std::string::npos) << out;
+  EXPECT_NE(out.find("2 new, 0 reprocessing, 0 duplicate, 2 failed"), std::string::npos) << out;
+  EXPECT_NE(out.find("load.csv:4 missing.pdf: intake.manifest: no such file"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("load.csv:5 b.png: intake.manifest: it has 2 fields; the header has 3"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(db->scalar("SELECT source_metadata->'metadata'::text FROM ingestion WHERE "
+                       "source_metadata->>'file_name' = 'a.pdf'"),
+            R"({"note": "first, with a comma", "po_number": "PO-1"})");
+  EXPECT_EQ(db->scalar("SELECT source_metadata->'metadata'::text FROM ingestion WHERE "
+                       "source_metadata->>'file_name' = 'b.png'"),
+            R"({"po_number": "PO-2"})");
+
+  // Again, without the bad rows: duplicates only, nothing new.
+  {
+    std::ofstream csv{dir + "/load.csv", std::ios::binary | std::ios::trunc};
+    csv << "path,po_number\nmarch/a.pdf,PO-1\n" << dir << "/b.png,PO-2\n";
+  }
+  auto [code2, out2]
+      = run_submit(*db, root, queue_name,
+                   "--tenant " + db->scalar("SELECT tenant_id::text FROM document LIMIT 1")
+                       + " --manifest '" + dir + "/load.csv'");
+  EXPECT_EQ(code2, 0) << out2;
+  EXPECT_NE(out2.find("0 new, 0 reprocessing, 2 duplicate, 0 failed"), std::string::npos) << out2;
+  EXPECT_EQ(count("SELECT count(*) FROM ingestion"), 2);
+
+  // A manifest without a path column is refused whole; FILE and --manifest do not mix.
+  {
+    std::ofstream csv{dir + "/bad.csv", std::ios::binary};
+    csv << "file,po\na.pdf,1\n";
+  }
+  auto [code3, out3] = run_submit(*db, root, queue_name, "--manifest '" + dir + "/bad.csv'");
+  EXPECT_EQ(code3, 1) << out3;
+  EXPECT_NE(out3.find("no column \"path\""), std::string::npos) << out3;
+  auto [code4, out4]
+      = run_submit(*db, root, queue_name, "--manifest '" + dir + "/bad.csv' '" + dir + "/b.png'");
+  EXPECT_EQ(code4, 2) << out4;
+  fs::remove_all(dir);
+}
+
 } // namespace
 } // namespace ingestd

@@ -100,10 +100,13 @@ protected:
   /// Takes in the corpus file `name` for `tenant` and marks its ingestion as the pipeline would:
   /// "gate" (completed, refused by the gate), "gate-failed" (failed by the gate for good),
   /// "failed" (failed, no data) or "ready". The
-  /// document is made `minutes_old` minutes old. Returns the document id.
+  /// document is made `minutes_old` minutes old, its ingestion given the submitter's `metadata`.
+  /// Returns the document id.
   std::string add_document(uuid tenant, const std::string& name, const std::string& outcome,
-                           int minutes_old, const std::string& transcription_text = "") {
+                           int minutes_old, const std::string& transcription_text = "",
+                           std::vector<std::pair<std::string, std::string>> metadata = {}) {
     intake_item item;
+    item.metadata = std::move(metadata);
     item.tenant_id = tenant;
     item.source.uploaded_by = uuid::v7();
     item.bytes = read_file(source_dir() + "/tests/fixtures/corpus/" + name);

@@ -34,7 +34,8 @@ protected:
 };
 
 TEST_F(review_pages_test, the_login_form_opens_a_cookie_session_and_the_pages_render) {
-  auto a1 = add_document(tenant_a, "inv01_en_classic.pdf", "gate", 3, "INVOICE <INV-1>");
+  auto a1 = add_document(tenant_a, "inv01_en_classic.pdf", "gate", 3, "INVOICE <INV-1>",
+                         {{"po_number", "PO-<7>"}, {"cost centre", "Kantine"}});
   start_desk();
   auto form = client().Get("/review/login");
   ASSERT_TRUE(form);
@@ -72,6 +73,9 @@ TEST_F(review_pages_test, the_login_form_opens_a_cookie_session_and_the_pages_re
   EXPECT_NE(html.find("INVOICE &lt;INV-1&gt;"), std::string::npos)
       << "the transcription is escaped";
   EXPECT_NE(html.find("/review/api/documents/" + a1 + "/pages/0.png"), std::string::npos);
+  // The submitter's fields (a load file's columns), escaped.
+  EXPECT_NE(html.find("<tr><th>po_number</th><td>PO-&lt;7&gt;</td></tr>"), std::string::npos);
+  EXPECT_NE(html.find("<tr><th>cost centre</th><td>Kantine</td></tr>"), std::string::npos);
 
   // Another tenant's document is not found; a bad token or a missing name does not sign in.
   auto b1 = add_document(tenant_b, "inv02_de_modern.pdf", "gate", 1);
