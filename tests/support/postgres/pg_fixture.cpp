@@ -26,15 +26,6 @@ std::string quote_ident(PGconn* conn, const std::string& name) {
   return out;
 }
 
-std::string quote_literal(PGconn* conn, const std::string& text) {
-  auto quoted = PQescapeLiteral(conn, text.c_str(), text.size());
-  if (quoted == nullptr)
-    throw std::runtime_error("cannot quote literal " + text);
-  std::string out{quoted};
-  PQfreemem(quoted);
-  return out;
-}
-
 } // namespace
 
 std::string with_search_path(const std::string& url, const std::string& schema) {
@@ -117,9 +108,10 @@ bool pg_schema::reconnect() {
     std::this_thread::sleep_for(std::chrono::milliseconds{200});
   }
   PQclear(PQexec(conn_, "SET client_min_messages = warning"));
-  auto set = "SELECT set_config('search_path', " + quote_literal(conn_, quote_ident(conn_, name_))
-             + ", false)";
-  PQclear(PQexec(conn_, set.c_str()));
+  auto path = quote_ident(conn_, name_);
+  const char* values[] = {path.c_str()};
+  PQclear(PQexecParams(conn_, "SELECT set_config('search_path', $1, false)", 1, nullptr, values,
+                       nullptr, nullptr, 0));
   return true;
 }
 
