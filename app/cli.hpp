@@ -44,5 +44,6 @@ int known_files_command(const arguments& args);
 int events_command(const arguments& args);
 int cancel_command(const arguments& args);
 int retry_command(const arguments& args);
+int tenants_command(const arguments& args);
 
 } // namespace ingestd::cli

@@ -4,6 +4,8 @@
 #include <memory>
 #include <string>
 
+#include "adapters/db/pg_intake_repository.hpp"
+#include "adapters/http_server/checks.hpp"
 #include "adapters/ocr/document_source.hpp"
 #include "adapters/sandbox/decoder.hpp"
 
@@ -36,6 +38,34 @@ intake_options intake_options_of(const config& cfg, std::shared_ptr<sandbox::dec
     return n ? *n : 0;
   };
   return opts;
+}
+
+result<std::shared_ptr<intake_access>>
+intake_access_of(const config& cfg, const std::shared_ptr<pg_intake_repository>& db) {
+  auto tokens = http_server::tenant_tokens::parse(
+      cfg.secrets.intake_token, uuid::parse(cfg.intake.default_tenant), "INGESTD_INTAKE_TOKEN");
+  if (!tokens)
+    return tokens.error();
+  auto weak = [](const char* variable, size_t length) -> result<void> {
+    if (length == 0 || length >= http_server::min_token_length)
+      return {};
+    return error::make_permanent(
+        "config.weak_token", std::string{variable} + " holds a token of " + std::to_string(length)
+                                 + " characters; each token must have at least "
+                                 + std::to_string(http_server::min_token_length)
+                                 + " (for example: openssl rand -hex 32)");
+  };
+  if (auto ok = weak("INGESTD_INTAKE_TOKEN", tokens->shortest()); !ok)
+    return ok.error();
+  if (auto ok = weak("INGESTD_INTAKE_ADMIN_TOKEN", cfg.secrets.intake_admin_token.size()); !ok)
+    return ok.error();
+  const std::chrono::milliseconds deadline{5000};
+  intake_access::stored_lookup lookup
+      = [db, deadline](const std::string& digest) { return db->tenant_of_token(digest, deadline); };
+  intake_access::stored_any any = [db, deadline] { return db->any_tenant_token(deadline); };
+  return std::make_shared<intake_access>(std::move(*tokens), cfg.secrets.intake_admin_token,
+                                         uuid::parse(cfg.intake.default_tenant), std::move(lookup),
+                                         std::move(any));
 }
 
 } // namespace ingestd

@@ -34,6 +34,9 @@ Commands:
   cancel INGESTION_ID cancel a queued or running ingestion (see 'ingestd cancel --help')
   retry ID...|--failed run failed ingestions, unpacking or matching again from the stage that
                       failed (see 'ingestd retry --help')
+  tenants add|list|rotate-token
+                      the tenants of the HTTP intake and their tokens (see
+                      'ingestd tenants --help')
   matches DOCUMENT_ID a document's match edges and its cluster's members [--json]
   migrate [--force]   apply the database migrations (a no-op when current; refuses while a
                       live node is older than a migration needs)
@@ -63,7 +66,7 @@ Options:
 Every configuration key can be overridden from the environment as INGESTD_<SECTION>__<KEY>,
 e.g. INGESTD_WORKER__MAX_IN_FLIGHT=5000. Secrets come from the environment only:
 INGESTD_LLM_API_KEY, INGESTD_DOCUMENT_AI_TOKEN, INGESTD_NOTIFY_WEBHOOK_URL,
-INGESTD_INTAKE_TOKEN, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN.
+INGESTD_INTAKE_TOKEN, INGESTD_INTAKE_ADMIN_TOKEN, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN.
 
 Exit codes: 0 success, 1 runtime or configuration error, 2 usage error.
 )";
@@ -109,6 +112,7 @@ int main(int argc, char** argv) {
       {"events", events_command},   {"version", version_command},
       {"nodes", nodes_command},     {"drain", drain_command},
       {"cancel", cancel_command},   {"retry", retry_command},
+      {"tenants", tenants_command},
   };
   arguments args;
   std::string name;

@@ -165,15 +165,12 @@ void log_capacity_usage(const node_context& ctx, std::chrono::steady_clock::time
                                {"uptime_ms", static_cast<int64_t>(uptime_ms)}});
 }
 
-/// A token of an enabled endpoint that is set but shorter than http_server::min_token_length.
-result<void> check_token_lengths(const config& cfg) {
-  std::pair<const char*, const std::string*> tokens[]
-      = {{cfg.intake.port != 0 ? "INGESTD_INTAKE_TOKEN" : nullptr, &cfg.secrets.intake_token},
-         {cfg.admin.port != 0 ? "INGESTD_ADMIN_TOKEN" : nullptr, &cfg.secrets.admin_token}};
-  for (auto& [variable, token] : tokens)
-    if (variable != nullptr)
-      if (auto weak = http_server::weak_token(variable, *token))
-        return error::make_permanent("config.weak_token", *weak);
+/// The admin endpoint's token when it is set but shorter than http_server::min_token_length (the
+/// intake's are judged by intake_access_of).
+result<void> check_admin_token(const config& cfg) {
+  if (cfg.admin.port != 0)
+    if (auto weak = http_server::weak_token("INGESTD_ADMIN_TOKEN", cfg.secrets.admin_token))
+      return error::make_permanent("config.weak_token", *weak);
   return {};
 }
 
@@ -212,13 +209,22 @@ int run_command(const arguments& args) {
     if (!check_stages(*cfg))
       return failure;
   }
-  // Before anything connects: an open intake without a token is a configuration error, and so is
-  // a token too short to resist guessing.
-  if (cfg->intake.port != 0)
-    if (auto exposed = check_intake_exposure(cfg->intake.bind, cfg->secrets.intake_token); !exposed)
+  // Before anything else: a bad or short token is a configuration error, and so is an intake on a
+  // public address without credentials (the database is asked for its tenants' tokens when the
+  // environment has none).
+  if (auto admin_token = check_admin_token(*cfg); !admin_token)
+    return refuse_to_start(admin_token.error());
+  auto intake_db
+      = std::make_shared<pg_intake_repository>(cfg->database.url, cfg->queue.backend == "sqs");
+  std::shared_ptr<intake_access> access;
+  if (cfg->intake.port != 0) {
+    auto configured = intake_access_of(*cfg, intake_db);
+    if (!configured)
+      return refuse_to_start(configured.error());
+    access = std::move(*configured);
+    if (auto exposed = check_intake_access(cfg->intake.bind, access.get()); !exposed)
       return refuse_to_start(exposed.error());
-  if (auto lengths = check_token_lengths(*cfg); !lengths)
-    return refuse_to_start(lengths.error());
+  }
   // Before anything else touches the database: a schema that needs a newer node stops it here.
   if (auto compatible = check_node_version(cfg->database.url, INGESTD_VERSION); !compatible)
     return refuse_to_start(compatible.error());
@@ -250,8 +256,6 @@ int run_command(const arguments& args) {
                {"max_in_flight", cfg->worker.max_in_flight},
                {"cpu_workers", ctx->settings.cpu_workers}});
     // Intake and admin endpoints, each on threads of its own (port 0: off).
-    auto intake_db
-        = std::make_shared<pg_intake_repository>(cfg->database.url, cfg->queue.backend == "sqs");
     // With size classes, intake counts a document's pages: in a decoder helper of its own, so that
     // the CPU workers keep theirs.
     std::shared_ptr<sandbox::decoder> counter;
@@ -265,7 +269,7 @@ int run_command(const arguments& args) {
       o.bind = cfg->intake.bind;
       o.port = cfg->intake.port;
       o.default_tenant = uuid::parse(cfg->intake.default_tenant);
-      o.bearer_token = cfg->secrets.intake_token;
+      o.access = access;
       o.allowed_hosts = name_list(cfg->intake.allowed_hosts);
       o.limits = limits_of(cfg->intake, static_cast<size_t>(cfg->intake.max_buffered_bytes));
       intake_http = std::make_unique<intake_server>(intake, o);

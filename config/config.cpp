@@ -45,6 +45,8 @@ const secret_spec secret_specs[] = {
     {"INGESTD_DOCUMENT_AI_TOKEN", "document_ai_token", &config::secrets_section::document_ai_token},
     {"INGESTD_NOTIFY_WEBHOOK_URL", "webhook_url", &config::secrets_section::notify_webhook_url},
     {"INGESTD_INTAKE_TOKEN", "token", &config::secrets_section::intake_token},
+    {"INGESTD_INTAKE_ADMIN_TOKEN", "intake_admin_token",
+     &config::secrets_section::intake_admin_token},
     {"INGESTD_ADMIN_TOKEN", "admin_token", &config::secrets_section::admin_token},
     {"INGESTD_REVIEW_TOKEN", "review_token", &config::secrets_section::review_token},
     {"INGESTD_EVENTS_WEBHOOK_URL", "events_webhook_url",

@@ -287,7 +287,8 @@ struct config {
     std::string llm_api_key;           // INGESTD_LLM_API_KEY
     std::string document_ai_token;     // INGESTD_DOCUMENT_AI_TOKEN
     std::string notify_webhook_url;    // INGESTD_NOTIFY_WEBHOOK_URL
-    std::string intake_token;          // INGESTD_INTAKE_TOKEN
+    std::string intake_token;          // INGESTD_INTAKE_TOKEN (TOKEN or TENANT:TOKEN pairs)
+    std::string intake_admin_token;    // INGESTD_INTAKE_ADMIN_TOKEN (acts for any tenant)
     std::string admin_token;           // INGESTD_ADMIN_TOKEN (POST /drain)
     std::string review_token;          // INGESTD_REVIEW_TOKEN
     std::string events_webhook_url;    // INGESTD_EVENTS_WEBHOOK_URL

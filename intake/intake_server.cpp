@@ -74,26 +74,21 @@ std::string value_of(const request& req, const char* header, const char* field) 
   return {};
 }
 
-/// The caller's tenant: X-Tenant-Id (or form field tenant_id), else the default tenant. Answers
-/// 400 and returns nullopt when there is none or it is not a UUID.
-std::optional<uuid> caller_tenant(const request& req, response& res,
-                                  const std::optional<uuid>& default_tenant) {
-  auto text = value_of(req, "X-Tenant-Id", "tenant_id");
-  if (text.empty()) {
-    if (!default_tenant)
-      send_error(res, 400, "intake.missing_tenant", "no X-Tenant-Id header (or tenant_id field)");
-    return default_tenant;
+/// The tenant the request acts for (tenant_for over the caller its gate found and X-Tenant-Id or
+/// the form field tenant_id). Answers 400 or 403 and returns nullopt when there is none.
+std::optional<uuid> caller_tenant(const request& req, response& res) {
+  const auto* caller = std::any_cast<intake_caller>(&req.caller);
+  if (caller == nullptr) {
+    send_error(res, 500, "intake.internal", "internal error");
+    return std::nullopt;
   }
-  auto tenant = uuid::parse(text);
-  if (!tenant)
-    send_error(res, 400, "intake.invalid_tenant", "X-Tenant-Id is not a UUID");
-  return tenant;
-}
-
-bool authorised(const request& req, const std::string& token) {
-  if (token.empty())
-    return true;
-  return http_server::secrets_equal(req.get_header_value("Authorization"), "Bearer " + token);
+  auto tenant = tenant_for(*caller, value_of(req, "X-Tenant-Id", "tenant_id"));
+  if (!tenant) {
+    send_error(res, tenant.error().code == "intake.forbidden_tenant" ? 403 : 400,
+               tenant.error().code, tenant.error().message);
+    return std::nullopt;
+  }
+  return *tenant;
 }
 
 http_server::server_options server_options_of(const intake_server_options& o) {
@@ -123,14 +118,34 @@ bool is_loopback_bind(std::string_view bind) {
   return false;
 }
 
-result<void> check_intake_exposure(std::string_view bind, std::string_view bearer_token) {
-  if (!bearer_token.empty() || is_loopback_bind(bind))
+result<void> check_intake_exposure(std::string_view bind, bool has_credentials) {
+  if (has_credentials || is_loopback_bind(bind))
     return {};
   std::string msg = "intake.bind is ";
   msg.append(bind.empty() ? std::string_view{"empty"} : bind);
-  msg.append(", not a loopback address, and no intake token is set: set INGESTD_INTAKE_TOKEN, "
-             "or bind the intake to 127.0.0.1");
+  msg.append(", not a loopback address, and the intake has no credentials: set "
+             "INGESTD_INTAKE_TOKEN, give tenants tokens with `ingestd tenants add`, or bind the "
+             "intake to 127.0.0.1");
   return error::make_permanent("intake.unauthenticated", std::move(msg));
+}
+
+result<bool> check_intake_access(const std::string& bind, intake_access* access) {
+  // On a loopback bind a database that cannot answer yet is asked again by each request.
+  bool has_credentials = false;
+  if (access != nullptr) {
+    auto required = access->required();
+    if (required)
+      has_credentials = *required;
+    else if (!is_loopback_bind(bind))
+      return error{required.error().cls, "intake.unauthenticated",
+                   "intake.bind is " + bind
+                       + ", not a loopback address, no INGESTD_INTAKE_TOKEN is set, and the "
+                         "database's tenant tokens could not be read: "
+                       + required.error().describe()};
+  }
+  if (auto exposed = check_intake_exposure(bind, has_credentials); !exposed)
+    return exposed.error();
+  return has_credentials;
 }
 
 intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_server_options opts)
@@ -141,13 +156,25 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
   svr.set_area("", [](response& res, int status, std::string_view code, std::string_view message) {
     send_error(res, status, code, message);
   });
-  // The token is checked on the headers, before any byte of a body is read.
-  svr.set_gate([this](const request& req, response& res) {
-    if (authorised(req, opts_.bearer_token))
+  // The token is checked on the headers, before any byte of a body is read; the caller it opens
+  // goes with the request to its handler.
+  svr.set_gate([this](request& req, response& res) {
+    if (!opts_.access) {
+      req.caller = intake_caller{true, {}, opts_.default_tenant};
       return true;
-    res.set_header("WWW-Authenticate", "Bearer");
-    send_error(res, 401, "intake.unauthorized", "a valid bearer token is required");
-    return false;
+    }
+    auto caller = opts_.access->authenticate(req.get_header_value("Authorization"));
+    if (!caller) {
+      send_failure(res, 503, caller.error(), req.path);
+      return false;
+    }
+    if (!*caller) {
+      res.set_header("WWW-Authenticate", "Bearer");
+      send_error(res, 401, "intake.unauthorized", "a valid bearer token is required");
+      return false;
+    }
+    req.caller = std::move(**caller);
+    return true;
   });
   // Bodies over the limit (plus room for multipart framing) get 413 as soon as they pass it.
   http_server::route_options upload;
@@ -157,7 +184,7 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
       [this](const request& req, response& res) {
         intake_item item;
         item.channel = "http";
-        auto tenant = caller_tenant(req, res, opts_.default_tenant);
+        auto tenant = caller_tenant(req, res);
         if (!tenant)
           return;
         item.tenant_id = *tenant;
@@ -230,7 +257,7 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
       if (!id)
         return send_error(res, 400, "intake.invalid_id", std::string{what} + " id is not a UUID");
       // Scoped to the caller's tenant: another tenant's id is "no such" (404), as an unknown one.
-      auto tenant = caller_tenant(req, res, opts_.default_tenant);
+      auto tenant = caller_tenant(req, res);
       if (!tenant)
         return;
       auto r = (intake_.get()->*lookup)(*tenant, *id);
@@ -250,7 +277,7 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
     auto id = uuid::parse(req.matches[1].str());
     if (!id)
       return send_error(res, 400, "intake.invalid_id", "ingestion id is not a UUID");
-    auto tenant = caller_tenant(req, res, opts_.default_tenant);
+    auto tenant = caller_tenant(req, res);
     if (!tenant)
       return;
     auto r = intake_->cancel(*tenant, *id, "http");
@@ -284,8 +311,10 @@ intake_server::~intake_server() {
 }
 
 result<void> intake_server::start() {
-  if (auto exposed = check_intake_exposure(opts_.bind, opts_.bearer_token); !exposed)
-    return exposed;
+  auto checked = check_intake_access(opts_.bind, opts_.access.get());
+  if (!checked)
+    return checked.error();
+  bool has_credentials = *checked;
   if (auto up = server_->start(); !up)
     return up.error();
   bound_port_ = server_->port();
@@ -294,7 +323,7 @@ result<void> intake_server::start() {
       "intake endpoint listening",
       {{"bind", opts_.bind},
        {"port", bound_port_},
-       {"auth", opts_.bearer_token.empty() ? "none" : "bearer"},
+       {"auth", has_credentials ? "bearer (" + opts_.access->describe() + ")" : "none"},
        {"max_connections", static_cast<int64_t>(limits.max_connections)},
        {"max_connections_per_address", static_cast<int64_t>(limits.max_connections_per_address)},
        {"header_timeout_seconds", static_cast<int64_t>(limits.header_timeout.count())},

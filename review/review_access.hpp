@@ -1,5 +1,5 @@
-// Who may use the review desk and for which tenants: the tokens of INGESTD_REVIEW_TOKEN, the
-// cookie sessions the login form opens, and each session's CSRF token.
+// Who may use the review desk and for which tenants: the cookie sessions the login form opens and
+// each session's CSRF token (the tokens of INGESTD_REVIEW_TOKEN are http_server::tenant_tokens).
 #pragma once
 
 #include <chrono>
@@ -10,32 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "messages/result.hpp"
 #include "messages/uuid.hpp"
 
 namespace ingestd {
-
-/// The tenants each token opens. INGESTD_REVIEW_TOKEN is either one token (the default tenant)
-/// or comma-separated TENANT_ID:TOKEN pairs; one token may appear in several pairs and then
-/// opens all their tenants. An entry without a tenant UUID before a ':' is a token for the
-/// default tenant.
-class review_tokens {
-public:
-  /// Errors (permanent, "review.bad_token"): an empty entry, an empty token, a pair's tenant
-  /// that is not a UUID when the entry looks like a pair, a token for the default tenant when
-  /// there is none.
-  static result<review_tokens> parse(std::string_view text, std::optional<uuid> default_tenant);
-
-  /// No token configured: the desk is open (allowed on a loopback bind only).
-  bool open() const { return by_token_.empty(); }
-  /// The tenants of `token` (compared in constant time); empty when it is not one.
-  std::vector<uuid> tenants_of(std::string_view token) const;
-  /// The length of the shortest token (0 when none is configured).
-  size_t shortest() const;
-
-private:
-  std::vector<std::pair<std::string, std::vector<uuid>>> by_token_;
-};
 
 /// A signed-in reviewer (login form, cookie).
 struct review_session {
@@ -69,11 +46,5 @@ private:
   std::mutex mtx_;
   std::map<std::string, review_session> sessions_;
 };
-
-/// 32 random bytes in hex, from the operating system's generator.
-std::string random_token();
-
-/// Equal strings, compared in time that depends on neither where they differ nor their lengths.
-bool same_secret(std::string_view a, std::string_view b);
 
 } // namespace ingestd

@@ -10,6 +10,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "adapters/http_server/checks.hpp"
 #include "adapters/http_server/server.hpp"
 #include "adapters/support/log.hpp"
 #include "intake/intake_server.hpp"
@@ -195,8 +196,9 @@ std::string queue_json(const review_queue& q) {
 
 } // namespace
 
-result<void> check_review_exposure(std::string_view bind, const review_tokens& tokens) {
-  if (!tokens.open() || is_loopback_bind(bind))
+result<void> check_review_exposure(std::string_view bind,
+                                   const http_server::tenant_tokens& tokens) {
+  if (!tokens.empty() || is_loopback_bind(bind))
     return {};
   std::string msg = "review.enabled is true and admin.bind is ";
   msg.append(bind.empty() ? std::string_view{"empty"} : bind);
@@ -236,7 +238,7 @@ public:
       constexpr std::string_view prefix = "Bearer ";
       std::vector<uuid> tenants;
       if (header.starts_with(prefix))
-        tenants = opts.tokens.open() && opts.default_tenant
+        tenants = opts.tokens.empty() && opts.default_tenant
                       ? std::vector<uuid>{*opts.default_tenant}
                       : opts.tokens.tenants_of(std::string_view{header}.substr(prefix.size()));
       if (tenants.empty()) {
@@ -258,7 +260,7 @@ public:
         if (req.method == "POST" && (!before_body || req.has_header("X-CSRF-Token"))) {
           auto sent = req.has_header("X-CSRF-Token") ? req.get_header_value("X-CSRF-Token")
                                                      : req.get_param_value("csrf");
-          if (!same_secret(sent, s->csrf)) {
+          if (!http_server::secrets_equal(sent, s->csrf)) {
             send_error(res, 403, "review.csrf",
                        "the request does not carry this session's CSRF token; reload the page");
             return std::nullopt;
@@ -266,7 +268,7 @@ public:
         }
         return caller{reviewer{s->reviewer, s->tenants}, true, s->csrf};
       }
-    if (api && opts.tokens.open() && opts.default_tenant)
+    if (api && opts.tokens.empty() && opts.default_tenant)
       return caller{
           reviewer{clean_name(req.get_header_value("X-Reviewer"), "api"), {*opts.default_tenant}},
           false,
@@ -500,7 +502,7 @@ public:
 
   void login(const request& req, response& res) const {
     auto& opts = desk_->opts_;
-    bool open = opts.tokens.open();
+    bool open = opts.tokens.empty();
     auto name = clean_name(req.get_param_value("name"), "");
     auto now = std::chrono::steady_clock::now();
     auto by_address = "addr:" + req.remote_addr;
@@ -549,7 +551,7 @@ public:
     res.set_header("Location", "/review/login");
   }
 
-  bool open() const { return desk_->opts_.tokens.open(); }
+  bool open() const { return desk_->opts_.tokens.empty(); }
 
 private:
   std::shared_ptr<review_desk> desk_;

@@ -35,6 +35,7 @@
 #include <string_view>
 
 #include "adapters/http_server/checks.hpp"
+#include "adapters/http_server/credentials.hpp"
 #include "messages/result.hpp"
 #include "messages/uuid.hpp"
 #include "review/review_access.hpp"
@@ -49,7 +50,7 @@ class review_service;
 
 struct review_desk_options {
   /// INGESTD_REVIEW_TOKEN, parsed.
-  review_tokens tokens;
+  http_server::tenant_tokens tokens;
   /// The tenant of an open desk (no token configured).
   std::optional<uuid> default_tenant;
   /// The session cookie gets the Secure attribute (review.secure_cookie: the desk is reached over
@@ -67,7 +68,7 @@ struct review_desk_options {
 /// An open desk (no token) would let anyone who reaches the admin port act on documents:
 /// "review.unauthenticated" (naming admin.bind and INGESTD_REVIEW_TOKEN) unless `bind` is
 /// loopback or a token is set.
-result<void> check_review_exposure(std::string_view bind, const review_tokens& tokens);
+result<void> check_review_exposure(std::string_view bind, const http_server::tenant_tokens& tokens);
 
 class review_desk : public std::enable_shared_from_this<review_desk> {
 public:

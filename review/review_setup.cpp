@@ -13,8 +13,9 @@ namespace ingestd {
 
 namespace {
 
-result<review_tokens> tokens_of(const config& cfg) {
-  return review_tokens::parse(cfg.secrets.review_token, uuid::parse(cfg.intake.default_tenant));
+result<http_server::tenant_tokens> tokens_of(const config& cfg) {
+  return http_server::tenant_tokens::parse(
+      cfg.secrets.review_token, uuid::parse(cfg.intake.default_tenant), "INGESTD_REVIEW_TOKEN");
 }
 
 } // namespace
@@ -29,11 +30,11 @@ result<void> check_review_config(const config& cfg) {
   auto tokens = tokens_of(cfg);
   if (!tokens)
     return tokens.error();
-  if (tokens->open() && !uuid::parse(cfg.intake.default_tenant))
+  if (tokens->empty() && !uuid::parse(cfg.intake.default_tenant))
     return error::make_permanent("config.invalid",
                                  "review.enabled is true without INGESTD_REVIEW_TOKEN and "
                                  "intake.default_tenant is empty: the open desk has no tenant");
-  if (!tokens->open() && tokens->shortest() < http_server::min_token_length)
+  if (!tokens->empty() && tokens->shortest() < http_server::min_token_length)
     return error::make_permanent("review.weak_token",
                                  "INGESTD_REVIEW_TOKEN holds a token of "
                                      + std::to_string(tokens->shortest())

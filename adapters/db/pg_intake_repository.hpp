@@ -2,8 +2,10 @@
 // the insert-or-find of intake, and the JSON look-ups, run on the calling thread.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,6 +67,18 @@ struct retried_item {
   std::string status;
 };
 
+/// A tenant as `ingestd tenants` lists it.
+struct tenant_record {
+  uuid id;
+  std::string name;
+  /// ISO 8601, as the database writes a timestamptz.
+  std::string created_at;
+  /// Its tokens that open it now (0 or 1: a rotation revokes the previous one).
+  int64_t active_tokens = 0;
+  /// When its current token was issued; empty without one.
+  std::string token_created_at;
+};
+
 /// Each call borrows an idle connection (or opens one) and gives it back; a content_lock keeps
 /// its connection until it is destroyed, because the advisory lock belongs to that session.
 /// Deadlines are the server's statement_timeout, set on a connection when it changes.
@@ -109,6 +123,25 @@ public:
   /// unknown ids are left out. For `ingestd matches` (any tenant: an operator's tool).
   result<std::vector<document_label>> document_labels(const std::vector<uuid>& document_ids,
                                                       timeout t);
+
+  // -- tenants and their intake credentials (`ingestd tenants`, the HTTP intake) -------------
+
+  /// A new tenant whose token has the digest `token_sha256`; nullopt when a tenant with this id
+  /// or name exists (nothing is changed then).
+  result<std::optional<tenant_record>> add_tenant(uuid id, const std::string& name,
+                                                  const std::string& token_sha256, timeout t);
+  /// Every tenant, by name.
+  result<std::vector<tenant_record>> tenants(timeout t);
+  /// Revokes the tenant's tokens and gives it one with the digest `token_sha256`, in one
+  /// transaction. The tenant is named by its id or else its name; nullopt when there is none.
+  result<std::optional<tenant_record>> rotate_tenant_token(std::optional<uuid> id,
+                                                           const std::string& name,
+                                                           const std::string& token_sha256,
+                                                           timeout t);
+  /// The tenant a token opens, by the token's digest; nullopt when no active token has it.
+  result<std::optional<uuid>> tenant_of_token(const std::string& token_sha256, timeout t);
+  /// Whether any tenant has an active token (the intake then requires one).
+  result<bool> any_tenant_token(timeout t);
 
 private:
   /// One connection and the statement_timeout last set on it.

@@ -4,6 +4,7 @@
 // handler reads as it did.
 #pragma once
 
+#include <any>
 #include <cstdint>
 #include <map>
 #include <regex>
@@ -49,6 +50,8 @@ struct request {
   part_map files;
   std::string remote_addr;
   int remote_port = 0;
+  /// Who the gates found the caller to be, in the area's own type (empty when no gate set it).
+  std::any caller;
 
   bool has_header(std::string_view name) const;
   /// The first value of the header, or "".

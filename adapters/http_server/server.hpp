@@ -30,8 +30,9 @@ namespace ingestd::http_server {
 
 using handler = std::function<void(const request&, response&)>;
 /// Runs with the request's headers and route matches (no body yet): true to go on, false after
-/// filling the response (its answer is sent and the body is never read).
-using gate = std::function<bool(const request&, response&)>;
+/// filling the response (its answer is sent and the body is never read). A gate that
+/// authenticates may keep what it found in request::caller for the handler.
+using gate = std::function<bool(request&, response&)>;
 /// Renders a refusal (status, code, message) in an area's format.
 using error_renderer
     = std::function<void(response&, int status, std::string_view code, std::string_view message)>;

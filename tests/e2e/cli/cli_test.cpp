@@ -73,7 +73,9 @@ TEST(e2e_cli, config_check_with_defaults_succeeds) {
 }
 
 TEST(e2e_cli, run_refuses_an_intake_on_a_non_loopback_bind_without_a_token) {
-  // The database is never reached: the refusal comes before anything connects.
+  // Without INGESTD_INTAKE_TOKEN only the database's tenant tokens could open the intake: a
+  // database that cannot be reached cannot, so the node does not start (integration_intake covers
+  // a reachable database without tokens).
   for (const char* bind : {"0.0.0.0", "::", "192.0.2.10"}) {
     auto r = run({"run"}, {"INGESTD_INTAKE__PORT=" + std::to_string(ingestd::test::unused_port()),
                            std::string{"INGESTD_INTAKE__BIND="} + bind, "INGESTD_INTAKE_TOKEN=",
@@ -82,7 +84,7 @@ TEST(e2e_cli, run_refuses_an_intake_on_a_non_loopback_bind_without_a_token) {
     EXPECT_EQ(r.exit_code, 1) << bind << "\n" << r.out << r.err;
     EXPECT_CONTAINS(r.err, "intake.bind is " + std::string{bind});
     EXPECT_CONTAINS(r.err, "INGESTD_INTAKE_TOKEN");
-    EXPECT_EQ(r.err.find("pg."), std::string::npos) << r.err; // refused before connecting
+    EXPECT_CONTAINS(r.err, "intake.unauthenticated");
   }
 }
 

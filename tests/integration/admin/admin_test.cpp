@@ -285,9 +285,10 @@ protected:
   int admin_port = 0, intake_port = 0;
 };
 
+// With the admin token, which acts for any tenant that a request names.
 TEST_F(admin_test, http_intake_answers_every_status_code) {
   auto e = env(db->url());
-  e["INGESTD_INTAKE_TOKEN"] = "s3cret-intake-token-0123";
+  e["INGESTD_INTAKE_ADMIN_TOKEN"] = "s3cret-intake-token-0123";
   e["INGESTD_INTAKE__DEFAULT_TENANT"] = "";
   e["INGESTD_TRANSCRIPTION__MAX_FILE_BYTES"] = "100000";
   daemon d{e, root + "/daemon.log"};
@@ -373,42 +374,102 @@ TEST_F(admin_test, http_intake_answers_every_status_code) {
   EXPECT_EQ(d.code(), 0) << d.log();
 }
 
-// Reads are scoped to the caller's tenant (X-Tenant-Id, else the default tenant): another
-// tenant's document or ingestion answers 404 exactly as an unknown id does, so that its existence
-// does not leak.
-TEST_F(admin_test, another_tenants_documents_and_ingestions_are_not_found) {
-  const std::string tenant_a = "0190a8c4-aaaa-7000-8000-00000000000a";
+// Each tenant's token acts for its own tenant only: the tenant comes from the token, never from
+// X-Tenant-Id alone, and another tenant's documents and ingestions answer 404 on every route,
+// exactly as unknown ids do, so that their existence does not leak. Tenant A's token is made by
+// `ingestd tenants add` (the database keeps its digest); tenant B's comes from the environment.
+TEST_F(admin_test, a_tenants_token_acts_for_its_own_tenant_on_every_route) {
   const std::string tenant_b = "0190a8c4-bbbb-7000-8000-00000000000b";
+  const std::string token_b = "tenant-b-token-0123456789";
+  auto tenants = [&](const std::vector<std::string>& args) {
+    return test::run_ingestd(args, {"INGESTD_DATABASE__URL=" + db->url()});
+  };
+  auto added = tenants({"tenants", "add", "acme", "--json"});
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  auto tenant_a = json_string(added.out, "id");
+  auto token_a = json_string(added.out, "token");
+  ASSERT_EQ(token_a.size(), 64U) << added.out;
+  EXPECT_EQ(db->scalar("SELECT count(*) FROM tenant_credential WHERE token_sha256 = $1", {token_a}),
+            "0");                                              // the digest only
+  EXPECT_EQ(tenants({"tenants", "add", "acme"}).exit_code, 1); // the name is taken
+
   auto e = env(db->url());
-  e["INGESTD_INTAKE_TOKEN"] = "s3cret-intake-token-0123";
+  e["INGESTD_INTAKE_TOKEN"] = tenant_b + ":" + token_b;
   e["INGESTD_INTAKE__DEFAULT_TENANT"] = tenant_b;
   daemon d{e, root + "/daemon.log"};
   wait_ready(d);
-  const std::string auth = " -H 'Authorization: Bearer s3cret-intake-token-0123' ";
-  const std::string as_a = auth + " -H 'X-Tenant-Id: " + tenant_a + "' ";
-  const std::string as_b = auth + " -H 'X-Tenant-Id: " + tenant_b + "' ";
-  auto created = curl(as_a + " --data-binary '@" + corpus + "inv01_en_classic.pdf' "
-                      + intake("/v1/documents"));
+  const std::string as_a = " -H 'Authorization: Bearer " + token_a + "' ";
+  const std::string as_b = " -H 'Authorization: Bearer " + token_b + "' ";
+  const std::string naming_a = " -H 'X-Tenant-Id: " + tenant_a + "' ";
+  const std::string naming_b = " -H 'X-Tenant-Id: " + tenant_b + "' ";
+  const std::string pdf = " --data-binary '@" + corpus + "inv01_en_classic.pdf' ";
+
+  // Tenants have tokens, so the intake is not open: no token, or a wrong one, is a 401.
+  EXPECT_EQ(curl(pdf + intake("/v1/documents")).status, 401);
+  EXPECT_EQ(curl(" -H 'Authorization: Bearer " + std::string(64, 'a') + "' " + pdf
+                 + intake("/v1/documents"))
+                .status,
+            401);
+  // A's token cannot submit for B by naming B, in a header or a form field.
+  auto forged = curl(as_a + naming_b + pdf + intake("/v1/documents"));
+  EXPECT_EQ(forged.status, 403) << forged.body;
+  EXPECT_NE(forged.body.find("intake.forbidden_tenant"), std::string::npos) << forged.body;
+  auto forged_form = curl(as_a + " -F 'tenant_id=" + tenant_b + "' -F 'file=@" + corpus
+                          + "inv01_en_classic.pdf' " + intake("/v1/documents"));
+  EXPECT_EQ(forged_form.status, 403) << forged_form.body;
+  EXPECT_EQ(db->scalar("SELECT count(*) FROM document"), "0");
+
+  auto created = curl(as_a + pdf + intake("/v1/documents"));
   ASSERT_EQ(created.status, 202) << created.body << d.log();
   auto doc = json_string(created.body, "document_id");
   auto ing = json_string(created.body, "ingestion_id");
   ASSERT_FALSE(doc.empty());
-
+  EXPECT_EQ(db->scalar("SELECT tenant_id FROM document WHERE id = $1", {doc}), tenant_a);
   EXPECT_EQ(curl(as_a + intake("/v1/documents/" + doc)).status, 200);
-  EXPECT_EQ(curl(as_a + intake("/v1/ingestions/" + ing)).status, 200);
+  EXPECT_EQ(curl(as_a + naming_a + intake("/v1/ingestions/" + ing)).status, 200);
+
+  // B, on every route, finds nothing of A's: the same answer as an unknown id.
   auto unknown = curl(as_b + intake("/v1/documents/0190a8c4-1111-7000-8000-00000000ffff"));
   ASSERT_EQ(unknown.status, 404) << unknown.body;
-  auto doc_url = intake("/v1/documents/" + doc);
-  auto ing_url = intake("/v1/ingestions/" + ing);
-  for (const auto& caller : {as_b, auth}) { // tenant B by header, and by default
+  auto unknown_ing
+      = curl(as_b + " -X DELETE " + intake("/v1/ingestions/0190a8c4-1111-7000-8000-00000000ffff"));
+  ASSERT_EQ(unknown_ing.status, 404) << unknown_ing.body;
+  const auto doc_url = intake("/v1/documents/" + doc);
+  const auto ing_url = intake("/v1/ingestions/" + ing);
+  const auto cancel_url = " -X DELETE " + ing_url;
+  for (const auto& caller : {as_b, as_b + naming_b}) {
     auto foreign_doc = curl(caller + doc_url);
     EXPECT_EQ(foreign_doc.status, 404) << foreign_doc.body;
     EXPECT_EQ(foreign_doc.body, unknown.body);
-    EXPECT_EQ(foreign_doc.body.find(doc), std::string::npos) << foreign_doc.body;
     auto foreign_ing = curl(caller + ing_url);
     EXPECT_EQ(foreign_ing.status, 404) << foreign_ing.body;
     EXPECT_EQ(foreign_ing.body.find(ing), std::string::npos) << foreign_ing.body;
+    auto foreign_cancel = curl(caller + cancel_url);
+    EXPECT_EQ(foreign_cancel.status, 404) << foreign_cancel.body;
+    EXPECT_EQ(foreign_cancel.body, unknown_ing.body);
   }
+  // ... and naming A does not help it.
+  EXPECT_EQ(curl(as_b + naming_a + intake("/v1/documents/" + doc)).status, 403);
+  EXPECT_EQ(curl(as_b + naming_a + " -X DELETE " + intake("/v1/ingestions/" + ing)).status, 403);
+  EXPECT_EQ(db->scalar("SELECT count(*) FROM ingestion WHERE status = 'cancelled'"), "0");
+  // The same file from B is B's own document, not a duplicate of A's.
+  auto own_b = curl(as_b + pdf + intake("/v1/documents"));
+  EXPECT_EQ(own_b.status, 202) << own_b.body;
+  EXPECT_NE(json_string(own_b.body, "document_id"), doc);
+
+  // A rotated token: the old one opens nothing from then on, the new one works.
+  auto rotated = tenants({"tenants", "rotate-token", "acme", "--json"});
+  ASSERT_EQ(rotated.exit_code, 0) << rotated.err;
+  auto new_token = json_string(rotated.out, "token");
+  ASSERT_EQ(new_token.size(), 64U);
+  EXPECT_EQ(curl(as_a + intake("/v1/documents/" + doc)).status, 401);
+  EXPECT_EQ(curl(" -H 'Authorization: Bearer " + new_token + "' " + intake("/v1/documents/" + doc))
+                .status,
+            200);
+  auto listed = tenants({"tenants", "list", "--json"});
+  EXPECT_EQ(listed.exit_code, 0);
+  EXPECT_NE(listed.out.find("\"name\":\"acme\""), std::string::npos) << listed.out;
+  EXPECT_EQ(listed.out.find(new_token), std::string::npos) << listed.out;
 
   d.signal(SIGTERM);
   ASSERT_TRUE(wait_until([&] { return !d.running(); }, 30s)) << d.log();

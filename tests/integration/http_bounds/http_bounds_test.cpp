@@ -723,6 +723,7 @@ TEST(http_bounds_start, a_short_token_refuses_to_start_naming_its_variable) {
   test::pg_schema db;
   for (auto& [variable, extra] : std::vector<std::pair<std::string, std::vector<std::string>>>{
            {"INGESTD_INTAKE_TOKEN", {"INGESTD_INTAKE__PORT=" + std::to_string(free_port())}},
+           {"INGESTD_INTAKE_ADMIN_TOKEN", {"INGESTD_INTAKE__PORT=" + std::to_string(free_port())}},
            {"INGESTD_ADMIN_TOKEN", {}},
            {"INGESTD_REVIEW_TOKEN", {"INGESTD_REVIEW__ENABLED=true"}}}) {
     std::vector<std::string> env{"INGESTD_DATABASE__URL=" + db.url(),

@@ -20,6 +20,7 @@
 #include "adapters/db/pg_ingest_repository.hpp"
 #include "adapters/db/pg_intake_repository.hpp"
 #include "adapters/db/pg_work_repository.hpp"
+#include "adapters/http_server/credentials.hpp"
 #include "adapters/ocr/document_source.hpp"
 #include "adapters/queue/postgres_queue.hpp"
 #include "adapters/storage/filesystem_store.hpp"
@@ -290,30 +291,57 @@ TEST_F(intake_test, a_held_content_lock_makes_intake_fail_at_its_deadline_and_le
 }
 
 // An intake that anyone who reaches it could use for any tenant does not start.
-TEST_F(intake_test, the_server_refuses_a_non_loopback_bind_without_a_token) {
+TEST_F(intake_test, the_server_refuses_a_non_loopback_bind_without_credentials) {
   for (const char* bind : {"127.0.0.1", "127.0.0.53", "::1", "::ffff:127.0.0.1", "localhost"})
     EXPECT_TRUE(is_loopback_bind(bind)) << bind;
   for (const char* bind : {"0.0.0.0", "::", "10.0.0.7", "::ffff:10.0.0.7", "example.com", ""})
     EXPECT_FALSE(is_loopback_bind(bind)) << bind;
 
   std::shared_ptr<intake_service> intake = make();
-  intake_server open{intake, {"0.0.0.0", 0, std::nullopt, ""}};
+  auto server_at = [](const char* bind, std::shared_ptr<intake_access> access) {
+    intake_server_options o;
+    o.bind = bind;
+    o.access = std::move(access);
+    return o;
+  };
+  intake_server open{intake, server_at("0.0.0.0", nullptr)};
   auto refused = open.start();
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, "intake.unauthenticated");
   EXPECT_NE(refused.error().message.find("intake.bind"), std::string::npos)
       << refused.error().message;
   EXPECT_NE(refused.error().message.find("INGESTD_INTAKE_TOKEN"), std::string::npos);
+  EXPECT_NE(refused.error().message.find("ingestd tenants add"), std::string::npos);
   EXPECT_EQ(open.port(), 0); // nothing was bound
 
-  intake_server guarded{intake, {"0.0.0.0", 0, std::nullopt, "a-token"}};
+  auto tokens = http_server::tenant_tokens::parse("a-token-of-twenty-chars", tenant_a, "T");
+  ASSERT_TRUE(tokens);
+  intake_server guarded{
+      intake, server_at("0.0.0.0", std::make_shared<intake_access>(*tokens, "", std::nullopt))};
   auto started = guarded.start();
   ASSERT_TRUE(started) << started.error().describe();
   EXPECT_GT(guarded.port(), 0);
   guarded.stop();
-  intake_server local{intake, {"127.0.0.1", 0, std::nullopt, ""}};
+  intake_server local{intake, server_at("127.0.0.1", nullptr)};
   EXPECT_TRUE(local.start());
   local.stop();
+
+  // Tokens stored in the database count once a tenant has one.
+  auto repo = std::make_shared<pg_intake_repository>(db->url());
+  auto stored = [&] {
+    return std::make_shared<intake_access>(
+        http_server::tenant_tokens{}, "", std::nullopt,
+        [repo](const std::string& d) { return repo->tenant_of_token(d, std::chrono::seconds{5}); },
+        [repo] { return repo->any_tenant_token(std::chrono::seconds{5}); });
+  };
+  intake_server none_yet{intake, server_at("0.0.0.0", stored())};
+  EXPECT_FALSE(none_yet.start());
+  ASSERT_TRUE(
+      repo->add_tenant(tenant_a, "acme", http_server::token_digest("t"), std::chrono::seconds{5}));
+  intake_server with_stored{intake, server_at("0.0.0.0", stored())};
+  auto up = with_stored.start();
+  EXPECT_TRUE(up) << up.error().describe();
+  with_stored.stop();
 }
 
 // The look-ups that the HTTP intake, `ingestd status` and the admin endpoint show.

@@ -600,14 +600,14 @@ TEST_F(review_api_test, an_open_desk_serves_the_default_tenant_on_loopback_only)
   ASSERT_EQ(q.status, 200);
   ASSERT_EQ(q.json["documents"].Size(), 1u);
   EXPECT_EQ(std::string{q.json["documents"][0]["document_id"].GetString()}, a1);
-  auto tokens = review_tokens::parse("", tenant_a);
+  auto tokens = http_server::tenant_tokens::parse("", tenant_a, "INGESTD_REVIEW_TOKEN");
   ASSERT_TRUE(tokens);
   EXPECT_TRUE(check_review_exposure("127.0.0.1", *tokens));
   auto exposed = check_review_exposure("0.0.0.0", *tokens);
   ASSERT_FALSE(exposed);
   EXPECT_EQ(exposed.error().code, "review.unauthenticated");
   EXPECT_NE(exposed.error().message.find("INGESTD_REVIEW_TOKEN"), std::string::npos);
-  auto with_token = review_tokens::parse("secret", tenant_a);
+  auto with_token = http_server::tenant_tokens::parse("secret", tenant_a, "INGESTD_REVIEW_TOKEN");
   ASSERT_TRUE(with_token);
   EXPECT_TRUE(check_review_exposure("0.0.0.0", *with_token));
 }

@@ -78,7 +78,8 @@ protected:
   /// Mounts the desk on a fresh admin server; `tokens` as INGESTD_REVIEW_TOKEN ("" : open desk
   /// for tenant A, the default tenant).
   void start_desk(const std::optional<std::string>& tokens = std::nullopt) {
-    auto parsed = review_tokens::parse(tokens.value_or(token_setting()), tenant_a);
+    auto parsed = http_server::tenant_tokens::parse(tokens.value_or(token_setting()), tenant_a,
+                                                    "INGESTD_REVIEW_TOKEN");
     ASSERT_TRUE(parsed) << parsed.error().describe();
     review_desk_options opts;
     opts.tokens = std::move(*parsed);

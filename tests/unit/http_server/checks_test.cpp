@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "adapters/http_server/checks.hpp"
+#include "adapters/http_server/credentials.hpp"
 #include "review/review_access.hpp"
 
 using namespace ingestd;
@@ -129,6 +130,7 @@ TEST(attempt_window, keeps_a_bounded_number_of_keys) {
 TEST(review_sessions, are_bounded_in_count_and_lifetime) {
   review_sessions sessions{std::chrono::minutes{60}, 3};
   std::vector<std::string> ids;
+  ids.reserve(5);
   for (int i = 0; i < 5; ++i)
     ids.push_back(sessions.open("r" + std::to_string(i), {}));
   EXPECT_EQ(sessions.count(), 3U);
@@ -142,12 +144,12 @@ TEST(review_sessions, are_bounded_in_count_and_lifetime) {
   EXPECT_EQ(short_lived.count(), 0U);
 }
 
-TEST(review_tokens, know_their_shortest_token) {
+TEST(tenant_tokens, know_their_shortest_token) {
   auto tenant = uuid::v7();
-  auto t = review_tokens::parse("short,a-much-longer-token", tenant);
+  auto t = http_server::tenant_tokens::parse("short,a-much-longer-token", tenant, "T");
   ASSERT_TRUE(t);
   EXPECT_EQ(t->shortest(), 5U);
-  auto open = review_tokens::parse("", tenant);
+  auto open = http_server::tenant_tokens::parse("", tenant, "T");
   ASSERT_TRUE(open);
   EXPECT_EQ(open->shortest(), 0U);
 }

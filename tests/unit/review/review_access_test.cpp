@@ -1,52 +1,56 @@
-// INGESTD_REVIEW_TOKEN parsing (one token, TENANT:TOKEN pairs, one token for several tenants,
-// clear errors), sessions, and the HTML escaping of the desk's pages.
+// Tenant token parsing (INGESTD_REVIEW_TOKEN, INGESTD_INTAKE_TOKEN) (one token, TENANT:TOKEN pairs,
+// one token for several tenants, clear errors), sessions, and the HTML escaping of the desk's
+// pages.
 #include <gtest/gtest.h>
 
+#include "adapters/http_server/credentials.hpp"
 #include "review/review_access.hpp"
 #include "review/review_pages.hpp"
 
 namespace ingestd {
 namespace {
 
+using http_server::tenant_tokens;
+
 const uuid tenant_a = *uuid::parse("00000000-0000-7000-8000-00000000000a");
 const uuid tenant_b = *uuid::parse("00000000-0000-7000-8000-00000000000b");
 const uuid fallback = *uuid::parse("00000000-0000-7000-8000-000000000001");
 
-TEST(review_tokens, empty_means_an_open_desk) {
-  auto t = review_tokens::parse("  ", fallback);
+TEST(tenant_tokens, empty_means_no_token) {
+  auto t = tenant_tokens::parse("  ", fallback, "INGESTD_REVIEW_TOKEN");
   ASSERT_TRUE(t);
-  EXPECT_TRUE(t->open());
+  EXPECT_TRUE(t->empty());
   EXPECT_TRUE(t->tenants_of("").empty());
 }
 
-TEST(review_tokens, one_token_opens_the_default_tenant) {
-  auto t = review_tokens::parse("s3cret:with:colons", fallback);
+TEST(tenant_tokens, one_token_opens_the_default_tenant) {
+  auto t = tenant_tokens::parse("s3cret:with:colons", fallback, "INGESTD_REVIEW_TOKEN");
   ASSERT_TRUE(t);
-  EXPECT_FALSE(t->open());
+  EXPECT_FALSE(t->empty());
   EXPECT_EQ(t->tenants_of("s3cret:with:colons"), std::vector<uuid>{fallback});
   EXPECT_TRUE(t->tenants_of("s3cret").empty());
   EXPECT_TRUE(t->tenants_of("").empty());
 }
 
-TEST(review_tokens, pairs_map_tokens_to_tenants_and_a_shared_token_opens_each) {
-  auto t = review_tokens::parse(tenant_a.str() + ":ta, " + tenant_b.str() + ":tb," + tenant_a.str()
+TEST(tenant_tokens, pairs_map_tokens_to_tenants_and_a_shared_token_opens_each) {
+  auto t = tenant_tokens::parse(tenant_a.str() + ":ta, " + tenant_b.str() + ":tb," + tenant_a.str()
                                     + ":both," + tenant_b.str() + ":both",
-                                std::nullopt);
+                                std::nullopt, "INGESTD_REVIEW_TOKEN");
   ASSERT_TRUE(t) << t.error().describe();
   EXPECT_EQ(t->tenants_of("ta"), std::vector<uuid>{tenant_a});
   EXPECT_EQ(t->tenants_of("tb"), std::vector<uuid>{tenant_b});
   EXPECT_EQ(t->tenants_of("both"), (std::vector<uuid>{tenant_a, tenant_b}));
 }
 
-TEST(review_tokens, bad_settings_are_refused_by_name) {
+TEST(tenant_tokens, bad_settings_are_refused_by_name) {
   for (const auto& text : std::vector<std::string>{"a,,b", tenant_a.str() + ":",
                                                    "00000000-0000-7000-8000-00000000000Z:tok"}) {
-    auto t = review_tokens::parse(text, fallback);
+    auto t = tenant_tokens::parse(text, fallback, "INGESTD_REVIEW_TOKEN");
     ASSERT_FALSE(t) << text;
-    EXPECT_EQ(t.error().code, "review.bad_token");
+    EXPECT_EQ(t.error().code, "config.bad_token");
     EXPECT_NE(t.error().message.find("INGESTD_REVIEW_TOKEN"), std::string::npos);
   }
-  auto no_default = review_tokens::parse("plain", std::nullopt);
+  auto no_default = tenant_tokens::parse("plain", std::nullopt, "INGESTD_REVIEW_TOKEN");
   ASSERT_FALSE(no_default);
   EXPECT_NE(no_default.error().message.find("default_tenant"), std::string::npos);
 }
