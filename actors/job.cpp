@@ -529,7 +529,8 @@ void finish(job_ptr self, job_result result, std::string detail, std::string_vie
   write_leftover_audit(st);
   auto elapsed = std::chrono::duration<double>(clock::now() - st.started).count();
   auto outcome = to_string(result);
-  st.ctx->metrics->job_finished(st.stage->label, outcome, error_class);
+  st.ctx->metrics->job_finished(st.stage->label, outcome, error_class,
+                                st.claimed ? st.claim.tenant_id.str() : std::string{});
   auto lvl = result == job_result::completed || result == job_result::skipped ? log::level::info
                                                                               : log::level::warn;
   log::write_with(lvl, "job finished", log_fields(st),

@@ -123,9 +123,18 @@ void worker_metrics::job_ended(std::string_view stage) {
 }
 
 void worker_metrics::job_finished(std::string_view stage, std::string_view outcome,
-                                  std::string_view error_class) {
+                                  std::string_view error_class, std::string_view tenant) {
   std::lock_guard guard{mtx_};
   ++jobs_[std::make_tuple(std::string{stage}, std::string{outcome}, std::string{error_class})];
+  if (tenant.empty() || outcome != "completed")
+    return;
+  if (tenants_.find(tenant) == tenants_.end()) {
+    if (tenants_.size() >= max_tenant_series)
+      tenant = "other";
+    else
+      tenants_.emplace(tenant);
+  }
+  ++tenant_completed_[std::make_pair(std::string{tenant}, std::string{stage})];
 }
 
 void worker_metrics::step_duration(std::string_view stage, std::string_view step, double seconds) {
@@ -165,6 +174,11 @@ std::string worker_metrics::prometheus() const {
   for (auto& [key, n] : jobs_)
     out += "ingestd_jobs_total{stage=\"" + std::get<0>(key) + "\",outcome=\"" + std::get<1>(key)
            + "\",error_class=\"" + std::get<2>(key) + "\"} " + std::to_string(n) + "\n";
+  header(out, "ingestd_tenant_completed_total", "counter",
+         "Jobs this node completed, by tenant and stage.");
+  for (auto& [key, n] : tenant_completed_)
+    out += "ingestd_tenant_completed_total{tenant=\"" + key.first + "\",stage=\"" + key.second
+           + "\"} " + std::to_string(n) + "\n";
   header(out, "ingestd_step_duration_seconds", "histogram", "Duration of each step, by stage.");
   for (auto& [key, h] : steps_)
     h.render(out, "ingestd_step_duration_seconds",

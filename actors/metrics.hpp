@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -68,8 +69,12 @@ public:
   void job_started(std::string_view stage);
   void job_ended(std::string_view stage);
   /// A job of `stage` ended with `outcome` ("completed", "failed", ...) and, unless it completed,
-  /// the error class ("transient", "permanent", "claim_lost", or "none").
-  void job_finished(std::string_view stage, std::string_view outcome, std::string_view error_class);
+  /// the error class ("transient", "permanent", "claim_lost", or "none"). A completion counts for
+  /// its `tenant` too (empty: the job held no claim), for at most max_tenant_series tenants: later
+  /// ones count as tenant "other".
+  void job_finished(std::string_view stage, std::string_view outcome, std::string_view error_class,
+                    std::string_view tenant = {});
+  static constexpr size_t max_tenant_series = 1000;
   void step_duration(std::string_view stage, std::string_view step, double seconds);
   /// From the message's first send to its claim.
   void claim_wait(double seconds);
@@ -90,6 +95,9 @@ private:
   mutable std::mutex mtx_;
   /// By stage, outcome and error class.
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> jobs_;
+  /// Completions by tenant and stage, and the tenants that have series.
+  std::map<std::pair<std::string, std::string>, uint64_t> tenant_completed_;
+  std::set<std::string, std::less<>> tenants_;
   /// By stage and step.
   std::map<std::pair<std::string, std::string>, histogram> steps_;
   std::map<std::string, int64_t, std::less<>> stage_in_flight_;

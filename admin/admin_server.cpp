@@ -155,6 +155,28 @@ std::string outbox_prometheus(const result<outbox_figures>& figures) {
   return out;
 }
 
+std::string tenant_work_prometheus(const result<std::vector<tenant_work>>& figures) {
+  std::string out;
+  out += "# HELP ingestd_tenant_work_up Whether the database answered the last query of the "
+         "open work per tenant.\n";
+  out += "# TYPE ingestd_tenant_work_up gauge\n";
+  out += "ingestd_tenant_work_up " + std::string{figures ? "1" : "0"} + "\n";
+  if (!figures)
+    return out;
+  out += "# HELP ingestd_tenant_work_items Open work items by tenant, stage and state (waiting: "
+         "queued, backing off or its lease ran out; in_flight: held by a worker). The database's "
+         "view: every node shows the same.\n";
+  out += "# TYPE ingestd_tenant_work_items gauge\n";
+  for (const auto& w : *figures) {
+    auto labels = "tenant=\"" + w.tenant_id.str() + "\",stage=\"" + w.stage + "\",state=";
+    out += "ingestd_tenant_work_items{" + labels + "\"waiting\"} " + std::to_string(w.waiting)
+           + "\n";
+    out += "ingestd_tenant_work_items{" + labels + "\"in_flight\"} " + std::to_string(w.in_flight)
+           + "\n";
+  }
+  return out;
+}
+
 admin_server::admin_server(std::string bind, int port, admin_probes probes,
                            const admin_http_options& http)
     : bind_(std::move(bind)), port_(port), probes_(std::move(probes)),
@@ -176,6 +198,8 @@ admin_server::admin_server(std::string bind, int port, admin_probes probes,
     matching_ = std::make_shared<background_probe<matching_figures>>(probes_.matching);
   if (probes_.outbox)
     outbox_ = std::make_shared<background_probe<outbox_figures>>(probes_.outbox);
+  if (probes_.tenants)
+    tenants_ = std::make_shared<background_probe<std::vector<tenant_work>>>(probes_.tenants);
   auto& svr = *server_;
   // On the polling thread: answered however busy the handler threads are.
   http_server::route_options at_once;
@@ -231,6 +255,9 @@ admin_server::admin_server(std::string bind, int port, admin_probes probes,
       matching = matching_->run();
     if (outbox_)
       outbox = outbox_->run();
+    std::optional<std::shared_future<result<std::vector<tenant_work>>>> tenants;
+    if (tenants_)
+      tenants = tenants_->run();
     if (queues_)
       out += queue_prometheus(
           queues_->answer(queues_->run(), until, probes_.deadline, "the queues"));
@@ -239,6 +266,9 @@ admin_server::admin_server(std::string bind, int port, admin_probes probes,
           matching_->answer(*matching, until, probes_.deadline, "the database"));
     if (outbox)
       out += outbox_prometheus(outbox_->answer(*outbox, until, probes_.deadline, "the database"));
+    if (tenants)
+      out += tenant_work_prometheus(
+          tenants_->answer(*tenants, until, probes_.deadline, "the database"));
     out += "# HELP ingestd_shutting_down Whether the node is draining (SIGTERM received).\n";
     out += "# TYPE ingestd_shutting_down gauge\n";
     out += "ingestd_shutting_down " + std::string{shutting_down_ ? "1" : "0"} + "\n";

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "adapters/db/intake_repository.hpp"
 #include "adapters/db/outbox_repository.hpp"
 #include "adapters/http_server/server.hpp"
 #include "adapters/queue/queue.hpp"
@@ -52,6 +53,8 @@ struct admin_probes {
   std::function<result<matching_figures>()> matching;
   /// The outbox's figures (optional, on nodes that relay); an error sets ingestd_outbox_up to 0.
   std::function<result<outbox_figures>()> outbox;
+  /// The open work per tenant (optional); an error sets ingestd_tenant_work_up to 0.
+  std::function<result<std::vector<tenant_work>>()> tenants;
   /// The worker's metrics in Prometheus text (may be empty).
   std::function<std::string()> metrics;
   /// POST /drain (with `Authorization: Bearer <drain_token>`): starts the node's drain, as
@@ -84,6 +87,10 @@ std::string matching_prometheus(const result<matching_figures>& figures);
 /// The outbox figures in Prometheus text: rows still to send, the oldest one's age, dead rows
 /// kept, and whether the query answered (the rows declared dead are a counter of the worker's).
 std::string outbox_prometheus(const result<outbox_figures>& figures);
+
+/// The open work per tenant in Prometheus text: work items waiting and in flight by tenant and
+/// stage (the database's view, the same on every node), and whether the query answered.
+std::string tenant_work_prometheus(const result<std::vector<tenant_work>>& figures);
 
 class admin_server {
 public:
@@ -121,6 +128,7 @@ private:
   std::shared_ptr<background_probe<std::vector<queue_depth>>> queues_;
   std::shared_ptr<background_probe<matching_figures>> matching_;
   std::shared_ptr<background_probe<outbox_figures>> outbox_;
+  std::shared_ptr<background_probe<std::vector<tenant_work>>> tenants_;
   std::atomic<bool> shutting_down_{false};
   /// The last reason /readyz gave, so that a lasting one is logged once.
   std::mutex not_ready_mtx_;

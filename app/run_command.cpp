@@ -298,6 +298,8 @@ int run_command(const arguments& args) {
         return matching_figures{s->matching_by_status, s->matching_in_progress_over_10_minutes,
                                 s->oldest_matching_in_progress_seconds};
       };
+      probes.tenants
+          = [intake_db] { return intake_db->tenant_work_figures(200, std::chrono::seconds{5}); };
       if (rt.outbox)
         probes.outbox = [outbox = rt.outbox]() {
           return blocking_call<outbox_figures>(std::chrono::seconds{5}, "admin.timeout",

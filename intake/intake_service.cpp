@@ -180,7 +180,8 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
     // Store before the rows exist: a row never points at a missing object.
     out.status = intake_status::created;
     req.document_id = uuid::v7();
-    req.file_path = storage_keys::document(req.document_id.str(), std::string{ext});
+    req.file_path
+        = storage_keys::document(req.tenant_id.str(), req.document_id.str(), std::string{ext});
     auto put = blocking_call<void>(timeout, "intake.timeout", "storage", [&](auto cb) {
       storage_->put(req.file_path, item.bytes, std::string{mime}, cb);
     });

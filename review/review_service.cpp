@@ -428,7 +428,7 @@ result<page_image> review_service::page(const std::vector<uuid>& tenants, uuid i
     return render_page(*bytes, d.mime_type, index);
   }
   // Cached renders: a page is rendered once, whichever node asks first.
-  auto key = "review/pages/" + id.str() + "/page-" + std::to_string(index) + ".png";
+  auto key = storage_keys::page_render(d.tenant_id.str(), id.str(), index);
   if (auto cached = fetch(key, opts_.max_file_bytes); cached)
     return page_image{std::move(*cached), "image/png", 0};
   auto bytes = fetch(d.file_path, opts_.max_file_bytes);

@@ -110,6 +110,16 @@ struct status_summary {
   int64_t oldest_matching_in_progress_seconds = 0;
 };
 
+/// One tenant's open work in one stage, for metrics.
+struct tenant_work {
+  uuid tenant_id;
+  std::string stage;
+  /// In progress and not held by a worker (queued, backing off, or its lease ran out).
+  int64_t waiting = 0;
+  /// Held by a worker under a live lease.
+  int64_t in_flight = 0;
+};
+
 /// What a cancel request did.
 enum class cancel_outcome : uint8_t {
   /// It was queued (nobody held it): now `cancelled`; its message is deleted when it arrives.

@@ -360,6 +360,17 @@ SELECT t.id, t.name, to_char(t.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24
   FROM t
 )sql"};
 
+// Over the open work items only (work_item_open_idx's rows).
+constexpr pg::statement tenant_work_sql{"ingestd_tenant_work", R"sql(
+SELECT tenant_id, stage,
+       count(*) FILTER (WHERE claim_token IS NULL OR lease_expires_at <= now()),
+       count(*) FILTER (WHERE claim_token IS NOT NULL AND lease_expires_at > now())
+  FROM work_item WHERE status = 'in-progress'
+ GROUP BY tenant_id, stage
+ ORDER BY count(*) DESC, tenant_id, stage
+ LIMIT $1
+)sql"};
+
 constexpr pg::statement tenant_of_token_sql{
     "ingestd_tenant_of_token",
     "SELECT tenant_id FROM tenant_credential WHERE token_sha256 = $1 AND revoked_at IS NULL"};
@@ -852,6 +863,19 @@ result<std::optional<uuid>> pg_intake_repository::tenant_of_token(const std::str
   if (res->size() == 0)
     return std::optional<uuid>{};
   return std::optional<uuid>{pg::parse_uuid(res->text(0, 0))};
+}
+
+result<std::vector<tenant_work>> pg_intake_repository::tenant_work_figures(int limit, timeout t) {
+  borrowed s{*this};
+  auto res = s->run(tenant_work_sql, {std::to_string(limit)}, t);
+  if (!res)
+    return res.error();
+  std::vector<tenant_work> out;
+  out.reserve(static_cast<size_t>(res->size()));
+  for (int i = 0; i < res->size(); ++i)
+    out.push_back(tenant_work{pg::parse_uuid(res->text(i, 0)), res->str(i, 1), res->i64(i, 2),
+                              res->i64(i, 3)});
+  return out;
 }
 
 result<bool> pg_intake_repository::any_tenant_token(timeout t) {

@@ -113,6 +113,9 @@ public:
   /// by matching status and matching in progress over 10 minutes, without the ingestion counts.
   result<status_summary> summarize_matching(timeout t);
 
+  /// The open work per tenant and stage, the `limit` largest first (for /metrics).
+  result<std::vector<tenant_work>> tenant_work_figures(int limit, timeout t);
+
   /// Runs failed work items again, each from the start of its own stage (what earlier stages
   /// produced is kept): in one transaction, each item is reopened (in progress, no attempts) with
   /// a new queue message, an audit row (step "retry", or "redrive") and a RETRY_REQUESTED event.

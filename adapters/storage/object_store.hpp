@@ -9,11 +9,19 @@
 
 namespace ingestd {
 
-/// The storage layout: where each object of a document or ingestion lives.
+/// The storage layout: where each object of a document or ingestion lives. Every key starts with
+/// the document's tenant ("{tenant}/documents/{id}.pdf"), so that a bucket policy or an IAM
+/// condition can keep tenants apart by prefix. Keys are stored on the rows that use them
+/// (document.file_path, the transcription's paths), so the keys written before the tenant led
+/// them ("documents/{id}.pdf", "ingestions/{id}/...") keep working as they are.
 namespace storage_keys {
-std::string document(const std::string& document_id, const std::string& ext);
-std::string transcription(const std::string& ingestion_id);
-std::string preprocessed(const std::string& ingestion_id, const std::string& ext);
+std::string document(const std::string& tenant_id, const std::string& document_id,
+                     const std::string& ext);
+std::string transcription(const std::string& tenant_id, const std::string& ingestion_id);
+std::string preprocessed(const std::string& tenant_id, const std::string& ingestion_id,
+                         const std::string& ext);
+/// The review desk's render of a PDF page (a cache: made again when missing).
+std::string page_render(const std::string& tenant_id, const std::string& document_id, int index);
 /// Rejects empty keys, absolute paths, "..", "." and empty segments, backslashes and control
 /// characters; returns an error naming the problem.
 result<void> validate_key(const std::string& key);

@@ -3,16 +3,22 @@
 
 namespace ingestd::storage_keys {
 
-std::string document(const std::string& document_id, const std::string& ext) {
-  return "documents/" + document_id + "." + ext;
+std::string document(const std::string& tenant_id, const std::string& document_id,
+                     const std::string& ext) {
+  return tenant_id + "/documents/" + document_id + "." + ext;
 }
 
-std::string transcription(const std::string& ingestion_id) {
-  return "ingestions/" + ingestion_id + "/transcription-output.json";
+std::string transcription(const std::string& tenant_id, const std::string& ingestion_id) {
+  return tenant_id + "/ingestions/" + ingestion_id + "/transcription-output.json";
 }
 
-std::string preprocessed(const std::string& ingestion_id, const std::string& ext) {
-  return "ingestions/" + ingestion_id + "/preprocessed." + ext;
+std::string preprocessed(const std::string& tenant_id, const std::string& ingestion_id,
+                         const std::string& ext) {
+  return tenant_id + "/ingestions/" + ingestion_id + "/preprocessed." + ext;
+}
+
+std::string page_render(const std::string& tenant_id, const std::string& document_id, int index) {
+  return tenant_id + "/review/pages/" + document_id + "/page-" + std::to_string(index) + ".png";
 }
 
 result<void> validate_key(const std::string& key) {

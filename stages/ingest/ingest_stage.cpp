@@ -76,6 +76,7 @@ public:
 
 private:
   std::string id() const { return job_->claim().item.str(); }
+  std::string tenant() const { return job_->claim().tenant_id.str(); }
 
   void load() {
     job_->request<ingestion_details>(
@@ -117,7 +118,7 @@ private:
 
   /// Crash resume: a transcription stored by an earlier attempt is reused.
   void resume_or_fetch() {
-    auto key = storage_keys::transcription(id());
+    auto key = storage_keys::transcription(tenant(), id());
     job_->request<std::string>(
         "resume", [&](auto cb) { ports_->storage->get(key, 64u << 20, std::move(cb)); },
         [this](result<std::string> r) {
@@ -194,7 +195,7 @@ private:
   }
 
   void store_transcription() {
-    auto key = storage_keys::transcription(id());
+    auto key = storage_keys::transcription(tenant(), id());
     job_->request<void>(
         "store_transcription",
         [&](auto cb) {
@@ -212,7 +213,7 @@ private:
     if (!text_.preprocessed || text_.preprocessed_image.empty())
       return record_transcription("");
     auto ext = text_.preprocessed_ext.empty() ? std::string{"png"} : text_.preprocessed_ext;
-    auto key = storage_keys::preprocessed(id(), ext);
+    auto key = storage_keys::preprocessed(tenant(), id(), ext);
     job_->request<void>(
         "store_preprocessed",
         [&](auto cb) {
@@ -228,8 +229,8 @@ private:
   }
 
   void record_transcription(std::string preprocessed_key) {
-    transcription_record rec{storage_keys::transcription(id()), std::move(preprocessed_key),
-                             text_.quality_score};
+    transcription_record rec{storage_keys::transcription(tenant(), id()),
+                             std::move(preprocessed_key), text_.quality_score};
     job_->request<void>(
         "record_transcription",
         [&](auto cb) {

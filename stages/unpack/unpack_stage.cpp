@@ -70,9 +70,10 @@ struct sorted_members {
 };
 
 /// Sorts the members (CPU work: type detection and a SHA-256 of each): a document, a container
-/// (its own unpack) or skipped; a container nested deeper than `max_depth` fails the whole.
-result<sorted_members> sort_members(const unpacked& content, const uuid& parent, int32_t depth,
-                                    int max_depth, const unpack_settings& settings) {
+/// (its own unpack) or skipped; a container nested deeper than `max_depth` fails the whole. The
+/// children are stored under the parent's tenant.
+result<sorted_members> sort_members(const unpacked& content, const uuid& parent, const uuid& tenant,
+                                    int32_t depth, int max_depth, const unpack_settings& settings) {
   sorted_members out;
   std::set<std::string> hashes;
   for (size_t i = 0; i < content.members.size(); ++i) {
@@ -106,7 +107,7 @@ result<sorted_members> sort_members(const unpacked& content, const uuid& parent,
     auto seed = parent.str() + ":" + std::to_string(i);
     child.document_id = derived_uuid(seed + ":document");
     child.ingestion_id = derived_uuid(seed + ":ingestion");
-    child.file_path = storage_keys::document(child.document_id.str(), ext);
+    child.file_path = storage_keys::document(tenant.str(), child.document_id.str(), ext);
     child.member_name = m.name;
     out.member_of.push_back(i);
     out.children.push_back(std::move(child));
@@ -212,9 +213,9 @@ private:
     job_->on_cpu<sorted_members>(
         "sort",
         // The members stay alive with the work (the job may be gone when a late worker runs it).
-        [content = content_, parent = job_->claim().item, depth = details_.depth,
-         settings = settings_] {
-          return sort_members(*content, parent, depth, settings->max_depth, *settings);
+        [content = content_, parent = job_->claim().item, tenant = job_->claim().tenant_id,
+         depth = details_.depth, settings = settings_] {
+          return sort_members(*content, parent, tenant, depth, settings->max_depth, *settings);
         },
         [this](result<sorted_members> r) {
           if (!r)

@@ -41,6 +41,11 @@ struct fixture : test::actor_fixture {
     return n;
   }
 
+  /// Where the ingestion's transcription is stored (under its document's tenant).
+  std::string transcription_key(const uuid& id) {
+    return storage_keys::transcription(db->row(id).tenant_id.str(), id.str());
+  }
+
   /// A stored transcription of `text`, as an earlier attempt leaves it.
   void store_transcription(const uuid& id, const std::string& text) {
     transcription t;
@@ -49,7 +54,7 @@ struct fixture : test::actor_fixture {
     t.page_count = 1;
     t.quality_score = 0.9;
     t.provider = "earlier";
-    store->set(storage_keys::transcription(id.str()), to_json(t));
+    store->set(transcription_key(id), to_json(t));
   }
 
   /// The calls that wrote `item`'s audit rows.
@@ -142,9 +147,8 @@ CAF_TEST(success runs every step and deletes the message once the outcome is sto
   CAF_CHECK_EQUAL(row.completions, 1);
   CAF_CHECK(row.valid_structured_data);
   CAF_REQUIRE(row.transcription.has_value());
-  CAF_CHECK_EQUAL(row.transcription->transcription_file_path,
-                  storage_keys::transcription(id.str()));
-  CAF_CHECK(store->object(storage_keys::transcription(id.str())).has_value());
+  CAF_CHECK_EQUAL(row.transcription->transcription_file_path, transcription_key(id));
+  CAF_CHECK(store->object(transcription_key(id)).has_value());
   CAF_CHECK_EQUAL(queue->deleted_ids().size(), 1u);
   for (auto step : {"claim", "load", "resume", "fetch", "transcribe", "store_transcription",
                     "record_transcription", "extract", "gate", "complete"})
@@ -153,6 +157,10 @@ CAF_TEST(success runs every step and deletes the message once the outcome is sto
   // it is logged and measured only (there is no "ack" row any more).
   CAF_CHECK_EQUAL(written_by(id), std::set<std::string>{"complete"});
   CAF_CHECK_EQUAL(events_with(id, "ack"), 0u);
+  // The completion counts for the document's tenant.
+  CAF_CHECK(ctx->metrics->prometheus().find("ingestd_tenant_completed_total{tenant=\""
+                                            + row.tenant_id.str() + "\",stage=\"ingest\"} 1\n")
+            != std::string::npos);
   CAF_CHECK_EQUAL(status_events(id, "INGESTION_COMPLETED"), 1u);
   // Without the match stage, the completion adds no next work.
   CAF_CHECK(work->sent().empty());
@@ -192,7 +200,7 @@ CAF_TEST(a stored transcription is reused instead of transcribing again) {
   CAF_CHECK_EQUAL(events_with(id, "fetch"), 0u);
   auto recorded = db->row(id).transcription;
   CAF_REQUIRE(recorded.has_value());
-  CAF_CHECK_EQUAL(recorded->transcription_file_path, storage_keys::transcription(id.str()));
+  CAF_CHECK_EQUAL(recorded->transcription_file_path, transcription_key(id));
 }
 
 CAF_TEST(a finished ingestion is skipped and its duplicate message deleted) {
@@ -882,7 +890,7 @@ CAF_TEST(CPU work that got no worker in time is given back without counting an a
 
 CAF_TEST(a stored transcription that cannot be parsed is transcribed again) {
   auto id = add_document();
-  store->set(storage_keys::transcription(id.str()), "{not json");
+  store->set(transcription_key(id), "{not json");
   CAF_CHECK_EQUAL(run_job(id.str(), hb).result, job_result::completed);
   CAF_CHECK_EQUAL(ocr->calls(), 1);
 }

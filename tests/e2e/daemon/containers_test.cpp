@@ -190,7 +190,7 @@ TEST(e2e_daemon_containers, a_zip_bomb_and_a_traversal_fail_for_review_and_leave
   EXPECT_EQ(s.count("SELECT count(*) FROM ingestion"), 2);
   EXPECT_EQ(s.count("SELECT count(*) FROM work_item"), 2);
   size_t stored = 0;
-  for (auto& e : std::filesystem::directory_iterator(s.root() + "/documents"))
-    stored += e.is_regular_file() ? 1 : 0;
+  for (auto& e : std::filesystem::recursive_directory_iterator(s.root()))
+    stored += e.is_regular_file() && e.path().parent_path().filename() == "documents" ? 1 : 0;
   EXPECT_EQ(stored, 2u) << "only the two containers themselves are stored";
 }

@@ -466,6 +466,12 @@ TEST_F(admin_test, a_tenants_token_acts_for_its_own_tenant_on_every_route) {
   EXPECT_EQ(curl(" -H 'Authorization: Bearer " + new_token + "' " + intake("/v1/documents/" + doc))
                 .status,
             200);
+  // Its completion is counted for its tenant in /metrics.
+  const std::string completed_a
+      = "ingestd_tenant_completed_total{tenant=\"" + tenant_a + "\",stage=\"ingest\"} 1";
+  EXPECT_TRUE(wait_until(
+      [&] { return curl(admin("/metrics")).body.find(completed_a) != std::string::npos; }, 60s))
+      << curl(admin("/metrics")).body;
   auto listed = tenants({"tenants", "list", "--json"});
   EXPECT_EQ(listed.exit_code, 0);
   EXPECT_NE(listed.out.find("\"name\":\"acme\""), std::string::npos) << listed.out;
@@ -504,7 +510,7 @@ TEST_F(admin_test, metrics_pass_promtool_and_readyz_follows_the_database) {
         "ingestd_heartbeat_lateness_seconds_count",
         "ingestd_matching_documents{status=\"pending\"}", "ingestd_matching_stalled_documents",
         "ingestd_outbox_up 1", "ingestd_outbox_pending ", "ingestd_outbox_oldest_age_seconds ",
-        "ingestd_outbox_dead_rows 0", "ingestd_outbox_dead_total 0"})
+        "ingestd_outbox_dead_rows 0", "ingestd_outbox_dead_total 0", "ingestd_tenant_work_up 1"})
     EXPECT_NE(ss.str().find(name), std::string::npos) << name;
 
   proxy.stop();

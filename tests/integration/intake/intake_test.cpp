@@ -83,12 +83,11 @@ protected:
 
   int64_t count(const std::string& sql) { return std::stoll(db->scalar(sql)); }
 
+  /// The originals stored, of every tenant ("{tenant}/documents/...").
   int64_t stored_documents() {
-    if (!fs::exists(root + "/documents"))
-      return 0;
     int64_t n = 0;
-    for (auto& e : fs::directory_iterator(root + "/documents"))
-      n += e.is_regular_file() ? 1 : 0;
+    for (auto& e : fs::recursive_directory_iterator(root))
+      n += e.is_regular_file() && e.path().parent_path().filename() == "documents" ? 1 : 0;
     return n;
   }
 
@@ -138,7 +137,8 @@ TEST_F(intake_test, new_file_is_stored_recorded_and_enqueued_and_again_is_a_dupl
   ASSERT_TRUE(first) << first.error().describe();
   EXPECT_EQ(first->status, intake_status::created);
   EXPECT_TRUE(first->enqueued);
-  EXPECT_EQ(first->file_path, "documents/" + first->document_id.str() + ".pdf");
+  // Under the tenant's prefix.
+  EXPECT_EQ(first->file_path, tenant_a.str() + "/documents/" + first->document_id.str() + ".pdf");
   EXPECT_EQ(read_all(root + "/" + first->file_path), bytes);
   EXPECT_EQ(messages_for(first->ingestion_id), 1);
   EXPECT_EQ(
@@ -226,7 +226,7 @@ TEST_F(intake_test, same_content_in_another_tenant_is_a_new_document) {
   EXPECT_EQ(a->status, intake_status::created);
   EXPECT_EQ(b->status, intake_status::created);
   EXPECT_NE(a->document_id, b->document_id);
-  EXPECT_EQ(b->file_path, "documents/" + b->document_id.str() + ".png");
+  EXPECT_EQ(b->file_path, tenant_b.str() + "/documents/" + b->document_id.str() + ".png");
   EXPECT_EQ(count("SELECT count(*) FROM document"), 2);
   EXPECT_EQ(stored_documents(), 2);
 }

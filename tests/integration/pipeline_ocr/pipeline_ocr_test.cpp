@@ -11,6 +11,7 @@
 #include "adapters/extraction/local_extractor.hpp"
 #include "adapters/ocr/local_transcriber.hpp"
 #include "adapters/ocr/transcription_json.hpp"
+#include "adapters/storage/object_store.hpp"
 #include "tests/integration/pipeline_llm/pipeline_harness.hpp"
 
 using namespace ingestd;
@@ -55,7 +56,11 @@ TEST_F(pipeline_ocr, scans_complete_with_transcription_and_preprocessed_image_st
     ASSERT_TRUE(p.wait_until_final(d.id, 600s));
     auto s = p.status(d.id);
     EXPECT_EQ(s.status, "completed") << s.last_error;
-    auto key = "ingestions/" + d.id.str() + "/transcription-output.json";
+    // Stored under the document's tenant.
+    auto tenant = p.db().scalar("SELECT d.tenant_id FROM ingestion AS i JOIN document AS d "
+                                "ON d.id = i.document_id WHERE i.id = $1",
+                                {d.id.str()});
+    auto key = storage_keys::transcription(tenant, d.id.str());
     EXPECT_EQ(
         p.db().scalar("SELECT transcription_file_path FROM ingestion WHERE id = $1", {d.id.str()}),
         key);
@@ -70,7 +75,7 @@ TEST_F(pipeline_ocr, scans_complete_with_transcription_and_preprocessed_image_st
         "SELECT coalesce(preprocessed_file_path, '') FROM ingestion WHERE id = $1", {d.id.str()});
     if (d.degraded) {
       EXPECT_TRUE(t->preprocessed);
-      auto pre_key = "ingestions/" + d.id.str() + "/preprocessed.png";
+      auto pre_key = storage_keys::preprocessed(tenant, d.id.str(), "png");
       EXPECT_EQ(pre, pre_key);
       auto png = stored(pre_key);
       ASSERT_GT(png.size(), 8u);

@@ -567,7 +567,8 @@ TEST_F(review_api_test, page_images_are_rendered_once_and_cached_in_object_stora
   ASSERT_EQ(first->status, 200) << first->body;
   EXPECT_EQ(first->get_header_value("Content-Type"), "image/png");
   EXPECT_EQ(first->body.substr(0, 4), "\x89PNG");
-  auto cached = root + "/review/pages/" + pdf + "/page-0.png";
+  // Under the document's tenant.
+  auto cached = root + "/" + storage_keys::page_render(tenant_a.str(), pdf, 0);
   ASSERT_TRUE(std::filesystem::exists(cached));
   // The cached object answers the next request.
   {

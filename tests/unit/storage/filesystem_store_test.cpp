@@ -33,10 +33,12 @@ protected:
 
 } // namespace
 
+// Every object of a tenant's document lives under the tenant's prefix.
 TEST_F(filesystem_store_test, keys_follow_the_storage_layout) {
-  EXPECT_EQ(storage_keys::document("d1", "pdf"), "documents/d1.pdf");
-  EXPECT_EQ(storage_keys::transcription("i1"), "ingestions/i1/transcription-output.json");
-  EXPECT_EQ(storage_keys::preprocessed("i1", "png"), "ingestions/i1/preprocessed.png");
+  EXPECT_EQ(storage_keys::document("t1", "d1", "pdf"), "t1/documents/d1.pdf");
+  EXPECT_EQ(storage_keys::transcription("t1", "i1"), "t1/ingestions/i1/transcription-output.json");
+  EXPECT_EQ(storage_keys::preprocessed("t1", "i1", "png"), "t1/ingestions/i1/preprocessed.png");
+  EXPECT_EQ(storage_keys::page_render("t1", "d1", 2), "t1/review/pages/d1/page-2.png");
 }
 
 TEST_F(filesystem_store_test, put_get_exists_round_trip_asynchronously) {
