@@ -29,6 +29,11 @@ struct arguments {
 /// stderr; nullopt when it is invalid.
 std::optional<config> load_or_report(const arguments& args);
 
+/// A --since argument as PostgreSQL reads a timestamptz: an age ("90m", "12h", "7d") becomes the
+/// UTC time that long ago; a time must start with a date (YYYY-MM-DD) and hold only the
+/// characters of an ISO 8601 time. nullopt when it is neither.
+std::optional<std::string> since_time(const std::string& text);
+
 int migrate_command(const arguments& args);
 int queues_command(const arguments& args);
 int run_command(const arguments& args);
@@ -45,5 +50,6 @@ int events_command(const arguments& args);
 int cancel_command(const arguments& args);
 int retry_command(const arguments& args);
 int tenants_command(const arguments& args);
+int usage_command(const arguments& args);
 
 } // namespace ingestd::cli

@@ -1,12 +1,16 @@
 // ingestd's command line: parses the command and its options and hands over to the command.
+#include <cctype>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <functional>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <unistd.h>
 
 #include "adapters/sandbox/decoders.hpp"
@@ -37,6 +41,9 @@ Commands:
   tenants add|list|rotate-token
                       the tenants of the HTTP intake and their tokens (see
                       'ingestd tenants --help')
+  usage [--tenant ID] [--since T]
+                      each tenant's use of the providers per month, priced (see
+                      'ingestd usage --help')
   matches DOCUMENT_ID a document's match edges and its cluster's members [--json]
   migrate [--force]   apply the database migrations (a no-op when current; refuses while a
                       live node is older than a migration needs)
@@ -85,6 +92,64 @@ bool arguments::has(const std::string& flag) const {
   return false;
 }
 
+namespace {
+
+/// "90m", "12h", "7d" as seconds; nullopt when `text` is not an age.
+std::optional<int64_t> age_seconds(const std::string& text) {
+  if (text.size() < 2)
+    return std::nullopt;
+  int64_t unit = 0;
+  switch (text.back()) {
+  case 'm':
+    unit = 60;
+    break;
+  case 'h':
+    unit = 3600;
+    break;
+  case 'd':
+    unit = 86400;
+    break;
+  default:
+    return std::nullopt;
+  }
+  int64_t n = 0;
+  for (size_t i = 0; i + 1 < text.size(); ++i) {
+    if (std::isdigit(static_cast<unsigned char>(text[i])) == 0 || n > 1'000'000)
+      return std::nullopt;
+    n = n * 10 + (text[i] - '0');
+  }
+  return n * unit;
+}
+
+} // namespace
+
+/// --since as PostgreSQL reads a timestamptz: an age becomes the UTC time that long ago; a time
+/// must start with a date (YYYY-MM-DD) and hold only the characters of an ISO 8601 time.
+std::optional<std::string> since_time(const std::string& text) {
+  if (auto age = age_seconds(text)) {
+    auto at = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now())
+              - static_cast<std::time_t>(*age);
+    std::tm tm{};
+    gmtime_r(&at, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return std::string{buf};
+  }
+  if (text.size() < 10 || text.size() > 40)
+    return std::nullopt;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    bool date_part = i < 10;
+    bool ok = date_part ? ((i == 4 || i == 7) ? c == '-'
+                                              : std::isdigit(static_cast<unsigned char>(c)) != 0)
+                        : (std::isdigit(static_cast<unsigned char>(c)) != 0 || c == 'T' || c == ' '
+                           || c == ':' || c == '.' || c == 'Z' || c == '+' || c == '-');
+    if (!ok)
+      return std::nullopt;
+  }
+  return text;
+}
+
 std::optional<config> load_or_report(const arguments& args) {
   auto env = process_environment();
   auto path = args.config_path;
@@ -112,7 +177,7 @@ int main(int argc, char** argv) {
       {"events", events_command},   {"version", version_command},
       {"nodes", nodes_command},     {"drain", drain_command},
       {"cancel", cancel_command},   {"retry", retry_command},
-      {"tenants", tenants_command},
+      {"tenants", tenants_command}, {"usage", usage_command},
   };
   arguments args;
   std::string name;

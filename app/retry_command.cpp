@@ -1,10 +1,8 @@
 // `ingestd retry ID... | --failed`: runs failed work again, each item from the start of its own
 // stage, keeping what earlier stages produced (a failed matching is matched again without OCR).
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <optional>
 #include <set>
 #include <string>
@@ -44,60 +42,6 @@ Exit codes: 0 every item found was retried (with --failed, also when none had fa
 has no failed stage, an item's stage is not enabled, or the database could not be reached;
 2 usage error.
 )";
-
-/// "90m", "12h", "7d" as seconds; nullopt when `text` is not an age.
-std::optional<int64_t> age_seconds(const std::string& text) {
-  if (text.size() < 2)
-    return std::nullopt;
-  int64_t unit = 0;
-  switch (text.back()) {
-  case 'm':
-    unit = 60;
-    break;
-  case 'h':
-    unit = 3600;
-    break;
-  case 'd':
-    unit = 86400;
-    break;
-  default:
-    return std::nullopt;
-  }
-  int64_t n = 0;
-  for (size_t i = 0; i + 1 < text.size(); ++i) {
-    if (std::isdigit(static_cast<unsigned char>(text[i])) == 0 || n > 1'000'000)
-      return std::nullopt;
-    n = n * 10 + (text[i] - '0');
-  }
-  return n * unit;
-}
-
-/// --since as PostgreSQL reads a timestamptz: an age becomes the UTC time that long ago; a time
-/// must start with a date (YYYY-MM-DD) and hold only the characters of an ISO 8601 time.
-std::optional<std::string> since_time(const std::string& text) {
-  if (auto age = age_seconds(text)) {
-    auto at = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now())
-              - static_cast<std::time_t>(*age);
-    std::tm tm{};
-    gmtime_r(&at, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return std::string{buf};
-  }
-  if (text.size() < 10 || text.size() > 40)
-    return std::nullopt;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    bool date_part = i < 10;
-    bool ok = date_part ? ((i == 4 || i == 7) ? c == '-'
-                                              : std::isdigit(static_cast<unsigned char>(c)) != 0)
-                        : (std::isdigit(static_cast<unsigned char>(c)) != 0 || c == 'T' || c == ' '
-                           || c == ':' || c == '.' || c == 'Z' || c == '+' || c == '-');
-    if (!ok)
-      return std::nullopt;
-  }
-  return text;
-}
 
 std::string json_line(const retried_item& item) {
   rapidjson::StringBuffer buf;

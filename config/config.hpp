@@ -214,6 +214,14 @@ struct config {
     int max_attempts{};
   } extraction;
 
+  /// Prices for `ingestd usage` (0: not priced).
+  struct usage_section {
+    double llm_input_price_per_million_tokens{};
+    double llm_output_price_per_million_tokens{};
+    double document_ai_price_per_thousand_pages{};
+    std::string currency;
+  } usage;
+
   struct notify_section {
     std::string link_template;
   } notify;

@@ -342,6 +342,17 @@ const std::vector<key_spec>& schema() {
         .integer("timeout_seconds", &extraction::timeout_seconds, 120, 1, 3600)
         .integer("max_attempts", &extraction::max_attempts, 3, 1, 10);
 
+    // The prices `ingestd usage` applies to the recorded tokens and pages (0: not priced).
+    using usage = config::usage_section;
+    keys(t, "usage", &config::usage)
+        .number("llm_input_price_per_million_tokens", &usage::llm_input_price_per_million_tokens, 0,
+                0, 1e6)
+        .number("llm_output_price_per_million_tokens", &usage::llm_output_price_per_million_tokens,
+                0, 0, 1e6)
+        .number("document_ai_price_per_thousand_pages",
+                &usage::document_ai_price_per_thousand_pages, 0, 0, 1e6)
+        .text("currency", &usage::currency, "USD");
+
     using notify = config::notify_section;
     keys(t, "notify", &config::notify).text("link_template", &notify::link_template, "");
 

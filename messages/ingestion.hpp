@@ -13,6 +13,10 @@ struct transcription_record {
   /// Empty when no preprocessing was applied.
   std::string preprocessed_file_path;
   double quality_score = 0;
+  /// The pages the provider read and the provider ("tesseract", "document_ai", ...), for the
+  /// usage figures.
+  int32_t pages = 0;
+  std::string provider;
 };
 
 /// The successful outcome; the trigger copies it to the document.

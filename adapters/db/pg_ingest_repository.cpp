@@ -37,8 +37,9 @@ SELECT r.ord, d.file_path, COALESCE(d.mime_type, ''), COALESCE(i.transcription_f
 // each other instead of deadlocking.
 constexpr pg::statement transcription_sql{"ingestd_ingest_transcriptions", R"sql(
 WITH r AS (
-  SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::numeric[])
-           AS r(id, token, path, preprocessed, score)
+  SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::numeric[],
+                       $6::integer[], $7::text[])
+           AS r(id, token, path, preprocessed, score, pages, provider)
 ), held AS (
   SELECT w.id, w.claim_token FROM work_item AS w JOIN r ON r.id = w.id AND r.token = w.claim_token
    WHERE w.status = 'in-progress'
@@ -48,7 +49,9 @@ WITH r AS (
 UPDATE ingestion AS i
    SET transcription_file_path = r.path,
        preprocessed_file_path = r.preprocessed,
-       transcription_quality_score = r.score
+       transcription_quality_score = r.score,
+       transcribed_pages = r.pages,
+       transcribed_by = r.provider
   FROM r JOIN held ON held.id = r.id AND held.claim_token = r.token
  WHERE i.id = r.id
 RETURNING i.id, r.token
@@ -174,7 +177,7 @@ void pg_ingest_repository::transcription_batch(pg::connection& conn,
   // Paths are storage keys, sent as they are: a key that cleaning changed would name nothing.
   auto answers = pg::run_batch<void>(
       batch.size(), [&](const std::vector<size_t>& items) -> result<std::vector<result<void>>> {
-        std::vector<param> ids, tokens, paths, preprocessed, scores;
+        std::vector<param> ids, tokens, paths, preprocessed, scores, pages, providers;
         for (auto i : items) {
           auto& p = batch[i];
           ids.emplace_back(p.ref.item.str());
@@ -182,11 +185,14 @@ void pg_ingest_repository::transcription_batch(pg::connection& conn,
           paths.emplace_back(p.record.transcription_file_path);
           preprocessed.push_back(opt_text(p.record.preprocessed_file_path));
           scores.emplace_back(std::to_string(p.record.quality_score));
+          pages.emplace_back(std::to_string(p.record.pages));
+          providers.push_back(opt_text(p.record.provider));
         }
         auto res = conn.exec(transcription_sql,
                              {pg::array_literal(ids), pg::array_literal(tokens),
                               pg::array_literal(paths), pg::array_literal(preprocessed),
-                              pg::array_literal(scores)});
+                              pg::array_literal(scores), pg::array_literal(pages),
+                              pg::array_literal(providers)});
         ++queues_->transcription_statements;
         if (!res)
           return res.error();
@@ -273,6 +279,7 @@ void pg_ingest_repository::completion_batch(pg::connection& conn,
   // its values is sent again item by item (pg::run_batch), each in its own transaction.
   auto written = pg::run_batch<void>(sent.size(), [&](const std::vector<size_t>& items) {
     std::vector<const pending_completion*> group;
+    group.reserve(items.size());
     for (auto k : items)
       group.push_back(&batch[sent[k]]);
     ++queues_->completion_statements;
@@ -318,10 +325,12 @@ void pg_ingest_repository::completion_batch(pg::connection& conn,
           }
           return out;
         },
-        [&](pg::connection& c, result<std::vector<result<void>>> written, const error& lost) {
+        [&](pg::connection& c, const result<std::vector<result<void>>>& written,
+            const error& lost) {
           // The COMMIT's answer was lost: an item completed is ours; one still in progress under
           // our token was not written.
           std::vector<uuid> ids;
+          ids.reserve(group.size());
           for (auto* p : group)
             ids.push_back(p->completion.work.ref.item);
           auto states = pg::reread_items(c, ids);

@@ -371,6 +371,22 @@ SELECT tenant_id, stage,
  LIMIT $1
 )sql"};
 
+constexpr pg::statement usage_sql{"ingestd_usage", R"sql(
+SELECT d.tenant_id, COALESCE(t.name, ''),
+       to_char(date_trunc('month', i.created_at AT TIME ZONE 'UTC'), 'YYYY-MM'),
+       count(*), count(*) FILTER (WHERE i.status = 'completed'),
+       COALESCE(sum(i.extraction_input_tokens), 0), COALESCE(sum(i.extraction_output_tokens), 0),
+       COALESCE(sum(i.transcribed_pages) FILTER (WHERE i.transcribed_by = 'document_ai'), 0),
+       COALESCE(sum(i.transcribed_pages) FILTER (WHERE i.transcribed_by <> 'document_ai'), 0)
+  FROM ingestion AS i
+  JOIN document AS d ON d.id = i.document_id
+  LEFT JOIN tenant AS t ON t.id = d.tenant_id
+ WHERE ($1::uuid IS NULL OR d.tenant_id = $1::uuid)
+   AND ($2::timestamptz IS NULL OR i.created_at >= $2::timestamptz)
+ GROUP BY 1, 2, 3
+ ORDER BY 3, 2, 1
+)sql"};
+
 constexpr pg::statement tenant_of_token_sql{
     "ingestd_tenant_of_token",
     "SELECT tenant_id FROM tenant_credential WHERE token_sha256 = $1 AND revoked_at IS NULL"};
@@ -875,6 +891,21 @@ result<std::vector<tenant_work>> pg_intake_repository::tenant_work_figures(int l
   for (int i = 0; i < res->size(); ++i)
     out.push_back(tenant_work{pg::parse_uuid(res->text(i, 0)), res->str(i, 1), res->i64(i, 2),
                               res->i64(i, 3)});
+  return out;
+}
+
+result<std::vector<usage_row>> pg_intake_repository::usage(std::optional<uuid> tenant,
+                                                           const std::string& since, timeout t) {
+  borrowed s{*this};
+  auto res = s->run(usage_sql, {tenant ? param{tenant->str()} : param{}, pg::opt_text(since)}, t);
+  if (!res)
+    return res.error();
+  std::vector<usage_row> out;
+  out.reserve(static_cast<size_t>(res->size()));
+  for (int i = 0; i < res->size(); ++i)
+    out.push_back(usage_row{pg::parse_uuid(res->text(i, 0)), res->str(i, 1), res->str(i, 2),
+                            res->i64(i, 3), res->i64(i, 4), res->i64(i, 5), res->i64(i, 6),
+                            res->i64(i, 7), res->i64(i, 8)});
   return out;
 }
 

@@ -79,6 +79,23 @@ struct tenant_record {
   std::string token_created_at;
 };
 
+/// A tenant's recorded use of the providers in one month (`ingestd usage`).
+struct usage_row {
+  uuid tenant_id;
+  /// Its name when it is a registered tenant (`ingestd tenants`), else empty.
+  std::string tenant_name;
+  /// "YYYY-MM" (UTC) of the ingestions' creation.
+  std::string month;
+  int64_t ingestions = 0;
+  int64_t completed = 0;
+  /// LLM tokens of the completed extractions.
+  int64_t llm_input_tokens = 0;
+  int64_t llm_output_tokens = 0;
+  /// Pages Document AI read, and pages read locally (Tesseract, a PDF's own text).
+  int64_t document_ai_pages = 0;
+  int64_t local_pages = 0;
+};
+
 /// Each call borrows an idle connection (or opens one) and gives it back; a content_lock keeps
 /// its connection until it is destroyed, because the advisory lock belongs to that session.
 /// Deadlines are the server's statement_timeout, set on a connection when it changes.
@@ -143,6 +160,10 @@ public:
                                                            timeout t);
   /// The tenant a token opens, by the token's digest; nullopt when no active token has it.
   result<std::optional<uuid>> tenant_of_token(const std::string& token_sha256, timeout t);
+  /// The recorded use per tenant and month, oldest month first; of one tenant when given; of the
+  /// ingestions created at or after `since` (as PostgreSQL reads a timestamptz) when not empty.
+  result<std::vector<usage_row>> usage(std::optional<uuid> tenant, const std::string& since,
+                                       timeout t);
   /// Whether any tenant has an active token (the intake then requires one).
   result<bool> any_tenant_token(timeout t);
 

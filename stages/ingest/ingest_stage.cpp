@@ -230,7 +230,8 @@ private:
 
   void record_transcription(std::string preprocessed_key) {
     transcription_record rec{storage_keys::transcription(tenant(), id()),
-                             std::move(preprocessed_key), text_.quality_score};
+                             std::move(preprocessed_key), text_.quality_score, text_.page_count,
+                             text_.provider};
     job_->request<void>(
         "record_transcription",
         [&](auto cb) {

@@ -472,6 +472,13 @@ TEST_F(admin_test, a_tenants_token_acts_for_its_own_tenant_on_every_route) {
   EXPECT_TRUE(wait_until(
       [&] { return curl(admin("/metrics")).body.find(completed_a) != std::string::npos; }, 60s))
       << curl(admin("/metrics")).body;
+  // Its use of the providers is A's: one ingestion, completed, its pages read locally.
+  auto used = tenants({"usage", "--tenant", tenant_a, "--since", "1d", "--json"});
+  ASSERT_EQ(used.exit_code, 0) << used.err;
+  EXPECT_EQ(json_string(used.out, "tenant_name"), "acme") << used.out;
+  EXPECT_NE(used.out.find("\"ingestions\":1,\"completed\":1,"), std::string::npos) << used.out;
+  EXPECT_EQ(used.out.find("\"local_pages\":0"), std::string::npos) << used.out;
+  EXPECT_EQ(used.out.find(tenant_b), std::string::npos) << used.out;
   auto listed = tenants({"tenants", "list", "--json"});
   EXPECT_EQ(listed.exit_code, 0);
   EXPECT_NE(listed.out.find("\"name\":\"acme\""), std::string::npos) << listed.out;

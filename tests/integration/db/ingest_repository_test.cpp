@@ -90,6 +90,7 @@ TEST_F(ingest_test, load_answers_the_ingestion_its_document_and_the_providers_ch
 
 TEST_F(ingest_test, loads_arriving_while_one_runs_go_in_one_statement_and_each_gets_its_own) {
   std::vector<uuid> ids;
+  ids.reserve(20);
   for (int i = 0; i < 20; ++i)
     ids.push_back(new_ingestion());
   auto locker = session();
@@ -120,9 +121,11 @@ TEST_F(ingest_test,
   auto id = new_ingestion();
   auto ref = claimed(id);
   transcription_record tr{"ingestions/t/transcription-output.json", "ingestions/t/preprocessed.png",
-                          0.4};
+                          0.4, 3, "document_ai"};
   ASSERT_TRUE(record(ref, tr));
   EXPECT_EQ(ingestion(id, "transcription_file_path"), tr.transcription_file_path);
+  // What it cost, for the usage figures.
+  EXPECT_EQ(ingestion(id, "transcribed_pages || ' ' || transcribed_by"), "3 document_ai");
   EXPECT_EQ(ingestion(id, "preprocessed_file_path"), tr.preprocessed_file_path);
   EXPECT_EQ(ingestion(id, "transcription_quality_score::float8"), "0.4");
   // Without a preprocessed image: NULL.
@@ -144,6 +147,7 @@ TEST_F(ingest_test,
 TEST_F(ingest_test, transcriptions_arriving_while_one_is_written_go_in_one_statement_each_fenced) {
   constexpr int n = 40;
   std::vector<claim_ref> held;
+  held.reserve(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i)
     held.push_back(claimed(new_ingestion()));
   // Another session holds the table: the first UPDATE waits while the other calls arrive.
@@ -176,6 +180,7 @@ TEST_F(ingest_test, transcriptions_arriving_while_one_is_written_go_in_one_state
 
 TEST_F(ingest_test, a_transcription_record_the_database_refuses_fails_alone) {
   std::vector<claim_ref> refs;
+  refs.reserve(6);
   for (int i = 0; i < 6; ++i)
     refs.push_back(claimed(new_ingestion()));
   // The first record is written alone while another session holds the table; the others arrive
@@ -493,6 +498,7 @@ TEST_F(ingest_test, completions_arriving_while_one_is_written_go_in_one_transact
 
 TEST_F(ingest_test, a_batch_refused_for_one_items_values_is_retried_item_by_item) {
   std::vector<claim_ref> refs;
+  refs.reserve(6);
   for (int i = 0; i < 6; ++i)
     refs.push_back(claimed(new_ingestion()));
   // A value the schema refuses (as a constraint of a deployment could): the batch's data error.
@@ -577,6 +583,7 @@ public:
   ~bystander() { PQfinish(conn_); }
   bool run(const std::string& sql, const std::vector<std::string>& params = {}) {
     std::vector<const char*> values;
+    values.reserve(params.size());
     for (auto& p : params)
       values.push_back(p.c_str());
     auto r = PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr,
