@@ -70,10 +70,14 @@ std::vector<log::field> claim_fields(const heartbeat_state& st, const tracked_cl
   return f;
 }
 
-void drop_as_lost(heartbeat_ptr self, const uuid& id, const std::string& reason) {
+/// Drops the claim tracked for `ref.item` and tells its job, if it is still the claim `ref` names:
+/// an item is tracked again by its next attempt's claim (another token) as soon as the previous
+/// attempt ends, so an answer about the previous claim may arrive when the new one is tracked.
+void drop_as_lost(heartbeat_ptr self, claim_ref ref, const std::string& reason) {
   auto& st = self->state;
+  auto id = ref.item;
   auto i = st.tracked.find(id);
-  if (i == st.tracked.end())
+  if (i == st.tracked.end() || i->second.claim.claim.token != ref.token)
     return;
   log::write_with(log::level::warn, "claim lost", claim_fields(st, i->second.claim),
                   {{"reason", reason}});
@@ -106,8 +110,8 @@ void extend_on(heartbeat_ptr self, queue& q, const std::vector<uuid>& ids) {
   auto& st = self->state;
   auto now = clock::now();
   std::vector<visibility_change> changes;
-  std::unordered_map<std::string, uuid> by_receipt;
-  std::vector<std::pair<uuid, clock::time_point>> planned;
+  std::unordered_map<std::string, claim_ref> by_receipt;
+  std::vector<std::pair<claim_ref, clock::time_point>> planned;
   for (auto& id : ids) {
     auto i = st.tracked.find(id);
     if (i == st.tracked.end())
@@ -117,13 +121,13 @@ void extend_on(heartbeat_ptr self, queue& q, const std::vector<uuid>& ids) {
                                                                  - (now - e.claim.received_at));
     auto timeout = std::min(st.ctx->settings.heartbeat_extension, left);
     if (timeout <= st.ctx->settings.heartbeat_rate) {
-      drop_as_lost(self, id, "the queue's 12-hour visibility limit is reached");
+      drop_as_lost(self, e.claim.claim, "the queue's 12-hour visibility limit is reached");
       continue;
     }
     e.fresh = false;
     changes.push_back({e.claim.receipt, timeout});
-    by_receipt.emplace(e.claim.receipt, id);
-    planned.emplace_back(id, now + timeout);
+    by_receipt.emplace(e.claim.receipt, e.claim.claim);
+    planned.emplace_back(e.claim.claim, now + timeout);
   }
   if (changes.empty())
     return;
@@ -140,10 +144,10 @@ void extend_on(heartbeat_ptr self, queue& q, const std::vector<uuid>& ids) {
                         {{"error", r.error().describe()},
                          {"claims", static_cast<int64_t>(planned.size())}});
               auto now = clock::now();
-              for (auto& [id, until] : planned) {
-                auto i = st.tracked.find(id);
+              for (auto& [ref, until] : planned) {
+                auto i = st.tracked.find(ref.item);
                 if (i != st.tracked.end() && i->second.visible_until <= now)
-                  drop_as_lost(self, id, "message visibility expired: " + r.error().describe());
+                  drop_as_lost(self, ref, "message visibility expired: " + r.error().describe());
               }
               return;
             }
@@ -153,8 +157,9 @@ void extend_on(heartbeat_ptr self, queue& q, const std::vector<uuid>& ids) {
                 drop_as_lost(self, j->second,
                              "visibility extension refused: " + entry.error.describe());
             }
-            for (auto& [id, until] : planned)
-              if (auto i = st.tracked.find(id); i != st.tracked.end())
+            for (auto& [ref, until] : planned)
+              if (auto i = st.tracked.find(ref.item);
+                  i != st.tracked.end() && i->second.claim.claim.token == ref.token)
                 i->second.visible_until = until;
           }));
 }
@@ -178,7 +183,7 @@ void renew(heartbeat_ptr self) {
           return;
         }
         for (auto& ref : *r)
-          drop_as_lost(self, ref.item, "lease lost: the claim was taken over");
+          drop_as_lost(self, ref, "lease lost: the claim was taken over");
       });
   st.ctx->work->renew_leases(std::move(refs), st.ctx->settings.lease, std::move(done));
 }

@@ -289,6 +289,42 @@ CAF_TEST(
   CAF_CHECK(ctx->claims->ids().empty());
 }
 
+// An item is tracked again by its next attempt's claim as soon as the previous attempt ends: the
+// database's answer about the previous claim (its lease is lost: the token changed) must not
+// drop the new claim, nor tell its job that it is lost.
+CAF_TEST(an answer about an earlier claim leaves the items next claim alone) {
+  ctx->settings.heartbeat_rate = 60s;
+  ctx->settings.heartbeat_extension = 300s;
+  auto hb = heartbeat();
+  auto id = track(hb);
+  sched.run();
+  advance_time(1s);
+  sched.run();
+  // The next attempt holds the item under another token, and the renewal of the first claim is
+  // on its way to the database, which answers it lost.
+  work->steal_claim(id);
+  work->hold("renew_leases");
+  advance_time(60s);
+  sched.run();
+  CAF_REQUIRE_EQUAL(work->held("renew_leases"), 1u);
+  caf::anon_send(hb, untrack_atom_v, id);
+  auto next = claim_ref{id, *work->item(id).token};
+  caf::anon_send(hb, track_atom_v,
+                 tracked_claim{deliver(id.str()).receipt, next, job_stub,
+                               std::chrono::steady_clock::now(), ingest_st, db->row(id).document_id,
+                               db->row(id).tenant_id});
+  sched.run();
+  work->unhold("renew_leases");
+  sched.run();
+  CAF_CHECK(lost.empty());
+  CAF_CHECK(ctx->claims->ids() == std::vector<uuid>{id});
+  // The next renewal is the new claim's, and it holds.
+  advance_time(60s);
+  sched.run();
+  CAF_CHECK(lost.empty());
+  CAF_CHECK(ctx->claims->ids() == std::vector<uuid>{id});
+}
+
 CAF_TEST(an extension that never answers times out and drops a claim whose visibility ran out) {
   ctx->settings.heartbeat_rate = 60s;
   ctx->settings.heartbeat_extension = 300s;
