@@ -129,7 +129,8 @@ void send_group(relay_ptr self, const std::string& destination, std::vector<outb
     std::vector<outgoing_message> messages;
     std::vector<int64_t> chunk;
     for (size_t k = from; k < std::min(rows.size(), from + 10); ++k) {
-      messages.push_back({rows[k].body, std::chrono::seconds{0}, rows[k].priority});
+      messages.push_back(
+          {rows[k].body, std::chrono::seconds{0}, rows[k].priority, {}, rows[k].tenant});
       chunk.push_back(rows[k].id);
     }
     ++st.outstanding;

@@ -55,9 +55,17 @@ result<std::vector<std::string>> create_queues(const config& cfg) {
                                          + " (no redrive: queue.max_receive_count is 0)";
   };
   if (cfg.queue.backend == "postgres") {
+    postgres_queue_scheduling scheduling;
+    scheduling.ageing_per_minute = cfg.queue.priority_ageing_per_minute;
+    scheduling.fair_spacing_seconds = cfg.queue.tenant_fair_spacing_seconds;
+    auto weights = tenant_weights_of(cfg.queue.tenant_weights);
+    if (!weights)
+      return weights.error();
+    for (auto& w : *weights)
+      scheduling.tenant_weights.emplace_back(w.tenant, w.weight);
     for (auto& q : configured_queues(cfg)) {
       auto r = create_postgres_queue(cfg.database.url, q.name, q.dead_letter, q.max_receive_count,
-                                     cfg.queue.priority_ageing_per_minute);
+                                     scheduling);
       if (!r)
         return error{r.error().cls, r.error().code,
                      "creating queue " + q.name + ": " + r.error().message};

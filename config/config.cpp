@@ -483,6 +483,37 @@ std::vector<std::string> name_list(const std::string& text) {
   return out;
 }
 
+result<std::vector<tenant_weight>> tenant_weights_of(const std::string& text) {
+  std::vector<tenant_weight> out;
+  std::set<std::string> seen;
+  for (auto& pair : name_list(text)) {
+    auto colon = pair.rfind(':');
+    auto bad = [&](const std::string& why) {
+      std::string message = "\"";
+      message.append(pair).append("\": ").append(why);
+      return error::make_permanent("config.bad_tenant_weight", std::move(message));
+    };
+    if (colon == std::string::npos)
+      return bad("expected TENANT_ID:WEIGHT");
+    tenant_weight w;
+    auto id = uuid::parse(pair.substr(0, colon));
+    if (!id)
+      return bad("the tenant must be a tenant id (a UUID)");
+    w.tenant = id->str();
+    auto number = pair.substr(colon + 1);
+    char* end = nullptr;
+    errno = 0;
+    w.weight = std::strtod(number.c_str(), &end);
+    if (number.empty() || end != number.c_str() + number.size() || errno != 0
+        || !(w.weight >= 0.01 && w.weight <= 1000))
+      return bad("the weight must be a number from 0.01 to 1000");
+    if (!seen.insert(w.tenant).second)
+      return bad("the tenant is listed twice");
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
 namespace {
 
 /// Masks the value of every `password=` parameter: of a URL's query (`?password=x&...`) or of a

@@ -44,6 +44,11 @@ struct config {
     int visibility_timeout_seconds{};
     /// Priority levels a waiting message gains per minute (Postgres queue; 0: strict priority).
     double priority_ageing_per_minute{};
+    /// Fair scheduling between tenants (Postgres queue): a tenant's messages rank as if sent no
+    /// faster than one per this many seconds / its weight (0: in the order sent).
+    double tenant_fair_spacing_seconds{};
+    /// "TENANT_ID:WEIGHT,..." (see tenant_weights_of); a tenant not listed has weight 1.
+    std::string tenant_weights;
     /// SQS priority classes: upper bounds ascending to 100 (empty: one queue), and their weights.
     std::vector<int64_t> priority_classes;
     std::vector<int64_t> priority_class_weights;
@@ -336,6 +341,16 @@ std::string default_config_json();
 
 /// The names of a comma-separated list (intake.allowed_hosts), trimmed, empty ones dropped.
 std::vector<std::string> name_list(const std::string& text);
+
+/// A tenant's weight in fair scheduling.
+struct tenant_weight {
+  std::string tenant;
+  double weight = 1;
+};
+
+/// The pairs of queue.tenant_weights ("TENANT_ID:WEIGHT,..."), or what is wrong with them: a tenant
+/// is a UUID, a weight a number from 0.01 to 1000, each tenant once.
+result<std::vector<tenant_weight>> tenant_weights_of(const std::string& text);
 
 /// "postgresql://user:****@host/db" for "postgresql://user:secret@host/db".
 std::string mask_url_password(const std::string& url);

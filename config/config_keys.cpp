@@ -165,6 +165,20 @@ const std::vector<key_spec>& schema() {
     // minute it waits (set on the Postgres queue by `ingestd queues create`; 0: strict priority).
     keys(t, "queue", &config::queue)
         .number("priority_ageing_per_minute", &queue::priority_ageing_per_minute, 1, 0, 100)
+        // Fair scheduling between tenants on the Postgres queue (set by `ingestd queues create`):
+        // within a priority, a tenant's messages rank as if sent no faster than one per this many
+        // seconds divided by its weight, so one tenant's import does not hold the others' work
+        // behind it. 0: every tenant's messages rank by their send time.
+        .number("tenant_fair_spacing_seconds", &queue::tenant_fair_spacing_seconds, 1, 0, 3600)
+        // "TENANT_ID:WEIGHT,...": a tenant of weight 2 gets twice the share of one of weight 1
+        // (the default) while both have work waiting.
+        .text("tenant_weights", &queue::tenant_weights, "",
+              [](const config&, const value& v) -> std::optional<std::string> {
+                auto weights = tenant_weights_of(std::get<std::string>(v));
+                if (weights)
+                  return std::nullopt;
+                return "TENANT_ID:WEIGHT pairs separated by commas; " + weights.error().message;
+              })
         // SQS has no priorities: one queue per class ("<name>-p<bound>"), each class taking the
         // priorities up to its bound; receives start with each class as often as its weight. Empty:
         // one queue. The Postgres queue ignores them (it orders by priority itself).

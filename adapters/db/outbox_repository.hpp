@@ -23,6 +23,8 @@ struct outbox_row {
   std::string ordering_key = {};
   /// A queue message's priority (0..100, lower first): for a queue that serves by it.
   int32_t priority = 50;
+  /// A queue message's tenant (empty: none), for fair shares between tenants.
+  std::string tenant = {};
 };
 
 /// The status event stream's destination in the outbox ('events': the stream itself, written as

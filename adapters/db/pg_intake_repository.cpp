@@ -259,7 +259,7 @@ WITH picked AS (
                 THEN ingestd_add_work(r.id, r.stage, r.document_id, r.tenant_id, r.priority,
                                       r.size_class, r.queue, $6::boolean, true)
               WHEN r.status = 'in-progress'
-                THEN ingestd_send(r.queue, r.id::text, r.priority, $6::boolean) > 0
+                THEN ingestd_send(r.queue, r.id::text, r.priority, $6::boolean, r.tenant_id) > 0
               ELSE false END AS sent
     FROM routed AS r
 ), audit AS (

@@ -53,7 +53,7 @@ UPDATE event_outbox AS o
   FROM picked
  WHERE o.id = picked.id
 RETURNING o.id, o.destination, o.body, COALESCE(o.event_id::text, ''), COALESCE(o.ordering_key, ''),
-          COALESCE(o.priority, 50)
+          COALESCE(o.priority, 50), COALESCE(o.tenant_id::text, '')
 )sql"};
 
 // Keys locked whose rows were not taken (beyond the limit, or sent meanwhile) are let go.
@@ -80,7 +80,7 @@ UPDATE event_outbox AS o
   FROM picked
  WHERE o.id = picked.id
 RETURNING o.id, o.destination, o.body, COALESCE(o.event_id::text, ''), COALESCE(o.ordering_key, ''),
-          COALESCE(o.priority, 50)
+          COALESCE(o.priority, 50), COALESCE(o.tenant_id::text, '')
 )sql"};
 
 // A sink's types: NULL takes every event.
@@ -165,7 +165,8 @@ void pg_outbox_repository::take(int limit, std::chrono::seconds hold,
     auto read = [&rows](const pg::rows& res) {
       for (int r = 0; r < res.size(); ++r)
         rows.push_back(outbox_row{res.i64(r, 0), res.str(r, 1), res.str(r, 2), res.str(r, 3),
-                                  res.str(r, 4), static_cast<int32_t>(res.i64(r, 5))});
+                                  res.str(r, 4), static_cast<int32_t>(res.i64(r, 5)),
+                                  res.str(r, 6)});
     };
     // Only this pool's one thread runs these bodies: holds_keys_ needs no lock.
     if (holds_keys_) {

@@ -104,7 +104,7 @@ WITH req AS (
             w.size_class, w.class_attempts_base, w.last_error, d.verdict, d.crash_counted,
             d.move_queue, d.audit
 ), sent AS (
-  SELECT count(ingestd_send(c.move_queue, c.id::text, c.priority, $12::boolean)) AS n
+  SELECT count(ingestd_send(c.move_queue, c.id::text, c.priority, $12::boolean, c.tenant_id)) AS n
     FROM changed AS c WHERE c.verdict = 'move'
 ), audit AS (
   INSERT INTO ingestion_event (ingestion_id, step, outcome, detail, worker_id)
@@ -185,9 +185,9 @@ WITH f AS (
          class_attempts_base = CASE WHEN $8 <> '' THEN attempt_count + 1 ELSE class_attempts_base END,
          message_seen_at = now()
    WHERE id = $1 AND claim_token = $2 AND status = 'in-progress'
-  RETURNING id, attempt_count, status, priority
+  RETURNING id, attempt_count, status, priority, tenant_id
 ), sent AS (
-  SELECT count(ingestd_send($9, f.id::text, f.priority, $10::boolean)) AS n FROM f WHERE $8 <> ''
+  SELECT count(ingestd_send($9, f.id::text, f.priority, $10::boolean, f.tenant_id)) AS n FROM f WHERE $8 <> ''
 ), audit AS (
   SELECT ingestd_append_audit($11::uuid[], $12::text[], $13::text[], $14::text[], $15::bigint[],
                               $16::text[], $17::bigint[]) AS appended
@@ -272,9 +272,9 @@ WITH lock AS (
 ), revived AS (
   UPDATE work_item AS w SET due_at = now(), message_seen_at = now()
     FROM stranded WHERE w.id = stranded.id
-  RETURNING w.id, w.priority
+  RETURNING w.id, w.priority, w.tenant_id
 )
-SELECT count(ingestd_send($3, r.id::text, r.priority, $6::boolean)) FROM revived AS r
+SELECT count(ingestd_send($3, r.id::text, r.priority, $6::boolean, r.tenant_id)) FROM revived AS r
 )sql"};
 
 std::string bool_text(bool b) {
@@ -480,10 +480,12 @@ void pg_work_repository::complete(std::vector<work_outcome> outcomes,
         return res;
       // The connection broke: whether the statement committed is read again, not redone.
       std::vector<uuid> ids;
+      ids.reserve(batch.size());
       for (auto* o : batch)
         ids.push_back(o->ref.item);
       auto states = pg::reread_items(conn, ids);
       std::vector<result<void>> out;
+      out.reserve(batch.size());
       for (size_t k = 0; k < batch.size(); ++k)
         out.push_back(states ? pg::settled((*states)[k], batch[k]->ref, res.error())
                              : result<void>{res.error()});

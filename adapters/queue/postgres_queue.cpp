@@ -82,9 +82,10 @@ RETURNING m.receipt
 )sql"};
 
 constexpr pg::statement send_sql{"ingestd_queue_send", R"sql(
-INSERT INTO queue_message (id, queue_name, body, visible_at, sent_at, priority)
-SELECT m.id, $1, m.body, now() + make_interval(secs => m.delay), now(), m.priority
-  FROM unnest($2::uuid[], $3::text[], $4::integer[], $5::smallint[]) AS m(id, body, delay, priority)
+INSERT INTO queue_message (id, queue_name, body, visible_at, sent_at, priority, tenant_id)
+SELECT m.id, $1, m.body, now() + make_interval(secs => m.delay), now(), m.priority, m.tenant
+  FROM unnest($2::uuid[], $3::text[], $4::integer[], $5::smallint[], $6::uuid[])
+       AS m(id, body, delay, priority, tenant)
 )sql"};
 
 constexpr pg::statement stats_sql{"ingestd_queue_stats", R"sql(
@@ -484,7 +485,7 @@ void postgres_queue::send(std::vector<outgoing_message> messages,
   impl_->pool->call(std::move(done), [this, messages = std::move(messages)](pg::connection& conn,
                                                                             const auto& done) {
     std::vector<batch_entry_result> out;
-    std::vector<param> ids, bodies, delays, priorities;
+    std::vector<param> ids, bodies, delays, priorities, tenants;
     for (auto& m : messages) {
       if (clean_text(m.body) != m.body) {
         // Refused alone (as SQS does) rather than failing the statement of the whole batch.
@@ -497,19 +498,23 @@ void postgres_queue::send(std::vector<outgoing_message> messages,
       } else if (!valid_priority(m.priority)) {
         out.push_back(failed_entry(
             "", error::make_permanent("queue.InvalidParameterValue", "priority must be 0..100")));
+      } else if (!m.tenant.empty() && !uuid::parse(m.tenant)) {
+        out.push_back(failed_entry(
+            "", error::make_permanent("queue.InvalidParameterValue", "tenant must be a UUID")));
       } else {
         auto id = uuid::v7().str();
         ids.emplace_back(id);
         bodies.emplace_back(m.body);
         delays.emplace_back(std::to_string(m.delay.count()));
         priorities.emplace_back(std::to_string(m.priority));
+        tenants.emplace_back(m.tenant.empty() ? param{} : param{m.tenant});
         out.push_back(ok_entry(id));
       }
     }
     if (!ids.empty()) {
-      auto res
-          = conn.exec(send_sql, {impl_->queue, pg::array_literal(ids), pg::array_literal(bodies),
-                                 pg::array_literal(delays), pg::array_literal(priorities)});
+      auto res = conn.exec(send_sql, {impl_->queue, pg::array_literal(ids),
+                                      pg::array_literal(bodies), pg::array_literal(delays),
+                                      pg::array_literal(priorities), pg::array_literal(tenants)});
       if (!res) {
         for (auto& e : out)
           if (!e.failed)
@@ -551,13 +556,27 @@ const std::string& postgres_queue::dead_letter_queue() const {
 namespace {
 
 constexpr pg::statement register_sql{"ingestd_queue_register", R"sql(
-INSERT INTO queue (name, dead_letter_queue, max_receive_count, ageing_per_minute)
-VALUES ($1, NULLIF($2, ''), $3::integer, $4::double precision)
+INSERT INTO queue (name, dead_letter_queue, max_receive_count, ageing_per_minute,
+                   fair_spacing_seconds, tenant_weights)
+VALUES ($1, NULLIF($2, ''), $3::integer, $4::double precision, $5::double precision, $6::jsonb)
 ON CONFLICT (name) DO UPDATE
    SET dead_letter_queue = EXCLUDED.dead_letter_queue,
        max_receive_count = EXCLUDED.max_receive_count,
-       ageing_per_minute = EXCLUDED.ageing_per_minute
+       ageing_per_minute = EXCLUDED.ageing_per_minute,
+       fair_spacing_seconds = EXCLUDED.fair_spacing_seconds,
+       tenant_weights = EXCLUDED.tenant_weights
 )sql"};
+
+/// {"<tenant>": weight, ...}; tenant ids are UUIDs (checked with the configuration).
+std::string weights_json(const std::vector<std::pair<std::string, double>>& weights) {
+  std::string out = "{";
+  for (auto& [tenant, weight] : weights) {
+    if (out.size() > 1)
+      out += ',';
+    out += '"' + tenant + "\":" + std::to_string(weight);
+  }
+  return out + "}";
+}
 
 constexpr pg::statement exists_sql{"ingestd_queue_exists", R"sql(
 SELECT 1 FROM queue WHERE name = $1
@@ -567,22 +586,27 @@ SELECT 1 FROM queue WHERE name = $1
 
 result<void> create_postgres_queue(const std::string& database_url, const std::string& name,
                                    const std::string& dead_letter_queue, int max_receive_count,
-                                   double ageing_per_minute) {
-  if (!(ageing_per_minute >= 0 && ageing_per_minute <= 100))
+                                   const postgres_queue_scheduling& scheduling) {
+  if (!(scheduling.ageing_per_minute >= 0 && scheduling.ageing_per_minute <= 100))
     return error::make_permanent("queue.InvalidParameterValue",
                                  "the priority ageing must be 0..100 levels per minute");
-  auto ageing = std::to_string(ageing_per_minute);
+  if (!(scheduling.fair_spacing_seconds >= 0 && scheduling.fair_spacing_seconds <= 3600))
+    return error::make_permanent("queue.InvalidParameterValue",
+                                 "the tenant fair spacing must be 0..3600 seconds");
+  auto ageing = std::to_string(scheduling.ageing_per_minute);
+  auto spacing = std::to_string(scheduling.fair_spacing_seconds);
+  auto weights = weights_json(scheduling.tenant_weights);
   pg::connection conn{database_url};
   if (auto c = conn.ensure(); !c)
     return c.error();
   if (!dead_letter_queue.empty()) {
-    if (auto r
-        = conn.exec(register_sql, {dead_letter_queue, std::string{}, std::string{"0"}, ageing});
+    if (auto r = conn.exec(register_sql, {dead_letter_queue, std::string{}, std::string{"0"},
+                                          ageing, spacing, weights});
         !r)
       return r.error();
   }
-  auto r = conn.exec(register_sql,
-                     {name, dead_letter_queue, std::to_string(max_receive_count), ageing});
+  auto r = conn.exec(register_sql, {name, dead_letter_queue, std::to_string(max_receive_count),
+                                    ageing, spacing, weights});
   if (!r)
     return r.error();
   return {};

@@ -67,10 +67,19 @@ private:
 /// The Postgres queue backend's registry (table queue): `ingestd queues create` registers each
 /// queue with its dead-letter redrive (idempotent: an existing queue's redrive is updated); a node
 /// checks that its queues are registered before it starts. Blocking, for the command line.
-/// `ageing_per_minute`: priority levels a waiting message gains per minute (0: strict priority).
+struct postgres_queue_scheduling {
+  /// Priority levels a waiting message gains per minute (0: strict priority).
+  double ageing_per_minute = 1.0;
+  /// Fair scheduling between tenants: within a priority, a tenant's messages rank as if sent no
+  /// faster than one per this many seconds / its weight (0: by send time; migration 019).
+  double fair_spacing_seconds = 1.0;
+  /// (tenant id, weight) pairs; a tenant not listed has weight 1.
+  std::vector<std::pair<std::string, double>> tenant_weights = {};
+};
+
 result<void> create_postgres_queue(const std::string& database_url, const std::string& name,
                                    const std::string& dead_letter_queue, int max_receive_count,
-                                   double ageing_per_minute = 1.0);
+                                   const postgres_queue_scheduling& scheduling = {});
 /// True when `name` is registered.
 result<bool> postgres_queue_exists(const std::string& database_url, const std::string& name);
 

@@ -32,6 +32,11 @@ struct outgoing_message {
   /// String attributes (name, value), for subscribers that filter (the event stream's SQS sink):
   /// SQS sends them as message attributes; the Postgres queue keeps only the body.
   std::vector<std::pair<std::string, std::string>> attributes = {};
+  /// The tenant whose work it is (empty: none), for fair shares between tenants: the Postgres
+  /// queue ranks it by the tenant's spacing (migration 019); SQS gets it as the MessageGroupId,
+  /// which a standard queue's fair-queue feature uses to keep one tenant's backlog from delaying
+  /// the others.
+  std::string tenant = {};
 };
 
 /// A visibility change for one received message.

@@ -209,6 +209,10 @@ std::string send_batch_request(std::string_view queue_url, const std::vector<sen
       key(w, "DelaySeconds");
       w.Int(e.delay_seconds);
     }
+    if (!e.group.empty()) {
+      key(w, "MessageGroupId");
+      str(w, e.group);
+    }
     bool any = std::any_of(e.attributes.begin(), e.attributes.end(),
                            [](const auto& a) { return !a.second.empty(); });
     if (!any)

@@ -68,6 +68,8 @@ struct send_entry {
   int delay_seconds = 0;
   /// String message attributes (name, value); an empty value is left out (SQS refuses it).
   std::vector<std::pair<std::string, std::string>> attributes = {};
+  /// MessageGroupId (empty: none): on a standard queue, the tenant for SQS fair queues.
+  std::string group = {};
 };
 std::string send_batch_request(std::string_view queue_url, const std::vector<send_entry>& entries);
 

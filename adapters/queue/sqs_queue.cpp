@@ -522,7 +522,8 @@ void sqs_queue::send(std::vector<outgoing_message> messages,
         entries.reserve(chunk.size());
         for (auto i : chunk)
           entries.push_back({std::to_string(i), messages[i].body,
-                             static_cast<int>(messages[i].delay.count()), messages[i].attributes});
+                             static_cast<int>(messages[i].delay.count()), messages[i].attributes,
+                             messages[i].tenant});
         return sqs::send_batch_request(url, entries);
       });
 }

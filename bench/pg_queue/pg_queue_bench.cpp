@@ -1,10 +1,13 @@
 // Measures the Postgres-backed queue: send rate (batches of 10) and receive + delete rate
-// (batch 10) with 1..N concurrent consumers, each its own adapter, on a fresh migrated schema.
+// (batch 10) with 1..N concurrent consumers, each its own adapter, on a fresh migrated schema
+// with the queue registered as `ingestd queues create` does; each run twice: messages without a
+// tenant, then each of one of 10 tenants (fair shares between tenants, migration 019).
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,8 +33,10 @@ double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
-/// Sends `count` messages in batches of `batch` from `senders` threads; returns messages/s.
-double fill(const std::string& url, const std::string& name, int count, int batch, int senders) {
+/// Sends `count` messages in batches of `batch` from `senders` threads, message i of tenant
+/// i % `tenants` (none when 0); returns messages/s.
+double fill(const std::string& url, const std::string& name, int count, int batch, int senders,
+            int tenants) {
   std::atomic<int> next{0};
   auto t0 = clock_type::now();
   std::vector<std::thread> threads;
@@ -44,8 +49,12 @@ double fill(const std::string& url, const std::string& name, int count, int batc
         if (start >= count)
           return;
         std::vector<outgoing_message> msgs;
-        for (int i = start; i < std::min(count, start + batch); ++i)
+        for (int i = start; i < std::min(count, start + batch); ++i) {
           msgs.push_back({"01936c2e-0000-7000-8000-" + std::to_string(100000000000 + i), 0s});
+          if (tenants > 0)
+            msgs.back().tenant
+                = "01936c2e-0000-7000-8000-" + std::to_string(200000000000 + i % tenants);
+        }
         auto res = call<std::vector<batch_entry_result>>([&](auto cb) { q.send(msgs, cb); });
         if (!res) {
           std::fprintf(stderr, "send failed: %s\n", res.error().describe().c_str());
@@ -114,18 +123,22 @@ int main(int argc, char** argv) {
       for (int i = 2; i < argc; ++i)
         runs.push_back(std::max(1, std::atoi(argv[i])));
     }
-    for (int consumers : runs) {
-      ingestd::test::pg_schema db;
-      auto name = std::string{"bench"};
-      auto send_rate = fill(db.url(), name, count, 10, consumers);
-      db.query("ANALYZE queue_message");
-      auto rate = drain(db.url(), name, count, consumers);
-      auto left = db.scalar("SELECT count(*) FROM queue_message");
-      std::printf("consumers %d: send %8.0f msg/s (batch 10, %d senders)   receive+delete %8.0f "
-                  "msg/s (batch 10)   left %s\n",
-                  consumers, send_rate, consumers, rate, left.c_str());
-      std::fflush(stdout);
-    }
+    for (int consumers : runs)
+      for (int tenants : {0, 10}) {
+        ingestd::test::pg_schema db;
+        auto name = std::string{"bench"};
+        if (auto made = create_postgres_queue(db.url(), name, "", 0); !made)
+          throw std::runtime_error(made.error().describe());
+        auto send_rate = fill(db.url(), name, count, 10, consumers, tenants);
+        db.query("ANALYZE queue_message");
+        auto rate = drain(db.url(), name, count, consumers);
+        auto left = db.scalar("SELECT count(*) FROM queue_message");
+        std::printf("consumers %d, %-10s send %8.0f msg/s (batch 10, %d senders)   "
+                    "receive+delete %8.0f msg/s (batch 10)   left %s\n",
+                    consumers, tenants > 0 ? "10 tenants:" : "no tenant:", send_rate, consumers,
+                    rate, left.c_str());
+        std::fflush(stdout);
+      }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_pg_queue: %s\n", e.what());
     return 1;

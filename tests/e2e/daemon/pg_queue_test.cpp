@@ -1,6 +1,9 @@
 // The daemon on the Postgres queue and the filesystem store: a few hundred ingestions complete
-// exactly once and SIGTERM exits 0; duplicate deliveries complete once; poison is deleted.
+// exactly once and SIGTERM exits 0; duplicate deliveries complete once; poison is deleted; one
+// tenant's import does not hold another tenant's documents behind it.
+#include <cmath>
 #include <csignal>
+#include <iostream>
 
 #include <gtest/gtest.h>
 
@@ -76,6 +79,54 @@ TEST(e2e_daemon_pg, poison_is_deleted_and_a_corrupt_pdf_fails_permanently_once) 
             1);
   expect_completed_exactly_once(s, good);
   ASSERT_TRUE(await_complete_events(s, good, 30s)) << s.logs();
+  d->signal(SIGTERM);
+  auto rc = d->wait_exit(60s);
+  ASSERT_TRUE(rc.has_value()) << d->log_tail();
+  EXPECT_EQ(*rc, 0) << d->log_tail();
+}
+
+TEST(e2e_daemon_pg, a_tenants_ten_documents_are_not_held_behind_another_tenants_import) {
+  // Tenant A's import of 300 documents, then tenant B's 10, on a node of two slots with the
+  // default fair spacing (1 s): B's documents take turns with A's instead of waiting for all 300.
+  e2e_setup s;
+  const std::string a = "0193a000-0000-7000-8000-0000000000aa";
+  const std::string b = "0193a000-0000-7000-8000-0000000000bb";
+  auto import = s.add_documents(300, doc_kind::text_pdf, {}, a);
+  auto few = s.add_documents(10, doc_kind::text_pdf, {}, b);
+  auto d = s.start({{"INGESTD_WORKER__MAX_IN_FLIGHT", "2"}});
+  // As intake hands work over: ingestd_send with the work item's tenant, one statement each.
+  auto send = [&](const std::vector<std::string>& ids, const std::string& tenant) {
+    std::string arr = "{";
+    for (auto& id : ids)
+      arr += (arr.size() > 1 ? "," : "") + id;
+    s.db().query("SELECT count(ingestd_send($1, i, 50, false, $2::uuid)) "
+                 "FROM unnest($3::text[]) AS i",
+                 {s.queue_name(), tenant, arr + "}"});
+  };
+  auto t0 = std::chrono::steady_clock::now();
+  send(import, a);
+  send(few, b);
+  auto between = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto done_of = [&](const std::string& tenant) {
+    return s.count("SELECT count(*) FROM work_item WHERE tenant_id = $1 AND stage = 'ingest' "
+                   "AND status = 'completed'",
+                   {tenant});
+  };
+  ASSERT_TRUE(wait_until([&] { return done_of(b) == 10; }, 300s))
+      << done_of(b) << " of B's documents completed\n"
+      << s.logs();
+  // A's documents that finished before B's last one did: B's tenth ranks after A's tenth (one
+  // second apart each), plus the seconds between the two sends, plus the two slots' work.
+  auto a_before
+      = s.count("SELECT count(*) FROM work_item WHERE tenant_id = $1 AND stage = 'ingest' "
+                "AND completed_at < (SELECT max(completed_at) FROM work_item "
+                "WHERE tenant_id = $2 AND stage = 'ingest')",
+                {a, b});
+  auto b_took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::cout << "fair shares on the daemon: tenant B's 10 documents finished " << b_took
+            << " s after A's import was sent, while " << a_before
+            << " of tenant A's 300 finished\n";
+  EXPECT_LE(a_before, 10 + static_cast<int64_t>(std::ceil(between)) + 2) << s.logs();
   d->signal(SIGTERM);
   auto rc = d->wait_exit(60s);
   ASSERT_TRUE(rc.has_value()) << d->log_tail();

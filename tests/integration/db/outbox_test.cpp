@@ -54,7 +54,7 @@ TEST_F(outbox_test, the_outbox_holds_taken_rows_marks_them_and_prunes_sent_ones)
   EXPECT_EQ(db->scalar("SELECT count(*) FROM event_outbox"), "2");
 }
 
-TEST_F(outbox_test, a_hand_offs_priority_travels_with_its_row_to_the_relay) {
+TEST_F(outbox_test, a_hand_offs_priority_and_tenant_travel_with_its_row_to_the_relay) {
   pg_outbox_repository outbox{db->url()};
   pg_intake_repository sqs_intake{db->url(), true};
   auto urgent = intake(uuid::v4().str());
@@ -76,6 +76,9 @@ TEST_F(outbox_test, a_hand_offs_priority_travels_with_its_row_to_the_relay) {
             (std::pair<std::string, int32_t>{test::ingest_queue, 90}));
   // A row without one: the default.
   EXPECT_EQ(by_body["no priority"].second, 50);
+  // The tenant travels too (SQS fair queues take it as the message group).
+  for (auto& r : *rows)
+    EXPECT_EQ(r.tenant, r.body == "no priority" ? "" : urgent.tenant_id.str()) << r.body;
   for (auto& r : *rows) {
     EXPECT_EQ(r.event_id, "");
     EXPECT_EQ(r.ordering_key, "");

@@ -1,7 +1,10 @@
 // postgres_queue's scheduling on a fresh schema: receive by priority, ageing that lets
-// an old low-priority message overtake newer urgent ones, the queue's ageing rate, and the
-// dequeue on its index.
+// an old low-priority message overtake newer urgent ones, the queue's ageing rate, the
+// dequeue on its index, and fair shares between tenants (migration 019).
 #include <algorithm>
+#include <chrono>
+#include <functional>
+#include <iostream>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -31,9 +34,51 @@ protected:
 
   /// Registers the queue with `ageing` levels per minute, then opens it.
   std::unique_ptr<postgres_queue> make(double ageing = 1.0) {
-    auto r = create_postgres_queue(db->url(), name, "", 0, ageing);
+    auto r = create_postgres_queue(db->url(), name, "", 0, {ageing});
     EXPECT_TRUE(r) << r.error().describe();
     return std::make_unique<postgres_queue>(db->url(), name);
+  }
+
+  /// Registers the queue with fair scheduling between tenants, then opens it.
+  std::unique_ptr<postgres_queue>
+  make_fair(double spacing_seconds, std::vector<std::pair<std::string, double>> weights = {}) {
+    postgres_queue_scheduling scheduling;
+    scheduling.fair_spacing_seconds = spacing_seconds;
+    scheduling.tenant_weights = std::move(weights);
+    auto r = create_postgres_queue(db->url(), name, "", 0, scheduling);
+    EXPECT_TRUE(r) << r.error().describe();
+    return std::make_unique<postgres_queue>(db->url(), name);
+  }
+
+  /// Sends `n` messages of `tenant` in one statement, as the hand-off of a submitted directory
+  /// does (ingestd_send, the function every hand-off calls).
+  void send_for(const std::string& tenant, const std::string& prefix, int n,
+                int32_t priority = 50) {
+    db->query("SELECT count(ingestd_send($1, $2 || g, $3::integer, false, $4::uuid)) "
+              "FROM generate_series(0, $5::integer - 1) AS g",
+              {name, prefix, std::to_string(priority), tenant, std::to_string(n)});
+  }
+
+  /// Receives in batches of `batch`, as a node with free slots does, deleting what it got, until
+  /// `enough` says stop or the queue is empty; answers the bodies in the order received.
+  std::vector<std::string>
+  receive_until(queue& q, int batch,
+                const std::function<bool(const std::vector<std::string>&)>& enough) {
+    std::vector<std::string> order;
+    while (!enough(order)) {
+      auto got = await<messages>([&](auto cb) { q.receive(batch, 0s, 60s, cb); });
+      EXPECT_TRUE(got) << got.error().describe();
+      if (!got || got->empty())
+        break;
+      std::vector<std::string> receipts;
+      for (auto& m : *got) {
+        order.push_back(m.body);
+        receipts.push_back(m.receipt);
+      }
+      auto res = await<entries>([&](auto cb) { q.remove(receipts, cb); });
+      EXPECT_TRUE(res) << res.error().describe();
+    }
+    return order;
   }
 
   void send(queue& q, const std::string& prefix, int n, int32_t priority) {
@@ -181,7 +226,7 @@ TEST_F(pg_queue_priority_test, a_priority_out_of_range_is_refused_alone) {
 }
 
 TEST_F(pg_queue_priority_test, an_invalid_ageing_rate_is_refused) {
-  auto r = create_postgres_queue(db->url(), name, "", 0, -1.0);
+  auto r = create_postgres_queue(db->url(), name, "", 0, {-1.0});
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, "queue.InvalidParameterValue");
 }
@@ -200,4 +245,125 @@ TEST_F(pg_queue_priority_test, dequeue_by_priority_uses_the_rank_index) {
     text += row.at(0).value_or("") + "\n";
   EXPECT_NE(text.find("queue_message_rank_idx"), std::string::npos) << text;
   EXPECT_EQ(text.find("Sort"), std::string::npos) << text;
+}
+
+// -- Fair shares between tenants ---------------------------------------------------------------
+
+namespace {
+
+const std::string tenant_a = "0193a000-0000-7000-8000-00000000000a";
+const std::string tenant_b = "0193a000-0000-7000-8000-00000000000b";
+
+size_t count_prefix(const std::vector<std::string>& order, const std::string& prefix) {
+  return static_cast<size_t>(std::count_if(
+      order.begin(), order.end(), [&](const std::string& b) { return b.rfind(prefix, 0) == 0; }));
+}
+
+/// The 1-based position of the last body with `prefix` (0 when none).
+size_t last_of(const std::vector<std::string>& order, const std::string& prefix) {
+  size_t last = 0;
+  for (size_t i = 0; i < order.size(); ++i)
+    if (order[i].rfind(prefix, 0) == 0)
+      last = i + 1;
+  return last;
+}
+
+} // namespace
+
+TEST_F(pg_queue_priority_test, a_tenants_import_does_not_hold_another_tenants_documents_behind_it) {
+  // Tenant A submits 5,000 documents, then tenant B 10. With a spacing of 60 s, A's import ranks
+  // one message per minute from its send, and B's ten, sent within that minute, alternate with
+  // A's first ten: B's tenth is at most the 20th message the nodes take.
+  auto q = make_fair(60);
+  auto t0 = std::chrono::steady_clock::now();
+  send_for(tenant_a, "a-", 5000);
+  send_for(tenant_b, "b-", 10);
+  auto sent_in = std::chrono::steady_clock::now() - t0;
+  ASSERT_LT(sent_in, 60s) << "sending took longer than the spacing; the bound below assumes less";
+  auto order = receive_until(*q, 10, [](auto& o) { return count_prefix(o, "b-") == 10; });
+  ASSERT_EQ(count_prefix(order, "b-"), 10u);
+  std::cout << "fair shares: tenant B's 10 documents, sent after tenant A's 5,000, were all taken "
+            << "by the " << last_of(order, "b-") << "th message received (sending took "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(sent_in).count() << " ms)\n";
+  EXPECT_LE(last_of(order, "b-"), 20u);
+  // A's own documents keep the order they were sent in.
+  std::vector<std::string> a_order;
+  for (auto& b : order)
+    if (b.rfind("a-", 0) == 0)
+      a_order.push_back(b);
+  for (size_t i = 0; i < a_order.size(); ++i)
+    EXPECT_EQ(a_order[i], "a-" + std::to_string(i));
+}
+
+TEST_F(pg_queue_priority_test, without_fair_spacing_a_tenant_waits_behind_the_import) {
+  // The same scene with spacing 0: every message ranks by its send time, so B's documents come
+  // after all of A's. This is what the spacing changes.
+  auto q = make_fair(0);
+  send_for(tenant_a, "a-", 300);
+  send_for(tenant_b, "b-", 10);
+  auto order = receive_until(*q, 10, [](auto& o) { return count_prefix(o, "b-") == 10; });
+  ASSERT_EQ(order.size(), 310u);
+  EXPECT_EQ(count_prefix({order.begin(), order.begin() + 300}, "a-"), 300u);
+}
+
+TEST_F(pg_queue_priority_test, a_tenant_of_weight_three_takes_three_shares_while_both_wait) {
+  auto q = make_fair(60, {{tenant_a, 3.0}});
+  send_for(tenant_a, "a-", 300);
+  send_for(tenant_b, "b-", 300);
+  auto order = receive_until(*q, 10, [](auto& o) { return o.size() >= 80; });
+  ASSERT_EQ(order.size(), 80u);
+  auto a = count_prefix(order, "a-");
+  std::cout << "fair shares: of the first 80 messages, tenant A (weight 3) had " << a
+            << ", tenant B (weight 1) " << 80 - a << "\n";
+  EXPECT_GE(a, 59u);
+  EXPECT_LE(a, 61u);
+}
+
+TEST_F(pg_queue_priority_test, priority_still_comes_before_fair_shares) {
+  // A's own urgent document overtakes A's import (each priority has its own spacing), and an
+  // urgent one of B overtakes both.
+  auto q = make_fair(60);
+  send_for(tenant_a, "a-", 200);
+  send_for(tenant_a, "a-urgent-", 1, 10);
+  send_for(tenant_b, "b-urgent-", 1, 5);
+  auto order = receive_until(*q, 10, [](auto& o) { return !o.empty(); });
+  ASSERT_GE(order.size(), 2u);
+  EXPECT_EQ(order[0], "b-urgent-0");
+  EXPECT_EQ(order[1], "a-urgent-0");
+}
+
+TEST_F(pg_queue_priority_test, the_ports_send_carries_the_tenant_and_refuses_a_bad_one_alone) {
+  // What the relay and the benches send through the queue port takes the same fair path.
+  auto q = make_fair(60);
+  std::vector<outgoing_message> a;
+  for (int i = 0; i < 30; ++i) {
+    a.push_back({"a-" + std::to_string(i), 0s});
+    a.back().tenant = tenant_a;
+  }
+  for (size_t at = 0; at < a.size(); at += 10) {
+    std::vector<outgoing_message> batch(a.begin() + static_cast<std::ptrdiff_t>(at),
+                                        a.begin() + static_cast<std::ptrdiff_t>(at + 10));
+    auto res = await<entries>([&](auto cb) { q->send(batch, cb); });
+    ASSERT_TRUE(res) << res.error().describe();
+  }
+  outgoing_message b{"b-0", 0s};
+  b.tenant = tenant_b;
+  outgoing_message bad{"bad", 0s};
+  bad.tenant = "tenant-a";
+  auto res = await<entries>([&](auto cb) { q->send({b, bad}, cb); });
+  ASSERT_TRUE(res) << res.error().describe();
+  ASSERT_EQ(res->size(), 2u);
+  EXPECT_FALSE((*res)[0].failed);
+  EXPECT_TRUE((*res)[1].failed);
+  EXPECT_EQ((*res)[1].error.code, "queue.InvalidParameterValue");
+  auto order = receive_until(*q, 1, [](auto& o) { return count_prefix(o, "b-") == 1; });
+  EXPECT_LE(order.size(), 2u) << "B's one document goes right after A's first";
+}
+
+TEST_F(pg_queue_priority_test, a_bad_tenant_fair_spacing_is_refused) {
+  postgres_queue_scheduling scheduling;
+  scheduling.fair_spacing_seconds = -1;
+  auto r = create_postgres_queue(db->url(), name, "", 0, scheduling);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "queue.InvalidParameterValue");
 }

@@ -363,6 +363,25 @@ print(a['ApproximateNumberOfMessages'], a['ApproximateNumberOfMessagesNotVisible
   EXPECT_EQ(check.output, "0 0\n");
 }
 
+TEST_F(sqs_fauxqs, a_standard_queue_takes_the_tenant_as_message_group_and_delivers_it) {
+  // SQS fair queues: a standard queue accepts a MessageGroupId and uses it as the tenant.
+  auto q = make_queue();
+  ASSERT_TRUE(q);
+  outgoing_message m{"of a tenant", 0s};
+  m.tenant = "0193a000-0000-7000-8000-00000000000a";
+  auto sent = send(*q, {m, outgoing_message{"of none", 0s}});
+  ASSERT_FALSE(sent.at(0).failed) << sent.at(0).error.describe();
+  ASSERT_FALSE(sent.at(1).failed) << sent.at(1).error.describe();
+  std::set<std::string> bodies;
+  for (int i = 0; i < 10 && bodies.size() < 2; ++i) {
+    auto got = await<std::vector<queue_message>>([&](auto cb) { q->receive(10, 1s, 30s, cb); });
+    ASSERT_TRUE(got) << got.error().describe();
+    for (auto& r : *got)
+      bodies.insert(r.body);
+  }
+  EXPECT_EQ(bodies, (std::set<std::string>{"of a tenant", "of none"}));
+}
+
 TEST_F(sqs_fauxqs, interop_message_attributes_sent_by_ingestd_are_received_by_boto3) {
   std::string url;
   auto q = make_queue({}, &url);

@@ -553,6 +553,25 @@ TEST(sqs_batch, send_assigns_message_ids_delays_and_refuses_bad_bodies_locally) 
   EXPECT_STREQ(body["Entries"][2]["MessageBody"].GetString(), "server refuses \x01");
 }
 
+TEST(sqs_batch, a_messages_tenant_is_its_message_group_for_fair_queues) {
+  auto http
+      = std::make_shared<fake_http_client>([](const http_request& req) -> result<http_response> {
+          return make_response(200, batch_answer(req, {}, true));
+        });
+  auto q = make_queue(http);
+  std::vector<outgoing_message> msgs{{"of a tenant", 0s}, {"of none", 0s}};
+  msgs[0].tenant = "0193a000-0000-7000-8000-00000000000a";
+  auto r = await<std::vector<batch_entry_result>>([&](auto cb) { q->send(msgs, std::move(cb)); });
+  ASSERT_TRUE(r);
+  auto reqs = http->requests();
+  ASSERT_EQ(reqs.size(), 1u);
+  auto body = json(reqs[0].body);
+  ASSERT_EQ(body["Entries"].Size(), 2u);
+  EXPECT_STREQ(body["Entries"][0]["MessageGroupId"].GetString(),
+               "0193a000-0000-7000-8000-00000000000a");
+  EXPECT_FALSE(body["Entries"][1].HasMember("MessageGroupId"));
+}
+
 TEST(sqs_batch, send_splits_by_count_and_by_total_size) {
   auto http
       = std::make_shared<fake_http_client>([](const http_request& req) -> result<http_response> {
