@@ -51,5 +51,6 @@ int cancel_command(const arguments& args);
 int retry_command(const arguments& args);
 int tenants_command(const arguments& args);
 int usage_command(const arguments& args);
+int erase_command(const arguments& args);
 
 } // namespace ingestd::cli

@@ -44,6 +44,9 @@ Commands:
   usage [--tenant ID] [--since T]
                       each tenant's use of the providers per month, priced (see
                       'ingestd usage --help')
+  erase --document ID | --tenant T --all-documents
+                      remove a document (or a tenant) from the database and storage, with a
+                      receipt (see 'ingestd erase --help')
   matches DOCUMENT_ID a document's match edges and its cluster's members [--json]
   migrate [--force]   apply the database migrations (a no-op when current; refuses while a
                       live node is older than a migration needs)
@@ -178,6 +181,7 @@ int main(int argc, char** argv) {
       {"nodes", nodes_command},     {"drain", drain_command},
       {"cancel", cancel_command},   {"retry", retry_command},
       {"tenants", tenants_command}, {"usage", usage_command},
+      {"erase", erase_command},
   };
   arguments args;
   std::string name;

@@ -1,7 +1,7 @@
 // The types of the status event stream (the outbox's events: the migrations' triggers and
-// `ingestd retry` write them; the node writes WORKER_STARTED and WORKER_FINISHED). A sink may take
-// a subset (outbox.events_webhook_types, outbox.events_sqs_types; the failure notifier takes the
-// failures).
+// `ingestd retry` and `ingestd erase` write them; the node writes WORKER_STARTED and
+// WORKER_FINISHED). A sink may take a subset (outbox.events_webhook_types, outbox.events_sqs_types;
+// the failure notifier takes the failures).
 #pragma once
 
 #include <algorithm>
@@ -12,21 +12,11 @@
 namespace ingestd {
 
 inline const std::vector<std::string>& event_types() {
-  static const std::vector<std::string> types{"DOCUMENT_ADDED",
-                                              "INGESTION_QUEUED",
-                                              "INGESTION_STARTED",
-                                              "INGESTION_COMPLETED",
-                                              "INGESTION_FAILED",
-                                              "INGESTION_SKIPPED",
-                                              "INGESTION_CANCELLED",
-                                              "DOCUMENT_PROCESSED",
-                                              "MATCHING_COMPLETED",
-                                              "MATCHING_FAILED",
-                                              "REVIEW_COMPLETED",
-                                              "RETRY_REQUESTED",
-                                              "WARNING",
-                                              "WORKER_STARTED",
-                                              "WORKER_FINISHED"};
+  static const std::vector<std::string> types{
+      "DOCUMENT_ADDED",     "INGESTION_QUEUED",  "INGESTION_STARTED",   "INGESTION_COMPLETED",
+      "INGESTION_FAILED",   "INGESTION_SKIPPED", "INGESTION_CANCELLED", "DOCUMENT_PROCESSED",
+      "MATCHING_COMPLETED", "MATCHING_FAILED",   "REVIEW_COMPLETED",    "DOCUMENT_ERASED",
+      "RETRY_REQUESTED",    "WARNING",           "WORKER_STARTED",      "WORKER_FINISHED"};
   return types;
 }
 

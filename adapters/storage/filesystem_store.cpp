@@ -170,6 +170,49 @@ result<bool> filesystem_store::exists_now(const std::string& key) const {
   return io_error("cannot stat", path.string(), errno);
 }
 
+result<void> filesystem_store::remove_now(const std::string& key) const {
+  if (auto valid = storage_keys::validate_key(key); !valid)
+    return valid.error();
+  auto path = fs::path{root_} / key;
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT && errno != ENOTDIR)
+    return io_error("cannot remove", path.string(), errno);
+  // Directories left empty go too ("{tenant}/ingestions/{id}/"), the root stays.
+  auto root = fs::path{root_}.lexically_normal();
+  for (auto dir = path.parent_path(); dir.lexically_normal() != root && dir.has_relative_path();
+       dir = dir.parent_path())
+    if (::rmdir(dir.c_str()) != 0)
+      break;
+  return {};
+}
+
+result<std::vector<std::string>> filesystem_store::list_now(const std::string& prefix) const {
+  std::vector<std::string> keys;
+  auto slash = prefix.rfind('/');
+  auto dir = slash == std::string::npos ? std::string{} : prefix.substr(0, slash);
+  if (!dir.empty()) {
+    if (auto valid = storage_keys::validate_key(dir); !valid)
+      return valid.error();
+  }
+  auto start = dir.empty() ? fs::path{root_} : fs::path{root_} / dir;
+  std::error_code ec;
+  fs::recursive_directory_iterator it{start, ec};
+  if (ec)
+    return ec == std::errc::no_such_file_or_directory || ec == std::errc::not_a_directory
+               ? result<std::vector<std::string>>{keys}
+               : result<std::vector<std::string>>{
+                   io_error("cannot list", start.string(), ec.value())};
+  for (; it != fs::recursive_directory_iterator{}; it.increment(ec)) {
+    if (ec)
+      return io_error("cannot list", start.string(), ec.value());
+    if (!it->is_regular_file(ec))
+      continue;
+    auto key = it->path().lexically_relative(root_).generic_string();
+    if (key.compare(0, prefix.size(), prefix) == 0 && key.find(".tmp-") == std::string::npos)
+      keys.push_back(std::move(key));
+  }
+  return keys;
+}
+
 void filesystem_store::get(std::string key, size_t max_bytes, callback<std::string> done) {
   post([this, key = std::move(key), max_bytes, done = std::move(done)] {
     done(get_now(key, max_bytes));
@@ -184,6 +227,14 @@ void filesystem_store::put(std::string key, std::string bytes, std::string, call
 
 void filesystem_store::exists(std::string key, callback<bool> done) {
   post([this, key = std::move(key), done = std::move(done)] { done(exists_now(key)); });
+}
+
+void filesystem_store::remove(std::string key, callback<void> done) {
+  post([this, key = std::move(key), done = std::move(done)] { done(remove_now(key)); });
+}
+
+void filesystem_store::list(std::string prefix, callback<std::vector<std::string>> done) {
+  post([this, prefix = std::move(prefix), done = std::move(done)] { done(list_now(prefix)); });
 }
 
 } // namespace ingestd

@@ -24,12 +24,19 @@ public:
   void put(std::string key, std::string bytes, std::string content_type,
            callback<void> done) override;
   void exists(std::string key, callback<bool> done) override;
+  /// Also removes the directories the object leaves empty, up to the root: their names hold ids.
+  void remove(std::string key, callback<void> done) override;
+  /// Walks the directory that holds `prefix`; a write in progress (its temporary file) is not
+  /// listed.
+  void list(std::string prefix, callback<std::vector<std::string>> done) override;
   std::string name() const override { return "filesystem"; }
 
   /// Blocking forms, for the command line and tests.
   result<std::string> get_now(const std::string& key, size_t max_bytes) const;
   result<void> put_now(const std::string& key, const std::string& bytes) const;
   result<bool> exists_now(const std::string& key) const;
+  result<void> remove_now(const std::string& key) const;
+  result<std::vector<std::string>> list_now(const std::string& prefix) const;
 
   const std::string& root() const { return root_; }
 

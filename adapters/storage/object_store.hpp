@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "messages/result.hpp"
 
@@ -22,6 +23,13 @@ std::string preprocessed(const std::string& tenant_id, const std::string& ingest
                          const std::string& ext);
 /// The review desk's render of a PDF page (a cache: made again when missing).
 std::string page_render(const std::string& tenant_id, const std::string& document_id, int index);
+/// Every prefix under which objects of the document live (its original, the desk's page
+/// renders), in this layout and in the one before the tenant led the keys.
+std::vector<std::string> document_prefixes(const std::string& tenant_id,
+                                           const std::string& document_id);
+/// The same for an ingestion (its transcription, its preprocessed scan).
+std::vector<std::string> ingestion_prefixes(const std::string& tenant_id,
+                                            const std::string& ingestion_id);
 /// Rejects empty keys, absolute paths, "..", "." and empty segments, backslashes and control
 /// characters; returns an error naming the problem.
 result<void> validate_key(const std::string& key);
@@ -42,6 +50,12 @@ public:
       = 0;
 
   virtual void exists(std::string key, callback<bool> done) = 0;
+
+  /// Deletes an object; deleting a missing object succeeds (erasure and pruning repeat safely).
+  virtual void remove(std::string key, callback<void> done) = 0;
+
+  /// Every key that starts with `prefix`, in no particular order.
+  virtual void list(std::string prefix, callback<std::vector<std::string>> done) = 0;
 
   /// "filesystem" or "s3", for logs.
   virtual std::string name() const = 0;

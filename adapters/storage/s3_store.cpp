@@ -215,7 +215,7 @@ void s3_store::delete_bucket(callback<void> done) {
                   [](http_response&) -> result<void> { return unit{}; });
 }
 
-void s3_store::remove(const std::string& key, callback<void> done) {
+void s3_store::remove(std::string key, callback<void> done) {
   auto url = s3::object_url(shared_->addressing, key);
   send_call<void>(
       shared_, std::move(url), {"DELETE", shared_->options.call_timeout, "DELETE " + key, true}, {},

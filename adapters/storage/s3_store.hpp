@@ -55,6 +55,9 @@ public:
   void put(std::string key, std::string bytes, std::string content_type,
            callback<void> done) override;
   void exists(std::string key, callback<bool> done) override;
+  void remove(std::string key, callback<void> done) override;
+  /// All pages of ListObjectsV2.
+  void list(std::string prefix, callback<std::vector<std::string>> done) override;
   std::string name() const override { return "s3"; }
 
   /// Creates the bucket (with a LocationConstraint outside us-east-1); a bucket that already
@@ -62,10 +65,6 @@ public:
   void create_bucket(callback<void> done);
   /// Deletes the bucket, which must be empty.
   void delete_bucket(callback<void> done);
-  /// Deletes one object; deleting a missing object succeeds (S3's semantics).
-  void remove(const std::string& key, callback<void> done);
-  /// Every key under `prefix` (all pages of ListObjectsV2).
-  void list(std::string prefix, callback<std::vector<std::string>> done);
 
   const s3_options& options() const;
 

@@ -21,6 +21,18 @@ std::string page_render(const std::string& tenant_id, const std::string& documen
   return tenant_id + "/review/pages/" + document_id + "/page-" + std::to_string(index) + ".png";
 }
 
+std::vector<std::string> document_prefixes(const std::string& tenant_id,
+                                           const std::string& document_id) {
+  return {tenant_id + "/documents/" + document_id + ".",
+          tenant_id + "/review/pages/" + document_id + "/", "documents/" + document_id + ".",
+          "review/pages/" + document_id + "/"};
+}
+
+std::vector<std::string> ingestion_prefixes(const std::string& tenant_id,
+                                            const std::string& ingestion_id) {
+  return {tenant_id + "/ingestions/" + ingestion_id + "/", "ingestions/" + ingestion_id + "/"};
+}
+
 result<void> validate_key(const std::string& key) {
   auto bad = [&](const char* why) {
     return error::make_permanent("storage.bad_key", "invalid object key '" + key + "': " + why);

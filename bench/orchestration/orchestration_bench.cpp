@@ -34,6 +34,7 @@
 #include "adapters/db/pg_work_repository.hpp"
 #include "adapters/queue/postgres_queue.hpp"
 #include "adapters/storage/filesystem_store.hpp"
+#include "bench/support/memory_store.hpp"
 #include "messages/error_codes.hpp"
 #include "stages/ingest/ingest_stage.hpp"
 #include "tests/support/environment.hpp"
@@ -55,45 +56,6 @@ double process_cpu_seconds() {
 }
 
 constexpr const char* document_text = "INVOICE INV-1\nAcme Inc.\nTotal 119.00 EUR\n";
-
-/// Storage in memory: every document (documents/...) reads as the same short text; writes are
-/// kept; anything else not written is not found (no transcription stored by an earlier attempt).
-class memory_store : public object_store {
-public:
-  void get(std::string key, size_t, callback<std::string> done) override {
-    {
-      std::lock_guard g{mtx_};
-      if (auto it = objects_.find(key); it != objects_.end()) {
-        auto copy = it->second;
-        done(std::move(copy));
-        return;
-      }
-    }
-    if (key.rfind("documents/", 0) == 0)
-      return done(std::string{document_text});
-    done(error::make_permanent(errc::storage_not_found, "no object " + key));
-  }
-  void put(std::string key, std::string bytes, std::string, callback<void> done) override {
-    {
-      std::lock_guard g{mtx_};
-      objects_[std::move(key)] = std::move(bytes);
-    }
-    done(result<void>{});
-  }
-  void exists(std::string key, callback<bool> done) override {
-    bool found;
-    {
-      std::lock_guard g{mtx_};
-      found = objects_.count(key) > 0;
-    }
-    done(found);
-  }
-  std::string name() const override { return "memory"; }
-
-private:
-  std::mutex mtx_;
-  std::map<std::string, std::string> objects_;
-};
 
 /// Instant transcription: the file's bytes are its text.
 class instant_transcriber : public transcriber {
@@ -652,7 +614,14 @@ int main(int argc, char** argv) {
     if (store_kind == "fs")
       ports->storage = std::make_shared<filesystem_store>(root);
     else
-      ports->storage = std::make_shared<memory_store>();
+      // Every document (documents/...) reads as the same short text; nothing else was stored
+      // before (no transcription of an earlier attempt to resume from).
+      ports->storage = std::make_shared<bench::memory_store>(
+          [](const std::string& key) -> std::optional<std::string> {
+            if (key.rfind("documents/", 0) == 0)
+              return std::string{document_text};
+            return std::nullopt;
+          });
     ports->ocr = std::make_shared<instant_transcriber>();
     ports->extract = std::make_shared<instant_extractor>();
     ingest_class cls;

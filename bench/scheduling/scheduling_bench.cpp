@@ -32,6 +32,7 @@
 #include <caf/send.hpp>
 
 #include "actors/node.hpp"
+#include "bench/support/memory_store.hpp"
 #include "stages/ingest/ingest_stage.hpp"
 
 using namespace ingestd;
@@ -449,44 +450,6 @@ private:
   std::map<uuid, item> items_;
 };
 
-/// Storage in memory: a document's key is its content ("small" or "large"); stored
-/// transcriptions are kept.
-class memory_store : public object_store {
-public:
-  void get(std::string key, size_t, callback<std::string> done) override {
-    {
-      std::lock_guard g{mtx_};
-      if (auto i = objects_.find(key); i != objects_.end()) {
-        auto copy = i->second;
-        return done(std::move(copy));
-      }
-    }
-    if (key == "small" || key == "large")
-      return done(std::string{key});
-    done(error::make_permanent(errc::storage_not_found, "no object " + key));
-  }
-  void put(std::string key, std::string bytes, std::string, callback<void> done) override {
-    {
-      std::lock_guard g{mtx_};
-      objects_[std::move(key)] = std::move(bytes);
-    }
-    done(result<void>{});
-  }
-  void exists(std::string key, callback<bool> done) override {
-    bool found;
-    {
-      std::lock_guard g{mtx_};
-      found = objects_.count(key) > 0;
-    }
-    done(found);
-  }
-  std::string name() const override { return "memory"; }
-
-private:
-  std::mutex mtx_;
-  std::map<std::string, std::string> objects_;
-};
-
 /// Instant extraction: a valid invoice the quality gate passes.
 class instant_extractor : public extractor {
 public:
@@ -544,7 +507,13 @@ figures run(const options& o, bool classes) {
 
   auto ports = std::make_shared<ingest_ports>();
   ports->db = db;
-  ports->storage = std::make_shared<memory_store>();
+  // A document's key is its content ("small" or "large"); stored transcriptions are kept.
+  ports->storage = std::make_shared<bench::memory_store>(
+      [](const std::string& key) -> std::optional<std::string> {
+        if (key == "small" || key == "large")
+          return key;
+        return std::nullopt;
+      });
   ports->ocr = std::make_shared<core_transcriber>(machine, std::chrono::milliseconds{o.large_ms});
   ports->extract = std::make_shared<instant_extractor>();
   auto ctx = std::make_shared<node_context>();

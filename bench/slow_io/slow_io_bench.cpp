@@ -223,6 +223,10 @@ public:
     done(result<void>{});
   }
   void exists(std::string, callback<bool> done) override { done(false); }
+  void remove(std::string, callback<void> done) override { done(result<void>{}); }
+  void list(std::string, callback<std::vector<std::string>> done) override {
+    done(std::vector<std::string>{});
+  }
   std::string name() const override { return "memory"; }
 };
 

@@ -339,6 +339,25 @@ void fake_store::exists(std::string key, callback<bool> done) {
   done(found);
 }
 
+void fake_store::remove(std::string key, callback<void> done) {
+  {
+    std::lock_guard guard{mtx_};
+    objects_.erase(key);
+  }
+  done(unit{});
+}
+
+void fake_store::list(std::string prefix, callback<std::vector<std::string>> done) {
+  std::vector<std::string> keys;
+  {
+    std::lock_guard guard{mtx_};
+    for (auto i = objects_.lower_bound(prefix);
+         i != objects_.end() && i->first.compare(0, prefix.size(), prefix) == 0; ++i)
+      keys.push_back(i->first);
+  }
+  done(std::move(keys));
+}
+
 void fake_store::set(const std::string& key, std::string bytes) {
   std::lock_guard guard{mtx_};
   objects_[key] = std::move(bytes);

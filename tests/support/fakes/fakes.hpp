@@ -117,6 +117,8 @@ public:
   void put(std::string key, std::string bytes, std::string content_type,
            callback<void> done) override;
   void exists(std::string key, callback<bool> done) override;
+  void remove(std::string key, callback<void> done) override;
+  void list(std::string prefix, callback<std::vector<std::string>> done) override;
   std::string name() const override { return "fake"; }
 
   void set(const std::string& key, std::string bytes);
