@@ -11,40 +11,14 @@ namespace ingestd {
 eraser::eraser(pg_erasure_repository& db, object_store& store, erasure_options opts)
     : db_(db), store_(store), opts_(std::move(opts)) {}
 
-result<int64_t> eraser::remove_prefix(const std::string& prefix) {
-  auto keys = blocking_call<std::vector<std::string>>(
+result<std::vector<std::string>> eraser::list_keys(const std::string& prefix) {
+  return blocking_call<std::vector<std::string>>(
       opts_.storage_timeout, "storage.timeout", "listing " + prefix,
       [&](auto cb) { store_.list(prefix, std::move(cb)); });
-  if (!keys)
-    return keys.error();
-  for (auto& key : *keys) {
-    auto removed = blocking_call<void>(opts_.storage_timeout, "storage.timeout", "removing " + key,
-                                       [&](auto cb) { store_.remove(key, std::move(cb)); });
-    if (!removed)
-      return removed.error();
-  }
-  return static_cast<int64_t>(keys->size());
 }
 
-result<int64_t> eraser::remove_objects(const erasure_plan& plan) {
-  std::set<std::string> keys(plan.object_keys.begin(), plan.object_keys.end());
-  auto tenant = plan.tenant_id.str();
-  std::vector<std::string> prefixes;
-  for (auto& doc : plan.documents)
-    for (auto& p : storage_keys::document_prefixes(tenant, doc.str()))
-      prefixes.push_back(p);
-  for (auto& ing : plan.ingestions)
-    for (auto& p : storage_keys::ingestion_prefixes(tenant, ing.str()))
-      prefixes.push_back(p);
-  for (auto& prefix : prefixes) {
-    auto listed = blocking_call<std::vector<std::string>>(
-        opts_.storage_timeout, "storage.timeout", "listing " + prefix,
-        [&](auto cb) { store_.list(prefix, std::move(cb)); });
-    if (!listed)
-      return listed.error();
-    keys.insert(listed->begin(), listed->end());
-  }
-  for (auto& key : keys) {
+result<int64_t> eraser::remove_keys(const std::set<std::string>& keys) {
+  for (const auto& key : keys) {
     // A key a row names but the rules refuse was never written by ingestd: nothing to remove.
     if (!storage_keys::validate_key(key))
       continue;
@@ -54,6 +28,32 @@ result<int64_t> eraser::remove_objects(const erasure_plan& plan) {
       return removed.error();
   }
   return static_cast<int64_t>(keys.size());
+}
+
+result<int64_t> eraser::remove_prefix(const std::string& prefix) {
+  auto keys = list_keys(prefix);
+  if (!keys)
+    return keys.error();
+  return remove_keys({keys->begin(), keys->end()});
+}
+
+result<int64_t> eraser::remove_objects(const erasure_plan& plan) {
+  std::set<std::string> keys(plan.object_keys.begin(), plan.object_keys.end());
+  auto tenant = plan.tenant_id.str();
+  std::vector<std::string> prefixes;
+  for (const auto& doc : plan.documents)
+    for (auto& p : storage_keys::document_prefixes(tenant, doc.str()))
+      prefixes.push_back(std::move(p));
+  for (const auto& ing : plan.ingestions)
+    for (auto& p : storage_keys::ingestion_prefixes(tenant, ing.str()))
+      prefixes.push_back(std::move(p));
+  for (const auto& prefix : prefixes) {
+    auto listed = list_keys(prefix);
+    if (!listed)
+      return listed.error();
+    keys.insert(listed->begin(), listed->end());
+  }
+  return remove_keys(keys);
 }
 
 result<erasure_receipt> eraser::erase_planned(const erasure_plan& plan, bool write_receipt) {

@@ -11,7 +11,9 @@
 
 #include <chrono>
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "adapters/db/pg_erasure_repository.hpp"
 #include "adapters/storage/object_store.hpp"
@@ -45,6 +47,9 @@ private:
   /// Removes every object the plan names or its prefixes hold; answers how many.
   result<int64_t> remove_objects(const erasure_plan& plan);
   result<int64_t> remove_prefix(const std::string& prefix);
+  result<std::vector<std::string>> list_keys(const std::string& prefix);
+  /// Removes the keys (skipping any the key rules refuse); answers how many there were.
+  result<int64_t> remove_keys(const std::set<std::string>& keys);
   result<erasure_receipt> erase_planned(const erasure_plan& plan, bool write_receipt);
 
   pg_erasure_repository& db_;
