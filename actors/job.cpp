@@ -159,7 +159,8 @@ void back_off(job_ptr self, std::chrono::seconds delay, std::string detail,
               std::string error_class);
 void lost(job_ptr self, std::string reason);
 void release(job_ptr self);
-void give_back(job_ptr self, const std::string& reason);
+void give_back(job_ptr self, const std::string& reason,
+               std::chrono::seconds delay = std::chrono::seconds{0});
 void deadline_passed(job_ptr self);
 void cancel_requested(job_ptr self);
 void cancel(job_ptr self);
@@ -560,6 +561,13 @@ void fail(job_ptr self, const error& err) {
     return finish(self, job_result::lost, err.describe(), "claim_lost");
   if (err.code == errc::work_cancelled)
     return cancel(self); // the outcome was refused for a cancel request the job had not seen
+  if (err.code == errc::budget_held) {
+    // The tenant's budget is spent: the work waits, visible again when the budget is asked again.
+    st.phase = job_phase::releasing;
+    untrack(self);
+    return give_back(self, err.describe(),
+                     std::chrono::seconds{(std::max<int64_t>(err.retry_after_ms, 0) + 999) / 1000});
+  }
   if (node_failure(err)) {
     // The database went away under the job, the node had no CPU worker for it in time, or a
     // provider's line was full: the system's failure, not the document's. No attempt is counted
@@ -672,7 +680,7 @@ void lost(job_ptr self, std::string reason) {
   }
   st.tracked = false; // the heartbeat dropped it already
   if (st.claimed)
-    st.ctx->work->release(st.ref(), audit_for(st, "claim_lost", reason),
+    st.ctx->work->release(st.ref(), std::chrono::seconds{0}, audit_for(st, "claim_lost", reason),
                           [](const result<void>&) {});
   st.audit.clear(); // given to the release, which the job does not wait for
   finish(self, job_result::lost, std::move(reason), "claim_lost");
@@ -752,12 +760,12 @@ void release(job_ptr self) {
     give_back(self, "shutdown");
 }
 
-/// Releases the claim, if one was granted, then makes the message visible again.
-void give_back(job_ptr self, const std::string& reason) {
+/// Releases the claim, if one was granted, then makes the message visible again (after `delay`).
+void give_back(job_ptr self, const std::string& reason, std::chrono::seconds delay) {
   auto& st = self->state;
-  auto give_back_message = [self, reason] {
+  auto give_back_message = [self, reason, delay] {
     auto& st = self->state;
-    st.stage->queue->change_visibility({{st.msg.receipt, std::chrono::seconds{0}}},
+    st.stage->queue->change_visibility({{st.msg.receipt, delay}},
                                        [](const result<std::vector<batch_entry_result>>&) {});
     finish(self, job_result::released, reason + ": claim and message given back");
   };
@@ -771,7 +779,7 @@ void give_back(job_ptr self, const std::string& reason) {
   auto audit = audit_for(st, "ok", reason);
   request_step<void>(
       self, steps::release,
-      [&](auto cb) { st.ctx->work->release(st.ref(), std::move(audit), std::move(cb)); },
+      [&](auto cb) { st.ctx->work->release(st.ref(), delay, std::move(audit), std::move(cb)); },
       [self, give_back_message](result<void> r) {
         step_done(self, r ? "ok" : to_string(r.error().cls),
                   r ? std::string{} : r.error().describe());

@@ -230,6 +230,12 @@ std::string worker_metrics::prometheus() const {
         admission_give_backs.load(), "counter");
   gauge(out, "ingestd_queue_receive_errors_total", "Failed queue receives.",
         queue_receive_errors.load(), "counter");
+  header(out, "ingestd_budget_actions_total", "counter",
+         "Documents whose tenant's monthly budget was spent, by what they met.");
+  out += "ingestd_budget_actions_total{action=\"downgrade\"} "
+         + std::to_string(budget_downgraded.load()) + "\n";
+  out += "ingestd_budget_actions_total{action=\"hold\"} " + std::to_string(budget_held.load())
+         + "\n";
   header(out, "ingestd_llm_tokens_total", "counter", "LLM tokens used, by direction.");
   out += "ingestd_llm_tokens_total{direction=\"input\"} " + std::to_string(llm_input_tokens.load())
          + "\n";

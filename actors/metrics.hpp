@@ -54,6 +54,9 @@ public:
   /// Messages received when their slots had been taken meanwhile (by another stage's poller):
   /// made visible again at once.
   std::atomic<int64_t> admission_give_backs{0};
+  /// Documents whose tenant's monthly budget was spent: read with the local providers, or held.
+  std::atomic<int64_t> budget_downgraded{0};
+  std::atomic<int64_t> budget_held{0};
 
   /// The node's admission, whose figures (in flight, slots, units, the CPU backlog) the
   /// exposition shows; set by the node's builder.

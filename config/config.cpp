@@ -483,6 +483,20 @@ std::vector<std::string> name_list(const std::string& text) {
   return out;
 }
 
+namespace {
+
+/// The number `text` holds (all of it), when it lies from `lo` to `hi`.
+std::optional<double> number_in(const std::string& text, double lo, double hi) {
+  char* end = nullptr;
+  errno = 0;
+  auto x = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || errno != 0 || !(x >= lo && x <= hi))
+    return std::nullopt;
+  return x;
+}
+
+} // namespace
+
 result<std::vector<tenant_weight>> tenant_weights_of(const std::string& text) {
   std::vector<tenant_weight> out;
   std::set<std::string> seen;
@@ -500,16 +514,48 @@ result<std::vector<tenant_weight>> tenant_weights_of(const std::string& text) {
     if (!id)
       return bad("the tenant must be a tenant id (a UUID)");
     w.tenant = id->str();
-    auto number = pair.substr(colon + 1);
-    char* end = nullptr;
-    errno = 0;
-    w.weight = std::strtod(number.c_str(), &end);
-    if (number.empty() || end != number.c_str() + number.size() || errno != 0
-        || !(w.weight >= 0.01 && w.weight <= 1000))
+    auto weight = number_in(pair.substr(colon + 1), 0.01, 1000);
+    if (!weight)
       return bad("the weight must be a number from 0.01 to 1000");
+    w.weight = *weight;
     if (!seen.insert(w.tenant).second)
       return bad("the tenant is listed twice");
     out.push_back(std::move(w));
+  }
+  return out;
+}
+
+result<std::vector<tenant_budget>> tenant_budgets_of(const std::string& text) {
+  std::vector<tenant_budget> out;
+  std::set<std::string> seen;
+  for (auto& entry : name_list(text)) {
+    auto bad = [&](const std::string& why) {
+      std::string message = "\"";
+      message.append(entry).append("\": ").append(why);
+      return error::make_permanent("config.bad_tenant_budget", std::move(message));
+    };
+    auto first = entry.find(':');
+    if (first == std::string::npos)
+      return bad("expected TENANT_ID:AMOUNT or TENANT_ID:AMOUNT:ACTION");
+    auto second = entry.find(':', first + 1);
+    tenant_budget b;
+    auto id = uuid::parse(entry.substr(0, first));
+    if (!id)
+      return bad("the tenant must be a tenant id (a UUID)");
+    b.tenant = id->str();
+    auto amount = number_in(
+        entry.substr(first + 1, second == std::string::npos ? second : second - first - 1), 0, 1e9);
+    if (!amount)
+      return bad("the amount must be a number from 0 to 1e9");
+    b.amount = *amount;
+    if (second != std::string::npos) {
+      b.action = entry.substr(second + 1);
+      if (b.action != "downgrade" && b.action != "hold")
+        return bad("the action must be downgrade or hold");
+    }
+    if (!seen.insert(b.tenant).second)
+      return bad("the tenant is listed twice");
+    out.push_back(std::move(b));
   }
   return out;
 }

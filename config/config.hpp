@@ -219,12 +219,22 @@ struct config {
     int max_attempts{};
   } extraction;
 
-  /// Prices for `ingestd usage` (0: not priced).
+  /// Prices for `ingestd usage` and the budgets (0: not priced), and the tenants' monthly budgets.
   struct usage_section {
     double llm_input_price_per_million_tokens{};
     double llm_output_price_per_million_tokens{};
     double document_ai_price_per_thousand_pages{};
     std::string currency;
+    /// Every tenant's monthly budget in `currency` (0: none), where tenant_budgets names none.
+    double monthly_budget{};
+    /// "TENANT_ID:AMOUNT[:ACTION],..." (tenant_budgets_of).
+    std::string tenant_budgets;
+    /// What a tenant's work meets once its month's cost reached its budget: "downgrade" (the
+    /// local providers read it, and its ingestion says so) or "hold" (it stays queued).
+    std::string budget_action;
+    /// How old a tenant's cost may be when a job asks for it, and how long held work waits
+    /// before it asks again.
+    int budget_recheck_seconds{};
   } usage;
 
   struct notify_section {
@@ -351,6 +361,19 @@ struct tenant_weight {
 /// The pairs of queue.tenant_weights ("TENANT_ID:WEIGHT,..."), or what is wrong with them: a tenant
 /// is a UUID, a weight a number from 0.01 to 1000, each tenant once.
 result<std::vector<tenant_weight>> tenant_weights_of(const std::string& text);
+
+/// A tenant's monthly budget and what its work meets beyond it.
+struct tenant_budget {
+  std::string tenant;
+  double amount = 0;
+  /// "downgrade" or "hold"; empty: usage.budget_action.
+  std::string action;
+};
+
+/// The entries of usage.tenant_budgets ("TENANT_ID:AMOUNT[:ACTION],..."), or what is wrong with
+/// them: a tenant is a UUID, an amount a number from 0 to 1e9, an action "downgrade" or "hold",
+/// each tenant once.
+result<std::vector<tenant_budget>> tenant_budgets_of(const std::string& text);
 
 /// "postgresql://user:****@host/db" for "postgresql://user:secret@host/db".
 std::string mask_url_password(const std::string& url);

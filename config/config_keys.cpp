@@ -365,7 +365,24 @@ const std::vector<key_spec>& schema() {
                 0, 0, 1e6)
         .number("document_ai_price_per_thousand_pages",
                 &usage::document_ai_price_per_thousand_pages, 0, 0, 1e6)
-        .text("currency", &usage::currency, "USD");
+        .text("currency", &usage::currency, "USD")
+        // Monthly budgets: once a tenant's cost this month (UTC, at the prices above) reached its
+        // budget, its documents meet budget_action instead of a paid provider: "downgrade" reads
+        // them with the local providers and says so on the ingestion, "hold" leaves them queued
+        // until the budget allows (a new month, a larger budget). A BUDGET_EXCEEDED event tells
+        // once per tenant and month. 0 and no tenant_budgets: no budgets.
+        .number("monthly_budget", &usage::monthly_budget, 0, 0, 1e9)
+        // "TENANT_ID:AMOUNT[:ACTION],...": a tenant's own budget (0: none) and action.
+        .text("tenant_budgets", &usage::tenant_budgets, "",
+              [](const config&, const value& v) -> std::optional<std::string> {
+                auto budgets = tenant_budgets_of(std::get<std::string>(v));
+                if (budgets)
+                  return std::nullopt;
+                return "TENANT_ID:AMOUNT[:downgrade|hold] entries separated by commas; "
+                       + budgets.error().message;
+              })
+        .choice("budget_action", &usage::budget_action, "downgrade", {"downgrade", "hold"})
+        .integer("budget_recheck_seconds", &usage::budget_recheck_seconds, 60, 1, 86400);
 
     using notify = config::notify_section;
     keys(t, "notify", &config::notify).text("link_template", &notify::link_template, "");

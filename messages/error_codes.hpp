@@ -20,6 +20,9 @@ inline constexpr std::string_view step_exception = "step.exception";
 inline constexpr std::string_view cpu_busy = "cpu.busy";
 /// A provider's limits held the request past limits.max_wait_seconds: given back too.
 inline constexpr std::string_view provider_busy = "provider.busy";
+/// The tenant's monthly budget is spent and its work waits (usage.budget_action "hold"): given
+/// back, visible again after the error's retry_after_ms, no attempt counted.
+inline constexpr std::string_view budget_held = "budget.held";
 /// A claim found its item's crashes at the limit and failed it.
 inline constexpr std::string_view poison = "poison";
 

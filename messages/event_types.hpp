@@ -1,7 +1,7 @@
-// The types of the status event stream (the outbox's events: the migrations' triggers and
-// `ingestd retry` and `ingestd erase` write them; the node writes WORKER_STARTED and
-// WORKER_FINISHED). A sink may take a subset (outbox.events_webhook_types, outbox.events_sqs_types;
-// the failure notifier takes the failures).
+// The types of the status event stream (the outbox's events: the migrations' triggers,
+// `ingestd retry` and `ingestd erase` write them, the budgets BUDGET_EXCEEDED; the node writes
+// WORKER_STARTED and WORKER_FINISHED). A sink may take a subset (outbox.events_webhook_types,
+// outbox.events_sqs_types; the failure notifier takes the failures).
 #pragma once
 
 #include <algorithm>
@@ -13,10 +13,12 @@ namespace ingestd {
 
 inline const std::vector<std::string>& event_types() {
   static const std::vector<std::string> types{
-      "DOCUMENT_ADDED",     "INGESTION_QUEUED",  "INGESTION_STARTED",   "INGESTION_COMPLETED",
-      "INGESTION_FAILED",   "INGESTION_SKIPPED", "INGESTION_CANCELLED", "DOCUMENT_PROCESSED",
-      "MATCHING_COMPLETED", "MATCHING_FAILED",   "REVIEW_COMPLETED",    "DOCUMENT_ERASED",
-      "RETRY_REQUESTED",    "WARNING",           "WORKER_STARTED",      "WORKER_FINISHED"};
+      "DOCUMENT_ADDED",      "INGESTION_QUEUED",   "INGESTION_STARTED",
+      "INGESTION_COMPLETED", "INGESTION_FAILED",   "INGESTION_SKIPPED",
+      "INGESTION_CANCELLED", "DOCUMENT_PROCESSED", "MATCHING_COMPLETED",
+      "MATCHING_FAILED",     "REVIEW_COMPLETED",   "DOCUMENT_ERASED",
+      "RETRY_REQUESTED",     "BUDGET_EXCEEDED",    "WARNING",
+      "WORKER_STARTED",      "WORKER_FINISHED"};
   return types;
 }
 

@@ -197,11 +197,12 @@ SELECT f.attempt_count, f.status, (SELECT n FROM sent), (SELECT appended FROM au
 )sql"};
 
 // A give-back: the cleared token records it (the next claim counts no crash), and the message,
-// made visible again by the caller, is seen.
+// made visible again by the caller after $10 seconds, is seen; the item is due then.
 constexpr pg::statement release_sql{"ingestd_work_release", R"sql(
 WITH r AS (
   UPDATE work_item
-     SET claim_token = NULL, lease_expires_at = NULL, due_at = now(), message_seen_at = now()
+     SET claim_token = NULL, lease_expires_at = NULL,
+         due_at = now() + make_interval(secs => $10::double precision), message_seen_at = now()
    WHERE id = $1 AND claim_token = $2 AND status = 'in-progress'
   RETURNING id
 ), audit AS (
@@ -524,17 +525,19 @@ void pg_work_repository::record_failure(claim_ref ref, failure_record record,
   });
 }
 
-void pg_work_repository::release(claim_ref ref, std::vector<audit_event> audit,
-                                 callback<void> done) {
-  pool_->call(
-      std::move(done), [ref, audit = std::move(audit)](pg::connection& conn, const auto& done) {
-        auto res = conn.exec(release_sql, with_audit({ref.item.str(), ref.token.str()}, audit));
-        if (!res)
-          return done(res.error());
-        if (res->i64(0, 0) == 0)
-          return done(pg::claim_lost(ref, "release"));
-        done(result<void>{});
-      });
+void pg_work_repository::release(claim_ref ref, std::chrono::seconds delay,
+                                 std::vector<audit_event> audit, callback<void> done) {
+  pool_->call(std::move(done),
+              [ref, delay, audit = std::move(audit)](pg::connection& conn, const auto& done) {
+                auto params = with_audit({ref.item.str(), ref.token.str()}, audit);
+                params.emplace_back(std::to_string(delay.count()));
+                auto res = conn.exec(release_sql, params);
+                if (!res)
+                  return done(res.error());
+                if (res->i64(0, 0) == 0)
+                  return done(pg::claim_lost(ref, "release"));
+                done(result<void>{});
+              });
 }
 
 void pg_work_repository::record_cancelled(claim_ref ref, std::vector<audit_event> audit,

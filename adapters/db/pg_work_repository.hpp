@@ -41,7 +41,8 @@ public:
                 callback<std::vector<result<void>>> done) override;
   void record_failure(claim_ref ref, failure_record record, std::chrono::seconds retry_delay,
                       std::vector<audit_event> audit, callback<failure_outcome> done) override;
-  void release(claim_ref ref, std::vector<audit_event> audit, callback<void> done) override;
+  void release(claim_ref ref, std::chrono::seconds delay, std::vector<audit_event> audit,
+               callback<void> done) override;
   void record_cancelled(claim_ref ref, std::vector<audit_event> audit,
                         callback<void> done) override;
   void append_audit(std::vector<audit_event> events, callback<void> done) override;

@@ -72,8 +72,11 @@ public:
       = 0;
 
   /// Gives a claim up without counting an attempt (shutdown, a database that went away, no
-  /// CPU worker in time): the claim cleared, due now, with the audit trail so far.
-  virtual void release(claim_ref ref, std::vector<audit_event> audit, callback<void> done) = 0;
+  /// CPU worker in time, a tenant's spent budget): the claim cleared, due after `delay` (when its
+  /// message is visible again), with the audit trail so far.
+  virtual void release(claim_ref ref, std::chrono::seconds delay, std::vector<audit_event> audit,
+                       callback<void> done)
+      = 0;
 
   /// Cancelled while it ran: final status `cancelled`, fenced, with the audit trail so far.
   virtual void record_cancelled(claim_ref ref, std::vector<audit_event> audit, callback<void> done)

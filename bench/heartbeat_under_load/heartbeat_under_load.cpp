@@ -72,7 +72,10 @@ struct instant_work : work_repository {
                       callback<failure_outcome> done) override {
     done(failure_outcome{});
   }
-  void release(claim_ref, std::vector<audit_event>, callback<void> done) override { done({}); }
+  void release(claim_ref, std::chrono::seconds, std::vector<audit_event>,
+               callback<void> done) override {
+    done({});
+  }
   void record_cancelled(claim_ref, std::vector<audit_event>, callback<void> done) override {
     done({});
   }

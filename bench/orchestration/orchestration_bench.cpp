@@ -159,9 +159,10 @@ public:
     ++other;
     inner_->record_failure(ref, std::move(record), retry_delay, std::move(audit), std::move(done));
   }
-  void release(claim_ref ref, std::vector<audit_event> audit, callback<void> done) override {
+  void release(claim_ref ref, std::chrono::seconds delay, std::vector<audit_event> audit,
+               callback<void> done) override {
     ++other;
-    inner_->release(ref, std::move(audit), std::move(done));
+    inner_->release(ref, delay, std::move(audit), std::move(done));
   }
   void record_cancelled(claim_ref ref, std::vector<audit_event> audit,
                         callback<void> done) override {

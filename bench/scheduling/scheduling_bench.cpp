@@ -370,7 +370,8 @@ public:
     }
     done(f);
   }
-  void release(claim_ref ref, std::vector<audit_event>, callback<void> done) override {
+  void release(claim_ref ref, std::chrono::seconds, std::vector<audit_event>,
+               callback<void> done) override {
     {
       std::lock_guard g{mtx_};
       if (holds(ref))

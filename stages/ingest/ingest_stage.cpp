@@ -1,12 +1,14 @@
 // The ingest stage's steps, between the claim and the outcome (the lifecycle around them is
 // actors/job.cpp's), and its failure hook for the size classes:
 //
-//   load ─► providers ─► resume? ──stored transcription (parsed on the CPU pool)─────────┐
+//   load ─► providers ─► budget ─► resume? ──stored transcription (parsed on the CPU pool)─┐
 //                           └─none─► fetch ─► transcribe ─► store ─► record ──────────────┤
 //                                                                                         ▼
 //                                      extract (the local rules on the CPU pool) ─► gate ─►
 //                                      complete
 //
+// budget asks the tenants' budgets when a paid provider would read the document: a tenant whose
+// month is spent has it read by the local providers (its ingestion says so) or left queued.
 // complete writes the result and the work item's completion in one transaction, with the
 // document's matching as the next work when the match stage is on. A gate that refuses the
 // extraction keeps it for the reviewer, then fails the attempt.
@@ -18,8 +20,10 @@
 
 #include "actors/job.hpp"
 #include "adapters/db/pg_ingest_repository.hpp"
+#include "adapters/db/pg_usage_repository.hpp"
 #include "adapters/extraction/quality_gate.hpp"
 #include "adapters/ocr/transcription_json.hpp"
+#include "adapters/providers/budget_ledger.hpp"
 #include "adapters/providers/provider_set.hpp"
 #include "config/providers.hpp"
 #include "messages/file_type.hpp"
@@ -87,7 +91,7 @@ private:
           details_ = std::move(*r);
           job_->step_done("ok");
           if (choose_providers())
-            resume_or_fetch();
+            check_budget();
         });
   }
 
@@ -114,6 +118,49 @@ private:
         "chosen", "transcription " + named(details_.transcription_provider, ocr_->name())
                       + ", extraction " + named(details_.extraction_provider, extractor_->name()));
     return true;
+  }
+
+  /// The local providers, when the node runs them (null otherwise).
+  template <class Map>
+  static typename Map::mapped_type local(const Map& named, std::string_view name) {
+    auto it = named.find(name);
+    return it == named.end() ? nullptr : it->second;
+  }
+
+  /// When a paid provider would read the document and the tenant's month has reached its
+  /// budget: the local providers read it instead (downgrade), or the work waits (hold).
+  void check_budget() {
+    auto local_ocr = local(ports_->transcribers, "tesseract");
+    auto local_extract = local(ports_->extractors, "local");
+    auto paid = (local_ocr && ocr_ != local_ocr) || (local_extract && extractor_ != local_extract);
+    if (!ports_->budget || !paid || !ports_->budget->budget_of(job_->claim().tenant_id))
+      return resume_or_fetch();
+    job_->request<budget_verdict>(
+        "budget", [&](auto cb) { ports_->budget->check(job_->claim().tenant_id, std::move(cb)); },
+        [this, local_ocr, local_extract](result<budget_verdict> r) {
+          if (!r)
+            return job_->step_failed(r.error());
+          if (!r->exceeded) {
+            job_->step_done("ok");
+            return resume_or_fetch();
+          }
+          if (r->action == budget_action::hold) {
+            job_->step_done("held", r->describe());
+            ++job_->node().metrics->budget_held;
+            auto held = error::make_transient(std::string{errc::budget_held},
+                                              r->describe() + ": the work waits");
+            held.retry_after_ms = std::chrono::milliseconds{ports_->budget->recheck()}.count();
+            return job_->fail(held);
+          }
+          if (local_ocr)
+            ocr_ = local_ocr;
+          if (local_extract)
+            extractor_ = local_extract;
+          budget_note_ = r->describe() + ": read with the local providers";
+          ++job_->node().metrics->budget_downgraded;
+          job_->step_done("downgraded", budget_note_);
+          resume_or_fetch();
+        });
   }
 
   /// Crash resume: a transcription stored by an earlier attempt is reused.
@@ -325,7 +372,9 @@ private:
                               completion_record{fields_.structured_data, true, fields_.input_tokens,
                                                 fields_.output_tokens, fields_.model,
                                                 review_reason}};
-          c.work.remark = review_reason;
+          c.work.remark = review_reason.empty() || budget_note_.empty()
+                              ? review_reason + budget_note_
+                              : review_reason + "; " + budget_note_;
           ports_->db->complete({std::move(c)}, std::move(cb));
         },
         [this](result<std::vector<result<void>>> r) {
@@ -347,6 +396,8 @@ private:
   /// This ingestion's providers (choose_providers).
   std::shared_ptr<transcriber> ocr_;
   std::shared_ptr<extractor> extractor_;
+  /// Why the local providers read it (the tenant's budget is spent); empty: as chosen.
+  std::string budget_note_;
   std::string file_;
   transcription text_;
   extraction fields_;
@@ -428,6 +479,8 @@ result<std::vector<std::shared_ptr<const stage>>> ingest_stages(stage_env& env) 
   ports->ocr = ports->transcribers.at(cfg.transcription.provider);
   ports->extractors = env.providers.extractors();
   ports->extract = ports->extractors.at(cfg.extraction.provider);
+  ports->budget = budget_ledger::make(
+      cfg, [&] { return std::make_shared<pg_usage_repository>(cfg.database.url, env.session); });
 
   ingest_settings settings;
   settings.max_in_flight = cfg.stages.ingest_max_in_flight;

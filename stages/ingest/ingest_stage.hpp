@@ -21,6 +21,7 @@
 
 namespace ingestd {
 
+class budget_ledger;
 struct config;
 struct stage_env;
 struct queue_spec;
@@ -39,6 +40,8 @@ struct ingest_ports {
   std::map<std::string, std::shared_ptr<extractor>, std::less<>> extractors;
   /// The quality gate; empty: quality_gate's evaluate().
   std::function<gate_verdict(const extraction&)> gate;
+  /// The tenants' monthly budgets, asked before a paid provider reads a document; null: none.
+  std::shared_ptr<budget_ledger> budget;
 };
 
 /// One size class of the stage, or the stage without classes (name empty).

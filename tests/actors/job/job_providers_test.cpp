@@ -1,15 +1,37 @@
-// The ingest job with the providers a reprocess chose for its ingestion (migration 013), on the
-// deterministic scheduler with the port fakes: the node's transcriber and extractor of those
-// names run instead of the configured ones, the audit trail names them, and a choice the node
-// does not run fails the ingestion for review at once, naming the provider and what it needs.
+// The ingest job's providers, on the deterministic scheduler with the port fakes:
+// - those a reprocess chose for its ingestion (migration 013): the node's transcriber and
+//   extractor of those names run instead of the configured ones, the audit trail names them, and
+//   a choice the node does not run fails the ingestion for review at once, naming the provider
+//   and what it needs;
+// - the tenants' monthly budgets: a tenant whose month is spent has its document read by the
+//   local providers (and its work item says so), or the work is given back to wait, with no
+//   attempt counted; the budget is asked only when a paid provider would read the document.
 #define CAF_SUITE job_providers
 #include "caf/test/unit_test_impl.hpp"
 
+#include "adapters/providers/budget_ledger.hpp"
 #include "tests/actors/support/actor_fixture.hpp"
 
 using namespace ingestd;
 
 namespace {
+
+/// The budgets' database: a settable month of use; counts its reads and the notices.
+class fake_usage : public usage_repository {
+public:
+  month_usage use{"2026-11", 0, 0, 0};
+  int reads = 0;
+  std::vector<budget_notice> notices;
+
+  void month_usage_of(uuid, callback<month_usage> done) override {
+    ++reads;
+    done(use);
+  }
+  void budget_exceeded(budget_notice notice, callback<bool> done) override {
+    notices.push_back(std::move(notice));
+    done(notices.size() == 1);
+  }
+};
 
 struct fixture : test::actor_fixture {
   heartbeat_actor hb = heartbeat();
@@ -24,8 +46,11 @@ struct fixture : test::actor_fixture {
     llm->next_result.model = "chosen-model";
   }
 
+  /// One tenant's documents.
+  uuid tenant = uuid::v7();
+
   uuid add_document() {
-    auto id = db->add("documents/d.txt", "text/plain");
+    auto id = db->add("documents/d.txt", "text/plain", 0, "ingest", tenant);
     store->set("documents/d.txt", "Invoice INV-1 total 119.00");
     return id;
   }
@@ -43,6 +68,29 @@ struct fixture : test::actor_fixture {
 
   static bool contains(const std::string& text, const std::string& part) {
     return text.find(part) != std::string::npos;
+  }
+
+  std::shared_ptr<fake_usage> usage = std::make_shared<fake_usage>();
+  std::chrono::steady_clock::time_point now{std::chrono::hours{1}};
+
+  /// Every tenant's budget: 1.00 USD a month with `action`; LLM input at 1,000 USD per million
+  /// tokens; the budget asked again after 60 s.
+  void budgets(const std::string& action) {
+    config cfg;
+    cfg.usage.llm_input_price_per_million_tokens = 1000;
+    cfg.usage.currency = "USD";
+    cfg.usage.monthly_budget = 1.0;
+    cfg.usage.budget_action = action;
+    cfg.usage.budget_recheck_seconds = 60;
+    ports->budget = budget_ledger::make(
+        cfg, [this] { return usage; }, [this] { return now; });
+  }
+
+  /// A document whose reprocess chose the paid providers.
+  uuid add_paid_document() {
+    auto id = add_document();
+    db->choose_providers(id, "document_ai", "llm");
+    return id;
   }
 };
 
@@ -150,6 +198,81 @@ CAF_TEST(a chosen extractor the node does not run names the configuration it nee
   CAF_CHECK(contains(row.last_error, "extraction.llm_base_url"));
   CAF_CHECK(contains(row.last_error, "INGESTD_LLM_API_KEY"));
   CAF_CHECK_EQUAL(document_ai->calls(), 0);
+}
+
+CAF_TEST(a tenant within its budget has its document read by the paid providers) {
+  budgets("downgrade");
+  usage->use.llm_input_tokens = 999; // 0.999 USD of 1.00
+  auto id = add_paid_document();
+  CAF_CHECK_EQUAL(run_job(id.str(), hb).result, job_result::completed);
+  CAF_CHECK_EQUAL(document_ai->calls(), 1);
+  CAF_CHECK_EQUAL(llm->calls(), 1);
+  CAF_CHECK_EQUAL(detail_of(id, "budget"), "ok: ");
+  CAF_CHECK_EQUAL(work->item(id).last_error, "");
+  // A second document within the recheck reuses the figure; after it, the figure is read again.
+  CAF_CHECK_EQUAL(run_job(add_paid_document().str(), hb).result, job_result::completed);
+  CAF_CHECK_EQUAL(usage->reads, 1);
+  now += std::chrono::seconds{61};
+  CAF_CHECK_EQUAL(run_job(add_paid_document().str(), hb).result, job_result::completed);
+  CAF_CHECK_EQUAL(usage->reads, 2);
+  CAF_CHECK(usage->notices.empty());
+}
+
+CAF_TEST(a tenant whose budget is spent has its document read by the local providers) {
+  budgets("downgrade");
+  usage->use.llm_input_tokens = 1000; // 1.00 USD of 1.00
+  auto id = add_paid_document();
+  CAF_CHECK_EQUAL(run_job(id.str(), hb).result, job_result::completed);
+  CAF_CHECK_EQUAL(document_ai->calls() + llm->calls(), 0);
+  CAF_CHECK_EQUAL(ocr->calls(), 1);
+  CAF_CHECK_EQUAL(extract->calls(), 1);
+  auto said = "the tenant's monthly budget of 1.00 USD is spent (1.00 USD in 2026-11): read with "
+              "the local providers";
+  CAF_CHECK_EQUAL(detail_of(id, "budget"), std::string{"downgraded: "} + said);
+  CAF_CHECK_EQUAL(work->item(id).status, "completed");
+  CAF_CHECK_EQUAL(work->item(id).last_error, said);
+  // The notice once per month, whatever the documents.
+  CAF_CHECK_EQUAL(run_job(add_paid_document().str(), hb).result, job_result::completed);
+  CAF_REQUIRE_EQUAL(usage->notices.size(), 1u);
+  CAF_CHECK_EQUAL(usage->notices[0].month, "2026-11");
+  CAF_CHECK_EQUAL(usage->notices[0].action, "downgrade");
+  CAF_CHECK_EQUAL(usage->notices[0].budget, 1.0);
+  check_no_violations();
+}
+
+CAF_TEST(the work of a held tenant is given back to wait without counting an attempt) {
+  budgets("hold");
+  usage->use.llm_input_tokens = 5000;
+  auto id = add_paid_document();
+  CAF_CHECK_EQUAL(run_job(id.str(), hb).result, job_result::released);
+  CAF_CHECK_EQUAL(document_ai->calls() + llm->calls() + ocr->calls() + extract->calls(), 0);
+  auto row = work->item(id);
+  CAF_CHECK_EQUAL(row.status, "in-progress");
+  CAF_CHECK_EQUAL(row.attempt_count, 0);
+  CAF_CHECK_EQUAL(row.releases, 1);
+  CAF_CHECK(!row.token);
+  // The message waits out the recheck before it is received again.
+  auto changes = queue->visibility_calls();
+  CAF_REQUIRE(!changes.empty());
+  CAF_CHECK_EQUAL(changes.back().timeout.count(), 60);
+  CAF_CHECK(contains(detail_of(id, "budget"), "held: the tenant's monthly budget of 1.00 USD"));
+  CAF_CHECK_EQUAL(usage->notices.size(), 1u);
+  CAF_CHECK_EQUAL(usage->notices[0].action, "hold");
+  // Once the budget allows (a new month: nothing used), the same work goes through.
+  usage->use = month_usage{"2026-12", 0, 0, 0};
+  now += std::chrono::seconds{60};
+  CAF_CHECK_EQUAL(run_job(id.str(), hb).result, job_result::completed);
+  CAF_CHECK_EQUAL(llm->calls(), 1);
+  check_no_violations();
+}
+
+CAF_TEST(the budget is not asked when only the local providers would read the document) {
+  budgets("hold");
+  usage->use.llm_input_tokens = 5000;
+  auto id = add_document();
+  CAF_CHECK_EQUAL(run_job(id.str(), hb).result, job_result::completed);
+  CAF_CHECK_EQUAL(usage->reads, 0);
+  CAF_CHECK_EQUAL(detail_of(id, "budget"), "");
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -318,7 +318,7 @@ TEST_F(container_repository_test, load_answers_the_container_and_its_depth_in_th
 TEST_F(container_repository_test, the_unpack_stages_net_revives_its_own_items_only) {
   use_queues(false);
   auto p = claimed_container();
-  ASSERT_TRUE(await<void>([&](auto cb) { work->release(p.ref, {}, cb); }));
+  ASSERT_TRUE(await<void>([&](auto cb) { work->release(p.ref, std::chrono::seconds{0}, {}, cb); }));
   db->query("DELETE FROM queue_message");
   db->query("UPDATE work_item SET due_at = now() - interval '1 hour', message_seen_at = now() - "
             "interval '1 hour'");
@@ -342,7 +342,7 @@ TEST_F(container_repository_test, the_unpack_stages_net_revives_its_own_items_on
 TEST_F(container_repository_test, the_unpack_net_leaves_a_container_whose_message_exists) {
   use_queues(false);
   auto p = claimed_container();
-  ASSERT_TRUE(await<void>([&](auto cb) { work->release(p.ref, {}, cb); }));
+  ASSERT_TRUE(await<void>([&](auto cb) { work->release(p.ref, std::chrono::seconds{0}, {}, cb); }));
   db->query("UPDATE work_item SET due_at = now() - interval '1 hour', message_seen_at = now() - "
             "interval '1 hour'");
   EXPECT_EQ(count("SELECT count(*) FROM queue_message WHERE queue_name = $1 AND body = $2",

@@ -289,7 +289,7 @@ TEST_F(matching_repository_test, finished_unqueued_and_unknown_documents_are_not
 TEST_F(matching_repository_test, release_gives_back_without_counting) {
   auto doc = add_document();
   auto ref = claimed(doc);
-  auto res = await<void>([&](auto cb) { work->release(ref, {}, cb); });
+  auto res = await<void>([&](auto cb) { work->release(ref, std::chrono::seconds{0}, {}, cb); });
   ASSERT_TRUE(res) << res.error().describe();
   EXPECT_EQ(matching(doc), "pending");
   EXPECT_EQ(matching(doc, "matching_attempts"), "0");
@@ -355,7 +355,8 @@ TEST_F(matching_repository_test, a_lost_claim_fences_every_write_out) {
   auto failed = fail(old, error::make_permanent("x", "y"));
   ASSERT_FALSE(failed);
   EXPECT_TRUE(failed.error().claim_lost());
-  auto released = await<void>([&](auto cb) { work->release(old, {}, cb); });
+  auto released
+      = await<void>([&](auto cb) { work->release(old, std::chrono::seconds{0}, {}, cb); });
   ASSERT_FALSE(released);
   EXPECT_TRUE(released.error().claim_lost());
   auto lost = await<std::vector<claim_ref>>([&](auto cb) {

@@ -275,8 +275,9 @@ protected:
                            std::move(audit), cb);
     });
   }
-  result<void> release(claim_ref ref, std::vector<audit_event> audit = {}) {
-    return await<void>([&](auto cb) { work->release(ref, std::move(audit), cb); });
+  result<void> release(claim_ref ref, std::vector<audit_event> audit = {},
+                       std::chrono::seconds delay = std::chrono::seconds{0}) {
+    return await<void>([&](auto cb) { work->release(ref, delay, std::move(audit), cb); });
   }
   result<void> cancelled(claim_ref ref, std::vector<audit_event> audit = {}) {
     return await<void>([&](auto cb) { work->record_cancelled(ref, std::move(audit), cb); });

@@ -105,6 +105,7 @@ TEST_F(revive_test, only_items_nobody_holds_past_due_whose_message_is_gone_get_a
 
 TEST_F(revive_test, only_one_of_two_concurrent_sweepers_sends_and_each_item_gets_one_message) {
   std::vector<uuid> ids;
+  ids.reserve(20);
   for (int i = 0; i < 20; ++i)
     ids.push_back(new_ingestion());
   pg_work_repository other{db->url()};
@@ -208,7 +209,7 @@ TEST_F(revive_test,
   ASSERT_TRUE(lost);
   EXPECT_TRUE(lost->empty());
   expire_lease(renewed);
-  ASSERT_TRUE(await<void>([&](auto cb) { sqs.release(tg, {}, cb); }));
+  ASSERT_TRUE(await<void>([&](auto cb) { sqs.release(tg, std::chrono::seconds{0}, {}, cb); }));
   db->query("UPDATE work_item SET due_at = now() - interval '1 hour'");
   auto sent = await<int64_t>([&](auto cb) {
     sqs.revive(revive_request{"ingest", "", ingest_queue, 60s, 100}, cb);

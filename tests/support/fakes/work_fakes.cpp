@@ -247,8 +247,8 @@ void fake_work_repository::record_failure(claim_ref ref, failure_record record,
   done(std::move(r));
 }
 
-void fake_work_repository::release(claim_ref ref, std::vector<audit_event> audit,
-                                   callback<void> done) {
+void fake_work_repository::release(claim_ref ref, std::chrono::seconds,
+                                   std::vector<audit_event> audit, callback<void> done) {
   result<void> r;
   {
     std::lock_guard guard{mtx_};
@@ -647,10 +647,11 @@ std::vector<std::string> fake_work_repository::violations() {
 // -- fake_ingest_repository ---------------------------------------------------------------
 
 uuid fake_ingest_repository::add(const std::string& file_path, const std::string& mime_type,
-                                 int32_t attempts, const std::string& stage) {
+                                 int32_t attempts, const std::string& stage,
+                                 std::optional<uuid> tenant) {
   fake_ingestion row;
   row.document_id = uuid::v7();
-  row.tenant_id = uuid::v7();
+  row.tenant_id = tenant ? *tenant : uuid::v7();
   row.details.file_path = file_path;
   row.details.mime_type = mime_type;
   auto id = uuid::v7();

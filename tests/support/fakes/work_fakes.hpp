@@ -97,7 +97,8 @@ public:
                 callback<std::vector<result<void>>> done) override;
   void record_failure(claim_ref ref, failure_record record, std::chrono::seconds retry_delay,
                       std::vector<audit_event> audit, callback<failure_outcome> done) override;
-  void release(claim_ref ref, std::vector<audit_event> audit, callback<void> done) override;
+  void release(claim_ref ref, std::chrono::seconds delay, std::vector<audit_event> audit,
+               callback<void> done) override;
   void record_cancelled(claim_ref ref, std::vector<audit_event> audit,
                         callback<void> done) override;
   void append_audit(std::vector<audit_event> events, callback<void> done) override;
@@ -223,10 +224,11 @@ public:
   void complete(std::vector<ingest_completion> completions,
                 callback<std::vector<result<void>>> done) override;
 
-  /// Adds an ingestion of a new document, with its in-progress work item of `stage` (the
-  /// claimed-work table); returns the ingestion's id.
+  /// Adds an ingestion of a new document (of `tenant`, or a new one), with its in-progress work
+  /// item of `stage` (the claimed-work table); returns the ingestion's id.
   uuid add(const std::string& file_path, const std::string& mime_type = "text/plain",
-           int32_t attempts = 0, const std::string& stage = "ingest");
+           int32_t attempts = 0, const std::string& stage = "ingest",
+           std::optional<uuid> tenant = std::nullopt);
   /// The providers a reprocess chose for the ingestion (empty: as configured).
   void choose_providers(const uuid& id, const std::string& transcription,
                         const std::string& extraction);

@@ -407,3 +407,35 @@ TEST_F(config_test, the_providers_a_node_runs_are_those_whose_configuration_is_c
             std::string_view::npos);
   EXPECT_TRUE(provider_requirement("tesseract").empty());
 }
+
+TEST_F(config_test, tenant_budgets_name_a_tenant_an_amount_and_maybe_an_action) {
+  auto a = "0b7e0a52-3d1e-4c55-9a55-7c2b7f0a0001";
+  auto b = "0b7e0a52-3d1e-4c55-9a55-7c2b7f0a0002";
+  auto budgets = tenant_budgets_of(std::string{a} + ":250, " + b + ":12.5:hold");
+  ASSERT_TRUE(budgets) << budgets.error().message;
+  ASSERT_EQ(budgets->size(), 2u);
+  EXPECT_EQ((*budgets)[0].tenant, a);
+  EXPECT_DOUBLE_EQ((*budgets)[0].amount, 250);
+  EXPECT_EQ((*budgets)[0].action, "");
+  EXPECT_DOUBLE_EQ((*budgets)[1].amount, 12.5);
+  EXPECT_EQ((*budgets)[1].action, "hold");
+  auto cfg = load_config(std::nullopt, {{"INGESTD_USAGE__TENANT_BUDGETS", std::string{a} + ":5"},
+                                        {"INGESTD_USAGE__BUDGET_ACTION", "hold"}});
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_EQ(cfg->usage.budget_action, "hold");
+  EXPECT_EQ(cfg->usage.budget_recheck_seconds, 60);
+  EXPECT_DOUBLE_EQ(cfg->usage.monthly_budget, 0);
+  // Each mistake named.
+  for (auto [text, why] : std::vector<std::pair<std::string, std::string>>{
+           {"nobody:5", "the tenant must be a tenant id"},
+           {std::string{a}, "expected TENANT_ID:AMOUNT"},
+           {std::string{a} + ":-1", "the amount must be a number from 0 to 1e9"},
+           {std::string{a} + ":5:pause", "the action must be downgrade or hold"},
+           {std::string{a} + ":5," + a + ":6", "the tenant is listed twice"}}) {
+    auto message = failure(std::nullopt, {{"INGESTD_USAGE__TENANT_BUDGETS", text}});
+    EXPECT_NE(message.find("usage.tenant_budgets"), std::string::npos) << message;
+    EXPECT_NE(message.find(why), std::string::npos) << text << ": " << message;
+  }
+  EXPECT_NE(failure(std::nullopt, {{"INGESTD_USAGE__BUDGET_ACTION", "pause"}}).find("hold"),
+            std::string::npos);
+}
