@@ -236,6 +236,14 @@ std::string worker_metrics::prometheus() const {
          + std::to_string(budget_downgraded.load()) + "\n";
   out += "ingestd_budget_actions_total{action=\"hold\"} " + std::to_string(budget_held.load())
          + "\n";
+  header(out, "ingestd_retention_pruned_total", "counter",
+         "What retention removed, by kind (objects, or audit rows).");
+  out += "ingestd_retention_pruned_total{kind=\"originals\"} "
+         + std::to_string(pruned_originals.load()) + "\n";
+  out += "ingestd_retention_pruned_total{kind=\"derived\"} " + std::to_string(pruned_derived.load())
+         + "\n";
+  out += "ingestd_retention_pruned_total{kind=\"audit_rows\"} "
+         + std::to_string(pruned_audit_rows.load()) + "\n";
   header(out, "ingestd_llm_tokens_total", "counter", "LLM tokens used, by direction.");
   out += "ingestd_llm_tokens_total{direction=\"input\"} " + std::to_string(llm_input_tokens.load())
          + "\n";

@@ -57,6 +57,10 @@ public:
   /// Documents whose tenant's monthly budget was spent: read with the local providers, or held.
   std::atomic<int64_t> budget_downgraded{0};
   std::atomic<int64_t> budget_held{0};
+  /// What retention pruned: originals, derived objects, audit rows.
+  std::atomic<int64_t> pruned_originals{0};
+  std::atomic<int64_t> pruned_derived{0};
+  std::atomic<int64_t> pruned_audit_rows{0};
 
   /// The node's admission, whose figures (in flight, slots, units, the CPU backlog) the
   /// exposition shows; set by the node's builder.

@@ -13,6 +13,7 @@
 
 #include "actors/heartbeat.hpp"
 #include "actors/poller.hpp"
+#include "actors/pruning.hpp"
 #include "actors/shutdown.hpp"
 #include "actors/sweeper.hpp"
 #include "adapters/support/log.hpp"
@@ -47,6 +48,10 @@ node start_node(caf::actor_system& sys, const std::shared_ptr<node_context>& ctx
     n.relay = spawn_relay(sys, options.outbox, options.destinations, options.relay, options.sinks,
                           ctx->metrics);
     others.push_back(caf::actor_cast<caf::actor>(n.relay));
+  }
+  if (options.retention) {
+    n.pruning = spawn_pruning(sys, options.retention, options.retention_interval, ctx->metrics);
+    others.push_back(caf::actor_cast<caf::actor>(n.pruning));
   }
   if (options.registry) {
     auto flags = options.drain_flags ? options.drain_flags : std::make_shared<node_drain_flags>();

@@ -22,6 +22,7 @@
 
 #include "actors/node_context.hpp"
 #include "actors/node_registry.hpp"
+#include "actors/pruning.hpp"
 #include "actors/relay.hpp"
 #include "messages/protocol.hpp"
 
@@ -41,6 +42,9 @@ struct node_options {
   /// The node's row in the cluster's registry, refreshed with the heartbeat (registered before,
   /// and marked stopped after, by the caller); no registry actor when null.
   std::shared_ptr<node_repository> registry;
+  /// The node's retention, a pass asked every `retention_interval`; no pruning actor when null.
+  std::shared_ptr<retention_pass> retention;
+  std::chrono::milliseconds retention_interval{600'000};
   node_registry_settings registration;
   std::shared_ptr<node_drain_flags> drain_flags;
   /// Called once, from an actor, when the node decides to drain itself (worker.lifetime_units,
@@ -61,6 +65,7 @@ struct node {
   sweeper_actor sweeper;
   relay_actor relay;
   node_registry_actor registry;
+  pruning_actor pruning;
 };
 
 /// The scheduler settings `ingestd run` uses, for a caller's config before its actor_system

@@ -11,6 +11,7 @@
 #include "actors/cpu_pool.hpp"
 #include "adapters/support/blocking_call.hpp"
 #include "adapters/support/log.hpp"
+#include "retention/pruner.hpp"
 #include "stages/registry.hpp"
 
 namespace ingestd {
@@ -156,6 +157,13 @@ const node& node_setup::start(std::function<void(const std::string& why)> on_sel
     opts.relay.retention = std::chrono::hours{cfg_.outbox.retention_hours};
     opts.relay.sink_retry_max = std::chrono::milliseconds{cfg_.outbox.events_retry_max_ms};
     opts.relay.max_attempts = cfg_.outbox.max_attempts;
+  }
+  // Retention: the pruning actor asks the pruner for a pass every interval.
+  if (auto policy = retention_policy::from(cfg_.retention); policy && policy->any()) {
+    opts.retention = std::make_shared<pruner>(
+        std::make_unique<pg_retention_repository>(cfg_.database.url, rt_->session), rt_->storage,
+        std::move(*policy), cfg_.retention.batch_size);
+    opts.retention_interval = std::chrono::seconds{cfg_.retention.interval_seconds};
   }
   opts.registry = nodes_;
   opts.registration.id = me_.id;

@@ -485,6 +485,19 @@ std::vector<std::string> name_list(const std::string& text) {
 
 namespace {
 
+/// The pieces of `text` between `sep`s.
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    auto at = text.find(sep, start);
+    out.push_back(text.substr(start, at == std::string::npos ? at : at - start));
+    if (at == std::string::npos)
+      return out;
+    start = at + 1;
+  }
+}
+
 /// The number `text` holds (all of it), when it lies from `lo` to `hi`.
 std::optional<double> number_in(const std::string& text, double lo, double hi) {
   char* end = nullptr;
@@ -556,6 +569,45 @@ result<std::vector<tenant_budget>> tenant_budgets_of(const std::string& text) {
     if (!seen.insert(b.tenant).second)
       return bad("the tenant is listed twice");
     out.push_back(std::move(b));
+  }
+  return out;
+}
+
+result<std::vector<tenant_retention>> tenant_retention_of(const std::string& text) {
+  std::vector<tenant_retention> out;
+  std::set<std::string> seen;
+  for (auto& entry : name_list(text)) {
+    auto bad = [&](const std::string& why) {
+      std::string message = "\"";
+      message.append(entry).append("\": ").append(why);
+      return error::make_permanent("config.bad_tenant_retention", std::move(message));
+    };
+    auto parts = split(entry, ':');
+    if (parts.size() < 2)
+      return bad("expected TENANT_ID:KIND=DAYS");
+    tenant_retention r;
+    auto id = uuid::parse(parts[0]);
+    if (!id)
+      return bad("the tenant must be a tenant id (a UUID)");
+    r.tenant = id->str();
+    for (size_t i = 1; i < parts.size(); ++i) {
+      auto eq = parts[i].find('=');
+      auto kind = parts[i].substr(0, eq);
+      auto days
+          = eq == std::string::npos ? std::nullopt : number_in(parts[i].substr(eq + 1), 0, 36500);
+      if (!days || *days != static_cast<int>(*days))
+        return bad("expected KIND=DAYS with DAYS a whole number from 0 to 36500");
+      int* slot = kind == "originals" ? &r.originals_days
+                  : kind == "derived" ? &r.derived_days
+                  : kind == "audit"   ? &r.audit_days
+                                      : nullptr;
+      if (slot == nullptr)
+        return bad("the kind must be originals, derived or audit");
+      *slot = static_cast<int>(*days);
+    }
+    if (!seen.insert(r.tenant).second)
+      return bad("the tenant is listed twice");
+    out.push_back(std::move(r));
   }
   return out;
 }

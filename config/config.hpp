@@ -201,6 +201,20 @@ struct config {
     int node_retention_hours{};
   } cluster;
 
+  /// How long documents' objects and audit rows are kept (0: for ever), pruned by the node.
+  struct retention_section {
+    /// Originals (and container members), by the document's age.
+    int originals_days{};
+    /// Transcriptions, preprocessed scans and the desk's page renders, by the ingestion's age.
+    int derived_days{};
+    /// The audit trail (ingestion_event), by the ingestion's age.
+    int audit_days{};
+    /// "TENANT_ID:KIND=DAYS[:KIND=DAYS...],..." (tenant_retention_of).
+    std::string tenant_days;
+    int interval_seconds{};
+    int batch_size{};
+  } retention;
+
   struct transcription_section {
     std::string provider;
     double ocr_quality_threshold{};
@@ -374,6 +388,18 @@ struct tenant_budget {
 /// them: a tenant is a UUID, an amount a number from 0 to 1e9, an action "downgrade" or "hold",
 /// each tenant once.
 result<std::vector<tenant_budget>> tenant_budgets_of(const std::string& text);
+
+/// A tenant's own retention, in days (-1: the configured default; 0: for ever).
+struct tenant_retention {
+  std::string tenant;
+  int originals_days = -1;
+  int derived_days = -1;
+  int audit_days = -1;
+};
+
+/// The entries of retention.tenant_days ("TENANT_ID:KIND=DAYS[:KIND=DAYS...],...", KIND one of
+/// originals, derived, audit; DAYS from 0 to 36500), or what is wrong with them.
+result<std::vector<tenant_retention>> tenant_retention_of(const std::string& text);
 
 /// "postgresql://user:****@host/db" for "postgresql://user:secret@host/db".
 std::string mask_url_password(const std::string& url);

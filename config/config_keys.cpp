@@ -332,6 +332,28 @@ const std::vector<key_spec>& schema() {
     keys(t, "cluster", &config::cluster)
         .integer("node_retention_hours", &cluster::node_retention_hours, 24, 1, int64_t{24} * 365);
 
+    // Retention: the node prunes, in batches every interval_seconds, the objects and rows of
+    // documents older than these (0: kept for ever). Originals and derived objects leave storage
+    // and their rows say when; the extracted data, the document's row and its events stay.
+    using retention = config::retention_section;
+    keys(t, "retention", &config::retention)
+        .integer("originals_days", &retention::originals_days, 0, 0, 36500)
+        .integer("derived_days", &retention::derived_days, 0, 0, 36500)
+        .integer("audit_days", &retention::audit_days, 0, 0, 36500)
+        // "TENANT_ID:KIND=DAYS[:KIND=DAYS...],...": a tenant's own days for some kinds.
+        .text(
+            "tenant_days", &retention::tenant_days, "",
+            [](const config&, const value& v) -> std::optional<std::string> {
+              auto days = tenant_retention_of(std::get<std::string>(v));
+              if (days)
+                return std::nullopt;
+              return "TENANT_ID:KIND=DAYS entries (KIND originals, derived or audit) separated by "
+                     "commas; "
+                     + days.error().message;
+            })
+        .integer("interval_seconds", &retention::interval_seconds, 600, 1, 86400)
+        .integer("batch_size", &retention::batch_size, 500, 1, 10000);
+
     using transcription = config::transcription_section;
     keys(t, "transcription", &config::transcription)
         .choice("provider", &transcription::provider, "tesseract", {"tesseract", "document_ai"})

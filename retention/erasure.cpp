@@ -4,37 +4,18 @@
 #include <set>
 #include <vector>
 
-#include "adapters/support/blocking_call.hpp"
+#include "retention/objects.hpp"
 
 namespace ingestd {
 
 eraser::eraser(pg_erasure_repository& db, object_store& store, erasure_options opts)
     : db_(db), store_(store), opts_(std::move(opts)) {}
 
-result<std::vector<std::string>> eraser::list_keys(const std::string& prefix) {
-  return blocking_call<std::vector<std::string>>(
-      opts_.storage_timeout, "storage.timeout", "listing " + prefix,
-      [&](auto cb) { store_.list(prefix, std::move(cb)); });
-}
-
-result<int64_t> eraser::remove_keys(const std::set<std::string>& keys) {
-  for (const auto& key : keys) {
-    // A key a row names but the rules refuse was never written by ingestd: nothing to remove.
-    if (!storage_keys::validate_key(key))
-      continue;
-    auto removed = blocking_call<void>(opts_.storage_timeout, "storage.timeout", "removing " + key,
-                                       [&](auto cb) { store_.remove(key, std::move(cb)); });
-    if (!removed)
-      return removed.error();
-  }
-  return static_cast<int64_t>(keys.size());
-}
-
 result<int64_t> eraser::remove_prefix(const std::string& prefix) {
-  auto keys = list_keys(prefix);
+  auto keys = objects::list(store_, prefix, opts_.storage_timeout);
   if (!keys)
     return keys.error();
-  return remove_keys({keys->begin(), keys->end()});
+  return objects::remove(store_, {keys->begin(), keys->end()}, opts_.storage_timeout);
 }
 
 result<int64_t> eraser::remove_objects(const erasure_plan& plan) {
@@ -48,12 +29,12 @@ result<int64_t> eraser::remove_objects(const erasure_plan& plan) {
     for (auto& p : storage_keys::ingestion_prefixes(tenant, ing.str()))
       prefixes.push_back(std::move(p));
   for (const auto& prefix : prefixes) {
-    auto listed = list_keys(prefix);
+    auto listed = objects::list(store_, prefix, opts_.storage_timeout);
     if (!listed)
       return listed.error();
     keys.insert(listed->begin(), listed->end());
   }
-  return remove_keys(keys);
+  return objects::remove(store_, keys, opts_.storage_timeout);
 }
 
 result<erasure_receipt> eraser::erase_planned(const erasure_plan& plan, bool write_receipt) {

@@ -11,7 +11,6 @@
 
 #include <chrono>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -47,9 +46,6 @@ private:
   /// Removes every object the plan names or its prefixes hold; answers how many.
   result<int64_t> remove_objects(const erasure_plan& plan);
   result<int64_t> remove_prefix(const std::string& prefix);
-  result<std::vector<std::string>> list_keys(const std::string& prefix);
-  /// Removes the keys (skipping any the key rules refuse); answers how many there were.
-  result<int64_t> remove_keys(const std::set<std::string>& keys);
   result<erasure_receipt> erase_planned(const erasure_plan& plan, bool write_receipt);
 
   pg_erasure_repository& db_;

@@ -40,7 +40,7 @@ SELECT d.id, d.file_path, COALESCE(d.mime_type, ''), live.id, live.status
 constexpr pg::statement document_json_sql{"ingestd_intake_document", R"sql(
 SELECT json_build_object(
   'id', d.id, 'tenant_id', d.tenant_id, 'content_hash', d.content_hash,
-  'file_path', d.file_path, 'mime_type', d.mime_type,
+  'file_path', d.file_path, 'mime_type', d.mime_type, 'original_pruned_at', d.original_pruned_at,
   'state', CASE
     WHEN EXISTS (SELECT 1 FROM ingestion AS i
                   WHERE i.document_id = d.id AND i.status = 'in-progress') THEN 'processing'
@@ -100,6 +100,7 @@ SELECT json_build_object(
   'claimed', w.claim_token IS NOT NULL AND w.lease_expires_at >= now(),
   'transcription_file_path', i.transcription_file_path,
   'preprocessed_file_path', i.preprocessed_file_path,
+  'derived_pruned_at', i.derived_pruned_at, 'audit_pruned_at', i.audit_pruned_at,
   'transcription_quality_score', i.transcription_quality_score,
   'structured_data', i.structured_data,
   'valid_structured_data', i.valid_structured_data,
@@ -304,6 +305,11 @@ WITH new_doc AS (
   UNION ALL
   SELECT d.id, d.file_path, false FROM document AS d
    WHERE d.tenant_id = $2 AND d.content_hash = $3 AND NOT EXISTS (SELECT 1 FROM new_doc)
+), restored AS (
+  -- A document submitted again after retention pruned its original: intake stored it again.
+  UPDATE document SET original_pruned_at = NULL
+   WHERE tenant_id = $2 AND content_hash = $3 AND original_pruned_at IS NOT NULL
+     AND NOT EXISTS (SELECT 1 FROM new_doc)
 ), new_ing AS (
   INSERT INTO ingestion (id, document_id, doc_source_id, uploaded_by, source_metadata)
   SELECT $6, doc.id, $7, $8, $9::jsonb FROM doc

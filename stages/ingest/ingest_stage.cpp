@@ -207,6 +207,12 @@ private:
           ports_->storage->get(details_.file_path, settings_->max_file_bytes, std::move(cb));
         },
         [this](result<std::string> r) {
+          if (!r && r.error().code == errc::storage_not_found)
+            return job_->fail(error::make_permanent(
+                std::string{errc::storage_not_found},
+                "the original " + details_.file_path
+                    + " is not in storage (retention removes originals after "
+                      "retention.originals_days): submit the file again to restore it"));
           if (!r)
             return job_->fail(r.error());
           file_ = std::move(*r);

@@ -439,3 +439,23 @@ TEST_F(config_test, tenant_budgets_name_a_tenant_an_amount_and_maybe_an_action) 
   EXPECT_NE(failure(std::nullopt, {{"INGESTD_USAGE__BUDGET_ACTION", "pause"}}).find("hold"),
             std::string::npos);
 }
+
+TEST_F(config_test, tenant_retention_names_a_tenant_and_days_per_kind) {
+  auto a = "0b7e0a52-3d1e-4c55-9a55-7c2b7f0a0001";
+  auto days = tenant_retention_of(std::string{a} + ":originals=365:audit=0");
+  ASSERT_TRUE(days) << days.error().message;
+  ASSERT_EQ(days->size(), 1u);
+  EXPECT_EQ((*days)[0].originals_days, 365);
+  EXPECT_EQ((*days)[0].derived_days, -1) << "not given: the default";
+  EXPECT_EQ((*days)[0].audit_days, 0);
+  for (auto [text, why] : std::vector<std::pair<std::string, std::string>>{
+           {"nobody:originals=5", "the tenant must be a tenant id"},
+           {std::string{a}, "expected TENANT_ID:KIND=DAYS"},
+           {std::string{a} + ":pages=5", "the kind must be originals, derived or audit"},
+           {std::string{a} + ":audit=1.5", "a whole number from 0 to 36500"},
+           {std::string{a} + ":audit", "a whole number from 0 to 36500"}}) {
+    auto message = failure(std::nullopt, {{"INGESTD_RETENTION__TENANT_DAYS", text}});
+    EXPECT_NE(message.find("retention.tenant_days"), std::string::npos) << message;
+    EXPECT_NE(message.find(why), std::string::npos) << text << ": " << message;
+  }
+}

@@ -1,0 +1,174 @@
+#include "adapters/db/pg_retention_repository.hpp"
+
+#include <algorithm>
+
+#include "adapters/db/pg_values.hpp"
+
+namespace ingestd {
+
+namespace {
+
+// Each row's days: its tenant's own ($1 tenants, $2 days), else the default ($3); 0 keeps it. The
+// scan is bounded by the shortest days any tenant has ($5), so the index starts at the oldest.
+constexpr std::string_view days_of = R"sql(
+  CROSS JOIN LATERAL (
+    SELECT COALESCE((SELECT o.days FROM unnest($1::uuid[], $2::integer[]) AS o(tenant, days)
+                      WHERE o.tenant = d.tenant_id), $3::integer) AS days) AS r
+)sql";
+
+const std::string due_originals_text = std::string{R"sql(
+SELECT d.id, d.tenant_id, d.file_path
+  FROM document AS d
+)sql"} + std::string{days_of} + R"sql(
+ WHERE d.original_pruned_at IS NULL
+   AND d.created_at < now() - make_interval(days => $5::integer)
+   AND r.days > 0 AND d.created_at < now() - make_interval(days => r.days)
+   AND NOT EXISTS (SELECT 1 FROM ingestion AS i
+                    WHERE i.document_id = d.id
+                      AND i.created_at >= now() - make_interval(days => r.days))
+   AND NOT EXISTS (SELECT 1 FROM work_item AS w
+                    WHERE w.document_id = d.id AND w.status = 'in-progress')
+ ORDER BY d.created_at
+ LIMIT $4
+)sql";
+const pg::statement due_originals_sql{"ingestd_retention_originals", due_originals_text.c_str()};
+
+constexpr pg::statement originals_pruned_sql{
+    "ingestd_retention_originals_pruned",
+    "UPDATE document SET original_pruned_at = now() WHERE id = ANY($1::uuid[])"};
+
+const std::string due_derived_text = std::string{R"sql(
+SELECT i.id, d.id, d.tenant_id, COALESCE(i.transcription_file_path, ''),
+       COALESCE(i.preprocessed_file_path, '')
+  FROM ingestion AS i
+  JOIN document AS d ON d.id = i.document_id
+)sql"} + std::string{days_of} + R"sql(
+ WHERE i.derived_pruned_at IS NULL
+   AND i.created_at < now() - make_interval(days => $5::integer)
+   AND r.days > 0 AND i.created_at < now() - make_interval(days => r.days)
+   AND i.status <> 'in-progress'
+ ORDER BY i.created_at
+ LIMIT $4
+)sql";
+const pg::statement due_derived_sql{"ingestd_retention_derived", due_derived_text.c_str()};
+
+constexpr pg::statement derived_pruned_sql{
+    "ingestd_retention_derived_pruned",
+    "UPDATE ingestion SET derived_pruned_at = now() WHERE id = ANY($1::uuid[])"};
+
+// The audit rows of an ingestion are keyed by its id; the match stage's by its document's.
+const std::string prune_audit_text = std::string{R"sql(
+WITH due AS (
+  SELECT i.id, i.document_id, now() - make_interval(days => r.days) AS cutoff
+    FROM ingestion AS i
+    JOIN document AS d ON d.id = i.document_id
+)sql"} + std::string{days_of} + R"sql(
+   WHERE i.audit_pruned_at IS NULL
+     AND i.created_at < now() - make_interval(days => $5::integer)
+     AND r.days > 0 AND i.created_at < now() - make_interval(days => r.days)
+     AND i.status <> 'in-progress'
+   ORDER BY i.created_at
+   LIMIT $4
+   FOR UPDATE OF i SKIP LOCKED
+), gone AS (
+  DELETE FROM ingestion_event AS e USING due
+   WHERE (e.ingestion_id = due.id OR e.ingestion_id = due.document_id) AND e.at < due.cutoff
+  RETURNING 1
+), marked AS (
+  UPDATE ingestion AS i SET audit_pruned_at = now() FROM due WHERE i.id = due.id RETURNING 1
+)
+SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM marked)
+)sql";
+const pg::statement prune_audit_sql{"ingestd_retention_audit", prune_audit_text.c_str()};
+
+std::vector<pg::param> days_params(const retention_days& r, int limit) {
+  std::vector<pg::param> tenants, days;
+  int shortest = r.days > 0 ? r.days : 36500;
+  for (const auto& [tenant, d] : r.tenants) {
+    tenants.emplace_back(tenant.str());
+    days.emplace_back(std::to_string(d));
+    if (d > 0)
+      shortest = std::min(shortest, d);
+  }
+  return {pg::array_literal(tenants), pg::array_literal(days), std::to_string(r.days),
+          std::to_string(limit), std::to_string(shortest)};
+}
+
+pg::param uuid_array(const std::vector<uuid>& ids) {
+  std::vector<pg::param> items;
+  items.reserve(ids.size());
+  for (const auto& id : ids)
+    items.emplace_back(id.str());
+  return pg::array_literal(items);
+}
+
+} // namespace
+
+bool retention_days::any() const {
+  return days > 0
+         || std::any_of(tenants.begin(), tenants.end(), [](const auto& t) { return t.second > 0; });
+}
+
+pg_retention_repository::pg_retention_repository(std::string database_url,
+                                                 pg::session_options session)
+    : conn_(std::move(database_url), session) {}
+
+result<std::vector<due_original>> pg_retention_repository::due_originals(const retention_days& r,
+                                                                         int limit) {
+  if (auto ok = conn_.ensure(true); !ok)
+    return ok.error();
+  auto res = conn_.exec(due_originals_sql, days_params(r, limit));
+  if (!res)
+    return res.error();
+  std::vector<due_original> out;
+  out.reserve(static_cast<size_t>(res->size()));
+  for (int i = 0; i < res->size(); ++i)
+    out.push_back(
+        {pg::parse_uuid(res->text(i, 0)), pg::parse_uuid(res->text(i, 1)), res->str(i, 2)});
+  return out;
+}
+
+result<void> pg_retention_repository::originals_pruned(const std::vector<uuid>& documents) {
+  if (auto ok = conn_.ensure(true); !ok)
+    return ok.error();
+  auto res = conn_.exec(originals_pruned_sql, {uuid_array(documents)});
+  if (!res)
+    return res.error();
+  return {};
+}
+
+result<std::vector<due_derived>>
+pg_retention_repository::due_derived_objects(const retention_days& r, int limit) {
+  if (auto ok = conn_.ensure(true); !ok)
+    return ok.error();
+  auto res = conn_.exec(due_derived_sql, days_params(r, limit));
+  if (!res)
+    return res.error();
+  std::vector<due_derived> out;
+  out.reserve(static_cast<size_t>(res->size()));
+  for (int i = 0; i < res->size(); ++i)
+    out.push_back({pg::parse_uuid(res->text(i, 0)), pg::parse_uuid(res->text(i, 1)),
+                   pg::parse_uuid(res->text(i, 2)), res->str(i, 3), res->str(i, 4)});
+  return out;
+}
+
+result<void> pg_retention_repository::derived_pruned(const std::vector<uuid>& ingestions) {
+  if (auto ok = conn_.ensure(true); !ok)
+    return ok.error();
+  auto res = conn_.exec(derived_pruned_sql, {uuid_array(ingestions)});
+  if (!res)
+    return res.error();
+  return {};
+}
+
+result<std::pair<int64_t, int64_t>> pg_retention_repository::prune_audit(const retention_days& r,
+                                                                         int limit) {
+  if (auto ok = conn_.ensure(true); !ok)
+    return ok.error();
+  auto res = conn_.exec(prune_audit_sql, days_params(r, limit));
+  if (!res)
+    return res.error();
+  return std::pair{res->i64(0, 0), res->i64(0, 1)};
+}
+
+} // namespace ingestd

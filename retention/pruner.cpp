@@ -1,0 +1,149 @@
+#include "retention/pruner.hpp"
+
+#include <set>
+#include <vector>
+
+#include "retention/objects.hpp"
+
+namespace ingestd {
+
+result<retention_policy> retention_policy::from(const config::retention_section& r) {
+  auto tenants = tenant_retention_of(r.tenant_days);
+  if (!tenants)
+    return tenants.error();
+  retention_policy p;
+  p.originals.days = r.originals_days;
+  p.derived.days = r.derived_days;
+  p.audit.days = r.audit_days;
+  for (const auto& t : *tenants) {
+    auto id = uuid::parse(t.tenant);
+    if (!id)
+      continue;
+    if (t.originals_days >= 0)
+      p.originals.tenants.emplace_back(*id, t.originals_days);
+    if (t.derived_days >= 0)
+      p.derived.tenants.emplace_back(*id, t.derived_days);
+    if (t.audit_days >= 0)
+      p.audit.tenants.emplace_back(*id, t.audit_days);
+  }
+  return p;
+}
+
+pruner::pruner(std::unique_ptr<pg_retention_repository> db, std::shared_ptr<object_store> store,
+               retention_policy policy, int batch_size, std::chrono::milliseconds storage_timeout)
+    : db_(std::move(db)), store_(std::move(store)), policy_(std::move(policy)),
+      batch_(std::max(batch_size, 1)), timeout_(storage_timeout), thread_([this] { loop(); }) {}
+
+pruner::~pruner() {
+  {
+    std::lock_guard lock{mtx_};
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  // The last owner may be a callback of the pruner's own thread (the actor it answers went away
+  // meanwhile): that thread ends by itself after it returns.
+  if (thread_.get_id() == std::this_thread::get_id())
+    thread_.detach();
+  else
+    thread_.join();
+}
+
+void pruner::run(callback<prune_report> done) {
+  {
+    std::lock_guard lock{mtx_};
+    asked_.push_back(std::move(done));
+  }
+  cv_.notify_all();
+}
+
+void pruner::loop() {
+  for (;;) {
+    callback<prune_report> done;
+    {
+      std::unique_lock lock{mtx_};
+      cv_.wait(lock, [this] { return stopping_ || !asked_.empty(); });
+      if (stopping_)
+        return;
+      done = std::move(asked_.front());
+      asked_.pop_front();
+    }
+    done(pass());
+  }
+}
+
+result<int64_t> pruner::prune_originals(bool& full) {
+  if (!policy_.originals.any())
+    return 0;
+  auto due = db_->due_originals(policy_.originals, batch_);
+  if (!due)
+    return due.error();
+  full = full || static_cast<int>(due->size()) >= batch_;
+  std::set<std::string> keys;
+  std::vector<uuid> documents;
+  for (const auto& d : *due) {
+    keys.insert(d.file_path);
+    documents.push_back(d.document_id);
+  }
+  auto removed = objects::remove(*store_, keys, timeout_);
+  if (!removed)
+    return removed.error();
+  if (auto marked = db_->originals_pruned(documents); !marked)
+    return marked.error();
+  return *removed;
+}
+
+result<int64_t> pruner::prune_derived(bool& full) {
+  if (!policy_.derived.any())
+    return 0;
+  auto due = db_->due_derived_objects(policy_.derived, batch_);
+  if (!due)
+    return due.error();
+  full = full || static_cast<int>(due->size()) >= batch_;
+  std::set<std::string> keys;
+  std::set<std::pair<std::string, std::string>> documents;
+  std::vector<uuid> ingestions;
+  for (const auto& d : *due) {
+    for (const auto* key : {&d.transcription_file_path, &d.preprocessed_file_path})
+      if (!key->empty())
+        keys.insert(*key);
+    documents.emplace(d.tenant_id.str(), d.document_id.str());
+    ingestions.push_back(d.ingestion_id);
+  }
+  // The desk's page renders of each document (a cache: made again from the original if asked).
+  for (const auto& [tenant, document] : documents) {
+    auto prefix = tenant;
+    prefix.append("/review/pages/").append(document).append("/");
+    auto renders = objects::list(*store_, prefix, timeout_);
+    if (!renders)
+      return renders.error();
+    keys.insert(renders->begin(), renders->end());
+  }
+  auto removed = objects::remove(*store_, keys, timeout_);
+  if (!removed)
+    return removed.error();
+  if (auto marked = db_->derived_pruned(ingestions); !marked)
+    return marked.error();
+  return *removed;
+}
+
+result<prune_report> pruner::pass() {
+  prune_report report;
+  auto originals = prune_originals(report.more);
+  if (!originals)
+    return originals.error();
+  report.originals = *originals;
+  auto derived = prune_derived(report.more);
+  if (!derived)
+    return derived.error();
+  report.derived = *derived;
+  if (policy_.audit.any()) {
+    auto audit = db_->prune_audit(policy_.audit, batch_);
+    if (!audit)
+      return audit.error();
+    report.audit_rows = audit->first;
+    report.more = report.more || audit->second >= batch_;
+  }
+  return report;
+}
+
+} // namespace ingestd
