@@ -7,10 +7,11 @@ namespace ingestd {
 namespace {
 
 constexpr pg::statement month_usage_sql{"ingestd_month_usage", R"sql(
-SELECT m.month, COALESCE(u.llm_input_tokens, 0), COALESCE(u.llm_output_tokens, 0),
-       COALESCE(u.document_ai_pages, 0)
+SELECT m.month, COALESCE(sum(u.llm_input_tokens), 0), COALESCE(sum(u.llm_output_tokens), 0),
+       COALESCE(sum(u.document_ai_pages), 0)
   FROM (SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM') AS month) AS m
   LEFT JOIN tenant_usage AS u ON u.tenant_id = $1 AND u.month = m.month
+ GROUP BY m.month
 )sql"};
 
 constexpr pg::statement budget_exceeded_sql{"ingestd_budget_exceeded", R"sql(

@@ -1,5 +1,5 @@
 // The budgets' database port over PostgreSQL (migration 021): one connection thread; each call
-// is one statement on one row.
+// is one statement (a tenant's month: a sum over one index range of tenant_usage).
 #pragma once
 
 #include <memory>

@@ -1,18 +1,21 @@
 -- Monthly budgets per tenant (usage.monthly_budget, usage.tenant_budgets).
 --
--- tenant_usage: each tenant's use of the paid providers per month (UTC, by when the ingestion was
--- made, as `ingestd usage` counts it): the LLM tokens of its extractions and the pages Document AI
--- read. A trigger adds what an ingestion records, so a node reads a tenant's month in one row.
--- Reading with the local providers records no tokens and no Document AI pages: the trigger's
--- condition is false and nothing is written. The rows are counts and stay through erasure.
+-- tenant_usage: each tenant's use of the paid providers (the LLM tokens of its extractions and
+-- the pages Document AI read), by month (UTC, by when the ingestion was made, as `ingestd usage`
+-- counts it), so that a node reads a tenant's month from one index range. A trigger appends what
+-- an ingestion records; the table is append-only, so concurrent completions of one tenant never
+-- wait on each other or deadlock. Reading with the local providers records no tokens and no
+-- Document AI pages: the trigger's condition is false and nothing is written. The rows are
+-- counts and stay through erasure.
 CREATE TABLE tenant_usage (
   tenant_id          uuid NOT NULL,
   month              text NOT NULL CHECK (month ~ '^[0-9]{4}-[0-9]{2}$'),
   llm_input_tokens   bigint NOT NULL DEFAULT 0,
   llm_output_tokens  bigint NOT NULL DEFAULT 0,
   document_ai_pages  bigint NOT NULL DEFAULT 0,
-  PRIMARY KEY (tenant_id, month)
+  recorded_at        timestamptz NOT NULL DEFAULT now()
 );
+CREATE INDEX tenant_usage_month_idx ON tenant_usage (tenant_id, month);
 
 INSERT INTO tenant_usage (tenant_id, month, llm_input_tokens, llm_output_tokens, document_ai_pages)
 SELECT d.tenant_id, to_char(i.created_at AT TIME ZONE 'UTC', 'YYYY-MM'),
@@ -32,19 +35,15 @@ $fn$;
 CREATE FUNCTION ingestd_count_usage() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
 BEGIN
-  INSERT INTO tenant_usage AS u (tenant_id, month, llm_input_tokens, llm_output_tokens,
-                                 document_ai_pages)
+  INSERT INTO tenant_usage (tenant_id, month, llm_input_tokens, llm_output_tokens,
+                            document_ai_pages)
   SELECT d.tenant_id, to_char(NEW.created_at AT TIME ZONE 'UTC', 'YYYY-MM'),
          COALESCE(NEW.extraction_input_tokens, 0) - COALESCE(OLD.extraction_input_tokens, 0),
          COALESCE(NEW.extraction_output_tokens, 0) - COALESCE(OLD.extraction_output_tokens, 0),
          ingestd_document_ai_pages(NEW.transcribed_by, NEW.transcribed_pages)
            - ingestd_document_ai_pages(OLD.transcribed_by, OLD.transcribed_pages)
     FROM document AS d
-   WHERE d.id = NEW.document_id
-  ON CONFLICT (tenant_id, month) DO UPDATE
-     SET llm_input_tokens = u.llm_input_tokens + EXCLUDED.llm_input_tokens,
-         llm_output_tokens = u.llm_output_tokens + EXCLUDED.llm_output_tokens,
-         document_ai_pages = u.document_ai_pages + EXCLUDED.document_ai_pages;
+   WHERE d.id = NEW.document_id;
   RETURN NULL;
 END;
 $fn$;

@@ -60,8 +60,8 @@ struct budget_run {
   /// A's first document, read by the LLM: its 0.375 USD spend A's budget of 0.30.
   void spend_a() {
     run(s.add_documents(1, doc_kind::text_pdf, write, a), a + ":0.3", 1);
-    EXPECT_EQ(s.db().scalar("SELECT llm_input_tokens || '/' || llm_output_tokens FROM tenant_usage "
-                            "WHERE tenant_id = $1",
+    EXPECT_EQ(s.db().scalar("SELECT sum(llm_input_tokens) || '/' || sum(llm_output_tokens) FROM "
+                            "tenant_usage WHERE tenant_id = $1",
                             {a}),
               "321/54");
   }

@@ -62,7 +62,8 @@ TEST_F(usage_test, a_tenants_month_counts_its_paid_reading_once_and_local_readin
   EXPECT_EQ(m.llm_input_tokens, 1500);
   EXPECT_EQ(m.llm_output_tokens, 150);
   EXPECT_EQ(m.document_ai_pages, 3);
-  EXPECT_EQ(count("SELECT count(*) FROM tenant_usage"), 1);
+  // Appended, never updated: the paid readings' rows only (pages, then tokens, of the first).
+  EXPECT_EQ(count("SELECT count(*) FROM tenant_usage"), 3);
   // Another tenant used nothing.
   auto other = month_of(uuid::v4());
   EXPECT_EQ(other.llm_input_tokens + other.document_ai_pages, 0);
