@@ -244,6 +244,8 @@ std::string worker_metrics::prometheus() const {
          + "\n";
   out += "ingestd_retention_pruned_total{kind=\"audit_rows\"} "
          + std::to_string(pruned_audit_rows.load()) + "\n";
+  out += "ingestd_retention_pruned_total{kind=\"events\"} " + std::to_string(pruned_events.load())
+         + "\n";
   header(out, "ingestd_llm_tokens_total", "counter", "LLM tokens used, by direction.");
   out += "ingestd_llm_tokens_total{direction=\"input\"} " + std::to_string(llm_input_tokens.load())
          + "\n";

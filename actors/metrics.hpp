@@ -61,6 +61,7 @@ public:
   std::atomic<int64_t> pruned_originals{0};
   std::atomic<int64_t> pruned_derived{0};
   std::atomic<int64_t> pruned_audit_rows{0};
+  std::atomic<int64_t> pruned_events{0};
 
   /// The node's admission, whose figures (in flight, slots, units, the CPU backlog) the
   /// exposition shows; set by the node's builder.

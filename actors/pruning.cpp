@@ -41,11 +41,13 @@ void answered(pruning_ptr self, const result<prune_report>& r) {
     st.metrics->pruned_originals += r->originals;
     st.metrics->pruned_derived += r->derived;
     st.metrics->pruned_audit_rows += r->audit_rows;
+    st.metrics->pruned_events += r->events;
   }
-  if (r->originals + r->derived + r->audit_rows > 0)
+  if (r->originals + r->derived + r->audit_rows + r->events > 0)
     log::info("retention pruned", {{"originals", r->originals},
                                    {"derived_objects", r->derived},
-                                   {"audit_rows", r->audit_rows}});
+                                   {"audit_rows", r->audit_rows},
+                                   {"events", r->events}});
   if (r->more)
     self->send(self, tick_atom_v);
   else

@@ -22,6 +22,8 @@ struct prune_report {
   /// Derived objects (transcriptions, preprocessed scans, page renders).
   int64_t derived = 0;
   int64_t audit_rows = 0;
+  /// Rows of the status event stream (the stream's and the sinks' delivered copies).
+  int64_t events = 0;
   /// A batch was full: more is due.
   bool more = false;
 };

@@ -600,9 +600,10 @@ result<std::vector<tenant_retention>> tenant_retention_of(const std::string& tex
       int* slot = kind == "originals" ? &r.originals_days
                   : kind == "derived" ? &r.derived_days
                   : kind == "audit"   ? &r.audit_days
+                  : kind == "events"  ? &r.events_days
                                       : nullptr;
       if (slot == nullptr)
-        return bad("the kind must be originals, derived or audit");
+        return bad("the kind must be originals, derived, audit or events");
       *slot = static_cast<int>(*days);
     }
     if (!seen.insert(r.tenant).second)

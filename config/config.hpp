@@ -209,6 +209,10 @@ struct config {
     int derived_days{};
     /// The audit trail (ingestion_event), by the ingestion's age.
     int audit_days{};
+    /// The status event stream's rows (what `ingestd events` reads, and the sinks' delivered
+    /// copies), by when they were written; at most outbox.retention_hours, which prunes every
+    /// delivered row of the outbox (0: that alone).
+    int events_days{};
     /// "TENANT_ID:KIND=DAYS[:KIND=DAYS...],..." (tenant_retention_of).
     std::string tenant_days;
     int interval_seconds{};
@@ -395,10 +399,11 @@ struct tenant_retention {
   int originals_days = -1;
   int derived_days = -1;
   int audit_days = -1;
+  int events_days = -1;
 };
 
 /// The entries of retention.tenant_days ("TENANT_ID:KIND=DAYS[:KIND=DAYS...],...", KIND one of
-/// originals, derived, audit; DAYS from 0 to 36500), or what is wrong with them.
+/// originals, derived, audit, events; DAYS from 0 to 36500), or what is wrong with them.
 result<std::vector<tenant_retention>> tenant_retention_of(const std::string& text);
 
 /// "postgresql://user:****@host/db" for "postgresql://user:secret@host/db".

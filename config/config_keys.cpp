@@ -63,6 +63,17 @@ rule covers_lease() {
   };
 }
 
+/// Days of the event stream that the outbox still holds: at most outbox.retention_hours, which
+/// prunes every delivered row (0 and -1: not set).
+std::optional<std::string> within_outbox(const config& c, int64_t days) {
+  if (days <= 0 || days * 24 <= c.outbox.retention_hours)
+    return std::nullopt;
+  std::string expected = "at most outbox.retention_hours (";
+  expected.append(std::to_string(c.outbox.retention_hours))
+      .append(" h), which removes every delivered event first: raise it to keep events longer");
+  return expected;
+}
+
 /// A comma-separated list of host names ("*" for any): letters, digits, '-', '.' and '_'.
 rule host_names() {
   return [](const config&, const value& v) -> std::optional<std::string> {
@@ -340,17 +351,23 @@ const std::vector<key_spec>& schema() {
         .integer("originals_days", &retention::originals_days, 0, 0, 36500)
         .integer("derived_days", &retention::derived_days, 0, 0, 36500)
         .integer("audit_days", &retention::audit_days, 0, 0, 36500)
+        // Shorter than what the outbox keeps (outbox.retention_hours), or it would have no effect.
+        .integer(
+            "events_days", &retention::events_days, 0, 0, 36500,
+            [](const config& c, const value& v) { return within_outbox(c, std::get<int64_t>(v)); })
         // "TENANT_ID:KIND=DAYS[:KIND=DAYS...],...": a tenant's own days for some kinds.
-        .text(
-            "tenant_days", &retention::tenant_days, "",
-            [](const config&, const value& v) -> std::optional<std::string> {
-              auto days = tenant_retention_of(std::get<std::string>(v));
-              if (days)
+        .text("tenant_days", &retention::tenant_days, "",
+              [](const config& c, const value& v) -> std::optional<std::string> {
+                auto days = tenant_retention_of(std::get<std::string>(v));
+                if (!days)
+                  return "TENANT_ID:KIND=DAYS entries (KIND originals, derived, audit or events) "
+                         "separated by commas; "
+                         + days.error().message;
+                for (const auto& t : *days)
+                  if (auto wrong = within_outbox(c, t.events_days))
+                    return "events of " + t.tenant + ": " + *wrong;
                 return std::nullopt;
-              return "TENANT_ID:KIND=DAYS entries (KIND originals, derived or audit) separated by "
-                     "commas; "
-                     + days.error().message;
-            })
+              })
         .integer("interval_seconds", &retention::interval_seconds, 600, 1, 86400)
         .integer("batch_size", &retention::batch_size, 500, 1, 10000);
 

@@ -15,6 +15,7 @@ result<retention_policy> retention_policy::from(const config::retention_section&
   p.originals.days = r.originals_days;
   p.derived.days = r.derived_days;
   p.audit.days = r.audit_days;
+  p.events.days = r.events_days;
   for (const auto& t : *tenants) {
     auto id = uuid::parse(t.tenant);
     if (!id)
@@ -25,6 +26,8 @@ result<retention_policy> retention_policy::from(const config::retention_section&
       p.derived.tenants.emplace_back(*id, t.derived_days);
     if (t.audit_days >= 0)
       p.audit.tenants.emplace_back(*id, t.audit_days);
+    if (t.events_days >= 0)
+      p.events.tenants.emplace_back(*id, t.events_days);
   }
   return p;
 }
@@ -142,6 +145,13 @@ result<prune_report> pruner::pass() {
       return audit.error();
     report.audit_rows = audit->first;
     report.more = report.more || audit->second >= batch_;
+  }
+  if (policy_.events.any()) {
+    auto events = db_->prune_events(policy_.events, batch_);
+    if (!events)
+      return events.error();
+    report.events = *events;
+    report.more = report.more || *events >= batch_;
   }
   return report;
 }

@@ -6,7 +6,8 @@
 // - derived objects of finished ingestions older than theirs (the transcription, the
 //   preprocessed scan, the desk's page renders of the document), then
 //   ingestion.derived_pruned_at;
-// - the audit trail of finished ingestions older than theirs, with the marks, in one statement.
+// - the audit trail of finished ingestions older than theirs, with the marks, in one statement;
+// - delivered rows of the status event stream older than their tenant's days.
 // Objects go before their marks: a pass cut short leaves rows that are due again, never an
 // object nothing names. The extracted data, the document's row, its matches and reviews stay.
 // Passes run one at a time on the pruner's own thread (the node's pruning actor asks for them).
@@ -31,9 +32,10 @@ struct retention_policy {
   retention_days originals;
   retention_days derived;
   retention_days audit;
+  retention_days events;
 
   static result<retention_policy> from(const config::retention_section& r);
-  bool any() const { return originals.any() || derived.any() || audit.any(); }
+  bool any() const { return originals.any() || derived.any() || audit.any() || events.any(); }
 };
 
 class pruner final : public retention_pass {

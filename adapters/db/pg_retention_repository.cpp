@@ -81,6 +81,31 @@ SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM marked)
 )sql";
 const pg::statement prune_audit_sql{"ingestd_retention_audit", prune_audit_text.c_str()};
 
+// The stream's rows ('events') and the sinks' delivered copies ('events:<sink>'), by when they were
+// written (the stream's rows are "sent" at once); a row's tenant is its column, or its body's for
+// rows written before migration 022. Queue messages of the outbox are never touched.
+const std::string prune_events_text = R"sql(
+WITH due AS (
+  SELECT o.id
+    FROM event_outbox AS o
+   CROSS JOIN LATERAL (
+     SELECT COALESCE((SELECT x.days FROM unnest($1::uuid[], $2::integer[]) AS x(tenant, days)
+                       WHERE x.tenant = CASE WHEN o.destination = 'events'
+                                               OR o.destination LIKE 'events:%'
+                                             THEN COALESCE(o.tenant_id,
+                                                           (o.body::jsonb ->> 'tenant_id')::uuid)
+                                        END), $3::integer) AS days) AS r
+   WHERE o.sent_at IS NOT NULL
+     AND o.sent_at < now() - make_interval(days => $5::integer)
+     AND (o.destination = 'events' OR o.destination LIKE 'events:%')
+     AND r.days > 0 AND o.sent_at < now() - make_interval(days => r.days)
+   ORDER BY o.sent_at
+   LIMIT $4
+)
+DELETE FROM event_outbox AS o USING due WHERE o.id = due.id
+)sql";
+const pg::statement prune_events_sql{"ingestd_retention_events", prune_events_text.c_str()};
+
 std::vector<pg::param> days_params(const retention_days& r, int limit) {
   std::vector<pg::param> tenants, days;
   int shortest = r.days > 0 ? r.days : 36500;
@@ -103,6 +128,15 @@ pg::param uuid_array(const std::vector<uuid>& ids) {
 }
 
 } // namespace
+
+result<int64_t> pg_retention_repository::prune_events(const retention_days& r, int limit) {
+  if (auto ok = conn_.ensure(true); !ok)
+    return ok.error();
+  auto res = conn_.exec(prune_events_sql, days_params(r, limit));
+  if (!res)
+    return res.error();
+  return res->affected();
+}
 
 bool retention_days::any() const {
   return days > 0

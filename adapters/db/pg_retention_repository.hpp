@@ -51,6 +51,9 @@ public:
   /// document's matching rows of that age) and marks them; answers the rows deleted and how many
   /// ingestions were marked.
   result<std::pair<int64_t, int64_t>> prune_audit(const retention_days& r, int limit);
+  /// Deletes up to `limit` delivered rows of the status event stream (the stream's own and the
+  /// sinks' copies) older than their tenant's days; answers how many.
+  result<int64_t> prune_events(const retention_days& r, int limit);
 
 private:
   pg::connection conn_;

@@ -61,10 +61,14 @@ public:
 
   // A claim that expires without a recorded outcome counts as a crash, and N crashes fail a
   // document as poison: here faults hit documents again and again by design, so the bound is set
-  // out of reach (the poison bound has tests of its own).
+  // out of reach (the poison bound has tests of its own). An attempt that a fault failed is
+  // retried after seconds: the default back-offs (5 and 30 minutes) would outlast the time the
+  // test gives the work once the faults stop, and the wait would race the back-off.
   void start(node& n) {
-    n.proc
-        = s_.start({{"INGESTD_WORKER__ID", n.id}, {"INGESTD_WORKER__MAX_RETRY_ATTEMPTS", "100"}});
+    n.proc = s_.start({{"INGESTD_WORKER__ID", n.id},
+                       {"INGESTD_WORKER__MAX_RETRY_ATTEMPTS", "100"},
+                       {"INGESTD_WORKER__RETRY_BACKOFF_SECONDS", "1,5"},
+                       {"INGESTD_MATCHING__RETRY_BACKOFF_SECONDS", "1,5"}});
   }
 
   /// Documents arriving during the run: a few text PDFs, now and then a scan.
@@ -229,7 +233,7 @@ private:
 
 /// The ingestions' work items not completed, with their claim and their queue messages: what a
 /// failure shows.
-std::string unfinished(e2e_setup& s) {
+std::string unfinished(e2e_setup& s, const std::string& stage = "ingest") {
   std::string out
       = "not completed (work item: id status attempts crashes claim claimed_by lease_expires "
         "message_seen due_at last_error | messages: queue receive_count visible_at | now):\n";
@@ -241,7 +245,8 @@ std::string unfinished(e2e_setup& s) {
            "coalesce((SELECT string_agg(m.queue_name || ' ' || m.receive_count || ' ' || "
            "m.visible_at, '; ') "
            "          FROM queue_message m WHERE m.body LIKE '%' || w.id || '%'), 'no message'), "
-           "now()::text FROM work_item w WHERE w.stage = 'ingest' AND w.status <> 'completed'")) {
+           "now()::text FROM work_item w WHERE w.stage = $1 AND w.status <> 'completed'",
+           {stage})) {
     for (auto& v : r)
       out += v.value_or("NULL") + " | ";
     out += "\n";
@@ -295,7 +300,7 @@ TEST(chaos, three_nodes_under_faults_complete_every_document_exactly_once) {
   // queue empties (a claim a fault left behind is taken over once its lease runs out).
   ASSERT_TRUE(wait_until([&] { return matching_ended(s) >= n; }, lease + 240s, 500ms))
       << matching_ended(s) << " of " << n << " matchings ended\n"
-      << c.journal() << s.logs();
+      << unfinished(s, "match") << c.journal() << s.logs();
   ASSERT_TRUE(wait_until(
       [&] {
         return s.count("SELECT count(*) FROM queue_message WHERE queue_name = $1",

@@ -1,9 +1,9 @@
 // Retention on the running daemon: documents are ingested and matched, then some are made 40
-// days old in the database; the next daemon, with 30 days for originals, derived objects and the
-// audit trail, prunes the old documents' objects (the original, the transcription, the desk's
-// page render) and audit rows, and marks them; a new document and a tenant that keeps everything
-// (its own days 0) are left whole, and the extracted data stays. On the filesystem and on the S3
-// emulator's bucket.
+// days old in the database; the next daemon, with 30 days for originals, derived objects, the
+// audit trail and the status events, prunes the old documents' objects (the original, the
+// transcription, the desk's page render), audit rows and events, and marks them; a new document
+// and a tenant that keeps everything (its own days 0) are left whole, and the extracted data
+// stays. On the filesystem and on the S3 emulator's bucket.
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -85,7 +85,12 @@ void prunes_what_is_past_its_days(e2e_setup& s, const storage_access& st) {
     s.db().query("UPDATE ingestion_event SET at = now() - interval '40 days' "
                  "WHERE ingestion_id IN ($1, $2)",
                  {id, doc});
+    s.db().query("UPDATE event_outbox SET sent_at = now() - interval '40 days' "
+                 "WHERE ordering_key = $1 AND sent_at IS NOT NULL",
+                 {doc});
   }
+  const std::string events = "SELECT count(*) FROM event_outbox WHERE ordering_key = $1";
+  ASSERT_GT(s.count(events, {doc_of(old_a[0])}), 0);
   auto old_keys = keys_of(s, old_a[0]);
   auto new_keys = keys_of(s, new_a[0]);
   auto kept_keys = keys_of(s, old_b[0]);
@@ -98,7 +103,9 @@ void prunes_what_is_past_its_days(e2e_setup& s, const storage_access& st) {
   env.insert({{"INGESTD_RETENTION__ORIGINALS_DAYS", "30"},
               {"INGESTD_RETENTION__DERIVED_DAYS", "30"},
               {"INGESTD_RETENTION__AUDIT_DAYS", "30"},
-              {"INGESTD_RETENTION__TENANT_DAYS", b + ":originals=0:derived=0:audit=0"},
+              {"INGESTD_RETENTION__EVENTS_DAYS", "30"},
+              {"INGESTD_OUTBOX__RETENTION_HOURS", "2000"},
+              {"INGESTD_RETENTION__TENANT_DAYS", b + ":originals=0:derived=0:audit=0:events=0"},
               {"INGESTD_RETENTION__INTERVAL_SECONDS", "1"}});
   auto d = s.start(env);
   EXPECT_TRUE(wait_until(
@@ -107,7 +114,8 @@ void prunes_what_is_past_its_days(e2e_setup& s, const storage_access& st) {
                        "i.document_id WHERE i.id = $1 AND d.original_pruned_at IS NOT NULL AND "
                        "i.derived_pruned_at IS NOT NULL AND i.audit_pruned_at IS NOT NULL",
                        {old_a[0]})
-               == 1;
+                   == 1
+               && s.count(events, {doc_of(old_a[0])}) == 0;
       },
       120s))
       << s.logs();
@@ -131,6 +139,8 @@ void prunes_what_is_past_its_days(e2e_setup& s, const storage_access& st) {
     EXPECT_TRUE(st.exists(key)) << key;
   EXPECT_GT(s.count(audit_rows, {new_a[0]}), 0);
   EXPECT_GT(s.count(audit_rows, {old_b[0]}), 0);
+  EXPECT_GT(s.count(events, {doc_of(new_a[0])}), 0);
+  EXPECT_GT(s.count(events, {doc_of(old_b[0])}), 0);
   EXPECT_EQ(s.count("SELECT count(*) FROM document WHERE original_pruned_at IS NOT NULL"), 1);
   EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE derived_pruned_at IS NOT NULL OR "
                     "audit_pruned_at IS NOT NULL"),

@@ -130,7 +130,7 @@ TEST_F(bad_values_test, failures_with_a_nul_or_a_cut_character_are_recorded_clea
     EXPECT_EQ(item(refs[i].item, "status"), "failed") << i;
     EXPECT_EQ(db->scalar("SELECT detail FROM ingestion_event WHERE ingestion_id = $1",
                          {refs[i].item.str()}),
-              "detail " + fffd + fffd);
+              std::string{"detail "}.append(fffd).append(fffd));
   }
   EXPECT_EQ(item(refs[1].item, "last_error"), "llm.http_400: the server said: \"" + fffd + fffd);
   EXPECT_EQ(item(refs[2].item, "last_error"), "llm.http_400: with a NUL inside");
@@ -185,7 +185,7 @@ TEST_F(bad_values_test, the_renewal_statement_locks_its_rows_in_id_order) {
         auto slots = std::make_shared<std::vector<callback<void>>>();
         for (auto& k : *keys)
           slots->push_back(got.slot(k));
-        renew_all(descending, [slots](result<void> r) {
+        renew_all(descending, [slots](const result<void>& r) {
           for (auto& s : *slots)
             s(r);
         });

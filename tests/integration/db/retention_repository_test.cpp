@@ -115,3 +115,33 @@ TEST_F(retention_test, derived_objects_and_the_audit_trail_of_finished_ingestion
   ASSERT_TRUE(nothing);
   EXPECT_EQ(nothing->second, 0);
 }
+
+TEST_F(retention_test, delivered_events_past_their_tenants_days_go_and_queue_messages_stay) {
+  auto mine = document_of(new_ingestion());
+  auto other_tenant = uuid::v4();
+  auto r = intake(uuid::v4().str(), other_tenant);
+  ASSERT_TRUE(intake_repo->create_ingestion(r, 30s));
+  // A row written before migration 022 (its tenant in the body only), and a queue message.
+  db->query("INSERT INTO event_outbox (destination, body, ordering_key, sent_at) VALUES "
+            "('events', $1, 'legacy', now()), ('ingest-q', 'not json', 'queue', now())",
+            {R"({"type": "DOCUMENT_ADDED", "tenant_id": ")" + tenant_.str() + R"("})"});
+  db->query(
+      "UPDATE event_outbox SET sent_at = now() - interval '40 days' WHERE sent_at IS NOT NULL");
+  const std::string rows = "SELECT count(*) FROM event_outbox WHERE ordering_key = $1";
+  auto before_mine = count(rows, {mine.str()});
+  ASSERT_GT(before_mine, 0);
+  ASSERT_GT(count(rows, {r.document_id.str()}), 0);
+
+  // The other tenant keeps its events (its own days 0).
+  auto pruned = retention->prune_events({30, {{other_tenant, 0}}}, 100);
+  ASSERT_TRUE(pruned) << pruned.error().describe();
+  EXPECT_EQ(*pruned, before_mine + 1);
+  EXPECT_EQ(count(rows, {mine.str()}), 0);
+  EXPECT_EQ(count(rows, {"legacy"}), 0);
+  EXPECT_GT(count(rows, {r.document_id.str()}), 0);
+  EXPECT_EQ(count(rows, {"queue"}), 1);
+  // Newer than the days: nothing.
+  auto none = retention->prune_events({50, {}}, 100);
+  ASSERT_TRUE(none);
+  EXPECT_EQ(*none, 0);
+}

@@ -106,6 +106,7 @@ TEST_F(work_test, every_claim_outcome_is_answered_in_the_order_of_the_requests) 
   auto got = claim(reqs, "w2");
   ASSERT_EQ(got.size(), reqs.size());
   std::vector<std::string> outcomes;
+  outcomes.reserve(got.size());
   for (auto& a : got)
     outcomes.emplace_back(to_string(a.outcome));
   EXPECT_EQ(outcomes,
@@ -156,6 +157,7 @@ TEST_F(work_test, an_item_of_the_claimers_class_or_any_class_without_classes_is_
 TEST_F(work_test, a_claim_race_has_one_winner) {
   constexpr int n = 30;
   std::vector<uuid> ids;
+  ids.reserve(n);
   for (int i = 0; i < n; ++i)
     ids.push_back(new_ingestion());
   pg_work_repository other{db->url()};

@@ -451,11 +451,19 @@ TEST_F(config_test, tenant_retention_names_a_tenant_and_days_per_kind) {
   for (auto [text, why] : std::vector<std::pair<std::string, std::string>>{
            {"nobody:originals=5", "the tenant must be a tenant id"},
            {std::string{a}, "expected TENANT_ID:KIND=DAYS"},
-           {std::string{a} + ":pages=5", "the kind must be originals, derived or audit"},
+           {std::string{a} + ":pages=5", "the kind must be originals, derived, audit or events"},
+           {std::string{a} + ":events=8", "at most outbox.retention_hours (168 h)"},
            {std::string{a} + ":audit=1.5", "a whole number from 0 to 36500"},
            {std::string{a} + ":audit", "a whole number from 0 to 36500"}}) {
     auto message = failure(std::nullopt, {{"INGESTD_RETENTION__TENANT_DAYS", text}});
     EXPECT_NE(message.find("retention.tenant_days"), std::string::npos) << message;
     EXPECT_NE(message.find(why), std::string::npos) << text << ": " << message;
   }
+  // Events are kept at most as long as the outbox keeps delivered rows.
+  EXPECT_NE(
+      failure(std::nullopt, {{"INGESTD_RETENTION__EVENTS_DAYS", "30"}})
+          .find("retention.events_days = 30: expected at most outbox.retention_hours (168 h)"),
+      std::string::npos);
+  EXPECT_TRUE(load_config(std::nullopt, {{"INGESTD_RETENTION__EVENTS_DAYS", "30"},
+                                         {"INGESTD_OUTBOX__RETENTION_HOURS", "720"}}));
 }
