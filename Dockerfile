@@ -32,6 +32,9 @@ RUN cmake --preset default -DINGESTD_BUILD_TESTS=OFF -DINGESTD_BUILD_BENCH=OFF \
 # What the image has besides the binary.
 FROM ${BASE} AS runtime
 ARG DEBIAN_FRONTEND=noninteractive
+# The Tesseract languages the configuration reads (transcription.languages and other_languages:
+# the seven the rules know by default); --build-arg OCR_LANGUAGES="eng deu" for fewer.
+ARG OCR_LANGUAGES="eng deu fra nld spa ita pol"
 # The packages of the libraries the binary links directly (objdump -p build/app/ingestd | grep
 # NEEDED, then dpkg -S); apt brings what they need. tini is the init, curl the health check,
 # ca-certificates for HTTPS to the LLM, Document AI, SQS and S3. OpenCV's libGLX would bring Mesa's
@@ -50,7 +53,7 @@ RUN mkdir -p /tmp/no-gl/DEBIAN \
       libcaf-core0.17 libpq5 libcurl4 libssl3 libspdlog1.10 libfmt9 libmicrohttpd12 \
       libopencv-core406 libopencv-imgproc406 libopencv-imgcodecs406 libopencv-photo406 \
       libtesseract5 liblept5 libpoppler-cpp0v5 libarchive13 libgmime-3.0-0 libglib2.0-0 libseccomp2 \
-      tesseract-ocr-eng tesseract-ocr-deu \
+      $(for l in ${OCR_LANGUAGES}; do echo "tesseract-ocr-$l"; done) \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* /var/log/apt /var/log/dpkg.log /var/cache/debconf/*-old \
  && groupadd --system --gid 10001 ingestd \

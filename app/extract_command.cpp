@@ -57,8 +57,10 @@ result<extraction> run_extractor(const config& cfg, const std::string& text) {
                                    [&](auto cb) { extractor->extract(text, cb); });
 }
 
+/// `retried`: a refused document is tried once more (an extractor that may answer differently,
+/// as the ingest stage's gate step decides), rather than sent to review at once.
 void print_human(const transcription& t, const extraction& x, const rapidjson::Document& d,
-                 const gate_verdict& v) {
+                 const gate_verdict& v, bool retried) {
   std::printf("transcription: %s, %d page%s, quality %.2f%s%s\n", t.provider.c_str(), t.page_count,
               t.page_count == 1 ? "" : "s", t.quality_score,
               t.native_text ? ", native PDF text" : "", t.preprocessed ? ", preprocessed" : "");
@@ -101,14 +103,18 @@ void print_human(const transcription& t, const extraction& x, const rapidjson::D
     std::printf("review: %s\n", x.review_reason.c_str());
   if (v.passed)
     std::printf("gate: passed\n");
+  else if (retried)
+    std::printf("gate: FAILED - %s\n(the pipeline would retry this document once, as the LLM may "
+                "answer differently, then send it to human review)\n",
+                v.reason.c_str());
   else
-    std::printf("gate: FAILED - %s\n(the pipeline would retry this document and, at max attempts, "
-                "send it to human review)\n",
+    std::printf("gate: FAILED - %s\n(the pipeline would send this document to human review at "
+                "once: the local rules read it the same way every time)\n",
                 v.reason.c_str());
 }
 
 void print_json(const transcription& t, const extraction& x, const rapidjson::Document& d,
-                const gate_verdict& v) {
+                const gate_verdict& v, bool retried) {
   rapidjson::StringBuffer sb;
   rapidjson::Writer<rapidjson::StringBuffer> w{sb};
   w.StartObject();
@@ -149,6 +155,9 @@ void print_json(const transcription& t, const extraction& x, const rapidjson::Do
   w.Bool(v.passed);
   w.Key("reason");
   w.String(v.reason.c_str());
+  // What the pipeline does with a refused document: "review" at once, or "retry" once first.
+  w.Key("refused_goes_to");
+  w.String(retried ? "retry" : "review");
   w.EndObject();
   w.EndObject();
   std::printf("%s\n", sb.GetString());
@@ -169,10 +178,12 @@ int extract_command(const arguments& args) {
   auto verdict = evaluate(*x);
   rapidjson::Document d;
   d.Parse(x->structured_data.c_str());
+  // The local rules are deterministic: the gate step sends what they refuse to review at once.
+  bool retried = file.cfg.extraction.provider != "local";
   if (args.has("--json"))
-    print_json(file.text, *x, d, verdict);
+    print_json(file.text, *x, d, verdict, retried);
   else
-    print_human(file.text, *x, d, verdict);
+    print_human(file.text, *x, d, verdict, retried);
   return ok;
 }
 

@@ -108,6 +108,7 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
 sandbox::helper_pool_options decoder_pool_options(const config& cfg, int helpers) {
   tesseract_settings tesseract;
   tesseract.languages = cfg.transcription.languages;
+  tesseract.other_languages = cfg.transcription.other_languages;
   auto document = static_cast<uint64_t>(
       std::max<int64_t>({cfg.transcription.max_file_bytes, cfg.storage.max_object_bytes, 0}));
   // An unpack answer holds every member and their names.

@@ -47,7 +47,8 @@ result<transcription> transcribe_path(const config& cfg, const std::string& path
   if (cfg.transcription.provider == "tesseract") {
     auto opts = make_local_transcriber_options(
         cfg.transcription.languages, static_cast<size_t>(cfg.transcription.max_file_bytes),
-        cfg.transcription.max_pages, std::chrono::seconds{cfg.transcription.timeout_seconds});
+        cfg.transcription.max_pages, std::chrono::seconds{cfg.transcription.timeout_seconds},
+        cfg.transcription.other_languages);
     // The document is read in decoder helpers, as in the daemon: one per core.
     auto threads = std::max(1u, std::thread::hardware_concurrency());
     auto helpers = std::make_shared<sandbox::helper_pool>(

@@ -223,6 +223,7 @@ struct config {
     std::string provider;
     double ocr_quality_threshold{};
     std::string languages;
+    std::string other_languages;
     int64_t max_file_bytes{};
     int max_pages{};
     int timeout_seconds{};

@@ -376,6 +376,8 @@ const std::vector<key_spec>& schema() {
         .choice("provider", &transcription::provider, "tesseract", {"tesseract", "document_ai"})
         .number("ocr_quality_threshold", &transcription::ocr_quality_threshold, 0.7, 0, 1)
         .text("languages", &transcription::languages, "eng+deu")
+        // A page whose words are of one of these is read again with its language's data.
+        .text("other_languages", &transcription::other_languages, "fra+nld+spa+ita+pol")
         .integer("max_file_bytes", &transcription::max_file_bytes, int64_t{20} << 20, 1,
                  int64_t{1} << 32)
         .integer("max_pages", &transcription::max_pages, 30, 1, 10000)

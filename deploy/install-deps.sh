@@ -10,6 +10,7 @@ packages=(
   libcaf-dev libpq-dev postgresql-15 postgresql-client-15
   libopencv-dev rapidjson-dev libcurl4-openssl-dev libssl-dev libspdlog-dev libfmt-dev
   libtesseract-dev tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu
+  tesseract-ocr-fra tesseract-ocr-nld tesseract-ocr-spa tesseract-ocr-ita tesseract-ocr-pol
   libpoppler-cpp-dev poppler-utils libgtest-dev libgmock-dev
   libarchive-dev libgmime-3.0-dev libseccomp-dev
   python3 python3-boto3 libcpp-httplib-dev libmicrohttpd-dev zlib1g-dev prometheus

@@ -5,6 +5,7 @@
 //   currency.*      codes, symbols and words              document.*   lines + conventions
 //   keyed_fields    invoice number, dates, totals          parties.*    supplier and customer
 //   identifiers     VAT id, currency                       line_items   the item table
+//   receipts        till receipts: the payable total, the merchant
 //   reconcile       derived figures, confidence, JSON
 #include "adapters/extraction/local_extractor.hpp"
 

@@ -229,9 +229,11 @@ void local_transcriber::transcribe(transcription_request request, callback<trans
 
 local_transcriber_options make_local_transcriber_options(std::string languages,
                                                          size_t max_file_bytes, int max_pages,
-                                                         std::chrono::seconds document_timeout) {
+                                                         std::chrono::seconds document_timeout,
+                                                         std::string other_languages) {
   local_transcriber_options opts;
   opts.tesseract.languages = std::move(languages);
+  opts.tesseract.other_languages = std::move(other_languages);
   opts.limits.max_file_bytes = max_file_bytes;
   opts.limits.max_pages = max_pages;
   opts.document_timeout = document_timeout;

@@ -25,11 +25,13 @@ struct local_transcriber_options {
   double defect_report_threshold = 0.25;
 };
 
-/// The options the configuration sets (transcription.languages, max_file_bytes, max_pages and
-/// timeout_seconds); the others keep their defaults. The daemon and `ingestd transcribe` share it.
+/// The options the configuration sets (transcription.languages, max_file_bytes, max_pages,
+/// timeout_seconds and other_languages); the others keep their defaults. The daemon and
+/// `ingestd transcribe` share it.
 local_transcriber_options make_local_transcriber_options(std::string languages,
                                                          size_t max_file_bytes, int max_pages,
-                                                         std::chrono::seconds document_timeout);
+                                                         std::chrono::seconds document_timeout,
+                                                         std::string other_languages = {});
 
 /// Performance: Debian's libtesseract uses OpenMP inside each recognition; with one OCR per
 /// worker thread that oversubscribes the cores. Run the process with OMP_THREAD_LIMIT=1 (libgomp

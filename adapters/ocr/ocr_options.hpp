@@ -11,6 +11,9 @@ namespace ingestd {
 struct tesseract_settings {
   /// Tesseract language string, e.g. "eng+deu".
   std::string languages = "eng+deu";
+  /// Languages a page may be read in again when its words are of one of them and not of
+  /// `languages` ("fra+nld+spa+ita+pol"; empty: never). Missing language data is skipped.
+  std::string other_languages;
   /// Folder holding *.traineddata; empty = Tesseract's default (TESSDATA_PREFIX or the package's).
   std::string tessdata_path;
   /// Page segmentation mode (tesseract::PageSegMode); 3 = fully automatic.

@@ -2,12 +2,15 @@
 // helpers, in process (local_transcriber).
 #include "adapters/ocr/page_work.hpp"
 
+#include <cctype>
 #include <cstring>
+#include <string_view>
 
 #include <opencv2/core.hpp>
 
 #include "adapters/ocr/document_source.hpp"
 #include "adapters/ocr/image_quality.hpp"
+#include "adapters/ocr/language_guess.hpp"
 #include "adapters/ocr/preprocess.hpp"
 #include "adapters/ocr/tesseract_engine.hpp"
 #include "messages/error_codes.hpp"
@@ -22,6 +25,37 @@ std::string trim_text(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\f'))
     s.pop_back();
   return s;
+}
+
+/// Tesseract's page segmentation mode for "a single uniform block of text".
+constexpr int block_segmentation = 6;
+
+/// Amounts with two decimals ("12.40", "1.234,56") in a page's text.
+int amounts_in(std::string_view text) {
+  int n = 0;
+  for (size_t i = 1; i + 2 < text.size(); ++i)
+    if ((text[i] == '.' || text[i] == ',') && std::isdigit(static_cast<unsigned char>(text[i - 1]))
+        && std::isdigit(static_cast<unsigned char>(text[i + 1]))
+        && std::isdigit(static_cast<unsigned char>(text[i + 2]))
+        && (i + 3 == text.size() || !std::isdigit(static_cast<unsigned char>(text[i + 3]))))
+      ++n;
+  return n;
+}
+
+/// Fewer amounts than one per four lines of text.
+bool few_amounts(std::string_view text) {
+  int lines = 0;
+  bool letters = false;
+  for (char c : text) {
+    if (c == '\n') {
+      lines += letters ? 1 : 0;
+      letters = false;
+    } else if (std::isalpha(static_cast<unsigned char>(c))) {
+      letters = true;
+    }
+  }
+  lines += letters ? 1 : 0;
+  return lines >= 4 && amounts_in(text) * 4 < lines;
 }
 
 gray_pixels pixels_of(const cv::Mat& gray) {
@@ -61,24 +95,76 @@ result<page_outcome> process_page(document_source& source, int index, const page
   r.page.quality_score = page_score(img, first->mean_confidence);
   r.page.defects = find_defects(measures, o.defect_report_threshold);
   r.page.text = trim_text(std::move(first->text));
+  // A page may be read again, and of its readings the one sure of more characters is kept: the
+  // right language's data, a cleaner image or a better layout give more confident words; a
+  // binarisation that erased text gives fewer.
+  double kept_chars = first->confident_chars;
+  cv::Mat kept_image = gray;
+  int kept_dpi = content->dpi;
+  tesseract_settings kept_settings = o.tesseract;
+  auto keep_if_surer = [&](const ocr_output& again, const cv::Mat& image, int dpi,
+                           const tesseract_settings& settings) {
+    if (again.confident_chars <= kept_chars)
+      return false;
+    kept_chars = again.confident_chars;
+    auto m = measure_image(image);
+    r.page.quality_score = page_score(image_score(m), again.mean_confidence);
+    r.page.defects = find_defects(m, o.defect_report_threshold);
+    r.page.text = trim_text(again.text);
+    kept_image = image;
+    kept_dpi = dpi;
+    kept_settings = settings;
+    return true;
+  };
+  bool read_as_block_done = false;
+  auto read_as_block = [&]() -> result<bool> {
+    if (read_as_block_done || kept_settings.page_segmentation_mode == block_segmentation)
+      return false;
+    read_as_block_done = true;
+    auto block = kept_settings;
+    block.page_segmentation_mode = block_segmentation;
+    auto again = run_tesseract(kept_image, kept_dpi, block, deadline);
+    if (!again)
+      return again.error();
+    return keep_if_surer(*again, kept_image, kept_dpi, block);
+  };
+  // 1. The page's language, when its words are of one of the other languages and not of the
+  //    configured ones: read with that language's data (its letters and words).
+  if (!o.tesseract.other_languages.empty()) {
+    auto language = guess_language(r.page.text, split_languages(o.tesseract.other_languages));
+    if (!language.empty()) {
+      auto settings = o.tesseract;
+      settings.languages = language;
+      auto again = run_tesseract(gray, content->dpi, settings, deadline);
+      if (!again && again.error().code != "ocr.tesseract_init")
+        return again.error();
+      if (again) // without the language's data the configured reading stands
+        keep_if_surer(*again, gray, content->dpi, settings);
+    }
+  }
+  // 2. A page that shows few amounts for its lines: the automatic layout may have taken them for
+  //    a column of their own (a till receipt's prices, far right of their labels) and dropped
+  //    it. Read as one uniform block of text instead.
+  if (o.allow_preprocessing && few_amounts(r.page.text))
+    if (auto e = read_as_block(); !e)
+      return e.error();
   if (r.page.quality_score >= o.quality_threshold || !o.allow_preprocessing)
     return r;
+  // 3. A poor page: the preprocessed image (deskewed, denoised, contrast restored), when there
+  //    is something to fix (otherwise it would read the same pixels).
   auto pre = preprocess_page(gray, content->dpi, measures);
-  if (pre.steps.empty()) // nothing to fix: a second pass would read the same pixels
-    return r;
-  auto second = run_tesseract(pre.image, pre.dpi, o.tesseract, deadline);
-  if (!second)
-    return second.error();
-  // Keep the run that is sure of more characters: a cleaner image gives more confident words;
-  // a binarisation that erased text gives fewer.
-  if (second->confident_chars > first->confident_chars) {
-    auto pre_measures = measure_image(pre.image);
-    r.page.quality_score = page_score(image_score(pre_measures), second->mean_confidence);
-    r.page.defects = find_defects(pre_measures, o.defect_report_threshold);
-    r.page.text = trim_text(std::move(second->text));
-    r.preprocessed = true;
-    r.image = pixels_of(pre.image);
+  if (!pre.steps.empty()) {
+    auto second = run_tesseract(pre.image, pre.dpi, kept_settings, deadline);
+    if (!second)
+      return second.error();
+    if (keep_if_surer(*second, pre.image, pre.dpi, kept_settings)) {
+      r.preprocessed = true;
+      r.image = pixels_of(pre.image);
+    }
   }
+  // 4. A poor page read as one uniform block of text, as in 2.
+  if (auto e = read_as_block(); !e)
+    return e.error();
   return r;
 }
 

@@ -1,5 +1,5 @@
-// Tesseract on the calling (CPU pool) thread: a thread_local TessBaseAPI re-initialised only
-// when the languages or data path change; ETEXT_DESC carries the per-document deadline.
+// Tesseract on the calling (CPU pool) thread: thread_local TessBaseAPIs, one per languages and
+// data path recently used; ETEXT_DESC carries the per-document deadline.
 
 #include "adapters/ocr/tesseract_engine.hpp"
 
@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <vector>
 
 #include <tesseract/baseapi.h>
 #include <tesseract/ocrclass.h>
@@ -22,7 +23,31 @@ struct thread_engine {
   bool ok = false;
 };
 
-thread_local thread_engine engine;
+/// The engines of this thread, the most recently used first: a page read again in another
+/// language (page_work) does not throw away the configured languages' engine. Each holds its
+/// languages' models, so only a few are kept.
+constexpr size_t engines_per_thread = 3;
+thread_local std::vector<thread_engine> engines;
+
+thread_engine& engine_for(const std::string& key, const tesseract_settings& settings) {
+  auto it = std::find_if(engines.begin(), engines.end(),
+                         [&](const thread_engine& e) { return e.key == key; });
+  if (it == engines.end()) {
+    if (engines.size() >= engines_per_thread)
+      engines.pop_back();
+    thread_engine fresh;
+    fresh.api = std::make_unique<tesseract::TessBaseAPI>();
+    fresh.key = key;
+    const char* path = settings.tessdata_path.empty() ? nullptr : settings.tessdata_path.c_str();
+    fresh.ok = fresh.api->Init(path, settings.languages.c_str(), tesseract::OEM_LSTM_ONLY) == 0;
+    if (fresh.ok)
+      fresh.api->SetVariable("debug_file", "/dev/null");
+    engines.insert(engines.begin(), std::move(fresh));
+  } else if (it != engines.begin()) {
+    std::rotate(engines.begin(), it, it + 1);
+  }
+  return engines.front();
+}
 
 struct cancel_state {
   std::chrono::steady_clock::time_point deadline;
@@ -46,15 +71,7 @@ result<ocr_output> run_tesseract(const cv::Mat& gray, int dpi, const tesseract_s
                                  "document deadline passed before OCR of a page");
   if (gray.empty() || gray.type() != CV_8UC1)
     return error::make_permanent("ocr.corrupt_file", "page image is empty");
-  auto key = settings.languages + "|" + settings.tessdata_path;
-  if (!engine.api || engine.key != key) {
-    engine.api = std::make_unique<tesseract::TessBaseAPI>();
-    engine.key = key;
-    const char* path = settings.tessdata_path.empty() ? nullptr : settings.tessdata_path.c_str();
-    engine.ok = engine.api->Init(path, settings.languages.c_str(), tesseract::OEM_LSTM_ONLY) == 0;
-    if (engine.ok)
-      engine.api->SetVariable("debug_file", "/dev/null");
-  }
+  auto& engine = engine_for(settings.languages + "|" + settings.tessdata_path, settings);
   if (!engine.ok)
     return error::make_permanent("ocr.tesseract_init",
                                  "Tesseract could not load languages \"" + settings.languages

@@ -71,9 +71,9 @@ result<provider_set::transcriber_map> provider_set::transcribers() {
         "config.secret_missing",
         "transcription.provider is document_ai but INGESTD_DOCUMENT_AI_TOKEN is not set");
   auto tesseract = [&]() -> std::shared_ptr<transcriber> {
-    auto opts
-        = make_local_transcriber_options(t.languages, static_cast<size_t>(t.max_file_bytes),
-                                         t.max_pages, std::chrono::seconds{t.timeout_seconds});
+    auto opts = make_local_transcriber_options(t.languages, static_cast<size_t>(t.max_file_bytes),
+                                               t.max_pages, std::chrono::seconds{t.timeout_seconds},
+                                               t.other_languages);
     return std::make_shared<local_transcriber>(cpu_, opts);
   };
   auto document_ai = [&]() -> std::shared_ptr<transcriber> {
@@ -88,7 +88,8 @@ result<provider_set::transcriber_map> provider_set::transcribers() {
     document_limits defaults;
     auto local = make_local_transcriber_options(t.languages, static_cast<size_t>(t.max_file_bytes),
                                                 std::max(t.max_pages, defaults.max_pages),
-                                                std::chrono::seconds{t.timeout_seconds});
+                                                std::chrono::seconds{t.timeout_seconds},
+                                                t.other_languages);
     return std::make_shared<recovering_transcriber>(
         std::make_shared<document_ai_transcriber>(limited("document_ai"), opts),
         std::make_shared<local_transcriber>(cpu_, local), cpu_, local.limits);

@@ -65,12 +65,20 @@ void out_of_memory_exit() {
 }
 
 std::vector<std::string> helper_arguments(const helper_settings& s) {
-  return {"--max-frame",  std::to_string(s.max_frame_bytes),
-          "--languages",  s.tesseract.languages,
-          "--tessdata",   s.tesseract.tessdata_path,
-          "--psm",        std::to_string(s.tesseract.page_segmentation_mode),
-          "--retire-cpu", std::to_string(s.retire_cpu_seconds),
-          "--cpu-margin", std::to_string(s.cpu_margin_seconds)};
+  return {"--max-frame",
+          std::to_string(s.max_frame_bytes),
+          "--languages",
+          s.tesseract.languages,
+          "--other-languages",
+          s.tesseract.other_languages,
+          "--tessdata",
+          s.tesseract.tessdata_path,
+          "--psm",
+          std::to_string(s.tesseract.page_segmentation_mode),
+          "--retire-cpu",
+          std::to_string(s.retire_cpu_seconds),
+          "--cpu-margin",
+          std::to_string(s.cpu_margin_seconds)};
 }
 
 result<helper_settings> parse_helper_arguments(int argc, char** argv, int first) {
@@ -94,6 +102,8 @@ result<helper_settings> parse_helper_arguments(int argc, char** argv, int first)
       ok = number(value, s.max_frame_bytes);
     else if (flag == "--languages")
       s.tesseract.languages = value;
+    else if (flag == "--other-languages")
+      s.tesseract.other_languages = value;
     else if (flag == "--tessdata")
       s.tesseract.tessdata_path = value;
     else if (flag == "--psm")

@@ -25,12 +25,14 @@ constexpr uint32_t max_list = 1u << 20;
 
 void put(wire_writer& w, const tesseract_settings& t) {
   w.str(t.languages);
+  w.str(t.other_languages);
   w.str(t.tessdata_path);
   w.i32(t.page_segmentation_mode);
 }
 
 void get(wire_reader& r, tesseract_settings& t) {
   t.languages = r.str();
+  t.other_languages = r.str();
   t.tessdata_path = r.str();
   t.page_segmentation_mode = r.i32();
 }

@@ -117,10 +117,11 @@ std::optional<std::pair<double, bool>> interpret_number(std::string_view raw) {
   return std::make_pair(to_double(num), true);
 }
 
-/// True when a currency symbol (€, £) ends right before offset `i`.
+/// True when a currency symbol (€, ₹, £) or the rupee's "Rs." ends right before offset `i`.
 bool symbol_before(std::string_view s, size_t i) {
   return (i >= 3 && (s.substr(i - 3, 3) == "\xE2\x82\xAC" || s.substr(i - 3, 3) == "\xE2\x82\xB9"))
-         || (i >= 2 && s.substr(i - 2, 2) == "\xC2\xA3");
+         || (i >= 2 && s.substr(i - 2, 2) == "\xC2\xA3")
+         || (i >= 3 && s.substr(i - 3, 3) == "rs." && (i == 3 || !is_word(s[i - 4])));
 }
 
 /// Every number in `s` (a line with dates already blanked out). `space_groups`: read
@@ -131,7 +132,7 @@ std::vector<amount_hit> find_amounts(std::string_view s, bool space_groups) {
   while (i < s.size()) {
     if (!is_digit(s[i])
         || (i > 0
-            && ((is_word(s[i - 1]) && !symbol_before(s, i)) || s[i - 1] == '.'
+            && (((is_word(s[i - 1]) || s[i - 1] == '.') && !symbol_before(s, i))
                 || s[i - 1] == ','))) {
       ++i;
       continue;

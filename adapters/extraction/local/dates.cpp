@@ -175,6 +175,12 @@ std::vector<date_hit> find_dates(const std::string& low, bool day_first) {
       fn(*it);
   };
   auto num = [](const std::ssub_match& s) { return std::stoi(s.str()); };
+  // A day or month that cannot be one, read by OCR with a 9 for the 0 of a slashed or dotted
+  // zero ("97.01.2024", "25.98.2024"), is that zero.
+  auto part = [](const std::ssub_match& s, int limit) {
+    int v = std::stoi(s.str());
+    return v > limit && s.length() == 2 && s.str()[0] == '9' ? v - 90 : v;
+  };
   each(ymd, [&](const std::smatch& m) { add(m, num(m[2]), num(m[3]), num(m[4]), false, 0, 0); });
   if (longest_run >= 4) {
     // Month names are matched on the line without accents (OCR misplaces them: "aoüt" for
@@ -215,10 +221,10 @@ std::vector<date_hit> find_dates(const std::string& low, bool day_first) {
     });
   }
   each(dmy_dot, [&](const std::smatch& m) {
-    add(m, full_year(num(m[4])), num(m[3]), num(m[2]), false, 0, 0);
+    add(m, full_year(num(m[4])), part(m[3], 12), part(m[2], 31), false, 0, 0);
   });
   each(slash, [&](const std::smatch& m) {
-    int a = num(m[2]), b = num(m[4]), y = full_year(num(m[5]));
+    int a = part(m[2], 31), b = part(m[4], 31), y = full_year(num(m[5]));
     bool dash = m[3].str() == "-";
     if (a > 12)
       add(m, y, b, a, false, a, b);

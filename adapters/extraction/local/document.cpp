@@ -62,11 +62,12 @@ void run_state::decide_conventions() {
   for (auto it = std::sregex_iterator(all.begin(), all.end(), slash); it != std::sregex_iterator();
        ++it) {
     int a = std::stoi((*it)[2].str()), b = std::stoi((*it)[3].str());
-    if (a > 12 && b <= 12) {
+    // (A part over 31 is no day: OCR's 9 for a 0, see dates.cpp.)
+    if (a > 12 && a <= 31 && b <= 12) {
       day_first_ = true;
       break;
     }
-    if (b > 12 && a <= 12) {
+    if (b > 12 && b <= 31 && a <= 12) {
       day_first_ = false;
       break;
     }

@@ -64,6 +64,11 @@ private:
   void find_vat_id();
   void find_currency();
   void find_line_items();
+  /// Till receipts (receipts.cpp): whether the text is one, and its total and merchant.
+  bool looks_like_receipt() const;
+  void read_receipt();
+  /// The last amount with decimals on line `i` (dates blanked out), if any.
+  std::optional<double> amount_at_end(size_t i) const;
   void reconcile();
   std::string to_json(bool successful, const std::string& confidence,
                       const std::vector<std::string>& missing) const;

@@ -149,8 +149,35 @@ void run_state::find_currency() {
       best = code;
       best_count = counts[code];
     }
-  if (!best.empty())
+  if (!best.empty()) {
     currency_.set(std::string{best}, source::label);
+    return;
+  }
+  // No marker at all (till receipts often print none): the currency of the supplier's country,
+  // from its tax id's country prefix ("DE", "GB") or else the language of the id's label
+  // ("P.IVA", "NIP", "GSTIN").
+  static const std::map<std::string_view, std::string_view> by_prefix{
+      {"AT", "EUR"}, {"BE", "EUR"}, {"DE", "EUR"}, {"ES", "EUR"}, {"FI", "EUR"},
+      {"FR", "EUR"}, {"IE", "EUR"}, {"IT", "EUR"}, {"LU", "EUR"}, {"NL", "EUR"},
+      {"PT", "EUR"}, {"GB", "GBP"}, {"PL", "PLN"}, {"CH", "CHF"}};
+  if (supplier_vat_id_.found() && supplier_vat_id_.value->size() > 2)
+    if (auto it = by_prefix.find(std::string_view{*supplier_vat_id_.value}.substr(0, 2));
+        it != by_prefix.end()) {
+      currency_.set(std::string{it->second}, source::guess);
+      return;
+    }
+  for (size_t i = 0; i < raw_.size(); ++i)
+    for (const auto& h : hits_[i]) {
+      if (h.k != kind::vat_id)
+        continue;
+      auto name = std::string_view{low_[i]}.substr(h.begin, h.end - h.begin);
+      std::string_view code = h.language == "pl"   ? "PLN"
+                              : h.language == "en" ? (name.substr(0, 5) == "gstin" ? "INR" : "")
+                                                   : "EUR";
+      if (!code.empty())
+        currency_.set(std::string{code}, source::guess);
+      return;
+    }
 }
 
 } // namespace ingestd::local_rules

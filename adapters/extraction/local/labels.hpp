@@ -28,6 +28,10 @@ enum class kind {
   net_qualifier, // "excl. VAT", "net": turns a total into a subtotal
   contact,       // phone, e-mail, IBAN: ends an address block
   order_number,  // "Order ID", "Booking number": the invoice number when no invoice label is there
+  // Till receipts (receipts.cpp): what was handed over, what came back, and the cash rounding.
+  tender,   // "Cash", "Card", "Bar", "Espèces", "Pin": the amount paid with
+  change,   // "Change", "Rückgeld", "Rendu", "Wisselgeld", "Cambio", "Resto", "Reszta"
+  rounding, // "Rounding", "Rundung", "Arrondi", "Afronding": the cash rounding of the total
 };
 
 struct label {

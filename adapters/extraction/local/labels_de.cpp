@@ -142,6 +142,25 @@ const label_table& labels_de() {
       {"gezahlt", kind::total},
       {"anreise", kind::other_date},
       {"abreise", kind::other_date},
+      // till receipts: the tender, the change and the cash rounding (receipts.cpp)
+      {"bar", kind::tender},
+      {"gegeben", kind::tender},
+      {"bar gegeben", kind::tender},
+      {"ec-karte", kind::tender},
+      {"ec karte", kind::tender},
+      {"karte", kind::tender},
+      {"girocard", kind::tender},
+      {"kartenzahlung", kind::tender},
+      {"visa", kind::tender},
+      {"mastercard", kind::tender},
+      {"r\xC3\xBC"
+       "ckgeld",
+       kind::change},
+      {"zur\xC3\xBC"
+       "ck",
+       kind::change},
+      {"wechselgeld", kind::change},
+      {"rundung", kind::rounding},
   };
   static const label_table table{"de", &all};
   return table;

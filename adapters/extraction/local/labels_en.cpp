@@ -206,6 +206,23 @@ const label_table& labels_en() {
       {"gst no", kind::vat_id},
       {"ph:", kind::contact},
       {"ph.", kind::contact},
+      // till receipts: the tender, the change and the cash rounding (receipts.cpp)
+      {"cash", kind::tender},
+      {"cash tendered", kind::tender},
+      {"tendered", kind::tender},
+      {"card", kind::tender},
+      {"credit card", kind::tender},
+      {"debit card", kind::tender},
+      {"visa", kind::tender},
+      {"mastercard", kind::tender},
+      {"amex", kind::tender},
+      {"contactless", kind::tender},
+      {"paid by card", kind::tender},
+      {"change", kind::change},
+      {"change due", kind::change},
+      {"rounding", kind::rounding},
+      {"to pay", kind::total},
+      {"total to pay", kind::total},
   };
   static const label_table table{"en", &all};
   return table;

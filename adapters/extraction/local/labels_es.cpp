@@ -85,6 +85,19 @@ const label_table& labels_es() {
       {"direcci\xC3\xB3n de env\xC3\xAD"
        "o",
        kind::contact},
+      // till receipts: the tender, the change and the cash rounding (receipts.cpp)
+      {"efectivo", kind::tender},
+      {"entregado", kind::tender},
+      {"tarjeta", kind::tender},
+      {"tarjeta credito", kind::tender},
+      {"tarjeta cr\xC3\xA9"
+       "dito",
+       kind::tender},
+      {"cambio", kind::change},
+      {"a devolver", kind::change},
+      {"devoluci\xC3\xB3n", kind::change},
+      {"redondeo", kind::rounding},
+      {"a pagar", kind::total},
   };
   static const label_table table{"es", &all};
   return table;

@@ -114,6 +114,21 @@ const label_table& labels_fr() {
       {"t\xC3\xA9l\xC3\xA9phone", kind::contact},
       {"adresse de livraison", kind::contact},
       {"capital", kind::contact},
+      // till receipts: the tender, the change and the cash rounding (receipts.cpp)
+      {"esp\xC3\xA8"
+       "ces",
+       kind::tender},
+      {"especes", kind::tender},
+      {"carte bancaire", kind::tender},
+      {"carte", kind::tender},
+      {"cb", kind::tender},
+      {"re\xC3\xA7u", kind::tender},
+      {"paiement cb", kind::tender},
+      {"rendu", kind::change},
+      {"monnaie rendue", kind::change},
+      {"rendu monnaie", kind::change},
+      {"arrondi", kind::rounding},
+      {"\xC3\xA0 payer", kind::total},
   };
   static const label_table table{"fr", &all};
   return table;

@@ -77,6 +77,18 @@ const label_table& labels_it() {
       {"tel.", kind::contact},
       {"telefono", kind::contact},
       {"destinazione merce", kind::contact},
+      // till receipts: the tender, the change and the cash rounding (receipts.cpp)
+      {"contanti", kind::tender},
+      {"contante", kind::tender},
+      {"pagamento contante", kind::tender},
+      {"carta", kind::tender},
+      {"bancomat", kind::tender},
+      {"pagamento elettronico", kind::tender},
+      {"resto", kind::change},
+      {"arrotondamento", kind::rounding},
+      {"da pagare", kind::total},
+      {"totale euro", kind::total},
+      {"totale dovuto", kind::total},
   };
   static const label_table table{"it", &all};
   return table;

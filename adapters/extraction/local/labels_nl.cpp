@@ -76,6 +76,16 @@ const label_table& labels_nl() {
       {"incl. btw", kind::qualifier},
       {"telefoon", kind::contact},
       {"afleveradres", kind::contact},
+      // till receipts: the tender, the change and the cash rounding (receipts.cpp)
+      {"contant", kind::tender},
+      {"betaald contant", kind::tender},
+      {"pin", kind::tender},
+      {"pinnen", kind::tender},
+      {"maestro", kind::tender},
+      {"creditcard", kind::tender},
+      {"wisselgeld", kind::change},
+      {"terug", kind::change},
+      {"afronding", kind::rounding},
   };
   static const label_table table{"nl", &all};
   return table;

@@ -83,6 +83,15 @@ const label_table& labels_pl() {
        kind::terms},
       {"tel.", kind::contact},
       {"telefon", kind::contact},
+      // till receipts: the tender, the change and the cash rounding (receipts.cpp)
+      {"got\xC3\xB3wka", kind::tender},
+      {"karta", kind::tender},
+      {"karta p\xC5\x82"
+       "atnicza",
+       kind::tender},
+      {"reszta", kind::change},
+      {"zaokr\xC4\x85glenie", kind::rounding},
+      {"suma pln", kind::total},
   };
   static const label_table table{"pl", &all};
   return table;

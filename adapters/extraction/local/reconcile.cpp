@@ -128,6 +128,8 @@ extraction run_state::finish() {
   find_vat_id();
   find_currency();
   find_parties();
+  if (looks_like_receipt())
+    read_receipt();
   find_line_items();
   reconcile();
 

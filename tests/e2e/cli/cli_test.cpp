@@ -200,6 +200,26 @@ TEST(e2e_cli, extract_json_parses) {
   EXPECT_TRUE(d["transcription"]["native_text"].GetBool());
 }
 
+// A photo of a till receipt: its payable total (not the cash handed over) and its date, and a
+// verdict that says what the pipeline does with a document the local rules' gate refuses.
+TEST(e2e_cli, extract_a_receipt_photo_prints_its_total_and_what_the_pipeline_would_do) {
+  auto photo = ingestd::test::source_dir() + "/tests/fixtures/receipts/en_gb_rounded.jpg";
+  auto r = run({"extract", photo});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "invoice_date:     2025-01-01");
+  EXPECT_CONTAINS(r.out, "total:            123.30");
+  EXPECT_CONTAINS(r.out, "currency:         GBP");
+  auto json = run({"extract", "--json", photo});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  rapidjson::Document d;
+  d.Parse(json.out.c_str());
+  ASSERT_FALSE(d.HasParseError()) << json.out;
+  EXPECT_STREQ(d["gate"]["refused_goes_to"].GetString(), "review");
+  if (!d["gate"]["passed"].GetBool()) {
+    EXPECT_CONTAINS(r.out, "would send this document to human review at once");
+  }
+}
+
 TEST(e2e_cli, extract_with_the_llm_provider_uses_the_configured_server) {
   ingestd::test::chat_stub stub;
   auto r = run(
