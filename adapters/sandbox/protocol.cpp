@@ -402,7 +402,7 @@ result<unpack_params> decode_unpack_params(std::string_view in) {
   x.limits.max_ratio = r.f64();
   x.limits.ratio_floor_bytes = r.u64();
   x.limits.max_member_bytes = r.u64();
-  return finished(r, std::move(x), "unpack request");
+  return finished(r, x, "unpack request");
 }
 
 std::string encode(const unpacked& x) {

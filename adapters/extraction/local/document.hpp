@@ -67,6 +67,11 @@ private:
   /// Till receipts (receipts.cpp): whether the text is one, and its total and merchant.
   bool looks_like_receipt() const;
   void read_receipt();
+  /// A till receipt (read_receipt ran), and how many of its own checks its total passed: 2 for
+  /// a total label (3 after a cash rounding), 3 for the tendered cash less the change, 2 for a
+  /// card payment of the amount, 2 for the items (and the tax) adding up to it.
+  bool receipt_ = false;
+  int receipt_total_support_ = 0;
   /// The last amount with decimals on line `i` (dates blanked out), if any.
   std::optional<double> amount_at_end(size_t i) const;
   void reconcile();

@@ -78,6 +78,7 @@ bool run_state::looks_like_receipt() const {
 }
 
 void run_state::read_receipt() {
+  receipt_ = true;
   // The amounts at the ends of lines, in reading order. OCR may have lost labels, or put the
   // amounts after all the labels as a column of their own, so the arithmetic below works on the
   // order of the amounts alone; labels add their weight where they were read.
@@ -149,10 +150,11 @@ void run_state::read_receipt() {
       }
       return false;
     };
-    if (run_sums_to(k, c.value))
-      support += 2;
-    else if (k >= 2 && same(round2(as[k - 2].value + as[k - 1].value), c.value)
-             && (run_sums_to(k - 2, as[k - 2].value) || std::fabs(as[k - 1].value) < 0.05))
+    bool items_add_up = run_sums_to(k, c.value);
+    bool two_above_add_up
+        = k >= 2 && same(round2(as[k - 2].value + as[k - 1].value), c.value)
+          && (run_sums_to(k - 2, as[k - 2].value) || std::fabs(as[k - 1].value) < 0.05);
+    if (items_add_up || two_above_add_up)
       support += 2;
     // Of equal support, the later amount: the payable total comes after the subtotal and the
     // rounding; never an amount after the tender began.
@@ -173,11 +175,13 @@ void run_state::read_receipt() {
         best.reset();
       break;
     }
-  if (best)
+  if (best) {
     total_.set(as[*best].value, best_support >= 2 ? source::label : source::guess);
-  else if (cash_less_change)
+    receipt_total_support_ = best_support;
+  } else if (cash_less_change) {
     total_.set(*cash_less_change, source::derived);
-  else if (!total_.found())
+    receipt_total_support_ = 3;
+  } else if (!total_.found())
     // Nothing supported: the amount just above the tender.
     for (size_t k = as.size(); k-- > 0;)
       if (as[k].line < first_tender && first_tender < raw_.size() && !as[k].quantity) {

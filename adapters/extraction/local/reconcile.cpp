@@ -160,8 +160,14 @@ extraction run_state::finish() {
   bool doubtful = !successful || total_.src == source::guess || totals_contradict_
                   || (!invoice_number_.found() && !invoice_date_.found());
   std::string confidence = "low";
-  if (!doubtful && key_by_label && reconciles && subtotal_.src != source::derived
-      && vat_.src != source::derived && supplier_name_.found() && currency_.found())
+  if (receipt_) {
+    // A receipt has no invoice number: "medium" when its total passed two of the receipt's own
+    // checks (a label and the arithmetic, or two sums), with its date and merchant found.
+    if (total_.found() && receipt_total_support_ >= 4 && invoice_date_.found()
+        && supplier_name_.found() && currency_.found())
+      confidence = "medium";
+  } else if (!doubtful && key_by_label && reconciles && subtotal_.src != source::derived
+             && vat_.src != source::derived && supplier_name_.found() && currency_.found())
     confidence = "high";
   else if (!doubtful
            && (total_.src == source::label || (total_.src == source::derived && reconciles))
