@@ -227,6 +227,17 @@ void run_state::find_keyed_fields() {
           has_best = true;
         }
     }
+    // Reconciliation before label strength and position: the labelled total that the subtotal
+    // and the tax add up to (not a subtotal or a line's total labelled "Total" beside it).
+    if (subtotal_.found() && vat_.found()) {
+      double expected = round2(*subtotal_.value + *vat_.value);
+      for (const auto& t : totals)
+        if (near(t.value, expected, 0.02)) {
+          best = t.value;
+          has_best = true;
+          break;
+        }
+    }
     if (has_best)
       total_.set(best, source::label);
   }
