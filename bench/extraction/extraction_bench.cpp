@@ -213,6 +213,8 @@ int run_bench(int argc, char** argv) {
     if ((is_scan && !scans) || (!is_scan && !text))
       continue;
     std::map<std::string, tally> by_kind, by_language, by_layout;
+    // The extractor's stated confidence -> (documents with every key field right, documents).
+    std::map<std::string, std::pair<int, int>> reliability;
     ocr_seconds = 0;
     ocr_pages = 0;
     double cpu_seconds = 0;
@@ -265,6 +267,9 @@ int run_bench(int argc, char** argv) {
         }
       }
       bool passed = evaluate(x, gate).passed;
+      auto& rel = reliability[x.confidence];
+      rel.first += all_key ? 1 : 0;
+      rel.second += 1;
       for (auto* tl : {&kt, &lt, &yt}) {
         tl->documents += 1;
         tl->all_key_right += all_key ? 1 : 0;
@@ -276,6 +281,11 @@ int run_bench(int argc, char** argv) {
     print_table((title + ", by document kind").c_str(), by_kind);
     print_table((title + ", by language").c_str(), by_language);
     print_table((title + ", by layout").c_str(), by_layout);
+    std::printf("\nreliability: stated confidence against documents with every key field right\n");
+    for (const char* level : {"high", "medium", "low"})
+      if (auto it = reliability.find(level); it != reliability.end())
+        std::printf("  %-6s %4d documents, %5.1f%% right\n", level, it->second.second,
+                    100.0 * it->second.first / it->second.second);
     if (ocr_pages > 0)
       std::printf("OCR (%s): %.2f s per page, %.2f pages/s (%ld pages read, not cached)\n",
                   languages.c_str(), ocr_seconds / static_cast<double>(ocr_pages),
