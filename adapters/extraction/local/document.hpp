@@ -75,6 +75,9 @@ private:
   /// The last amount with decimals on line `i` (dates blanked out), if any.
   std::optional<double> amount_at_end(size_t i) const;
   void reconcile();
+  /// The net, tax and total from three amounts in a row that add up (reconcile.cpp), when the
+  /// labelled figures do not.
+  void find_printed_sum();
   std::string to_json(bool successful, const std::string& confidence,
                       const std::vector<std::string>& missing) const;
 

@@ -34,6 +34,12 @@ void run_state::reconcile() {
     if (has_best)
       total_.set(best, source::guess);
   }
+  // Labelled figures that add up, with a tax no VAT rate gives, were paired wrongly.
+  bool sound = subtotal_.found() && vat_.found() && total_.found()
+               && near(*subtotal_.value + *vat_.value, *total_.value, 0.02)
+               && std::fabs(*vat_.value) <= std::fabs(*subtotal_.value) * 0.28;
+  if (!receipt_ && !sound)
+    find_printed_sum();
   if (subtotal_.found() && vat_.found() && total_.found()) {
     totals_reconcile_ = near(*subtotal_.value + *vat_.value, *total_.value, 0.02);
     totals_contradict_ = !totals_reconcile_;
@@ -47,6 +53,26 @@ void run_state::reconcile() {
     if (target && !items_reconcile_) {
       // Lines that do not add up were misread: keep none rather than wrong ones.
       items_.clear();
+    }
+  }
+}
+
+void run_state::find_printed_sum() {
+  // The figures as OCR often gives a column of amounts apart from its labels: the last three
+  // amounts in a row of which the first two add up to the third, the second (the tax) at most
+  // the highest VAT rate of the first (the net), are the net, the tax and the total.
+  std::vector<double> xs;
+  for (const auto& m : masked_)
+    for (const auto& a : find_amounts(m))
+      if (a.decimals && !a.percent)
+        xs.push_back(a.value);
+  for (size_t i = xs.size(); i-- > 2;) {
+    double net = xs[i - 2], tax = xs[i - 1], gross = xs[i];
+    if (net > 0 && tax > 0 && tax <= net * 0.28 && near(round2(net + tax), gross, 0.011)) {
+      subtotal_.set(net, source::derived);
+      vat_.set(tax, source::derived);
+      total_.set(gross, source::derived);
+      return;
     }
   }
 }
