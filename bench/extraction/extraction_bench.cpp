@@ -286,7 +286,7 @@ int run_bench(int argc, char** argv) {
       if (auto it = reliability.find(level); it != reliability.end())
         std::printf("  %-6s %4d documents, %5.1f%% right\n", level, it->second.second,
                     100.0 * it->second.first / it->second.second);
-    if (ocr_pages > 0)
+    if (is_scan && ocr_pages > 0)
       std::printf("OCR (%s): %.2f s per page, %.2f pages/s (%ld pages read, not cached)\n",
                   languages.c_str(), ocr_seconds / static_cast<double>(ocr_pages),
                   static_cast<double>(ocr_pages) / ocr_seconds, ocr_pages);
