@@ -125,9 +125,13 @@ TEST_F(rate_limited_client_test, requests_per_minute_go_out_evenly_without_a_thr
   EXPECT_EQ(clock.pending(), 1u) << "one timer task, not one per waiting request";
   clock.advance(999ms);
   EXPECT_EQ(http.request_count(), 1u) << "not before a second has passed";
+  // What falls due may be sent by the timer task (this thread) or by the answer to the request
+  // before it (the fake's thread, which reads the same clock): wait for it.
   clock.advance(1ms);
+  ASSERT_TRUE(wait_until([&] { return http.request_count() == 2; }, 10s));
   EXPECT_EQ(urls(http), (std::vector<std::string>{"a", "b"}));
   clock.advance(1s);
+  ASSERT_TRUE(wait_until([&] { return http.request_count() == 3; }, 10s));
   EXPECT_EQ(urls(http), (std::vector<std::string>{"a", "b", "c"}));
   ASSERT_TRUE(wait_until([&] { return seen.answers() == 3; }, 10s));
   EXPECT_EQ(clock.pending(), 0u) << "nothing armed once the line is empty";
@@ -143,7 +147,9 @@ TEST_F(rate_limited_client_test, tokens_per_minute_let_a_large_request_go_when_t
   EXPECT_EQ(urls(http), (std::vector<std::string>{"large"}));
   clock.advance(1990ms);
   EXPECT_EQ(http.request_count(), 1u);
+  // Sent by the timer task or by the answer to "large" on the fake's thread: wait for it.
   clock.advance(20ms);
+  ASSERT_TRUE(wait_until([&] { return http.request_count() == 2; }, 10s));
   EXPECT_EQ(urls(http), (std::vector<std::string>{"large", "small"}));
   // Requests that are not counted in tokens (0) pass the token limit.
   submit(*l, "untokened", 0);
