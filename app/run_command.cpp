@@ -319,8 +319,10 @@ int run_command(const arguments& args) {
       if (cfg->review.enabled)
         log::info("review desk listening", {{"address", review_address(*cfg, admin->port())}});
     }
-    auto arm_watchdog = [a = admin.get(), &watchdog, ctx] {
-      watchdog.arm(ctx->settings.shutdown_grace + shutdown_margin, ctx);
+    // The node's context keeps this (its drain hook): a weak pointer, or the two keep each other.
+    auto arm_watchdog = [a = admin.get(), &watchdog, weak = std::weak_ptr<node_context>{ctx}] {
+      if (auto c = weak.lock())
+        watchdog.arm(c->settings.shutdown_grace + shutdown_margin, c);
       if (a)
         a->set_shutting_down();
     };

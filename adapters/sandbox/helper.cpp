@@ -1,6 +1,7 @@
 // The decoder helper's main loop (helper.hpp).
 #include "adapters/sandbox/helper.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -10,6 +11,10 @@
 #include <unistd.h>
 
 #include "adapters/sandbox/sandbox.hpp"
+
+#if INGESTD_ADDRESS_SANITIZER
+#  include <sanitizer/asan_interface.h>
+#endif
 
 namespace ingestd::sandbox {
 
@@ -62,6 +67,17 @@ answer failure(error e) {
 
 void out_of_memory_exit() {
   ::_exit(exit_out_of_memory);
+}
+
+std::string sanitizer_options(uint64_t memory_limit_bytes) {
+  if (!address_sanitizer)
+    return {};
+  auto mb = std::to_string(std::max<uint64_t>(memory_limit_bytes >> 20, 1));
+  // A crash by a signal ends the helper by that signal, as in any other build (ASan's own
+  // handler would exit 1); its symbolizer is a program the filter does not let it start.
+  return "ASAN_OPTIONS=detect_leaks=0:handle_segv=0:handle_sigbus=0:handle_sigfpe=0:symbolize=0:"
+         "allocator_may_return_null=1:max_allocation_size_mb="
+         + mb + ":soft_rss_limit_mb=" + mb;
 }
 
 std::vector<std::string> helper_arguments(const helper_settings& s) {
@@ -126,6 +142,14 @@ int helper_main(const helper_settings& settings, const handler_table& table) {
   // A failed allocation anywhere in C++ code ends the helper with a code the pool reads; so
   // does a library's own out-of-memory hook (the handlers' warm_up installs them).
   std::set_new_handler([] { out_of_memory_exit(); });
+#if INGESTD_ADDRESS_SANITIZER
+  // Under ASan a failed operator new is reported by ASan instead (the handler above never runs).
+  __asan_set_error_report_callback([](const char* report) {
+    for (const char* kind : {"out-of-memory", "allocation-size-too-big", "rss-limit-exceeded"})
+      if (std::strstr(report, kind) != nullptr)
+        out_of_memory_exit();
+  });
+#endif
   // One malloc arena: the address space (RLIMIT_AS) goes to the document, not to per-thread
   // arenas of OpenMP's threads.
   ::mallopt(M_ARENA_MAX, 1);

@@ -4,7 +4,7 @@
 //   1. loads what its handlers need (Tesseract's language data, the libraries' tables),
 //   2. empties its environment and installs its seccomp filter (sandbox.hpp), then
 //   3. answers `ready` and serves requests on fd 3 (requests) and fd 4 (answers) until fd 3
-//      closes. Its own stdin, stdout and stderr are /dev/null.
+//      closes. Its own stdin, stdout and stderr are /dev/null (stderr stays open under ASan).
 // A failed allocation ends it with exit_out_of_memory; the pool names that decode.out_of_memory.
 #pragma once
 
@@ -26,6 +26,28 @@ inline constexpr int answer_fd = 4;
 /// Exit codes the pool reads: a failed allocation, a start that could not install the sandbox.
 inline constexpr int exit_out_of_memory = 86;
 inline constexpr int exit_startup_failed = 87;
+
+/// True in a build with AddressSanitizer (the sanitize preset). ASan reserves terabytes of
+/// address space for its shadow memory, which RLIMIT_AS refuses, so there the pool bounds a
+/// helper's memory with ASan's own allocator limits (sanitizer_options) and the helper turns
+/// ASan's out-of-memory reports into exit_out_of_memory.
+#if defined(__SANITIZE_ADDRESS__)
+#  define INGESTD_ADDRESS_SANITIZER 1
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer)
+#    define INGESTD_ADDRESS_SANITIZER 1
+#  endif
+#endif
+#ifndef INGESTD_ADDRESS_SANITIZER
+#  define INGESTD_ADDRESS_SANITIZER 0
+#endif
+inline constexpr bool address_sanitizer = INGESTD_ADDRESS_SANITIZER != 0;
+
+/// The ASAN_OPTIONS variable a helper starts with in an AddressSanitizer build (empty in any
+/// other): allocations fail past memory_limit_bytes (one allocation, or the resident set), a
+/// crash ends it by its signal, and no leak check at exit (it needs a process the seccomp filter
+/// refuses).
+std::string sanitizer_options(uint64_t memory_limit_bytes);
 
 /// What the helper is started with (its command-line options, written by helper_pool).
 struct helper_settings {

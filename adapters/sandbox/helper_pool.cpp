@@ -113,7 +113,8 @@ result<void> helper_pool::start(helper& h) {
   argv.push_back(nullptr);
   // libgomp reads its limit when the program loads; the helper clears its environment after.
   std::string omp = "OMP_THREAD_LIMIT=1";
-  char* envp[] = {omp.data(), nullptr};
+  std::string asan = sanitizer_options(options_.memory_limit_bytes);
+  char* envp[] = {omp.data(), asan.empty() ? nullptr : asan.data(), nullptr};
   rlimit as{options_.memory_limit_bytes, options_.memory_limit_bytes};
   rlimit cpu{options_.cpu_limit_seconds, options_.cpu_limit_seconds};
   rlimit none{0, 0};
@@ -135,15 +136,17 @@ result<void> helper_pool::start(helper& h) {
     int r = ::fcntl(req[0], F_DUPFD, 10);
     int a = ::fcntl(ans[1], F_DUPFD, 10);
     int n = ::fcntl(devnull, F_DUPFD, 10);
-    if (r < 0 || a < 0 || n < 0 || ::dup2(n, 0) < 0 || ::dup2(n, 1) < 0 || ::dup2(n, 2) < 0
-        || ::dup2(r, request_fd) < 0 || ::dup2(a, answer_fd) < 0)
+    // Under ASan the helper's stderr stays the node's: its reports must reach the test's log.
+    if (r < 0 || a < 0 || n < 0 || ::dup2(n, 0) < 0 || ::dup2(n, 1) < 0
+        || (!address_sanitizer && ::dup2(n, 2) < 0) || ::dup2(r, request_fd) < 0
+        || ::dup2(a, answer_fd) < 0)
       ::_exit(exit_startup_failed);
     if (::syscall(SYS_close_range, answer_fd + 1, ~0U, 0) != 0)
       for (int fd = answer_fd + 1; fd < 4096; ++fd)
         ::close(fd);
-    if (::setrlimit(RLIMIT_AS, &as) != 0 || ::setrlimit(RLIMIT_CPU, &cpu) != 0
-        || ::setrlimit(RLIMIT_CORE, &none) != 0 || ::setrlimit(RLIMIT_FSIZE, &none) != 0
-        || ::setrlimit(RLIMIT_NOFILE, &files) != 0)
+    if ((!address_sanitizer && ::setrlimit(RLIMIT_AS, &as) != 0)
+        || ::setrlimit(RLIMIT_CPU, &cpu) != 0 || ::setrlimit(RLIMIT_CORE, &none) != 0
+        || ::setrlimit(RLIMIT_FSIZE, &none) != 0 || ::setrlimit(RLIMIT_NOFILE, &files) != 0)
       ::_exit(exit_startup_failed);
     ::execve(argv[0], argv.data(), envp);
     ::_exit(exit_startup_failed);

@@ -14,7 +14,8 @@
 // environment OMP_THREAD_LIMIT=1 alone (the helper empties even that once libgomp has read it),
 // and these limits set between fork and exec: RLIMIT_AS (memory_limit_bytes), RLIMIT_CPU
 // (cpu_limit_seconds, hard; the helper lowers the soft limit to each request's budget and retires
-// at half), RLIMIT_CORE 0, RLIMIT_FSIZE 0, RLIMIT_NOFILE 256.
+// at half), RLIMIT_CORE 0, RLIMIT_FSIZE 0, RLIMIT_NOFILE 256. In an AddressSanitizer build the
+// memory bound is ASan's instead of RLIMIT_AS, and stderr stays open (helper.hpp).
 #pragma once
 
 #include <atomic>
