@@ -101,8 +101,13 @@ result<review_request> parse_review_request(std::string_view action, std::string
     return invalid("\"version\" (the document's version you reviewed) is required");
   out.version = body["version"].GetInt64();
   if (action == "reject") {
-    if (body.HasMember("reason") && body["reason"].IsString())
-      out.reason = std::string{body["reason"].GetString()};
+    if (body.HasMember("reason") && body["reason"].IsString()) {
+      auto& reason = body["reason"];
+      out.reason.assign(reason.GetString(), reason.GetStringLength());
+      if (clean_text(out.reason) != out.reason)
+        return invalid("the reason holds text that cannot be stored: a \\u0000, a lone "
+                       "surrogate or bytes that are not UTF-8");
+    }
   } else if (action == "reprocess") {
     auto choice = choice_of(body);
     if (!choice)

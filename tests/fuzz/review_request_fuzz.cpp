@@ -30,7 +30,7 @@ bool one_of_the_messages(const std::string& m) {
   for (std::string_view known :
        {"the body is not a JSON object", "the body nests deeper than 16 levels",
         "\"version\" (the document's version you reviewed) is required",
-        "the fields hold text that cannot be stored",
+        "the fields hold text that cannot be stored", "the reason holds text that cannot be stored",
         "name the providers as \"transcription_provider\"",
         "\"transcription_provider\" must be a provider's name or null",
         "\"extraction_provider\" must be a provider's name or null"})
@@ -115,6 +115,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(req->providers.transcription.size() + req->providers.extraction.size() <= body.size());
   FUZZ_CHECK(req->fields.size() <= 8 * body.size() + 8);
   FUZZ_CHECK(fuzz::valid_utf8(req->fields));
+  // A reason is stored whole, as a text column takes it: no NUL, well-formed UTF-8.
+  FUZZ_CHECK(fuzz::valid_utf8(req->reason) && req->reason.find('\0') == std::string::npos);
   if (action != "reject")
     FUZZ_CHECK(req->reason.empty());
   if (action != "reprocess")

@@ -75,6 +75,12 @@ TEST(parse_review_request, fields_that_a_jsonb_column_refuses_are_a_clear_error)
                 "the fields hold text that cannot be stored: a \\u0000, a lone surrogate or "
                 "bytes that are not UTF-8")
           << name;
+  // So is a rejection's reason, which was cut at its first NUL before.
+  for (std::string reason : {R"(duplicate\u0000 of 17)", R"(duplicate \udc00)", "dup \xff"})
+    EXPECT_EQ(message_of("reject", R"({"version":1,"reason":")" + reason + "\"}"),
+              "the reason holds text that cannot be stored: a \\u0000, a lone surrogate or "
+              "bytes that are not UTF-8")
+        << reason;
   // Text that it stores comes through as it was written, escaped or not.
   auto r = parse_review_request(
       "check", R"({"fields":{"supplier_name":"M\u00fcller & S\u00f6hne","currency":"\ud83d\ude00",)"
