@@ -2,6 +2,7 @@
 #include "actors/metrics.hpp"
 
 #include "actors/admission.hpp"
+#include "actors/memory_budget.hpp"
 
 #include <cstdio>
 #include <limits>
@@ -108,6 +109,11 @@ void worker_metrics::watch(std::shared_ptr<const node_admission> admission) {
   admission_ = std::move(admission);
 }
 
+void worker_metrics::watch(std::shared_ptr<const memory_budget> unpack_budget) {
+  std::lock_guard guard{mtx_};
+  unpack_budget_ = std::move(unpack_budget);
+}
+
 void worker_metrics::job_started(std::string_view stage) {
   std::lock_guard guard{mtx_};
   auto i = stage_in_flight_.find(stage);
@@ -211,6 +217,17 @@ std::string worker_metrics::prometheus() const {
           a.slots_in_use());
     gauge(out, "ingestd_lifetime_units_admitted_total",
           "Units of work admitted (worker.lifetime_units).", a.units_admitted(), "counter");
+  }
+  if (unpack_budget_) {
+    auto& b = *unpack_budget_;
+    gauge(out, "ingestd_unpack_memory_budget_bytes",
+          "The node's memory budget for unpacking containers (containers.memory_budget_bytes).",
+          static_cast<int64_t>(b.total()));
+    gauge(out, "ingestd_unpack_memory_reserved_bytes",
+          "Bytes of the unpack memory budget reserved by containers being unpacked.",
+          static_cast<int64_t>(b.reserved()));
+    gauge(out, "ingestd_unpack_memory_waiting", "Containers waiting for unpack memory budget.",
+          static_cast<int64_t>(b.waiting()));
   }
   gauge(out, "ingestd_cpu_admission_waits_total",
         "Polls held back because the CPU pool could not finish more work within its deadline.",

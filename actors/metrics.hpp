@@ -34,6 +34,7 @@ private:
 };
 
 class node_admission;
+class memory_budget;
 
 class worker_metrics {
 public:
@@ -66,6 +67,9 @@ public:
   /// The node's admission, whose figures (in flight, slots, units, the CPU backlog) the
   /// exposition shows; set by the node's builder.
   void watch(std::shared_ptr<const node_admission> admission);
+  /// The unpack stage's memory budget, whose reserved bytes and waiting containers it shows; set
+  /// by that stage's builder.
+  void watch(std::shared_ptr<const memory_budget> unpack_budget);
 
   /// Who this node is, for ingestd_node_info (set once at start, before the first scrape): its id
   /// (worker.id, as `ingestd nodes` shows it), version, and the stages and size classes it serves.
@@ -112,6 +116,7 @@ private:
   /// The labels of ingestd_node_info (empty until set_node).
   std::string node_labels_;
   std::shared_ptr<const node_admission> admission_;
+  std::shared_ptr<const memory_budget> unpack_budget_;
   histogram claim_wait_;
   histogram heartbeat_lateness_;
 };

@@ -114,6 +114,7 @@ result<std::unique_ptr<node_setup>> node_setup::prepare(caf::actor_system& sys, 
   n->rt_ = std::move(*rt);
   ctx.work = n->rt_->work;
   auto env = stage_env_of(*n->rt_, n->cpu_);
+  env.metrics = ctx.metrics;
   auto stages = build_stages(env);
   if (!stages)
     return stages.error();

@@ -22,6 +22,7 @@
 namespace ingestd {
 
 class provider_set;
+class worker_metrics;
 
 /// A queue a stage reads, as the configuration names it.
 struct queue_spec {
@@ -51,6 +52,8 @@ struct stage_env {
   pg::session_options session;
   int pool_size = 2;
   bool via_outbox = false;
+  /// The node's metrics, for what a stage owns and shows (null in one-document commands).
+  std::shared_ptr<worker_metrics> metrics = nullptr;
 };
 
 struct registered_stage {

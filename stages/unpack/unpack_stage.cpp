@@ -21,6 +21,7 @@
 #include <set>
 
 #include "actors/job.hpp"
+#include "actors/metrics.hpp"
 #include "adapters/aws/encoding.hpp"
 #include "adapters/db/pg_container_repository.hpp"
 #include "messages/file_type.hpp"
@@ -392,6 +393,8 @@ result<std::vector<std::shared_ptr<const stage>>> unpack_stages(stage_env& env) 
       *env.cpu, limits, std::chrono::seconds{cfg.containers.timeout_seconds});
   ports->budget
       = std::make_shared<memory_budget>(static_cast<uint64_t>(cfg.containers.memory_budget_bytes));
+  if (env.metrics)
+    env.metrics->watch(std::shared_ptr<const memory_budget>{ports->budget});
   unpack_settings settings;
   settings.queue = std::move(*q);
   settings.queue_name = spec.name;

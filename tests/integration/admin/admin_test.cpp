@@ -509,15 +509,28 @@ TEST_F(admin_test, metrics_pass_promtool_and_readyz_follows_the_database) {
   std::ifstream in{metrics};
   std::ostringstream ss;
   ss << in.rdbuf();
-  for (auto name :
-       {"ingestd_jobs_in_flight{stage=\"ingest\"}", "ingestd_queue_messages{queue=\"",
-        "state=\"visible\"}", "ingestd_queue_up{queue=\"", "ingestd_node_info{node=\"",
-        "ingestd_queue_oldest_message_age_seconds", "ingestd_claim_wait_seconds_bucket",
-        "ingestd_sweeper_rescues_total", "ingestd_cpu_pool_backlog", "ingestd_llm_tokens_total",
-        "ingestd_heartbeat_lateness_seconds_count",
-        "ingestd_matching_documents{status=\"pending\"}", "ingestd_matching_stalled_documents",
-        "ingestd_outbox_up 1", "ingestd_outbox_pending ", "ingestd_outbox_oldest_age_seconds ",
-        "ingestd_outbox_dead_rows 0", "ingestd_outbox_dead_total 0", "ingestd_tenant_work_up 1"})
+  for (auto name : {"ingestd_jobs_in_flight{stage=\"ingest\"}",
+                    "ingestd_queue_messages{queue=\"",
+                    "state=\"visible\"}",
+                    "ingestd_queue_up{queue=\"",
+                    "ingestd_node_info{node=\"",
+                    "ingestd_queue_oldest_message_age_seconds",
+                    "ingestd_claim_wait_seconds_bucket",
+                    "ingestd_sweeper_rescues_total",
+                    "ingestd_cpu_pool_backlog",
+                    "ingestd_llm_tokens_total",
+                    "ingestd_heartbeat_lateness_seconds_count",
+                    "ingestd_matching_documents{status=\"pending\"}",
+                    "ingestd_matching_stalled_documents",
+                    "ingestd_outbox_up 1",
+                    "ingestd_outbox_pending ",
+                    "ingestd_outbox_oldest_age_seconds ",
+                    "ingestd_outbox_dead_rows 0",
+                    "ingestd_outbox_dead_total 0",
+                    "ingestd_tenant_work_up 1",
+                    "ingestd_unpack_memory_budget_bytes 1073741824",
+                    "ingestd_unpack_memory_reserved_bytes 0",
+                    "ingestd_unpack_memory_waiting 0"})
     EXPECT_NE(ss.str().find(name), std::string::npos) << name;
 
   proxy.stop();
