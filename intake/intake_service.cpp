@@ -102,7 +102,7 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
     if (!container)
       return error::make_permanent(
           errc::intake_unsupported_type,
-          "not a PDF, PNG, JPEG or TIFF file, nor a ZIP, TAR, .tar.gz, e-mail (.eml) "
+          "not a PDF, PNG, JPEG or TIFF file, nor a ZIP, TAR, .tar.gz, 7z, e-mail (.eml) "
           "or mbox (by its first bytes)");
     if (opts_.unpack_queue.empty())
       return error::make_permanent(

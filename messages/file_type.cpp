@@ -19,12 +19,13 @@ constexpr file_type of(file_kind k) {
   return all_types[static_cast<size_t>(k)];
 }
 
-constexpr std::array<container_type, 5> all_containers{{
+constexpr std::array<container_type, 6> all_containers{{
     {container_kind::zip, "application/zip", "zip"},
     {container_kind::tar, "application/x-tar", "tar"},
     {container_kind::tar_gz, "application/gzip", "tar.gz"},
     {container_kind::eml, "message/rfc822", "eml"},
     {container_kind::mbox, "application/mbox", "mbox"},
+    {container_kind::seven_zip, "application/x-7z-compressed", "7z"},
 }};
 
 constexpr container_type of(container_kind k) {
@@ -81,6 +82,8 @@ std::optional<container_type> detect_container_type(std::string_view b) {
     return of(container_kind::tar);
   if (starts(std::string_view{"\x1f\x8b", 2}))
     return of(container_kind::tar_gz);
+  if (starts(std::string_view{"7z\xbc\xaf\x27\x1c", 6}))
+    return of(container_kind::seven_zip);
   auto head = b.substr(0, 4096);
   if (starts("From ")) {
     auto eol = head.find('\n');

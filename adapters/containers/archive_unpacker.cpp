@@ -1,4 +1,4 @@
-// ZIP, TAR and .tar.gz read with libarchive from memory, member by member, with the limits
+// ZIP, TAR, .tar.gz and 7z read with libarchive from memory, member by member, with the limits
 // checked while the bytes come out (a zip bomb stops at the limit, never fills the memory).
 #include <archive.h>
 #include <archive_entry.h>
@@ -106,6 +106,9 @@ result<unpacked> archive_unpacker::unpack(std::string_view bytes, container_kind
   case container_kind::tar_gz:
     archive_read_support_filter_gzip(a.get());
     archive_read_support_format_tar(a.get());
+    break;
+  case container_kind::seven_zip:
+    archive_read_support_format_7zip(a.get());
     break;
   default:
     return error::make_permanent("container.unsupported", "not an archive libarchive reads here");

@@ -1,7 +1,7 @@
 // Containers taken apart: the unpacker interface, its limits and what it answers. The
-// implementations are archive_unpacker (libarchive: ZIP, TAR, .tar.gz) and mime_unpacker (GMime:
-// an e-mail and its attachments, an mbox's messages); container_unpacker runs the right one on
-// the CPU pool for the unpack stage. No CAF and no database here.
+// implementations are archive_unpacker (libarchive: ZIP, TAR, .tar.gz, 7z) and mime_unpacker
+// (GMime: an e-mail and its attachments, an mbox's messages); container_unpacker runs the right one
+// on the CPU pool for the unpack stage. No CAF and no database here.
 #pragma once
 
 #include <chrono>
@@ -70,7 +70,7 @@ public:
                                   const unpack_limits& limits) const = 0;
 };
 
-/// ZIP, TAR and .tar.gz through libarchive.
+/// ZIP, TAR, .tar.gz and 7z through libarchive.
 class archive_unpacker final : public unpacker {
 public:
   result<unpacked> unpack(std::string_view bytes, container_kind kind,

@@ -1,5 +1,5 @@
-// Fuzz target: ZIP, TAR and .tar.gz through archive_unpacker (libarchive) under small limits, and
-// the unpack stage's way to it: detection, container_unpacker's choice of reader, the members.
+// Fuzz target: ZIP, TAR, .tar.gz and 7z through archive_unpacker (libarchive) under small limits,
+// and the unpack stage's way to it: detection, container_unpacker's choice of reader, the members.
 // Input: the container's bytes, read as each archive kind in turn.
 #include "tests/fuzz/unpack_checks.hpp"
 
@@ -11,7 +11,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const archive_unpacker archives;
   auto staged = fuzz::unpack_like_the_stage(in, limits);
 
-  for (auto kind : {container_kind::zip, container_kind::tar, container_kind::tar_gz}) {
+  for (auto kind : {container_kind::zip, container_kind::tar, container_kind::tar_gz,
+                    container_kind::seven_zip}) {
     auto answer = archives.unpack(in, kind, limits);
     fuzz::check_answer(answer, limits, fuzz::reader::archive);
     // The stage reads a detected archive with this same reader.

@@ -1,5 +1,5 @@
 // Containers end to end: `ingestd submit` takes a ZIP and an e-mail whose attachments
-// include a nested ZIP, the HTTP intake a .tar.gz; the daemon's unpack stage makes a child document
+// include a nested 7z, the HTTP intake a .tar.gz; the daemon's unpack stage makes a child document
 // of every member and attachment, each child is ingested to completion, the e-mail's body is kept
 // on its document, and `ingestd status --documents --json` shows each child's parent.
 #include <filesystem>
@@ -45,9 +45,9 @@ TEST(e2e_daemon_containers, a_zip_and_an_email_become_child_documents_that_all_c
                                     {"readme.txt", "not a document"},
                                     {"march/scan.png", corpus_file("inv01_en_classic_scan.png")}});
   ASSERT_NE(zip.substr(0, 1024).find("%PDF-"), std::string::npos);
-  auto nested = make_archive("zip", {{"inv04.pdf", corpus_file("inv04_de_classic.pdf")}});
+  auto nested = make_archive("7z", {{"inv04.pdf", corpus_file("inv04_de_classic.pdf")}});
   auto eml = make_email("Invoices for March", "Hello, the invoices are attached.",
-                        {{"inv03.pdf", corpus_file("inv03_en_compact.pdf")}, {"more.zip", nested}});
+                        {{"inv03.pdf", corpus_file("inv03_en_compact.pdf")}, {"more.7z", nested}});
   auto in = s.root() + "/in";
   std::filesystem::create_directories(in);
   write_file(in + "/march.zip", zip);
@@ -87,7 +87,7 @@ TEST(e2e_daemon_containers, a_zip_and_an_email_become_child_documents_that_all_c
       },
       60s))
       << s.logs();
-  // The three containers, five documents of theirs (a scan among them), the nested zip and its
+  // The three containers, five documents of theirs (a scan among them), the nested 7z and its
   // document: 10 ingestions.
   ASSERT_TRUE(wait_until(
       [&] { return s.count("SELECT count(*) FROM ingestion WHERE status = 'completed'") == 10; },
@@ -97,7 +97,7 @@ TEST(e2e_daemon_containers, a_zip_and_an_email_become_child_documents_that_all_c
   EXPECT_EQ(s.count("SELECT count(*) FROM ingestion"), 10);
   EXPECT_EQ(s.db().scalar("SELECT mime_type FROM document WHERE member_name = 'march/scan.png'"),
             "image/png");
-  // Four containers unpacked (the nested zip included) and five documents ingested, each work
+  // Four containers unpacked (the nested 7z included) and five documents ingested, each work
   // item completed once with its claim cleared; each child's was written by its parent's
   // completion.
   EXPECT_EQ(s.db().scalar("SELECT string_agg(stage || ':' || n, ' ' ORDER BY stage) FROM "
@@ -124,7 +124,9 @@ TEST(e2e_daemon_containers, a_zip_and_an_email_become_child_documents_that_all_c
   };
   EXPECT_NE(parent_of("march/inv01.pdf").find(".zip"), std::string::npos);
   EXPECT_NE(parent_of("inv03.pdf").find(".eml"), std::string::npos);
-  EXPECT_EQ(parent_of("inv04.pdf"), "more.zip");
+  EXPECT_EQ(parent_of("inv04.pdf"), "more.7z");
+  EXPECT_EQ(s.db().scalar("SELECT mime_type FROM document WHERE member_name = 'more.7z'"),
+            "application/x-7z-compressed");
   EXPECT_EQ(
       s.count(
           "SELECT count(*) FROM document WHERE member_name = 'inv04.pdf' AND container_depth = 2"),

@@ -36,8 +36,8 @@ inline std::vector<archive_file> many_entries(entry_kind kind, int count, const 
   return out;
 }
 
-/// `format`: "zip", "zip-stored" (members stored, not deflated, as many zip tools write PDFs) or
-/// "tar"; `gzip`: a .tar.gz; `passphrase`: a ZipCrypto-encrypted zip.
+/// `format`: "zip", "zip-stored" (members stored, not deflated, as many zip tools write PDFs),
+/// "tar" or "7z" (LZMA); `gzip`: a .tar.gz; `passphrase`: a ZipCrypto-encrypted zip.
 inline std::string make_archive(const std::string& format, const std::vector<archive_file>& files,
                                 bool gzip = false, const std::string& passphrase = {}) {
   archive* a = archive_write_new();
@@ -45,6 +45,8 @@ inline std::string make_archive(const std::string& format, const std::vector<arc
     archive_write_set_format_zip(a);
   else if (format == "tar")
     archive_write_set_format_pax_restricted(a);
+  else if (format == "7z")
+    archive_write_set_format_7zip(a);
   else
     throw std::invalid_argument("make_archive: no format " + format);
   if (format == "zip-stored" && archive_write_set_options(a, "zip:compression=store") != ARCHIVE_OK)

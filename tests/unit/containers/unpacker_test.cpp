@@ -29,6 +29,11 @@ TEST(container_type, detects_each_kind_and_nothing_else) {
             container_kind::tar);
   EXPECT_EQ(detect_container_type(make_archive("tar", {{"a.pdf", pdf_bytes("a")}}, true))->ext,
             "tar.gz");
+  auto seven = detect_container_type(make_archive("7z", {{"a.pdf", pdf_bytes("a")}}));
+  ASSERT_TRUE(seven);
+  EXPECT_EQ(seven->kind, container_kind::seven_zip);
+  EXPECT_EQ(seven->mime, "application/x-7z-compressed");
+  EXPECT_EQ(container_type_of_mime("application/x-7z-compressed")->ext, "7z");
   EXPECT_EQ(detect_container_type(make_email("hello", "body", {}))->mime, "message/rfc822");
   EXPECT_EQ(
       detect_container_type("From alice@example.com Mon Nov 23 10:00:00 2026\nFrom: a@b\n\nx\n")
@@ -40,11 +45,11 @@ TEST(container_type, detects_each_kind_and_nothing_else) {
   EXPECT_FALSE(detect_container_type(""));
 }
 
-TEST(archive_unpacker, zip_tar_and_tar_gz_keep_members_and_paths) {
+TEST(archive_unpacker, zip_tar_tar_gz_and_7z_keep_members_and_paths) {
   std::vector<test::archive_file> files{{"invoices/a.pdf", pdf_bytes("a")},
                                         {"b.pdf", pdf_bytes("b")}};
-  for (const auto& bytes :
-       {make_archive("zip", files), make_archive("tar", files), make_archive("tar", files, true)}) {
+  for (const auto& bytes : {make_archive("zip", files), make_archive("tar", files),
+                            make_archive("tar", files, true), make_archive("7z", files)}) {
     auto r = unpack(bytes);
     ASSERT_TRUE(r) << r.error().describe();
     ASSERT_EQ(r->members.size(), 2u);
@@ -56,12 +61,14 @@ TEST(archive_unpacker, zip_tar_and_tar_gz_keep_members_and_paths) {
 }
 
 TEST(archive_unpacker, a_zip_bomb_stops_at_the_ratio) {
-  auto bomb = make_archive("zip", {{"zeros.pdf", std::string(16u << 20, '\0')}});
-  ASSERT_LT(bomb.size(), 100u * 1024);
-  auto r = unpack(bomb);
-  ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().code, "container.ratio") << r.error().describe();
-  EXPECT_FALSE(r.error().transient());
+  for (std::string format : {"zip", "7z"}) {
+    auto bomb = make_archive(format, {{"zeros.pdf", std::string(16u << 20, '\0')}});
+    ASSERT_LT(bomb.size(), 100u * 1024) << format;
+    auto r = unpack(bomb);
+    ASSERT_FALSE(r) << format;
+    EXPECT_EQ(r.error().code, "container.ratio") << format << ": " << r.error().describe();
+    EXPECT_FALSE(r.error().transient());
+  }
 }
 
 TEST(archive_unpacker, total_size_and_member_count_are_limited) {
@@ -172,6 +179,15 @@ TEST(archive_unpacker, a_truncated_archive_keeps_what_could_be_read) {
   auto nothing = unpack(std::string{"PK\x03\x04", 4} + std::string(40, '\x7f'));
   ASSERT_FALSE(nothing);
   EXPECT_EQ(nothing.error().code, "container.corrupt");
+
+  // A 7z keeps its index at the end: cut short, or only its signature, nothing is readable.
+  auto seven = make_archive("7z", {{"first.pdf", pdf_bytes("first")}});
+  for (const auto& bytes : {seven.substr(0, seven.size() - 20),
+                            std::string{"7z\xbc\xaf\x27\x1c", 6} + std::string(40, '\x7f')}) {
+    auto r7 = unpack(bytes);
+    ASSERT_FALSE(r7);
+    EXPECT_EQ(r7.error().code, "container.corrupt") << r7.error().describe();
+  }
 }
 
 TEST(archive_unpacker, a_damaged_header_is_a_corrupt_tail_not_an_unsafe_name) {
