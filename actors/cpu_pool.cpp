@@ -12,6 +12,7 @@
 #include "actors/cpu_pool.hpp"
 
 #include <deque>
+#include <exception>
 #include <thread>
 
 #include <caf/actor_system.hpp>
@@ -19,6 +20,8 @@
 #include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
+
+#include "adapters/support/log.hpp"
 
 namespace ingestd {
 
@@ -36,7 +39,15 @@ caf::behavior cpu_worker(caf::event_based_actor* self, const caf::actor& master,
           if (job.expired)
             job.expired();
         } else {
-          job.run();
+          // An item answers its own errors; one that throws all the same costs only itself,
+          // never the pool a worker (its caller's deadline answers it).
+          try {
+            job.run();
+          } catch (const std::exception& e) {
+            log::error("a CPU work item failed with an exception", {{"error", e.what()}});
+          } catch (...) {
+            log::error("a CPU work item failed with an exception", {{"error", "unknown"}});
+          }
           admission->cpu_item_ran(
               std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - start));
         }

@@ -6,6 +6,7 @@
 #include "caf/test/unit_test_impl.hpp"
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,17 @@ CAF_TEST(work that continues a started document waits ahead of new work) {
   sched.run();
   CAF_CHECK_EQUAL(ran,
                   (std::vector<std::string>{"busy", "page-a1", "page-a2", "open-b", "open-c"}));
+}
+
+CAF_TEST(an item that throws costs only itself and the worker takes the next) {
+  start(1, 4);
+  executor->submit(cpu_job{[] { throw std::runtime_error("a bug in a work item"); },
+                           [this] { expired.push_back("thrower"); }, clock::now() + 1h, false});
+  submit("after");
+  sched.run();
+  CAF_CHECK_EQUAL(ran, (std::vector<std::string>{"after"}));
+  CAF_CHECK(expired.empty());
+  CAF_CHECK_EQUAL(admission->cpu_backlog(), 0);
 }
 
 CAF_TEST(a worker measures how long items run) {
