@@ -26,6 +26,18 @@ void print_human(const std::string& path, const transcription& t) {
               t.preprocessed ? "preprocessed" : "not preprocessed",
               static_cast<long long>(t.duration_ms));
   std::printf("quality: %.2f\n", t.quality_score);
+  if (!t.metadata.empty()) {
+    // What the file says about itself; control characters shown as spaces (not a terminal's
+    // escape sequences from a stranger's file).
+    std::string line = "file metadata:";
+    for (auto& [name, value] : t.metadata) {
+      line.append(" ").append(name).append("=\"");
+      for (char c : value)
+        line.push_back(static_cast<unsigned char>(c) < 0x20 || c == '\x7f' ? ' ' : c);
+      line.append("\"");
+    }
+    std::printf("%s\n", line.c_str());
+  }
   for (auto& p : t.pages) {
     std::printf("page %d: quality %.2f, defects: ", p.number, p.quality_score);
     if (p.defects.empty())

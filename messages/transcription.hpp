@@ -1,8 +1,10 @@
 // The result of transcribing one document, whatever the provider.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ingestd {
@@ -13,6 +15,14 @@ struct quality_defect {
   std::string type;
   double confidence = 0;
 };
+
+/// What a file says about itself (a PDF's document information): "title", "author",
+/// "subject", "keywords", "creator", "producer", and "created" and "modified" as ISO 8601 UTC,
+/// in that order, only those present. The sender's claims, kept as text: never trusted.
+using document_metadata = std::vector<std::pair<std::string, std::string>>;
+
+/// At most this many bytes of each metadata value are kept (cut on a character boundary).
+inline constexpr size_t max_metadata_value_bytes = 1024;
 
 struct transcription_page {
   int32_t number = 1;
@@ -38,6 +48,8 @@ struct transcription {
   /// text layer only, a provider that refused the document and the one that took over, ...
   std::vector<std::string> warnings;
   int64_t duration_ms = 0;
+  /// The file's own metadata (empty for images and for providers that do not read it).
+  document_metadata metadata;
   /// The preprocessed image (not serialised to JSON; stored on its own) and its file extension.
   std::string preprocessed_image;
   std::string preprocessed_ext;

@@ -7,7 +7,9 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include <leptonica/allheaders.h>
@@ -15,6 +17,8 @@
 #include <poppler/cpp/poppler-global.h>
 #include <poppler/cpp/poppler-page-renderer.h>
 #include <poppler/cpp/poppler-page.h>
+
+#include "messages/text.hpp"
 
 namespace ingestd {
 
@@ -149,6 +153,37 @@ public:
     return out;
   }
 
+  document_metadata metadata() const override {
+    std::lock_guard<std::mutex> guard{mtx_};
+    document_metadata out;
+    auto keep = [&](const char* name, const std::string& value) {
+      auto clean = clean_text(value);
+      auto first = clean.find_first_not_of(" \t\r\n");
+      if (first == std::string::npos)
+        return;
+      out.emplace_back(name,
+                       std::string{utf8_prefix(clean.substr(first), max_metadata_value_bytes)});
+    };
+    for (auto [name, key] : {std::pair{"title", "Title"},
+                             {"author", "Author"},
+                             {"subject", "Subject"},
+                             {"keywords", "Keywords"},
+                             {"creator", "Creator"},
+                             {"producer", "Producer"}}) {
+      auto bytes = doc_->info_key(key).to_utf8();
+      keep(name, std::string(bytes.begin(), bytes.end()));
+    }
+    for (auto [name, key] : {std::pair{"created", "CreationDate"}, {"modified", "ModDate"}}) {
+      auto t = doc_->info_date_t(key);
+      std::tm utc{};
+      char text[32];
+      if (t > 0 && ::gmtime_r(&t, &utc) != nullptr
+          && std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc) > 0)
+        keep(name, text);
+    }
+    return out;
+  }
+
   result<std::string> text_layer(int index) override {
     std::lock_guard<std::mutex> guard{mtx_};
     std::unique_ptr<poppler::page> p{doc_->create_page(index)};
@@ -162,7 +197,7 @@ private:
   std::unique_ptr<poppler::document> doc_;
   document_limits limits_;
   int pages_;
-  std::mutex mtx_;
+  mutable std::mutex mtx_;
 };
 
 /// Images decoded at open time (a TIFF's pages are decoded one by one to honour the limits).

@@ -14,6 +14,7 @@
 #include "adapters/ocr/ocr_options.hpp"
 #include "messages/file_type.hpp"
 #include "messages/result.hpp"
+#include "messages/transcription.hpp"
 
 namespace ingestd {
 
@@ -33,6 +34,8 @@ public:
   virtual result<page_content> page(int index) = 0;
   /// Page `index`'s text layer alone, however short (a PDF's; other kinds have none: an
   /// error): what a page whose rendering or OCR failed is kept with.
+  /// The file's own metadata (transcription.hpp's document_metadata); none for images.
+  virtual document_metadata metadata() const { return {}; }
   virtual result<std::string> text_layer(int index) {
     return error::make_permanent("ocr.no_text_layer",
                                  "page " + std::to_string(index + 1) + " has no text layer");

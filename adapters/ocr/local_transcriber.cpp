@@ -39,6 +39,7 @@ struct doc_state {
   std::shared_ptr<const std::string> bytes;
   std::shared_ptr<document_source> source;
   std::vector<page_outcome> pages;
+  document_metadata metadata;
   std::atomic<int> remaining{0};
   std::atomic<bool> failed{false};
   std::mutex mtx;
@@ -77,6 +78,7 @@ void finish(const std::shared_ptr<doc_state>& st) {
   transcription t;
   t.provider = "tesseract";
   t.page_count = static_cast<int32_t>(st->pages.size());
+  t.metadata = std::move(st->metadata);
   t.native_text = !st->pages.empty();
   t.quality_score = 1;
   std::vector<gray_pixels*> kept;
@@ -185,6 +187,7 @@ void open_and_fan_out(const std::shared_ptr<doc_state>& st) {
       return st->done(first.error());
     st->pages.resize(static_cast<size_t>(first->page_count));
     st->pages[0] = std::move(first->outcome);
+    st->metadata = std::move(first->metadata);
     return fan_out(st, 1);
   }
   result<std::shared_ptr<document_source>> src = error::make_permanent("ocr.internal", "");
@@ -201,6 +204,7 @@ void open_and_fan_out(const std::shared_ptr<doc_state>& st) {
   }
   st->source = std::move(*src);
   st->pages.resize(static_cast<size_t>(st->source->page_count()));
+  st->metadata = st->source->metadata();
   fan_out(st, 0);
 }
 

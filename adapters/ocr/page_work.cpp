@@ -236,7 +236,8 @@ result<outlined_page> open_and_transcribe_page(const std::shared_ptr<const std::
   auto page = transcribe_page(source, index, options, deadline);
   if (!page)
     return page.error();
-  return outlined_page{source.kind(), source.page_count(), std::move(*page)};
+  return outlined_page{source.kind(), source.page_count(), std::move(*page),
+                       index == 0 ? source.metadata() : document_metadata{}};
 }
 
 gray_pixels preprocessed_page(const std::shared_ptr<const std::string>& bytes,

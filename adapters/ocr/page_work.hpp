@@ -63,12 +63,15 @@ result<page_outcome> transcribe_page(document_source& source, int index,
                                      const page_options& options,
                                      std::chrono::steady_clock::time_point deadline);
 
-/// The document's kind and page count, and page `index` transcribed: what a helper answers to
+/// The document's kind, page count and (with page 0) metadata, and page `index` transcribed:
+/// what a helper answers to
 /// a transcribe_page request (the document is opened for that page alone).
 struct outlined_page {
   file_kind kind = file_kind::pdf;
   int32_t page_count = 0;
   page_outcome outcome;
+  /// The file's own metadata, with the first page (index 0) only.
+  document_metadata metadata;
 };
 result<outlined_page> open_and_transcribe_page(const std::shared_ptr<const std::string>& bytes,
                                                std::string_view mime_type, int index,

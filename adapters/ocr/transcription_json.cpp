@@ -141,6 +141,11 @@ std::string write_json(const transcription& x, bool whole) {
     w.String(warning.data(), static_cast<rapidjson::SizeType>(warning.size()));
   w.EndArray();
   if (whole) {
+    w.Key("metadata");
+    w.StartObject();
+    for (const auto& [name, value] : x.metadata)
+      put_string(w, name.c_str(), value);
+    w.EndObject();
     put_string(w, "text", x.text);
     w.Key("pages");
     put_pages(w, x.pages);
@@ -192,6 +197,17 @@ result<transcription> transcription_from_json(std::string_view json) {
       if (!wv.IsString())
         return bad("\"warnings\" holds a value that is not a string");
       t.warnings.emplace_back(wv.GetString(), wv.GetStringLength());
+    }
+  }
+  // Optional: transcriptions stored before metadata existed have none.
+  if (auto it = doc.FindMember("metadata"); it != doc.MemberEnd()) {
+    if (!it->value.IsObject())
+      return bad("\"metadata\" is not an object");
+    for (const auto& m : it->value.GetObject()) {
+      if (!m.value.IsString())
+        return bad("\"metadata\" holds a value that is not a string");
+      t.metadata.emplace_back(std::string{m.name.GetString(), m.name.GetStringLength()},
+                              std::string{m.value.GetString(), m.value.GetStringLength()});
     }
   }
   if (!pages->IsArray())

@@ -41,7 +41,8 @@ result<std::string> on_transcribe_page(request& req, clock_type::time_point dead
                                        deadline);
   if (!page)
     return page.error();
-  return encode(page_answer{page->kind, page->page_count, std::move(page->outcome)});
+  return encode(page_answer{page->kind, page->page_count, std::move(page->outcome),
+                            std::move(page->metadata)});
 }
 
 result<std::string> on_preprocess_page(request& req, clock_type::time_point) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "adapters/sandbox/wire.hpp"
+#include "messages/text.hpp"
 
 namespace ingestd::sandbox {
 
@@ -322,6 +323,11 @@ std::string encode(const page_answer& x) {
   w.str(o.warning);
   w.boolean(o.preprocessed);
   put(w, o.image);
+  w.u32(static_cast<uint32_t>(x.metadata.size()));
+  for (auto& [name, value] : x.metadata) {
+    w.str(name);
+    w.str(value);
+  }
   return w.take();
 }
 
@@ -348,6 +354,15 @@ result<page_answer> decode_page_answer(std::string_view in) {
   o.warning = r.str();
   o.preprocessed = r.boolean();
   get(r, o.image);
+  auto entries = r.count(max_metadata_entries, 8);
+  for (uint32_t i = 0; i < entries && !r.failed(); ++i) {
+    auto name = r.str();
+    auto value = r.str();
+    if (name.empty() || name.size() > 32 || value.size() > max_metadata_value_bytes
+        || clean_text(name) != name || clean_text(value) != value)
+      r.fail();
+    x.metadata.emplace_back(std::move(name), std::move(value));
+  }
   return finished(r, std::move(x), "page answer");
 }
 

@@ -112,7 +112,11 @@ struct page_answer {
   file_kind kind = file_kind::pdf;
   int32_t page_count = 0;
   page_outcome outcome;
+  /// With page 0: the file's own metadata (at most max_metadata_entries, each value at most
+  /// max_metadata_value_bytes; a longer answer is malformed).
+  document_metadata metadata;
 };
+inline constexpr uint32_t max_metadata_entries = 16;
 
 struct preprocess_request {
   std::string mime_type;

@@ -119,6 +119,15 @@ TEST(e2e_cli, transcribe_a_text_pdf_uses_its_native_text) {
   EXPECT_CONTAINS(r.out, "native PDF text");
   EXPECT_CONTAINS(r.out, "quality: 1.00");
   EXPECT_CONTAINS(r.out, "page 1: quality 1.00, defects: none");
+  EXPECT_CONTAINS(r.out, "file metadata: title=\"Invoice INV-2024-0117\" author=\"anonymous\"");
+  EXPECT_CONTAINS(r.out, "created=\"2000-01-01T00:00:00Z\"");
+  auto json = run({"transcribe", "--json", corpus("inv01_en_classic.pdf")});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  rapidjson::Document d;
+  d.Parse(json.out.c_str());
+  ASSERT_TRUE(d.IsObject() && d.HasMember("metadata") && d["metadata"].IsObject()) << json.out;
+  EXPECT_STREQ(d["metadata"]["title"].GetString(), "Invoice INV-2024-0117");
+  EXPECT_STREQ(d["metadata"]["producer"].GetString(), "ReportLab PDF Library - www.reportlab.com");
 }
 
 TEST(e2e_cli, transcribe_a_clean_scan_with_ocr) {
@@ -146,6 +155,9 @@ TEST(e2e_cli, transcribe_json_parses_and_carries_the_quality_per_page) {
   EXPECT_LE(q, 1.0);
   EXPECT_TRUE(d["pages"][0].HasMember("defects"));
   EXPECT_CONTAINS(std::string{d["text"].GetString()}, "Acme");
+  // An image says nothing about itself.
+  ASSERT_TRUE(d["metadata"].IsObject());
+  EXPECT_EQ(d["metadata"].MemberCount(), 0u);
 }
 
 TEST(e2e_cli, every_bad_file_exits_1_with_its_named_error) {

@@ -518,6 +518,8 @@ TEST_F(HelperPool, DocumentsTranscribeThroughTheIngestdHelperWithTheSameTextAsIn
     EXPECT_EQ(sandboxed->preprocessed, local->preprocessed);
     EXPECT_EQ(sandboxed->preprocessed_image, local->preprocessed_image);
     EXPECT_DOUBLE_EQ(sandboxed->quality_score, local->quality_score);
+    EXPECT_EQ(sandboxed->metadata, local->metadata);
+    EXPECT_EQ(local->metadata.empty(), mime != "application/pdf");
     ASSERT_EQ(sandboxed->pages.size(), local->pages.size());
     for (size_t i = 0; i < local->pages.size(); ++i) {
       EXPECT_EQ(sandboxed->pages[i].number, local->pages[i].number);

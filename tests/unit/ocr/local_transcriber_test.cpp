@@ -113,6 +113,15 @@ TEST_F(local_transcriber_test, text_pdf_uses_the_text_layer_without_ocr) {
   EXPECT_NE(r->text.find("Müller & Söhne GmbH"), std::string::npos);
   EXPECT_NE(r->text.find("5.519,70 EUR"), std::string::npos);
   EXPECT_LT(test::char_error_rate(test::truth_text("inv02"), r->text, true), 0.01);
+  // What the file says about itself, as it says it (the corpus generator's fixed values).
+  EXPECT_EQ(r->metadata,
+            (document_metadata{{"title", "Invoice RE-24-00891"},
+                               {"author", "anonymous"},
+                               {"subject", "unspecified"},
+                               {"creator", "ReportLab PDF Library - www.reportlab.com"},
+                               {"producer", "ReportLab PDF Library - www.reportlab.com"},
+                               {"created", "2000-01-01T00:00:00Z"},
+                               {"modified", "2000-01-01T00:00:00Z"}}));
 }
 
 TEST_F(local_transcriber_test, two_page_text_pdf_gives_two_pages) {
@@ -133,6 +142,7 @@ TEST_F(local_transcriber_test, clean_png_scan_is_read_accurately) {
   EXPECT_EQ(r->page_count, 1);
   EXPECT_GE(r->quality_score, 0.7);
   EXPECT_FALSE(r->preprocessed);
+  EXPECT_TRUE(r->metadata.empty()); // an image has none
   auto cer = test::char_error_rate(test::truth_text("inv01"), r->text, true);
   EXPECT_LT(cer, 0.05) << r->text;
   EXPECT_NE(r->text.find("INV-2024-0117"), std::string::npos);

@@ -30,6 +30,7 @@ transcription sample() {
   p2.text = "Seite 2 \"quoted\" \\ ü €";
   p2.quality_score = 1;
   t.pages = {p1, p2};
+  t.metadata = {{"title", "Rechnung \"1\" ü"}, {"created", "2026-03-01T10:00:00Z"}};
   return t;
 }
 
@@ -58,6 +59,7 @@ TEST(transcription_json, round_trip_keeps_everything_but_the_image_bytes) {
   EXPECT_EQ(back->pages[1].text, t.pages[1].text);
   EXPECT_DOUBLE_EQ(back->pages[1].quality_score, 1);
   EXPECT_TRUE(back->pages[1].defects.empty());
+  EXPECT_EQ(back->metadata, t.metadata);
   // Stable: serialising the read-back gives the same bytes.
   EXPECT_EQ(to_json(*back), to_json(t));
 }
@@ -134,4 +136,22 @@ TEST(transcription_json, warnings_round_trip_and_an_older_form_without_them_read
   auto bad = to_json(sample());
   bad.replace(bad.find("\"warnings\":[]"), 13, "\"warnings\":[1]");
   EXPECT_FALSE(transcription_from_json(bad).ok());
+}
+
+TEST(transcription_json, metadata_is_optional_on_read_and_must_be_strings) {
+  auto stored = to_json(sample());
+  auto at = stored.find(",\"metadata\":{");
+  ASSERT_NE(at, std::string::npos) << stored;
+  auto end = stored.find('}', at);
+  auto older = stored;
+  older.erase(at, end + 1 - at);
+  auto back = transcription_from_json(older);
+  ASSERT_TRUE(back) << back.error().describe();
+  EXPECT_TRUE(back->metadata.empty());
+  auto bad = stored;
+  bad.replace(bad.find("\"created\":\"2026-03-01T10:00:00Z\""), 32, "\"created\":7");
+  auto refused = transcription_from_json(bad);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, bad_transcription_json);
+  EXPECT_NE(refused.error().message.find("metadata"), std::string::npos);
 }

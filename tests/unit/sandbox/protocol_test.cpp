@@ -208,6 +208,7 @@ TEST(SandboxKinds, PageRequestAndAnswerRoundTrip) {
   a.outcome.page.defects = {{"blurry", 0.5}};
   a.outcome.preprocessed = true;
   a.outcome.image = gray_pixels{2, 3, "abcdef"};
+  a.metadata = {{"title", "Rechnung 7"}, {"created", "2026-03-01T10:00:00Z"}};
   auto back = decode_page_answer(encode(a));
   ASSERT_TRUE(back);
   EXPECT_EQ(back->kind, file_kind::tiff);
@@ -216,6 +217,19 @@ TEST(SandboxKinds, PageRequestAndAnswerRoundTrip) {
   ASSERT_EQ(back->outcome.page.defects.size(), 1u);
   EXPECT_EQ(back->outcome.page.defects[0].type, "blurry");
   EXPECT_EQ(back->outcome.image.pixels, "abcdef");
+  EXPECT_EQ(back->metadata, a.metadata);
+
+  // Metadata past its bounds, or that a text column would refuse, is malformed.
+  for (document_metadata bad :
+       {document_metadata(max_metadata_entries + 1, {"title", "x"}),
+        document_metadata{{"title", std::string(max_metadata_value_bytes + 1, 'x')}},
+        document_metadata{{std::string(33, 'k'), "x"}}, document_metadata{{"", "x"}},
+        document_metadata{{"title", std::string{"a\0b", 3}}},
+        document_metadata{{"title", "\xff"}}}) {
+    auto hostile = a;
+    hostile.metadata = bad;
+    EXPECT_FALSE(decode_page_answer(encode(hostile)));
+  }
 
   // An image whose size does not match its width and height is malformed.
   a.outcome.image = gray_pixels{2, 2, "abcdef"};
@@ -267,6 +281,7 @@ TEST(SandboxWire, EveryPrefixOfAMessageFailsToDecode) {
   page_answer a;
   a.page_count = 1;
   a.outcome.page.text = "text";
+  a.metadata = {{"producer", "p"}};
   auto full = encode(a);
   for (size_t n = 0; n < full.size(); ++n)
     EXPECT_FALSE(decode_page_answer(full.substr(0, n))) << n;
