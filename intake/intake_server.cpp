@@ -10,6 +10,7 @@
 
 #include "adapters/http_server/checks.hpp"
 #include "adapters/support/log.hpp"
+#include "intake/manifest.hpp"
 #include "messages/error_codes.hpp"
 
 namespace ingestd {
@@ -212,6 +213,13 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
             return send_error(res, 400, "intake.invalid_priority",
                               "priority must be a whole number 0..100 (lower first)");
           item.priority = *p;
+        }
+        // The submitter's own fields: X-Metadata or the form field metadata, a JSON object.
+        if (auto metadata = value_of(req, "X-Metadata", "metadata"); !metadata.empty()) {
+          auto fields = parse_metadata_json(metadata);
+          if (!fields)
+            return send_error(res, 400, fields.error().code, fields.error().message);
+          item.metadata = std::move(*fields);
         }
         if (req.is_multipart_form_data()) {
           if (!req.has_file("file"))

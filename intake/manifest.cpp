@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <rapidjson/document.h>
+
 #include "messages/text.hpp"
 
 namespace ingestd {
@@ -90,6 +92,46 @@ bool is_utf8(std::string_view s) {
 }
 
 } // namespace
+
+result<std::vector<std::pair<std::string, std::string>>>
+parse_metadata_json(std::string_view json, const manifest_limits& limits) {
+  auto refuse = [](const std::string& why) {
+    return error::make_permanent("intake.invalid_metadata", "metadata: " + why);
+  };
+  // Every member at its limits, with its quotes, colon and comma (a whole row of a manifest).
+  auto most = limits.max_columns * (limits.max_name_bytes + limits.max_value_bytes + 8) + 2;
+  if (json.size() > most)
+    return refuse("more than " + std::to_string(most) + " bytes");
+  rapidjson::Document doc;
+  doc.Parse<rapidjson::kParseIterativeFlag>(json.data(), json.size());
+  if (doc.HasParseError() || !doc.IsObject())
+    return refuse(R"(not a JSON object of text values, such as {"po_number":"4711"})");
+  if (doc.MemberCount() > limits.max_columns)
+    return refuse(std::to_string(doc.MemberCount()) + " members; the limit is "
+                  + std::to_string(limits.max_columns));
+  std::vector<std::pair<std::string, std::string>> out;
+  std::vector<std::string> names;
+  for (const auto& m : doc.GetObject()) {
+    std::string name{m.name.GetString(), m.name.GetStringLength()};
+    if (name.empty() || name.size() > limits.max_name_bytes || !is_utf8(name))
+      return refuse("a name is not " + std::to_string(limits.max_name_bytes)
+                    + " bytes of UTF-8 or fewer");
+    if (std::find(names.begin(), names.end(), name) != names.end())
+      return refuse("\"" + name + "\" is named twice");
+    names.push_back(name);
+    if (!m.value.IsString())
+      return refuse("the value of \"" + name + "\" is not text (a JSON string)");
+    std::string value{m.value.GetString(), m.value.GetStringLength()};
+    if (value.size() > limits.max_value_bytes)
+      return refuse("the value of \"" + name + "\" is longer than "
+                    + std::to_string(limits.max_value_bytes) + " bytes");
+    if (!is_utf8(value))
+      return refuse("the value of \"" + name + "\" is not UTF-8 text without NUL");
+    if (!value.empty())
+      out.emplace_back(std::move(name), std::move(value));
+  }
+  return out;
+}
 
 result<std::vector<manifest_row>> parse_manifest(std::string_view text,
                                                  const manifest_limits& limits) {

@@ -1,7 +1,7 @@
 // A load file (`ingestd submit --manifest FILE.csv`): a CSV with a header row, one row per
 // document. The column `path` names the file (relative paths are relative to the manifest's
 // folder); every other column is metadata kept with the ingestion (source_metadata.metadata),
-// shown by the API and on the review desk.
+// shown by the API and on the review desk. The HTTP intake takes the same metadata as JSON.
 //
 // CSV as RFC 4180 writes it and spreadsheets export it: comma-separated, fields optionally in
 // double quotes (a quote inside doubled), quoted fields may hold commas and line breaks, CRLF or
@@ -36,6 +36,13 @@ struct manifest_row {
   std::vector<std::pair<std::string, std::string>> metadata;
   std::string error;
 };
+
+/// The same metadata given over HTTP (X-Metadata, or the multipart field metadata): a JSON
+/// object whose values are text, e.g. {"po_number":"4711","cost centre":"A-12"}, under the same
+/// limits (members as columns, names and values as a row's); empty values are left out, members
+/// keep their order. Anything else is the permanent error intake.invalid_metadata saying why.
+result<std::vector<std::pair<std::string, std::string>>>
+parse_metadata_json(std::string_view json, const manifest_limits& limits = {});
 
 /// The rows of a manifest. A header that is missing, has no `path` column, repeats or leaves a
 /// name empty, or a file over the size limit, is an error of the whole manifest (intake.manifest).

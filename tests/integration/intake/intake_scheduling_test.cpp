@@ -119,6 +119,42 @@ TEST_F(intake_scheduling_test, the_priority_is_stored_on_the_work_item_and_its_m
   }
 }
 
+TEST_F(intake_scheduling_test, metadata_is_kept_with_the_ingestion_and_shown_by_the_api) {
+  auto by_header = post("inv01_en_classic.pdf",
+                        {{"X-Metadata", R"({"po_number":"4711","cost centre":"A-12"})"}});
+  ASSERT_FALSE(by_header.empty());
+  EXPECT_EQ(column(by_header, "source_metadata->'metadata'::text"),
+            R"({"po_number": "4711", "cost centre": "A-12"})");
+  auto shown = client->Get(("/v1/ingestions/" + by_header).c_str());
+  ASSERT_TRUE(shown);
+  EXPECT_EQ(shown->status, 200);
+  EXPECT_NE(shown->body.find(R"("metadata": {"po_number": "4711", "cost centre": "A-12"})"),
+            std::string::npos)
+      << shown->body;
+
+  // The multipart form's field metadata, beside its file.
+  httplib::MultipartFormDataItems form{
+      {"file", corpus("inv02_de_modern.pdf"), "inv02.pdf", "application/pdf"},
+      {"metadata", R"({"vendor_ref":"V-9"})", "", ""}};
+  auto multipart = client->Post("/v1/documents", form);
+  ASSERT_TRUE(multipart);
+  ASSERT_EQ(multipart->status, 202) << multipart->body;
+  EXPECT_EQ(
+      column(json_string(multipart->body, "ingestion_id"), "source_metadata->'metadata'::text"),
+      R"({"vendor_ref": "V-9"})");
+
+  // Metadata that is not an object of text values is refused before anything is stored.
+  auto before = db->scalar("SELECT count(*) FROM ingestion");
+  for (const char* bad : {R"({"po_number":4711})", "po_number=4711", R"({"a":"x","a":"y"})"}) {
+    auto r = client->Post("/v1/documents", {{"X-Metadata", bad}}, corpus("inv04_de_classic.pdf"),
+                          "application/pdf");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << bad << " " << r->body;
+    EXPECT_NE(r->body.find("intake.invalid_metadata"), std::string::npos) << r->body;
+  }
+  EXPECT_EQ(db->scalar("SELECT count(*) FROM ingestion"), before);
+}
+
 TEST_F(intake_scheduling_test,
        delete_cancels_queued_and_running_ingestions_and_refuses_finished_ones) {
   auto queued = post("inv01_en_classic.pdf", {});

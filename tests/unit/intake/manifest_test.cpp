@@ -78,3 +78,34 @@ TEST(manifest, a_bad_header_or_file_refuses_the_whole_manifest) {
   small.max_columns = 2;
   EXPECT_FALSE(parse_manifest("path,a,b\n", small));
 }
+
+TEST(metadata_json, an_object_of_text_values_keeps_its_order_and_leaves_empty_values_out) {
+  auto m = parse_metadata_json(R"({"po_number":"4711","cost centre":"A-12","note":"","ü":"ß"})");
+  ASSERT_TRUE(m) << m.error().describe();
+  EXPECT_EQ(*m, (std::vector<std::pair<std::string, std::string>>{
+                    {"po_number", "4711"}, {"cost centre", "A-12"}, {"ü", "ß"}}));
+  auto empty = parse_metadata_json("{}");
+  ASSERT_TRUE(empty);
+  EXPECT_TRUE(empty->empty());
+}
+
+TEST(metadata_json, anything_else_is_a_clear_error) {
+  manifest_limits limits;
+  std::string many = "{";
+  for (size_t i = 0; i <= limits.max_columns; ++i)
+    many += (i ? "," : "") + std::string{"\"k"} + std::to_string(i) + "\":\"v\"";
+  many += "}";
+  for (std::string bad :
+       {std::string{"not json"}, std::string{"[\"a\"]"}, std::string{R"({"po":4711})"},
+        std::string{R"({"po":null})"}, std::string{R"({"po":"1","po":"2"})"},
+        std::string{R"({"":"x"})"}, std::string{R"({"po":"a\u0000b"})"},
+        std::string{"{\"po\":\"\xff\"}"},
+        "{\"" + std::string(limits.max_name_bytes + 1, 'k') + "\":\"v\"}",
+        "{\"po\":\"" + std::string(limits.max_value_bytes + 1, 'v') + "\"}", many}) {
+    auto m = parse_metadata_json(bad);
+    ASSERT_FALSE(m) << bad.substr(0, 80);
+    EXPECT_EQ(m.error().code, "intake.invalid_metadata");
+    EXPECT_TRUE(m.error().permanent());
+    EXPECT_EQ(m.error().message.rfind("metadata: ", 0), 0u) << m.error().message;
+  }
+}
