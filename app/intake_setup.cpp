@@ -8,6 +8,7 @@
 #include "adapters/http_server/checks.hpp"
 #include "adapters/ocr/document_source.hpp"
 #include "adapters/sandbox/decoder.hpp"
+#include "stages/registry.hpp"
 
 namespace ingestd {
 
@@ -18,6 +19,9 @@ intake_options intake_options_of(const config& cfg, std::shared_ptr<sandbox::dec
   opts.ingest_queue = cfg.queue.name;
   if (stage_enabled(cfg, "unpack"))
     opts.unpack_queue = cfg.containers.queue_name;
+  for (const auto& spec : configured_queues(cfg))
+    opts.stage_queues.emplace_back(spec.stage, spec.name);
+  opts.via_outbox = cfg.queue.backend == "sqs";
   if (!cfg.classes.enabled)
     return opts;
   opts.large_queue = cfg.classes.large_queue_name;

@@ -312,6 +312,55 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
                        R"({"ingestion_id":")" + id->str() + R"(","status":"cancelling"})");
     }
   });
+  // Retry: the ingestion's failed stage (or its document's failed matching) runs again from
+  // its start; 202 with what was sent, 404 when the id is unknown, another tenant's or has
+  // nothing failed, 409 when its stage has no queue on this node.
+  svr.post(R"(/v1/ingestions/([^/]+)/retry)", [this](const request& req, response& res) {
+    auto id = uuid::parse(req.matches[1].str());
+    if (!id)
+      return send_error(res, 400, "intake.invalid_id", "ingestion id is not a UUID");
+    auto tenant = caller_tenant(req, res);
+    if (!tenant)
+      return;
+    auto r = intake_->retry(*tenant, *id, "http");
+    if (!r)
+      return send_failure(res, 503, r.error(), req.path);
+    if (r->empty())
+      return send_error(res, 404, "intake.nothing_failed",
+                        "no failed stage: the ingestion is unknown, or nothing of it failed");
+    rapidjson::StringBuffer buf;
+    rapidjson::Writer<rapidjson::StringBuffer> w{buf};
+    auto ingestion = id->str();
+    w.StartObject();
+    w.Key("ingestion_id");
+    w.String(ingestion.c_str());
+    w.Key("retried");
+    w.StartArray();
+    bool any_sent = false;
+    for (const auto& item : *r) {
+      any_sent = any_sent || item.sent;
+      auto work = item.id.str(), document = item.document_id.str();
+      w.StartObject();
+      w.Key("work_item");
+      w.String(work.c_str());
+      w.Key("stage");
+      w.String(item.stage.c_str());
+      w.Key("document_id");
+      w.String(document.c_str());
+      w.Key("sent");
+      w.Bool(item.sent);
+      w.Key("failed_with");
+      w.String(item.last_error.c_str());
+      w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+    if (!any_sent)
+      return send_error(res, 409, "intake.stage_disabled",
+                        "stage " + r->front().stage
+                            + " is not enabled on this node (stages.enabled): it stays failed");
+    send_json(res, 202, buf.GetString());
+  });
 }
 
 intake_server::~intake_server() {

@@ -226,6 +226,24 @@ result<std::optional<std::string>> intake_service::document_json(uuid tenant_id,
   return r;
 }
 
+result<std::vector<retried_item>> intake_service::retry(uuid tenant_id, uuid ingestion_id,
+                                                        const std::string& who) {
+  retry_request req;
+  req.ids = {ingestion_id};
+  req.tenant = tenant_id;
+  req.queues = opts_.stage_queues;
+  req.via_outbox = opts_.via_outbox;
+  req.who = who;
+  auto r = db_->retry_failed(req, opts_.call_timeout);
+  if (r)
+    for (const auto& item : *r)
+      log::info("retry requested", {{"work_item", item.id.str()},
+                                    {"stage", item.stage},
+                                    {"sent", item.sent ? "yes" : "no: its stage has no queue here"},
+                                    {"by", who}});
+  return r;
+}
+
 result<cancel_result> intake_service::cancel(std::optional<uuid> tenant_id, uuid ingestion_id,
                                              const std::string& who) {
   auto r = db_->cancel_ingestion(ingestion_id, tenant_id, who, opts_.call_timeout);

@@ -93,6 +93,11 @@ struct intake_options {
   size_t large_min_bytes = 5u << 20;
   int large_min_pages = 10;
   std::function<int(std::string_view bytes, std::string_view mime)> count_pages;
+  /// The queue of each stage label ("ingest", "ingest.large", "unpack", "match"), where a retried
+  /// item's message goes (retry); a stage without one here leaves its items failed.
+  std::vector<std::pair<std::string, std::string>> stage_queues;
+  /// Messages go through the outbox (SQS) rather than as rows of the Postgres queue.
+  bool via_outbox = false;
 };
 
 /// The size class a document of `bytes` with MIME type `mime` starts in under `opts`.
@@ -129,6 +134,12 @@ public:
   /// (the operator's `ingestd cancel`); `who` goes in the audit event. See cancel_outcome.
   result<cancel_result> cancel(std::optional<uuid> tenant_id, uuid ingestion_id,
                                const std::string& who);
+
+  /// Runs the tenant's failed ingestion (or its document's failed matching) again from the start
+  /// of its stage (the HTTP intake's retry); `who` goes in the audit event. The items found: none
+  /// when the id is unknown, another tenant's, or has nothing failed.
+  result<std::vector<retried_item>> retry(uuid tenant_id, uuid ingestion_id,
+                                          const std::string& who);
 
   const intake_options& options() const { return opts_; }
 

@@ -146,6 +146,47 @@ struct cancel_result {
   int64_t children() const { return children_cancelled + children_cancelling; }
 };
 
+/// Which failed work to run again (`ingestd retry`).
+struct retry_request {
+  /// Ingestion or document ids: an ingestion's failed stage (the ingestion itself, or its
+  /// document's matching), every failed stage of a document. Empty: every failed item.
+  std::vector<uuid> ids;
+  /// Only this stage ("ingest", "unpack", "match"); empty: any.
+  std::string stage;
+  /// Only items that failed at or after this time (ISO 8601, as PostgreSQL reads a
+  /// timestamptz); empty: any time.
+  std::string since;
+  /// The queue of each stage label ("ingest", "ingest.large", "unpack", "match"): a failed item
+  /// of a label without a queue (its stage is not enabled) is left failed and reported.
+  std::vector<std::pair<std::string, std::string>> queues;
+  /// The messages as outbox rows the relay sends (SQS), else rows of the Postgres queue.
+  bool via_outbox = false;
+  /// Who asked, for the audit trail and the event.
+  std::string who;
+  /// Only this tenant's items (the HTTP intake's caller); none: any tenant (an operator's tool).
+  std::optional<uuid> tenant;
+  int limit = 1000;
+  /// A redrive (`ingestd queues redrive`): the ids are those of a dead-letter queue's messages,
+  /// and an item still in progress (its message died while a sweep had not yet sent another)
+  /// gets a new message too, its attempts and claim left as they are. The audit step and the
+  /// event's "via" say "redrive" instead of "retry".
+  bool redrive = false;
+};
+
+/// One failed item a retry found.
+struct retried_item {
+  /// The work item: an ingestion's id (ingest, unpack) or a document's (match).
+  uuid id;
+  std::string stage;
+  uuid document_id;
+  /// Whether it was sent again (false: its stage has no queue here).
+  bool sent = false;
+  std::string last_error;
+  /// Its status when found: "failed", or for a redrive also "in-progress" (sent) or a final
+  /// one (completed, skipped, cancelled: nothing to do, not sent).
+  std::string status;
+};
+
 /// Blocking, for request threads and command-line tools (never inside an actor); thread-safe.
 /// Every call has a deadline: a statement still running when it passes is cancelled and the
 /// call fails with the transient error `timeout_code`. Connection problems are transient errors
@@ -210,6 +251,13 @@ public:
   /// result), whatever the container's own status. `who` is recorded as the events' worker.
   virtual result<cancel_result> cancel_ingestion(uuid ingestion_id, std::optional<uuid> tenant_id,
                                                  const std::string& who, timeout t)
+      = 0;
+
+  /// Runs failed work items again, each from the start of its own stage (what earlier stages
+  /// produced is kept): in one transaction, each item is reopened (in progress, no attempts) with
+  /// a new queue message, an audit row (step "retry", or "redrive") and a RETRY_REQUESTED event.
+  /// Answers the items found, oldest failure first.
+  virtual result<std::vector<retried_item>> retry_failed(const retry_request& request, timeout t)
       = 0;
 
   /// A cheap round trip to the database.

@@ -245,6 +245,7 @@ WITH picked AS (
                                               WHERE i.id = ANY ($1::uuid[]))))))
      AND ($2::text IS NULL OR w.stage = $2::text)
      AND ($3::timestamptz IS NULL OR w.completed_at >= $3::timestamptz)
+     AND ($11::uuid IS NULL OR w.tenant_id = $11::uuid)
    ORDER BY w.completed_at NULLS LAST, w.id
    LIMIT $8::integer
      FOR UPDATE OF w
@@ -804,7 +805,8 @@ result<std::vector<retried_item>> pg_intake_repository::retry_failed(const retry
                 request.since.empty() ? param{} : param{request.since}, pg::array_literal(labels),
                 pg::array_literal(queues), request.via_outbox ? "true" : "false",
                 pg::opt_clean(request.who), std::to_string(request.limit),
-                request.redrive ? "true" : "false", request.redrive ? "redrive" : "retry"},
+                request.redrive ? "true" : "false", request.redrive ? "redrive" : "retry",
+                request.tenant ? param{request.tenant->str()} : param{}},
                t);
   if (!res)
     return res.error();

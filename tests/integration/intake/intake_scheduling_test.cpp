@@ -52,6 +52,7 @@ protected:
     ASSERT_TRUE(create_postgres_queue(db->url(), queue_name, queue_name + "-dlq", 0));
     intake_options intake_opts;
     intake_opts.ingest_queue = queue_name;
+    intake_opts.stage_queues = {{"ingest", queue_name}};
     auto service
         = std::make_shared<intake_service>(std::make_shared<pg_intake_repository>(db->url()),
                                            std::make_shared<filesystem_store>(root), intake_opts);
@@ -153,6 +154,57 @@ TEST_F(intake_scheduling_test, metadata_is_kept_with_the_ingestion_and_shown_by_
     EXPECT_NE(r->body.find("intake.invalid_metadata"), std::string::npos) << r->body;
   }
   EXPECT_EQ(db->scalar("SELECT count(*) FROM ingestion"), before);
+}
+
+TEST_F(intake_scheduling_test, post_retry_runs_a_failed_ingestion_again_and_only_that) {
+  auto id = post("inv01_en_classic.pdf", {});
+  ASSERT_FALSE(id.empty());
+  auto retry = [&](const std::string& ingestion, const httplib::Headers& headers = {}) {
+    return client->Post(("/v1/ingestions/" + ingestion + "/retry").c_str(), headers, "",
+                        "application/json");
+  };
+  // Nothing of it failed yet: 404, and nothing changes.
+  auto r = retry(id);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404) << r->body;
+  EXPECT_NE(r->body.find("intake.nothing_failed"), std::string::npos) << r->body;
+
+  // Its stage failed (as a node records it after its last attempt).
+  db->query("UPDATE work_item SET status = 'failed', attempt_count = 3, "
+            "last_error = 'ocr.corrupt_file: broken', completed_at = now() WHERE id = $1::uuid",
+            {id});
+  db->query("UPDATE ingestion SET status = 'failed' WHERE id = $1::uuid", {id});
+  auto messages = [&] {
+    return db->scalar("SELECT count(*) FROM queue_message WHERE queue_name = $1 AND body = $2",
+                      {queue_name, id});
+  };
+  auto before = messages();
+  // Another tenant's caller does not see it.
+  r = retry(id, {{"X-Tenant-Id", uuid::v4().str()}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404) << r->body;
+  EXPECT_EQ(item(id, "status"), "failed");
+
+  r = retry(id);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 202) << r->body;
+  EXPECT_NE(r->body.find(R"("stage":"ingest")"), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find(R"("sent":true)"), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find("ocr.corrupt_file: broken"), std::string::npos) << r->body;
+  EXPECT_EQ(item(id, "status"), "in-progress");
+  EXPECT_EQ(item(id, "attempt_count"), "0");
+  EXPECT_EQ(std::stoi(messages()), std::stoi(before) + 1);
+  EXPECT_EQ(db->scalar("SELECT worker_id FROM ingestion_event WHERE ingestion_id = $1::uuid "
+                       "AND step = 'retry'",
+                       {id}),
+            "http");
+  // Once running again, a second retry has nothing to do.
+  r = retry(id);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404) << r->body;
+  r = retry("not-a-uuid");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
 }
 
 TEST_F(intake_scheduling_test,

@@ -134,6 +134,11 @@ result<cancel_result> fake_intake_repository::cancel_ingestion(uuid, std::option
   return unsupported("cancel_ingestion");
 }
 
+result<std::vector<retried_item>> fake_intake_repository::retry_failed(const retry_request&,
+                                                                       timeout) {
+  return unsupported("retry_failed");
+}
+
 result<void> fake_intake_repository::ping(timeout) {
   return {};
 }

@@ -46,6 +46,7 @@ public:
   result<status_summary> summarize(timeout) override;
   result<cancel_result> cancel_ingestion(uuid, std::optional<uuid>, const std::string&,
                                          timeout) override;
+  result<std::vector<retried_item>> retry_failed(const retry_request&, timeout) override;
   result<void> ping(timeout) override;
 
   /// What a stage does to an ingestion: "completed", "failed".
