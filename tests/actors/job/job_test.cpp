@@ -474,6 +474,28 @@ CAF_TEST(the last attempt fails for good and deletes the message) {
   CAF_CHECK_EQUAL(status_events(id, "INGESTION_FAILED"), 1u);
 }
 
+CAF_TEST(a decoder helper that died on the document counts a crash and is poison at the last) {
+  // Below the limit: an attempt and a crash, retried like any transient failure.
+  auto id = add_document("text", 1);
+  ocr->fail_next("transcribe", error::make_transient(std::string{errc::decode_out_of_memory},
+                                                     "the decoder helper ran out of memory"));
+  CAF_CHECK_EQUAL(run_job(id.str(), hb).result, job_result::retrying);
+  CAF_CHECK_EQUAL(work->item(id).status, "in-progress");
+  CAF_CHECK_EQUAL(work->item(id).crash_count, 1);
+  CAF_CHECK(ctx->metrics->prometheus().find("error_class=\"poison\"") == std::string::npos);
+  // At the last attempt it fails for good as poison, its message deleted.
+  auto last = add_document("text", 2);
+  ocr->fail_next("transcribe", error::make_transient(std::string{errc::decode_crashed},
+                                                     "the decoder helper died (SIGSEGV)"));
+  auto o = run_job(last.str(), hb);
+  CAF_CHECK_EQUAL(o.result, job_result::failed);
+  CAF_CHECK_EQUAL(work->item(last).status, "failed");
+  CAF_CHECK_EQUAL(work->item(last).crash_count, 1);
+  CAF_CHECK(ctx->metrics->prometheus().find("error_class=\"poison\"") != std::string::npos);
+  CAF_CHECK_EQUAL(queue->deleted_ids().size(), 1u);
+  check_no_violations();
+}
+
 CAF_TEST(with dead letter redrive the last failure leaves the message to the queue) {
   ingest.dead_letter = true;
   auto id = add_document("text", 2);

@@ -221,6 +221,9 @@ void fake_work_repository::record_failure(claim_ref ref, failure_record record,
         auto& w = items_.at(ref.item);
         auto before = w;
         w.attempt_count++;
+        // A decoder helper that died on the document: counted as a crash, as the claim counts one.
+        if (record.crash)
+          w.crash_count++;
         w.last_error = record.error.describe();
         w.error_class = std::string{to_string(record.error.cls)};
         w.token.reset();
