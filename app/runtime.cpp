@@ -114,7 +114,9 @@ sandbox::helper_pool_options decoder_pool_options(const config& cfg, int helpers
   // An unpack answer holds every member and their names.
   auto members = static_cast<uint64_t>(std::max<int64_t>(cfg.containers.max_total_bytes, 0))
                  + static_cast<uint64_t>(std::max(cfg.containers.max_members, 0)) * 4096;
-  return sandbox::default_pool_options(helpers, tesseract, document, members);
+  auto options = sandbox::default_pool_options(helpers, tesseract, document, members);
+  options.memory_limit_bytes = static_cast<uint64_t>(cfg.transcription.decoder_memory_bytes);
+  return options;
 }
 
 stage_env stage_env_of(runtime& rt, std::shared_ptr<cpu_executor> cpu) {

@@ -228,6 +228,7 @@ struct config {
     int max_pages{};
     int timeout_seconds{};
     std::string document_ai_endpoint;
+    int64_t decoder_memory_bytes{};
   } transcription;
 
   struct extraction_section {

@@ -384,7 +384,11 @@ const std::vector<key_spec>& schema() {
         .integer("timeout_seconds", &transcription::timeout_seconds, 300, 1, 86400)
         .text("document_ai_endpoint", &transcription::document_ai_endpoint, "",
               required("the processor's :process URL when transcription.provider is document_ai",
-                       [](const config& c) { return c.transcription.provider == "document_ai"; }));
+                       [](const config& c) { return c.transcription.provider == "document_ai"; }))
+        // Each decoder helper's address space (RLIMIT_AS): a document that needs more fails
+        // (decode.out_of_memory), never the node. Size the node's memory for one per CPU worker.
+        .integer("decoder_memory_bytes", &transcription::decoder_memory_bytes, int64_t{3} << 30,
+                 int64_t{256} << 20, int64_t{1} << 40);
 
     using extraction = config::extraction_section;
     keys(t, "extraction", &config::extraction)

@@ -1,11 +1,15 @@
 // kill -9 mid-run: a second daemon finishes everything, nothing is completed twice, and the dead
 // daemon's claims are taken over once their lease expires, their stored transcriptions reused. A
 // document whose worker is killed every time it processes it ends `failed` as poison after
-// max_retry_attempts crashes.
+// max_retry_attempts crashes; so does one whose decoder helper is killed by its memory limit each
+// time, while the node and the other documents carry on.
 #include <csignal>
+#include <cstdint>
 #include <filesystem>
+#include <string>
 
 #include <sys/stat.h>
+#include <zlib.h>
 
 #include <gtest/gtest.h>
 
@@ -13,6 +17,40 @@
 
 using namespace std::chrono_literals;
 using namespace ingestd::test;
+
+namespace {
+
+/// A grey PNG of side x side white pixels: a few dozen KB that take a decoder helper past a
+/// gigabyte (the decoded page and the OCR's own images of it).
+std::string blank_png(uint32_t side) {
+  std::string rows;
+  rows.reserve((static_cast<size_t>(side) + 1) * side);
+  for (uint32_t y = 0; y < side; ++y)
+    rows.append(1, '\0').append(side, '\xff'); // filter "none", then the row
+  auto packed_size = compressBound(static_cast<uLong>(rows.size()));
+  std::string packed(packed_size, '\0');
+  compress2(reinterpret_cast<Bytef*>(packed.data()), &packed_size,
+            reinterpret_cast<const Bytef*>(rows.data()), static_cast<uLong>(rows.size()), 9);
+  packed.resize(packed_size);
+  auto be32 = [](uint32_t v) {
+    return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16),
+                       static_cast<char>(v >> 8), static_cast<char>(v)};
+  };
+  std::string png = "\x89PNG\r\n\x1a\n";
+  auto chunk = [&](const std::string& type, const std::string& data) {
+    auto body = type + data;
+    png += be32(static_cast<uint32_t>(data.size())) + body
+           + be32(static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(body.data()),
+                                              static_cast<uInt>(body.size()))));
+  };
+  // Width, height, 8 bits, grey, deflate, no filter method beyond the standard, no interlace.
+  chunk("IHDR", be32(side) + be32(side) + std::string{"\x08\x00\x00\x00\x00", 5});
+  chunk("IDAT", packed);
+  chunk("IEND", "");
+  return png;
+}
+
+} // namespace
 
 TEST(e2e_daemon_crash, sigkill_mid_run_then_restart_completes_everything_exactly_once) {
   e2e_setup s;
@@ -166,4 +204,36 @@ TEST(e2e_daemon_crash, a_document_that_kills_its_worker_every_time_ends_failed_a
   auto rc = after->wait_exit(60s);
   ASSERT_TRUE(rc.has_value()) << after->log_tail();
   EXPECT_EQ(*rc, 0) << after->log_tail();
+}
+
+TEST(e2e_daemon_crash,
+     a_page_over_the_decoder_memory_limit_fails_as_poison_and_the_others_complete) {
+  // A node whose decoder helpers may use 1 GiB each reads two scans and a 7600 x 7600 page
+  // that needs more: that page's helper is killed by its limit at each attempt, the document
+  // ends failed as poison, and the node and the other documents carry on.
+  constexpr int max_attempts = 2;
+  e2e_setup s;
+  auto ids = s.add_documents(2, doc_kind::scan_png);
+  auto big = s.add_document_bytes(blank_png(7600), "png", "image/png");
+  auto all = ids;
+  all.push_back(big);
+  s.enqueue(all);
+  auto d = s.start({{"INGESTD_TRANSCRIPTION__DECODER_MEMORY_BYTES", std::to_string(1u << 30)},
+                    {"INGESTD_WORKER__MAX_RETRY_ATTEMPTS", std::to_string(max_attempts)},
+                    {"INGESTD_WORKER__RETRY_BACKOFF_SECONDS", "1"}});
+  ASSERT_TRUE(wait_until(
+      [&] { return s.with_status("completed") == 2 && s.with_status("failed") == 1; }, 300s))
+      << s.logs();
+  EXPECT_TRUE(d->running()) << s.logs();
+  EXPECT_EQ(s.count("SELECT count(*) FROM work_item WHERE id = $1 AND status = 'failed' AND "
+                    "error_class = 'poison' AND crash_count = $2 AND attempt_count = $2 AND "
+                    "last_error LIKE 'poison: decode.out_of_memory:%'",
+                    {big, std::to_string(max_attempts)}),
+            1)
+      << s.db().scalar("SELECT last_error FROM work_item WHERE id = $1", {big});
+  expect_completed_exactly_once(s, ids);
+  d->signal(SIGTERM);
+  auto rc = d->wait_exit(60s);
+  ASSERT_TRUE(rc.has_value()) << d->log_tail();
+  EXPECT_EQ(*rc, 0) << d->log_tail();
 }
