@@ -95,7 +95,7 @@ TEST(metadata_json, anything_else_is_a_clear_error) {
   for (size_t i = 0; i <= limits.max_columns; ++i)
     many += (i ? "," : "") + std::string{"\"k"} + std::to_string(i) + "\":\"v\"";
   many += "}";
-  for (std::string bad :
+  for (const std::string& bad :
        {std::string{"not json"}, std::string{"[\"a\"]"}, std::string{R"({"po":4711})"},
         std::string{R"({"po":null})"}, std::string{R"({"po":"1","po":"2"})"},
         std::string{R"({"":"x"})"}, std::string{R"({"po":"a\u0000b"})"},

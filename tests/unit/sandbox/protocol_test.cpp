@@ -93,7 +93,8 @@ TEST(SandboxFrames, ReadRefusesAZeroLength) {
 }
 
 TEST(SandboxFrames, ATruncatedFrameIsClosedNotOk) {
-  for (std::string partial : {std::string{"\x05\x00"}, le32(10) + "abc"}) {
+  // Half a length, then a length with less payload than it announces.
+  for (const std::string& partial : {std::string{"\x05\x00", 2}, le32(10) + "abc"}) {
     pipe_pair p;
     p.raw(partial);
     p.close_write();
@@ -220,7 +221,7 @@ TEST(SandboxKinds, PageRequestAndAnswerRoundTrip) {
   EXPECT_EQ(back->metadata, a.metadata);
 
   // Metadata past its bounds, or that a text column would refuse, is malformed.
-  for (document_metadata bad :
+  for (const document_metadata& bad :
        {document_metadata(max_metadata_entries + 1, {"title", "x"}),
         document_metadata{{"title", std::string(max_metadata_value_bytes + 1, 'x')}},
         document_metadata{{std::string(33, 'k'), "x"}}, document_metadata{{"", "x"}},
