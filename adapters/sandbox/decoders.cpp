@@ -3,10 +3,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 #include <opencv2/core.hpp>
 #include <opencv2/core/utility.hpp>
+
+#include <leptonica/allheaders.h>
 
 #include "adapters/containers/unpacker.hpp"
 #include "adapters/ocr/document_source.hpp"
@@ -90,8 +93,18 @@ result<std::string> on_count_pages(request& req, clock_type::time_point) {
   return w.take();
 }
 
+/// Leptonica's allocator for image data: it answers a failed allocation with no image, which the
+/// readers above it call a file they cannot decode. Here it ends the helper as out of memory.
+void* leptonica_image_data(size_t bytes) {
+  void* p = std::malloc(bytes);
+  if (p == nullptr && bytes > 0)
+    out_of_memory_exit();
+  return p;
+}
+
 void warm_up(const helper_settings& settings) {
   cv::redirectError(&opencv_error);
+  setPixMemoryManager(&leptonica_image_data, &std::free);
   // Tesseract's language data, read now: after the sandbox it could still be read (read-only
   // opens are allowed), but a helper that cannot find it should fail before it is ready.
   cv::Mat blank(64, 64, CV_8UC1, cv::Scalar(255));

@@ -4,53 +4,17 @@
 // max_retry_attempts crashes; so does one whose decoder helper is killed by its memory limit each
 // time, while the node and the other documents carry on.
 #include <csignal>
-#include <cstdint>
 #include <filesystem>
-#include <string>
 
 #include <sys/stat.h>
-#include <zlib.h>
 
 #include <gtest/gtest.h>
 
 #include "e2e_checks.hpp"
+#include "tests/support/ocr/ocr_support.hpp"
 
 using namespace std::chrono_literals;
 using namespace ingestd::test;
-
-namespace {
-
-/// A grey PNG of side x side white pixels: a few dozen KB that take a decoder helper past a
-/// gigabyte (the decoded page and the OCR's own images of it).
-std::string blank_png(uint32_t side) {
-  std::string rows;
-  rows.reserve((static_cast<size_t>(side) + 1) * side);
-  for (uint32_t y = 0; y < side; ++y)
-    rows.append(1, '\0').append(side, '\xff'); // filter "none", then the row
-  auto packed_size = compressBound(static_cast<uLong>(rows.size()));
-  std::string packed(packed_size, '\0');
-  compress2(reinterpret_cast<Bytef*>(packed.data()), &packed_size,
-            reinterpret_cast<const Bytef*>(rows.data()), static_cast<uLong>(rows.size()), 9);
-  packed.resize(packed_size);
-  auto be32 = [](uint32_t v) {
-    return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16),
-                       static_cast<char>(v >> 8), static_cast<char>(v)};
-  };
-  std::string png = "\x89PNG\r\n\x1a\n";
-  auto chunk = [&](const std::string& type, const std::string& data) {
-    auto body = type + data;
-    png += be32(static_cast<uint32_t>(data.size())) + body
-           + be32(static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(body.data()),
-                                              static_cast<uInt>(body.size()))));
-  };
-  // Width, height, 8 bits, grey, deflate, no filter method beyond the standard, no interlace.
-  chunk("IHDR", be32(side) + be32(side) + std::string{"\x08\x00\x00\x00\x00", 5});
-  chunk("IDAT", packed);
-  chunk("IEND", "");
-  return png;
-}
-
-} // namespace
 
 TEST(e2e_daemon_crash, sigkill_mid_run_then_restart_completes_everything_exactly_once) {
   e2e_setup s;

@@ -30,6 +30,7 @@
 #include "adapters/sandbox/helper_pool.hpp"
 #include "messages/error_codes.hpp"
 #include "review/page_images.hpp"
+#include "tests/support/ocr/ocr_support.hpp"
 
 extern char** environ;
 
@@ -533,6 +534,26 @@ TEST_F(HelperPool, DocumentsTranscribeThroughTheIngestdHelperWithTheSameTextAsIn
   ASSERT_FALSE(sandboxed);
   EXPECT_EQ(sandboxed.error().code, local.error().code);
   EXPECT_EQ(helpers->stats().crashed, 0u);
+}
+
+TEST_F(HelperPool, APageTheMemoryLimitCannotHoldIsOutOfMemoryNotACorruptFile) {
+  // Leptonica answers a failed allocation with no image, which its readers call undecodable: in
+  // a helper its allocator ends the helper as out of memory instead.
+  const char* binary = std::getenv("INGESTD_BINARY");
+  if (!binary || !std::filesystem::exists(binary))
+    GTEST_SKIP() << "INGESTD_BINARY does not name the ingestd program";
+  auto options = test_pool_options(1, {binary, "decoder"});
+  // AddressSanitizer's shadow and quarantine count in a helper's resident set there.
+  options.memory_limit_bytes = uint64_t{address_sanitizer ? 1536u : 512u} << 20;
+  auto helpers = std::make_shared<helper_pool>(options);
+  thread_pool_executor in_helpers{1, helpers};
+  auto big = transcribe_with(in_helpers, ingestd::test::blank_png(7600), "image/png");
+  ASSERT_FALSE(big);
+  EXPECT_EQ(big.error().code, errc::decode_out_of_memory) << big.error().describe();
+  // An ordinary scan fits the same limit.
+  auto scan = transcribe_with(in_helpers, corpus("inv01_en_classic_scan.png"), "image/png");
+  ASSERT_TRUE(scan) << scan.error().describe();
+  EXPECT_EQ(helpers->stats().out_of_memory, 1u);
 }
 
 int main(int argc, char** argv) {

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include <rapidjson/document.h>
+#include <zlib.h>
 
 #include "tests/support/environment.hpp"
 
@@ -27,6 +28,34 @@ std::string read_binary(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return std::move(ss).str();
+}
+
+std::string blank_png(uint32_t side) {
+  std::string rows;
+  rows.reserve((static_cast<size_t>(side) + 1) * side);
+  for (uint32_t y = 0; y < side; ++y)
+    rows.append(1, '\0').append(side, '\xff'); // filter "none", then the row
+  auto packed_size = compressBound(static_cast<uLong>(rows.size()));
+  std::string packed(packed_size, '\0');
+  compress2(reinterpret_cast<Bytef*>(packed.data()), &packed_size,
+            reinterpret_cast<const Bytef*>(rows.data()), static_cast<uLong>(rows.size()), 9);
+  packed.resize(packed_size);
+  auto be32 = [](uint32_t v) {
+    return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16),
+                       static_cast<char>(v >> 8), static_cast<char>(v)};
+  };
+  std::string png = "\x89PNG\r\n\x1a\n";
+  auto chunk = [&](const std::string& type, const std::string& data) {
+    auto body = type + data;
+    png += be32(static_cast<uint32_t>(data.size())) + body
+           + be32(static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(body.data()),
+                                              static_cast<uInt>(body.size()))));
+  };
+  // Width, height, 8 bits, grey, deflate, no filter method beyond the standard, no interlace.
+  chunk("IHDR", be32(side) + be32(side) + std::string{"\x08\x00\x00\x00\x00", 5});
+  chunk("IDAT", packed);
+  chunk("IEND", "");
+  return png;
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -21,6 +22,10 @@ std::string corpus_dir();
 
 /// The whole file; throws std::runtime_error naming the path when it cannot be read.
 std::string read_binary(const std::string& path);
+
+/// A grey PNG of side x side white pixels, made in memory: a few dozen KB for 7600 that take a
+/// decoder past a gigabyte (the decoded page and the OCR's own images of it).
+std::string blank_png(uint32_t side);
 
 struct corpus_entry {
   std::string file;    ///< path relative to corpus_dir()
