@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <utility>
 
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -90,6 +91,22 @@ std::optional<uuid> caller_tenant(const request& req, response& res) {
     return std::nullopt;
   }
   return *tenant;
+}
+
+/// The id in the path (the route's first group) and the caller's tenant, for a route on one of
+/// the tenant's documents or ingestions (`what`). Answers 400 or 403 and returns nullopt when
+/// either is missing.
+std::optional<std::pair<uuid, uuid>> id_and_tenant(const request& req, response& res,
+                                                   const char* what) {
+  auto id = uuid::parse(req.matches[1].str());
+  if (!id) {
+    send_error(res, 400, "intake.invalid_id", std::string{what} + " id is not a UUID");
+    return std::nullopt;
+  }
+  auto tenant = caller_tenant(req, res);
+  if (!tenant)
+    return std::nullopt;
+  return std::pair{*id, *tenant};
 }
 
 http_server::server_options server_options_of(const intake_server_options& o) {
@@ -261,14 +278,12 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
       upload);
   auto getter = [this](const char* what, auto lookup) {
     return [this, what, lookup](const request& req, response& res) {
-      auto id = uuid::parse(req.matches[1].str());
-      if (!id)
-        return send_error(res, 400, "intake.invalid_id", std::string{what} + " id is not a UUID");
       // Scoped to the caller's tenant: another tenant's id is "no such" (404), as an unknown one.
-      auto tenant = caller_tenant(req, res);
-      if (!tenant)
+      auto target = id_and_tenant(req, res, what);
+      if (!target)
         return;
-      auto r = (intake_.get()->*lookup)(*tenant, *id);
+      auto [id, tenant] = *target;
+      auto r = (intake_.get()->*lookup)(tenant, id);
       if (!r)
         return send_failure(res, 503, r.error(), req.path);
       if (!*r)
@@ -282,13 +297,11 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
   // (running: it stops at its next step), 409 when it is finished, 404 when unknown; a finished
   // container whose unfinished children were cancelled: 202 with their counts.
   svr.del(R"(/v1/ingestions/([^/]+))", [this](const request& req, response& res) {
-    auto id = uuid::parse(req.matches[1].str());
-    if (!id)
-      return send_error(res, 400, "intake.invalid_id", "ingestion id is not a UUID");
-    auto tenant = caller_tenant(req, res);
-    if (!tenant)
+    auto target = id_and_tenant(req, res, "ingestion");
+    if (!target)
       return;
-    auto r = intake_->cancel(*tenant, *id, "http");
+    auto [id, tenant] = *target;
+    auto r = intake_->cancel(tenant, id, "http");
     if (!r)
       return send_failure(res, 503, r.error(), req.path);
     switch (r->outcome) {
@@ -297,7 +310,7 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
     case cancel_outcome::finished:
       if (r->children() > 0) // a finished container: its unfinished children were cancelled
         return send_json(res, 202,
-                         R"({"ingestion_id":")" + id->str() + R"(","status":")" + r->status
+                         R"({"ingestion_id":")" + id.str() + R"(","status":")" + r->status
                              + R"(","children_cancelled":)" + std::to_string(r->children_cancelled)
                              + R"(,"children_cancelling":)" + std::to_string(r->children_cancelling)
                              + "}");
@@ -306,23 +319,20 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
                             + ": only a queued or running ingestion can be cancelled");
     case cancel_outcome::cancelled:
     case cancel_outcome::already_cancelled:
-      return send_json(res, 200, R"({"ingestion_id":")" + id->str() + R"(","status":"cancelled"})");
+      return send_json(res, 200, R"({"ingestion_id":")" + id.str() + R"(","status":"cancelled"})");
     case cancel_outcome::cancelling:
-      return send_json(res, 202,
-                       R"({"ingestion_id":")" + id->str() + R"(","status":"cancelling"})");
+      return send_json(res, 202, R"({"ingestion_id":")" + id.str() + R"(","status":"cancelling"})");
     }
   });
   // Retry: the ingestion's failed stage (or its document's failed matching) runs again from
   // its start; 202 with what was sent, 404 when the id is unknown, another tenant's or has
   // nothing failed, 409 when its stage has no queue on this node.
   svr.post(R"(/v1/ingestions/([^/]+)/retry)", [this](const request& req, response& res) {
-    auto id = uuid::parse(req.matches[1].str());
-    if (!id)
-      return send_error(res, 400, "intake.invalid_id", "ingestion id is not a UUID");
-    auto tenant = caller_tenant(req, res);
-    if (!tenant)
+    auto target = id_and_tenant(req, res, "ingestion");
+    if (!target)
       return;
-    auto r = intake_->retry(*tenant, *id, "http");
+    auto [id, tenant] = *target;
+    auto r = intake_->retry(tenant, id, "http");
     if (!r)
       return send_failure(res, 503, r.error(), req.path);
     if (r->empty())
@@ -330,7 +340,7 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
                         "no failed stage: the ingestion is unknown, or nothing of it failed");
     rapidjson::StringBuffer buf;
     rapidjson::Writer<rapidjson::StringBuffer> w{buf};
-    auto ingestion = id->str();
+    auto ingestion = id.str();
     w.StartObject();
     w.Key("ingestion_id");
     w.String(ingestion.c_str());

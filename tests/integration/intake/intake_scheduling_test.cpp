@@ -81,12 +81,20 @@ protected:
     return json_string(r->body, "ingestion_id");
   }
 
-  std::string column(const std::string& id, const std::string& expr) {
-    return db->scalar("SELECT " + expr + " FROM ingestion WHERE id = $1::uuid", {id});
+  /// A column of the ingestion's row as text, named by a parameter ("" when NULL).
+  std::string column(const std::string& id, const std::string& name) {
+    return db->scalar("SELECT to_jsonb(i) ->> $2 FROM ingestion AS i WHERE i.id = $1::uuid",
+                      {id, name});
   }
   /// A column of the ingestion's work item.
-  std::string item(const std::string& id, const std::string& expr) {
-    return db->scalar("SELECT " + expr + " FROM work_item WHERE id = $1::uuid", {id});
+  std::string item(const std::string& id, const std::string& name) {
+    return db->scalar("SELECT to_jsonb(w) ->> $2 FROM work_item AS w WHERE w.id = $1::uuid",
+                      {id, name});
+  }
+  /// The metadata kept with the ingestion (source_metadata.metadata), as PostgreSQL writes it.
+  std::string metadata_of(const std::string& id) {
+    return db->scalar("SELECT source_metadata -> 'metadata' FROM ingestion WHERE id = $1::uuid",
+                      {id});
   }
 
   std::unique_ptr<test::pg_schema> db;
@@ -124,8 +132,7 @@ TEST_F(intake_scheduling_test, metadata_is_kept_with_the_ingestion_and_shown_by_
   auto by_header = post("inv01_en_classic.pdf",
                         {{"X-Metadata", R"({"po_number":"4711","cost centre":"A-12"})"}});
   ASSERT_FALSE(by_header.empty());
-  EXPECT_EQ(column(by_header, "source_metadata->'metadata'::text"),
-            R"({"po_number": "4711", "cost centre": "A-12"})");
+  EXPECT_EQ(metadata_of(by_header), R"({"po_number": "4711", "cost centre": "A-12"})");
   auto shown = client->Get(("/v1/ingestions/" + by_header).c_str());
   ASSERT_TRUE(shown);
   EXPECT_EQ(shown->status, 200);
@@ -140,9 +147,7 @@ TEST_F(intake_scheduling_test, metadata_is_kept_with_the_ingestion_and_shown_by_
   auto multipart = client->Post("/v1/documents", form);
   ASSERT_TRUE(multipart);
   ASSERT_EQ(multipart->status, 202) << multipart->body;
-  EXPECT_EQ(
-      column(json_string(multipart->body, "ingestion_id"), "source_metadata->'metadata'::text"),
-      R"({"vendor_ref": "V-9"})");
+  EXPECT_EQ(metadata_of(json_string(multipart->body, "ingestion_id")), R"({"vendor_ref": "V-9"})");
 
   // Metadata that is not an object of text values is refused before anything is stored.
   auto before = db->scalar("SELECT count(*) FROM ingestion");
@@ -243,7 +248,7 @@ TEST_F(intake_scheduling_test,
   EXPECT_EQ(r->status, 202) << r->body;
   EXPECT_NE(r->body.find("\"status\":\"cancelling\""), std::string::npos) << r->body;
   EXPECT_EQ(column(running, "status"), "in-progress");
-  EXPECT_EQ(item(running, "cancel_requested_at IS NOT NULL"), "t");
+  EXPECT_FALSE(item(running, "cancel_requested_at").empty()); // NOT NULL: asked to stop
   auto requested
       = test::await<std::vector<uuid>>([&](auto cb) { work.cancel_requests({request.item}, cb); });
   ASSERT_TRUE(requested);
