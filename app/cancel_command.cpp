@@ -1,5 +1,6 @@
-// `ingestd cancel INGESTION_ID`: cancels an ingestion. A queued one is cancelled at
-// once and skipped when its message arrives; a running one stops at its next step boundary.
+// `ingestd cancel INGESTION_ID | --batch BATCH_ID`: cancels an ingestion, or what of a batch is not
+// finished. A queued one is cancelled at once and skipped when its message arrives; a running one
+// stops at its next step boundary.
 #include <cstdio>
 
 #include <rapidjson/stringbuffer.h>
@@ -13,6 +14,7 @@ namespace ingestd::cli {
 namespace {
 
 constexpr const char* cancel_usage = R"(Usage: ingestd cancel [--json] INGESTION_ID
+       ingestd cancel [--json] --batch BATCH_ID
 
 Cancels an ingestion. A queued one becomes 'cancelled' at once and its message is deleted when
 it arrives; a running one is asked to stop: its worker's heartbeat sees the request (within
@@ -22,11 +24,14 @@ A container (stage unpack) cascades: the ingestions of its child documents (and 
 containers' children) not yet finished are cancelled the same way, even when the container
 itself has completed; a running unpack adds no child once it is cancelled.
 
-  --json    print the outcome as JSON
+  --batch ID  cancel every ingestion of the batch (see 'ingestd batches') still in progress, each
+              as above; the batch then finishes as its running ones stop
+  --json      print the outcome as JSON
 
 Exit codes: 0 cancelled, being cancelled or cancelled before, or a finished container whose
-children were cancelled; 1 the ingestion is unknown or already finished (completed or failed)
-with nothing left to cancel, or the database could not be reached; 2 usage error.
+children were cancelled, or a batch found (with or without anything left to cancel); 1 the
+ingestion is unknown or already finished (completed or failed) with nothing left to cancel, the
+batch is unknown, or the database could not be reached; 2 usage error.
 )";
 
 const char* outcome_name(cancel_outcome o) {
@@ -45,10 +50,59 @@ const char* outcome_name(cancel_outcome o) {
   return "not_found";
 }
 
+/// `--batch`: each of the batch's ingestions in progress, as cancel_ingestion does it.
+int cancel_batch(pg_intake_repository& db, uuid batch_id, bool json) {
+  constexpr std::chrono::seconds timeout{30};
+  auto found = db.find_batch(batch_id, std::nullopt, timeout);
+  auto open = found && *found ? db.batch_in_progress(batch_id, timeout)
+                              : result<std::vector<uuid>>{std::vector<uuid>{}};
+  if (!found || !open) {
+    std::fprintf(stderr, "ingestd cancel: database: %s\n",
+                 (!found ? found.error() : open.error()).describe().c_str());
+    return failure;
+  }
+  if (!*found) {
+    std::fprintf(stderr, "ingestd cancel: no batch %s\n", batch_id.str().c_str());
+    return failure;
+  }
+  int64_t cancelled = 0, cancelling = 0;
+  for (const auto& id : *open) {
+    auto r = db.cancel_ingestion(id, std::nullopt, "cli", timeout);
+    if (!r) {
+      std::fprintf(stderr, "ingestd cancel: database: %s\n", r.error().describe().c_str());
+      return failure;
+    }
+    cancelled += (r->outcome == cancel_outcome::cancelled ? 1 : 0) + r->children_cancelled;
+    cancelling += (r->outcome == cancel_outcome::cancelling ? 1 : 0) + r->children_cancelling;
+  }
+  if (json) {
+    rapidjson::StringBuffer buf;
+    rapidjson::Writer<rapidjson::StringBuffer> w{buf};
+    auto text = batch_id.str();
+    w.StartObject();
+    w.Key("batch_id");
+    w.String(text.c_str());
+    w.Key("state_before");
+    w.String((*found)->state.c_str());
+    w.Key("cancelled");
+    w.Int64(cancelled);
+    w.Key("cancelling");
+    w.Int64(cancelling);
+    w.EndObject();
+    std::printf("%s\n", buf.GetString());
+  } else {
+    std::printf("batch=%s (%s, %s): %lld cancelled, %lld stopping\n", batch_id.str().c_str(),
+                (*found)->name.c_str(), (*found)->state.c_str(), static_cast<long long>(cancelled),
+                static_cast<long long>(cancelling));
+  }
+  return ok;
+}
+
 } // namespace
 
 int cancel_command(const arguments& args) {
   bool json = false;
+  bool batch = false;
   std::vector<std::string> ids;
   for (auto& a : args.raw) {
     if (a == "-h" || a == "--help") {
@@ -57,6 +111,8 @@ int cancel_command(const arguments& args) {
     }
     if (a == "--json") {
       json = true;
+    } else if (a == "--batch") {
+      batch = true;
     } else if (a.rfind("--", 0) == 0) {
       std::fprintf(stderr, "ingestd cancel: unknown option %s\n%s", a.c_str(), cancel_usage);
       return usage;
@@ -70,14 +126,16 @@ int cancel_command(const arguments& args) {
   }
   auto id = uuid::parse(ids.front());
   if (!id) {
-    std::fprintf(stderr, "ingestd cancel: '%s' is not an ingestion id (a UUID)\n",
-                 ids.front().c_str());
+    std::fprintf(stderr, "ingestd cancel: '%s' is not %s id (a UUID)\n", ids.front().c_str(),
+                 batch ? "a batch" : "an ingestion");
     return usage;
   }
   auto cfg = load_or_report(args);
   if (!cfg)
     return failure;
   pg_intake_repository db{cfg->database.url};
+  if (batch)
+    return cancel_batch(db, *id, json);
   auto r = db.cancel_ingestion(*id, std::nullopt, "cli", std::chrono::seconds{30});
   if (!r) {
     std::fprintf(stderr, "ingestd cancel: database: %s\n", r.error().describe().c_str());

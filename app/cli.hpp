@@ -52,5 +52,6 @@ int retry_command(const arguments& args);
 int tenants_command(const arguments& args);
 int usage_command(const arguments& args);
 int erase_command(const arguments& args);
+int batches_command(const arguments& args);
 
 } // namespace ingestd::cli

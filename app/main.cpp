@@ -35,7 +35,9 @@ Commands:
                       comma-separated LIST of them (e.g. --stages match)
   submit FILE|DIR...  submit documents for ingestion (see 'ingestd submit --help')
   status [--json]     counts by status, failures, review backlog, matching, queue depth
-  cancel INGESTION_ID cancel a queued or running ingestion (see 'ingestd cancel --help')
+  cancel INGESTION_ID cancel a queued or running ingestion, or --batch ID a batch's (see
+                      'ingestd cancel --help')
+  batches [BATCH_ID]  batches of submissions and their counts (see 'ingestd batches --help')
   retry ID...|--failed run failed ingestions, unpacking or matching again from the stage that
                       failed (see 'ingestd retry --help')
   tenants add|list|rotate-token
@@ -181,7 +183,7 @@ int main(int argc, char** argv) {
       {"nodes", nodes_command},     {"drain", drain_command},
       {"cancel", cancel_command},   {"retry", retry_command},
       {"tenants", tenants_command}, {"usage", usage_command},
-      {"erase", erase_command},
+      {"erase", erase_command},     {"batches", batches_command},
   };
   arguments args;
   std::string name;

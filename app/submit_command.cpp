@@ -28,7 +28,8 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* submit_usage
-    = R"(Usage: ingestd submit [--tenant T] [--uploaded-by U | --source S] [--priority N] [--jobs N] FILE|DIR ...
+    = R"(Usage: ingestd submit [--tenant T] [--uploaded-by U | --source S] [--priority N] [--jobs N]
+                      [--batch NAME] FILE|DIR ...
        ingestd submit --manifest FILE.csv [options]
 
 Submits each file (directories are walked recursively, in name order) for ingestion: the
@@ -43,6 +44,10 @@ is created and the existing ids are printed.
                     reported with its line and the others go on; running it again submits
                     duplicates only.
 
+  --batch NAME      submit the files as the tenant's batch NAME (created, or added to when it
+                    exists), sealed when this run is done: it finishes (event BATCH_FINISHED
+                    with its counts) when every document of it, container children included,
+                    is finished; see 'ingestd batches'. Running it again adds only new files.
   --tenant T        tenant UUID (default: intake.default_tenant)
   --uploaded-by U   the uploading user's UUID (default when no --source: the nil UUID, "CLI")
   --source S        the document source's UUID (instead of --uploaded-by)
@@ -177,6 +182,7 @@ int submit_command(const arguments& args) {
   std::optional<uuid> tenant, uploaded_by, source;
   std::vector<std::string> paths;
   std::string manifest;
+  std::string batch_name;
   int jobs = 4;
   int32_t priority = 50;
   bool quiet = false;
@@ -233,6 +239,14 @@ int submit_command(const arguments& args) {
     } else if (is("--manifest")) {
       if (!value(manifest))
         return usage;
+    } else if (is("--batch")) {
+      if (!value(batch_name))
+        return usage;
+      if (!valid_batch_name(batch_name)) {
+        std::fputs("ingestd submit: --batch must be 1 to 200 characters of printable text\n",
+                   stderr);
+        return usage;
+      }
     } else if (a == "--quiet") {
       quiet = true;
     } else if (a.rfind("--", 0) == 0) {
@@ -296,6 +310,16 @@ int submit_command(const arguments& args) {
   } else {
     return failure;
   }
+  std::optional<batch_info> batch;
+  if (!batch_name.empty()) {
+    auto opened = intake.open_batch(*tenant, batch_name);
+    if (!opened) {
+      std::fprintf(stderr, "ingestd submit: --batch %s: %s\n", batch_name.c_str(),
+                   opened.error().describe().c_str());
+      return failure;
+    }
+    batch = std::move(*opened);
+  }
   bool tty = ::isatty(STDERR_FILENO) == 1 && !quiet;
   tally t;
   std::atomic<size_t> next{0}, done{0};
@@ -353,6 +377,8 @@ int submit_command(const arguments& args) {
       item.channel = "cli";
       item.priority = priority;
       item.metadata = f.metadata;
+      if (batch)
+        item.batch_id = batch->id;
       report(name, intake.submit(item));
     }
   };
@@ -372,6 +398,21 @@ int submit_command(const arguments& args) {
       static_cast<long long>(t.failed));
   for (auto& [path, why] : t.failures)
     std::printf("failed: %s: %s\n", path.c_str(), why.c_str());
+  if (batch) {
+    // Sealed even when some files failed: what was taken in is the batch.
+    auto sealed = intake.seal_batch(*tenant, batch->id);
+    if (!sealed || !*sealed) {
+      std::fprintf(stderr, "ingestd submit: batch %s could not be sealed: %s\n",
+                   batch->id.str().c_str(),
+                   sealed ? "it is gone" : sealed.error().describe().c_str());
+      return failure;
+    }
+    const auto& b = **sealed;
+    std::printf("batch %s id=%s %s: %lld document(s), %lld in progress, %lld duplicate(s)\n",
+                b.name.c_str(), b.id.str().c_str(), b.state.c_str(),
+                static_cast<long long>(b.documents), static_cast<long long>(b.in_progress),
+                static_cast<long long>(b.duplicates));
+  }
   return t.failed > 0 ? failure : ok;
 }
 

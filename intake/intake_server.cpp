@@ -47,7 +47,7 @@ int status_for(const error& e) {
   if (e.code == errc::intake_unsupported_type || e.code == errc::intake_containers_disabled)
     return 415;
   if (e.code == errc::intake_empty || e.code == errc::intake_invalid_source
-      || e.code == errc::intake_invalid_priority)
+      || e.code == errc::intake_invalid_priority || e.code == errc::intake_invalid_batch)
     return 400;
   return e.cls == error_class::transient ? 503 : 500;
 }
@@ -238,6 +238,14 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
             return send_error(res, 400, fields.error().code, fields.error().message);
           item.metadata = std::move(*fields);
         }
+        // A batch: X-Batch or the form field batch, the tenant's batch name (created at its
+        // first document, open again until POST /v1/batches/{id}/seal).
+        if (auto name = value_of(req, "X-Batch", "batch"); !name.empty()) {
+          auto batch = intake_->open_batch(*tenant, name);
+          if (!batch)
+            return send_failure(res, status_for(batch.error()), batch.error(), req.path);
+          item.batch_id = batch->id;
+        }
         if (req.is_multipart_form_data()) {
           if (!req.has_file("file"))
             return send_error(res, 400, "intake.empty",
@@ -269,6 +277,11 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
         w.String(r->mime_type.c_str());
         w.Key("enqueued");
         w.Bool(r->enqueued);
+        if (item.batch_id) {
+          auto batch = item.batch_id->str();
+          w.Key("batch_id");
+          w.String(batch.c_str());
+        }
         w.EndObject();
         bool duplicate = r->status == intake_status::duplicate;
         if (!duplicate)
@@ -293,6 +306,24 @@ intake_server::intake_server(std::shared_ptr<intake_service> intake, intake_serv
   };
   svr.get(R"(/v1/documents/([^/]+))", getter("document", &intake_service::document_json));
   svr.get(R"(/v1/ingestions/([^/]+))", getter("ingestion", &intake_service::ingestion_json));
+  // A batch of the caller's: its state and counts (as in its BATCH_FINISHED event); sealing it
+  // says no more documents are coming (it finishes once nothing of it is in progress).
+  auto batch_route = [this](bool seal) {
+    return [this, seal](const request& req, response& res) {
+      auto target = id_and_tenant(req, res, "batch");
+      if (!target)
+        return;
+      auto [id, tenant] = *target;
+      auto r = seal ? intake_->seal_batch(tenant, id) : intake_->batch(tenant, id);
+      if (!r)
+        return send_failure(res, 503, r.error(), req.path);
+      if (!*r)
+        return send_error(res, 404, "intake.not_found", "no such batch");
+      send_json(res, 200, (*r)->json);
+    };
+  };
+  svr.get(R"(/v1/batches/([^/]+))", batch_route(false));
+  svr.post(R"(/v1/batches/([^/]+)/seal)", batch_route(true));
   // Cancellation: 200 cancelled (it was queued, or cancelled before), 202 cancelling
   // (running: it stops at its next step), 409 when it is finished, 404 when unknown; a finished
   // container whose unfinished children were cancelled: 202 with their counts.

@@ -144,6 +144,7 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
   req.stage = container ? "unpack" : "ingest";
   req.ingestion_id = uuid::v7();
   req.priority = item.priority;
+  req.batch_id = item.batch_id;
 
   // Writes the object unless it is there already (same content hash, so same bytes).
   auto ensure_stored = [&](const std::string& key) -> result<void> {
@@ -171,6 +172,9 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
       out.status = intake_status::duplicate;
       out.ingestion_id = *known.live_ingestion_id;
       out.ingestion_status = known.live_ingestion_status;
+      if (item.batch_id)
+        if (auto noted = db_->note_duplicate(*item.batch_id, out.ingestion_id, timeout); !noted)
+          return database_error(noted.error(), timeout);
       return out;
     }
     out.status = intake_status::reprocessing;
@@ -255,6 +259,41 @@ result<cancel_result> intake_service::cancel(std::optional<uuid> tenant_id, uuid
                {"outcome", r->outcome == cancel_outcome::cancelled ? "cancelled" : "cancelling"},
                {"by", who}});
   return r;
+}
+
+result<batch_info> intake_service::open_batch(uuid tenant_id, const std::string& name) {
+  if (!valid_batch_name(name))
+    return error::make_permanent(errc::intake_invalid_batch,
+                                 "a batch name is 1 to 200 characters of printable text");
+  auto r = db_->open_batch(tenant_id, name, opts_.call_timeout);
+  if (!r)
+    return database_error(r.error(), opts_.call_timeout);
+  return r;
+}
+
+result<std::optional<batch_info>> intake_service::seal_batch(std::optional<uuid> tenant_id,
+                                                             uuid batch_id) {
+  auto r = db_->seal_batch(batch_id, tenant_id, opts_.call_timeout);
+  if (!r)
+    return database_error(r.error(), opts_.call_timeout);
+  return r;
+}
+
+result<std::optional<batch_info>> intake_service::batch(std::optional<uuid> tenant_id,
+                                                        uuid batch_id) {
+  auto r = db_->find_batch(batch_id, tenant_id, opts_.call_timeout);
+  if (!r)
+    return database_error(r.error(), opts_.call_timeout);
+  return r;
+}
+
+bool valid_batch_name(std::string_view name) {
+  if (name.empty() || name.size() > 200)
+    return false;
+  for (unsigned char c : name)
+    if (c < 0x20 || c == 0x7f)
+      return false;
+  return true;
 }
 
 result<std::optional<std::string>> intake_service::ingestion_json(uuid tenant_id,

@@ -43,6 +43,8 @@ struct intake_item {
   int32_t priority = 50;
   /// The submitter's own fields (a load file's columns), kept in source_metadata.metadata.
   std::vector<std::pair<std::string, std::string>> metadata = {};
+  /// The batch it is submitted in (open_batch), if any.
+  std::optional<uuid> batch_id = {};
 };
 
 /// What intake did with one file.
@@ -100,6 +102,9 @@ struct intake_options {
   bool via_outbox = false;
 };
 
+/// A batch name intake takes: 1..200 bytes, no control characters.
+bool valid_batch_name(std::string_view name);
+
 /// The size class a document of `bytes` with MIME type `mime` starts in under `opts`.
 std::string size_class_of(const intake_options& opts, std::string_view bytes,
                           std::string_view mime);
@@ -140,6 +145,17 @@ public:
   /// when the id is unknown, another tenant's, or has nothing failed.
   result<std::vector<retried_item>> retry(uuid tenant_id, uuid ingestion_id,
                                           const std::string& who);
+
+  /// The tenant's batch called `name` (1..200 characters of printable text), created or found
+  /// and open to more documents until sealed ("intake.invalid_batch" for a bad name).
+  result<batch_info> open_batch(uuid tenant_id, const std::string& name);
+
+  /// Seals a batch of the tenant's (any tenant's when nullopt): it finishes once nothing of it
+  /// is in progress. nullopt when unknown or another tenant's.
+  result<std::optional<batch_info>> seal_batch(std::optional<uuid> tenant_id, uuid batch_id);
+
+  /// A batch of the tenant's (any tenant's when nullopt); nullopt when unknown or another's.
+  result<std::optional<batch_info>> batch(std::optional<uuid> tenant_id, uuid batch_id);
 
   const intake_options& options() const { return opts_; }
 

@@ -84,6 +84,7 @@ inline constexpr std::string_view intake_containers_disabled = "intake.container
 inline constexpr std::string_view intake_empty = "intake.empty";
 inline constexpr std::string_view intake_invalid_source = "intake.invalid_source";
 inline constexpr std::string_view intake_invalid_priority = "intake.invalid_priority";
+inline constexpr std::string_view intake_invalid_batch = "intake.invalid_batch";
 
 // -- the review desk (HTTP answers are chosen by these) ------------------------------------
 

@@ -45,6 +45,8 @@ struct intake_request {
   std::string size_class = "small";
   /// The queue its message goes to (the stage's, or its size class's).
   std::string queue;
+  /// The batch the ingestion belongs to (see batch_info), if any.
+  std::optional<uuid> batch_id;
 };
 
 /// What intake created or found.
@@ -187,6 +189,32 @@ struct retried_item {
   std::string status;
 };
 
+/// A named set of a tenant's submissions and the states of its ingestions, container children
+/// included. Open while documents are added, sealed when its submitter is done, finished once
+/// sealed with nothing in progress (decided in the transaction of that last change, which emits
+/// BATCH_FINISHED).
+struct batch_info {
+  uuid id;
+  uuid tenant_id;
+  std::string name;
+  /// "open" | "sealed" | "finished".
+  std::string state;
+  /// ISO 8601 UTC; empty when not (yet) so.
+  std::string created_at;
+  std::string finished_at;
+  int64_t documents = 0;
+  int64_t in_progress = 0;
+  int64_t completed = 0;
+  int64_t for_review = 0;
+  int64_t failed = 0;
+  int64_t skipped = 0;
+  int64_t cancelled = 0;
+  /// Files submitted to it whose content the tenant already had (no new ingestion).
+  int64_t duplicates = 0;
+  /// All of the above as a JSON object (the BATCH_FINISHED payload's shape).
+  std::string json;
+};
+
 /// Blocking, for request threads and command-line tools (never inside an actor); thread-safe.
 /// Every call has a deadline: a statement still running when it passes is cancelled and the
 /// call fails with the transient error `timeout_code`. Connection problems are transient errors
@@ -259,6 +287,33 @@ public:
   /// Answers the items found, oldest failure first.
   virtual result<std::vector<retried_item>> retry_failed(const retry_request& request, timeout t)
       = 0;
+
+  /// The tenant's batch called `name`, created (BATCH_STARTED) or found; a sealed one is open
+  /// again (to take more documents) until sealed again.
+  virtual result<batch_info> open_batch(uuid tenant_id, const std::string& name, timeout t) = 0;
+
+  /// Seals a batch (of `tenant_id` when given): no more documents are coming. Finishes it when
+  /// nothing of it is in progress. nullopt when unknown or another tenant's.
+  virtual result<std::optional<batch_info>> seal_batch(uuid batch_id, std::optional<uuid> tenant_id,
+                                                       timeout t)
+      = 0;
+
+  /// Counts a file submitted to a batch as a duplicate, unless its live ingestion is already a
+  /// member (a batch submitted again).
+  virtual result<void> note_duplicate(uuid batch_id, uuid live_ingestion_id, timeout t) = 0;
+
+  /// A batch (of `tenant_id` when given); nullopt when unknown or another tenant's.
+  virtual result<std::optional<batch_info>> find_batch(uuid batch_id, std::optional<uuid> tenant_id,
+                                                       timeout t)
+      = 0;
+
+  /// The newest batches first (of `tenant_id` when given), at most `limit`.
+  virtual result<std::vector<batch_info>> list_batches(std::optional<uuid> tenant_id, int limit,
+                                                       timeout t)
+      = 0;
+
+  /// The batch's ingestions still in progress, oldest first (what cancelling it cancels).
+  virtual result<std::vector<uuid>> batch_in_progress(uuid batch_id, timeout t) = 0;
 
   /// A cheap round trip to the database.
   virtual result<void> ping(timeout t) = 0;

@@ -29,7 +29,7 @@ SELECT w.document_id, w.tenant_id, w.priority, w.cancel_requested_at IS NOT NULL
 )sql"};
 
 // The children: documents (skipped when the tenant has the content), their ingestions with the
-// parent ingestion's source, and their work items with their messages.
+// parent ingestion's source and batch, and their work items with their messages.
 constexpr pg::statement children_sql{"ingestd_unpack_children", R"sql(
 WITH c AS (
   SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[],
@@ -37,7 +37,7 @@ WITH c AS (
            AS c(document_id, ingestion_id, content_hash, file_path, mime_type, member_name,
                 stage, queue, ord)
 ), parent AS (
-  SELECT d.id, d.tenant_id, d.container_depth, i.doc_source_id, i.uploaded_by
+  SELECT d.id, d.tenant_id, d.container_depth, i.doc_source_id, i.uploaded_by, i.batch_id
     FROM ingestion AS i JOIN document AS d ON d.id = i.document_id
    WHERE i.id = $9
 ), docs AS (
@@ -50,10 +50,12 @@ WITH c AS (
   ON CONFLICT (tenant_id, content_hash) DO NOTHING
   RETURNING id, tenant_id
 ), ings AS (
-  INSERT INTO ingestion (id, document_id, doc_source_id, uploaded_by, status, source_metadata)
+  INSERT INTO ingestion (id, document_id, doc_source_id, uploaded_by, status, source_metadata,
+                         batch_id)
   SELECT c.ingestion_id, c.document_id, p.doc_source_id, p.uploaded_by, 'in-progress',
          jsonb_build_object('file_name', c.member_name, 'channel', 'unpack',
-                            'parent_document_id', p.id, 'mime_type', c.mime_type)
+                            'parent_document_id', p.id, 'mime_type', c.mime_type),
+         p.batch_id
     FROM c JOIN docs ON docs.id = c.document_id CROSS JOIN parent AS p
   RETURNING id, document_id
 )

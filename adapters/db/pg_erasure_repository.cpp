@@ -126,13 +126,15 @@ SELECT c.documents, c.rows::text,
   FROM counts AS c
 )sql"};
 
-// The tenant's name and credentials, its remaining events (a tenant's WARNINGs name no
+// The tenant's name, credentials and batches, its remaining events (a tenant's WARNINGs name no
 // document), and the receipt with the totals.
 constexpr pg::statement finish_tenant_sql{"ingestd_erasure_finish_tenant", R"sql(
 WITH del_credentials AS (
   DELETE FROM tenant_credential WHERE tenant_id = $1::uuid RETURNING 1
 ), del_tenant AS (
   DELETE FROM tenant WHERE id = $1::uuid RETURNING 1
+), del_batches AS (
+  DELETE FROM batch WHERE tenant_id = $1::uuid RETURNING 1
 ), del_outbox AS (
   DELETE FROM event_outbox AS o
    WHERE o.body LIKE '%' || $1::text || '%'
@@ -142,6 +144,7 @@ WITH del_credentials AS (
   SELECT $5::jsonb || jsonb_build_object(
            'tenant', (SELECT count(*) FROM del_tenant),
            'tenant_credential', (SELECT count(*) FROM del_credentials),
+           'batch', (SELECT count(*) FROM del_batches),
            'event_outbox', COALESCE(($5::jsonb ->> 'event_outbox')::bigint, 0)
                            + (SELECT count(*) FROM del_outbox)) AS r
 )

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "adapters/db/pg_connection.hpp"
+#include "adapters/db/pg_intake_session.hpp"
 #include "adapters/db/pg_values.hpp"
 #include "adapters/support/blocking_call.hpp"
 #include "messages/error_codes.hpp"
@@ -312,8 +313,8 @@ WITH new_doc AS (
    WHERE tenant_id = $2 AND content_hash = $3 AND original_pruned_at IS NOT NULL
      AND NOT EXISTS (SELECT 1 FROM new_doc)
 ), new_ing AS (
-  INSERT INTO ingestion (id, document_id, doc_source_id, uploaded_by, source_metadata)
-  SELECT $6, doc.id, $7, $8, $9::jsonb FROM doc
+  INSERT INTO ingestion (id, document_id, doc_source_id, uploaded_by, source_metadata, batch_id)
+  SELECT $6, doc.id, $7, $8, $9::jsonb, $16::uuid FROM doc
   ON CONFLICT (id) DO NOTHING
   RETURNING id, document_id
 ), work AS (
@@ -459,55 +460,9 @@ SELECT d.id,
  WHERE d.id = ANY ($1::uuid[])
 )sql"};
 
-constexpr pg::statement timeout_sql{"ingestd_intake_timeout",
-                                    "SELECT set_config('statement_timeout', $1, false)"};
-
 } // namespace
 
 // -- connections -----------------------------------------------------------------------------
-
-struct pg_intake_repository::session {
-  // Each call sets its own deadline (statement_timeout), lock waits included.
-  explicit session(const std::string& url) : conn(url, pg::session_options::tcp_only()) {}
-
-  /// Runs `st` with the deadline `t`, connecting first (waiting out the backoff of earlier
-  /// failures only when `wait_backoff`). A statement cancelled by the deadline is timeout_code.
-  result<pg::rows> run(const pg::statement& st, const std::vector<param>& params, timeout t,
-                       bool wait_backoff = false) {
-    if (auto ok = conn.ensure(wait_backoff); !ok)
-      return ok.error();
-    auto ms = std::max<int64_t>(t.count(), 1);
-    // The setting lives in the session: set again after a reconnect or for another deadline.
-    if (timeout_set_on != conn.connects() || timeout_ms != ms) {
-      if (auto set = conn.exec(timeout_sql, {std::to_string(ms)}); !set)
-        return set.error();
-      timeout_set_on = conn.connects();
-      timeout_ms = ms;
-    }
-    auto res = conn.exec(st, params);
-    if (!res && res.error().code == errc::pg_query_canceled)
-      return timeout_error(timeout_code, "the database", t);
-    return res;
-  }
-
-  pg::connection conn;
-  /// conn.connects() when statement_timeout was set, and its value (ms).
-  int64_t timeout_set_on = -1;
-  int64_t timeout_ms = -1;
-};
-
-class pg_intake_repository::borrowed {
-public:
-  explicit borrowed(pg_intake_repository& owner) : owner_(owner), session_(owner.borrow()) {}
-  ~borrowed() { owner_.give_back(std::move(session_)); }
-  borrowed(const borrowed&) = delete;
-  borrowed& operator=(const borrowed&) = delete;
-  session* operator->() { return session_.get(); }
-
-private:
-  pg_intake_repository& owner_;
-  std::unique_ptr<session> session_;
-};
 
 pg_intake_repository::pg_intake_repository(std::string database_url, bool via_outbox)
     : database_url_(std::move(database_url)), via_outbox_(via_outbox) {}
@@ -613,7 +568,8 @@ result<intake_result> pg_intake_repository::create_ingestion(const intake_reques
                             request.size_class == "large" ? std::string{"large"}
                                                           : std::string{"small"},
                             request.queue,
-                            via_outbox_ ? "t" : "f"};
+                            via_outbox_ ? "t" : "f",
+                            request.batch_id ? param{request.batch_id->str()} : param{}};
   borrowed s{*this};
   // Two tries: the second sees a document that a concurrent intake committed meanwhile.
   for (int attempt = 0; attempt < 2; ++attempt) {

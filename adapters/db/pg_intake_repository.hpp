@@ -96,6 +96,17 @@ public:
 
   result<std::vector<retried_item>> retry_failed(const retry_request& request, timeout t) override;
 
+  // -- batches (pg_intake_batches.cpp) --------------------------------------------------------
+  result<batch_info> open_batch(uuid tenant_id, const std::string& name, timeout t) override;
+  result<std::optional<batch_info>> seal_batch(uuid batch_id, std::optional<uuid> tenant_id,
+                                               timeout t) override;
+  result<void> note_duplicate(uuid batch_id, uuid live_ingestion_id, timeout t) override;
+  result<std::optional<batch_info>> find_batch(uuid batch_id, std::optional<uuid> tenant_id,
+                                               timeout t) override;
+  result<std::vector<batch_info>> list_batches(std::optional<uuid> tenant_id, int limit,
+                                               timeout t) override;
+  result<std::vector<uuid>> batch_in_progress(uuid batch_id, timeout t) override;
+
   /// Each known document's file name, matching status and cluster, in no particular order;
   /// unknown ids are left out. For `ingestd matches` (any tenant: an operator's tool).
   result<std::vector<document_label>> document_labels(const std::vector<uuid>& document_ids,

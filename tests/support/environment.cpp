@@ -29,6 +29,23 @@ std::string source_dir() {
   return dir;
 }
 
+std::string corpus_bytes(const std::string& name) {
+  auto path = source_dir() + "/tests/fixtures/corpus/" + name;
+  std::ifstream in{path, std::ios::binary};
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (!in)
+    throw std::runtime_error("cannot read the corpus file " + path);
+  return ss.str();
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream out{path, std::ios::binary};
+  out << bytes;
+  if (!out)
+    throw std::runtime_error("cannot write " + path);
+}
+
 std::string ingestd_binary() {
   auto path = env_or("INGESTD_BINARY", "");
   if (path.empty())

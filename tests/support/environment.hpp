@@ -13,6 +13,13 @@ std::string env_or(const char* name, const std::string& fallback);
 /// The project's source directory (set by CTest as INGESTD_SOURCE_DIR).
 std::string source_dir();
 
+/// The bytes of a file of the test corpus (tests/fixtures/corpus/`name`); throws
+/// std::runtime_error when it cannot be read.
+std::string corpus_bytes(const std::string& name);
+
+/// Writes `bytes` to `path`; throws std::runtime_error when it cannot.
+void write_file(const std::string& path, const std::string& bytes);
+
 /// The ingestd binary built alongside the tests (set by CTest as INGESTD_BINARY).
 std::string ingestd_binary();
 

@@ -3,7 +3,6 @@
 // of every member and attachment, each child is ingested to completion, the e-mail's body is kept
 // on its document, and `ingestd status --documents --json` shows each child's parent.
 #include <filesystem>
-#include <fstream>
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -18,36 +17,20 @@
 using namespace std::chrono_literals;
 using namespace ingestd::test;
 
-namespace {
-
-std::string corpus_file(const std::string& name) {
-  std::ifstream in{corpus_dir() + "/" + name, std::ios::binary};
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream out{path, std::ios::binary};
-  out << bytes;
-  if (!out)
-    throw std::runtime_error("cannot write " + path);
-}
-
-} // namespace
-
 TEST(e2e_daemon_containers, a_zip_and_an_email_become_child_documents_that_all_complete) {
   e2e_setup s;
   std::map<std::string, std::string> extra{{"INGESTD_STAGES__ENABLED", "ingest,unpack"}};
 
   // Stored, not deflated: "%PDF-" is within the first KiB, and the archive is still a ZIP.
   auto zip
-      = make_archive("zip-stored", {{"march/inv01.pdf", corpus_file("inv01_en_classic.pdf")},
-                                    {"march/inv02.pdf", corpus_file("inv02_de_modern.pdf")},
+      = make_archive("zip-stored", {{"march/inv01.pdf", corpus_bytes("inv01_en_classic.pdf")},
+                                    {"march/inv02.pdf", corpus_bytes("inv02_de_modern.pdf")},
                                     {"readme.txt", "not a document"},
-                                    {"march/scan.png", corpus_file("inv01_en_classic_scan.png")}});
+                                    {"march/scan.png", corpus_bytes("inv01_en_classic_scan.png")}});
   ASSERT_NE(zip.substr(0, 1024).find("%PDF-"), std::string::npos);
-  auto nested = make_archive("7z", {{"inv04.pdf", corpus_file("inv04_de_classic.pdf")}});
+  auto nested = make_archive("7z", {{"inv04.pdf", corpus_bytes("inv04_de_classic.pdf")}});
   auto eml = make_email("Invoices for March", "Hello, the invoices are attached.",
-                        {{"inv03.pdf", corpus_file("inv03_en_compact.pdf")}, {"more.7z", nested}});
+                        {{"inv03.pdf", corpus_bytes("inv03_en_compact.pdf")}, {"more.7z", nested}});
   auto in = s.root() + "/in";
   std::filesystem::create_directories(in);
   write_file(in + "/march.zip", zip);
@@ -72,7 +55,7 @@ TEST(e2e_daemon_containers, a_zip_and_an_email_become_child_documents_that_all_c
   auto d = s.start(extra);
   httplib::Client http{"127.0.0.1", port};
   http.set_connection_timeout(5);
-  auto tgz = make_archive("tar", {{"april/inv05.pdf", corpus_file("inv05_en_modern.pdf")}}, true);
+  auto tgz = make_archive("tar", {{"april/inv05.pdf", corpus_bytes("inv05_en_modern.pdf")}}, true);
   std::string tgz_document;
   ASSERT_TRUE(wait_until(
       [&] {
@@ -158,7 +141,7 @@ TEST(e2e_daemon_containers, a_zip_and_an_email_become_child_documents_that_all_c
 TEST(e2e_daemon_containers, a_zip_bomb_and_a_traversal_fail_for_review_and_leave_no_child_behind) {
   e2e_setup s;
   std::map<std::string, std::string> extra{{"INGESTD_STAGES__ENABLED", "ingest,unpack"}};
-  auto pdf = corpus_file("inv01_en_classic.pdf");
+  auto pdf = corpus_bytes("inv01_en_classic.pdf");
   auto bomb = make_archive("zip", {{"ok.pdf", pdf}, {"zeros.pdf", std::string(32u << 20, '\0')}});
   auto escape = make_archive("zip", {{"ok.pdf", pdf}, {"../../etc/cron.d/x.pdf", pdf}});
   auto in = s.root() + "/in";

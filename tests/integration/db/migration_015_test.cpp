@@ -208,10 +208,12 @@ TEST_F(migration_015_test, every_row_is_carried_over_to_work_items_and_the_view_
                  "WHERE w.tenant_id <> d.tenant_id OR w.crash_count <> 0"),
       "0");
   // The ingestion and the document keep everything else, unchanged (migration 018's usage
-  // columns and 022's retention marks are added empty).
+  // columns, 022's retention marks and 023's batch are added empty).
   EXPECT_EQ(rows("SELECT id::text, (to_jsonb(i) - ARRAY['transcribed_pages', 'transcribed_by', "
-                 "'derived_pruned_at', 'audit_pruned_at'])::text FROM ingestion AS i ORDER BY id"),
+                 "'derived_pruned_at', 'audit_pruned_at', 'batch_id'])::text "
+                 "FROM ingestion AS i ORDER BY id"),
             ingestions_before);
+  EXPECT_EQ(db->scalar("SELECT count(*) FROM ingestion WHERE batch_id IS NOT NULL"), "0");
   EXPECT_EQ(db->scalar("SELECT count(*) FROM ingestion WHERE transcribed_pages IS NOT NULL "
                        "OR transcribed_by IS NOT NULL OR derived_pruned_at IS NOT NULL "
                        "OR audit_pruned_at IS NOT NULL"),

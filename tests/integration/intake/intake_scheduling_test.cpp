@@ -4,8 +4,6 @@
 // and
 // DELETE /v1/ingestions/{id} on a queued, a running, a finished and another tenant's ingestion.
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -26,13 +24,6 @@ using namespace std::chrono_literals;
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string corpus(const std::string& name) {
-  std::ifstream in{test::source_dir() + "/tests/fixtures/corpus/" + name, std::ios::binary};
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string json_string(const std::string& body, const std::string& key) {
   auto k = "\"" + key + "\":\"";
@@ -73,7 +64,7 @@ protected:
   /// POSTs a corpus file with `headers`; answers the ingestion id (empty on failure).
   std::string post(const std::string& file, const httplib::Headers& headers,
                    const std::string& path = "/v1/documents", int expect = 202) {
-    auto r = client->Post(path.c_str(), headers, corpus(file), "application/pdf");
+    auto r = client->Post(path.c_str(), headers, test::corpus_bytes(file), "application/pdf");
     EXPECT_TRUE(r);
     if (!r)
       return {};
@@ -120,8 +111,8 @@ TEST_F(intake_scheduling_test, the_priority_is_stored_on_the_work_item_and_its_m
   for (const char* bad : {"101", "-1", "high", "5.5", ""}) {
     if (std::string{bad}.empty())
       continue;
-    auto r = client->Post("/v1/documents", {{"X-Priority", bad}}, corpus("inv04_de_classic.pdf"),
-                          "application/pdf");
+    auto r = client->Post("/v1/documents", {{"X-Priority", bad}},
+                          test::corpus_bytes("inv04_de_classic.pdf"), "application/pdf");
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 400) << bad << " " << r->body;
     EXPECT_NE(r->body.find("intake.invalid_priority"), std::string::npos) << r->body;
@@ -142,7 +133,7 @@ TEST_F(intake_scheduling_test, metadata_is_kept_with_the_ingestion_and_shown_by_
 
   // The multipart form's field metadata, beside its file.
   httplib::MultipartFormDataItems form{
-      {"file", corpus("inv02_de_modern.pdf"), "inv02.pdf", "application/pdf"},
+      {"file", test::corpus_bytes("inv02_de_modern.pdf"), "inv02.pdf", "application/pdf"},
       {"metadata", R"({"vendor_ref":"V-9"})", "", ""}};
   auto multipart = client->Post("/v1/documents", form);
   ASSERT_TRUE(multipart);
@@ -152,8 +143,8 @@ TEST_F(intake_scheduling_test, metadata_is_kept_with_the_ingestion_and_shown_by_
   // Metadata that is not an object of text values is refused before anything is stored.
   auto before = db->scalar("SELECT count(*) FROM ingestion");
   for (const char* bad : {R"({"po_number":4711})", "po_number=4711", R"({"a":"x","a":"y"})"}) {
-    auto r = client->Post("/v1/documents", {{"X-Metadata", bad}}, corpus("inv04_de_classic.pdf"),
-                          "application/pdf");
+    auto r = client->Post("/v1/documents", {{"X-Metadata", bad}},
+                          test::corpus_bytes("inv04_de_classic.pdf"), "application/pdf");
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 400) << bad << " " << r->body;
     EXPECT_NE(r->body.find("intake.invalid_metadata"), std::string::npos) << r->body;

@@ -139,6 +139,34 @@ result<std::vector<retried_item>> fake_intake_repository::retry_failed(const ret
   return unsupported("retry_failed");
 }
 
+// Batches live in the database's triggers: their tests run against PostgreSQL.
+result<batch_info> fake_intake_repository::open_batch(uuid, const std::string&, timeout) {
+  return unsupported("open_batch");
+}
+
+result<std::optional<batch_info>> fake_intake_repository::seal_batch(uuid, std::optional<uuid>,
+                                                                     timeout) {
+  return unsupported("seal_batch");
+}
+
+result<void> fake_intake_repository::note_duplicate(uuid, uuid, timeout) {
+  return unsupported("note_duplicate");
+}
+
+result<std::optional<batch_info>> fake_intake_repository::find_batch(uuid, std::optional<uuid>,
+                                                                     timeout) {
+  return unsupported("find_batch");
+}
+
+result<std::vector<batch_info>> fake_intake_repository::list_batches(std::optional<uuid>, int,
+                                                                     timeout) {
+  return unsupported("list_batches");
+}
+
+result<std::vector<uuid>> fake_intake_repository::batch_in_progress(uuid, timeout) {
+  return unsupported("batch_in_progress");
+}
+
 result<void> fake_intake_repository::ping(timeout) {
   return {};
 }

@@ -47,6 +47,12 @@ public:
   result<cancel_result> cancel_ingestion(uuid, std::optional<uuid>, const std::string&,
                                          timeout) override;
   result<std::vector<retried_item>> retry_failed(const retry_request&, timeout) override;
+  result<batch_info> open_batch(uuid, const std::string&, timeout) override;
+  result<std::optional<batch_info>> seal_batch(uuid, std::optional<uuid>, timeout) override;
+  result<void> note_duplicate(uuid, uuid, timeout) override;
+  result<std::optional<batch_info>> find_batch(uuid, std::optional<uuid>, timeout) override;
+  result<std::vector<batch_info>> list_batches(std::optional<uuid>, int, timeout) override;
+  result<std::vector<uuid>> batch_in_progress(uuid, timeout) override;
   result<void> ping(timeout) override;
 
   /// What a stage does to an ingestion: "completed", "failed".
