@@ -95,7 +95,7 @@ SELECT json_build_object(
   'id', i.id, 'document_id', i.document_id, 'status', i.status,
   'attempt_count', w.attempt_count,
   'uploaded_by', i.uploaded_by, 'doc_source_id', i.doc_source_id,
-  'source_metadata', i.source_metadata,
+  'source_metadata', i.source_metadata, 'batch_id', i.batch_id,
   'last_error', w.last_error, 'error_class', w.error_class,
   'claimed_by', w.claimed_by,
   'claimed', w.claim_token IS NOT NULL AND w.lease_expires_at >= now(),

@@ -10,11 +10,16 @@ std::vector<std::pair<std::string, std::string>> event_attributes(std::string_vi
   d.Parse(event_json.data(), event_json.size());
   if (d.HasParseError() || !d.IsObject())
     return out;
-  for (const char* name : {"type", "tenant_id", "document_id"}) {
-    auto it = d.FindMember(name);
-    if (it != d.MemberEnd() && it->value.IsString() && it->value.GetStringLength() > 0)
+  auto add = [&out](const rapidjson::Value& object, const char* name) {
+    auto it = object.FindMember(name);
+    if (it != object.MemberEnd() && it->value.IsString() && it->value.GetStringLength() > 0)
       out.emplace_back(name, std::string{it->value.GetString(), it->value.GetStringLength()});
-  }
+  };
+  for (const char* name : {"type", "tenant_id", "document_id"})
+    add(d, name);
+  // A batch's events name it in their payload.
+  if (auto payload = d.FindMember("payload"); payload != d.MemberEnd() && payload->value.IsObject())
+    add(payload->value, "batch_id");
   return out;
 }
 

@@ -13,8 +13,8 @@
 
 namespace ingestd {
 
-/// The message attributes of an event (its JSON): type, tenant_id and document_id, those that
-/// are strings in it.
+/// The message attributes of an event (its JSON): type, tenant_id and document_id, and a batch
+/// event's payload.batch_id, those that are strings in it.
 std::vector<std::pair<std::string, std::string>> event_attributes(std::string_view event_json);
 
 class queue_event_sink final : public event_sink {

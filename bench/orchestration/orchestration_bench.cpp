@@ -7,8 +7,10 @@
 //
 //   bench_orchestration [--ingestions 20000] [--in-flight 500] [--db-pool 4] [--queue-pool 2]
 //                       [--store memory|fs] [--pgbench /usr/lib/postgresql/15/bin/pgbench]
+//                       [--log-level info]
 //
 // --db-pool is the connections of each repository (the claimed-work one and the stage's).
+// --log-level is the node's (info, the default's, writes a line per job; warn writes none).
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -34,6 +36,7 @@
 #include "adapters/db/pg_work_repository.hpp"
 #include "adapters/queue/postgres_queue.hpp"
 #include "adapters/storage/filesystem_store.hpp"
+#include "adapters/support/log.hpp"
 #include "bench/support/memory_store.hpp"
 #include "messages/error_codes.hpp"
 #include "stages/ingest/ingest_stage.hpp"
@@ -556,6 +559,8 @@ int main(int argc, char** argv) {
   int queue_pool = std::stoi(arg(argc, argv, "queue-pool", "2"));
   std::string store_kind = arg(argc, argv, "store", "memory");
   std::string pgbench = arg(argc, argv, "pgbench", "/usr/lib/postgresql/15/bin/pgbench");
+  auto log_level = arg(argc, argv, "log-level", "info");
+  log::setup("text", log_level);
 
   std::unique_ptr<test::pg_schema> db;
   try {
@@ -578,9 +583,8 @@ int main(int argc, char** argv) {
               "statement of "
               "their kind runs go in the next\n");
   std::printf("  ingestions %d, max_in_flight %d, connections: claimed work %d + ingest stage %d + "
-              "queue %d, "
-              "load before: %s",
-              n, in_flight, db_pool, db_pool, queue_pool, sh("uptime").c_str());
+              "queue %d, log level %s, load before: %s",
+              n, in_flight, db_pool, db_pool, queue_pool, log_level.c_str(), sh("uptime").c_str());
   std::fflush(stdout);
 
   auto t_fill = clock_type::now();

@@ -263,6 +263,12 @@ TEST_F(batches_test, the_http_intake_takes_documents_into_a_batch_and_shows_and_
   EXPECT_EQ(bad->status, 400);
   EXPECT_NE(bad->body.find("intake.invalid_batch"), std::string::npos);
 
+  // The ingestion names its batch.
+  auto ingestion = first->body.substr(first->body.find(R"("ingestion_id":")") + 16, 36);
+  auto member = client.Get(("/v1/ingestions/" + ingestion).c_str());
+  ASSERT_TRUE(member);
+  EXPECT_NE(member->body.find(R"("batch_id" : ")" + id), std::string::npos) << member->body;
+
   auto shown = client.Get(("/v1/batches/" + id).c_str());
   ASSERT_TRUE(shown);
   EXPECT_EQ(shown->status, 200);

@@ -13,6 +13,14 @@ TEST(event_attributes, are_the_type_tenant_and_document_of_the_event) {
       (attributes{{"type", "INGESTION_COMPLETED"}, {"tenant_id", "t1"}, {"document_id", "d1"}}));
 }
 
+TEST(event_attributes, of_a_batch_s_event_name_the_batch) {
+  EXPECT_EQ(event_attributes(R"({"type":"BATCH_FINISHED","tenant_id":"t1","document_id":null,)"
+                             R"("payload":{"batch_id":"b1","documents":3}})"),
+            (attributes{{"type", "BATCH_FINISHED"}, {"tenant_id", "t1"}, {"batch_id", "b1"}}));
+  EXPECT_EQ(event_attributes(R"({"type":"WARNING","payload":{"batch_id":7}})"),
+            (attributes{{"type", "WARNING"}}));
+}
+
 TEST(event_attributes, leave_out_what_is_null_empty_or_not_a_string) {
   // A worker's events have no tenant or document.
   EXPECT_EQ(event_attributes(R"({"type":"WORKER_STARTED","tenant_id":null,"document_id":""})"),
