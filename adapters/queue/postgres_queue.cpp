@@ -69,15 +69,33 @@ SELECT extract(epoch FROM min(visible_at) - now())::double precision
   FROM queue_message WHERE queue_name = $1
 )sql"};
 
+// Deletes and visibility changes lock their rows in id order first: a batch of each, running at
+// once on two connections over the same messages, then wait for each other instead of
+// deadlocking (which failed both, left deleted messages to come back and let held ones become
+// visible to another receive).
 constexpr pg::statement delete_sql{"ingestd_queue_delete", R"sql(
-DELETE FROM queue_message WHERE queue_name = $1 AND receipt = ANY($2::uuid[]) RETURNING receipt
+WITH doomed AS (
+  SELECT id FROM queue_message
+   WHERE queue_name = $1 AND receipt = ANY($2::uuid[])
+   ORDER BY id
+   FOR UPDATE
+)
+DELETE FROM queue_message AS m USING doomed WHERE m.id = doomed.id RETURNING m.receipt
 )sql"};
 
 constexpr pg::statement visibility_sql{"ingestd_queue_visibility", R"sql(
+WITH held AS (
+  SELECT m.id, v.secs
+    FROM queue_message AS m
+    JOIN unnest($2::uuid[], $3::integer[]) AS v(receipt, secs) ON m.receipt = v.receipt
+   WHERE m.queue_name = $1
+   ORDER BY m.id
+   FOR UPDATE OF m
+)
 UPDATE queue_message AS m
-   SET visible_at = now() + make_interval(secs => v.secs)
-  FROM unnest($2::uuid[], $3::integer[]) AS v(receipt, secs)
- WHERE m.queue_name = $1 AND m.receipt = v.receipt
+   SET visible_at = now() + make_interval(secs => held.secs)
+  FROM held
+ WHERE m.id = held.id
 RETURNING m.receipt
 )sql"};
 

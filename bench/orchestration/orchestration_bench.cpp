@@ -357,10 +357,18 @@ SELECT r.ord, COALESCE(c.verdict, CASE WHEN w.id IS NULL THEN 'unknown' ELSE 'fi
 // The heartbeat: the message's visibility extended (postgres_queue) and the lease renewed
 // (pg_work_repository), each a statement for all of a node's claims at that tick.
 constexpr const char* visibility_sql = R"sql(
+WITH held AS (
+  SELECT m.id, v.secs
+    FROM queue_message AS m
+    JOIN unnest($2::uuid[], $3::integer[]) AS v(receipt, secs) ON m.receipt = v.receipt
+   WHERE m.queue_name = $1
+   ORDER BY m.id
+   FOR UPDATE OF m
+)
 UPDATE queue_message AS m
-   SET visible_at = now() + make_interval(secs => v.secs)
-  FROM unnest($2::uuid[], $3::integer[]) AS v(receipt, secs)
- WHERE m.queue_name = $1 AND m.receipt = v.receipt
+   SET visible_at = now() + make_interval(secs => held.secs)
+  FROM held
+ WHERE m.id = held.id
 RETURNING m.receipt
 )sql";
 
@@ -466,7 +474,13 @@ SELECT d.id, d.token, (SELECT sent FROM next), (SELECT appended FROM audit)
 
 // postgres_queue: the acknowledgement.
 constexpr const char* delete_sql = R"sql(
-DELETE FROM queue_message WHERE queue_name = $1 AND receipt = ANY($2::uuid[]) RETURNING receipt
+WITH doomed AS (
+  SELECT id FROM queue_message
+   WHERE queue_name = $1 AND receipt = ANY($2::uuid[])
+   ORDER BY id
+   FOR UPDATE
+)
+DELETE FROM queue_message AS m USING doomed WHERE m.id = doomed.id RETURNING m.receipt
 )sql";
 
 /// `sql` on one line with its parameters replaced: `args[k]` for $(k+1).

@@ -2,6 +2,7 @@
 // DLQ redrive), concurrent consumers, long polls woken by NOTIFY, and a terminated backend.
 #include <atomic>
 #include <condition_variable>
+#include <future>
 #include <map>
 #include <mutex>
 #include <set>
@@ -329,6 +330,56 @@ TEST_F(pg_queue_test, deletes_arriving_while_one_runs_go_in_one_statement_each_a
   auto before = q->delete_statements();
   EXPECT_FALSE(remove(*q, {last[0].receipt}).at(0).failed);
   EXPECT_EQ(q->delete_statements(), before + 1);
+}
+
+// A delete batch and a visibility batch over the same messages, on two connections, must not
+// deadlock: each locks its rows in id order, so while one waits for a row it holds none after it.
+TEST_F(pg_queue_test, deletes_and_visibility_changes_lock_their_rows_in_id_order) {
+  auto q = make();
+  send(*q, {"a", "b"});
+  auto got = receive(*q, 2, 0s, 60s);
+  ASSERT_EQ(got.size(), 2u);
+  auto rows = db->query("SELECT id::text, receipt::text FROM queue_message ORDER BY id");
+  ASSERT_EQ(rows.size(), 2u);
+  auto low = *rows[0][0], high = *rows[1][0];
+  auto low_receipt = *rows[0][1], high_receipt = *rows[1][1];
+  auto waiting = [&] {
+    return db->scalar("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                      "AND query LIKE '%queue_message%' AND pid <> pg_backend_pid()")
+           == "1";
+  };
+  auto wait_for_waiter = [&] {
+    auto deadline = clock_type::now() + 30s;
+    while (!waiting() && clock_type::now() < deadline)
+      std::this_thread::sleep_for(20ms);
+    return waiting();
+  };
+  for (bool deleting : {false, true}) {
+    pg::connection holder{db->url()};
+    ASSERT_TRUE(holder.exec_simple("BEGIN"));
+    ASSERT_TRUE(
+        holder.exec_simple("SELECT 1 FROM queue_message WHERE id = '" + low + "' FOR UPDATE"));
+    // The batch names the higher row first; it waits on the lower one, holding nothing else.
+    auto later = std::async(std::launch::async, [&] {
+      if (deleting)
+        return remove(*q, {high_receipt, low_receipt});
+      auto res = await<entries>([&](auto cb) {
+        q->change_visibility({{high_receipt, 30s}, {low_receipt, 30s}}, cb);
+      });
+      EXPECT_TRUE(res);
+      return res ? *res : entries{};
+    });
+    ASSERT_TRUE(wait_for_waiter()) << (deleting ? "delete" : "visibility");
+    EXPECT_TRUE(holder.exec_simple("SELECT 1 FROM queue_message WHERE id = '" + high
+                                   + "' FOR UPDATE NOWAIT"))
+        << (deleting ? "the delete" : "the visibility change") << " holds the higher row";
+    ASSERT_TRUE(holder.exec_simple("ROLLBACK"));
+    auto answers = later.get();
+    ASSERT_EQ(answers.size(), 2u);
+    EXPECT_FALSE(answers[0].failed) << answers[0].error.describe();
+    EXPECT_FALSE(answers[1].failed) << answers[1].error.describe();
+  }
+  EXPECT_EQ(db->scalar("SELECT count(*) FROM queue_message"), "0");
 }
 
 TEST_F(pg_queue_test, visibility_expiry_redelivers_with_a_higher_receive_count) {
