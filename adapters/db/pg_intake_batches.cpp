@@ -91,6 +91,15 @@ batch_info batch_of_row(const pg::rows& rows, int r) {
   return b;
 }
 
+/// The batch a statement answered, if any.
+result<std::optional<batch_info>> at_most_one(const result<pg::rows>& res) {
+  if (!res)
+    return res.error();
+  if (res->size() == 0)
+    return std::optional<batch_info>{};
+  return std::optional<batch_info>{batch_of_row(*res, 0)};
+}
+
 param opt_id(const std::optional<uuid>& id) {
   return id ? param{id->str()} : param{};
 }
@@ -113,12 +122,7 @@ result<batch_info> pg_intake_repository::open_batch(uuid tenant_id, const std::s
 result<std::optional<batch_info>>
 pg_intake_repository::seal_batch(uuid batch_id, std::optional<uuid> tenant_id, timeout t) {
   borrowed s{*this};
-  auto res = s->run(seal_sql, {batch_id.str(), opt_id(tenant_id)}, t);
-  if (!res)
-    return res.error();
-  if (res->size() == 0)
-    return std::optional<batch_info>{};
-  return std::optional<batch_info>{batch_of_row(*res, 0)};
+  return at_most_one(s->run(seal_sql, {batch_id.str(), opt_id(tenant_id)}, t));
 }
 
 result<void> pg_intake_repository::note_duplicate(uuid batch_id, uuid live_ingestion_id,
@@ -132,12 +136,7 @@ result<void> pg_intake_repository::note_duplicate(uuid batch_id, uuid live_inges
 result<std::optional<batch_info>>
 pg_intake_repository::find_batch(uuid batch_id, std::optional<uuid> tenant_id, timeout t) {
   borrowed s{*this};
-  auto res = s->run(find_sql, {batch_id.str(), opt_id(tenant_id)}, t);
-  if (!res)
-    return res.error();
-  if (res->size() == 0)
-    return std::optional<batch_info>{};
-  return std::optional<batch_info>{batch_of_row(*res, 0)};
+  return at_most_one(s->run(find_sql, {batch_id.str(), opt_id(tenant_id)}, t));
 }
 
 result<std::vector<batch_info>> pg_intake_repository::list_batches(std::optional<uuid> tenant_id,

@@ -212,18 +212,15 @@ TEST_F(batches_test, the_last_two_members_finishing_at_once_finish_the_batch_onc
 
   // The first completion holds the batch's row until it commits; the second waits for it, then
   // counts on the committed row and finishes the batch.
+  constexpr pg::statement complete{"test_batch_complete",
+                                   "UPDATE work_item SET status = 'completed' WHERE id = $1::uuid"};
   pg::connection first{db->url()}, second{db->url()};
   ASSERT_TRUE(first.exec_simple("BEGIN"));
-  ASSERT_TRUE(
-      first.exec_simple("UPDATE work_item SET status = 'completed' WHERE id = '" + a + "'"));
-  auto later = std::async(std::launch::async, [&] {
-    return second.exec_simple("UPDATE work_item SET status = 'completed' WHERE id = '" + b + "'")
-        .ok();
-  });
+  ASSERT_TRUE(first.exec(complete, {a}));
+  auto later = std::async(std::launch::async, [&] { return second.exec(complete, {b}).ok(); });
   auto waiting = [&] {
     return db->scalar("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                      "AND query LIKE '%' || $1 || '%'",
-                      {b})
+                      "AND query LIKE 'UPDATE work_item SET status%'")
            == "1";
   };
   auto deadline = std::chrono::steady_clock::now() + 30s;

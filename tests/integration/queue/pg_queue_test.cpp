@@ -354,11 +354,14 @@ TEST_F(pg_queue_test, deletes_and_visibility_changes_lock_their_rows_in_id_order
       std::this_thread::sleep_for(20ms);
     return waiting();
   };
+  constexpr pg::statement hold{"test_queue_hold",
+                               "SELECT 1 FROM queue_message WHERE id = $1::uuid FOR UPDATE"};
+  constexpr pg::statement try_hold{
+      "test_queue_try_hold", "SELECT 1 FROM queue_message WHERE id = $1::uuid FOR UPDATE NOWAIT"};
   for (bool deleting : {false, true}) {
     pg::connection holder{db->url()};
     ASSERT_TRUE(holder.exec_simple("BEGIN"));
-    ASSERT_TRUE(
-        holder.exec_simple("SELECT 1 FROM queue_message WHERE id = '" + low + "' FOR UPDATE"));
+    ASSERT_TRUE(holder.exec(hold, {low}));
     // The batch names the higher row first; it waits on the lower one, holding nothing else.
     auto later = std::async(std::launch::async, [&] {
       if (deleting)
@@ -370,8 +373,7 @@ TEST_F(pg_queue_test, deletes_and_visibility_changes_lock_their_rows_in_id_order
       return res ? *res : entries{};
     });
     ASSERT_TRUE(wait_for_waiter()) << (deleting ? "delete" : "visibility");
-    EXPECT_TRUE(holder.exec_simple("SELECT 1 FROM queue_message WHERE id = '" + high
-                                   + "' FOR UPDATE NOWAIT"))
+    EXPECT_TRUE(holder.exec(try_hold, {high}))
         << (deleting ? "the delete" : "the visibility change") << " holds the higher row";
     ASSERT_TRUE(holder.exec_simple("ROLLBACK"));
     auto answers = later.get();
