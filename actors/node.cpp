@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "actors/heartbeat.hpp"
+#include "actors/periodic.hpp"
 #include "actors/poller.hpp"
-#include "actors/pruning.hpp"
 #include "actors/shutdown.hpp"
 #include "actors/sweeper.hpp"
 #include "adapters/support/log.hpp"
@@ -49,9 +49,9 @@ node start_node(caf::actor_system& sys, const std::shared_ptr<node_context>& ctx
                           ctx->metrics);
     others.push_back(caf::actor_cast<caf::actor>(n.relay));
   }
-  if (options.retention) {
-    n.pruning = spawn_pruning(sys, options.retention, options.retention_interval, ctx->metrics);
-    others.push_back(caf::actor_cast<caf::actor>(n.pruning));
+  for (auto& task : options.periodic) {
+    n.periodic.push_back(spawn_periodic(sys, std::move(task)));
+    others.push_back(caf::actor_cast<caf::actor>(n.periodic.back()));
   }
   if (options.registry) {
     auto flags = options.drain_flags ? options.drain_flags : std::make_shared<node_drain_flags>();

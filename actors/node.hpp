@@ -22,7 +22,7 @@
 
 #include "actors/node_context.hpp"
 #include "actors/node_registry.hpp"
-#include "actors/pruning.hpp"
+#include "actors/periodic.hpp"
 #include "actors/relay.hpp"
 #include "messages/protocol.hpp"
 
@@ -42,9 +42,8 @@ struct node_options {
   /// The node's row in the cluster's registry, refreshed with the heartbeat (registered before,
   /// and marked stopped after, by the caller); no registry actor when null.
   std::shared_ptr<node_repository> registry;
-  /// The node's retention, a pass asked every `retention_interval`; no pruning actor when null.
-  std::shared_ptr<retention_pass> retention;
-  std::chrono::milliseconds retention_interval{600'000};
+  /// Background work in passes, each on a periodic actor of its own (retention, mailboxes).
+  std::vector<periodic_task> periodic;
   node_registry_settings registration;
   std::shared_ptr<node_drain_flags> drain_flags;
   /// Called once, from an actor, when the node decides to drain itself (worker.lifetime_units,
@@ -65,7 +64,8 @@ struct node {
   sweeper_actor sweeper;
   relay_actor relay;
   node_registry_actor registry;
-  pruning_actor pruning;
+  /// One per node_options::periodic task, in its order.
+  std::vector<periodic_actor> periodic;
 };
 
 /// The scheduler settings `ingestd run` uses, for a caller's config before its actor_system

@@ -1,6 +1,7 @@
 #include "app/intake_setup.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -11,6 +12,30 @@
 #include "stages/registry.hpp"
 
 namespace ingestd {
+
+result<std::vector<mailbox>> configured_mailboxes(const config& cfg) {
+  auto entries = mailboxes_of(cfg.acquisition.mailboxes);
+  if (!entries)
+    return entries.error();
+  std::vector<mailbox> out;
+  for (auto& e : *entries) {
+    const char* password = std::getenv(e.password_env.c_str());
+    if (password == nullptr || *password == '\0')
+      return error::make_permanent("config.mailbox_password",
+                                   e.password_env + " is not set: the password of " + e.user
+                                       + " at " + e.url + " (acquisition.mailboxes)");
+    mailbox m;
+    m.tenant_id = *uuid::parse(e.tenant);
+    m.imap.url = e.url;
+    m.imap.user = e.user;
+    m.imap.password = password;
+    m.imap.processed_folder = e.processed_folder;
+    m.imap.ca_file = cfg.acquisition.ca_file;
+    m.imap.timeout = std::chrono::seconds{cfg.acquisition.timeout_seconds};
+    out.push_back(std::move(m));
+  }
+  return out;
+}
 
 intake_options intake_options_of(const config& cfg, std::shared_ptr<sandbox::decoder> decoder) {
   intake_options opts;

@@ -1,20 +1,27 @@
 // The intake's options as a configuration gives them: the file limit, where each kind of document
 // starts (the ingest stage's queue, its large size class's, the unpack stage's for containers),
-// how a document's pages are counted for its size class, and the HTTP intake's credentials.
+// how a document's pages are counted for its size class, the HTTP intake's credentials, and the
+// mailboxes read for documents.
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "adapters/support/cpu_executor.hpp"
 #include "config/config.hpp"
 #include "intake/intake_access.hpp"
 #include "intake/intake_service.hpp"
+#include "intake/mailbox_intake.hpp"
 
 namespace ingestd {
 
 /// `decoder`: the helpers that count a document's pages for its size class (null: in process).
 intake_options intake_options_of(const config& cfg,
                                  std::shared_ptr<sandbox::decoder> decoder = nullptr);
+
+/// The mailboxes of acquisition.mailboxes with their passwords from the environment.
+/// Errors (permanent): "config.mailbox_password" when a mailbox's password variable is unset.
+result<std::vector<mailbox>> configured_mailboxes(const config& cfg);
 
 class pg_intake_repository;
 

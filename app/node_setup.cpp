@@ -141,7 +141,8 @@ node_setup::~node_setup() {
     caf::anon_send_exit(pool_, caf::exit_reason::user_shutdown);
 }
 
-const node& node_setup::start(std::function<void(const std::string& why)> on_self_drain) {
+const node& node_setup::start(std::function<void(const std::string& why)> on_self_drain,
+                              std::vector<periodic_task> periodic) {
   node_options opts;
   opts.cpu_pool = pool_;
   if (rt_->outbox) {
@@ -159,12 +160,14 @@ const node& node_setup::start(std::function<void(const std::string& why)> on_sel
     opts.relay.sink_retry_max = std::chrono::milliseconds{cfg_.outbox.events_retry_max_ms};
     opts.relay.max_attempts = cfg_.outbox.max_attempts;
   }
-  // Retention: the pruning actor asks the pruner for a pass every interval.
+  opts.periodic = std::move(periodic);
+  // Retention: a pass of the pruner every interval.
   if (auto policy = retention_policy::from(cfg_.retention); policy && policy->any()) {
-    opts.retention = std::make_shared<pruner>(
+    auto p = std::make_shared<pruner>(
         std::make_unique<pg_retention_repository>(cfg_.database.url, rt_->session), rt_->storage,
-        std::move(*policy), cfg_.retention.batch_size);
-    opts.retention_interval = std::chrono::seconds{cfg_.retention.interval_seconds};
+        std::move(*policy), cfg_.retention.batch_size, ctx_->metrics);
+    opts.periodic.push_back({"retention", [p] { return p->pass(); },
+                             std::chrono::seconds{cfg_.retention.interval_seconds}});
   }
   opts.registry = nodes_;
   opts.registration.id = me_.id;

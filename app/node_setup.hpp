@@ -30,8 +30,10 @@ public:
   node_setup& operator=(const node_setup&) = delete;
 
   /// Starts the actors. `on_self_drain` runs when the node decides to drain itself (its lifetime
-  /// or idle limit), before the drain starts.
-  const node& start(std::function<void(const std::string& why)> on_self_drain);
+  /// or idle limit), before the drain starts; `periodic` is the caller's background work besides
+  /// the node's own (the mailboxes).
+  const node& start(std::function<void(const std::string& why)> on_self_drain,
+                    std::vector<periodic_task> periodic = {});
 
   /// After the node stopped: marks its registry row stopped and writes WORKER_FINISHED, each
   /// within a short deadline (a database that does not answer must not hold the exit).

@@ -30,6 +30,7 @@
 #include "app/node_setup.hpp"
 #include "intake/intake_server.hpp"
 #include "intake/intake_service.hpp"
+#include "intake/mailbox_intake.hpp"
 #include "review/review_setup.hpp"
 #include "stages/registry.hpp"
 
@@ -230,6 +231,9 @@ int run_command(const arguments& args) {
     return refuse_to_start(compatible.error());
   if (auto review = check_review_config(*cfg); !review)
     return refuse_to_start(review.error());
+  auto boxes = configured_mailboxes(*cfg);
+  if (!boxes)
+    return refuse_to_start(boxes.error());
   // Before the actor system: it bounds the system's shutdown too (it waits for every actor).
   shutdown_watchdog watchdog{failure, pg::statements_in_progress};
   caf::actor_system_config sys_cfg;
@@ -263,6 +267,14 @@ int run_command(const arguments& args) {
       counter = std::make_shared<sandbox::helper_pool>(decoder_pool_options(*cfg, 1));
     auto intake
         = std::make_shared<intake_service>(intake_db, rt.storage, intake_options_of(*cfg, counter));
+    // Mailboxes: a pass over them every poll interval, on a periodic actor of their own.
+    std::vector<periodic_task> background;
+    if (!boxes->empty()) {
+      auto mail = std::make_shared<mailbox_intake>(intake, std::move(*boxes),
+                                                   cfg->acquisition.batch_size);
+      background.push_back({"mailboxes", [mail] { return mail->pass(); },
+                            std::chrono::seconds{cfg->acquisition.poll_interval_seconds}});
+    }
     std::unique_ptr<intake_server> intake_http;
     if (cfg->intake.port != 0) {
       intake_server_options o;
@@ -327,7 +339,8 @@ int run_command(const arguments& args) {
         a->set_shutting_down();
     };
     // worker.lifetime_units and worker.exit_after_idle_polls: the node drains itself as on SIGTERM.
-    auto& actors = n.start([arm_watchdog](const std::string&) { arm_watchdog(); });
+    auto& actors
+        = n.start([arm_watchdog](const std::string&) { arm_watchdog(); }, std::move(background));
     forward_signals_until_stopped(actors.coordinator, *flags, arm_watchdog);
     watchdog.set_stage("marking the node stopped in the registry");
     n.finish();

@@ -485,6 +485,33 @@ std::vector<std::string> name_list(const std::string& text) {
 
 namespace {
 
+/// `text` with its %XX escapes decoded (a malformed one is kept as it is).
+std::string percent_decoded(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    int hi = 0;
+    int lo = 0;
+    auto hex = [](char c, int& v) {
+      if (c >= '0' && c <= '9')
+        v = c - '0';
+      else if (c >= 'a' && c <= 'f')
+        v = c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F')
+        v = c - 'A' + 10;
+      else
+        return false;
+      return true;
+    };
+    if (text[i] == '%' && i + 2 < text.size() && hex(text[i + 1], hi) && hex(text[i + 2], lo)) {
+      out.push_back(static_cast<char>(hi * 16 + lo));
+      i += 2;
+    } else {
+      out.push_back(text[i]);
+    }
+  }
+  return out;
+}
+
 /// The pieces of `text` between `sep`s.
 std::vector<std::string> split(const std::string& text, char sep) {
   std::vector<std::string> out;
@@ -613,6 +640,71 @@ result<std::vector<tenant_retention>> tenant_retention_of(const std::string& tex
   return out;
 }
 
+result<std::vector<mailbox_entry>> mailboxes_of(const std::string& text) {
+  std::vector<mailbox_entry> out;
+  std::set<std::string> seen;
+  for (auto& entry : name_list(text)) {
+    auto bad = [&](const std::string& why) {
+      std::string message = "\"";
+      message.append(mask_url_password(entry)).append("\": ").append(why);
+      return error::make_permanent("config.bad_mailbox", std::move(message));
+    };
+    auto colon = entry.find(':');
+    if (colon == std::string::npos)
+      return bad("expected TENANT_ID:imaps://USER@HOST/FOLDER");
+    mailbox_entry m;
+    auto id = uuid::parse(entry.substr(0, colon));
+    if (!id)
+      return bad("the tenant must be a tenant id (a UUID)");
+    m.tenant = id->str();
+    auto url = entry.substr(colon + 1);
+    std::string scheme;
+    for (const char* s : {"imaps://", "imap://"})
+      if (url.rfind(s, 0) == 0)
+        scheme = s;
+    if (scheme.empty())
+      return bad("the mailbox must be an imaps:// URL (or imap:// with STARTTLS)");
+    auto rest = url.substr(scheme.size());
+    auto query = rest.find('?');
+    auto path = rest.find('/');
+    if (path == std::string::npos || path > query)
+      return bad("the URL must name a folder: imaps://USER@HOST/FOLDER");
+    auto authority = rest.substr(0, path);
+    auto at = authority.rfind('@');
+    if (at == std::string::npos || at == 0)
+      return bad("the URL must name the user: imaps://USER@HOST/FOLDER");
+    auto user = authority.substr(0, at);
+    if (user.find(':') != std::string::npos)
+      return bad("no password in the URL: it comes from the environment (password_env)");
+    m.user = percent_decoded(user);
+    auto folder = rest.substr(path + 1, query == std::string::npos ? query : query - path - 1);
+    if (folder.empty() || authority.size() == at + 1)
+      return bad("the URL must name a host and a folder: imaps://USER@HOST/FOLDER");
+    m.url = scheme;
+    m.url.append(authority.substr(at + 1)).append("/").append(folder);
+    if (query != std::string::npos)
+      for (auto& pair : split(rest.substr(query + 1), '&')) {
+        auto eq = pair.find('=');
+        auto name = pair.substr(0, eq);
+        auto value = eq == std::string::npos ? std::string{} : percent_decoded(pair.substr(eq + 1));
+        if (value.empty())
+          return bad("expected processed=FOLDER or password_env=NAME in the query");
+        if (name == "processed")
+          m.processed_folder = value;
+        else if (name == "password_env")
+          m.password_env = value;
+        else
+          return bad("unknown parameter \"" + name + "\" (processed, password_env)");
+      }
+    if (m.processed_folder == percent_decoded(folder))
+      return bad("the processed folder must differ from the folder read");
+    if (!seen.insert(m.user + " " + m.url).second)
+      return bad("the mailbox is listed twice");
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
 namespace {
 
 /// Masks the value of every `password=` parameter: of a URL's query (`?password=x&...`) or of a
@@ -656,16 +748,19 @@ std::string mask_password_parameters(std::string text) {
 
 std::string mask_url_password(const std::string& url) {
   auto masked = mask_password_parameters(url);
-  auto scheme = masked.find("://");
-  if (scheme == std::string::npos)
-    return masked;
-  auto at = masked.find('@', scheme + 3);
-  if (at == std::string::npos)
-    return masked;
-  auto colon = masked.find(':', scheme + 3);
-  if (colon == std::string::npos || colon > at)
-    return masked;
-  return masked.substr(0, colon + 1) + "****" + masked.substr(at);
+  // Each URL's user information (a list of URLs has several).
+  for (auto scheme = masked.find("://"); scheme != std::string::npos;
+       scheme = masked.find("://", scheme + 3)) {
+    auto next = masked.find("://", scheme + 3);
+    auto at = masked.rfind('@', next == std::string::npos ? next : next - 1);
+    if (at == std::string::npos || at < scheme + 3)
+      continue;
+    auto colon = masked.find(':', scheme + 3);
+    if (colon == std::string::npos || colon > at)
+      continue;
+    masked = masked.substr(0, colon + 1) + "****" + masked.substr(at);
+  }
+  return masked;
 }
 
 std::string default_config_json() {

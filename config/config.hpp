@@ -309,6 +309,19 @@ struct config {
     int64_t max_buffered_bytes{};
   } intake;
 
+  /// Mailboxes read for documents (intake/mailbox_intake.hpp): every poll interval, at most
+  /// batch_size messages of each, every call to a server within timeout_seconds; the servers'
+  /// certificates checked against ca_file (empty: the system's authorities).
+  struct acquisition_section {
+    /// "TENANT_ID:imaps://USER@HOST[:PORT]/FOLDER[?processed=FOLDER&password_env=NAME],..."
+    /// (mailboxes_of).
+    std::string mailboxes;
+    int poll_interval_seconds{};
+    int timeout_seconds{};
+    int batch_size{};
+    std::string ca_file;
+  } acquisition;
+
   /// The review desk under /review on the admin server: the session cookie's Secure
   /// attribute, how long a session lasts and how many may be open, and the failed sign-ins per
   /// address and per name within a minute before the next is refused (429).
@@ -407,6 +420,24 @@ struct tenant_retention {
 /// The entries of retention.tenant_days ("TENANT_ID:KIND=DAYS[:KIND=DAYS...],...", KIND one of
 /// originals, derived, audit, events; DAYS from 0 to 36500), or what is wrong with them.
 result<std::vector<tenant_retention>> tenant_retention_of(const std::string& text);
+
+/// A mailbox of acquisition.mailboxes.
+struct mailbox_entry {
+  std::string tenant;
+  /// imaps://HOST[:PORT]/FOLDER or imap://... (STARTTLS), without the user or the query.
+  std::string url;
+  std::string user;
+  /// Where messages go once taken in.
+  std::string processed_folder = "Processed";
+  /// The environment variable that holds the password.
+  std::string password_env = "INGESTD_MAILBOX_PASSWORD";
+};
+
+/// The entries of acquisition.mailboxes
+/// ("TENANT_ID:imaps://USER@HOST[:PORT]/FOLDER[?processed=FOLDER&password_env=NAME],..."), or what
+/// is wrong with them: a tenant is a UUID, the URL imaps:// or imap:// with a user and a folder
+/// and no password (passwords come from the environment), each (user, URL) once.
+result<std::vector<mailbox_entry>> mailboxes_of(const std::string& text);
 
 /// "postgresql://user:****@host/db" for "postgresql://user:secret@host/db".
 std::string mask_url_password(const std::string& url);

@@ -371,6 +371,28 @@ const std::vector<key_spec>& schema() {
         .integer("interval_seconds", &retention::interval_seconds, 600, 1, 86400)
         .integer("batch_size", &retention::batch_size, 500, 1, 10000);
 
+    // Mailboxes read for documents: each message becomes an e-mail document of its tenant, its
+    // attachments child documents (the unpack stage must run).
+    using acquisition = config::acquisition_section;
+    keys(t, "acquisition", &config::acquisition)
+        .text("mailboxes", &acquisition::mailboxes, "",
+              [](const config& c, const value& v) -> std::optional<std::string> {
+                auto boxes = mailboxes_of(std::get<std::string>(v));
+                if (!boxes)
+                  return "TENANT_ID:imaps://USER@HOST[:PORT]/FOLDER[?processed=FOLDER&"
+                         "password_env=NAME] entries separated by commas; "
+                         + boxes.error().message;
+                if (!boxes->empty() && !stage_enabled(c, "unpack"))
+                  return std::string{"no mailboxes while the unpack stage is not in "
+                                     "stages.enabled (a message is an e-mail container)"};
+                return std::nullopt;
+              })
+        .masked()
+        .integer("poll_interval_seconds", &acquisition::poll_interval_seconds, 60, 1, 86400)
+        .integer("timeout_seconds", &acquisition::timeout_seconds, 30, 1, 600)
+        .integer("batch_size", &acquisition::batch_size, 100, 1, 10000)
+        .text("ca_file", &acquisition::ca_file, "");
+
     using transcription = config::transcription_section;
     keys(t, "transcription", &config::transcription)
         .choice("provider", &transcription::provider, "tesseract", {"tesseract", "document_ai"})

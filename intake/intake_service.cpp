@@ -29,6 +29,10 @@ std::string source_metadata(const intake_item& item, size_t size, std::string_vi
     w.Key("channel");
     w.String(item.channel.c_str(), static_cast<rapidjson::SizeType>(item.channel.size()));
   }
+  if (!item.source_key.empty()) {
+    w.Key("source_key");
+    w.String(item.source_key.c_str(), static_cast<rapidjson::SizeType>(item.source_key.size()));
+  }
   w.Key("size");
   w.Uint64(size);
   w.Key("mime_type");
@@ -120,8 +124,31 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
     return error::make_permanent(errc::intake_invalid_priority,
                                  "priority must be 0..100 (lower first), not "
                                      + std::to_string(item.priority));
-  auto hash = aws::sha256_hex(item.bytes);
   auto timeout = opts_.call_timeout;
+  intake_outcome out;
+  out.mime_type = mime;
+  // A document that is live (in progress, or completed) for it is a duplicate.
+  auto duplicate_of = [&](const known_document& known) -> result<intake_outcome> {
+    out.status = intake_status::duplicate;
+    out.document_id = known.document_id;
+    out.file_path = known.file_path;
+    if (!known.mime_type.empty())
+      out.mime_type = known.mime_type;
+    out.ingestion_id = *known.live_ingestion_id;
+    out.ingestion_status = known.live_ingestion_status;
+    if (item.batch_id)
+      if (auto noted = db_->note_duplicate(*item.batch_id, out.ingestion_id, timeout); !noted)
+        return database_error(noted.error(), timeout);
+    return out;
+  };
+  if (!item.source_key.empty()) {
+    auto delivered = db_->find_by_source_key(item.tenant_id, item.source_key, timeout);
+    if (!delivered)
+      return database_error(delivered.error(), timeout);
+    if (*delivered && (*delivered)->live_ingestion_id)
+      return duplicate_of(**delivered);
+  }
+  auto hash = aws::sha256_hex(item.bytes);
 
   // Held until the end: a concurrent intake of the same content waits, then finds these rows.
   auto lock = db_->lock_content(item.tenant_id, hash, timeout);
@@ -131,8 +158,6 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
   if (!existing)
     return database_error(existing.error(), timeout);
 
-  intake_outcome out;
-  out.mime_type = mime;
   intake_request req;
   req.tenant_id = item.tenant_id;
   req.content_hash = hash;
@@ -162,21 +187,14 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
 
   if (*existing) {
     auto& known = **existing;
+    if (auto ok = ensure_stored(known.file_path); !ok)
+      return ok.error();
+    if (known.live_ingestion_id)
+      return duplicate_of(known);
     out.document_id = known.document_id;
     out.file_path = known.file_path;
     if (!known.mime_type.empty())
       out.mime_type = known.mime_type;
-    if (auto ok = ensure_stored(out.file_path); !ok)
-      return ok.error();
-    if (known.live_ingestion_id) {
-      out.status = intake_status::duplicate;
-      out.ingestion_id = *known.live_ingestion_id;
-      out.ingestion_status = known.live_ingestion_status;
-      if (item.batch_id)
-        if (auto noted = db_->note_duplicate(*item.batch_id, out.ingestion_id, timeout); !noted)
-          return database_error(noted.error(), timeout);
-      return out;
-    }
     out.status = intake_status::reprocessing;
     req.document_id = out.document_id;
     req.file_path = out.file_path;
@@ -210,6 +228,15 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
   out.file_path = created->file_path;
 
   return out;
+}
+
+result<std::unique_ptr<intake_repository::content_lock>>
+intake_service::take_turn(uuid tenant_id, const std::string& key) {
+  // The content locks' space: a content hash is 64 hex digits, never a key with a colon.
+  auto lock = db_->lock_content(tenant_id, key, opts_.call_timeout);
+  if (!lock)
+    return database_error(lock.error(), opts_.call_timeout);
+  return lock;
 }
 
 std::string size_class_of(const intake_options& opts, std::string_view bytes,

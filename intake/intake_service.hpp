@@ -45,6 +45,10 @@ struct intake_item {
   std::vector<std::pair<std::string, std::string>> metadata = {};
   /// The batch it is submitted in (open_batch), if any.
   std::optional<uuid> batch_id = {};
+  /// The channel's own name for it (a mailbox message's Message-ID, a bucket object's key), kept
+  /// in source_metadata: a key the tenant's ingestions already carry makes it a duplicate of
+  /// theirs, even when the bytes differ. Empty: none.
+  std::string source_key = {};
 };
 
 /// What intake did with one file.
@@ -53,8 +57,9 @@ enum class intake_status {
   created,
   /// A known document whose earlier ingestions all failed: a new ingestion was created.
   reprocessing,
-  /// A known document that is ready or being processed: nothing new was created; the ids are
-  /// the existing document and its live (in-progress, else latest completed) ingestion.
+  /// A known document (by its content, or by its source key) that is ready or being processed:
+  /// nothing new was created; the ids are the existing document and its live (in-progress, else
+  /// latest completed) ingestion.
   duplicate,
 };
 
@@ -156,6 +161,11 @@ public:
 
   /// A batch of the tenant's (any tenant's when nullopt); nullopt when unknown or another's.
   result<std::optional<batch_info>> batch(std::optional<uuid> tenant_id, uuid batch_id);
+
+  /// Waits until no other holder (in any process) has the tenant's `key`, then holds it until
+  /// the lock is destroyed: the readers of one mailbox take turns. Within the call deadline.
+  result<std::unique_ptr<intake_repository::content_lock>> take_turn(uuid tenant_id,
+                                                                     const std::string& key);
 
   const intake_options& options() const { return opts_; }
 

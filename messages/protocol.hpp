@@ -174,9 +174,9 @@ using node_registry_actor = caf::typed_actor<
     /// Delete the rows of nodes stopped or lost longer ago than the retention.
     caf::reacts_to<flush_atom>>;
 
-/// The pruning actor (actors/pruning.cpp).
-using pruning_actor = caf::typed_actor<
-    /// Ask for a pass of retention.
+/// The periodic actor (actors/periodic.cpp).
+using periodic_actor = caf::typed_actor<
+    /// Run a pass.
     caf::reacts_to<tick_atom>>;
 
 /// The sweeper (actors/sweeper.cpp).

@@ -3,6 +3,8 @@
 #include <set>
 #include <vector>
 
+#include "actors/metrics.hpp"
+#include "adapters/support/log.hpp"
 #include "retention/objects.hpp"
 
 namespace ingestd {
@@ -33,45 +35,27 @@ result<retention_policy> retention_policy::from(const config::retention_section&
 }
 
 pruner::pruner(std::unique_ptr<pg_retention_repository> db, std::shared_ptr<object_store> store,
-               retention_policy policy, int batch_size, std::chrono::milliseconds storage_timeout)
+               retention_policy policy, int batch_size, std::shared_ptr<worker_metrics> metrics,
+               std::chrono::milliseconds storage_timeout)
     : db_(std::move(db)), store_(std::move(store)), policy_(std::move(policy)),
-      batch_(std::max(batch_size, 1)), timeout_(storage_timeout), thread_([this] { loop(); }) {}
+      batch_(std::max(batch_size, 1)), metrics_(std::move(metrics)), timeout_(storage_timeout) {}
 
-pruner::~pruner() {
-  {
-    std::lock_guard lock{mtx_};
-    stopping_ = true;
+result<bool> pruner::pass() {
+  auto r = prune();
+  if (!r)
+    return r.error();
+  if (metrics_) {
+    metrics_->pruned_originals += r->originals;
+    metrics_->pruned_derived += r->derived;
+    metrics_->pruned_audit_rows += r->audit_rows;
+    metrics_->pruned_events += r->events;
   }
-  cv_.notify_all();
-  // The last owner may be a callback of the pruner's own thread (the actor it answers went away
-  // meanwhile): that thread ends by itself after it returns.
-  if (thread_.get_id() == std::this_thread::get_id())
-    thread_.detach();
-  else
-    thread_.join();
-}
-
-void pruner::run(callback<prune_report> done) {
-  {
-    std::lock_guard lock{mtx_};
-    asked_.push_back(std::move(done));
-  }
-  cv_.notify_all();
-}
-
-void pruner::loop() {
-  for (;;) {
-    callback<prune_report> done;
-    {
-      std::unique_lock lock{mtx_};
-      cv_.wait(lock, [this] { return stopping_ || !asked_.empty(); });
-      if (stopping_)
-        return;
-      done = std::move(asked_.front());
-      asked_.pop_front();
-    }
-    done(pass());
-  }
+  if (r->originals + r->derived + r->audit_rows + r->events > 0)
+    log::info("retention pruned", {{"originals", r->originals},
+                                   {"derived_objects", r->derived},
+                                   {"audit_rows", r->audit_rows},
+                                   {"events", r->events}});
+  return r->more;
 }
 
 result<int64_t> pruner::prune_originals(bool& full) {
@@ -129,7 +113,7 @@ result<int64_t> pruner::prune_derived(bool& full) {
   return *removed;
 }
 
-result<prune_report> pruner::pass() {
+result<prune_report> pruner::prune() {
   prune_report report;
   auto originals = prune_originals(report.more);
   if (!originals)

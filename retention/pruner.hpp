@@ -10,20 +10,19 @@
 // - delivered rows of the status event stream older than their tenant's days.
 // Objects go before their marks: a pass cut short leaves rows that are due again, never an
 // object nothing names. The extracted data, the document's row, its matches and reviews stay.
-// Passes run one at a time on the pruner's own thread (the node's pruning actor asks for them).
+// The node's periodic actor runs the passes, one at a time on its own thread; each logs and counts
+// what it removed.
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
-#include <deque>
+#include <cstdint>
 #include <memory>
-#include <mutex>
-#include <thread>
+#include <string>
 
-#include "actors/pruning.hpp"
 #include "adapters/db/pg_retention_repository.hpp"
 #include "adapters/storage/object_store.hpp"
 #include "config/config.hpp"
+#include "messages/result.hpp"
 
 namespace ingestd {
 
@@ -38,35 +37,44 @@ struct retention_policy {
   bool any() const { return originals.any() || derived.any() || audit.any() || events.any(); }
 };
 
-class pruner final : public retention_pass {
+/// What one pass removed.
+struct prune_report {
+  int64_t originals = 0;
+  /// Derived objects (transcriptions, preprocessed scans, page renders).
+  int64_t derived = 0;
+  int64_t audit_rows = 0;
+  /// Rows of the status event stream (the stream's and the sinks' delivered copies).
+  int64_t events = 0;
+  /// A batch was full: more is due.
+  bool more = false;
+};
+
+class worker_metrics;
+
+class pruner {
 public:
+  /// `metrics` (may be null) counts what the passes removed.
   pruner(std::unique_ptr<pg_retention_repository> db, std::shared_ptr<object_store> store,
-         retention_policy policy, int batch_size,
+         retention_policy policy, int batch_size, std::shared_ptr<worker_metrics> metrics = nullptr,
          std::chrono::milliseconds storage_timeout = std::chrono::seconds{30});
-  /// Finishes the pass that runs, then stops its thread.
-  ~pruner() override;
+
   pruner(const pruner&) = delete;
   pruner& operator=(const pruner&) = delete;
 
-  void run(callback<prune_report> done) override;
-  /// One pass, on the caller's thread.
-  result<prune_report> pass();
+  /// One pass, logged and counted: true when a batch was full (the periodic actor's task).
+  result<bool> pass();
 
 private:
+  result<prune_report> prune();
   result<int64_t> prune_originals(bool& full);
   result<int64_t> prune_derived(bool& full);
-  void loop();
 
   std::unique_ptr<pg_retention_repository> db_;
   std::shared_ptr<object_store> store_;
   retention_policy policy_;
   int batch_;
+  std::shared_ptr<worker_metrics> metrics_;
   std::chrono::milliseconds timeout_;
-  std::mutex mtx_;
-  std::condition_variable cv_;
-  std::deque<callback<prune_report>> asked_;
-  bool stopping_ = false;
-  std::thread thread_;
 };
 
 } // namespace ingestd

@@ -240,6 +240,12 @@ public:
   virtual result<std::unique_ptr<content_lock>>
   lock_content(uuid tenant_id, const std::string& content_hash, timeout t) = 0;
 
+  /// The tenant's document that a channel delivered under `source_key` (a message's Message-ID,
+  /// an object's key: intake_item::source_key), from the latest ingestion that carries the key;
+  /// nullopt when none does.
+  virtual result<std::optional<known_document>>
+  find_by_source_key(uuid tenant_id, const std::string& source_key, timeout t) = 0;
+
   /// Creates the document (or finds it by tenant_id and content_hash), a new in-progress
   /// ingestion of it, its work item and its queue message, in one statement; retrying with the
   /// same ingestion id creates nothing new.

@@ -38,6 +38,16 @@ SELECT d.id, d.file_path, COALESCE(d.mime_type, ''), live.id, live.status
  WHERE d.tenant_id = $1 AND d.content_hash = $2
 )sql"};
 
+// The content of the tenant's latest ingestion that carries the source key (migration 024's
+// index); existing_sql then finds its document.
+constexpr pg::statement source_key_sql{"ingestd_intake_source_key", R"sql(
+SELECT d.content_hash FROM ingestion AS k JOIN document AS d ON d.id = k.document_id
+ WHERE k.source_metadata ? 'source_key' AND k.source_metadata->>'source_key' = $2
+   AND d.tenant_id = $1
+ ORDER BY k.created_at DESC, k.id DESC
+ LIMIT 1
+)sql"};
+
 constexpr pg::statement document_json_sql{"ingestd_intake_document", R"sql(
 SELECT json_build_object(
   'id', d.id, 'tenant_id', d.tenant_id, 'content_hash', d.content_hash,
@@ -460,6 +470,24 @@ SELECT d.id,
  WHERE d.id = ANY ($1::uuid[])
 )sql"};
 
+/// The document a known-document statement answered, if any.
+result<std::optional<known_document>> known_document_of(const result<pg::rows>& res) {
+  if (!res)
+    return res.error();
+  const auto& rows = *res;
+  if (rows.size() == 0)
+    return std::optional<known_document>{};
+  known_document d;
+  d.document_id = pg::parse_uuid(rows.text(0, 0));
+  d.file_path = rows.str(0, 1);
+  d.mime_type = rows.str(0, 2);
+  if (!rows.is_null(0, 3)) {
+    d.live_ingestion_id = pg::parse_uuid(rows.text(0, 3));
+    d.live_ingestion_status = rows.str(0, 4);
+  }
+  return std::optional<known_document>{std::move(d)};
+}
+
 } // namespace
 
 // -- connections -----------------------------------------------------------------------------
@@ -502,21 +530,7 @@ public:
   }
 
   result<std::optional<known_document>> find_document(timeout t) override {
-    auto res = session_->run(existing_sql, {tenant_, hash_}, t);
-    if (!res)
-      return res.error();
-    auto& rows = *res;
-    if (rows.size() == 0)
-      return std::optional<known_document>{};
-    known_document d;
-    d.document_id = pg::parse_uuid(rows.text(0, 0));
-    d.file_path = rows.str(0, 1);
-    d.mime_type = rows.str(0, 2);
-    if (!rows.is_null(0, 3)) {
-      d.live_ingestion_id = pg::parse_uuid(rows.text(0, 3));
-      d.live_ingestion_status = rows.str(0, 4);
-    }
-    return std::optional<known_document>{std::move(d)};
+    return known_document_of(session_->run(existing_sql, {tenant_, hash_}, t));
   }
 
 private:
@@ -539,6 +553,18 @@ pg_intake_repository::lock_content(uuid tenant_id, const std::string& content_ha
   }
   return std::unique_ptr<content_lock>{
       std::make_unique<pg_content_lock>(*this, std::move(s), std::move(tenant), content_hash)};
+}
+
+result<std::optional<known_document>>
+pg_intake_repository::find_by_source_key(uuid tenant_id, const std::string& source_key, timeout t) {
+  borrowed s{*this};
+  auto tenant = tenant_id.str();
+  auto hash = s->run(source_key_sql, {tenant, pg::clean(source_key)}, t);
+  if (!hash)
+    return hash.error();
+  if (hash->size() == 0)
+    return std::optional<known_document>{};
+  return known_document_of(s->run(existing_sql, {tenant, hash->str(0, 0)}, t));
 }
 
 // -- writes and look-ups ---------------------------------------------------------------------

@@ -74,6 +74,8 @@ public:
 
   result<std::unique_ptr<content_lock>>
   lock_content(uuid tenant_id, const std::string& content_hash, timeout t) override;
+  result<std::optional<known_document>>
+  find_by_source_key(uuid tenant_id, const std::string& source_key, timeout t) override;
   result<intake_result> create_ingestion(const intake_request& request, timeout t) override;
   result<std::optional<std::string>> document_json(uuid tenant_id, uuid document_id,
                                                    timeout t) override;

@@ -1,6 +1,6 @@
 // Retention in the database (retention.*, migration 022): what is past its age, oldest first and
 // in bounded batches, and the marks that say it was pruned. Blocking, on one connection, for the
-// pruner's own thread (retention/pruner.hpp).
+// periodic actor's thread that runs the pruner's passes (retention/pruner.hpp).
 #pragma once
 
 #include <cstdint>

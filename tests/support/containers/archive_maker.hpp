@@ -126,14 +126,16 @@ inline std::string base64(const std::string& in) {
   return out;
 }
 
-/// An RFC 822 e-mail with a text body and base64 attachments.
+/// An RFC 822 e-mail with a text body and base64 attachments; its Message-ID `message_id`, or
+/// the subject's first 8 characters at example.com.
 inline std::string make_email(const std::string& subject, const std::string& body,
                               const std::vector<std::pair<std::string, std::string>>& attachments,
-                              const std::string& from = "Alice <alice@example.com>") {
+                              const std::string& from = "Alice <alice@example.com>",
+                              const std::string& message_id = "") {
   std::string m = "From: " + from + "\r\nTo: Bob <bob@example.com>\r\nSubject: " + subject
                   + "\r\nDate: Mon, 23 Nov 2026 10:00:00 +0000\r\nMessage-ID: <"
-                  + subject.substr(0, 8)
-                  + "@example.com>\r\nMIME-Version: 1.0\r\n"
+                  + (message_id.empty() ? subject.substr(0, 8) + "@example.com" : message_id)
+                  + ">\r\nMIME-Version: 1.0\r\n"
                     "Content-Type: multipart/mixed; boundary=\"b1\"\r\n\r\n"
                     "--b1\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n"
                   + body + "\r\n";

@@ -153,6 +153,11 @@ result<void> fake_intake_repository::note_duplicate(uuid, uuid, timeout) {
   return unsupported("note_duplicate");
 }
 
+result<std::optional<known_document>>
+fake_intake_repository::find_by_source_key(uuid, const std::string&, timeout) {
+  return unsupported("find_by_source_key");
+}
+
 result<std::optional<batch_info>> fake_intake_repository::find_batch(uuid, std::optional<uuid>,
                                                                      timeout) {
   return unsupported("find_batch");

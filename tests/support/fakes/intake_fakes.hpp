@@ -37,6 +37,8 @@ public:
   result<std::unique_ptr<content_lock>>
   lock_content(uuid tenant_id, const std::string& content_hash, timeout t) override;
   result<intake_result> create_ingestion(const intake_request& request, timeout t) override;
+  result<std::optional<known_document>> find_by_source_key(uuid, const std::string&,
+                                                           timeout) override;
 
   result<std::optional<std::string>> document_json(uuid, uuid, timeout) override;
   result<std::optional<std::string>> ingestion_json(uuid, uuid, timeout) override;

@@ -467,3 +467,42 @@ TEST_F(config_test, tenant_retention_names_a_tenant_and_days_per_kind) {
   EXPECT_TRUE(load_config(std::nullopt, {{"INGESTD_RETENTION__EVENTS_DAYS", "30"},
                                          {"INGESTD_OUTBOX__RETENTION_HOURS", "720"}}));
 }
+
+TEST_F(config_test, mailboxes_name_a_tenant_an_imap_folder_and_where_its_password_is) {
+  auto a = std::string{"0b7e0a52-3d1e-4c55-9a55-7c2b7f0a0001"};
+  auto boxes = mailboxes_of(a + ":imaps://ap%40buyer.example@mail.example:993/INBOX," + a
+                            + ":imap://scans@mail.example/Scans%20In?processed=Done&"
+                              "password_env=SCANS_PASSWORD");
+  ASSERT_TRUE(boxes) << boxes.error().message;
+  ASSERT_EQ(boxes->size(), 2u);
+  EXPECT_EQ((*boxes)[0].tenant, a);
+  EXPECT_EQ((*boxes)[0].url, "imaps://mail.example:993/INBOX");
+  EXPECT_EQ((*boxes)[0].user, "ap@buyer.example");
+  EXPECT_EQ((*boxes)[0].processed_folder, "Processed");
+  EXPECT_EQ((*boxes)[0].password_env, "INGESTD_MAILBOX_PASSWORD");
+  EXPECT_EQ((*boxes)[1].url, "imap://mail.example/Scans%20In");
+  EXPECT_EQ((*boxes)[1].processed_folder, "Done");
+  EXPECT_EQ((*boxes)[1].password_env, "SCANS_PASSWORD");
+  for (auto [text, why] : std::vector<std::pair<std::string, std::string>>{
+           {"nobody:imaps://u@h/INBOX", "the tenant must be a tenant id"},
+           {a + ":https://u@h/INBOX", "must be an imaps:// URL"},
+           {a + ":imaps://h/INBOX", "must name the user"},
+           {a + ":imaps://u:secret@h/INBOX", "no password in the URL"},
+           {a + ":imaps://u@h", "must name a folder"},
+           {a + ":imaps://u@h/INBOX?processed=INBOX", "must differ from the folder read"},
+           {a + ":imaps://u@h/INBOX?sort=date", "unknown parameter \"sort\""},
+           {std::string{a}.append(":imaps://u@h/INBOX,").append(a).append(":imaps://u@h/INBOX"),
+            "listed twice"}}) {
+    auto message = failure(std::nullopt, {{"INGESTD_ACQUISITION__MAILBOXES", text}});
+    EXPECT_NE(message.find("acquisition.mailboxes"), std::string::npos) << message;
+    EXPECT_NE(message.find(why), std::string::npos) << text << ": " << message;
+    EXPECT_EQ(message.find("secret"), std::string::npos) << "a password is never printed";
+  }
+  // A message is an e-mail container: mailboxes need the unpack stage.
+  EXPECT_NE(failure(std::nullopt, {{"INGESTD_ACQUISITION__MAILBOXES", a + ":imaps://u@h/INBOX"},
+                                   {"INGESTD_STAGES__ENABLED", "ingest,match"}})
+                .find("unpack stage"),
+            std::string::npos);
+  EXPECT_TRUE(
+      load_config(std::nullopt, {{"INGESTD_ACQUISITION__MAILBOXES", a + ":imaps://u@h/INBOX"}}));
+}
