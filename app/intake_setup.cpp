@@ -9,6 +9,8 @@
 #include "adapters/http_server/checks.hpp"
 #include "adapters/ocr/document_source.hpp"
 #include "adapters/sandbox/decoder.hpp"
+#include "app/queues.hpp"
+#include "app/runtime.hpp"
 #include "stages/registry.hpp"
 
 namespace ingestd {
@@ -33,6 +35,30 @@ result<std::vector<mailbox>> configured_mailboxes(const config& cfg) {
     m.imap.ca_file = cfg.acquisition.ca_file;
     m.imap.timeout = std::chrono::seconds{cfg.acquisition.timeout_seconds};
     out.push_back(std::move(m));
+  }
+  return out;
+}
+
+result<std::vector<inbound_bucket>> configured_buckets(const config& cfg, runtime& rt) {
+  auto entries = buckets_of(cfg.acquisition.buckets);
+  if (!entries)
+    return entries.error();
+  std::vector<inbound_bucket> out;
+  for (auto& e : *entries) {
+    inbound_bucket b;
+    b.tenant_id = *uuid::parse(e.tenant);
+    b.bucket = e.bucket;
+    b.prefix = e.prefix;
+    auto q = open_sqs_queue_named(cfg, e.queue, "notifications of bucket " + e.bucket,
+                                  [&rt] { return rt.providers->http(); });
+    if (!q)
+      return q.error();
+    b.notifications = std::move(*q);
+    auto objects = rt.open_bucket(e.bucket);
+    if (!objects)
+      return objects.error();
+    b.objects = std::move(*objects);
+    out.push_back(std::move(b));
   }
   return out;
 }

@@ -1,7 +1,7 @@
 // The intake's options as a configuration gives them: the file limit, where each kind of document
 // starts (the ingest stage's queue, its large size class's, the unpack stage's for containers),
 // how a document's pages are counted for its size class, the HTTP intake's credentials, and the
-// mailboxes read for documents.
+// mailboxes and buckets read for documents.
 #pragma once
 
 #include <memory>
@@ -9,6 +9,7 @@
 
 #include "adapters/support/cpu_executor.hpp"
 #include "config/config.hpp"
+#include "intake/bucket_intake.hpp"
 #include "intake/intake_access.hpp"
 #include "intake/intake_service.hpp"
 #include "intake/mailbox_intake.hpp"
@@ -22,6 +23,13 @@ intake_options intake_options_of(const config& cfg,
 /// The mailboxes of acquisition.mailboxes with their passwords from the environment.
 /// Errors (permanent): "config.mailbox_password" when a mailbox's password variable is unset.
 result<std::vector<mailbox>> configured_mailboxes(const config& cfg);
+
+struct runtime;
+
+/// The buckets of acquisition.buckets, each with its notification queue and its objects on the
+/// configured S3 endpoint. Errors: a queue that cannot be opened (transient or permanent, as the
+/// queue says), credentials missing from the environment.
+result<std::vector<inbound_bucket>> configured_buckets(const config& cfg, runtime& rt);
 
 class pg_intake_repository;
 

@@ -144,10 +144,10 @@ result<std::shared_ptr<queue>> open_queue(const config& cfg, const queue_spec& s
 }
 
 result<std::shared_ptr<queue>>
-open_event_queue(const config& cfg, const std::function<std::shared_ptr<curl_engine>()>& http) {
+open_sqs_queue_named(const config& cfg, const std::string& name, const std::string& what,
+                     const std::function<std::shared_ptr<curl_engine>()>& http) {
   queue_spec spec;
-  spec.stage = "events";
-  auto& name = cfg.outbox.events_sqs_queue;
+  spec.stage = what;
   if (name.rfind("http://", 0) == 0 || name.rfind("https://", 0) == 0) {
     spec.url = name;
     spec.name = name.substr(name.rfind('/') + 1);

@@ -31,9 +31,11 @@ result<std::shared_ptr<queue>> open_queue(const config& cfg, const queue_spec& s
                                           const std::function<std::shared_ptr<curl_engine>()>& http,
                                           bool require_registered = true);
 
-/// The status event stream's SQS sink (outbox.events_sqs_queue: a name, looked up, or a URL) on
-/// the configured SQS endpoint, whatever queue.backend says.
+/// An SQS queue by its name (looked up) or URL on the configured SQS endpoint, whatever
+/// queue.backend says: the status event stream's sink (outbox.events_sqs_queue), a bucket's
+/// notifications (acquisition.buckets). `what` names it in errors.
 result<std::shared_ptr<queue>>
-open_event_queue(const config& cfg, const std::function<std::shared_ptr<curl_engine>()>& http);
+open_sqs_queue_named(const config& cfg, const std::string& name_or_url, const std::string& what,
+                     const std::function<std::shared_ptr<curl_engine>()>& http);
 
 } // namespace ingestd

@@ -275,6 +275,16 @@ int run_command(const arguments& args) {
       background.push_back({"mailboxes", [mail] { return mail->pass(); },
                             std::chrono::seconds{cfg->acquisition.poll_interval_seconds}});
     }
+    // Buckets: their notification queues read every poll interval, on another.
+    auto buckets = configured_buckets(*cfg, rt);
+    if (!buckets)
+      return refuse_to_start(buckets.error());
+    if (!buckets->empty()) {
+      auto inbound = std::make_shared<bucket_intake>(
+          intake, std::move(*buckets), std::chrono::seconds{cfg->acquisition.timeout_seconds});
+      background.push_back({"buckets", [inbound] { return inbound->pass(); },
+                            std::chrono::seconds{cfg->acquisition.poll_interval_seconds}});
+    }
     std::unique_ptr<intake_server> intake_http;
     if (cfg->intake.port != 0) {
       intake_server_options o;

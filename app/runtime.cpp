@@ -29,6 +29,19 @@ result<std::shared_ptr<queue>> runtime::open_queue(const queue_spec& spec) {
   return *q;
 }
 
+result<std::shared_ptr<object_store>> runtime::open_bucket(const std::string& bucket) {
+  auto creds = aws::credentials_from_env();
+  if (!creds)
+    return creds.error();
+  s3_options opts;
+  opts.credentials = *creds;
+  opts.region = cfg->aws.region;
+  opts.endpoint = cfg->aws.endpoint;
+  opts.bucket = bucket;
+  opts.path_style = cfg->storage.path_style;
+  return std::shared_ptr<object_store>{std::make_shared<s3_store>(providers->http(), opts)};
+}
+
 result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& cpu,
                                               runtime_parts parts) {
   auto rt = std::make_unique<runtime>();
@@ -45,16 +58,10 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
       // Local file I/O is quick: one thread keeps the thread count low.
       rt->storage = std::make_shared<filesystem_store>(cfg.storage.root, 1);
     } else {
-      auto creds = aws::credentials_from_env();
-      if (!creds)
-        return creds.error();
-      s3_options opts;
-      opts.credentials = *creds;
-      opts.region = cfg.aws.region;
-      opts.endpoint = cfg.aws.endpoint;
-      opts.bucket = cfg.storage.bucket;
-      opts.path_style = cfg.storage.path_style;
-      rt->storage = std::make_shared<s3_store>(rt->providers->http(), opts);
+      auto bucket = rt->open_bucket(cfg.storage.bucket);
+      if (!bucket)
+        return bucket.error();
+      rt->storage = std::move(*bucket);
     }
   }
 
@@ -80,7 +87,8 @@ result<std::unique_ptr<runtime>> make_runtime(const config& cfg, cpu_executor& c
       rt->event_sink_types[destination] = name_list(cfg.outbox.events_webhook_types);
     }
     if (!cfg.outbox.events_sqs_queue.empty()) {
-      auto q = open_event_queue(cfg, [&rt] { return rt->providers->http(); });
+      auto q = open_sqs_queue_named(cfg, cfg.outbox.events_sqs_queue, "events",
+                                    [&rt] { return rt->providers->http(); });
       if (!q)
         return q.error();
       auto destination = event_sink_destination("sqs");

@@ -39,6 +39,10 @@ struct runtime {
   /// `ingestd queues create` did not make is an error naming it, unless `require_queues` is off.
   result<std::shared_ptr<queue>> open_queue(const queue_spec& spec);
 
+  /// An S3 bucket on the configured endpoint, with the credentials from the environment (the
+  /// storage bucket's, an inbound bucket's).
+  result<std::shared_ptr<object_store>> open_bucket(const std::string& bucket);
+
   /// The deadlines of the stages' own repositories.
   pg::session_options session;
   const config* cfg = nullptr;

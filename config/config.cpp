@@ -705,6 +705,57 @@ result<std::vector<mailbox_entry>> mailboxes_of(const std::string& text) {
   return out;
 }
 
+result<std::vector<bucket_entry>> buckets_of(const std::string& text) {
+  std::vector<bucket_entry> out;
+  std::set<std::string> seen;
+  for (auto& entry : name_list(text)) {
+    auto bad = [&](const std::string& why) {
+      std::string message = "\"";
+      message.append(entry).append("\": ").append(why);
+      return error::make_permanent("config.bad_bucket", std::move(message));
+    };
+    auto colon = entry.find(':');
+    if (colon == std::string::npos)
+      return bad("expected TENANT_ID:s3://BUCKET/PREFIX?queue=QUEUE");
+    bucket_entry b;
+    auto id = uuid::parse(entry.substr(0, colon));
+    if (!id)
+      return bad("the tenant must be a tenant id (a UUID)");
+    b.tenant = id->str();
+    auto url = entry.substr(colon + 1);
+    if (url.rfind("s3://", 0) != 0)
+      return bad("the bucket must be an s3:// URL");
+    auto rest = url.substr(5);
+    auto query = rest.find('?');
+    auto path = rest.substr(0, query);
+    auto slash = path.find('/');
+    b.bucket = path.substr(0, slash);
+    if (slash != std::string::npos)
+      b.prefix = percent_decoded(path.substr(slash + 1));
+    bool named = b.bucket.size() >= 3 && b.bucket.size() <= 63;
+    for (char c : b.bucket)
+      named = named
+              && (std::islower(static_cast<unsigned char>(c)) != 0
+                  || std::isdigit(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '.');
+    if (!named)
+      return bad("the bucket must be an S3 bucket name (3 to 63 lower-case letters, digits, '-' "
+                 "and '.')");
+    if (query != std::string::npos)
+      for (auto& pair : split(rest.substr(query + 1), '&')) {
+        auto eq = pair.find('=');
+        if (pair.substr(0, eq) != "queue" || eq == std::string::npos)
+          return bad("expected queue=QUEUE (a name or a URL) in the query");
+        b.queue = percent_decoded(pair.substr(eq + 1));
+      }
+    if (b.queue.empty())
+      return bad("the queue of the bucket's notifications must be given: ?queue=QUEUE");
+    if (!seen.insert(b.bucket + "/" + b.prefix).second)
+      return bad("the bucket and prefix are listed twice");
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
 namespace {
 
 /// Masks the value of every `password=` parameter: of a URL's query (`?password=x&...`) or of a

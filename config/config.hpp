@@ -309,13 +309,17 @@ struct config {
     int64_t max_buffered_bytes{};
   } intake;
 
-  /// Mailboxes read for documents (intake/mailbox_intake.hpp): every poll interval, at most
+  /// Mailboxes and buckets read for documents (intake/mailbox_intake.hpp,
+  /// intake/bucket_intake.hpp): every poll interval, at most
   /// batch_size messages of each, every call to a server within timeout_seconds; the servers'
   /// certificates checked against ca_file (empty: the system's authorities).
   struct acquisition_section {
     /// "TENANT_ID:imaps://USER@HOST[:PORT]/FOLDER[?processed=FOLDER&password_env=NAME],..."
     /// (mailboxes_of).
     std::string mailboxes;
+    /// "TENANT_ID:s3://BUCKET[/PREFIX]?queue=QUEUE,..." (buckets_of): buckets whose event
+    /// notifications arrive on an SQS queue (a name on the configured endpoint, or a URL).
+    std::string buckets;
     int poll_interval_seconds{};
     int timeout_seconds{};
     int batch_size{};
@@ -438,6 +442,21 @@ struct mailbox_entry {
 /// is wrong with them: a tenant is a UUID, the URL imaps:// or imap:// with a user and a folder
 /// and no password (passwords come from the environment), each (user, URL) once.
 result<std::vector<mailbox_entry>> mailboxes_of(const std::string& text);
+
+/// A bucket of acquisition.buckets.
+struct bucket_entry {
+  std::string tenant;
+  std::string bucket;
+  /// Only keys that start with it ("" : all).
+  std::string prefix;
+  /// The SQS queue of its event notifications: a name or a URL.
+  std::string queue;
+};
+
+/// The entries of acquisition.buckets ("TENANT_ID:s3://BUCKET[/PREFIX]?queue=QUEUE,..."), or what
+/// is wrong with them: a tenant is a UUID, a bucket an S3 bucket name, the queue given, each
+/// (bucket, prefix) once.
+result<std::vector<bucket_entry>> buckets_of(const std::string& text);
 
 /// "postgresql://user:****@host/db" for "postgresql://user:secret@host/db".
 std::string mask_url_password(const std::string& url);

@@ -372,7 +372,8 @@ const std::vector<key_spec>& schema() {
         .integer("batch_size", &retention::batch_size, 500, 1, 10000);
 
     // Mailboxes read for documents: each message becomes an e-mail document of its tenant, its
-    // attachments child documents (the unpack stage must run).
+    // attachments child documents (the unpack stage must run). Buckets whose new objects are
+    // announced on an SQS queue: each object becomes a document of its tenant.
     using acquisition = config::acquisition_section;
     keys(t, "acquisition", &config::acquisition)
         .text("mailboxes", &acquisition::mailboxes, "",
@@ -388,6 +389,15 @@ const std::vector<key_spec>& schema() {
                 return std::nullopt;
               })
         .masked()
+        .text("buckets", &acquisition::buckets, "",
+              [](const config&, const value& v) -> std::optional<std::string> {
+                auto buckets = buckets_of(std::get<std::string>(v));
+                if (!buckets)
+                  return "TENANT_ID:s3://BUCKET[/PREFIX]?queue=QUEUE entries separated by "
+                         "commas; "
+                         + buckets.error().message;
+                return std::nullopt;
+              })
         .integer("poll_interval_seconds", &acquisition::poll_interval_seconds, 60, 1, 86400)
         .integer("timeout_seconds", &acquisition::timeout_seconds, 30, 1, 600)
         .integer("batch_size", &acquisition::batch_size, 100, 1, 10000)

@@ -88,16 +88,12 @@ mailbox_intake::~mailbox_intake() = default;
 
 result<bool> mailbox_intake::pass() {
   auto r = read();
-  if (r.taken + r.duplicates + r.refused > 0)
-    log::info("mailboxes read", {{"taken", r.taken},
-                                 {"duplicates", r.duplicates},
-                                 {"refused", r.refused},
-                                 {"failed_mailboxes", r.failed}});
+  log_pass("mailboxes read", r);
   return r.more;
 }
 
-mailbox_report mailbox_intake::read() {
-  mailbox_report report;
+acquisition_report mailbox_intake::read() {
+  acquisition_report report;
   for (auto& r : readers_)
     read(*r, report);
   return report;
@@ -118,7 +114,7 @@ result<intake_outcome> mailbox_intake::take_in(const reader& r, uint64_t uid, st
   return intake_->submit(item);
 }
 
-void mailbox_intake::read(reader& r, mailbox_report& report) {
+void mailbox_intake::read(reader& r, acquisition_report& report) {
   const auto& where = r.imap.where();
   auto failed = [&](const error& e, std::string_view doing) {
     ++report.failed;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "adapters/mail/imap_mailbox.hpp"
+#include "intake/acquisition.hpp"
 #include "messages/result.hpp"
 #include "messages/uuid.hpp"
 
@@ -29,20 +30,6 @@ struct intake_outcome;
 struct mailbox {
   uuid tenant_id;
   imap_settings imap;
-};
-
-/// What one pass did, over every mailbox.
-struct mailbox_report {
-  /// Messages taken in as new documents (or new ingestions of known ones).
-  int64_t taken = 0;
-  /// Messages intake already had (by Message-ID or content): moved, nothing new.
-  int64_t duplicates = 0;
-  /// Messages refused and flagged.
-  int64_t refused = 0;
-  /// Mailboxes whose pass failed (the server, the database).
-  int64_t failed = 0;
-  /// A mailbox had more messages than one pass takes.
-  bool more = false;
 };
 
 class mailbox_intake {
@@ -57,14 +44,14 @@ public:
   /// One pass, logged: true when a mailbox has more waiting (the periodic actor's task).
   result<bool> pass();
   /// One pass, not logged.
-  mailbox_report read();
+  acquisition_report read();
 
   /// Called after each message is dealt with, with its UID (a test stops the server there).
   std::function<void(uint64_t uid)> after_message;
 
 private:
   struct reader;
-  void read(reader& r, mailbox_report& report);
+  void read(reader& r, acquisition_report& report);
   result<intake_outcome> take_in(const reader& r, uint64_t uid, std::string bytes);
 
   std::shared_ptr<intake_service> intake_;

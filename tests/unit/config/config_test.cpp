@@ -506,3 +506,29 @@ TEST_F(config_test, mailboxes_name_a_tenant_an_imap_folder_and_where_its_passwor
   EXPECT_TRUE(
       load_config(std::nullopt, {{"INGESTD_ACQUISITION__MAILBOXES", a + ":imaps://u@h/INBOX"}}));
 }
+
+TEST_F(config_test, buckets_name_a_tenant_a_bucket_a_prefix_and_the_queue_of_its_events) {
+  auto a = std::string{"0b7e0a52-3d1e-4c55-9a55-7c2b7f0a0001"};
+  auto buckets = buckets_of(a + ":s3://mail-in/ses/raw/?queue=https://sqs.example/1/mail-events,"
+                            + a + ":s3://drop.example?queue=drops");
+  ASSERT_TRUE(buckets) << buckets.error().message;
+  ASSERT_EQ(buckets->size(), 2u);
+  EXPECT_EQ((*buckets)[0].bucket, "mail-in");
+  EXPECT_EQ((*buckets)[0].prefix, "ses/raw/");
+  EXPECT_EQ((*buckets)[0].queue, "https://sqs.example/1/mail-events");
+  EXPECT_EQ((*buckets)[1].bucket, "drop.example");
+  EXPECT_EQ((*buckets)[1].prefix, "");
+  EXPECT_EQ((*buckets)[1].queue, "drops");
+  for (auto [text, why] : std::vector<std::pair<std::string, std::string>>{
+           {"nobody:s3://b-1?queue=q", "the tenant must be a tenant id"},
+           {a + ":https://b-1?queue=q", "must be an s3:// URL"},
+           {a + ":s3://Bad_Bucket?queue=q", "an S3 bucket name"},
+           {a + ":s3://b-1/in/", "the queue of the bucket's notifications must be given"},
+           {a + ":s3://b-1?topic=t", "expected queue=QUEUE"},
+           {std::string{a}.append(":s3://b-1/x?queue=q,").append(a).append(":s3://b-1/x?queue=r"),
+            "listed twice"}}) {
+    auto message = failure(std::nullopt, {{"INGESTD_ACQUISITION__BUCKETS", text}});
+    EXPECT_NE(message.find("acquisition.buckets"), std::string::npos) << message;
+    EXPECT_NE(message.find(why), std::string::npos) << text << ": " << message;
+  }
+}
