@@ -21,6 +21,7 @@ pkg_check_modules(MHD REQUIRED IMPORTED_TARGET libmicrohttpd)
 # Containers: archives through libarchive, e-mails through GMime.
 find_package(LibArchive REQUIRED)
 pkg_check_modules(GMime REQUIRED IMPORTED_TARGET gmime-3.0)
+pkg_check_modules(GSF REQUIRED IMPORTED_TARGET libgsf-1)
 # The decoder helpers' seccomp filter (libseccomp-dev).
 pkg_check_modules(Seccomp REQUIRED IMPORTED_TARGET libseccomp)
 

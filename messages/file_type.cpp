@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cctype>
+#include <string>
 
 namespace ingestd {
 
@@ -19,13 +20,14 @@ constexpr file_type of(file_kind k) {
   return all_types[static_cast<size_t>(k)];
 }
 
-constexpr std::array<container_type, 6> all_containers{{
+constexpr std::array<container_type, 7> all_containers{{
     {container_kind::zip, "application/zip", "zip"},
     {container_kind::tar, "application/x-tar", "tar"},
     {container_kind::tar_gz, "application/gzip", "tar.gz"},
     {container_kind::eml, "message/rfc822", "eml"},
     {container_kind::mbox, "application/mbox", "mbox"},
     {container_kind::seven_zip, "application/x-7z-compressed", "7z"},
+    {container_kind::msg, "application/vnd.ms-outlook", "msg"},
 }};
 
 constexpr container_type of(container_kind k) {
@@ -84,6 +86,18 @@ std::optional<container_type> detect_container_type(std::string_view b) {
     return of(container_kind::tar_gz);
   if (starts(std::string_view{"7z\xbc\xaf\x27\x1c", 6}))
     return of(container_kind::seven_zip);
+  if (starts(std::string_view{"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", 8})) {
+    // Directory entry names are UTF-16LE.
+    static const std::string properties = [] {
+      std::string wide;
+      for (char c : std::string_view{"__properties_version1.0"})
+        wide.append({c, '\0'});
+      return wide;
+    }();
+    if (b.find(properties) != std::string_view::npos)
+      return of(container_kind::msg);
+    return std::nullopt;
+  }
   auto head = b.substr(0, 4096);
   if (starts("From ")) {
     auto eol = head.find('\n');

@@ -14,12 +14,23 @@ namespace ingestd {
 uint64_t unpack_memory_bound(const unpack_limits& limits, container_kind kind,
                              uint64_t container_bytes) {
   uint64_t members = limits.max_total_bytes;
-  if (kind != container_kind::eml && kind != container_kind::mbox) {
+  if (!is_mail(kind)) {
     auto ratio = limits.max_ratio * static_cast<double>(container_bytes);
     auto expanded = ratio >= static_cast<double>(members) ? members : static_cast<uint64_t>(ratio);
     members = std::min(members, std::max(expanded, limits.ratio_floor_bytes));
   }
   return container_bytes + members;
+}
+
+const unpacker& unpacker_for(container_kind kind) {
+  static const archive_unpacker archives;
+  static const mime_unpacker mail;
+  static const msg_unpacker outlook;
+  if (kind == container_kind::msg)
+    return outlook;
+  if (is_mail(kind))
+    return mail;
+  return archives;
 }
 
 container_unpacker::container_unpacker(cpu_executor& cpu, const unpack_limits& limits,
@@ -42,17 +53,15 @@ void container_unpacker::unpack(unpack_request req, callback<unpacked> done) {
       // A decoder helper takes the container apart; its answer is checked again here.
       auto out = sandbox::unpack(*decoder, request.bytes, request.kind, limits_,
                                  std::chrono::steady_clock::now() + deadline_, request.stop);
-      if (out && request.kind != container_kind::eml && request.kind != container_kind::mbox)
+      if (out && !is_mail(request.kind))
         for (auto& m : out->members)
           if (auto safe = check_member_path(m.name); !safe)
             return answer(error::make_transient(
                 errc::decode_crashed, "the decoder helper answered an unsafe member path"));
       return answer(std::move(out));
     }
-    bool mail = request.kind == container_kind::eml || request.kind == container_kind::mbox;
-    const unpacker& reader = mail ? static_cast<const unpacker&>(mail_) : archives_;
     try {
-      answer(reader.unpack(request.bytes, request.kind, limits_));
+      answer(unpacker_for(request.kind).unpack(request.bytes, request.kind, limits_));
     } catch (const std::exception& e) {
       // std::bad_alloc and the like: the libraries are C, but our copies may throw.
       answer(

@@ -5,45 +5,20 @@
 
 #include <mutex>
 
+#include "adapters/containers/gobject_ptr.hpp"
+#include "adapters/containers/member_budget.hpp"
 #include "adapters/containers/unpacker.hpp"
 
 namespace ingestd {
 
 namespace {
 
-template <class T>
-struct gobject_ptr {
-  T* p = nullptr;
-  explicit gobject_ptr(T* x) : p(x) {}
-  gobject_ptr(const gobject_ptr&) = delete;
-  gobject_ptr& operator=(const gobject_ptr&) = delete;
-  ~gobject_ptr() {
-    if (p != nullptr)
-      g_object_unref(p);
-  }
-};
-
-/// A string GMime allocated, freed with g_free.
 std::string take(char* s) {
-  if (s == nullptr)
-    return {};
-  std::string out{s};
-  g_free(s);
-  return out;
+  return take_gstring(s);
 }
 
 std::string str(const char* s) {
   return s != nullptr ? std::string{s} : std::string{};
-}
-
-/// The last component of an attachment's file name: a name, never a path.
-std::string base_name(std::string name) {
-  auto slash = name.find_last_of("/\\");
-  if (slash != std::string::npos)
-    name.erase(0, slash + 1);
-  if (name == "." || name == "..")
-    name.clear();
-  return name;
 }
 
 std::string extension_of(GMimeContentType* type) {
@@ -75,40 +50,11 @@ std::string html_text(const std::string& html) {
 
 class walker {
 public:
-  walker(const unpack_limits& limits, unpacked& out) : limits_(limits), out_(out) {}
+  walker(const unpack_limits& limits, unpacked& out) : budget_(limits, out), out_(out) {}
 
-  /// One more entry of `bytes` bytes held: a member, a body, a multipart node, a part that is
-  /// not read (each counts against max_members, its bytes against max_total_bytes).
-  result<void> count_entry(uint64_t bytes) {
-    if (static_cast<int>(++entries_) > limits_.max_members)
-      return error::make_permanent("container.too_many_members",
-                                   "more than " + std::to_string(limits_.max_members)
-                                       + " members, MIME parts counted (containers.max_members)");
-    total_ += bytes;
-    if (total_ > limits_.max_total_bytes)
-      return error::make_permanent("container.too_large",
-                                   "the members hold more than "
-                                       + std::to_string(limits_.max_total_bytes)
-                                       + " bytes (containers.max_total_bytes)");
-    return {};
-  }
-
+  result<void> count_entry(uint64_t bytes) { return budget_.count_entry(bytes); }
   result<void> add(std::string name, std::string bytes) {
-    ++count_;
-    if (auto r = count_entry(bytes.size()); !r)
-      return r;
-    if (bytes.size() > limits_.max_member_bytes) {
-      out_.problems.push_back("member \"" + name + "\" is larger than "
-                              + std::to_string(limits_.max_member_bytes)
-                              + " bytes (containers.max_member_bytes): skipped");
-      return {};
-    }
-    if (bytes.empty()) {
-      out_.problems.push_back("member \"" + name + "\" is empty: skipped");
-      return {};
-    }
-    out_.members.push_back(unpacked_member{std::move(name), std::move(bytes)});
-    return {};
+    return budget_.add(std::move(name), std::move(bytes));
   }
 
   result<void> walk(GMimeObject* obj) {
@@ -131,16 +77,17 @@ public:
       auto* message = g_mime_message_part_get_message(GMIME_MESSAGE_PART(obj));
       if (message == nullptr)
         return count_entry(0);
-      auto name = base_name(str(g_mime_object_get_content_disposition_parameter(obj, "filename")));
+      auto name
+          = member_file_name(str(g_mime_object_get_content_disposition_parameter(obj, "filename")));
       if (name.empty())
-        name = "message-" + std::to_string(count_ + 1) + ".eml";
+        name = "message-" + std::to_string(count() + 1) + ".eml";
       return add(std::move(name), take(g_mime_object_to_string(GMIME_OBJECT(message), nullptr)));
     }
     if (!GMIME_IS_PART(obj))
       return count_entry(0); // message/partial, message/external-body: a reference, not read
     auto* part = GMIME_PART(obj);
     auto* type = g_mime_object_get_content_type(obj);
-    auto file_name = base_name(str(g_mime_part_get_filename(part)));
+    auto file_name = member_file_name(str(g_mime_part_get_filename(part)));
     bool text = g_mime_content_type_is_type(type, "text", "*");
     if (!g_mime_part_is_attachment(part) && file_name.empty() && text && GMIME_IS_TEXT_PART(obj)) {
       auto body = take(g_mime_text_part_get_text(GMIME_TEXT_PART(obj)));
@@ -164,20 +111,16 @@ public:
     auto* array = g_mime_stream_mem_get_byte_array(GMIME_STREAM_MEM(mem.p));
     std::string bytes(reinterpret_cast<const char*>(array->data), array->len);
     if (file_name.empty())
-      file_name = "attachment-" + std::to_string(count_ + 1) + extension_of(type);
+      file_name = "attachment-" + std::to_string(count() + 1) + extension_of(type);
     return add(std::move(file_name), std::move(bytes));
   }
 
   std::string body() const { return plain_.empty() ? html_ : plain_; }
-  size_t count() const { return count_; }
+  size_t count() const { return budget_.count(); }
 
 private:
-  const unpack_limits& limits_;
+  member_budget budget_;
   unpacked& out_;
-  /// Members offered (their default names are numbered by it), and entries counted.
-  size_t count_ = 0;
-  size_t entries_ = 0;
-  uint64_t total_ = 0;
   std::string plain_, html_;
 };
 

@@ -1,7 +1,8 @@
 // Containers taken apart: the unpacker interface, its limits and what it answers. The
-// implementations are archive_unpacker (libarchive: ZIP, TAR, .tar.gz, 7z) and mime_unpacker
-// (GMime: an e-mail and its attachments, an mbox's messages); container_unpacker runs the right one
-// on the CPU pool for the unpack stage. No CAF and no database here.
+// implementations are archive_unpacker (libarchive: ZIP, TAR, .tar.gz, 7z), mime_unpacker
+// (GMime: an e-mail and its attachments, an mbox's messages) and msg_unpacker (libgsf: an Outlook
+// message); container_unpacker runs the right one on the CPU pool for the unpack stage. No CAF and
+// no database here.
 #pragma once
 
 #include <chrono>
@@ -86,6 +87,22 @@ public:
                           const unpack_limits& limits) const override;
 };
 
+/// An Outlook message (.msg, OLE2) through libgsf: its body, headers and attachments.
+class msg_unpacker final : public unpacker {
+public:
+  msg_unpacker();
+  result<unpacked> unpack(std::string_view bytes, container_kind kind,
+                          const unpack_limits& limits) const override;
+};
+
+/// The reader of `kind`: archives, e-mails and mboxes, Outlook messages.
+const unpacker& unpacker_for(container_kind kind);
+
+/// Whether `kind` is a mail container (its members are attachments, not paths).
+constexpr bool is_mail(container_kind kind) {
+  return kind == container_kind::eml || kind == container_kind::mbox || kind == container_kind::msg;
+}
+
 /// The unpack stage's port: one container at a time on the CPU pool.
 struct unpack_request {
   std::string bytes;
@@ -112,8 +129,6 @@ private:
   cpu_executor& cpu_;
   unpack_limits limits_;
   std::chrono::seconds deadline_;
-  archive_unpacker archives_;
-  mime_unpacker mail_;
 };
 
 /// The most memory unpacking a container of `container_bytes` holds: its bytes and its members'

@@ -60,11 +60,7 @@ result<std::string> on_unpack(request& req, clock_type::time_point) {
   auto params = decode_unpack_params(req.params);
   if (!params)
     return bad_params(params.error());
-  static const archive_unpacker archives;
-  static const mime_unpacker mail;
-  bool is_mail = params->kind == container_kind::eml || params->kind == container_kind::mbox;
-  const unpacker& reader = is_mail ? static_cast<const unpacker&>(mail) : archives;
-  auto out = reader.unpack(req.bytes, params->kind, params->limits);
+  auto out = unpacker_for(params->kind).unpack(req.bytes, params->kind, params->limits);
   if (!out)
     return out.error();
   return encode(*out);

@@ -7,7 +7,7 @@
 # UBSan and _GLIBCXX_ASSERTIONS; build-sanitize/, shared with the sanitizer tests; build preset
 # "fuzz" builds only the fuzz targets), then runs each target
 # (all of them unless named: text ids http_headers sqs s3 openai local_extractor document_ai
-# transcription_json config matching_features archive mime multipart sandbox_protocol known_files
+# transcription_json config matching_features archive mime msg multipart sandbox_protocol known_files
 # review_request manifest) for SECONDS seconds, one after the other
 # (default 20: a smoke run; `tests/fuzz/run.sh 600` is a campaign). Every run is nice'd and single-threaded.
 #
@@ -26,7 +26,8 @@ seconds=${1:-20}
 shift || true
 root=$(cd "$(dirname "$0")/../.." && pwd)
 all=(text ids http_headers sqs s3 openai local_extractor document_ai transcription_json config
-     matching_features archive mime multipart sandbox_protocol known_files review_request manifest)
+     matching_features archive mime msg multipart sandbox_protocol known_files review_request
+     manifest)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all[@]}")
 
@@ -38,6 +39,7 @@ findings=$root/tests/fuzz/findings
 mkdir -p "$findings" build-sanitize/fuzz-logs
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:suppressions=$root/tests/sanitize/ubsan.supp}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/sanitize/lsan.supp}
 
 max_len_of() {
   case $1 in
@@ -56,7 +58,11 @@ for t in "${targets[@]}"; do
   mkdir -p "$scratch"
   start=$(date +%s)
   status=0
-  nice -n 19 "$exe" "$scratch" "tests/fuzz/corpus/$t" \
+  # libgsf's leak on a damaged OLE2 directory is suppressed by its frame, which only full
+  # unwinding shows (tests/sanitize/lsan.supp).
+  unwind=""
+  [[ $t == msg ]] && unwind=":fast_unwind_on_malloc=0"
+  ASAN_OPTIONS="$ASAN_OPTIONS$unwind" nice -n 19 "$exe" "$scratch" "tests/fuzz/corpus/$t" \
     -max_total_time="$seconds" -max_len="$(max_len_of "$t")" -rss_limit_mb=2048 -timeout=10 \
     -artifact_prefix="$findings/$t-" -print_final_stats=1 >"$log" 2>&1 \
     || status=$?

@@ -22,19 +22,19 @@ namespace ingestd::fuzz {
 /// expand more than 50 times the container.
 inline unpack_limits small_limits() {
   unpack_limits l;
-  l.max_total_bytes = 16 * 1024;
+  l.max_total_bytes = uint64_t{16} * 1024;
   l.max_members = 4;
   l.max_ratio = 50;
   l.ratio_floor_bytes = 1024;
-  l.max_member_bytes = 4 * 1024;
+  l.max_member_bytes = uint64_t{4} * 1024;
   return l;
 }
 
 enum class reader : uint8_t { archive, mime };
 
+/// The e-mail readers (GMime's, libgsf's for Outlook) keep the same properties.
 inline reader reader_of(container_kind kind) {
-  return kind == container_kind::eml || kind == container_kind::mbox ? reader::mime
-                                                                     : reader::archive;
+  return is_mail(kind) ? reader::mime : reader::archive;
 }
 
 /// An archive member's path as the stage may keep it: relative (no leading slash or backslash,

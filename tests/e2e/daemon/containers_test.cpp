@@ -11,6 +11,7 @@
 #include "adapters/queue/postgres_queue.hpp"
 #include "e2e_checks.hpp"
 #include "tests/support/containers/archive_maker.hpp"
+#include "tests/support/containers/outlook_maker.hpp"
 #include "tests/support/environment.hpp"
 #include "tests/support/ocr/ocr_support.hpp"
 
@@ -136,6 +137,38 @@ TEST(e2e_daemon_containers, a_zip_and_an_email_become_child_documents_that_all_c
   auto out = status.log();
   EXPECT_NE(out.find("\"parent_id\""), std::string::npos) << out;
   EXPECT_NE(out.find("march/inv02.pdf"), std::string::npos) << out;
+}
+
+TEST(e2e_daemon_containers, an_outlook_message_becomes_its_attachments_and_keeps_its_body) {
+  e2e_setup s;
+  auto msg = make_outlook_message("Invoice March", "Dear customer, our invoice is attached.",
+                                  {{"inv01.pdf", corpus_bytes("inv01_en_classic.pdf")}},
+                                  "Supplier <billing@supplier.example>");
+  auto in = s.root() + "/in";
+  std::filesystem::create_directories(in);
+  write_file(in + "/march.msg", msg);
+  std::map<std::string, std::string> extra{{"INGESTD_STAGES__ENABLED", "ingest,unpack"}};
+  auto env = s.daemon_env();
+  env.insert(extra.begin(), extra.end());
+  {
+    daemon_process submit{env, s.root() + "/submit.log", {"submit", in + "/march.msg"}};
+    ASSERT_EQ(submit.wait_exit(60s), 0) << submit.log_tail();
+  }
+  auto d = s.start(extra);
+  ASSERT_TRUE(wait_until(
+      [&] { return s.count("SELECT count(*) FROM ingestion WHERE status = 'completed'") == 2; },
+      180s))
+      << s.logs();
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion"), 2);
+  EXPECT_NE(s.db()
+                .scalar("SELECT body_text FROM document WHERE mime_type = "
+                        "'application/vnd.ms-outlook'")
+                .find("our invoice is attached"),
+            std::string::npos);
+  EXPECT_EQ(s.count("SELECT count(*) FROM document AS d JOIN document AS p ON p.id = d.parent_id "
+                    "WHERE d.member_name = 'inv01.pdf' AND p.mime_type = "
+                    "'application/vnd.ms-outlook' AND d.structured_data ? 'invoice_number'"),
+            1);
 }
 
 TEST(e2e_daemon_containers, a_zip_bomb_and_a_traversal_fail_for_review_and_leave_no_child_behind) {

@@ -5,6 +5,7 @@
 
 #include "adapters/containers/unpacker.hpp"
 #include "tests/support/containers/archive_maker.hpp"
+#include "tests/support/containers/outlook_maker.hpp"
 
 namespace ingestd {
 namespace {
@@ -17,9 +18,7 @@ result<unpacked> unpack(const std::string& bytes, unpack_limits limits = {}) {
   auto type = detect_container_type(bytes);
   if (!type)
     return error::make_permanent("test.type", "not a container");
-  if (type->kind == container_kind::eml || type->kind == container_kind::mbox)
-    return mime_unpacker{}.unpack(bytes, type->kind, limits);
-  return archive_unpacker{}.unpack(bytes, type->kind, limits);
+  return unpacker_for(type->kind).unpack(bytes, type->kind, limits);
 }
 
 TEST(container_type, detects_each_kind_and_nothing_else) {
@@ -300,6 +299,67 @@ TEST(mime_unpacker, mime_parts_that_are_no_attachment_count_against_the_members)
   r = unpack(make_email("long", std::string(5000, 'x'), {}), limits);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, "container.too_large") << r.error().describe();
+}
+
+TEST(msg_unpacker, an_outlook_message_keeps_its_headers_body_and_attachments) {
+  auto msg = test::make_outlook_message(
+      "Invoice 2026-11", "Please find the invoice attached. Grüße",
+      {{"inv01.pdf", pdf_bytes("one")}, {"../../etc/scan.png", "\x89PNG bytes"}},
+      "Supplier <billing@supplier.example>", "AP <ap@buyer.example>");
+  auto type = detect_container_type(msg);
+  ASSERT_TRUE(type);
+  EXPECT_EQ(type->kind, container_kind::msg);
+  EXPECT_EQ(type->mime, "application/vnd.ms-outlook");
+  auto out = unpack(msg);
+  ASSERT_TRUE(out) << out.error().describe();
+  EXPECT_EQ(out->subject, "Invoice 2026-11");
+  EXPECT_EQ(out->body_text, "Please find the invoice attached. Grüße");
+  EXPECT_EQ(out->from, "Supplier <billing@supplier.example>");
+  EXPECT_EQ(out->to, "AP <ap@buyer.example>");
+  EXPECT_EQ(out->date, "Mon, 23 Nov 2026 10:00:00 +0000");
+  ASSERT_EQ(out->members.size(), 2u);
+  EXPECT_EQ(out->members[0].name, "inv01.pdf");
+  EXPECT_EQ(out->members[0].bytes, pdf_bytes("one"));
+  EXPECT_EQ(out->members[1].name, "scan.png") << "a name, never a path";
+  EXPECT_TRUE(out->problems.empty());
+}
+
+TEST(msg_unpacker, an_attached_message_is_named_and_the_limits_hold) {
+  auto msg = test::make_outlook_message(
+      "Fwd", "", {{"original.msg", "", true}, {"big.pdf", std::string(5000, 'x')}});
+  unpack_limits small;
+  small.max_member_bytes = 4096;
+  auto out = unpack(msg, small);
+  ASSERT_TRUE(out) << out.error().describe();
+  EXPECT_TRUE(out->members.empty());
+  ASSERT_EQ(out->problems.size(), 2u);
+  EXPECT_NE(out->problems[0].find("attached Outlook message"), std::string::npos);
+  EXPECT_NE(out->problems[1].find("big.pdf"), std::string::npos);
+  std::vector<test::outlook_attachment> many;
+  many.reserve(5);
+  for (int i = 0; i < 5; ++i)
+    many.push_back({"a" + std::to_string(i) + ".pdf", pdf_bytes("x")});
+  unpack_limits few;
+  few.max_members = 3;
+  auto refused = unpack(test::make_outlook_message("Many", "body", many), few);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, "container.too_many_members");
+}
+
+TEST(msg_unpacker, a_damaged_message_or_another_ole_file_is_refused) {
+  auto msg = test::make_outlook_message("Invoice", "body", {{"a.pdf", pdf_bytes("a")}});
+  // Cut short: the compound file's sectors are missing.
+  auto broken = msg_unpacker{}.unpack(msg.substr(0, 700), container_kind::msg, {});
+  ASSERT_FALSE(broken);
+  EXPECT_EQ(broken.error().code, "container.corrupt");
+  // An OLE2 file without a message's property stream (a .doc, an .xls) is no Outlook message.
+  auto other = msg;
+  std::string wide;
+  for (char c : std::string_view{"__properties_version1.0"})
+    wide.append({c, '\0'});
+  for (auto at = other.find(wide); at != std::string::npos; at = other.find(wide, at))
+    other[at] = 'X';
+  EXPECT_FALSE(detect_container_type(other));
 }
 
 } // namespace
