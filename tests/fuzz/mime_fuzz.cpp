@@ -1,33 +1,14 @@
 // Fuzz target: e-mails and mboxes through mime_unpacker (GMime) under small limits, and the
 // unpack stage's way to it: detection, container_unpacker's choice of reader, the members.
 // Input: the bytes, read as an e-mail and as an mbox.
-#include <glib.h>
-
-#include <cstdio>
-#include <cstdlib>
-
+#include "tests/fuzz/glib_criticals.hpp"
 #include "tests/fuzz/unpack_checks.hpp"
 
 using namespace ingestd;
 
 namespace {
 
-// A GLib critical is GMime refusing a call (a g_return_if_fail check): a misuse of its API by the
-// unpacker, never a property of the input. It aborts like a failed check (GLib's own fatal
-// criticals stop with a breakpoint trap, which libFuzzer does not catch).
-void abort_on_critical(const gchar* domain, GLogLevelFlags level, const gchar* message,
-                       gpointer /*unused*/) {
-  if ((level & (G_LOG_LEVEL_ERROR | G_LOG_LEVEL_CRITICAL)) != 0) {
-    std::fprintf(stderr, "%s: %s\n", domain != nullptr ? domain : "GLib", message);
-    std::abort();
-  }
-  g_log_default_handler(domain, level, message, nullptr);
-}
-
-const bool criticals_abort = [] {
-  g_log_set_default_handler(abort_on_critical, nullptr);
-  return true;
-}();
+const bool criticals_abort = fuzz::abort_on_glib_criticals(nullptr);
 
 } // namespace
 

@@ -2,34 +2,14 @@
 // the unpack stage's way to it: detection, container_unpacker's choice of reader, the members.
 // Input: the bytes, read as an Outlook message. Seeds (corpus/msg/): messages made with
 // tests/support/containers/outlook_maker.hpp (attachments, an attached message, none).
-#include <glib.h>
-
-#include <cstdio>
-#include <cstdlib>
-
+#include "tests/fuzz/glib_criticals.hpp"
 #include "tests/fuzz/unpack_checks.hpp"
 
 using namespace ingestd;
 
 namespace {
 
-// A critical of GLib's own (a refused GObject call) is a misuse of the API by the unpacker and
-// aborts like a failed check. libgsf's OLE2 reader reports damaged input with criticals of its
-// own domain ("libgsf:msole: ... assertion 'block < ole->info->max_block' failed") and then
-// answers no file, which the unpacker calls corrupt: those are a property of the input.
-void abort_on_critical(const gchar* domain, GLogLevelFlags level, const gchar* message,
-                       gpointer /*unused*/) {
-  bool from_reader = domain != nullptr && g_str_has_prefix(domain, "libgsf") != FALSE;
-  if ((level & (G_LOG_LEVEL_ERROR | G_LOG_LEVEL_CRITICAL)) != 0 && !from_reader) {
-    std::fprintf(stderr, "%s: %s\n", domain != nullptr ? domain : "GLib", message);
-    std::abort();
-  }
-}
-
-const bool criticals_abort = [] {
-  g_log_set_default_handler(abort_on_critical, nullptr);
-  return true;
-}();
+const bool criticals_abort = fuzz::abort_on_glib_criticals("libgsf");
 
 } // namespace
 
