@@ -6,6 +6,7 @@
 #include "messages/priority.hpp"
 
 #include "messages/json_depth.hpp"
+#include "messages/text.hpp"
 #include "messages/uuid.hpp"
 
 #include <algorithm>
@@ -485,33 +486,6 @@ std::vector<std::string> name_list(const std::string& text) {
 
 namespace {
 
-/// `text` with its %XX escapes decoded (a malformed one is kept as it is).
-std::string percent_decoded(const std::string& text) {
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    int hi = 0;
-    int lo = 0;
-    auto hex = [](char c, int& v) {
-      if (c >= '0' && c <= '9')
-        v = c - '0';
-      else if (c >= 'a' && c <= 'f')
-        v = c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F')
-        v = c - 'A' + 10;
-      else
-        return false;
-      return true;
-    };
-    if (text[i] == '%' && i + 2 < text.size() && hex(text[i + 1], hi) && hex(text[i + 2], lo)) {
-      out.push_back(static_cast<char>(hi * 16 + lo));
-      i += 2;
-    } else {
-      out.push_back(text[i]);
-    }
-  }
-  return out;
-}
-
 /// The pieces of `text` between `sep`s.
 std::vector<std::string> split(const std::string& text, char sep) {
   std::vector<std::string> out;
@@ -676,7 +650,7 @@ result<std::vector<mailbox_entry>> mailboxes_of(const std::string& text) {
     auto user = authority.substr(0, at);
     if (user.find(':') != std::string::npos)
       return bad("no password in the URL: it comes from the environment (password_env)");
-    m.user = percent_decoded(user);
+    m.user = percent_decode(user);
     auto folder = rest.substr(path + 1, query == std::string::npos ? query : query - path - 1);
     if (folder.empty() || authority.size() == at + 1)
       return bad("the URL must name a host and a folder: imaps://USER@HOST/FOLDER");
@@ -686,7 +660,7 @@ result<std::vector<mailbox_entry>> mailboxes_of(const std::string& text) {
       for (auto& pair : split(rest.substr(query + 1), '&')) {
         auto eq = pair.find('=');
         auto name = pair.substr(0, eq);
-        auto value = eq == std::string::npos ? std::string{} : percent_decoded(pair.substr(eq + 1));
+        auto value = eq == std::string::npos ? std::string{} : percent_decode(pair.substr(eq + 1));
         if (value.empty())
           return bad("expected processed=FOLDER or password_env=NAME in the query");
         if (name == "processed")
@@ -696,7 +670,7 @@ result<std::vector<mailbox_entry>> mailboxes_of(const std::string& text) {
         else
           return bad("unknown parameter \"" + name + "\" (processed, password_env)");
       }
-    if (m.processed_folder == percent_decoded(folder))
+    if (m.processed_folder == percent_decode(folder))
       return bad("the processed folder must differ from the folder read");
     if (!seen.insert(m.user + " " + m.url).second)
       return bad("the mailbox is listed twice");
@@ -731,7 +705,7 @@ result<std::vector<bucket_entry>> buckets_of(const std::string& text) {
     auto slash = path.find('/');
     b.bucket = path.substr(0, slash);
     if (slash != std::string::npos)
-      b.prefix = percent_decoded(path.substr(slash + 1));
+      b.prefix = percent_decode(path.substr(slash + 1));
     bool named = b.bucket.size() >= 3 && b.bucket.size() <= 63;
     for (char c : b.bucket)
       named = named
@@ -745,7 +719,7 @@ result<std::vector<bucket_entry>> buckets_of(const std::string& text) {
         auto eq = pair.find('=');
         if (pair.substr(0, eq) != "queue" || eq == std::string::npos)
           return bad("expected queue=QUEUE (a name or a URL) in the query");
-        b.queue = percent_decoded(pair.substr(eq + 1));
+        b.queue = percent_decode(pair.substr(eq + 1));
       }
     if (b.queue.empty())
       return bad("the queue of the bucket's notifications must be given: ?queue=QUEUE");

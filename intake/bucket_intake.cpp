@@ -2,13 +2,13 @@
 
 #include <rapidjson/document.h>
 
-#include "adapters/http_server/form.hpp"
 #include "adapters/queue/queue.hpp"
 #include "adapters/storage/object_store.hpp"
 #include "adapters/support/blocking_call.hpp"
 #include "adapters/support/log.hpp"
 #include "intake/intake_service.hpp"
 #include "messages/error_codes.hpp"
+#include "messages/text.hpp"
 
 namespace ingestd {
 
@@ -70,7 +70,7 @@ std::optional<std::vector<s3_object_event>> parse_s3_notification(std::string_vi
     s3_object_event e;
     e.event = text_of(r, "eventName");
     e.bucket = text_of(*bucket, "name");
-    e.key = http_server::percent_decode(text_of(*object, "key"), true);
+    e.key = percent_decode(text_of(*object, "key"), true);
     e.etag = text_of(*object, "eTag");
     auto size = object->FindMember("size");
     if (size != object->MemberEnd() && size->value.IsInt64())

@@ -149,4 +149,22 @@ std::string clean_json(std::string_view json) {
   return out;
 }
 
+std::string percent_decode(std::string_view text, bool plus_as_space) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '+' && plus_as_space) {
+      out.push_back(' ');
+    } else if (c == '%' && i + 2 < text.size() && hex_value(text[i + 1]) >= 0
+               && hex_value(text[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
 } // namespace ingestd

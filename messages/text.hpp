@@ -1,5 +1,6 @@
 // Text made safe for storage: a byte-count limit that never cuts a UTF-8 character in half, and
-// the cleaning of strings and JSON that PostgreSQL would refuse (NUL, bytes that are not UTF-8).
+// the cleaning of strings and JSON that PostgreSQL would refuse (NUL, bytes that are not UTF-8);
+// and the one decoding of %XX escapes (URLs, forms, S3 keys, configured URLs).
 #pragma once
 
 #include <cstddef>
@@ -20,5 +21,9 @@ std::string clean_text(std::string_view s);
 /// dropped and an unpaired surrogate escape replaced by \ufffd. Valid JSON stays valid JSON;
 /// clean JSON comes back unchanged.
 std::string clean_json(std::string_view json);
+
+/// `text` with its %XX escapes decoded (a malformed escape is kept as it is), and '+' as a space
+/// when `plus_as_space` (forms, S3 event keys).
+std::string percent_decode(std::string_view text, bool plus_as_space = false);
 
 } // namespace ingestd

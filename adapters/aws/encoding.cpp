@@ -78,24 +78,6 @@ std::string uri_encode(std::string_view s, bool keep_slash) {
   return out;
 }
 
-std::string uri_decode(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size()) {
-      int hi = hex_value(s[i + 1]);
-      int lo = hex_value(s[i + 2]);
-      if (hi >= 0 && lo >= 0) {
-        out.push_back(static_cast<char>(hi * 16 + lo));
-        i += 2;
-        continue;
-      }
-    }
-    out.push_back(s[i]);
-  }
-  return out;
-}
-
 std::string url_parts::host_header() const {
   bool default_port = (scheme == "http" && port == 80) || (scheme == "https" && port == 443);
   if (default_port)

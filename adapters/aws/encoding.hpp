@@ -29,8 +29,6 @@ std::string base64_encode(std::string_view bytes);
 /// they are, everything else as %XY with upper-case hex; '/' is kept when `keep_slash`
 /// (for paths) and encoded otherwise (for query keys and values).
 std::string uri_encode(std::string_view s, bool keep_slash = false);
-/// Decodes %XY escapes (invalid escapes are kept literally); '+' is NOT turned into a space.
-std::string uri_decode(std::string_view s);
 
 /// The parts of an absolute http(s) URL that signing and request building need.
 struct url_parts {

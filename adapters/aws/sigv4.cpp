@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "adapters/aws/encoding.hpp"
+#include "messages/text.hpp"
 
 namespace ingestd::aws {
 
@@ -98,7 +99,7 @@ std::string normalize_path(std::string_view path) {
 
 std::string canonical_uri(std::string_view path, bool s3_path) {
   if (s3_path)
-    return uri_encode(uri_decode(path), true);
+    return uri_encode(percent_decode(path), true);
   return uri_encode(normalize_path(path), true);
 }
 
@@ -115,7 +116,7 @@ std::string canonical_query(std::string_view query,
       auto eq = item.find('=');
       auto key = item.substr(0, eq);
       auto value = eq == std::string_view::npos ? std::string_view{} : item.substr(eq + 1);
-      params.emplace_back(uri_encode(uri_decode(key)), uri_encode(uri_decode(value)));
+      params.emplace_back(uri_encode(percent_decode(key)), uri_encode(percent_decode(value)));
     }
     pos = amp + 1;
   }

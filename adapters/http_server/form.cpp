@@ -1,6 +1,8 @@
 // multipart/form-data and urlencoded bodies (see form.hpp).
 #include "adapters/http_server/form.hpp"
 
+#include "messages/text.hpp"
+
 #include <algorithm>
 #include <cctype>
 
@@ -82,16 +84,6 @@ bool boundary_char(char c) {
   if (std::isalnum(static_cast<unsigned char>(c)))
     return true;
   return std::string_view{"'()+_,-./:=? "}.find(c) != std::string_view::npos;
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
 }
 
 } // namespace
@@ -200,24 +192,6 @@ result<std::vector<form_part>> parse_multipart(std::string_view body, std::strin
     parts.push_back(std::move(part));
     pos = end + 2;
   }
-}
-
-std::string percent_decode(std::string_view text, bool plus_as_space) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c == '+' && plus_as_space) {
-      out.push_back(' ');
-    } else if (c == '%' && i + 2 < text.size() && hex_value(text[i + 1]) >= 0
-               && hex_value(text[i + 2]) >= 0) {
-      out.push_back(static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2])));
-      i += 2;
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
 }
 
 std::vector<std::pair<std::string, std::string>> parse_urlencoded(std::string_view text,

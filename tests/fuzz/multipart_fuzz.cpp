@@ -1,9 +1,10 @@
-// Fuzz target: adapters/http_server/form (multipart_boundary, parse_multipart, parse_urlencoded,
-// percent_decode), which read the bodies that browsers and HTTP clients send to the intake and
-// the review desk.
+// Fuzz target: adapters/http_server/form (multipart_boundary, parse_multipart, parse_urlencoded)
+// and messages/text's percent_decode, which read the bodies that browsers and HTTP clients send
+// to the intake and the review desk.
 // Input: the Content-Type up to the first '\n', then the body.
 #include "adapters/http_server/form.hpp"
 
+#include "messages/text.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 using namespace ingestd;

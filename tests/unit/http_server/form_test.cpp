@@ -98,5 +98,4 @@ TEST(parse_urlencoded, decodes_pairs_and_bounds_their_count) {
   EXPECT_EQ(pairs[3].first, "flag");
   EXPECT_EQ(pairs[4].second, "%zz%4");
   EXPECT_EQ(parse_urlencoded("a=1&b=2&c=3", 2).size(), 2U);
-  EXPECT_EQ(percent_decode("a+b%20c", false), "a+b c");
 }

@@ -87,3 +87,11 @@ TEST(clean_json, cleans_raw_nul_and_malformed_bytes) {
   EXPECT_EQ(clean_json(R"({"error": "too long )" + euro.substr(0, 1) + R"("})"),
             R"({"error": "too long )" + fffd + R"("})");
 }
+
+TEST(percent_decode, decodes_escapes_keeps_malformed_ones_and_plus_only_in_forms) {
+  EXPECT_EQ(percent_decode("a%20b%2fc+d%zz%4"), "a b/c+d%zz%4");
+  EXPECT_EQ(percent_decode("a+b%20c", false), "a+b c");
+  EXPECT_EQ(percent_decode("a+b%20c", true), "a b c");
+  EXPECT_EQ(percent_decode("%41%"), "A%");
+  EXPECT_EQ(percent_decode(""), "");
+}
