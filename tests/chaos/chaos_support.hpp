@@ -2,6 +2,8 @@
 // independent accounting of completions and results, and the truth it checks each one against.
 #pragma once
 
+#include <filesystem>
+
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -103,6 +105,35 @@ inline void expect_matching_once(e2e_setup& s, int64_t n, const std::string& jou
                   s.count("SELECT count(*) FROM chaos_matching WHERE status = 'failed'")));
 }
 
+/// The audit trail of every ingestion whose result was never written, oldest step first.
+inline std::string missing_results(e2e_setup& s) {
+  std::string out;
+  for (auto& row : s.db().query(
+           "SELECT e.ingestion_id::text, string_agg(e.step || ':' || e.outcome || "
+           "coalesce(' (' || e.detail || ')', '') || ' by ' || coalesce(e.worker_id, '?'), "
+           "E'\\n  ' ORDER BY e.at, e.id) FROM ingestion_event AS e WHERE NOT EXISTS "
+           "(SELECT 1 FROM chaos_result AS r WHERE r.ingestion_id = e.ingestion_id) "
+           "GROUP BY e.ingestion_id")) {
+    auto id = row[0].value_or("");
+    out.append("without a result: ").append(id).append("\n  ").append(row[1].value_or(""));
+    out.append("\n  the nodes' log lines about it:\n");
+    // Every node's whole log (e2e_setup::start writes root()/daemon-N.log).
+    for (const auto& entry : std::filesystem::directory_iterator(s.root())) {
+      if (entry.path().filename().string().rfind("daemon-", 0) != 0)
+        continue;
+      std::ifstream in{entry.path()};
+      for (std::string line; std::getline(in, line);)
+        if (line.find(id) != std::string::npos)
+          out.append("  ")
+              .append(entry.path().filename().string())
+              .append(": ")
+              .append(line)
+              .append("\n");
+    }
+  }
+  return out;
+}
+
 /// After the run: each of the `n` ingestions completed exactly once (its work item and its
 /// ingestion), its result written once, no claim left, and the right result (its file's
 /// invoice number, no review).
@@ -118,7 +149,7 @@ inline void expect_exactly_once(e2e_setup& s, int64_t n, const std::string& jour
   EXPECT_EQ(s.count("SELECT count(DISTINCT ingestion_id) FROM chaos_completion"), n);
   EXPECT_EQ(s.count("SELECT count(*) FROM chaos_result"), n)
       << "results written: one per document, none twice\n"
-      << journal;
+      << journal << missing_results(s);
   EXPECT_EQ(s.count("SELECT count(DISTINCT ingestion_id) FROM chaos_result"), n);
   EXPECT_EQ(s.count("SELECT count(*) FROM work_item WHERE stage = 'ingest' "
                     "AND (claim_token IS NOT NULL OR lease_expires_at IS NOT NULL)"),
