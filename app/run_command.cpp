@@ -269,11 +269,14 @@ int run_command(const arguments& args) {
         = std::make_shared<intake_service>(intake_db, rt.storage, intake_options_of(*cfg, counter));
     // Mailboxes: a pass over them every poll interval, on a periodic actor of their own.
     std::vector<periodic_task> background;
+    // A pass that runs when the node stops ends after the item in hand (the node waits for it).
+    std::vector<std::function<void()>> stop_background;
     if (!boxes->empty()) {
       auto mail = std::make_shared<mailbox_intake>(intake, std::move(*boxes),
                                                    cfg->acquisition.batch_size);
       background.push_back({"mailboxes", [mail] { return mail->pass(); },
                             std::chrono::seconds{cfg->acquisition.poll_interval_seconds}});
+      stop_background.emplace_back([mail] { mail->stop(); });
     }
     // Buckets: their notification queues read every poll interval, on another.
     auto buckets = configured_buckets(*cfg, rt);
@@ -284,6 +287,7 @@ int run_command(const arguments& args) {
           intake, std::move(*buckets), std::chrono::seconds{cfg->acquisition.timeout_seconds});
       background.push_back({"buckets", [inbound] { return inbound->pass(); },
                             std::chrono::seconds{cfg->acquisition.poll_interval_seconds}});
+      stop_background.emplace_back([inbound] { inbound->stop(); });
     }
     std::unique_ptr<intake_server> intake_http;
     if (cfg->intake.port != 0) {
@@ -342,12 +346,15 @@ int run_command(const arguments& args) {
         log::info("review desk listening", {{"address", review_address(*cfg, admin->port())}});
     }
     // The node's context keeps this (its drain hook): a weak pointer, or the two keep each other.
-    auto arm_watchdog = [a = admin.get(), &watchdog, weak = std::weak_ptr<node_context>{ctx}] {
-      if (auto c = weak.lock())
-        watchdog.arm(c->settings.shutdown_grace + shutdown_margin, c);
-      if (a)
-        a->set_shutting_down();
-    };
+    auto arm_watchdog
+        = [a = admin.get(), &watchdog, weak = std::weak_ptr<node_context>{ctx}, stop_background] {
+            for (const auto& stop : stop_background)
+              stop();
+            if (auto c = weak.lock())
+              watchdog.arm(c->settings.shutdown_grace + shutdown_margin, c);
+            if (a)
+              a->set_shutting_down();
+          };
     // worker.lifetime_units and worker.exit_after_idle_polls: the node drains itself as on SIGTERM.
     auto& actors
         = n.start([arm_watchdog](const std::string&) { arm_watchdog(); }, std::move(background));

@@ -97,7 +97,8 @@ result<bool> bucket_intake::pass() {
 acquisition_report bucket_intake::read() {
   acquisition_report report;
   for (const auto& b : buckets_)
-    read(b, report);
+    if (!stopping_)
+      read(b, report);
   return report;
 }
 
@@ -141,7 +142,8 @@ void bucket_intake::read(const inbound_bucket& b, acquisition_report& report) {
   std::vector<std::string> done;
   std::optional<error> stopped;
   for (const auto& m : *received) {
-    if (stopped)
+    // Stopping: what is not taken in comes back after its visibility timeout.
+    if (stopped || stopping_)
       break;
     auto objects = parse_s3_notification(m.body);
     if (!objects) {

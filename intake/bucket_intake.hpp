@@ -12,6 +12,7 @@
 // visibility timeout. The node's periodic actor runs the passes.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -70,6 +71,9 @@ public:
   result<bool> pass();
   /// One pass, not logged.
   acquisition_report read();
+  /// Ends a pass that runs after the item in hand, and every later one at once: the node is
+  /// stopping (what is not read stays where it is for the next node). Thread-safe.
+  void stop() { stopping_ = true; }
 
 private:
   void read(const inbound_bucket& b, acquisition_report& report);
@@ -78,6 +82,7 @@ private:
   std::shared_ptr<intake_service> intake_;
   std::vector<inbound_bucket> buckets_;
   std::chrono::milliseconds timeout_;
+  std::atomic<bool> stopping_{false};
 };
 
 } // namespace ingestd

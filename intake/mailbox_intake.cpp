@@ -95,7 +95,8 @@ result<bool> mailbox_intake::pass() {
 acquisition_report mailbox_intake::read() {
   acquisition_report report;
   for (auto& r : readers_)
-    read(*r, report);
+    if (!stopping_)
+      read(*r, report);
   return report;
 }
 
@@ -138,6 +139,10 @@ void mailbox_intake::read(reader& r, acquisition_report& report) {
     report.more = true;
   }
   for (auto uid : *waiting) {
+    if (stopping_) {
+      report.more = false;
+      return;
+    }
     auto bytes = r.imap.fetch(uid);
     if (!bytes && bytes.error().transient())
       return failed(bytes.error(), "fetching a message");

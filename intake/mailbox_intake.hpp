@@ -10,6 +10,7 @@
 // again. The node's periodic actor runs the passes.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -45,6 +46,9 @@ public:
   result<bool> pass();
   /// One pass, not logged.
   acquisition_report read();
+  /// Ends a pass that runs after the item in hand, and every later one at once: the node is
+  /// stopping (what is not read stays where it is for the next node). Thread-safe.
+  void stop() { stopping_ = true; }
 
   /// Called after each message is dealt with, with its UID (a test stops the server there).
   std::function<void(uint64_t uid)> after_message;
@@ -57,6 +61,7 @@ private:
   std::shared_ptr<intake_service> intake_;
   std::vector<std::unique_ptr<reader>> readers_;
   int batch_;
+  std::atomic<bool> stopping_{false};
 };
 
 /// The Message-ID of a message's header (without its angle brackets), or empty.

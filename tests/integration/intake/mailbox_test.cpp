@@ -197,6 +197,20 @@ TEST_F(mailbox_test, two_readers_of_one_mailbox_take_each_message_once) {
   EXPECT_EQ(server->search("Processed").size(), static_cast<size_t>(messages));
 }
 
+TEST_F(mailbox_test, a_stopping_node_ends_its_pass_after_the_message_in_hand) {
+  for (int i = 1; i <= 3; ++i)
+    server->append("INBOX", mail("s" + std::to_string(i) + "@supplier.example", "Invoice"));
+  auto r = reader();
+  r->after_message = [&](uint64_t) { r->stop(); };
+  auto report = r->read();
+  EXPECT_EQ(report.taken, 1);
+  EXPECT_FALSE(report.more);
+  EXPECT_EQ(server->search("INBOX").size(), 2u) << "the rest stays for the next node";
+  auto later = r->read();
+  EXPECT_EQ(later.taken + later.failed, 0);
+  EXPECT_EQ(ingestions(), 1);
+}
+
 TEST_F(mailbox_test, a_batch_larger_than_a_pass_says_more_is_due) {
   for (int i = 1; i <= 3; ++i)
     server->append("INBOX", mail("f" + std::to_string(i) + "@supplier.example", "Invoice"));
