@@ -43,7 +43,6 @@ result<std::vector<form_part>> parse_multipart(std::string_view body, std::strin
 std::vector<std::pair<std::string, std::string>> parse_urlencoded(std::string_view text,
                                                                   size_t max_fields = 256);
 
-
 /// The media type of a Content-Type value, lower-cased, without parameters or blanks.
 std::string media_type(std::string_view content_type);
 
