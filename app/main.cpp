@@ -13,6 +13,7 @@
 #include <optional>
 #include <unistd.h>
 
+#include "adapters/convert/office_converter.hpp"
 #include "adapters/sandbox/decoders.hpp"
 #include "adapters/support/log.hpp"
 #include "app/cli.hpp"
@@ -239,6 +240,9 @@ int main(int argc, char** argv) {
   // not in the help). It comes first: nothing of the daemon starts in it.
   if (argc >= 2 && std::strcmp(argv[1], "decoder") == 0 && std::getenv("OMP_THREAD_LIMIT"))
     return ingestd::sandbox::decoder_main(argc, argv, 2);
+  // `ingestd converter`: the confined launcher of one office conversion (adapters/convert).
+  if (argc >= 2 && std::strcmp(argv[1], "converter") == 0 && std::getenv("OMP_THREAD_LIMIT"))
+    return ingestd::converter_main(argc, argv, 2);
   // Tesseract parallelises inside a page with OpenMP, which only fights the CPU pool's own
   // workers (one page per core): a single OpenMP thread is 2-3x faster overall. libgomp reads the
   // variable when it loads, so set it and start again.

@@ -53,20 +53,10 @@ void print_human(const std::string& path, const transcription& t) {
   }
 }
 
-/// Transcribes `path` with the provider `cfg` names.
+/// Transcribes `path` with the provider `cfg` names, as the daemon would: an office document
+/// through its PDF, pages read in decoder helpers (one per core for the local provider; a remote
+/// provider's refusal falls back to it).
 result<transcription> transcribe_path(const config& cfg, const std::string& path) {
-  double threshold = cfg.transcription.ocr_quality_threshold;
-  if (cfg.transcription.provider == "tesseract") {
-    auto opts = make_local_transcriber_options(
-        cfg.transcription.languages, static_cast<size_t>(cfg.transcription.max_file_bytes),
-        cfg.transcription.max_pages, std::chrono::seconds{cfg.transcription.timeout_seconds},
-        cfg.transcription.other_languages);
-    // The document is read in decoder helpers, as in the daemon: one per core.
-    auto threads = std::max(1u, std::thread::hardware_concurrency());
-    auto helpers = std::make_shared<sandbox::helper_pool>(
-        decoder_pool_options(cfg, static_cast<int>(threads)));
-    return transcribe_file_blocking(path, opts, threshold, true, threads, helpers);
-  }
   auto bytes = read_document(path);
   if (!bytes)
     return bytes.error();
@@ -74,11 +64,14 @@ result<transcription> transcribe_path(const config& cfg, const std::string& path
     return error::make_permanent("ocr.empty_file", path + " is empty (0 bytes)");
   auto type = detect_file_type(*bytes);
   if (!type)
-    return error::make_permanent("ocr.unsupported_type",
-                                 path + " is not a PDF, PNG, JPEG or TIFF file");
-  // A remote provider's refusal falls back to the local one: its pages are read in a helper.
-  thread_pool_executor pool{1,
-                            std::make_shared<sandbox::helper_pool>(decoder_pool_options(cfg, 1))};
+    return error::make_permanent(
+        "ocr.unsupported_type",
+        path + " is not a PDF, PNG, JPEG, TIFF, DOCX, XLSX, ODT, ODS, RTF or HTML file");
+  auto threads = cfg.transcription.provider == "tesseract"
+                     ? std::max(1u, std::thread::hardware_concurrency())
+                     : 1u;
+  thread_pool_executor pool{threads, std::make_shared<sandbox::helper_pool>(
+                                         decoder_pool_options(cfg, static_cast<int>(threads)))};
   auto rt = make_runtime(cfg, pool, runtime_parts{false, false, false, false});
   if (!rt)
     return rt.error();
@@ -86,9 +79,12 @@ result<transcription> transcribe_path(const config& cfg, const std::string& path
   if (!transcribers)
     return transcribers.error();
   auto ocr = transcribers->at(cfg.transcription.provider);
+  double threshold = cfg.transcription.ocr_quality_threshold;
   transcription_request req{std::move(*bytes), std::string{type->mime}, threshold, true};
-  auto deadline = std::chrono::seconds{cfg.transcription.timeout_seconds + 30};
-  return blocking_call<transcription>(deadline, "ocr.timeout", "the OCR provider",
+  // A conversion to PDF has the provider's timeout too.
+  auto timeout = cfg.transcription.timeout_seconds * (needs_conversion(type->kind) ? 2 : 1);
+  return blocking_call<transcription>(std::chrono::seconds{timeout + 30}, "ocr.timeout",
+                                      "the OCR provider",
                                       [&](auto cb) { ocr->transcribe(std::move(req), cb); });
 }
 

@@ -16,6 +16,8 @@ packages=(
   python3 python3-boto3 libcpp-httplib-dev libmicrohttpd-dev zlib1g-dev prometheus
   clang-tidy clang-format cppcheck clang-14 libclang-rt-14-dev
 )
+# Office and web documents (DOCX, XLSX, ODT, ODS, RTF, HTML) are converted to PDF by LibreOffice.
+packages+=(libreoffice-writer-nogui libreoffice-calc-nogui)
 # Mailbox intake's tests: a Dovecot IMAP server of their own on loopback.
 packages+=(dovecot-imapd)
 # The review desk's browser test: headless Chromium driven by Selenium (system packages).

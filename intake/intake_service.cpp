@@ -106,8 +106,8 @@ result<intake_outcome> intake_service::submit(const intake_item& item) {
     if (!container)
       return error::make_permanent(
           errc::intake_unsupported_type,
-          "not a PDF, PNG, JPEG or TIFF file, nor a ZIP, TAR, .tar.gz, 7z, e-mail (.eml) "
-          "or mbox (by its first bytes)");
+          "not a PDF, PNG, JPEG, TIFF, DOCX, XLSX, ODT, ODS, RTF or HTML file, nor a ZIP, TAR, "
+          ".tar.gz, 7z, e-mail (.eml, .msg) or mbox (by its first bytes)");
     if (opts_.unpack_queue.empty())
       return error::make_permanent(
           errc::intake_containers_disabled,
@@ -245,6 +245,9 @@ std::string size_class_of(const intake_options& opts, std::string_view bytes,
     return "small";
   if (bytes.size() >= opts.large_min_bytes)
     return "large";
+  // An office document's pages are known once it is converted; its size decides.
+  if (auto type = file_type_of_mime(mime); type && needs_conversion(type->kind))
+    return "small";
   if (opts.count_pages && opts.count_pages(bytes, mime) >= opts.large_min_pages)
     return "large";
   return "small";

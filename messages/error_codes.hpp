@@ -45,6 +45,13 @@ inline constexpr std::string_view decode_timeout = "decode.timeout";
 /// The caller stopped the call (its work was cancelled): the helper was ended, nothing counted.
 inline constexpr std::string_view decode_cancelled = "decode.cancelled";
 
+// -- office conversion (adapters/convert) ----------------------------------------------------
+
+/// LibreOffice died on the document (a signal). Transient: counted like a decoder's crash.
+inline constexpr std::string_view convert_crashed = "convert.crashed";
+/// The conversion overran its deadline and its processes were killed; counted likewise.
+inline constexpr std::string_view convert_timeout = "convert.timeout";
+
 // -- cancellation ----------------------------------------------------------------------------
 
 /// A fenced outcome refused because the work item has a cancel request (`ingestd cancel` came
@@ -109,11 +116,13 @@ inline bool database_unavailable(const error& err) {
          || err.code == "pg.57P01" || err.code == "pg.57P02" || err.code == "pg.57P03";
 }
 
-/// True when a decoder helper died on the document (crashed, out of memory, past its deadline):
+/// True when a decoder helper or an office conversion died on the document (crashed, out of
+/// memory, past its deadline):
 /// counted like a worker's crash, an attempt that becomes final, as poison, at max_attempts.
 inline bool decoder_crash(const error& err) {
   return err.code == errc::decode_crashed || err.code == errc::decode_out_of_memory
-         || err.code == errc::decode_timeout;
+         || err.code == errc::decode_timeout || err.code == errc::convert_crashed
+         || err.code == errc::convert_timeout;
 }
 
 /// True for work that never started for lack of the node's or a provider's capacity: no CPU

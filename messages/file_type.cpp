@@ -1,19 +1,29 @@
 // The document types ingestd reads, recognised by their first bytes.
 #include "messages/file_type.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ingestd {
 
 namespace {
 
-constexpr std::array<file_type, 4> all_types{{
+constexpr std::array<file_type, 10> all_types{{
     {file_kind::pdf, "application/pdf", "pdf"},
     {file_kind::png, "image/png", "png"},
     {file_kind::jpeg, "image/jpeg", "jpg"},
     {file_kind::tiff, "image/tiff", "tiff"},
+    {file_kind::docx, "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+     "docx"},
+    {file_kind::xlsx, "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "xlsx"},
+    {file_kind::odt, "application/vnd.oasis.opendocument.text", "odt"},
+    {file_kind::ods, "application/vnd.oasis.opendocument.spreadsheet", "ods"},
+    {file_kind::rtf, "application/rtf", "rtf"},
+    {file_kind::html, "text/html", "html"},
 }};
 
 constexpr file_type of(file_kind k) {
@@ -74,12 +84,115 @@ bool has_mail_header(std::string_view head) {
   return false;
 }
 
+bool starts_with_nocase(std::string_view text, std::string_view prefix) {
+  if (text.size() < prefix.size())
+    return false;
+  for (size_t i = 0; i < prefix.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(text[i])) != prefix[i])
+      return false;
+  return true;
+}
+
+bool contains_nocase(std::string_view text, std::string_view needle) {
+  for (size_t i = 0; i + needle.size() <= text.size(); ++i)
+    if (starts_with_nocase(text.substr(i), needle))
+      return true;
+  return false;
+}
+
+uint32_t little_endian(std::string_view b, size_t at, size_t bytes) {
+  uint32_t v = 0;
+  for (size_t i = 0; i < bytes; ++i)
+    v |= static_cast<uint32_t>(static_cast<unsigned char>(b[at + i])) << (8 * i);
+  return v;
+}
+
+/// The member names a ZIP's central directory lists (at most 256: an office document's parts
+/// are a few dozen); empty when its end record or directory is not within the bytes.
+std::vector<std::string_view> zip_member_names(std::string_view b) {
+  std::vector<std::string_view> names;
+  // The end of central directory record: 22 bytes and a comment of at most 64 KiB.
+  auto window = b.size() > 22 + 65535 ? b.size() - (22 + 65535) : 0;
+  auto end = b.rfind(std::string_view{"PK\x05\x06", 4});
+  if (end == std::string_view::npos || end < window || end + 22 > b.size())
+    return names;
+  size_t pos = little_endian(b, end + 16, 4);
+  auto count = little_endian(b, end + 10, 2);
+  for (uint32_t i = 0; i < count && names.size() < 256; ++i) {
+    if (pos + 46 > end || b.substr(pos, 4) != std::string_view{"PK\x01\x02", 4})
+      break;
+    auto name_length = little_endian(b, pos + 28, 2);
+    auto skip = little_endian(b, pos + 30, 2) + little_endian(b, pos + 32, 2);
+    if (pos + 46 + name_length > end)
+      break;
+    names.push_back(b.substr(pos + 46, name_length));
+    pos += 46 + name_length + skip;
+  }
+  return names;
+}
+
+/// The office document a ZIP is (its members say), if any.
+std::optional<file_kind> office_in_zip(std::string_view b) {
+  if (b.size() < 30 || b.substr(0, 4) != std::string_view{"PK\x03\x04", 4})
+    return std::nullopt;
+  // OpenDocument: the first member is "mimetype", stored, its bytes the document's type.
+  auto first_name = b.substr(30, little_endian(b, 26, 2));
+  if (first_name == "mimetype") {
+    auto content = b.substr(std::min(b.size(), 30 + 8 + size_t{little_endian(b, 28, 2)}), 64);
+    auto names = zip_member_names(b);
+    bool manifest = false;
+    for (auto name : names)
+      manifest = manifest || name == "META-INF/manifest.xml";
+    if (!manifest)
+      return std::nullopt;
+    if (content.starts_with("application/vnd.oasis.opendocument.text"))
+      return file_kind::odt;
+    if (content.starts_with("application/vnd.oasis.opendocument.spreadsheet"))
+      return file_kind::ods;
+    return std::nullopt;
+  }
+  // Office Open XML: "[Content_Types].xml" and the main part's folder.
+  bool content_types = false, word = false, xl = false;
+  for (auto name : zip_member_names(b)) {
+    content_types = content_types || name == "[Content_Types].xml";
+    word = word || name.starts_with("word/");
+    xl = xl || name.starts_with("xl/");
+  }
+  if (content_types && word != xl)
+    return word ? file_kind::docx : file_kind::xlsx;
+  return std::nullopt;
+}
+
+std::optional<file_kind> office_text_kind(std::string_view b) {
+  if (b.starts_with("{\\rtf1")) {
+    auto end = b.find_last_not_of(" \t\r\n\0");
+    if (end != std::string_view::npos && b[end] == '}')
+      return file_kind::rtf;
+    return std::nullopt;
+  }
+  auto head = b;
+  if (head.starts_with("\xEF\xBB\xBF"))
+    head.remove_prefix(3);
+  auto first = head.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos)
+    return std::nullopt;
+  head.remove_prefix(first);
+  if (!starts_with_nocase(head, "<!doctype html") && !starts_with_nocase(head, "<html"))
+    return std::nullopt;
+  if (contains_nocase(b, "<body") || contains_nocase(b, "</html>"))
+    return file_kind::html;
+  return std::nullopt;
+}
+
 } // namespace
 
 std::optional<container_type> detect_container_type(std::string_view b) {
   auto starts = [&](std::string_view magic) { return b.substr(0, magic.size()) == magic; };
-  if (starts(std::string_view{"PK\x03\x04", 4}) || starts(std::string_view{"PK\x05\x06", 4}))
+  if (starts(std::string_view{"PK\x03\x04", 4}) || starts(std::string_view{"PK\x05\x06", 4})) {
+    if (office_in_zip(b))
+      return std::nullopt;
     return of(container_kind::zip);
+  }
   if (b.size() >= 262 && b.substr(257, 5) == "ustar")
     return of(container_kind::tar);
   if (starts(std::string_view{"\x1f\x8b", 2}))
@@ -127,6 +240,10 @@ std::optional<file_type> detect_file_type(std::string_view b) {
     return of(file_kind::tiff);
   if (starts("%PDF-"))
     return of(file_kind::pdf);
+  if (auto office = office_in_zip(b))
+    return of(*office);
+  if (auto office = office_text_kind(b))
+    return of(*office);
   // A header after some junk is still a PDF, unless the bytes are a container by their own
   // signature: a ZIP whose first member is a stored PDF has "%PDF-" within its first KiB.
   if (b.substr(0, 1024).find("%PDF-") != std::string_view::npos && !detect_container_type(b))

@@ -8,20 +8,35 @@
 
 namespace ingestd {
 
-enum class file_kind : uint8_t { pdf, png, jpeg, tiff };
+/// PDF and images are read as they are; office and web documents (from docx on) are converted to
+/// PDF first (needs_conversion), and that PDF is read.
+enum class file_kind : uint8_t { pdf, png, jpeg, tiff, docx, xlsx, odt, ods, rtf, html };
 
 struct file_type {
   file_kind kind = file_kind::pdf;
-  /// "application/pdf", "image/png", "image/jpeg", "image/tiff".
+  /// "application/pdf", "image/png", "image/jpeg", "image/tiff", and the office types' own
+  /// (application/vnd.openxmlformats-officedocument..., application/vnd.oasis.opendocument...,
+  /// application/rtf, text/html).
   std::string_view mime;
-  /// "pdf", "png", "jpg", "tiff": the extension of the stored object's key.
+  /// "pdf", "png", "jpg", "tiff", "docx", "xlsx", "odt", "ods", "rtf", "html": the extension of
+  /// the stored object's key.
   std::string_view ext;
 };
+
+/// True for the kinds read through their conversion to PDF (LibreOffice, adapters/convert).
+constexpr bool needs_conversion(file_kind kind) {
+  return kind >= file_kind::docx;
+}
 
 /// PNG, JPEG and TIFF by their signature at byte 0; PDF by "%PDF-" at byte 0, or anywhere in the
 /// first KiB (readers accept a header after up to 1 KiB of junk) when the bytes are not a
 /// container (detect_container_type): a container's signature wins over a PDF inside it.
-/// nullopt for anything else.
+/// Office documents by two signs each, never the ZIP signature alone: DOCX and XLSX are ZIPs
+/// with a "[Content_Types].xml" member and a "word/" or "xl/" part; ODT and ODS are ZIPs whose
+/// first member, "mimetype", names the OpenDocument type and whose directory lists
+/// "META-INF/manifest.xml"; RTF starts "{\rtf1" and
+/// ends with "}"; HTML starts (after a byte-order mark and blanks) with "<!DOCTYPE html" or
+/// "<html" and has a "<body" or "</html>". nullopt for anything else.
 std::optional<file_type> detect_file_type(std::string_view bytes);
 
 /// The supported type a MIME type names; nullopt for any other.
@@ -39,7 +54,8 @@ struct container_type {
   std::string_view ext;
 };
 
-/// ZIP by "PK\3\4" (or an empty archive's "PK\5\6"), TAR by "ustar" at byte 257, gzip (a
+/// ZIP by "PK\3\4" (or an empty archive's "PK\5\6") unless it is an office document
+/// (detect_file_type), TAR by "ustar" at byte 257, gzip (a
 /// .tar.gz: the unpacker checks the tar inside) by 1F 8B, 7z by "7z" BC AF 27 1C, an Outlook
 /// message (.msg) by the OLE2 compound file's D0 CF 11 E0 A1 B1 1A E1 and, anywhere in it, the
 /// name of a message's property stream "__properties_version1.0" (a .doc or .xls has the first

@@ -50,9 +50,11 @@ struct transcription {
   int64_t duration_ms = 0;
   /// The file's own metadata (empty for images and for providers that do not read it).
   document_metadata metadata;
-  /// The preprocessed image (not serialised to JSON; stored on its own) and its file extension.
-  std::string preprocessed_image;
-  std::string preprocessed_ext;
+  /// The file derived from the document that the reading came from, stored on its own (not
+  /// serialised to JSON): the preprocessed image of a better reading (`preprocessed`), or the
+  /// PDF an office document was converted to. Its file extension ("png", "pdf").
+  std::string derived_file;
+  std::string derived_ext;
 };
 
 } // namespace ingestd

@@ -427,7 +427,8 @@ std::string document_page(const page_context& ctx, const document_view& view) {
          "<span id=\"pageno\">1 / "
          + std::to_string(view.page_count)
          + "</span> <button id=\"nextpage\" type=\"button\">▶</button>";
-  if (!d.preprocessed_file_path.empty())
+  // (An office document's preprocessed file is the PDF its pages are shown from.)
+  if (!d.preprocessed_file_path.empty() && !d.preprocessed_file_path.ends_with(".pdf"))
     out += " <button id=\"pre\" type=\"button\">preprocessed scan</button>";
   out += "</div><img id=\"pageimg\" class=\"pageimg\" alt=\"page image\" "
          "src=\"/review/api/documents/"

@@ -24,6 +24,7 @@
 #include "config/providers.hpp"
 #include "messages/cpu_job.hpp"
 #include "messages/error_codes.hpp"
+#include "messages/file_type.hpp"
 
 namespace ingestd {
 
@@ -408,7 +409,16 @@ result<page_image> review_service::page(const std::vector<uuid>& tenants, uuid i
   if (!*doc)
     return error::make_permanent(errc::review_not_found, "no such document");
   auto& d = **doc;
-  if (variant == "preprocessed") {
+  // An office document's pages are its PDF's (the conversion, kept as its preprocessed file).
+  auto file_path = d.file_path;
+  auto mime = d.mime_type;
+  if (auto type = file_type_of_mime(mime); type && needs_conversion(type->kind)) {
+    if (!d.preprocessed_file_path.ends_with(".pdf"))
+      return error::make_permanent(errc::review_page_out_of_range,
+                                   "the document has not been converted to PDF yet");
+    file_path = d.preprocessed_file_path;
+    mime = "application/pdf";
+  } else if (variant == "preprocessed") {
     if (d.preprocessed_file_path.empty() || index != 0)
       return error::make_permanent(errc::review_page_out_of_range, "no preprocessed image");
     auto bytes = fetch(d.preprocessed_file_path, opts_.max_file_bytes);
@@ -417,25 +427,24 @@ result<page_image> review_service::page(const std::vector<uuid>& tenants, uuid i
     auto type = d.preprocessed_file_path.ends_with(".png") ? "image/png" : "image/jpeg";
     return page_image{std::move(*bytes), type, 1};
   }
-  if (d.mime_type != "application/pdf") {
-    auto bytes = fetch(d.file_path, opts_.max_file_bytes);
+  if (mime != "application/pdf") {
+    auto bytes = fetch(file_path, opts_.max_file_bytes);
     if (!bytes)
       return bytes.error();
     // A PNG or JPEG is shown as stored; a TIFF is decoded (libtiff): on the pool, in a helper.
-    if (d.mime_type == "image/tiff")
-      return render_on_pool(std::make_shared<const std::string>(std::move(*bytes)), d.mime_type,
-                            index);
-    return render_page(*bytes, d.mime_type, index);
+    if (mime == "image/tiff")
+      return render_on_pool(std::make_shared<const std::string>(std::move(*bytes)), mime, index);
+    return render_page(*bytes, mime, index);
   }
   // Cached renders: a page is rendered once, whichever node asks first.
   auto key = storage_keys::page_render(d.tenant_id.str(), id.str(), index);
   if (auto cached = fetch(key, opts_.max_file_bytes); cached)
     return page_image{std::move(*cached), "image/png", 0};
-  auto bytes = fetch(d.file_path, opts_.max_file_bytes);
+  auto bytes = fetch(file_path, opts_.max_file_bytes);
   if (!bytes)
     return bytes.error();
   auto rendered
-      = render_on_pool(std::make_shared<const std::string>(std::move(*bytes)), d.mime_type, index);
+      = render_on_pool(std::make_shared<const std::string>(std::move(*bytes)), mime, index);
   if (!rendered)
     return rendered.error();
   auto stored

@@ -38,6 +38,14 @@ error corrupt(std::string what) {
   return error::make_permanent("ocr.corrupt_file", std::move(what));
 }
 
+/// An office document reaches the readers only as the PDF it was converted to.
+error not_converted(const file_type& type) {
+  return error::make_permanent("ocr.unsupported_type",
+                               "a " + std::string{type.ext}
+                                   + " document is read through its conversion to PDF, which "
+                                     "this reader was not given");
+}
+
 struct pix_deleter {
   void operator()(PIX* p) const { pixDestroy(&p); }
 };
@@ -262,6 +270,8 @@ open_document(const std::shared_ptr<const std::string>& bytes, std::string_view 
                                      + "\" (PDF, PNG, JPEG and TIFF are supported)");
   }
   auto kind = type->kind;
+  if (needs_conversion(kind))
+    return not_converted(*type);
   if (kind == file_kind::pdf) {
     if (b.size() > static_cast<size_t>(INT32_MAX))
       return error::make_permanent("ocr.too_large", "PDF too large for poppler");
@@ -346,6 +356,8 @@ result<int> count_pages(const std::string& bytes, std::string_view mime_type,
   if (!type)
     return error::make_permanent("ocr.unsupported_type",
                                  "unsupported document type \"" + std::string{mime_type} + "\"");
+  if (needs_conversion(type->kind))
+    return not_converted(*type);
   if (type->kind == file_kind::pdf) {
     std::unique_ptr<poppler::document> doc{
         poppler::document::load_from_raw_data(bytes.data(), static_cast<int>(bytes.size()))};

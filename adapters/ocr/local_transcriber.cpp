@@ -116,8 +116,8 @@ void finish(const std::shared_ptr<doc_state>& st) {
                       k->pixels.data() + static_cast<size_t>(y) * static_cast<size_t>(k->width),
                       static_cast<size_t>(k->width));
     }
-    t.preprocessed_image = encode_gray_png(out);
-    t.preprocessed_ext = "png";
+    t.derived_file = encode_gray_png(out);
+    t.derived_ext = "png";
   }
   t.duration_ms
       = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - st->start)

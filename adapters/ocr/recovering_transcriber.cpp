@@ -124,8 +124,8 @@ void recovering_transcriber::transcribe(transcription_request request,
                             if (!second || second->quality_score <= kept->quality_score)
                               return a->done(std::move(*kept));
                             second->preprocessed = true;
-                            second->preprocessed_image = std::move(*image);
-                            second->preprocessed_ext = "png";
+                            second->derived_file = std::move(*image);
+                            second->derived_ext = "png";
                             a->done(std::move(*second));
                           });
     };

@@ -132,7 +132,7 @@ std::string write_json(const transcription& x, bool whole) {
   w.Key("preprocessed");
   w.Bool(x.preprocessed);
   if (whole)
-    put_string(w, "preprocessed_ext", x.preprocessed_ext);
+    put_string(w, "preprocessed_ext", x.derived_ext);
   w.Key("duration_ms");
   w.Int64(x.duration_ms);
   w.Key("warnings");
@@ -183,7 +183,7 @@ result<transcription> transcription_from_json(std::string_view json) {
   t.quality_score = r.score("quality_score");
   t.native_text = r.boolean("native_text");
   t.preprocessed = r.boolean("preprocessed");
-  t.preprocessed_ext = r.str("preprocessed_ext");
+  t.derived_ext = r.str("preprocessed_ext");
   t.duration_ms = r.integer("duration_ms");
   t.text = r.str("text");
   auto* pages = r.member("pages");

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "adapters/convert/converting_transcriber.hpp"
 #include "adapters/extraction/fallback_extractor.hpp"
 #include "adapters/extraction/local_extractor.hpp"
 #include "adapters/extraction/openai_extractor.hpp"
@@ -94,9 +95,14 @@ result<provider_set::transcriber_map> provider_set::transcribers() {
         std::make_shared<document_ai_transcriber>(limited("document_ai"), opts),
         std::make_shared<local_transcriber>(cpu_, local), cpu_, local.limits);
   };
+  // Office documents are read through their PDF, whichever provider reads it.
+  office_converter_options office;
+  office.max_output_bytes = static_cast<uint64_t>(t.max_file_bytes);
   transcriber_map out;
   for (auto& name : available_transcription_providers(cfg_))
-    out[name] = name == "document_ai" ? document_ai() : tesseract();
+    out[name] = std::make_shared<converting_transcriber>(
+        name == "document_ai" ? document_ai() : tesseract(), cpu_, office,
+        std::chrono::seconds{t.timeout_seconds});
   transcribers_ = std::move(out);
   return *transcribers_;
 }

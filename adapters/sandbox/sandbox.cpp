@@ -7,6 +7,7 @@
 #include <memory>
 #include <sched.h>
 #include <seccomp.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 namespace ingestd::sandbox {
@@ -22,32 +23,10 @@ error failed(const char* step, int rc) {
                                                       + std::to_string(-rc) + ")");
 }
 
-} // namespace
-
-result<void> install_seccomp_filter() {
-  std::unique_ptr<void, filter_deleter> owner{seccomp_init(SCMP_ACT_ALLOW)};
-  if (!owner)
-    return failed("init", -ENOMEM);
-  auto* ctx = owner.get();
-  const auto refuse = SCMP_ACT_ERRNO(EPERM);
-  int rc = 0;
-  auto add
-      = [&](uint32_t action, int syscall, unsigned count = 0, scmp_arg_cmp a = scmp_arg_cmp{}) {
-          if (rc != 0)
-            return;
-          // A call this kernel's table does not know (__NR_SCMP_ERROR) has nothing to refuse.
-          if (syscall < 0)
-            return;
-          rc = count == 0 ? seccomp_rule_add(ctx, action, syscall, 0)
-                          : seccomp_rule_add(ctx, action, syscall, 1, a);
-        };
-
-  // The network.
-  for (int sc : {SCMP_SYS(socket), SCMP_SYS(socketpair), SCMP_SYS(connect), SCMP_SYS(bind),
-                 SCMP_SYS(listen), SCMP_SYS(accept), SCMP_SYS(accept4)})
-    add(refuse, sc);
-
-  // New programs and processes; threads are clones with CLONE_THREAD.
+/// The decoder's rules beyond the converter's: no new programs or processes (threads are clones
+/// with CLONE_THREAD), no file written, signals only to itself.
+template <class Add>
+void add_decoder_rules(Add& add, uint32_t refuse) {
   for (int sc : {SCMP_SYS(execve), SCMP_SYS(execveat), SCMP_SYS(fork), SCMP_SYS(vfork)})
     add(refuse, sc);
   add(refuse, SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
@@ -74,16 +53,54 @@ result<void> install_seccomp_filter() {
                  SCMP_SYS(fremovexattr), SCMP_SYS(memfd_create)})
     add(refuse, sc);
 
-  // Other processes: signals only to itself, no tracing, no limits or priorities of others.
+  // Other processes: signals only to itself, no limits or priorities of others.
   auto self = static_cast<uint64_t>(::getpid());
   add(refuse, SCMP_SYS(kill), 1, SCMP_A0(SCMP_CMP_NE, self));
   add(refuse, SCMP_SYS(tgkill), 1, SCMP_A0(SCMP_CMP_NE, self));
   add(refuse, SCMP_SYS(rt_sigqueueinfo), 1, SCMP_A0(SCMP_CMP_NE, self));
   add(refuse, SCMP_SYS(rt_tgsigqueueinfo), 1, SCMP_A0(SCMP_CMP_NE, self));
   add(refuse, SCMP_SYS(prlimit64), 1, SCMP_A0(SCMP_CMP_NE, 0));
-  for (int sc : {SCMP_SYS(tkill), SCMP_SYS(ptrace), SCMP_SYS(process_vm_readv),
-                 SCMP_SYS(process_vm_writev), SCMP_SYS(setpriority), SCMP_SYS(kcmp),
-                 SCMP_SYS(pidfd_open), SCMP_SYS(pidfd_getfd), SCMP_SYS(pidfd_send_signal)})
+  for (int sc :
+       {SCMP_SYS(tkill), SCMP_SYS(setpriority), SCMP_SYS(pidfd_open), SCMP_SYS(pidfd_send_signal)})
+    add(refuse, sc);
+}
+
+} // namespace
+
+result<void> install_seccomp_filter(filter_profile profile) {
+  const bool decoder = profile == filter_profile::decoder;
+  std::unique_ptr<void, filter_deleter> owner{seccomp_init(SCMP_ACT_ALLOW)};
+  if (!owner)
+    return failed("init", -ENOMEM);
+  auto* ctx = owner.get();
+  const auto refuse = SCMP_ACT_ERRNO(EPERM);
+  int rc = 0;
+  auto add
+      = [&](uint32_t action, int syscall, unsigned count = 0, scmp_arg_cmp a = scmp_arg_cmp{}) {
+          if (rc != 0)
+            return;
+          // A call this kernel's table does not know (__NR_SCMP_ERROR) has nothing to refuse.
+          if (syscall < 0)
+            return;
+          rc = count == 0 ? seccomp_rule_add(ctx, action, syscall, 0)
+                          : seccomp_rule_add(ctx, action, syscall, 1, a);
+        };
+
+  // The network. A converter keeps local sockets of its own (LibreOffice's pipe between its
+  // processes) but connects to none.
+  if (decoder) {
+    for (int sc : {SCMP_SYS(socket), SCMP_SYS(socketpair), SCMP_SYS(connect), SCMP_SYS(bind),
+                   SCMP_SYS(listen), SCMP_SYS(accept), SCMP_SYS(accept4)})
+      add(refuse, sc);
+    add_decoder_rules(add, refuse);
+  } else {
+    add(refuse, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+    add(refuse, SCMP_SYS(connect));
+  }
+
+  // Other processes: no tracing, no reading or writing their memory.
+  for (int sc : {SCMP_SYS(ptrace), SCMP_SYS(process_vm_readv), SCMP_SYS(process_vm_writev),
+                 SCMP_SYS(kcmp), SCMP_SYS(pidfd_getfd)})
     add(refuse, sc);
 
   // The kernel's wider surface.

@@ -19,14 +19,21 @@
 //     kexec calls, reboot, swapon/off, name_to_handle_at, open_by_handle_at, fanotify_init,
 //     acct, quotactl, syslog, iopl, ioperm, personality.
 // A system call of another architecture (the 32-bit ABI) kills the process.
+//
+// The office converter's profile (adapters/convert) keeps programs, processes and file writes
+// (LibreOffice starts its own processes and writes its profile and the PDF; its user, mount, PID
+// and network namespaces bound where) and refuses the network (sockets other than local ones,
+// and connect), tracing and the kernel's wider surface as above.
 #pragma once
 
 #include "messages/result.hpp"
 
 namespace ingestd::sandbox {
 
+enum class filter_profile { decoder, converter };
+
 /// Installs the filter above on the calling process (with no_new_privs). Errors name the step.
-result<void> install_seccomp_filter();
+result<void> install_seccomp_filter(filter_profile profile = filter_profile::decoder);
 
 /// Empties the process's environment.
 void clear_environment();

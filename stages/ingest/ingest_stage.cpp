@@ -242,6 +242,7 @@ private:
           job_->step_done("ok", (text_.provider.empty() ? ocr_->name() : text_.provider)
                                     + ", quality " + std::to_string(text_.quality_score)
                                     + (text_.preprocessed ? ", preprocessed" : "")
+                                    + (text_.derived_ext == "pdf" ? ", converted to PDF" : "")
                                     + (text_.native_text ? ", native text" : ""));
           store_transcription();
         });
@@ -262,16 +263,19 @@ private:
         });
   }
 
+  /// The derived file the reading came from (a preprocessed scan, or an office document's PDF),
+  /// kept as the ingestion's preprocessed file: the desk shows it, retention and erasure remove
+  /// it with the transcription.
   void store_preprocessed() {
-    if (!text_.preprocessed || text_.preprocessed_image.empty())
+    if (text_.derived_file.empty())
       return record_transcription("");
-    auto ext = text_.preprocessed_ext.empty() ? std::string{"png"} : text_.preprocessed_ext;
+    auto ext = text_.derived_ext.empty() ? std::string{"png"} : text_.derived_ext;
     auto key = storage_keys::preprocessed(tenant(), id(), ext);
+    auto type = ext == "pdf" ? std::string{"application/pdf"} : "image/" + ext;
     job_->request<void>(
         "store_preprocessed",
         [&](auto cb) {
-          ports_->storage->put(key, std::move(text_.preprocessed_image), "image/" + ext,
-                               std::move(cb));
+          ports_->storage->put(key, std::move(text_.derived_file), type, std::move(cb));
         },
         [this, key](result<void> r) {
           if (!r)

@@ -1,8 +1,12 @@
 // Containers end to end: `ingestd submit` takes a ZIP and an e-mail whose attachments
 // include a nested 7z, the HTTP intake a .tar.gz; the daemon's unpack stage makes a child document
 // of every member and attachment, each child is ingested to completion, the e-mail's body is kept
-// on its document, and `ingestd status --documents --json` shows each child's parent.
+// on its document, and `ingestd status --documents --json` shows each child's parent. Office
+// documents (a DOCX, an ODT inside a ZIP) are read through the PDFs LibreOffice makes of them.
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -211,4 +215,87 @@ TEST(e2e_daemon_containers, a_zip_bomb_and_a_traversal_fail_for_review_and_leave
   for (auto& e : std::filesystem::recursive_directory_iterator(s.root()))
     stored += e.is_regular_file() && e.path().parent_path().filename() == "documents" ? 1 : 0;
   EXPECT_EQ(stored, 2u) << "only the two containers themselves are stored";
+}
+
+namespace {
+
+/// An office document LibreOffice writes from `text` (the test's tool, unconfined), as `format`.
+std::string office_document(const std::string& dir, const std::string& name,
+                            const std::string& text, const std::string& format) {
+  write_file(dir + "/" + name + ".txt", text);
+  auto command = "timeout 120 soffice --headless --norestore -env:UserInstallation=file://" + dir
+                 + "/profile --convert-to " + format + " --outdir " + dir + " " + dir + "/" + name
+                 + ".txt >/dev/null 2>&1";
+  if (std::system(command.c_str()) != 0)
+    return {};
+  std::ifstream in{dir + "/" + name + "." + format, std::ios::binary};
+  return {std::istreambuf_iterator<char>{in}, {}};
+}
+
+/// A corpus PDF's text as laid out (pdftotext), without its page breaks.
+std::string layout_text(const std::string& corpus_name) {
+  auto command
+      = "pdftotext -layout " + source_dir() + "/tests/fixtures/corpus/" + corpus_name + " -";
+  std::string text;
+  if (FILE* p = ::popen(command.c_str(), "r")) {
+    char buffer[4096];
+    size_t n = 0;
+    while ((n = std::fread(buffer, 1, sizeof buffer, p)) > 0)
+      text.append(buffer, n);
+    ::pclose(p);
+  }
+  std::erase(text, '\f');
+  return text;
+}
+
+} // namespace
+
+TEST(e2e_daemon_containers, office_documents_are_read_through_their_pdf) {
+  e2e_setup s;
+  auto in = s.root() + "/in";
+  std::filesystem::create_directories(in);
+  auto docx = office_document(in, "acme", layout_text("inv01_en_classic.pdf"), "docx");
+  auto odt = office_document(in, "compact", layout_text("inv03_en_compact.pdf"), "odt");
+  if (docx.empty() || odt.empty())
+    GTEST_SKIP() << "LibreOffice (soffice) could not write the test's documents";
+  // The DOCX on its own, the ODT inside a ZIP (a child document of the unpack stage).
+  write_file(in + "/march.zip", make_archive("zip", {{"compact.odt", odt}}));
+  auto env = s.daemon_env();
+  env["INGESTD_STAGES__ENABLED"] = "ingest,unpack";
+  {
+    daemon_process submit{
+        env, s.root() + "/submit.log", {"submit", in + "/acme.docx", in + "/march.zip"}};
+    ASSERT_EQ(submit.wait_exit(60s), 0) << submit.log_tail();
+  }
+  auto d = s.start({{"INGESTD_STAGES__ENABLED", "ingest,unpack"}});
+  ASSERT_TRUE(wait_until(
+      [&] { return s.count("SELECT count(*) FROM ingestion WHERE status = 'completed'") == 3; },
+      180s))
+      << s.logs();
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE status <> 'completed'"), 0) << s.logs();
+  // The originals stay the documents; each one's PDF is kept beside it.
+  EXPECT_EQ(s.db().scalar("SELECT mime_type FROM document WHERE file_path LIKE '%.docx'"),
+            "application/vnd.openxmlformats-officedocument.wordprocessingml.document");
+  EXPECT_EQ(s.db().scalar("SELECT mime_type FROM document WHERE member_name = 'compact.odt'"),
+            "application/vnd.oasis.opendocument.text");
+  for (auto* path : {"%.docx", "%.odt"}) {
+    auto pdf = s.db().scalar("SELECT i.preprocessed_file_path FROM ingestion i JOIN document d ON "
+                             "d.id = i.document_id WHERE d.file_path LIKE $1",
+                             {std::string{path}});
+    ASSERT_TRUE(pdf.ends_with(".pdf")) << path << ": " << pdf;
+    std::ifstream stored{s.root() + "/" + pdf, std::ios::binary};
+    std::string head(5, '\0');
+    stored.read(head.data(), 5);
+    EXPECT_EQ(head, "%PDF-") << pdf;
+  }
+  // Both read and extracted like their PDFs, without a person.
+  EXPECT_EQ(s.db().scalar("SELECT structured_data->>'invoice_number' FROM document WHERE "
+                          "file_path LIKE '%.docx'"),
+            "INV-2024-0117");
+  EXPECT_EQ(s.db().scalar("SELECT structured_data->>'invoice_number' FROM document WHERE "
+                          "member_name = 'compact.odt'"),
+            "TVC/2024/031");
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion_event WHERE step = 'transcribe' AND detail "
+                    "LIKE '%converted to PDF%'"),
+            2);
 }

@@ -517,7 +517,7 @@ TEST_F(HelperPool, DocumentsTranscribeThroughTheIngestdHelperWithTheSameTextAsIn
     EXPECT_EQ(sandboxed->page_count, local->page_count);
     EXPECT_EQ(sandboxed->native_text, local->native_text);
     EXPECT_EQ(sandboxed->preprocessed, local->preprocessed);
-    EXPECT_EQ(sandboxed->preprocessed_image, local->preprocessed_image);
+    EXPECT_EQ(sandboxed->derived_file, local->derived_file);
     EXPECT_DOUBLE_EQ(sandboxed->quality_score, local->quality_score);
     EXPECT_EQ(sandboxed->metadata, local->metadata);
     EXPECT_EQ(local->metadata.empty(), mime != "application/pdf");

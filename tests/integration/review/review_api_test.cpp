@@ -593,6 +593,47 @@ TEST_F(review_api_test, page_images_are_rendered_once_and_cached_in_object_stora
   EXPECT_EQ(other->status, 404);
 }
 
+TEST_F(review_api_test, an_office_documents_pages_are_those_of_its_pdf) {
+  intake_item item;
+  item.tenant_id = tenant_a;
+  item.source.uploaded_by = uuid::v7();
+  item.bytes = "<!DOCTYPE html><html><body><p>Invoice INV-9</p></body></html>";
+  item.name = "invoice.html";
+  item.channel = "test";
+  auto in = intake->submit(item);
+  ASSERT_TRUE(in) << in.error().describe();
+  EXPECT_EQ(in->mime_type, "text/html");
+  auto ingestion = in->ingestion_id.str();
+  auto doc = in->document_id.str();
+  db->query("UPDATE ingestion SET structured_data = $2::jsonb, valid_structured_data = false "
+            "WHERE id = $1",
+            {ingestion, test::unreconciled_invoice});
+  db->query("UPDATE work_item SET status = 'completed', completed_at = now() WHERE id = $1",
+            {ingestion});
+  start_desk();
+  auto path = "/review/api/documents/" + doc + "/pages/0.png";
+  // Not converted yet: no page to show.
+  auto before = client().Get(path.c_str(), bearer(token_a));
+  ASSERT_TRUE(before);
+  EXPECT_EQ(before->status, 404) << before->body;
+  // The PDF the ingest stage keeps beside it (a corpus PDF standing in for the conversion's).
+  auto key = storage_keys::preprocessed(tenant_a.str(), ingestion, "pdf");
+  auto put = blocking_call<void>(std::chrono::seconds{10}, "t", "store", [&](auto cb) {
+    store->put(key, read_file(test::source_dir() + "/tests/fixtures/corpus/inv01_en_classic.pdf"),
+               "application/pdf", cb);
+  });
+  ASSERT_TRUE(put);
+  db->query("UPDATE ingestion SET preprocessed_file_path = $2 WHERE id = $1", {ingestion, key});
+  auto page = client().Get(path.c_str(), bearer(token_a));
+  ASSERT_TRUE(page);
+  ASSERT_EQ(page->status, 200) << page->body;
+  EXPECT_EQ(page->body.substr(0, 4), "\x89PNG");
+  // Its PDF is its pages, not a "preprocessed scan" of its own.
+  auto pre = client().Get((path + "?variant=preprocessed").c_str(), bearer(token_a));
+  ASSERT_TRUE(pre);
+  EXPECT_EQ(pre->body.substr(0, 4), "\x89PNG");
+}
+
 TEST_F(review_api_test, an_open_desk_serves_the_default_tenant_on_loopback_only) {
   auto a1 = add_document(tenant_a, "inv01_en_classic.pdf", "gate", 1);
   add_document(tenant_b, "inv02_de_modern.pdf", "gate", 1);

@@ -304,9 +304,9 @@ TEST_F(local_transcriber_test, preprocessing_improves_a_degraded_scan) {
     EXPECT_LT(test::char_error_rate(truth, after->text, true),
               test::char_error_rate(truth, before->text, true))
         << file;
-    EXPECT_EQ(after->preprocessed_ext, "png");
-    ASSERT_GT(after->preprocessed_image.size(), 8u);
-    EXPECT_EQ(after->preprocessed_image.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+    EXPECT_EQ(after->derived_ext, "png");
+    ASSERT_GT(after->derived_file.size(), 8u);
+    EXPECT_EQ(after->derived_file.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
   }
 }
 
@@ -316,7 +316,7 @@ TEST_F(local_transcriber_test, no_preprocessing_when_the_score_is_good_enough) {
   auto r = run("inv01_en_classic_noise.jpg", {}, req);
   ASSERT_TRUE(r.ok()) << r.error().describe();
   EXPECT_FALSE(r->preprocessed);
-  EXPECT_TRUE(r->preprocessed_image.empty());
+  EXPECT_TRUE(r->derived_file.empty());
 }
 
 TEST_F(local_transcriber_test, missing_language_data_is_a_permanent_error) {

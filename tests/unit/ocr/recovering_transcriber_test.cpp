@@ -115,8 +115,8 @@ TEST_F(recovering_transcriber_test, a_poor_scan_is_preprocessed_on_the_cpu_pool_
   ASSERT_TRUE(r.ok()) << r.error().describe();
   EXPECT_EQ(r->text, "sharp");
   EXPECT_TRUE(r->preprocessed);
-  EXPECT_EQ(r->preprocessed_ext, "png");
-  EXPECT_EQ(r->preprocessed_image.substr(1, 3), "PNG");
+  EXPECT_EQ(r->derived_ext, "png");
+  EXPECT_EQ(r->derived_file.substr(1, 3), "PNG");
   EXPECT_EQ(remote_->mimes(), (std::vector<std::string>{"image/png", "image/png"}));
   EXPECT_EQ(cpu_.ran(), 1);
 }

@@ -18,8 +18,8 @@ transcription sample() {
   t.preprocessed = true;
   t.provider = "tesseract";
   t.duration_ms = 1234567890123;
-  t.preprocessed_ext = "png";
-  t.preprocessed_image = "\x89PNG...";
+  t.derived_ext = "png";
+  t.derived_file = "\x89PNG...";
   transcription_page p1;
   p1.number = 1;
   p1.text = "Rechnung Nr. 1";
@@ -47,8 +47,8 @@ TEST(transcription_json, round_trip_keeps_everything_but_the_image_bytes) {
   EXPECT_TRUE(back->preprocessed);
   EXPECT_EQ(back->provider, "tesseract");
   EXPECT_EQ(back->duration_ms, 1234567890123);
-  EXPECT_EQ(back->preprocessed_ext, "png");
-  EXPECT_TRUE(back->preprocessed_image.empty());
+  EXPECT_EQ(back->derived_ext, "png");
+  EXPECT_TRUE(back->derived_file.empty());
   ASSERT_EQ(back->pages.size(), 2u);
   EXPECT_EQ(back->pages[0].number, 1);
   EXPECT_EQ(back->pages[0].text, "Rechnung Nr. 1");
