@@ -7,7 +7,8 @@
 #                                     from the context (.local/image/ingestd) instead
 # Build arguments: BASE (the Debian 12 base image), VERSION and REVISION (the OCI labels; REVISION
 # is also the commit `ingestd --version` names in the full build), JOBS (the build stage's
-# parallel compile jobs; empty: ninja's default).
+# parallel compile jobs; empty: ninja's default), OCR_LANGUAGES and OFFICE_FORMATS (the runtime
+# stage's Tesseract data and LibreOffice, below).
 ARG BASE=debian:12-slim
 
 # The build stage: Debian 12's -dev packages, the daemon only (no tests, no benchmarks).
@@ -35,6 +36,10 @@ ARG DEBIAN_FRONTEND=noninteractive
 # The Tesseract languages the configuration reads (transcription.languages and other_languages:
 # the seven the rules know by default); --build-arg OCR_LANGUAGES="eng deu" for fewer.
 ARG OCR_LANGUAGES="eng deu fra nld spa ita pol"
+# Office and web documents (DOCX, XLSX, ODT, ODS, RTF, HTML) need LibreOffice, which adds about
+# 400 MB: --build-arg OFFICE_FORMATS=true to include it. Without it such a document fails
+# convert.unavailable, naming the packages.
+ARG OFFICE_FORMATS=false
 # The packages of the libraries the binary links directly (objdump -p build/app/ingestd | grep
 # NEEDED, then dpkg -S); apt brings what they need. tini is the init, curl the health check,
 # ca-certificates for HTTPS to the LLM, Document AI, SQS and S3. OpenCV's libGLX would bring Mesa's
@@ -55,6 +60,7 @@ RUN mkdir -p /tmp/no-gl/DEBIAN \
       libtesseract5 liblept5 libpoppler-cpp0v5 libarchive13 libgmime-3.0-0 libgsf-1-114 libglib2.0-0 \
       libseccomp2 \
       $(for l in ${OCR_LANGUAGES}; do echo "tesseract-ocr-$l"; done) \
+      $([ "${OFFICE_FORMATS}" = true ] && echo libreoffice-writer-nogui libreoffice-calc-nogui) \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* /var/log/apt /var/log/dpkg.log /var/cache/debconf/*-old \
  && groupadd --system --gid 10001 ingestd \

@@ -9,6 +9,9 @@
 #                                    build/app/ingestd), goes into the runtime stage, stripped;
 #                                    the version and commit of the labels are the binary's own
 #   --tag NAME                       tag NAME instead (repeatable)
+#   --build-arg NAME=VALUE           a Dockerfile build argument (repeatable), e.g.
+#                                    OFFICE_FORMATS=true (LibreOffice for office documents) or
+#                                    OCR_LANGUAGES="eng deu"
 #
 # Environment: INGESTD_IMAGE_BASE (the base, default localhost/debian:12-slim: made when missing
 # with mmdebstrap from Debian's package registry and `podman import`), INGESTD_IMAGE_JOBS (the
@@ -20,11 +23,13 @@ cd "$root"
 
 binary=""
 tags=()
+build_args=()
 while (($#)); do
   case "$1" in
     --binary) binary=${2:?--binary needs a path}; shift 2 ;;
     --tag) tags+=("${2:?--tag needs a name}"); shift 2 ;;
-    -h|--help) sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --build-arg) build_args+=(--build-arg "${2:?--build-arg needs NAME=VALUE}"); shift 2 ;;
+    -h|--help) sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "image: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -96,6 +101,7 @@ fi
 args=(--target "$target" --build-arg "BASE=$base"
       --build-arg "VERSION=$version" --build-arg "REVISION=$revision")
 [[ -n "${INGESTD_IMAGE_JOBS:-}" ]] && args+=(--build-arg "JOBS=$INGESTD_IMAGE_JOBS")
+((${#build_args[@]})) && args+=("${build_args[@]}")
 for t in "${tags[@]}"; do args+=(--tag "$t"); done
 # The host's downloaded Debian packages (same release) save most of the runtime stage's
 # downloads: mounted as an overlay, so what apt writes there stays out of the host and the image.
