@@ -227,7 +227,19 @@ void connection::drop() {
     conn_ = nullptr;
   }
   prepared_.clear();
+  transaction_lost_ = transaction_lost_ || in_transaction_;
+  in_transaction_ = false;
 }
+
+namespace {
+
+error lost_in_transaction() {
+  return error::make_transient(errc::pg_connection,
+                               "the connection was lost inside a transaction, which the server "
+                               "rolled back; nothing of it was written");
+}
+
+} // namespace
 
 result<void> connection::ensure(bool wait_backoff) {
   if (conn_ != nullptr) {
@@ -246,6 +258,8 @@ result<void> connection::ensure(bool wait_backoff) {
       return {};
     drop();
   }
+  if (transaction_lost_)
+    return lost_in_transaction();
   auto now = std::chrono::steady_clock::now();
   if (now < next_attempt_) {
     if (!wait_backoff)
@@ -299,6 +313,10 @@ result<void> connection::ensure(bool wait_backoff) {
 }
 
 result<rows> connection::check(::pg_result* res, std::string_view context) {
+  if (PQstatus(conn_) == CONNECTION_OK) {
+    auto txn = PQtransactionStatus(conn_);
+    in_transaction_ = txn == PQTRANS_INTRANS || txn == PQTRANS_INERROR;
+  }
   auto status = res != nullptr ? PQresultStatus(res) : PGRES_FATAL_ERROR;
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK)
     return rows{res};
@@ -330,7 +348,19 @@ result<rows> connection::exec(const statement& st, const std::vector<param>& par
 }
 
 result<rows> connection::exec_simple(const std::string& sql) {
-  if (auto ok = ensure(); !ok)
+  // A new transaction: whatever was lost before it is behind the caller.
+  if (sql == "BEGIN")
+    transaction_lost_ = false;
+  auto ok = ensure();
+  // The end of a transaction lost with its connection (found now or before): a COMMIT fails,
+  // a ROLLBACK has nothing left to undo. The connection is made again at the next statement.
+  if ((sql == "COMMIT" || sql == "ROLLBACK") && transaction_lost_) {
+    transaction_lost_ = false;
+    if (sql == "COMMIT")
+      return lost_in_transaction();
+    return rows{};
+  }
+  if (!ok)
     return ok.error();
   // Named by its first words (BEGIN, LISTEN, a migration's first line).
   in_progress registered{sql.substr(0, std::min(sql.find('\n'), size_t{40}))};

@@ -96,13 +96,19 @@ public:
 
   /// Connects if not connected (or found dead), waiting out the backoff of earlier failures
   /// only when `wait_backoff`; otherwise fails fast while backing off.
+  ///
+  /// A connection lost inside a transaction (BEGIN answered, no COMMIT or ROLLBACK yet) is never
+  /// made again under it: the server rolled the transaction back, and a statement of it sent on a
+  /// new session would commit on its own. Every statement until the transaction's end fails with
+  /// pg.connection ("lost inside a transaction"); a COMMIT fails likewise, a ROLLBACK (or the
+  /// next BEGIN) ends it, and the statement after connects again.
   result<void> ensure(bool wait_backoff = false);
 
   /// Runs a statement, preparing it on this connection on first use. Connection-class errors
   /// drop the connection so that the next call reconnects.
   result<rows> exec(const statement& st, const std::vector<param>& params);
 
-  /// Runs SQL text without parameters (migrations, LISTEN, BEGIN/COMMIT).
+  /// Runs SQL text without parameters (migrations, LISTEN, BEGIN/COMMIT/ROLLBACK).
   result<rows> exec_simple(const std::string& sql);
 
   /// The raw handle, or nullptr when not connected.
@@ -131,6 +137,10 @@ private:
   int64_t connects_ = 0;
   /// The server sent FATAL while the connection was idle: it is going away.
   bool fatal_seen_ = false;
+  /// The server's answer to the last statement left a transaction open.
+  bool in_transaction_ = false;
+  /// The connection went away inside a transaction that has not been ended since.
+  bool transaction_lost_ = false;
 };
 
 struct pool_options {
