@@ -54,8 +54,10 @@ result<known_files_import_report> pg_known_files::import(std::istream& in,
   if (auto c = conn_.ensure(true); !c)
     return c.error();
   known_files_import_report report;
+  // Also when the connection is gone: the ROLLBACK ends the transaction lost with it, so the
+  // next call may connect again (pg::connection::ensure).
   auto rollback = [&](error e) -> result<known_files_import_report> {
-    if (conn_.raw() != nullptr && PQtransactionStatus(conn_.raw()) != PQTRANS_IDLE)
+    if (conn_.raw() == nullptr || PQtransactionStatus(conn_.raw()) != PQTRANS_IDLE)
       (void)conn_.exec_simple("ROLLBACK");
     return e;
   };
