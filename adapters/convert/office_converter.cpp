@@ -37,6 +37,11 @@ error unavailable(std::string what) {
   return error::make_permanent("convert.unavailable", std::move(what));
 }
 
+/// This machine's resources (a folder, a pipe, a process) ran short: another attempt may do.
+error short_of(std::string what) {
+  return error::make_transient("convert.unavailable", std::move(what));
+}
+
 error failed(std::string what) {
   return error::make_permanent("convert.failed", std::move(what));
 }
@@ -59,7 +64,7 @@ result<fs::path> make_work_folder(const std::string& root) {
   }
   std::string pattern = (fs::path{base} / "ingestd-convert-XXXXXX").string();
   if (::mkdtemp(pattern.data()) == nullptr)
-    return unavailable("no work folder under " + base + ": " + std::strerror(errno));
+    return short_of("no work folder under " + base + ": " + std::strerror(errno));
   return fs::path{pattern};
 }
 
@@ -89,19 +94,22 @@ bool write_proc(const char* path, const std::string& text) {
   return ok;
 }
 
-/// New user, mount, PID, IPC and network namespaces, the file system read-only but `work`.
-/// Returns false when the kernel refuses the namespaces (a container without them): the
-/// conversion then runs with the seccomp filter and the limits alone. In the new PID namespace
-/// the caller forks: the child is its first process.
-bool enter_namespaces() {
+enum class namespaces { entered, refused, broken };
+
+/// New user, mount, PID, IPC and network namespaces: `refused` when the kernel does not allow
+/// them (a container without unprivileged user namespaces): the conversion then runs with the
+/// seccomp filter and the limits alone. In the new PID namespace the caller forks: the child is
+/// its first process.
+namespaces enter_namespaces() {
   auto uid = ::getuid();
   auto gid = ::getgid();
   if (::unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET) != 0)
-    return false;
-  return write_proc("/proc/self/setgroups", "deny")
-         && write_proc("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1")
-         && write_proc("/proc/self/gid_map",
-                       std::to_string(gid) + " " + std::to_string(gid) + " 1");
+    return namespaces::refused;
+  bool mapped
+      = write_proc("/proc/self/setgroups", "deny")
+        && write_proc("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1")
+        && write_proc("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1");
+  return mapped ? namespaces::entered : namespaces::broken;
 }
 
 /// In the new mount namespace: every mount read-only, fresh empty /tmp and /dev/shm (LibreOffice
@@ -141,7 +149,7 @@ result<std::string> convert_to_pdf(std::string_view bytes, const file_type& type
   std::error_code ec;
   fs::create_directory(work.path / "out", ec);
   if (ec || !write_file(input, bytes))
-    return unavailable("the document could not be written to " + work.path.string());
+    return short_of("the document could not be written to " + work.path.string());
 
   // Everything the child needs is made before fork: between fork and exec it calls only
   // async-signal-safe functions.
@@ -174,7 +182,7 @@ result<std::string> convert_to_pdf(std::string_view bytes, const file_type& type
 
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0)
-    return unavailable(std::string{"pipe: "} + std::strerror(errno));
+    return short_of(std::string{"pipe: "} + std::strerror(errno));
   int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   pid_t pid = devnull < 0 ? -1 : ::fork();
   if (pid == 0) {
@@ -197,7 +205,7 @@ result<std::string> convert_to_pdf(std::string_view bytes, const file_type& type
     ::close(devnull);
   if (pid < 0) {
     ::close(out[0]);
-    return unavailable(std::string{"fork: "} + std::strerror(fork_errno));
+    return short_of(std::string{"fork: "} + std::strerror(fork_errno));
   }
 
   // Its output (kept to the last kept_output bytes) until it closes, or the deadline.
@@ -226,13 +234,18 @@ result<std::string> convert_to_pdf(std::string_view bytes, const file_type& type
       output.erase(0, output.size() - kept_output);
   }
   ::close(out[0]);
-  // Whatever is left of the group goes (with namespaces, its first process's end took the rest).
   if (timed_out)
     ::kill(-pid, SIGKILL);
+  // Whatever is left of its group goes once it has ended (with namespaces, the end of the
+  // namespace's first process took the rest already). It is reaped only after: until then the
+  // group's id cannot be another's.
+  siginfo_t ended{};
+  while (::waitid(P_PID, static_cast<id_t>(pid), &ended, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+  }
+  ::kill(-pid, SIGKILL);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  ::kill(-pid, SIGKILL);
   if (output.size() > kept_output)
     output.erase(0, output.size() - kept_output);
 
@@ -283,7 +296,10 @@ int converter_main(int argc, char** argv, int first) {
   std::string work = argv[first];
   const char* program = argv[first + 1];
   std::string input = argv[first + 2];
-  if (enter_namespaces()) {
+  auto confined = enter_namespaces();
+  if (confined == namespaces::broken)
+    return exit_not_confined;
+  if (confined == namespaces::entered) {
     // The first process of the new PID namespace runs LibreOffice; when it ends, the kernel
     // ends every other process in the namespace.
     pid_t child = ::fork();

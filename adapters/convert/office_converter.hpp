@@ -41,7 +41,8 @@ struct office_converter_options {
 };
 
 /// The PDF `bytes` (a document of `type`, one that needs_conversion) converts to, by `deadline`.
-/// Errors: convert.unavailable (LibreOffice is not installed, or the launcher could not start),
+/// Errors: convert.unavailable (LibreOffice is not installed, or the launcher could not start;
+/// transient when this machine ran short of a work folder, a pipe or a process),
 /// convert.failed (LibreOffice could not read the document: damaged, encrypted, not what its
 /// signature says; its own words included), convert.too_large (the PDF is over the bound), all
 /// permanent; convert.timeout (killed at the deadline) and convert.crashed (LibreOffice died on

@@ -457,12 +457,11 @@ void pg_matching_repository::write_matches(work_outcome outcome, std::vector<mat
       return done(checked.error());
     done(pg::transaction<void>(
         conn, [&](pg::connection& c) { return write_phase(c, outcome, *checked, via_outbox); },
-        [&](pg::connection& c, result<void> written, const error& lost) -> result<void> {
+        [&](pg::connection& c, const result<void>&, const error& lost) -> result<void> {
           // The COMMIT's answer was lost: read again instead of guessing.
           auto states = pg::reread_items(c, {outcome.ref.item});
           if (!states)
             return lost;
-          (void)written;
           return pg::settled(states->front(), outcome.ref, lost);
         }));
   });

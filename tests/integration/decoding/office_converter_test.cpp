@@ -92,24 +92,33 @@ protected:
     return text;
   }
 
-  /// A program standing in for LibreOffice: a shell script in the test's build folder (which the
-  /// confinement leaves readable; /tmp is its own there).
+  /// A program standing in for LibreOffice: a shell script in a folder of /var/tmp, which the
+  /// confinement leaves readable (its /tmp is its own, and a build folder may be under /tmp).
   std::string script(const std::string& name, const std::string& body) {
-    auto path = (fs::current_path() / (unique_name(name) + ".sh")).string();
+    auto path = (fs::path{outside_dir()} / (unique_name(name) + ".sh")).string();
     write_file(path, "#!/bin/sh\n" + body);
     fs::permissions(path, fs::perms::owner_all);
-    scripts_.push_back(path);
     return path;
   }
+  /// A folder outside /tmp that the conversion sees (read-only), removed after the test.
+  const std::string& outside_dir() {
+    if (outside_.empty()) {
+      std::string pattern = "/var/tmp/ingestd-convert-test-XXXXXX";
+      if (::mkdtemp(pattern.data()) != nullptr)
+        outside_ = pattern;
+    }
+    return outside_;
+  }
   void TearDown() override {
-    for (auto& s : scripts_)
-      std::remove(s.c_str());
+    std::error_code ec;
+    if (!outside_.empty())
+      fs::remove_all(outside_, ec);
   }
 
   static inline std::string* dir_ = nullptr;
   static inline bool available_ = false;
   office_converter_options options_;
-  std::vector<std::string> scripts_;
+  std::string outside_;
 };
 
 TEST_F(office_converter, every_format_converts_to_a_pdf_with_its_text) {
@@ -201,7 +210,7 @@ TEST_F(office_converter, inside_the_network_host_files_and_processes_are_out_of_
   ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &length), 0);
   ASSERT_EQ(::listen(listener, 4), 0);
   auto port = std::to_string(ntohs(addr.sin_port));
-  auto outside = (fs::current_path() / unique_name("written")).string();
+  auto outside = (fs::path{outside_dir()} / unique_name("written")).string();
   // The probe reports what it could do as the "PDF" it writes to its output folder.
   options_.program
       = script("probe", "cd \"$HOME\"\n"
