@@ -37,8 +37,8 @@ ARG DEBIAN_FRONTEND=noninteractive
 # the seven the rules know by default); --build-arg OCR_LANGUAGES="eng deu" for fewer.
 ARG OCR_LANGUAGES="eng deu fra nld spa ita pol"
 # Office and web documents (DOCX, XLSX, ODT, ODS, RTF, HTML) need LibreOffice, which adds about
-# 400 MB: --build-arg OFFICE_FORMATS=true to include it. Without it such a document fails
-# convert.unavailable, naming the packages.
+# 300 MB (663 MB in all): --build-arg OFFICE_FORMATS=true to include it. Without it such a
+# document fails convert.unavailable, naming the packages.
 ARG OFFICE_FORMATS=false
 # The packages of the libraries the binary links directly (objdump -p build/app/ingestd | grep
 # NEEDED, then dpkg -S); apt brings what they need. tini is the init, curl the health check,
