@@ -37,6 +37,10 @@ tr.sel{background:#e6f0fb}.counts span{margin-right:1.2em}.tag{padding:0 .4em;bo
 .field.flagged input,.field.flagged textarea{border:2px solid #d9822b;background:#fff8ef}
 .field .machine,.field .note{font-size:12px;color:#667}.field .note{color:#a14d00}
 .field.changed input{border:2px solid #2b7bd9}
+table.lines td{padding:.15em .2em}table.lines input.num{text-align:right}
+table.lines tr.rowbad input{background:#fff3cd}table.lines input.bad{border:2px solid #b00020}
+table.lines td.acts{white-space:nowrap;width:1%}table.lines td.acts button{padding:.1em .4em;margin:0}
+.field.flagged table.lines{outline:2px solid #d9822b}#li-sum{font-size:12px}
 .checks li{color:#a14d00}.error{color:#b00020;font-weight:600}.ok{color:#1b7d2b;font-weight:600}
 fieldset{border:1px solid #e2e4e8;margin:.6em 0;padding:.4em .6em}fieldset label{margin-right:.3em}
 fieldset select{margin-right:.8em;font:inherit}
@@ -104,7 +108,7 @@ constexpr field_spec fields[] = {
     {"subtotal", "Subtotal", "number"},
     {"vat_amount", "VAT", "number"},
     {"total", "Total", "number"},
-    {"line_items", "Line items (JSON)", "json"},
+    {"line_items", "Line items", "json"},
 };
 
 /// Rows of a JSON array of objects as a table with the given columns.
@@ -189,6 +193,74 @@ constexpr const char* document_script = R"js(
       else if(r.body.warnings.length)say(r.body.warnings.length+' plausibility warning(s): you may still approve','');
       else say('Valid','ok');
     });
+  }
+  // Line items: a table over the hidden JSON field. Rows are added, removed and moved; each
+  // row's quantity x unit price and the lines' sum against the subtotal (the total when there
+  // is neither subtotal nor VAT, as the gate does) are checked as they are typed.
+  var li=document.getElementById('f-line_items'),lrows=document.getElementById('li-rows'),
+      lsum=document.getElementById('li-sum'),cols=['description','quantity','unit_price','amount'];
+  function money(n){return n.toFixed(2);}
+  function rowData(tr){var o={};cols.forEach(function(c){
+    var v=tr.querySelector('[data-col="'+c+'"]').value.trim();
+    if(c==='description')o[c]=v===''?null:v;
+    else if(v==='')o[c]=null;
+    else{var n=Number(v.replace(',','.'));o[c]=isNaN(n)?v:n;}});return o;}
+  function addRow(o){
+    var tr=document.createElement('tr');
+    cols.forEach(function(c){var td=document.createElement('td'),i=document.createElement('input');
+      i.dataset.col=c;i.value=o&&o[c]!=null?String(o[c]):'';i.setAttribute('aria-label',c.replace('_',' '));
+      if(c!=='description'){i.inputMode='decimal';i.className='num';}
+      td.appendChild(i);tr.appendChild(td);});
+    var td=document.createElement('td');td.className='acts';
+    [['\u2191','Move up','up'],['\u2193','Move down','down'],['\u2715','Remove','remove']].forEach(function(b){
+      var k=document.createElement('button');k.type='button';k.textContent=b[0];k.title=b[1];
+      k.setAttribute('aria-label',b[1]);k.dataset.act=b[2];td.appendChild(k);});
+    tr.appendChild(td);lrows.appendChild(tr);return tr;}
+  function checkLines(){
+    var sum=0,complete=true,n=lrows.rows.length;
+    [].slice.call(lrows.rows).forEach(function(tr){
+      var o=rowData(tr),bad='';
+      cols.forEach(function(c){tr.querySelector('[data-col="'+c+'"]').classList.toggle('bad',
+        c!=='description'&&typeof o[c]==='string');});
+      if(typeof o.amount==='number')sum+=o.amount;else complete=false;
+      if(typeof o.quantity==='number'&&typeof o.unit_price==='number'&&typeof o.amount==='number'
+         &&Math.abs(o.quantity*o.unit_price-o.amount)>0.011)
+        bad='quantity \u00d7 unit price is '+money(o.quantity*o.unit_price)+', not '+money(o.amount);
+      tr.classList.toggle('rowbad',!!bad);tr.title=bad;});
+    var sub=read(document.getElementById('f-subtotal')),vat=read(document.getElementById('f-vat_amount')),
+        tot=read(document.getElementById('f-total')),target=null,what='subtotal',text,cls='';
+    if(typeof sub==='number')target=sub;
+    else if(vat===null&&typeof tot==='number'){target=tot;what='total';}
+    if(!n)text='No lines';
+    else if(!complete)text=n+(n===1?' line':' lines')+': an amount is missing';
+    else{text=n+(n===1?' line':' lines')+', sum '+money(sum);
+      if(target!==null){var agree=Math.abs(sum-target)<=0.02+0.01*n+1e-9;
+        text+=(agree?' = ':' \u2260 ')+what+' '+money(target)+(agree?'':' ('+money(Math.abs(sum-target))+' apart)');
+        cls=agree?'ok':'error';}}
+    lsum.textContent=text;lsum.className=cls;}
+  function sync(){li.value=JSON.stringify([].slice.call(lrows.rows).map(rowData));checkLines();
+    li.dispatchEvent(new Event('input'));}
+  if(li&&lrows){
+    var items=null;
+    try{items=JSON.parse(li.value||'[]');}catch(e){}
+    // The same text as the table writes back, so that an edit undone is no change.
+    if(Array.isArray(items))li.value=li.dataset.original=JSON.stringify(items);else items=[];
+    items.forEach(function(o){addRow(o&&typeof o==='object'?o:null);});
+    checkLines();
+    lrows.addEventListener('input',sync);
+    lrows.addEventListener('click',function(e){
+      var b=e.target.closest('button[data-act]');if(!b)return;
+      var tr=b.closest('tr'),act=b.dataset.act;
+      if(act==='remove'){var f=tr.nextElementSibling||tr.previousElementSibling;tr.remove();
+        (f?f.querySelector('[data-act=remove]'):document.getElementById('li-add')).focus();}
+      else if(act==='up'&&tr.previousElementSibling){lrows.insertBefore(tr,tr.previousElementSibling);b.focus();}
+      else if(act==='down'&&tr.nextElementSibling){lrows.insertBefore(tr.nextElementSibling,tr);b.focus();}
+      else return;
+      sync();});
+    document.getElementById('li-add').addEventListener('click',function(){
+      addRow(null).querySelector('input').focus();sync();});
+    ['f-subtotal','f-vat_amount','f-total'].forEach(function(i){
+      var el=document.getElementById(i);if(el)el.addEventListener('input',checkLines);});
   }
   inputs.forEach(function(el){el.addEventListener('input',function(){
     el.parentNode.classList.toggle('changed',el.value!==el.dataset.original);
@@ -469,7 +541,12 @@ std::string document_page(const page_context& ctx, const document_view& view) {
                         + "\" data-type=\"" + f.type + "\" data-original=\"" + html_escape(value)
                         + "\"";
     if (std::string_view{f.type} == "json")
-      out += "<textarea rows=\"4\" " + attrs + ">" + html_escape(value) + "</textarea>";
+      // The JSON is what is sent; the page's script edits it as a table of lines.
+      out += "<textarea hidden " + attrs + ">" + html_escape(value)
+             + "</textarea><table class=\"lines\"><thead><tr><th>Description</th>"
+               "<th>Quantity</th><th>Unit price</th><th>Amount</th><th></th></tr></thead>"
+               "<tbody id=\"li-rows\"></tbody></table><button id=\"li-add\" type=\"button\">"
+               "Add line</button> <span id=\"li-sum\" role=\"status\"></span>";
     else
       out += "<input " + attrs + " value=\"" + html_escape(value) + "\">";
     if (machine_value != value)

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """The review desk in a real browser: headless Chromium (Debian's chromium and chromedriver)
 driven by Debian's python3-selenium. Signs in, opens the queue, opens the oldest document with
-the keyboard, corrects the total, waits for the live check to accept it, approves, and waits for
+the keyboard, corrects the total, waits for the live check to accept it, edits the line items in
+their table (a row changed, one added and moved up, one added and removed, the sums checked as
+they are typed), approves, and waits for
 the desk to move on; on the next document, reprocesses it with the LLM extractor chosen in the
 reprocess form by keyboard alone. Screenshots of both pages go to --out. Exit 0 on success, 1 on a failure,
 77 when the browser cannot start (the caller skips then).
@@ -84,6 +86,57 @@ def main():
         wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "Valid"))
         # The check no longer flags the total.
         assert "flagged" not in flagged.get_attribute("class"), "the corrected total is no longer flagged"
+
+        # Line items, as a table: the one line, its sum agreeing with the subtotal.
+        def rows():
+            return driver.find_elements(By.CSS_SELECTOR, "#li-rows tr")
+
+        def cell(row, col):
+            return rows()[row].find_element(By.CSS_SELECTOR, f'[data-col="{col}"]')
+
+        def type_into(row, col, text):
+            el = cell(row, col)
+            el.send_keys(Keys.CONTROL, "a")
+            el.send_keys(text)
+
+        def line_sum():
+            return driver.find_element(By.ID, "li-sum").text
+
+        lines_field = driver.find_element(By.CSS_SELECTOR, '.field[data-name="line_items"]')
+        assert len(rows()) == 1, "one line item"
+        assert cell(0, "description").get_attribute("value") == "Widget"
+        assert line_sum() == "1 line, sum 100.00 = subtotal 100.00", line_sum()
+        # Edit the row: quantity x unit price no longer gives the amount, which the row shows.
+        type_into(0, "description", "Widget A")
+        type_into(0, "quantity", "2")
+        type_into(0, "unit_price", "40")
+        assert "rowbad" in rows()[0].get_attribute("class"), "2 x 40 is not 100"
+        type_into(0, "amount", "80")
+        assert "rowbad" not in rows()[0].get_attribute("class"), "2 x 40 is 80"
+        assert line_sum() == "1 line, sum 80.00 \u2260 subtotal 100.00 (20.00 apart)", line_sum()
+        # The desk's own check flags the lines too.
+        wait.until(lambda d: "flagged" in lines_field.get_attribute("class"))
+        # Add a line that makes the sum right again.
+        driver.find_element(By.ID, "li-add").click()
+        assert len(rows()) == 2, "a line added"
+        assert driver.switch_to.active_element == cell(1, "description"), "the new line has focus"
+        type_into(1, "description", "Setup")
+        type_into(1, "quantity", "1")
+        type_into(1, "unit_price", "20")
+        type_into(1, "amount", "20")
+        assert line_sum() == "2 lines, sum 100.00 = subtotal 100.00", line_sum()
+        wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "Valid"))
+        assert "flagged" not in lines_field.get_attribute("class"), "the lines agree again"
+        # Reorder: the new line moves up.
+        rows()[1].find_element(By.CSS_SELECTOR, '[data-act="up"]').click()
+        assert [cell(i, "description").get_attribute("value") for i in range(2)] == ["Setup", "Widget A"]
+        # A line added by mistake is removed.
+        driver.find_element(By.ID, "li-add").click()
+        assert len(rows()) == 3
+        assert line_sum() == "3 lines: an amount is missing", line_sum()
+        rows()[2].find_element(By.CSS_SELECTOR, '[data-act="remove"]').click()
+        assert len(rows()) == 2, "the empty line removed"
+        assert line_sum() == "2 lines, sum 100.00 = subtotal 100.00", line_sum()
         driver.execute_script("document.activeElement.blur();window.scrollTo(0,0);")
         driver.save_screenshot(os.path.join(a.out, "review-document.png"))
 

@@ -1,9 +1,9 @@
 // The review desk in a real browser (review_browser.py: headless Chromium through Debian's
 // python3-selenium) against the desk on a real admin server: sign in, queue, document, correct
-// the total, approve; then reprocess the next document with the LLM extractor chosen in the
-// reprocess form by keyboard; the database shows the reviewer's version and the choice.
-// Screenshots of both pages are written under the build directory (test-artifacts/review/).
-// Skipped, with the script's message, only when the browser cannot start.
+// the total, edit the line items in their table, approve; then reprocess the next document with the
+// LLM extractor chosen in the reprocess form by keyboard; the database shows the reviewer's version
+// and the choice. Screenshots of both pages are written under the build directory
+// (test-artifacts/review/). Skipped, with the script's message, only when the browser cannot start.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -54,8 +54,18 @@ TEST_F(review_browser_test, a_reviewer_corrects_a_field_and_approves_in_chromium
                  "FROM document WHERE id = $1",
                  {first}),
       "false approved Hana");
-  EXPECT_EQ(db->scalar("SELECT changes::text FROM document_review WHERE document_id = $1", {first}),
-            R"({"total": {"to": 119, "from": 120}})");
+  // The lines as edited in the table, in their new order.
+  EXPECT_EQ(db->scalar("SELECT string_agg(concat_ws(' ', x->>'description', x->>'quantity', "
+                       "x->>'unit_price', x->>'amount'), '; ' ORDER BY n) FROM document, "
+                       "jsonb_array_elements(structured_data->'line_items') WITH ORDINALITY AS "
+                       "t(x, n) WHERE id = $1",
+                       {first}),
+            "Setup 1 20 20; Widget A 2 40 80");
+  EXPECT_EQ(
+      db->scalar("SELECT (changes->'total')::text || ' ' || (changes->'line_items'->'from')::text "
+                 "FROM document_review WHERE document_id = $1",
+                 {first}),
+      R"({"to": 119, "from": 120} [{"amount": 100, "quantity": 1, "unit_price": 100, "description": "Widget"}])");
   EXPECT_EQ(db->scalar("SELECT needs_human_review::text FROM document WHERE id = $1", {second}),
             "true");
   // The second document was reprocessed from its page with the LLM extractor chosen.
