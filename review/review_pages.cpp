@@ -14,6 +14,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "adapters/ocr/language_guess.hpp"
 #include "config/providers.hpp"
 
 namespace ingestd {
@@ -92,14 +93,15 @@ std::string input_text(const rapidjson::Value& v) {
 struct field_spec {
   const char* name;
   const char* label;
-  /// "string", "number" or "json" (how the page's script reads the input back).
+  /// "string", "number", "date" or "json" (how the page's script shows the value and reads
+  /// the input back).
   const char* type;
 };
 
 constexpr field_spec fields[] = {
     {"invoice_number", "Invoice number", "string"},
-    {"invoice_date", "Invoice date (YYYY-MM-DD)", "string"},
-    {"due_date", "Due date", "string"},
+    {"invoice_date", "Invoice date", "date"},
+    {"due_date", "Due date", "date"},
     {"supplier_name", "Supplier", "string"},
     {"supplier_address", "Supplier address", "string"},
     {"supplier_vat_id", "Supplier VAT id", "string"},
@@ -160,9 +162,65 @@ constexpr const char* document_script = R"js(
       csrf=root.dataset.csrf,next=root.dataset.next,status=document.getElementById('status'),timer=null;
   var inputs=[].slice.call(document.querySelectorAll('[data-field]'));
   document.getElementById('fields').addEventListener('submit',function(e){e.preventDefault();});
+  // Amounts and dates in the document's locale (data-locale; none: as stored), read back into
+  // the stored form: numbers, and dates as YYYY-MM-DD.
+  var loc=root.dataset.locale||'',dec='.',order=['year','month','day'],datePattern='yyyy-mm-dd';
+  var amountFmt=loc?new Intl.NumberFormat(loc,{minimumFractionDigits:2,maximumFractionDigits:6}):null,
+      plainFmt=loc?new Intl.NumberFormat(loc,{maximumFractionDigits:6}):null,
+      moneyFmt=loc?new Intl.NumberFormat(loc,{minimumFractionDigits:2,maximumFractionDigits:2}):null,
+      dateFmt=loc?new Intl.DateTimeFormat(loc,{year:'numeric',month:'2-digit',day:'2-digit',timeZone:'UTC'}):null;
+  if(loc){
+    amountFmt.formatToParts(1.5).forEach(function(p){if(p.type==='decimal')dec=p.value;});
+    var parts=dateFmt.formatToParts(new Date(Date.UTC(2024,2,1)));
+    order=parts.filter(function(p){return p.type!=='literal';}).map(function(p){return p.type;});
+    datePattern=parts.map(function(p){return {day:'dd',month:'mm',year:'yyyy'}[p.type]||p.value;}).join('');
+  }
+  function parseNum(v){
+    // Spaces and apostrophes only group digits. With both '.' and ',', the later one is the
+    // decimal mark; one of them alone is, unless it repeats, or groups three digits and is not
+    // the locale's decimal mark ("1.234" is 1234 in German, 1.234 in English).
+    v=v.replace(/[\s\u00a0\u202f'\u2019]/g,'');
+    var dot=v.lastIndexOf('.'),comma=v.lastIndexOf(','),mark='',whole=v,frac='';
+    if(dot>=0&&comma>=0)mark=dot>comma?'.':',';
+    else if(dot>=0||comma>=0){var s=dot>=0?'.':',';
+      if(v.split(s).length===2&&!(s!==dec&&/^-?\d{1,3}[.,]\d{3}$/.test(v)))mark=s;}
+    if(mark){whole=v.slice(0,v.lastIndexOf(mark));frac=v.slice(v.lastIndexOf(mark)+1);}
+    if(!/^-?(\d+|\d{1,3}([.,]\d{3})+)$/.test(whole)||!/^\d*$/.test(frac))return NaN;
+    return Number(whole.replace(/[.,]/g,'')+(frac?'.'+frac:''));
+  }
+  function showNum(n,plain){return n==null||n===''?'':loc&&typeof n==='number'?(plain?plainFmt:amountFmt).format(n):String(n);}
+  function money(n){return loc?moneyFmt.format(n):n.toFixed(2);}
+  function parseDate(v){
+    if(/^\d{4}-\d{2}-\d{2}$/.test(v))return v;
+    var p=v.split(/[^0-9]+/).filter(Boolean),o={};
+    if(p.length!==3)return v;
+    order.forEach(function(k,i){o[k]=+p[i];});
+    if(o.year<100)o.year+=2000;
+    var d=new Date(Date.UTC(o.year,o.month-1,o.day));
+    if(isNaN(d)||d.getUTCFullYear()!==o.year||d.getUTCMonth()!==o.month-1||d.getUTCDate()!==o.day)return v;
+    return d.toISOString().slice(0,10);
+  }
+  function showDate(v){return loc&&/^\d{4}-\d{2}-\d{2}$/.test(v)?dateFmt.format(new Date(v+'T00:00:00Z')):v;}
+  inputs.forEach(function(el){
+    var t=el.dataset.type,v=el.value.trim();
+    if(t==='number'&&v!==''&&!isNaN(Number(v)))el.value=el.dataset.original=showNum(Number(v));
+    else if(t==='date'){el.placeholder=datePattern;el.value=el.dataset.original=showDate(v);}
+  });
+  // A value typed in another form is shown in the locale's once the field is left.
+  function tidy(el,kind){
+    var v=el.value.trim();if(v==='')return;
+    if(kind==='date'){var d=parseDate(v);if(/^\d{4}-\d{2}-\d{2}$/.test(d))el.value=showDate(d);}
+    else{var n=parseNum(v);if(!isNaN(n))el.value=showNum(n,kind==='quantity');}
+  }
+  inputs.forEach(function(el){
+    var t=el.dataset.type;
+    if(t==='number'||t==='date')el.addEventListener('change',function(){tidy(el,t);
+      el.parentNode.classList.toggle('changed',el.value!==el.dataset.original);});
+  });
   function read(el){
     var v=el.value.trim();
-    if(el.dataset.type==='number'){if(v==='')return null;var n=Number(v.replace(',','.'));return isNaN(n)?v:n;}
+    if(el.dataset.type==='number'){if(v==='')return null;var n=parseNum(v);return isNaN(n)?v:n;}
+    if(el.dataset.type==='date')return v===''?null:parseDate(v);
     if(el.dataset.type==='json'){if(v==='')return [];try{return JSON.parse(v);}catch(e){return v;}}
     return v===''?null:v;
   }
@@ -199,16 +257,16 @@ constexpr const char* document_script = R"js(
   // is neither subtotal nor VAT, as the gate does) are checked as they are typed.
   var li=document.getElementById('f-line_items'),lrows=document.getElementById('li-rows'),
       lsum=document.getElementById('li-sum'),cols=['description','quantity','unit_price','amount'];
-  function money(n){return n.toFixed(2);}
   function rowData(tr){var o={};cols.forEach(function(c){
     var v=tr.querySelector('[data-col="'+c+'"]').value.trim();
     if(c==='description')o[c]=v===''?null:v;
     else if(v==='')o[c]=null;
-    else{var n=Number(v.replace(',','.'));o[c]=isNaN(n)?v:n;}});return o;}
+    else{var n=parseNum(v);o[c]=isNaN(n)?v:n;}});return o;}
   function addRow(o){
     var tr=document.createElement('tr');
     cols.forEach(function(c){var td=document.createElement('td'),i=document.createElement('input');
-      i.dataset.col=c;i.value=o&&o[c]!=null?String(o[c]):'';i.setAttribute('aria-label',c.replace('_',' '));
+      i.dataset.col=c;
+      i.value=!o||o[c]==null?'':c==='description'?String(o[c]):showNum(o[c],c==='quantity');i.setAttribute('aria-label',c.replace('_',' '));
       if(c!=='description'){i.inputMode='decimal';i.className='num';}
       td.appendChild(i);tr.appendChild(td);});
     var td=document.createElement('td');td.className='acts';
@@ -248,6 +306,8 @@ constexpr const char* document_script = R"js(
     items.forEach(function(o){addRow(o&&typeof o==='object'?o:null);});
     checkLines();
     lrows.addEventListener('input',sync);
+    lrows.addEventListener('change',function(e){var c=e.target.dataset.col;
+      if(c&&c!=='description')tidy(e.target,c);});
     lrows.addEventListener('click',function(e){
       var b=e.target.closest('button[data-act]');if(!b)return;
       var tr=b.closest('tr'),act=b.dataset.act;
@@ -460,6 +520,29 @@ std::string queue_page(const page_context& ctx, const review_queue& queue,
   return out;
 }
 
+std::string document_locale(std::string_view transcription, std::string_view currency) {
+  static const std::vector<std::string> languages{"eng", "deu", "fra", "nld", "spa", "ita", "pol"};
+  auto language = guess_language(transcription, languages);
+  if (language == "eng")
+    return currency == "USD"   ? "en-US"
+           : currency == "CAD" ? "en-CA"
+           : currency == "AUD" ? "en-AU"
+                               : "en-GB";
+  if (language == "deu")
+    return currency == "CHF" ? "de-CH" : "de-DE";
+  if (language == "fra")
+    return currency == "CHF" ? "fr-CH" : currency == "CAD" ? "fr-CA" : "fr-FR";
+  if (language == "ita")
+    return currency == "CHF" ? "it-CH" : "it-IT";
+  if (language == "nld")
+    return "nl-NL";
+  if (language == "spa")
+    return "es-ES";
+  if (language == "pol")
+    return "pl-PL";
+  return "";
+}
+
 std::string document_page(const page_context& ctx, const document_view& view) {
   auto& d = *view.doc;
   rapidjson::Document data;
@@ -472,9 +555,15 @@ std::string document_page(const page_context& ctx, const document_view& view) {
     machine.SetObject();
 
   std::string out = head(d.file_name) + top_bar(ctx);
-  out += "<main id=\"review\" data-id=\"" + d.id.str() + "\" data-version=\""
-         + std::to_string(d.version) + "\" data-csrf=\"" + html_escape(ctx.csrf) + "\" data-next=\""
-         + html_escape(view.next_id) + "\" data-pages=\"" + std::to_string(view.page_count) + "\">";
+  auto currency = data.FindMember("currency");
+  auto locale = document_locale(view.transcription,
+                                currency != data.MemberEnd() && currency->value.IsString()
+                                    ? currency->value.GetString()
+                                    : "");
+  out += "<main id=\"review\" data-locale=\"" + html_escape(locale) + "\" data-id=\"" + d.id.str()
+         + "\" data-version=\"" + std::to_string(d.version) + "\" data-csrf=\""
+         + html_escape(ctx.csrf) + "\" data-next=\"" + html_escape(view.next_id)
+         + "\" data-pages=\"" + std::to_string(view.page_count) + "\">";
   out += "<h2>" + html_escape(d.file_name) + " <span class=\"muted\">version "
          + std::to_string(d.version) + "</span></h2>";
   rapidjson::Document metadata;
@@ -554,7 +643,11 @@ std::string document_page(const page_context& ctx, const document_view& view) {
              + html_escape(machine_value.empty() ? "(empty)" : machine_value) + "</div>";
     out += notes + "</div>";
   }
-  out += "</form><p id=\"status\" role=\"status\"></p>"
+  out += "</form>";
+  if (!locale.empty())
+    out += "<p class=\"muted\" id=\"locale\">Amounts and dates as the document writes them ("
+           + html_escape(locale) + "); they are saved as 1234.56 and 2024-03-01.</p>";
+  out += "<p id=\"status\" role=\"status\"></p>"
          "<button class=\"primary\" id=\"approve\" type=\"button\">Approve</button>"
          "<form id=\"reprocess-form\"><fieldset><legend>Reprocess: a new ingestion</legend>"
          + provider_select("rp-transcription", "transcription_provider", "Transcription",

@@ -42,6 +42,12 @@ struct document_view {
   node_providers providers;
 };
 
+/// The locale the desk shows a document's amounts and dates in (a BCP 47 tag such as "de-DE"):
+/// the language of its transcription (adapters/ocr/language_guess), with the country its currency
+/// names where the language has several ("en-US" for USD, "de-CH" for CHF); empty when the
+/// language is not clear, and the desk then shows the stored form (1234.56, 2024-03-01).
+std::string document_locale(std::string_view transcription, std::string_view currency);
+
 /// The page image beside a form with one input per field, the failed checks at their fields,
 /// the actions (reprocess with a choice of providers), the transcription, the audit trail, matches,
 /// cluster and earlier reviews.

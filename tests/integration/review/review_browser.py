@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The review desk in a real browser: headless Chromium (Debian's chromium and chromedriver)
 driven by Debian's python3-selenium. Signs in, opens the queue, opens the oldest document with
-the keyboard, corrects the total, waits for the live check to accept it, edits the line items in
+the keyboard, checks that a German document's amounts and dates are shown as German writes
+them, corrects the date and the total, waits for the live check to accept it, edits the line items in
 their table (a row changed, one added and moved up, one added and removed, the sums checked as
 they are typed), approves, and waits for
 the desk to move on; on the next document, reprocesses it with the LLM extractor chosen in the
@@ -76,11 +77,18 @@ def main():
         # The page image is rendered and shown.
         wait.until(lambda d: d.execute_script(
             "var i=document.getElementById('pageimg');return i.complete&&i.naturalWidth>0;"))
+        # A German document: its amounts and dates are shown as German writes them.
+        assert "de-DE" in driver.find_element(By.ID, "locale").text
+        total = driver.find_element(By.ID, "f-total")
+        assert total.get_attribute("value") == "120,00", total.get_attribute("value")
+        invoice_date = driver.find_element(By.ID, "f-invoice_date")
+        assert invoice_date.get_attribute("value") == "01.03.2024", invoice_date.get_attribute("value")
+        invoice_date.send_keys(Keys.CONTROL, "a")
+        invoice_date.send_keys("15.03.2024")
         flagged = driver.find_element(By.CSS_SELECTOR, '.field[data-name="total"]')
         assert "flagged" in flagged.get_attribute("class"), "the failed check is shown at the total"
 
-        total = driver.find_element(By.ID, "f-total")
-        total.clear()
+        total.send_keys(Keys.CONTROL, "a")
         total.send_keys(a.total)
         # The live check accepts the corrected data.
         wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "Valid"))
@@ -105,26 +113,28 @@ def main():
         lines_field = driver.find_element(By.CSS_SELECTOR, '.field[data-name="line_items"]')
         assert len(rows()) == 1, "one line item"
         assert cell(0, "description").get_attribute("value") == "Widget"
-        assert line_sum() == "1 line, sum 100.00 = subtotal 100.00", line_sum()
+        assert line_sum() == "1 line, sum 100,00 = subtotal 100,00", line_sum()
         # Edit the row: quantity x unit price no longer gives the amount, which the row shows.
         type_into(0, "description", "Widget A")
         type_into(0, "quantity", "2")
-        type_into(0, "unit_price", "40")
+        type_into(0, "unit_price", "40,00")
         assert "rowbad" in rows()[0].get_attribute("class"), "2 x 40 is not 100"
         type_into(0, "amount", "80")
         assert "rowbad" not in rows()[0].get_attribute("class"), "2 x 40 is 80"
-        assert line_sum() == "1 line, sum 80.00 \u2260 subtotal 100.00 (20.00 apart)", line_sum()
+        assert line_sum() == "1 line, sum 80,00 \u2260 subtotal 100,00 (20,00 apart)", line_sum()
         # The desk's own check flags the lines too.
         wait.until(lambda d: "flagged" in lines_field.get_attribute("class"))
         # Add a line that makes the sum right again.
         driver.find_element(By.ID, "li-add").click()
         assert len(rows()) == 2, "a line added"
+        # What was typed is shown as German writes it once the field is left.
+        assert cell(0, "amount").get_attribute("value") == "80,00", cell(0, "amount").get_attribute("value")
         assert driver.switch_to.active_element == cell(1, "description"), "the new line has focus"
         type_into(1, "description", "Setup")
         type_into(1, "quantity", "1")
         type_into(1, "unit_price", "20")
-        type_into(1, "amount", "20")
-        assert line_sum() == "2 lines, sum 100.00 = subtotal 100.00", line_sum()
+        type_into(1, "amount", "20,00")
+        assert line_sum() == "2 lines, sum 100,00 = subtotal 100,00", line_sum()
         wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "Valid"))
         assert "flagged" not in lines_field.get_attribute("class"), "the lines agree again"
         # Reorder: the new line moves up.
@@ -136,7 +146,7 @@ def main():
         assert line_sum() == "3 lines: an amount is missing", line_sum()
         rows()[2].find_element(By.CSS_SELECTOR, '[data-act="remove"]').click()
         assert len(rows()) == 2, "the empty line removed"
-        assert line_sum() == "2 lines, sum 100.00 = subtotal 100.00", line_sum()
+        assert line_sum() == "2 lines, sum 100,00 = subtotal 100,00", line_sum()
         driver.execute_script("document.activeElement.blur();window.scrollTo(0,0);")
         driver.save_screenshot(os.path.join(a.out, "review-document.png"))
 
@@ -148,6 +158,11 @@ def main():
         # Tab to the button, Enter.
         # The page's script is in place once the document has loaded.
         wait.until(lambda d: d.execute_script("return document.readyState") == "complete")
+        # A document in no clear language shows its values as stored.
+        shown = driver.find_element(By.ID, "f-total").get_attribute("value")
+        assert shown == "120", shown
+        assert driver.find_element(By.ID, "f-invoice_date").get_attribute("value") == "2024-03-01"
+        assert not driver.find_elements(By.ID, "locale"), "no locale note"
         driver.find_element(By.TAG_NAME, "body").send_keys("r")
         active = driver.switch_to.active_element
         assert active.get_attribute("id") == "rp-transcription", "r focuses the reprocess form"

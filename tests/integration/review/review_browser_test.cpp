@@ -32,9 +32,11 @@ std::pair<int, std::string> run(const std::string& command) {
 }
 
 TEST_F(review_browser_test, a_reviewer_corrects_a_field_and_approves_in_chromium) {
-  auto first = add_document(tenant_a, "inv01_en_classic.pdf", "gate", 20,
-                            "INVOICE INV-1\nAcme GmbH\nTotal 119.00 EUR");
-  auto second = add_document(tenant_a, "inv02_de_modern.pdf", "gate", 10);
+  auto first = add_document(tenant_a, "inv02_de_modern.pdf", "gate", 20,
+                            "RECHNUNG INV-1\nAcme GmbH\nRechnungsdatum 01.03.2024\nNetto 100,00 "
+                            "EUR\nMwSt 19 % 19,00 EUR\nGesamtbetrag brutto 119,00 EUR\nVielen "
+                            "Dank");
+  auto second = add_document(tenant_a, "inv01_en_classic.pdf", "gate", 10);
   start_desk();
   const char* artifacts = std::getenv("INGESTD_TEST_ARTIFACTS");
   std::string out = std::string{artifacts ? artifacts : "/tmp/ingestd-test-artifacts"} + "/review";
@@ -43,7 +45,7 @@ TEST_F(review_browser_test, a_reviewer_corrects_a_field_and_approves_in_chromium
   auto [status, output]
       = run("timeout 120 /usr/bin/python3 " + script + " --url http://127.0.0.1:"
             + std::to_string(admin->port()) + " --token " + token_a + " --name Hana --document "
-            + first + " --next " + second + " --total 119 --out " + out);
+            + first + " --next " + second + " --total 119,00 --out " + out);
   if (status == 77)
     GTEST_SKIP() << output;
   ASSERT_EQ(status, 0) << output;
@@ -54,6 +56,10 @@ TEST_F(review_browser_test, a_reviewer_corrects_a_field_and_approves_in_chromium
                  "FROM document WHERE id = $1",
                  {first}),
       "false approved Hana");
+  // The date typed as German writes it, saved as the schema's.
+  EXPECT_EQ(
+      db->scalar("SELECT structured_data->>'invoice_date' FROM document WHERE id = $1", {first}),
+      "2024-03-15");
   // The lines as edited in the table, in their new order.
   EXPECT_EQ(db->scalar("SELECT string_agg(concat_ws(' ', x->>'description', x->>'quantity', "
                        "x->>'unit_price', x->>'amount'), '; ' ORDER BY n) FROM document, "
