@@ -8,6 +8,7 @@
 
 #include "adapters/extraction/extractor.hpp"
 #include "adapters/extraction/local_extractor.hpp"
+#include "adapters/extraction/provenance.hpp"
 #include "adapters/extraction/quality_gate.hpp"
 #include "adapters/ocr/thread_pool_executor.hpp"
 #include "adapters/ocr/transcriber.hpp"
@@ -148,6 +149,10 @@ void print_json(const transcription& t, const extraction& x, const rapidjson::Do
   w.Int64(x.input_tokens);
   w.Key("output_tokens");
   w.Int64(x.output_tokens);
+  // Where on the pages each value was read: {"total": {"page", "box", "text"}, ...}.
+  w.Key("provenance");
+  auto sources = to_json(locate_fields(x.structured_data, t));
+  w.RawValue(sources.data(), sources.size(), rapidjson::kObjectType);
   w.EndObject();
   w.Key("gate");
   w.StartObject();

@@ -24,12 +24,30 @@ using document_metadata = std::vector<std::pair<std::string, std::string>>;
 /// At most this many bytes of each metadata value are kept (cut on a character boundary).
 inline constexpr size_t max_metadata_value_bytes = 1024;
 
+/// A word on a page and where it is: its box as fractions of the page's width and height from
+/// the top left corner, the same on any rendering of the page. Where an extracted value came from
+/// (adapters/extraction/provenance.hpp) and what a reviewer clicks on the desk.
+struct page_word {
+  std::string text;
+  float left = 0;
+  float top = 0;
+  float right = 0;
+  float bottom = 0;
+};
+
+/// At most this many words of a page keep their boxes; at most this many bytes of each word.
+inline constexpr size_t max_page_words = 10000;
+inline constexpr size_t max_word_bytes = 64;
+
 struct transcription_page {
   int32_t number = 1;
   std::string text;
   /// Quality score in [0, 1]; 1 for native PDF text.
   double quality_score = 1;
   std::vector<quality_defect> defects;
+  /// The page's words with their boxes, in reading order (Tesseract's words, the PDF's text
+  /// boxes; empty for providers that give none).
+  std::vector<page_word> words;
 };
 
 struct transcription {

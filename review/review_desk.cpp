@@ -386,10 +386,10 @@ public:
       return send_failure(res, doc.error());
     if (!*doc)
       return send_error(res, 404, "review.not_found", "no such document");
-    auto text = svc.transcription(**doc);
-    if (!text)
-      return send_failure(res, text.error());
-    send_json(res, 200, svc.document_json(**doc, text->first, text->second));
+    auto reading = svc.reading(**doc);
+    if (!reading)
+      return send_failure(res, reading.error());
+    send_json(res, 200, svc.document_json(**doc, *reading));
   }
 
   void api_page(const request& req, response& res) const {
@@ -483,10 +483,8 @@ public:
     view.doc = &**doc;
     view.providers = svc.providers();
     view.findings = svc.findings((*doc)->structured_data);
-    if (auto text = svc.transcription(**doc)) {
-      view.transcription = text->first;
-      view.page_count = text->second;
-    }
+    if (auto reading = svc.reading(**doc))
+      view.reading = std::move(*reading);
     review_queue_filter f;
     f.tenants = c->who.tenants;
     f.limit = 2;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 #include <openssl/evp.h>
 #include <openssl/sha.h>
@@ -14,6 +15,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "adapters/extraction/provenance.hpp"
 #include "adapters/ocr/language_guess.hpp"
 #include "config/providers.hpp"
 
@@ -31,7 +33,9 @@ tr.sel{background:#e6f0fb}.counts span{margin-right:1.2em}.tag{padding:0 .4em;bo
 .tag.failed{background:#fde2e1}.tag.gate{background:#fff3cd}.muted{color:#667}
 .doc{display:grid;grid-template-columns:minmax(0,1.1fr) minmax(0,1fr);gap:1em}
 .pane{background:#fff;padding:.8em;border:1px solid #e2e4e8;border-radius:4px;margin-bottom:1em}
-.pageimg{max-width:100%;border:1px solid #ccd}.field{margin-bottom:.5em}
+.pageimg{display:block;max-width:100%;border:1px solid #ccd;cursor:crosshair}
+.pagebox{position:relative;display:inline-block;max-width:100%}
+.mark{position:absolute;border:2px solid #d9822b;background:rgba(255,190,0,.25);pointer-events:none}.field{margin-bottom:.5em}
 #fields{display:grid;grid-template-columns:1fr 1fr;column-gap:.8em}
 .field[data-name=supplier_address],.field[data-name=line_items]{grid-column:1/3}
 .field label{display:block;font-weight:600;font-size:12px}.field input,.field textarea{width:100%;padding:.3em;font:inherit}
@@ -353,7 +357,28 @@ constexpr const char* document_script = R"js(
   });
   var img=document.getElementById('pageimg'),page=0,pages=+root.dataset.pages;
   function show(n){page=Math.max(0,Math.min(pages-1,n));img.src='/review/api/documents/'+id+'/pages/'+page+'.png';
-    document.getElementById('pageno').textContent=(page+1)+' / '+pages;}
+    document.getElementById('pageno').textContent=(page+1)+' / '+pages;outline(source());}
+  // Where each value is on the page: a field with focus outlines its words on the page image
+  // (turning to their page); a click on a word puts it in the field that had focus last, and
+  // Shift+click adds it after a space.
+  var pd={};try{pd=JSON.parse(document.getElementById('page-data').textContent);}catch(e){}
+  var where=pd.provenance||{},words=pd.words||[],mark=document.getElementById('mark'),focused=null;
+  function outline(box){
+    if(!box){mark.hidden=true;return;}
+    mark.style.left=box[0]*100+'%';mark.style.top=box[1]*100+'%';
+    mark.style.width=(box[2]-box[0])*100+'%';mark.style.height=(box[3]-box[1])*100+'%';mark.hidden=false;}
+  function source(){var s=focused&&where[focused.dataset.field];return s&&s.page-1===page?s.box:null;}
+  inputs.forEach(function(el){if(el.dataset.type==='json')return;
+    el.addEventListener('focus',function(){focused=el;var s=where[el.dataset.field];
+      if(s&&s.page-1!==page)show(s.page-1);else outline(source());});});
+  img.addEventListener('click',function(e){
+    var r=img.getBoundingClientRect(),x=(e.clientX-r.left)/r.width,y=(e.clientY-r.top)/r.height,m=.003;
+    var hit=(words[page]||[]).filter(function(w){return x>=w[1]-m&&x<=w[3]+m&&y>=w[2]-m&&y<=w[4]+m;})[0];
+    if(!hit||!focused)return;
+    var text=e.shiftKey&&focused.value.trim()?focused.value.trim()+' '+hit[0]:hit[0];
+    focused.value=text;focused.dispatchEvent(new Event('input'));focused.dispatchEvent(new Event('change'));
+    where[focused.dataset.field]={page:page+1,box:[hit[1],hit[2],hit[3],hit[4]],text:text};
+    outline(source());});
   document.getElementById('prev').addEventListener('click',function(){show(page-1);});
   document.getElementById('nextpage').addEventListener('click',function(){show(page+1);});
   var pre=document.getElementById('pre');
@@ -520,6 +545,41 @@ std::string queue_page(const page_context& ctx, const review_queue& queue,
   return out;
 }
 
+namespace {
+
+/// The document page's data for its script, in a JSON data block: where each field's value is
+/// ("provenance") and each page's words as [text, left, top, right, bottom] ("words"). "</" is
+/// written "<\/" so that no text ends the block.
+std::string page_data(const std::string& structured_data, const transcription& reading) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w{buf};
+  w.StartObject();
+  w.Key("provenance");
+  auto sources = to_json(locate_fields(structured_data, reading));
+  w.RawValue(sources.data(), sources.size(), rapidjson::kObjectType);
+  w.Key("words");
+  w.StartArray();
+  for (const auto& page : reading.pages) {
+    w.StartArray();
+    for (const auto& word : page.words) {
+      w.StartArray();
+      w.String(word.text.data(), static_cast<rapidjson::SizeType>(word.text.size()));
+      for (float v : {word.left, word.top, word.right, word.bottom})
+        w.Double(std::round(static_cast<double>(v) * 10000.0) / 10000.0);
+      w.EndArray();
+    }
+    w.EndArray();
+  }
+  w.EndArray();
+  w.EndObject();
+  std::string out{buf.GetString(), buf.GetSize()};
+  for (size_t at = out.find("</"); at != std::string::npos; at = out.find("</", at + 3))
+    out.replace(at, 2, "<\\/");
+  return out;
+}
+
+} // namespace
+
 std::string document_locale(std::string_view transcription, std::string_view currency) {
   static const std::vector<std::string> languages{"eng", "deu", "fra", "nld", "spa", "ita", "pol"};
   auto language = guess_language(transcription, languages);
@@ -556,14 +616,15 @@ std::string document_page(const page_context& ctx, const document_view& view) {
 
   std::string out = head(d.file_name) + top_bar(ctx);
   auto currency = data.FindMember("currency");
-  auto locale = document_locale(view.transcription,
+  int page_count = std::max<int>(1, static_cast<int>(view.reading.pages.size()));
+  auto locale = document_locale(view.reading.text,
                                 currency != data.MemberEnd() && currency->value.IsString()
                                     ? currency->value.GetString()
                                     : "");
   out += "<main id=\"review\" data-locale=\"" + html_escape(locale) + "\" data-id=\"" + d.id.str()
          + "\" data-version=\"" + std::to_string(d.version) + "\" data-csrf=\""
          + html_escape(ctx.csrf) + "\" data-next=\"" + html_escape(view.next_id)
-         + "\" data-pages=\"" + std::to_string(view.page_count) + "\">";
+         + "\" data-pages=\"" + std::to_string(page_count) + "\">";
   out += "<h2>" + html_escape(d.file_name) + " <span class=\"muted\">version "
          + std::to_string(d.version) + "</span></h2>";
   rapidjson::Document metadata;
@@ -586,16 +647,16 @@ std::string document_page(const page_context& ctx, const document_view& view) {
   out += "<div class=\"doc\"><div><div class=\"pane\"><div><button id=\"prev\" "
          "type=\"button\">◀</button>"
          "<span id=\"pageno\">1 / "
-         + std::to_string(view.page_count)
+         + std::to_string(page_count)
          + "</span> <button id=\"nextpage\" type=\"button\">▶</button>";
   // (An office document's preprocessed file is the PDF its pages are shown from.)
   if (!d.preprocessed_file_path.empty() && !d.preprocessed_file_path.ends_with(".pdf"))
     out += " <button id=\"pre\" type=\"button\">preprocessed scan</button>";
-  out += "</div><img id=\"pageimg\" class=\"pageimg\" alt=\"page image\" "
+  out += "</div><div class=\"pagebox\"><img id=\"pageimg\" class=\"pageimg\" alt=\"page image\" "
          "src=\"/review/api/documents/"
-         + d.id.str() + "/pages/0.png\"></div>";
+         + d.id.str() + "/pages/0.png\"><div id=\"mark\" class=\"mark\" hidden></div></div></div>";
   out += "<div class=\"pane\"><h3>Transcription</h3><pre id=\"transcription\">"
-         + html_escape(view.transcription.empty() ? "(none)" : view.transcription)
+         + html_escape(view.reading.text.empty() ? "(none)" : view.reading.text)
          + "</pre></div></div>";
 
   // The form: each field with the current value, the machine's when it differs, the failed
@@ -697,7 +758,9 @@ std::string document_page(const page_context& ctx, const document_view& view) {
                        {"worker_id", "Worker"}},
                       "No events.")
          + "</div>";
-  out += "</main><script>" + std::string{document_script} + "</script></body></html>";
+  out += "</main><script type=\"application/json\" id=\"page-data\">"
+         + page_data(d.structured_data, view.reading) + "</script><script>"
+         + std::string{document_script} + "</script></body></html>";
   return out;
 }
 

@@ -34,8 +34,8 @@ std::string queue_page(const page_context& ctx, const review_queue& queue,
 struct document_view {
   const review_document* doc = nullptr;
   std::vector<review_finding> findings;
-  std::string transcription;
-  int page_count = 1;
+  /// The latest transcription, with its pages' words (empty when there is none).
+  transcription reading;
   /// The next document in the queue (empty when none).
   std::string next_id;
   /// The providers a reprocess may choose here (the reprocess form's choices).

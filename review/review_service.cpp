@@ -14,6 +14,7 @@
 #include <rapidjson/writer.h>
 
 #include "adapters/extraction/extraction_schema.hpp"
+#include "adapters/extraction/provenance.hpp"
 #include "adapters/ocr/transcription_json.hpp"
 #include "adapters/queue/queue.hpp"
 #include "adapters/sandbox/decoder.hpp"
@@ -212,19 +213,16 @@ result<std::string> review_service::fetch(const std::string& key, size_t max_byt
                                     [&](auto cb) { storage_->get(key, max_bytes, cb); });
 }
 
-result<std::pair<std::string, int>> review_service::transcription(const review_document& doc) {
+result<transcription> review_service::reading(const review_document& doc) {
   if (doc.transcription_file_path.empty())
-    return std::pair<std::string, int>{"", 1};
+    return transcription{};
   auto bytes = fetch(doc.transcription_file_path, opts_.max_file_bytes);
   if (!bytes) {
     if (bytes.error().code == errc::storage_not_found)
-      return std::pair<std::string, int>{"", 1};
+      return transcription{};
     return bytes.error();
   }
-  auto t = transcription_from_json(*bytes);
-  if (!t)
-    return t.error();
-  return std::pair<std::string, int>{t->text, std::max<int>(1, static_cast<int>(t->pages.size()))};
+  return transcription_from_json(*bytes);
 }
 
 std::vector<review_finding> review_service::findings(const std::string& structured_data) const {
@@ -456,8 +454,8 @@ result<page_image> review_service::page(const std::vector<uuid>& tenants, uuid i
   return rendered;
 }
 
-std::string review_service::document_json(const review_document& doc, const std::string& text,
-                                          int pages) {
+std::string review_service::document_json(const review_document& doc,
+                                          const transcription& reading) {
   rapidjson::StringBuffer buf;
   json_writer w{buf};
   w.StartObject();
@@ -479,9 +477,10 @@ std::string review_service::document_json(const review_document& doc, const std:
   put(w, "latest_status", doc.latest_status);
   put(w, "last_error", doc.last_error);
   put_raw(w, "failed_checks", findings_json(findings(doc.structured_data)));
-  put(w, "transcription", text);
+  put(w, "transcription", reading.text);
   w.Key("page_count");
-  w.Int(pages);
+  w.Int(std::max<int>(1, static_cast<int>(reading.pages.size())));
+  put_raw(w, "provenance", to_json(locate_fields(doc.structured_data, reading)));
   put_raw(w, "events", doc.events_json);
   put_raw(w, "matches", doc.matches_json);
   put_raw(w, "cluster_id", doc.cluster_id.empty() ? "" : "\"" + doc.cluster_id + "\"");

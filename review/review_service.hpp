@@ -15,6 +15,7 @@
 #include "adapters/db/review_repository.hpp"
 #include "adapters/extraction/quality_gate.hpp"
 #include "messages/result.hpp"
+#include "messages/transcription.hpp"
 #include "messages/uuid.hpp"
 #include "review/page_images.hpp"
 #include "review/review_request.hpp"
@@ -94,11 +95,13 @@ public:
   /// nullopt when unknown or not one of `tenants`'.
   result<std::optional<review_document>> document(const std::vector<uuid>& tenants, uuid id);
 
-  /// The latest transcription's text and page count (empty and 1 when there is none).
-  result<std::pair<std::string, int>> transcription(const review_document& doc);
+  /// The latest transcription with its pages' words (an empty one when there is none, or it is
+  /// gone from the store).
+  result<transcription> reading(const review_document& doc);
 
-  /// The document as GET /review/api/documents/{id} answers it.
-  std::string document_json(const review_document& doc, const std::string& text, int pages);
+  /// The document as GET /review/api/documents/{id} answers it, with its transcription's text
+  /// and where on its pages each field's value is (adapters/extraction/provenance.hpp).
+  std::string document_json(const review_document& doc, const transcription& reading);
 
   /// The gate's checks that fail on the document's current data (for the page and the API).
   std::vector<review_finding> findings(const std::string& structured_data) const;

@@ -182,6 +182,57 @@ std::string document_ai_request_body(std::string_view bytes, std::string_view mi
   return {buf.GetString(), buf.GetSize()};
 }
 
+namespace {
+
+/// A page's tokens as words with their boxes: each token's text (its anchor's segments) and the
+/// box around its layout's normalized vertices. Tokens without either are left out.
+std::vector<page_word> parse_tokens(const rapidjson::Value* tokens, const std::string& text) {
+  std::vector<page_word> out;
+  if (tokens == nullptr || !tokens->IsArray())
+    return out;
+  for (const auto& token : tokens->GetArray()) {
+    if (out.size() >= max_page_words)
+      break;
+    const auto* layout = get(token, "layout");
+    if (layout == nullptr)
+      continue;
+    std::string word;
+    if (const auto* anchor = get(*layout, "textAnchor"))
+      if (const auto* segs = get(*anchor, "textSegments"); segs && segs->IsArray())
+        for (const auto& s : segs->GetArray()) {
+          auto b = utf8_offset(text, get_int(s, "startIndex"));
+          auto e = utf8_offset(text, get_int(s, "endIndex"));
+          if (e > b && word.size() + (e - b) <= max_word_bytes)
+            word.append(text, b, e - b);
+        }
+    while (!word.empty() && std::isspace(static_cast<unsigned char>(word.back())))
+      word.pop_back();
+    auto first = word.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos)
+      continue;
+    word.erase(0, first);
+    const auto* poly = get(*layout, "boundingPoly");
+    const auto* vertices = poly != nullptr ? get(*poly, "normalizedVertices") : nullptr;
+    if (vertices == nullptr || !vertices->IsArray() || vertices->Empty())
+      continue;
+    page_word w{std::move(word), 1, 1, 0, 0};
+    for (const auto& v : vertices->GetArray()) {
+      // A coordinate omitted is 0 (proto3 default).
+      auto x = static_cast<float>(clamp01(get_double(v, "x")));
+      auto y = static_cast<float>(clamp01(get_double(v, "y")));
+      w.left = std::min(w.left, x);
+      w.top = std::min(w.top, y);
+      w.right = std::max(w.right, x);
+      w.bottom = std::max(w.bottom, y);
+    }
+    if (w.left < w.right && w.top < w.bottom)
+      out.push_back(std::move(w));
+  }
+  return out;
+}
+
+} // namespace
+
 result<transcription> parse_document_ai_response(std::string_view body) {
   rapidjson::Document doc;
   doc.Parse<rapidjson::kParseIterativeFlag>(body.data(), body.size());
@@ -220,6 +271,7 @@ result<transcription> parse_document_ai_response(std::string_view body) {
           }
         }
       }
+      page.words = parse_tokens(get(p, "tokens"), t.text);
       const auto* iqs = get(p, "imageQualityScores");
       // qualityScore omitted inside imageQualityScores means 0.0 (proto3 default); no
       // imageQualityScores at all means the service reported none (scored 1 below).

@@ -74,6 +74,34 @@ int dpi_of(PIX* pix) {
   return (r >= 50 && r <= 2400) ? r : 300;
 }
 
+/// The words of a page's text layer with their boxes as fractions of the page. poppler gives them
+/// in points from the top left of the crop box, the page's own rotation applied, as its
+/// renderer (the desk's page images) draws the page.
+std::vector<page_word> text_boxes(poppler::page& p) {
+  std::vector<page_word> out;
+  auto rect = p.page_rect(poppler::crop_box);
+  double w = rect.width(), h = rect.height();
+  auto turn = p.orientation();
+  if (turn == poppler::page::landscape || turn == poppler::page::seascape)
+    std::swap(w, h);
+  if (!(w > 0 && h > 0))
+    return out;
+  auto part = [](double v) { return static_cast<float>(std::clamp(v, 0.0, 1.0)); };
+  for (auto& box : p.text_list()) {
+    if (out.size() >= max_page_words)
+      break;
+    auto bytes = box.text().to_utf8();
+    auto text = clean_text(std::string_view{bytes.data(), bytes.size()});
+    if (text.empty() || text.size() > max_word_bytes
+        || std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c); }))
+      continue;
+    auto b = box.bbox();
+    out.push_back(page_word{std::move(text), part(b.left() / w), part(b.top() / h),
+                            part(b.right() / w), part(b.bottom() / h)});
+  }
+  return out;
+}
+
 std::string clean_native_text(const std::string& raw) {
   // The physical layout keeps columns of one row on one line; collapse its padding so rows read
   // "label value" and drop blank runs.
@@ -134,6 +162,7 @@ public:
     if (non_space >= limits_.min_native_chars) {
       out.native = true;
       out.text = clean_native_text(raw);
+      out.words = text_boxes(*p);
       return out;
     }
     auto box = p->page_rect(poppler::media_box);

@@ -21,6 +21,8 @@ namespace ingestd {
 struct page_content {
   bool native = false;
   std::string text;
+  /// The text layer's words with their boxes (native pages).
+  std::vector<page_word> words;
   cv::Mat gray;
   int dpi = 300;
 };

@@ -81,6 +81,7 @@ result<page_outcome> process_page(document_source& source, int index, const page
   if (content->native) {
     r.native = true;
     r.page.text = std::move(content->text);
+    r.page.words = std::move(content->words);
     r.page.quality_score = 1;
     return r;
   }
@@ -95,6 +96,7 @@ result<page_outcome> process_page(document_source& source, int index, const page
   r.page.quality_score = page_score(img, first->mean_confidence);
   r.page.defects = find_defects(measures, o.defect_report_threshold);
   r.page.text = trim_text(std::move(first->text));
+  r.page.words = std::move(first->boxes);
   // A page may be read again, and of its readings the one sure of more characters is kept: the
   // right language's data, a cleaner image or a better layout give more confident words; a
   // binarisation that erased text gives fewer.
@@ -111,6 +113,7 @@ result<page_outcome> process_page(document_source& source, int index, const page
     r.page.quality_score = page_score(image_score(m), again.mean_confidence);
     r.page.defects = find_defects(m, o.defect_report_threshold);
     r.page.text = trim_text(again.text);
+    r.page.words = again.boxes;
     kept_image = image;
     kept_dpi = dpi;
     kept_settings = settings;

@@ -110,6 +110,13 @@ result<ocr_output> run_tesseract(const cv::Mat& gray, int dpi, const tesseract_s
         continue;
       double c = it->Confidence(tesseract::RIL_WORD);
       std::string_view w{word.get()};
+      int left = 0, top = 0, right = 0, bottom = 0;
+      if (out.boxes.size() < max_page_words && !w.empty() && w.size() <= max_word_bytes
+          && it->BoundingBox(tesseract::RIL_WORD, &left, &top, &right, &bottom))
+        out.boxes.push_back(page_word{std::string{w}, static_cast<float>(left) / gray.cols,
+                                      static_cast<float>(top) / gray.rows,
+                                      static_cast<float>(right) / gray.cols,
+                                      static_cast<float>(bottom) / gray.rows});
       ++out.words;
       conf_sum += c;
       out.confident_chars += c / 100.0 * static_cast<double>(w.size());

@@ -9,6 +9,7 @@
 
 #include "adapters/ocr/ocr_options.hpp"
 #include "messages/result.hpp"
+#include "messages/transcription.hpp"
 
 namespace ingestd {
 
@@ -20,6 +21,8 @@ struct ocr_output {
   /// Sum over words of confidence/100 * characters: how much text Tesseract is sure of. Used to
   /// pick the better of two OCR runs of the same page.
   double confident_chars = 0;
+  /// The words with their boxes (fractions of the image's size), in reading order.
+  std::vector<page_word> boxes;
 };
 
 /// OCRs an 8-bit grey image. Errors: "ocr.deadline" (permanent) when the deadline passes during

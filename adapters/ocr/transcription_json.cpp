@@ -108,6 +108,19 @@ void put_pages(writer_t& w, const std::vector<transcription_page>& pages) {
     }
     w.EndArray();
     put_string(w, "text", p.text);
+    // Each word as [text, left, top, right, bottom], the box in fractions of the page.
+    if (!p.words.empty()) {
+      w.Key("words");
+      w.StartArray();
+      for (const auto& word : p.words) {
+        w.StartArray();
+        w.String(word.text.data(), static_cast<rapidjson::SizeType>(word.text.size()));
+        for (float v : {word.left, word.top, word.right, word.bottom})
+          w.Double(std::round(static_cast<double>(v) * 10000.0) / 10000.0);
+        w.EndArray();
+      }
+      w.EndArray();
+    }
     w.EndObject();
   }
   w.EndArray();
@@ -243,6 +256,26 @@ result<transcription> transcription_from_json(std::string_view json) {
       if (!dr.problem.empty())
         return bad(dr.problem);
       p.defects.push_back(std::move(d));
+    }
+    // Optional: pages of providers that give no boxes (and those stored before) have none.
+    if (auto it = pv.FindMember("words"); it != pv.MemberEnd()) {
+      if (!it->value.IsArray() || it->value.Size() > max_page_words)
+        return bad(where + ": \"words\" is not an array of at most "
+                   + std::to_string(max_page_words) + " words");
+      for (const auto& wv : it->value.GetArray()) {
+        if (!wv.IsArray() || wv.Size() != 5 || !wv[0].IsString()
+            || wv[0].GetStringLength() > max_word_bytes)
+          return bad(where + ": a word is not [text, left, top, right, bottom]");
+        page_word word;
+        word.text.assign(wv[0].GetString(), wv[0].GetStringLength());
+        float* parts[] = {&word.left, &word.top, &word.right, &word.bottom};
+        for (rapidjson::SizeType k = 1; k < 5; ++k) {
+          if (!wv[k].IsNumber() || !(wv[k].GetDouble() >= 0 && wv[k].GetDouble() <= 1))
+            return bad(where + ": a word's box is not within the page");
+          *parts[k - 1] = static_cast<float>(wv[k].GetDouble());
+        }
+        p.words.push_back(std::move(word));
+      }
     }
     t.pages.push_back(std::move(p));
   }

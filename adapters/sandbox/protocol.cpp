@@ -319,6 +319,12 @@ std::string encode(const page_answer& x) {
     w.str(d.type);
     w.f64(d.confidence);
   }
+  w.u32(static_cast<uint32_t>(o.page.words.size()));
+  for (auto& word : o.page.words) {
+    w.str(word.text);
+    for (float v : {word.left, word.top, word.right, word.bottom})
+      w.f64(v);
+  }
   w.boolean(o.native);
   w.str(o.warning);
   w.boolean(o.preprocessed);
@@ -349,6 +355,20 @@ result<page_answer> decode_page_answer(std::string_view in) {
     d.type = r.str();
     d.confidence = r.f64();
     o.page.defects.push_back(std::move(d));
+  }
+  auto words = r.count(static_cast<uint32_t>(max_page_words), 36);
+  for (uint32_t i = 0; i < words && !r.failed(); ++i) {
+    page_word word;
+    word.text = r.str();
+    for (float* v : {&word.left, &word.top, &word.right, &word.bottom}) {
+      double part = r.f64();
+      if (!(part >= 0 && part <= 1)) // NaN too
+        r.fail();
+      *v = static_cast<float>(part);
+    }
+    if (word.text.size() > max_word_bytes)
+      r.fail();
+    o.page.words.push_back(std::move(word));
   }
   o.native = r.boolean();
   o.warning = r.str();

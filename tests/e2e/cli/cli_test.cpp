@@ -210,6 +210,15 @@ TEST(e2e_cli, extract_json_parses) {
               0.005);
   EXPECT_TRUE(d["gate"]["passed"].GetBool());
   EXPECT_TRUE(d["transcription"]["native_text"].GetBool());
+  // Where the values are on the page: the total's printed text, below the invoice number.
+  auto& where = d["extraction"]["provenance"];
+  ASSERT_TRUE(where.IsObject() && where.HasMember("total") && where.HasMember("invoice_number"))
+      << r.out;
+  EXPECT_EQ(where["total"]["page"].GetInt(), 1);
+  EXPECT_EQ(where["invoice_number"]["text"].GetString(),
+            std::string{t["invoice_number"].GetString()});
+  ASSERT_EQ(where["total"]["box"].Size(), 4u);
+  EXPECT_GT(where["total"]["box"][1].GetDouble(), where["invoice_number"]["box"][3].GetDouble());
 }
 
 // A photo of a till receipt: its payable total (not the cash handed over) and its date, and a

@@ -2,7 +2,8 @@
 // bind, no admin port, a bad token setting), and served by a running daemon: a document that
 // failed for good is in the desk's queue, a reprocess through the API makes the daemon take it
 // again, and the desk's address is in the log; a reprocess that chooses the LLM extractor on a
-// node configured with the local rules goes through the LLM (the chat-completions stub).
+// node configured with the local rules goes through the LLM (the chat-completions stub); the desk
+// shows where each value of a scan read in the decoder helpers is on its page.
 #include <chrono>
 #include <csignal>
 
@@ -205,3 +206,49 @@ TEST(review_desk_daemon, a_reprocess_that_chooses_the_llm_goes_through_the_llm_e
 }
 
 } // namespace
+
+// Where each value is on the page, through the whole daemon: a scan read by Tesseract in the
+// decoder helpers, its words and their boxes through the helper protocol into the stored
+// transcription, and the desk locating the extracted values among them.
+TEST(review_desk_daemon, the_desk_shows_where_each_value_of_a_scan_was_read) {
+  e2e_setup setup;
+  auto tenant = std::string{"00000000-0000-7000-8000-0000000000ab"};
+  auto ingestions = setup.add_documents(1, doc_kind::scan_png, {}, tenant);
+  auto document
+      = setup.db().scalar("SELECT document_id FROM ingestion WHERE id = $1", {ingestions[0]});
+  setup.enqueue(ingestions);
+  int port = free_port();
+  auto d = setup.start({{"INGESTD_REVIEW__ENABLED", "true"},
+                        {"INGESTD_ADMIN__PORT", std::to_string(port)},
+                        {"INGESTD_REVIEW_TOKEN", tenant + ":desk-token-0123456789"}});
+  ASSERT_TRUE(wait_until([&] { return setup.with_status("completed") == 1; }, 120s))
+      << setup.logs();
+  httplib::Client c{"127.0.0.1", port};
+  c.set_read_timeout(30, 0);
+  httplib::Headers auth{{"Authorization", "Bearer desk-token-0123456789"}, {"X-Reviewer", "ops"}};
+  auto r = c.Get(("/review/api/documents/" + document).c_str(), auth);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  rapidjson::Document doc;
+  doc.Parse(r->body.c_str());
+  ASSERT_FALSE(doc.HasParseError()) << r->body;
+  auto& fields = doc["fields"];
+  auto& where = doc["provenance"];
+  ASSERT_TRUE(where.IsObject()) << r->body;
+  for (auto field : {"invoice_number", "invoice_date", "supplier_name", "total"}) {
+    ASSERT_TRUE(where.HasMember(field)) << field << " not located: " << r->body;
+    EXPECT_EQ(where[field]["page"].GetInt(), 1);
+    auto& box = where[field]["box"];
+    EXPECT_LT(box[0].GetDouble(), box[2].GetDouble()) << field;
+    EXPECT_LT(box[1].GetDouble(), box[3].GetDouble()) << field;
+    EXPECT_LE(box[3].GetDouble(), 1.0) << field;
+  }
+  EXPECT_EQ(std::string{where["invoice_number"]["text"].GetString()},
+            std::string{fields["invoice_number"].GetString()});
+  // The total is printed below the invoice number.
+  EXPECT_GT(where["total"]["box"][1].GetDouble(), where["invoice_number"]["box"][3].GetDouble());
+  d->signal(SIGTERM);
+  auto code = d->wait_exit(60s);
+  ASSERT_TRUE(code);
+  EXPECT_EQ(*code, 0) << d->log_tail();
+}

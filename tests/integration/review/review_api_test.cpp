@@ -100,7 +100,13 @@ TEST_F(review_api_test, tokens_are_required_and_checked) {
 TEST_F(review_api_test,
        document_has_fields_checks_transcription_and_audit_trail_within_its_tenant) {
   auto a1 = add_document(tenant_a, "inv01_en_classic.pdf", "gate", 1,
-                         "INVOICE INV-1 Acme GmbH total 120");
+                         "INVOICE INV-1 Acme GmbH total 120", {},
+                         {{"INVOICE", 0.1F, 0.1F, 0.3F, 0.12F},
+                          {"INV-1", 0.32F, 0.1F, 0.4F, 0.12F},
+                          {"Acme", 0.1F, 0.2F, 0.16F, 0.22F},
+                          {"GmbH", 0.17F, 0.2F, 0.24F, 0.22F},
+                          {"total", 0.6F, 0.7F, 0.7F, 0.72F},
+                          {"120", 0.8F, 0.7F, 0.86F, 0.72F}});
   start_desk();
   auto d = get_json("/review/api/documents/" + a1, token_a);
   ASSERT_EQ(d.status, 200) << d.body;
@@ -109,6 +115,15 @@ TEST_F(review_api_test,
   EXPECT_EQ(d.json["version"].GetInt64(), version_of(a1));
   EXPECT_EQ(std::string{d.json["transcription"].GetString()}, "INVOICE INV-1 Acme GmbH total 120");
   EXPECT_EQ(d.json["page_count"].GetInt(), 1);
+  // Where the values are on the page: the words they were read from.
+  auto& where = d.json["provenance"];
+  ASSERT_TRUE(where.IsObject()) << d.body;
+  EXPECT_EQ(std::string{where["invoice_number"]["text"].GetString()}, "INV-1");
+  EXPECT_EQ(std::string{where["supplier_name"]["text"].GetString()}, "Acme GmbH");
+  EXPECT_EQ(where["supplier_name"]["box"][2].GetDouble(), 0.24);
+  EXPECT_EQ(where["total"]["page"].GetInt(), 1);
+  EXPECT_EQ(where["total"]["box"][0].GetDouble(), 0.8);
+  EXPECT_FALSE(where.HasMember("customer_name")); // Beta Ltd is not on the page
   ASSERT_TRUE(d.json["failed_checks"].IsArray());
   ASSERT_GE(d.json["failed_checks"].Size(), 1u);
   EXPECT_EQ(std::string{d.json["failed_checks"][0]["check"].GetString()}, "totals");

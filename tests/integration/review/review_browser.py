@@ -2,7 +2,9 @@
 """The review desk in a real browser: headless Chromium (Debian's chromium and chromedriver)
 driven by Debian's python3-selenium. Signs in, opens the queue, opens the oldest document with
 the keyboard, checks that a German document's amounts and dates are shown as German writes
-them, corrects the date and the total, waits for the live check to accept it, edits the line items in
+them, corrects the date, sees the words each field was read from outlined on the page as it takes
+the focus, fills the total by clicking its word on the page, waits for the live check to accept it,
+edits the line items in
 their table (a row changed, one added and moved up, one added and removed, the sums checked as
 they are typed), approves, and waits for
 the desk to move on; on the next document, reprocesses it with the LLM extractor chosen in the
@@ -18,6 +20,7 @@ import sys
 try:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.actions.action_builder import ActionBuilder
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as ec
@@ -50,6 +53,7 @@ def main():
     p.add_argument("--document", required=True)
     p.add_argument("--next", required=True)
     p.add_argument("--total", required=True)
+    p.add_argument("--total-at", required=True, help="x,y of the total's word, fractions of the page")
     p.add_argument("--out", required=True)
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -88,8 +92,42 @@ def main():
         flagged = driver.find_element(By.CSS_SELECTOR, '.field[data-name="total"]')
         assert "flagged" in flagged.get_attribute("class"), "the failed check is shown at the total"
 
-        total.send_keys(Keys.CONTROL, "a")
-        total.send_keys(a.total)
+        # Focus a field: the words its value was read from are outlined on the page.
+        image = driver.find_element(By.ID, "pageimg")
+        mark = driver.find_element(By.ID, "mark")
+
+        def outlined():
+            """The outline's box as fractions of the page image, or None when hidden."""
+            return driver.execute_script(
+                "var m=document.getElementById('mark');if(m.hidden)return null;"
+                "var i=document.getElementById('pageimg').getBoundingClientRect(),r=m.getBoundingClientRect();"
+                "return [(r.left-i.left)/i.width,(r.top-i.top)/i.height,(r.right-i.left)/i.width,"
+                "(r.bottom-i.top)/i.height];")
+
+        def near(box, expected):
+            return box is not None and all(abs(x - y) < 0.01 for x, y in zip(box, expected))
+
+        driver.find_element(By.ID, "f-subtotal").click()
+        assert near(outlined(), [0.8, 0.6, 0.88, 0.615]), f"the subtotal's words are outlined: {outlined()}"
+        driver.find_element(By.ID, "f-invoice_number").click()
+        assert near(outlined(), [0.72, 0.2, 0.78, 0.215]), f"the invoice number's: {outlined()}"
+        # The total the machine read (120) is not on the page: nothing to outline.
+        total.click()
+        assert outlined() is None, "no outline for a value that is not on the page"
+        assert not mark.is_displayed()
+        # Click the total's word on the page: the focused field takes it.
+        # (The point scrolled into view, then clicked where the viewport shows it.)
+        x, y = (float(v) for v in a.total_at.split(","))
+        vx, vy = driver.execute_script(
+            "var i=arguments[0],r=i.getBoundingClientRect();"
+            "window.scrollBy(0,r.top+arguments[2]*r.height-window.innerHeight/2);"
+            "r=i.getBoundingClientRect();return [r.left+arguments[1]*r.width,r.top+arguments[2]*r.height];",
+            image, x, y)
+        actions = ActionBuilder(driver)
+        actions.pointer_action.move_to_location(int(vx), int(vy)).click()
+        actions.perform()
+        assert total.get_attribute("value") == a.total, total.get_attribute("value")
+        assert near(outlined(), [0.8, 0.64, 0.88, 0.655]), f"the clicked word is outlined: {outlined()}"
         # The live check accepts the corrected data.
         wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "Valid"))
         # The check no longer flags the total.

@@ -32,10 +32,19 @@ std::pair<int, std::string> run(const std::string& command) {
 }
 
 TEST_F(review_browser_test, a_reviewer_corrects_a_field_and_approves_in_chromium) {
-  auto first = add_document(tenant_a, "inv02_de_modern.pdf", "gate", 20,
-                            "RECHNUNG INV-1\nAcme GmbH\nRechnungsdatum 01.03.2024\nNetto 100,00 "
-                            "EUR\nMwSt 19 % 19,00 EUR\nGesamtbetrag brutto 119,00 EUR\nVielen "
-                            "Dank");
+  // The first document's page: its words where the transcription found them.
+  std::vector<page_word> words{
+      {"RECHNUNG", 0.08F, 0.06F, 0.3F, 0.09F},    {"Rechnungsnummer:", 0.55F, 0.2F, 0.7F, 0.215F},
+      {"INV-1", 0.72F, 0.2F, 0.78F, 0.215F},      {"Rechnungsdatum:", 0.55F, 0.22F, 0.7F, 0.235F},
+      {"01.03.2024", 0.72F, 0.22F, 0.8F, 0.235F}, {"Netto", 0.6F, 0.6F, 0.7F, 0.615F},
+      {"100,00", 0.8F, 0.6F, 0.88F, 0.615F},      {"MwSt", 0.6F, 0.62F, 0.66F, 0.635F},
+      {"19,00", 0.8F, 0.62F, 0.88F, 0.635F},      {"Gesamtbetrag", 0.6F, 0.64F, 0.72F, 0.655F},
+      {"119,00", 0.8F, 0.64F, 0.88F, 0.655F},     {"Vielen", 0.08F, 0.9F, 0.15F, 0.915F},
+      {"Dank", 0.16F, 0.9F, 0.22F, 0.915F}};
+  std::string text;
+  for (auto& w : words)
+    text += w.text + (w.text.ends_with(':') ? " " : "\n");
+  auto first = add_document(tenant_a, "inv02_de_modern.pdf", "gate", 20, text, {}, words);
   auto second = add_document(tenant_a, "inv01_en_classic.pdf", "gate", 10);
   start_desk();
   const char* artifacts = std::getenv("INGESTD_TEST_ARTIFACTS");
@@ -45,7 +54,7 @@ TEST_F(review_browser_test, a_reviewer_corrects_a_field_and_approves_in_chromium
   auto [status, output]
       = run("timeout 120 /usr/bin/python3 " + script + " --url http://127.0.0.1:"
             + std::to_string(admin->port()) + " --token " + token_a + " --name Hana --document "
-            + first + " --next " + second + " --total 119,00 --out " + out);
+            + first + " --next " + second + " --total 119,00 --total-at 0.84,0.6475 --out " + out);
   if (status == 77)
     GTEST_SKIP() << output;
   ASSERT_EQ(status, 0) << output;

@@ -105,7 +105,8 @@ protected:
   /// Returns the document id.
   std::string add_document(uuid tenant, const std::string& name, const std::string& outcome,
                            int minutes_old, const std::string& transcription_text = "",
-                           std::vector<std::pair<std::string, std::string>> metadata = {}) {
+                           std::vector<std::pair<std::string, std::string>> metadata = {},
+                           std::vector<page_word> words = {}) {
     intake_item item;
     item.metadata = std::move(metadata);
     item.tenant_id = tenant;
@@ -120,7 +121,7 @@ protected:
     if (!transcription_text.empty()) {
       transcription t;
       t.text = transcription_text;
-      t.pages.push_back(transcription_page{1, transcription_text, 0.9, {}});
+      t.pages.push_back(transcription_page{1, transcription_text, 0.9, {}, std::move(words)});
       t.page_count = 1;
       t.quality_score = 0.9;
       t.provider = "tesseract";

@@ -63,6 +63,34 @@ TEST(document_ai, parses_pages_quality_and_int64_strings) {
   EXPECT_DOUBLE_EQ(r->quality_score, 0.0);
 }
 
+// Tokens become the page's words with their boxes (the box around the normalized vertices, an
+// omitted coordinate 0); tokens without text or without a box are left out.
+TEST(document_ai, tokens_are_words_with_boxes) {
+  auto r = parse_document_ai_response(R"({"document":{"text":"Total 119,00\n",
+    "pages":[{"pageNumber":1,"tokens":[
+      {"layout":{"textAnchor":{"textSegments":[{"endIndex":"6"}]},
+       "boundingPoly":{"normalizedVertices":[{"x":0.1,"y":0.8},{"x":0.2,"y":0.8},
+                                             {"x":0.2,"y":0.82},{"x":0.1,"y":0.82}]}}},
+      {"layout":{"textAnchor":{"textSegments":[{"startIndex":"6","endIndex":"13"}]},
+       "boundingPoly":{"normalizedVertices":[{"x":0.7,"y":0.8},{"x":0.8,"y":0.8},
+                                             {"x":0.8,"y":0.82},{"x":0.7,"y":0.82}]}}},
+      {"layout":{"textAnchor":{"textSegments":[{"startIndex":"6","endIndex":"13"}]}}},
+      {"layout":{"boundingPoly":{"normalizedVertices":[{"x":0.7},{"x":0.8,"y":0.1}]}}},
+      {"layout":{"textAnchor":{"textSegments":[{"startIndex":"0","endIndex":"5"}]},
+       "boundingPoly":{"normalizedVertices":[{"x":0.3},{"x":0.4,"y":0.05}]}}}]}]}})");
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  ASSERT_EQ(r->pages.size(), 1u);
+  auto& words = r->pages[0].words;
+  ASSERT_EQ(words.size(), 3u);
+  EXPECT_EQ(words[0].text, "Total");
+  EXPECT_FLOAT_EQ(words[0].left, 0.1F);
+  EXPECT_FLOAT_EQ(words[0].bottom, 0.82F);
+  EXPECT_EQ(words[1].text, "119,00");
+  EXPECT_FLOAT_EQ(words[1].right, 0.8F);
+  EXPECT_FLOAT_EQ(words[2].top, 0.0F);
+  EXPECT_FLOAT_EQ(words[2].bottom, 0.05F);
+}
+
 TEST(document_ai, legacy_quality_entity) {
   auto r = parse_document_ai_response(R"({"document":{"text":"abc","pages":[{"pageNumber":1}],
     "entities":[{"type":"quality_score","confidence":0.03,"pageAnchor":{"pageRefs":[{}]},

@@ -25,6 +25,7 @@ transcription sample() {
   p1.text = "Rechnung Nr. 1";
   p1.quality_score = 0.625;
   p1.defects = {{"blurry", 0.9}, {"skewed", 0.375}};
+  p1.words = {{"Rechnung", 0.1F, 0.1F, 0.25F, 0.125F}, {"Nr.", 0.26F, 0.1F, 0.3F, 0.125F}};
   transcription_page p2;
   p2.number = 2;
   p2.text = "Seite 2 \"quoted\" \\ ü €";
@@ -56,6 +57,11 @@ TEST(transcription_json, round_trip_keeps_everything_but_the_image_bytes) {
   EXPECT_EQ(back->pages[0].defects[0].type, "blurry");
   EXPECT_DOUBLE_EQ(back->pages[0].defects[0].confidence, 0.9);
   EXPECT_EQ(back->pages[0].defects[1].type, "skewed");
+  ASSERT_EQ(back->pages[0].words.size(), 2u);
+  EXPECT_EQ(back->pages[0].words[1].text, "Nr.");
+  EXPECT_FLOAT_EQ(back->pages[0].words[1].left, 0.26F);
+  EXPECT_FLOAT_EQ(back->pages[0].words[1].bottom, 0.125F);
+  EXPECT_TRUE(back->pages[1].words.empty());
   EXPECT_EQ(back->pages[1].text, t.pages[1].text);
   EXPECT_DOUBLE_EQ(back->pages[1].quality_score, 1);
   EXPECT_TRUE(back->pages[1].defects.empty());
@@ -103,6 +109,9 @@ TEST(transcription_json, garbage_is_a_permanent_named_error) {
   cases.emplace_back(replace("\"provider\":\"tesseract\",", ""), "provider");
   cases.emplace_back(replace("\"type\":\"blurry\"", "\"type\":7"), "pages[0].defects[0]");
   cases.emplace_back(replace("\"defects\":[]", "\"defects\":{}"), "defects");
+  cases.emplace_back(replace("[\"Nr.\",0.26", "[\"Nr.\",1.26"), "within the page");
+  cases.emplace_back(replace("[\"Nr.\",0.26", "[7,0.26"), "[text, left, top, right, bottom]");
+  cases.emplace_back(replace("\"words\":[", "\"words\":7,\"x\":["), "\"words\"");
   for (const auto& [json, needle] : cases) {
     auto r = transcription_from_json(json);
     ASSERT_FALSE(r.ok()) << json;

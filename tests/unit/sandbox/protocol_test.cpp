@@ -207,6 +207,7 @@ TEST(SandboxKinds, PageRequestAndAnswerRoundTrip) {
   a.outcome.page.text = "Invoice 42";
   a.outcome.page.quality_score = 0.9;
   a.outcome.page.defects = {{"blurry", 0.5}};
+  a.outcome.page.words = {{"Invoice", 0.1F, 0.2F, 0.3F, 0.25F}, {"42", 0.32F, 0.2F, 0.36F, 0.25F}};
   a.outcome.preprocessed = true;
   a.outcome.image = gray_pixels{2, 3, "abcdef"};
   a.metadata = {{"title", "Rechnung 7"}, {"created", "2026-03-01T10:00:00Z"}};
@@ -217,6 +218,10 @@ TEST(SandboxKinds, PageRequestAndAnswerRoundTrip) {
   EXPECT_EQ(back->outcome.page.text, "Invoice 42");
   ASSERT_EQ(back->outcome.page.defects.size(), 1u);
   EXPECT_EQ(back->outcome.page.defects[0].type, "blurry");
+  ASSERT_EQ(back->outcome.page.words.size(), 2u);
+  EXPECT_EQ(back->outcome.page.words[1].text, "42");
+  EXPECT_FLOAT_EQ(back->outcome.page.words[1].left, 0.32F);
+  EXPECT_FLOAT_EQ(back->outcome.page.words[1].bottom, 0.25F);
   EXPECT_EQ(back->outcome.image.pixels, "abcdef");
   EXPECT_EQ(back->metadata, a.metadata);
 
@@ -229,6 +234,14 @@ TEST(SandboxKinds, PageRequestAndAnswerRoundTrip) {
         document_metadata{{"title", "\xff"}}}) {
     auto hostile = a;
     hostile.metadata = bad;
+    EXPECT_FALSE(decode_page_answer(encode(hostile)));
+  }
+
+  // A word off the page, or longer than a word may be, is malformed.
+  for (const page_word& bad : {page_word{"x", -0.1F, 0, 1, 1}, page_word{"x", 0, 0, 1.5F, 1},
+                               page_word{std::string(max_word_bytes + 1, 'x'), 0, 0, 1, 1}}) {
+    auto hostile = a;
+    hostile.outcome.page.words = {bad};
     EXPECT_FALSE(decode_page_answer(encode(hostile)));
   }
 
