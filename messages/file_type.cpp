@@ -111,11 +111,13 @@ uint32_t little_endian(std::string_view b, size_t at, size_t bytes) {
 /// are a few dozen); empty when its end record or directory is not within the bytes.
 std::vector<std::string_view> zip_member_names(std::string_view b) {
   std::vector<std::string_view> names;
-  // The end of central directory record: 22 bytes and a comment of at most 64 KiB.
+  // The end of central directory record: 22 bytes and a comment of at most 64 KiB, so only the
+  // file's last 64 KiB + 22 bytes are searched, however large the file.
   auto window = b.size() > 22 + 65535 ? b.size() - (22 + 65535) : 0;
-  auto end = b.rfind(std::string_view{"PK\x05\x06", 4});
-  if (end == std::string_view::npos || end < window || end + 22 > b.size())
+  auto at = b.substr(window).rfind(std::string_view{"PK\x05\x06", 4});
+  if (at == std::string_view::npos || window + at + 22 > b.size())
     return names;
+  auto end = window + at;
   size_t pos = little_endian(b, end + 16, 4);
   auto count = little_endian(b, end + 10, 2);
   for (uint32_t i = 0; i < count && names.size() < 256; ++i) {
