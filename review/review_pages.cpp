@@ -165,6 +165,9 @@ constexpr const char* document_script = R"js(
   var root=document.getElementById('review'),id=root.dataset.id,version=+root.dataset.version,
       csrf=root.dataset.csrf,next=root.dataset.next,status=document.getElementById('status'),timer=null;
   var inputs=[].slice.call(document.querySelectorAll('[data-field]'));
+  // Where each value is on the pages, and the pages' words (the page-data block).
+  var pd={};try{pd=JSON.parse(document.getElementById('page-data').textContent);}catch(e){}
+  var where=pd.provenance||{},words=pd.words||[],mark=document.getElementById('mark'),focused=null;
   document.getElementById('fields').addEventListener('submit',function(e){e.preventDefault();});
   // Amounts and dates in the document's locale (data-locale; none: as stored), read back into
   // the stored form: numbers, and dates as YYYY-MM-DD.
@@ -266,12 +269,14 @@ constexpr const char* document_script = R"js(
     if(c==='description')o[c]=v===''?null:v;
     else if(v==='')o[c]=null;
     else{var n=parseNum(v);o[c]=isNaN(n)?v:n;}});return o;}
-  function addRow(o){
+  function addRow(o,row){
     var tr=document.createElement('tr');
     cols.forEach(function(c){var td=document.createElement('td'),i=document.createElement('input');
       i.dataset.col=c;
       i.value=!o||o[c]==null?'':c==='description'?String(o[c]):showNum(o[c],c==='quantity');i.setAttribute('aria-label',c.replace('_',' '));
       if(c!=='description'){i.inputMode='decimal';i.className='num';}
+      // Where the cell's value is on the page: it moves with its row.
+      if(row!==undefined)i.onPage=where['line_items['+row+'].'+c];
       td.appendChild(i);tr.appendChild(td);});
     var td=document.createElement('td');td.className='acts';
     [['\u2191','Move up','up'],['\u2193','Move down','down'],['\u2715','Remove','remove']].forEach(function(b){
@@ -307,7 +312,7 @@ constexpr const char* document_script = R"js(
     try{items=JSON.parse(li.value||'[]');}catch(e){}
     // The same text as the table writes back, so that an edit undone is no change.
     if(Array.isArray(items))li.value=li.dataset.original=JSON.stringify(items);else items=[];
-    items.forEach(function(o){addRow(o&&typeof o==='object'?o:null);});
+    items.forEach(function(o,row){addRow(o&&typeof o==='object'?o:null,row);});
     checkLines();
     lrows.addEventListener('input',sync);
     lrows.addEventListener('change',function(e){var c=e.target.dataset.col;
@@ -361,23 +366,22 @@ constexpr const char* document_script = R"js(
   // Where each value is on the page: a field with focus outlines its words on the page image
   // (turning to their page); a click on a word puts it in the field that had focus last, and
   // Shift+click adds it after a space.
-  var pd={};try{pd=JSON.parse(document.getElementById('page-data').textContent);}catch(e){}
-  var where=pd.provenance||{},words=pd.words||[],mark=document.getElementById('mark'),focused=null;
   function outline(box){
     if(!box){mark.hidden=true;return;}
     mark.style.left=box[0]*100+'%';mark.style.top=box[1]*100+'%';
     mark.style.width=(box[2]-box[0])*100+'%';mark.style.height=(box[3]-box[1])*100+'%';mark.hidden=false;}
-  function source(){var s=focused&&where[focused.dataset.field];return s&&s.page-1===page?s.box:null;}
-  inputs.forEach(function(el){if(el.dataset.type==='json')return;
-    el.addEventListener('focus',function(){focused=el;var s=where[el.dataset.field];
-      if(s&&s.page-1!==page)show(s.page-1);else outline(source());});});
+  function sourceOf(el){return el.onPage||where[el.dataset.field];}
+  function source(){var s=focused&&sourceOf(focused);return s&&s.page-1===page?s.box:null;}
+  function take(el){focused=el;var s=sourceOf(el);if(s&&s.page-1!==page)show(s.page-1);else outline(source());}
+  inputs.forEach(function(el){if(el.dataset.type!=='json')el.addEventListener('focus',function(){take(el);});});
+  if(lrows)lrows.addEventListener('focusin',function(e){if(e.target.dataset.col)take(e.target);});
   img.addEventListener('click',function(e){
     var r=img.getBoundingClientRect(),x=(e.clientX-r.left)/r.width,y=(e.clientY-r.top)/r.height,m=.003;
     var hit=(words[page]||[]).filter(function(w){return x>=w[1]-m&&x<=w[3]+m&&y>=w[2]-m&&y<=w[4]+m;})[0];
     if(!hit||!focused)return;
     var text=e.shiftKey&&focused.value.trim()?focused.value.trim()+' '+hit[0]:hit[0];
     focused.value=text;focused.dispatchEvent(new Event('input'));focused.dispatchEvent(new Event('change'));
-    where[focused.dataset.field]={page:page+1,box:[hit[1],hit[2],hit[3],hit[4]],text:text};
+    focused.onPage={page:page+1,box:[hit[1],hit[2],hit[3],hit[4]],text:text};
     outline(source());});
   document.getElementById('prev').addEventListener('click',function(){show(page-1);});
   document.getElementById('nextpage').addEventListener('click',function(){show(page+1);});

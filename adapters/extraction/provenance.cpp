@@ -82,22 +82,35 @@ bool is_date(std::string_view text, const std::string& iso) {
 
 /// The first (or last) window of words on a page of `t` that `matches`, up to `max_words` long;
 /// shortest windows first at each start.
-/// `matches(words, first, n)` is 1 for a match, 0 for none, -1 when no longer window from
-/// `first` can match.
+/// Words [first, first + n) of page index `page`.
+struct hit {
+  size_t page = 0;
+  size_t first = 0;
+  size_t n = 0;
+};
+
+field_source source_of(const transcription& t, const hit& h) {
+  const auto& page = t.pages[h.page];
+  return field_source{{}, page.number, span_of(page.words, h.first, h.n)};
+}
+
+/// The first (or last) window of words in `t` from `from` on that `matches`, up to `max_words`
+/// long, shortest windows first at each start. `matches(words, first, n)` is 1 for a match, 0
+/// for none, -1 when no longer window from `first` can match.
 template <typename Match>
-std::optional<field_source> find(const transcription& t, size_t max_words, bool last,
-                                 Match matches) {
-  std::optional<field_source> found;
-  for (const auto& page : t.pages) {
-    const auto& words = page.words;
-    for (size_t first = 0; first < words.size(); ++first)
+std::optional<hit> find(const transcription& t, size_t max_words, bool last, Match matches,
+                        hit from = {}) {
+  std::optional<hit> found;
+  for (size_t p = from.page; p < t.pages.size(); ++p) {
+    const auto& words = t.pages[p].words;
+    for (size_t first = p == from.page ? from.first : 0; first < words.size(); ++first)
       for (size_t n = 1; n <= max_words && first + n <= words.size(); ++n) {
         auto verdict = matches(words, first, n);
         if (verdict < 0)
           break; // no longer window from here can match
         if (verdict == 0)
           continue;
-        found = field_source{{}, page.number, span_of(words, first, n)};
+        found = hit{p, first, n};
         if (!last)
           return found;
         first += n - 1;
@@ -107,52 +120,127 @@ std::optional<field_source> find(const transcription& t, size_t max_words, bool 
   return found;
 }
 
+/// Matches windows whose letters and digits are `target`'s.
+auto text_matcher(std::string target) {
+  return [target = std::move(target), joined = std::string{}](const std::vector<page_word>& words,
+                                                              size_t first, size_t n) mutable {
+    if (n == 1)
+      joined.clear();
+    joined += letters_and_digits(words[first + n - 1].text);
+    if (joined == target)
+      return 1;
+    return target.starts_with(joined) ? 0 : -1;
+  };
+}
+
+/// Matches one word that is the amount `value`, or two when a space groups the thousands
+/// ("1 234,56": one to three digits, then a word that starts with digits).
+auto amount_matcher(double value) {
+  return [value](const std::vector<page_word>& words, size_t first, size_t n) {
+    if (n == 1)
+      return is_amount(words[first].text, value) ? 1 : 0;
+    const auto& a = words[first].text;
+    const auto& b = words[first + 1].text;
+    auto digits = std::count_if(a.begin(), a.end(), local_rules::is_digit);
+    if (a.empty() || !local_rules::is_digit(a.back()) || digits > 3 || b.empty()
+        || !local_rules::is_digit(b.front()))
+      return -1;
+    return is_amount(a + ' ' + b, value) ? 1 : 0;
+  };
+}
+
 std::optional<field_source> locate(const transcription& t, const rapidjson::Value& v, kind how) {
+  std::optional<hit> found;
   if (how == kind::amount) {
-    if (!v.IsNumber())
-      return std::nullopt;
-    double value = v.GetDouble();
-    // One word, or two when a space groups the thousands ("1 234,56": one to three digits,
-    // then a word that starts with digits).
-    return find(t, 2, true, [&](const std::vector<page_word>& words, size_t first, size_t n) {
-      if (n == 1)
-        return is_amount(words[first].text, value) ? 1 : 0;
-      const auto& a = words[first].text;
-      const auto& b = words[first + 1].text;
-      auto digits = std::count_if(a.begin(), a.end(), local_rules::is_digit);
-      if (a.empty() || !local_rules::is_digit(a.back()) || digits > 3 || b.empty()
-          || !local_rules::is_digit(b.front()))
-        return -1;
-      return is_amount(a + ' ' + b, value) ? 1 : 0;
-    });
+    if (v.IsNumber())
+      found = find(t, 2, true, amount_matcher(v.GetDouble()));
+  } else if (v.IsString() && v.GetStringLength() > 0) {
+    std::string value{v.GetString(), v.GetStringLength()};
+    if (how == kind::date) {
+      found = find(t, 3, false, [&](const std::vector<page_word>& words, size_t first, size_t n) {
+        // A date starts with a digit or a month's name ("15.03.2024", "March 15, 2024").
+        const auto& head = words[first].text;
+        if (n == 1
+            && (head.empty()
+                || (!local_rules::is_digit(head.front())
+                    && local_rules::month_number(letters_and_digits(head)) == 0)))
+          return -1;
+        return is_date(span_of(words, first, n).text, value) ? 1 : 0;
+      });
+    } else if (auto target = letters_and_digits(value); target.size() >= 2) {
+      found = find(t, max_span_words, false, text_matcher(std::move(target)));
+    }
   }
-  if (!v.IsString() || v.GetStringLength() == 0)
+  if (!found)
     return std::nullopt;
-  std::string value{v.GetString(), v.GetStringLength()};
-  if (how == kind::date)
-    return find(t, 3, false, [&](const std::vector<page_word>& words, size_t first, size_t n) {
-      // A date starts with a digit or a month's name ("15.03.2024", "March 15, 2024").
-      const auto& head = words[first].text;
-      if (n == 1
-          && (head.empty()
-              || (!local_rules::is_digit(head.front())
-                  && local_rules::month_number(letters_and_digits(head)) == 0)))
-        return -1;
-      return is_date(span_of(words, first, n).text, value) ? 1 : 0;
-    });
-  auto target = letters_and_digits(value);
-  if (target.size() < 2)
-    return std::nullopt;
-  return find(t, max_span_words, false,
-              [&, joined = std::string{}](const std::vector<page_word>& words, size_t first,
-                                          size_t n) mutable {
-                if (n == 1)
-                  joined.clear();
-                joined += letters_and_digits(words[first + n - 1].text);
-                if (joined == target)
-                  return 1;
-                return target.starts_with(joined) ? 0 : -1;
-              });
+  return source_of(t, *found);
+}
+
+/// At most this many line items are located, each number among this many words after its
+/// description.
+constexpr size_t max_located_lines = 200;
+constexpr size_t max_line_look_ahead = 400;
+
+/// Each line item's description, in order down the document, and its numbers on the
+/// description's line: the amount the rightmost word of its value, the unit price the leftmost
+/// (a line of one piece shows the same value twice), the quantity the leftmost of its own.
+void locate_lines(const transcription& t, const rapidjson::Value& items,
+                  std::vector<field_source>& out) {
+  if (!items.IsArray())
+    return;
+  hit from;
+  rapidjson::SizeType index = 0;
+  for (const auto& item : items.GetArray()) {
+    auto row = index++;
+    if (row >= max_located_lines)
+      break;
+    if (!item.IsObject())
+      continue;
+    auto description = item.FindMember("description");
+    if (description == item.MemberEnd() || !description->value.IsString())
+      continue;
+    auto target = letters_and_digits(
+        {description->value.GetString(), description->value.GetStringLength()});
+    if (target.size() < 2)
+      continue;
+    auto found = find(t, max_span_words, false, text_matcher(target), from);
+    if (!found)
+      continue;
+    from = hit{found->page, found->first + found->n, 0};
+    auto prefix = "line_items[" + std::to_string(row) + "].";
+    auto line = source_of(t, *found);
+    line.field = prefix + "description";
+    // The words whose middle is within the description's line.
+    const auto& words = t.pages[found->page].words;
+    auto on_line = [&](const page_word& w) {
+      float middle = (w.top + w.bottom) / 2;
+      return middle >= line.span.top && middle <= line.span.bottom;
+    };
+    std::optional<size_t> amount_word;
+    for (const char* column : {"amount", "unit_price", "quantity"}) {
+      auto v = item.FindMember(column);
+      if (v == item.MemberEnd() || !v->value.IsNumber())
+        continue;
+      bool rightmost = std::string_view{column} == "amount";
+      std::optional<size_t> pick;
+      // (A table's numbers may come a column later in reading order: a bounded look ahead.)
+      auto stop = std::min(words.size(), found->first + found->n + max_line_look_ahead);
+      for (size_t i = found->first + found->n; i < stop; ++i) {
+        if (!on_line(words[i]) || (amount_word && i == *amount_word)
+            || !is_amount(words[i].text, v->value.GetDouble()))
+          continue;
+        if (!pick || (rightmost && words[i].left > words[*pick].left)
+            || (!rightmost && words[i].left < words[*pick].left))
+          pick = i;
+      }
+      if (!pick)
+        continue;
+      if (rightmost)
+        amount_word = pick;
+      out.push_back(field_source{prefix + column, line.page, words[*pick]});
+    }
+    out.push_back(std::move(line));
+  }
 }
 
 } // namespace
@@ -172,6 +260,8 @@ std::vector<field_source> locate_fields(std::string_view structured_data, const 
       out.push_back(std::move(*source));
     }
   }
+  if (auto items = doc.FindMember("line_items"); items != doc.MemberEnd())
+    locate_lines(t, items->value, out);
   return out;
 }
 

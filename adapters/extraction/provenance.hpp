@@ -25,7 +25,9 @@ struct field_source {
 /// printed style ("1.234,56", "1 234.56 EUR"), the last one on the document (totals come after
 /// the lines); dates by the day they name in any order or language; the other strings by their
 /// letters and digits (spacing and punctuation aside), the first one on the document. A field
-/// whose value is empty, or not on any page, has no source. Line items are not located.
+/// whose value is empty, or not on any page, has no source. Line items: each one's description
+/// (in order down the document) and its numbers on the description's line, named
+/// "line_items[0].amount" and so on.
 std::vector<field_source> locate_fields(std::string_view structured_data, const transcription& t);
 
 /// {"total": {"page": 1, "box": [left, top, right, bottom], "text": "119,00"}, ...}

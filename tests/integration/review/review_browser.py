@@ -152,6 +152,12 @@ def main():
         assert len(rows()) == 1, "one line item"
         assert cell(0, "description").get_attribute("value") == "Widget"
         assert line_sum() == "1 line, sum 100,00 = subtotal 100,00", line_sum()
+        # A cell with focus outlines its value's word on the line: the unit price left of the
+        # amount.
+        cell(0, "amount").click()
+        assert near(outlined(), [0.8, 0.45, 0.88, 0.465]), f"the line's amount: {outlined()}"
+        cell(0, "unit_price").click()
+        assert near(outlined(), [0.6, 0.45, 0.68, 0.465]), f"the line's unit price: {outlined()}"
         # Edit the row: quantity x unit price no longer gives the amount, which the row shows.
         type_into(0, "description", "Widget A")
         type_into(0, "quantity", "2")

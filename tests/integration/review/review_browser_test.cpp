@@ -36,7 +36,9 @@ TEST_F(review_browser_test, a_reviewer_corrects_a_field_and_approves_in_chromium
   std::vector<page_word> words{
       {"RECHNUNG", 0.08F, 0.06F, 0.3F, 0.09F},    {"Rechnungsnummer:", 0.55F, 0.2F, 0.7F, 0.215F},
       {"INV-1", 0.72F, 0.2F, 0.78F, 0.215F},      {"Rechnungsdatum:", 0.55F, 0.22F, 0.7F, 0.235F},
-      {"01.03.2024", 0.72F, 0.22F, 0.8F, 0.235F}, {"Netto", 0.6F, 0.6F, 0.7F, 0.615F},
+      {"01.03.2024", 0.72F, 0.22F, 0.8F, 0.235F}, {"Widget", 0.1F, 0.45F, 0.2F, 0.465F},
+      {"1", 0.5F, 0.45F, 0.52F, 0.465F},          {"100,00", 0.6F, 0.45F, 0.68F, 0.465F},
+      {"100,00", 0.8F, 0.45F, 0.88F, 0.465F},     {"Netto", 0.6F, 0.6F, 0.7F, 0.615F},
       {"100,00", 0.8F, 0.6F, 0.88F, 0.615F},      {"MwSt", 0.6F, 0.62F, 0.66F, 0.635F},
       {"19,00", 0.8F, 0.62F, 0.88F, 0.635F},      {"Gesamtbetrag", 0.6F, 0.64F, 0.72F, 0.655F},
       {"119,00", 0.8F, 0.64F, 0.88F, 0.655F},     {"Vielen", 0.08F, 0.9F, 0.15F, 0.915F},

@@ -112,6 +112,39 @@ TEST(locate_fields, nothing_for_values_not_on_the_page_words_without_boxes_or_ba
   EXPECT_TRUE(locate_fields(R"({"invoice_number":"INV-1","total":119})", text_only).empty());
 }
 
+TEST(locate_fields, line_items_are_their_description_and_the_numbers_on_its_line) {
+  transcription t;
+  t.pages.push_back(page_of(1, {{"Description", "Qty", "Unit", "price", "Amount"},
+                                {"Paper", "A4", "10", "5.00", "50.00"},
+                                {"Toner", "1", "50.00", "50.00"},
+                                {"Paper", "A4", "2", "5.00", "10.00"},
+                                {"Total", "110.00"}}));
+  auto all = locate_fields(
+      R"({"line_items":[{"description":"Paper A4","quantity":10,"unit_price":5,"amount":50},)"
+      R"({"description":"Toner","quantity":1,"unit_price":50,"amount":50},)"
+      R"({"description":"Paper A4","quantity":2,"unit_price":5,"amount":10},)"
+      R"({"description":"Not on the page","quantity":1,"unit_price":1,"amount":1}]})",
+      t);
+  auto line = [&](int row, const char* column) {
+    return source_of(all, "line_items[" + std::to_string(row) + "]." + column);
+  };
+  ASSERT_NE(line(0, "description"), nullptr);
+  EXPECT_EQ(line(0, "description")->span.text, "Paper A4");
+  EXPECT_EQ(line(0, "quantity")->span.text, "10");
+  EXPECT_EQ(line(0, "amount")->span.text, "50.00");
+  // The same value twice on a line: the unit price the left one, the amount the right one.
+  ASSERT_NE(line(1, "unit_price"), nullptr);
+  ASSERT_NE(line(1, "amount"), nullptr);
+  EXPECT_LT(line(1, "unit_price")->span.left, line(1, "amount")->span.left);
+  EXPECT_EQ(line(1, "quantity")->span.text, "1");
+  // A description printed twice: the second line is the one after the first.
+  ASSERT_NE(line(2, "description"), nullptr);
+  EXPECT_GT(line(2, "description")->span.top, line(1, "description")->span.top);
+  EXPECT_EQ(line(2, "amount")->span.text, "10.00");
+  EXPECT_EQ(line(3, "description"), nullptr);
+  EXPECT_EQ(line(3, "amount"), nullptr);
+}
+
 TEST(locate_fields, the_json_names_page_box_and_text) {
   transcription t;
   t.pages.push_back(page_of(1, {{"Total", "119.00"}}));

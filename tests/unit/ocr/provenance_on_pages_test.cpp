@@ -66,7 +66,9 @@ TEST(provenance_on_pages, a_text_pdf_and_its_scan_put_each_field_in_the_same_pla
   auto in_pdf = located(pdf, "inv01");
   auto in_scan = located(scan, "inv01");
   for (auto field : {"invoice_number", "invoice_date", "supplier_name", "customer_name", "subtotal",
-                     "vat_amount", "total"}) {
+                     "vat_amount", "total", "line_items[0].description", "line_items[0].quantity",
+                     "line_items[0].unit_price", "line_items[0].amount",
+                     "line_items[3].description", "line_items[3].amount"}) {
     ASSERT_TRUE(in_pdf.contains(field)) << field << " not found in the PDF's text boxes";
     ASSERT_TRUE(in_scan.contains(field)) << field << " not found in the scan's words";
     auto& a = in_pdf[field].span;
