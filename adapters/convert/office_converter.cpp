@@ -10,10 +10,13 @@
 #include <filesystem>
 #include <fstream>
 #include <linux/mount.h>
+#include <mutex>
 #include <poll.h>
 #include <sched.h>
+#include <set>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -56,12 +59,36 @@ struct work_folder {
   }
 };
 
+/// Work folders of conversions that never ended their own way (a node killed during one): this
+/// user's `ingestd-convert-*` folders under `base` unchanged for an hour (a conversion has
+/// minutes), removed before the process's first conversion there.
+void remove_stale_folders(const std::string& base) {
+  static std::mutex mtx;
+  static std::set<std::string> done;
+  std::lock_guard guard{mtx};
+  if (!done.insert(base).second)
+    return;
+  std::error_code ec;
+  auto now = fs::file_time_type::clock::now();
+  for (const auto& entry : fs::directory_iterator(base, ec)) {
+    struct stat st {};
+    if (!entry.path().filename().string().starts_with("ingestd-convert-")
+        || ::lstat(entry.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode)
+        || st.st_uid != ::geteuid())
+      continue;
+    auto changed = fs::last_write_time(entry.path(), ec);
+    if (!ec && now - changed > std::chrono::hours{1})
+      fs::remove_all(entry.path(), ec);
+  }
+}
+
 result<fs::path> make_work_folder(const std::string& root) {
   std::string base = root;
   if (base.empty()) {
     const char* tmp = std::getenv("TMPDIR");
     base = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
   }
+  remove_stale_folders(base);
   std::string pattern = (fs::path{base} / "ingestd-convert-XXXXXX").string();
   if (::mkdtemp(pattern.data()) == nullptr)
     return short_of("no work folder under " + base + ": " + std::strerror(errno));

@@ -32,7 +32,8 @@ struct office_converter_options {
   std::string program = "soffice";
   /// The confining launcher: this program's `converter` subcommand.
   std::vector<std::string> launcher = {"/proc/self/exe", "converter"};
-  /// Where work folders are made; empty: TMPDIR, or /tmp.
+  /// Where work folders are made; empty: TMPDIR, or /tmp. Folders there that a killed node left
+  /// (unchanged for an hour) are removed before the first conversion.
   std::string work_root;
   /// RLIMIT_AS of the conversion's processes.
   uint64_t memory_limit_bytes = uint64_t{4} << 30;

@@ -188,6 +188,25 @@ TEST_F(office_converter, a_conversion_past_its_deadline_is_killed_with_its_proce
   EXPECT_TRUE(wait_until([&] { return !sleeping(); }, 30s));
 }
 
+TEST_F(office_converter, work_folders_a_killed_node_left_are_removed_before_the_first_conversion) {
+  options_.work_root = *dir_ + "/left-behind";
+  auto root = fs::path{options_.work_root};
+  for (auto name : {"ingestd-convert-old", "ingestd-convert-new", "someone-elses-old"})
+    fs::create_directories(root / name / "profile");
+  auto two_hours_ago = fs::file_time_type::clock::now() - std::chrono::hours{2};
+  fs::last_write_time(root / "ingestd-convert-old", two_hours_ago);
+  fs::last_write_time(root / "someone-elses-old", two_hours_ago);
+  options_.program = "/nonexistent/soffice";
+  auto type = detect_file_type(file("invoice.rtf"));
+  auto pdf = convert_to_pdf(file("invoice.rtf"), *type, options_,
+                            std::chrono::steady_clock::now() + 60s);
+  ASSERT_FALSE(pdf);
+  EXPECT_FALSE(fs::exists(root / "ingestd-convert-old"));
+  // One that may be a running conversion's, and what is not a conversion's, stay.
+  EXPECT_TRUE(fs::exists(root / "ingestd-convert-new"));
+  EXPECT_TRUE(fs::exists(root / "someone-elses-old"));
+}
+
 TEST_F(office_converter, without_libreoffice_the_error_names_the_packages) {
   options_.program = "/nonexistent/soffice";
   auto type = detect_file_type(file("invoice.rtf"));
