@@ -15,7 +15,7 @@
 namespace ingestd {
 namespace {
 
-enum class kind { text, amount, date };
+enum class kind { text, amount, date, currency };
 
 struct field_spec {
   const char* name;
@@ -26,7 +26,7 @@ constexpr field_spec located[] = {
     {"invoice_number", kind::text},   {"invoice_date", kind::date},
     {"due_date", kind::date},         {"supplier_name", kind::text},
     {"supplier_address", kind::text}, {"supplier_vat_id", kind::text},
-    {"customer_name", kind::text},    {"currency", kind::text},
+    {"customer_name", kind::text},    {"currency", kind::currency},
     {"subtotal", kind::amount},       {"vat_amount", kind::amount},
     {"total", kind::amount},
 };
@@ -82,6 +82,17 @@ bool is_date(std::string_view text, const std::string& iso) {
 
 /// The first (or last) window of words on a page of `t` that `matches`, up to `max_words` long;
 /// shortest windows first at each start.
+/// The sign a currency code is printed as, where it has one of its own.
+std::string_view currency_sign(std::string_view code) {
+  static constexpr std::pair<std::string_view, std::string_view> signs[]
+      = {{"EUR", "€"},  {"GBP", "£"}, {"USD", "$"}, {"INR", "₹"},   {"JPY", "¥"},
+         {"PLN", "zł"}, {"CNY", "¥"}, {"KRW", "₩"}, {"RUB", "₽"}, {"TRY", "₺"}};
+  for (auto [c, sign] : signs)
+    if (c == code)
+      return sign;
+  return {};
+}
+
 /// Words [first, first + n) of page index `page`.
 struct hit {
   size_t page = 0;
@@ -170,6 +181,12 @@ std::optional<field_source> locate(const transcription& t, const rapidjson::Valu
     } else if (auto target = letters_and_digits(value); target.size() >= 2) {
       found = find(t, max_span_words, false, text_matcher(std::move(target)));
     }
+    // A currency printed as its sign only ("€ 44.507,04", "₹1,435.35"): the first word with it.
+    if (!found && how == kind::currency)
+      if (auto sign = currency_sign(value); !sign.empty())
+        found = find(t, 1, false, [&](const std::vector<page_word>& words, size_t first, size_t) {
+          return words[first].text.find(sign) != std::string::npos ? 1 : 0;
+        });
   }
   if (!found)
     return std::nullopt;

@@ -14,7 +14,8 @@
 //       [--other-languages fra+nld+spa+ita+pol]
 //   OMP_THREAD_LIMIT=1 build/bench/extraction/bench_extraction build/receipts/heldout --scans-only
 // --failures lists every wrong field (use it on the tune split only); --cache keeps each
-// transcription as DIR/<id>.<pdf|scan>.txt so a second run skips the OCR.
+// transcription as DIR/<id>.<pdf|scan>.json so a second run skips the OCR. Also: the share of
+// the values read right that are found on their page (adapters/extraction/provenance).
 
 #include <algorithm>
 #include <cctype>
@@ -25,6 +26,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -33,6 +35,8 @@
 
 #include "adapters/extraction/local/text.hpp"
 #include "adapters/extraction/local_extractor.hpp"
+#include "adapters/extraction/provenance.hpp"
+#include "adapters/ocr/transcription_json.hpp"
 #include "adapters/extraction/quality_gate.hpp"
 #include "adapters/ocr/local_transcriber.hpp"
 
@@ -107,11 +111,12 @@ std::string other_languages;
 double ocr_seconds = 0;
 long ocr_pages = 0;
 
-std::optional<std::string> transcribe(const fs::path& file, const std::string& languages,
-                                      const fs::path& cache, const std::string& key) {
-  fs::path cached = cache.empty() ? fs::path{} : cache / (key + ".txt");
+std::optional<transcription> transcribe(const fs::path& file, const std::string& languages,
+                                        const fs::path& cache, const std::string& key) {
+  fs::path cached = cache.empty() ? fs::path{} : cache / (key + ".json");
   if (!cached.empty() && fs::exists(cached))
-    return read_text(cached);
+    if (auto t = transcription_from_json(read_text(cached)))
+      return std::move(*t);
   auto opts = make_local_transcriber_options(languages, 50u << 20, 20, std::chrono::seconds(300),
                                              other_languages);
   auto t0 = std::chrono::steady_clock::now();
@@ -125,9 +130,9 @@ std::optional<std::string> transcribe(const fs::path& file, const std::string& l
   }
   if (!cached.empty()) {
     std::ofstream out{cached, std::ios::binary};
-    out << r->text;
+    out << to_json(*r);
   }
-  return r->text;
+  return std::move(*r);
 }
 
 void print_table(const char* title, const std::map<std::string, tally>& rows) {
@@ -215,6 +220,8 @@ int run_bench(int argc, char** argv) {
     std::map<std::string, tally> by_kind, by_language, by_layout;
     // The extractor's stated confidence -> (documents with every key field right, documents).
     std::map<std::string, std::pair<int, int>> reliability;
+    // Per field: (values read right and found on their page, values read right).
+    std::map<std::string, std::pair<int, int>> located;
     ocr_seconds = 0;
     ocr_pages = 0;
     double cpu_seconds = 0;
@@ -233,12 +240,15 @@ int run_bench(int argc, char** argv) {
       std::clock_t c0 = std::clock();
       extraction x;
       for (int r = 0; r < reps; ++r)
-        x = extractor.run(*t);
+        x = extractor.run(t->text);
       cpu_seconds += static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC / reps;
       pages += truth["pages"].GetInt();
       rapidjson::Document got;
       got.Parse(x.structured_data.c_str());
       bool all_key = true;
+      std::set<std::string> on_page;
+      for (auto& s : locate_fields(x.structured_data, *t))
+        on_page.insert(s.field);
       auto& lt = by_language[truth["language"].GetString()];
       auto& yt = by_layout[truth["layout"].GetString()];
       auto& kt = by_kind[std::string{truth["kind"].GetString()} + (is_scan ? " scan" : " pdf")];
@@ -246,6 +256,10 @@ int run_bench(int argc, char** argv) {
         auto m = matches(fields[i], truth, got);
         if (!m)
           continue;
+        if (*m) {
+          located[fields[i]].first += on_page.contains(fields[i]) ? 1 : 0;
+          located[fields[i]].second += 1;
+        }
         for (auto* tl : {&kt, &lt, &yt}) {
           tl->by_field[fields[i]].first += *m ? 1 : 0;
           tl->by_field[fields[i]].second += 1;
@@ -286,6 +300,17 @@ int run_bench(int argc, char** argv) {
       if (auto it = reliability.find(level); it != reliability.end())
         std::printf("  %-6s %4d documents, %5.1f%% right\n", level, it->second.second,
                     100.0 * it->second.first / it->second.second);
+    int found = 0, right = 0;
+    for (auto& [field, n] : located) {
+      found += n.first;
+      right += n.second;
+    }
+    std::printf("\nprovenance: values read right that were found on their page (their box):"
+                " %.1f%% (%d of %d)\n ",
+                right ? 100.0 * found / right : 0.0, found, right);
+    for (auto& [field, n] : located)
+      std::printf(" %s %.0f%%", field.c_str(), n.second ? 100.0 * n.first / n.second : 0.0);
+    std::printf("\n");
     if (is_scan && ocr_pages > 0)
       std::printf("OCR (%s): %.2f s per page, %.2f pages/s (%ld pages read, not cached)\n",
                   languages.c_str(), ocr_seconds / static_cast<double>(ocr_pages),

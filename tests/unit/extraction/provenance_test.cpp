@@ -112,6 +112,18 @@ TEST(locate_fields, nothing_for_values_not_on_the_page_words_without_boxes_or_ba
   EXPECT_TRUE(locate_fields(R"({"invoice_number":"INV-1","total":119})", text_only).empty());
 }
 
+TEST(locate_fields, a_currency_printed_as_its_sign_is_found_by_it) {
+  transcription t;
+  t.pages.push_back(page_of(1, {{"Zwischensumme", "€", "44.507,04"}, {"Total", "₹1,435.35"}}));
+  auto euro = locate_fields(R"({"currency":"EUR"})", t);
+  ASSERT_EQ(euro.size(), 1u);
+  EXPECT_EQ(euro[0].span.text, "€");
+  auto rupee = locate_fields(R"({"currency":"INR"})", t);
+  ASSERT_EQ(rupee.size(), 1u);
+  EXPECT_EQ(rupee[0].span.text, "₹1,435.35");
+  EXPECT_TRUE(locate_fields(R"({"currency":"CHF"})", t).empty());
+}
+
 TEST(locate_fields, line_items_are_their_description_and_the_numbers_on_its_line) {
   transcription t;
   t.pages.push_back(page_of(1, {{"Description", "Qty", "Unit", "price", "Amount"},
