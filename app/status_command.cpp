@@ -2,6 +2,7 @@
 // progress, failures by error class, documents awaiting review, matching by status and matching
 // in progress for too long, queue depth; --json for scripts.
 #include <cstdio>
+#include <optional>
 
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
@@ -19,6 +20,13 @@
 namespace ingestd::cli {
 
 namespace {
+
+/// n / of, none when `of` is 0.
+std::optional<double> ratio(int64_t n, int64_t of) {
+  if (of <= 0)
+    return std::nullopt;
+  return static_cast<double>(n) / static_cast<double>(of);
+}
 
 constexpr const char* status_usage = R"(Usage: ingestd status [--json] [--documents]
 
@@ -201,6 +209,34 @@ int status_command(const arguments& args) {
     w.EndObject();
     w.Key("review");
     review_doc.Accept(w);
+    w.Key("straight_through");
+    w.StartObject();
+    w.Key("days");
+    w.Int(30);
+    w.Key("completed");
+    w.Int64(summary->completed_30_days);
+    w.Key("through");
+    w.Int64(summary->straight_through_30_days);
+    w.Key("rate");
+    if (auto r = ratio(summary->straight_through_30_days, summary->completed_30_days))
+      w.Double(*r);
+    else
+      w.Null();
+    w.Key("sampled");
+    w.StartObject();
+    w.Key("right");
+    w.Int64(summary->sampled_right);
+    w.Key("wrong");
+    w.Int64(summary->sampled_wrong);
+    w.Key("waiting");
+    w.Int64(summary->sampled_waiting);
+    w.EndObject();
+    w.Key("error_rate");
+    if (auto r = ratio(summary->sampled_wrong, summary->sampled_right + summary->sampled_wrong))
+      w.Double(*r);
+    else
+      w.Null();
+    w.EndObject();
     w.Key("queue");
     w.StartObject();
     w.Key("name");
@@ -273,6 +309,21 @@ int status_command(const arguments& args) {
     std::printf("nodes   unavailable: %s\n", nodes.error().describe().c_str());
   std::printf("documents awaiting review: %lld\n",
               static_cast<long long>(summary->documents_needing_review));
+  // What goes through without a person, and how often it is wrong (the sampled checks).
+  auto checked = summary->sampled_right + summary->sampled_wrong;
+  if (auto r = ratio(summary->straight_through_30_days, summary->completed_30_days))
+    std::printf("straight through (30 days)   %.1f%% of %lld completed", 100.0 * *r,
+                static_cast<long long>(summary->completed_30_days));
+  else
+    std::printf("straight through (30 days)   none completed");
+  if (auto e = ratio(summary->sampled_wrong, checked))
+    std::printf("   error rate %.1f%% (%lld of %lld sampled checks corrected)", 100.0 * *e,
+                static_cast<long long>(summary->sampled_wrong), static_cast<long long>(checked));
+  else
+    std::printf("   error rate not measured (review.sample_rate sends none to a check yet)");
+  if (summary->sampled_waiting > 0)
+    std::printf("   %lld sampled waiting", static_cast<long long>(summary->sampled_waiting));
+  std::printf("\n");
   if (review_doc.IsArray())
     for (auto& r : review_doc.GetArray())
       std::printf("  %s  %s  %s\n", field(r, "document_id").c_str(), field(r, "file_name").c_str(),

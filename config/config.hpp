@@ -328,13 +328,16 @@ struct config {
 
   /// The review desk under /review on the admin server: the session cookie's Secure
   /// attribute, how long a session lasts and how many may be open, and the failed sign-ins per
-  /// address and per name within a minute before the next is refused (429).
+  /// address and per name within a minute before the next is refused (429). `sample_rate`: the
+  /// share of documents that would go through without a person that are sent to the desk for a
+  /// check instead (the measured error rate of what goes through, `ingestd status`).
   struct review_section {
     bool enabled{};
     bool secure_cookie{};
     int session_lifetime_minutes{};
     int max_sessions{};
     int sign_in_attempts_per_minute{};
+    double sample_rate{};
   } review;
 
   struct log_section {

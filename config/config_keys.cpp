@@ -531,7 +531,10 @@ const std::vector<key_spec>& schema() {
         .boolean("secure_cookie", &review::secure_cookie, false)
         .integer("session_lifetime_minutes", &review::session_lifetime_minutes, 720, 1, 525600)
         .integer("max_sessions", &review::max_sessions, 1000, 1, 1000000)
-        .integer("sign_in_attempts_per_minute", &review::sign_in_attempts_per_minute, 5, 1, 1000);
+        .integer("sign_in_attempts_per_minute", &review::sign_in_attempts_per_minute, 5, 1, 1000)
+        // Of the documents that pass the gate, this share goes to the desk for a check: what a
+        // reviewer corrects among them is the error rate of straight-through processing.
+        .number("sample_rate", &review::sample_rate, 0, 0, 1);
 
     using log = config::log_section;
     keys(t, "log", &config::log)

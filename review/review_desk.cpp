@@ -349,7 +349,7 @@ public:
     if (!f.reason.empty()
         && std::find(std::begin(review_reasons), std::end(review_reasons), f.reason)
                == std::end(review_reasons)) {
-      send_error(res, 400, "review.invalid", "reason must be gate or failed");
+      send_error(res, 400, "review.invalid", "reason must be gate, failed or sample");
       return std::nullopt;
     }
     if (auto limit = req.get_param_value("limit"); !limit.empty()) {

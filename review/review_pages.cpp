@@ -30,7 +30,7 @@ header a{color:#fff}header .who{margin-left:auto}header form{display:inline}
 main{padding:1em}a{color:#0b5cad}table{border-collapse:collapse;width:100%;background:#fff}
 th,td{text-align:left;padding:.35em .6em;border-bottom:1px solid #e2e4e8;vertical-align:top}
 tr.sel{background:#e6f0fb}.counts span{margin-right:1.2em}.tag{padding:0 .4em;border-radius:3px;background:#eee}
-.tag.failed{background:#fde2e1}.tag.gate{background:#fff3cd}.muted{color:#667}
+.tag.failed{background:#fde2e1}.tag.gate{background:#fff3cd}.tag.sample{background:#e6f0fb}.muted{color:#667}
 .doc{display:grid;grid-template-columns:minmax(0,1.1fr) minmax(0,1fr);gap:1em}
 .pane{background:#fff;padding:.8em;border:1px solid #e2e4e8;border-radius:4px;margin-bottom:1em}
 .pageimg{display:block;max-width:100%;border:1px solid #ccd;cursor:crosshair}

@@ -110,6 +110,15 @@ struct status_summary {
   int64_t matching_in_progress_over_10_minutes = 0;
   /// Age of the oldest matching in progress in seconds (0 when none).
   int64_t oldest_matching_in_progress_seconds = 0;
+  /// Straight-through processing over the last 30 days: the ingestions completed, those that
+  /// went through without a person (the gate passed them; one sampled for a check counts, as it
+  /// would have gone through), and of the sampled ones (review.sample_rate), those a person found
+  /// right (approved unchanged), wrong (corrected, rejected or reprocessed) or has not checked.
+  int64_t completed_30_days = 0;
+  int64_t straight_through_30_days = 0;
+  int64_t sampled_right = 0;
+  int64_t sampled_wrong = 0;
+  int64_t sampled_waiting = 0;
 };
 
 /// One tenant's open work in one stage, for metrics.

@@ -369,6 +369,24 @@ UNION ALL
 SELECT 'matching_oldest', '',
        COALESCE(floor(extract(epoch FROM now() - min(matching_started_at))), 0)::bigint
   FROM document_matching WHERE matching_status = 'in-progress'
+UNION ALL
+SELECT 'recent', CASE WHEN i.valid_structured_data OR w.last_error LIKE 'sampled:%'
+                      THEN 'through' ELSE 'person' END, count(*)
+  FROM ingestion AS i LEFT JOIN work_item AS w ON w.id = i.id
+ WHERE i.status = 'completed' AND i.completed_at > now() - interval '30 days'
+ GROUP BY 2
+UNION ALL
+SELECT 'sample', COALESCE(v.verdict, 'waiting'), count(*)
+  FROM ingestion AS i JOIN work_item AS w ON w.id = i.id
+  LEFT JOIN LATERAL (
+    SELECT CASE WHEN r.action = 'approve' AND r.changes = '{}'::jsonb THEN 'right'
+                ELSE 'wrong' END AS verdict
+      FROM document_review AS r
+     WHERE r.document_id = i.document_id AND r.at >= i.completed_at
+     ORDER BY r.at, r.id LIMIT 1) AS v ON true
+ WHERE i.status = 'completed' AND i.completed_at > now() - interval '30 days'
+   AND w.last_error LIKE 'sampled:%'
+ GROUP BY 2
 )sql"};
 
 // The matching part of the summary alone, for every scrape of /metrics.
@@ -644,6 +662,15 @@ result<status_summary> pg_intake_repository::summary_of(const pg::statement& st,
       out.matching_in_progress_over_10_minutes = n;
     } else if (kind == "matching_oldest") {
       out.oldest_matching_in_progress_seconds = n;
+    } else if (kind == "recent") {
+      out.completed_30_days += n;
+      if (key == "through")
+        out.straight_through_30_days = n;
+    } else if (kind == "sample") {
+      (key == "right"   ? out.sampled_right
+       : key == "wrong" ? out.sampled_wrong
+                        : out.sampled_waiting)
+          = n;
     }
   }
   return out;

@@ -19,8 +19,9 @@ using pg::param;
 // -- statements ------------------------------------------------------------------------------
 
 // The latest ingestion of each document decides the reason: "gate" when the quality gate refused
-// its extraction (completed, or failed with extraction.gate_failed), else "failed". Documents with
-// an ingestion in progress are not actionable and left out.
+// its extraction (completed, or failed with extraction.gate_failed), "sample" when the gate passed
+// it and review.sample_rate chose it for a check, else "failed". Documents with an ingestion in
+// progress are not actionable and left out.
 constexpr pg::statement queue_sql{"ingestd_review_queue", R"sql(
 SELECT r.id, r.tenant_id, r.file_name, r.reason, r.detail, r.supplier, r.total, r.currency,
        r.age, r.review_version
@@ -28,7 +29,9 @@ SELECT r.id, r.tenant_id, r.file_name, r.reason, r.detail, r.supplier, r.total, 
                COALESCE(l.source_metadata->>'file_name', d.file_path) AS file_name,
                CASE WHEN l.status = 'failed'
                          AND COALESCE(l.last_error, '') NOT LIKE 'extraction.gate_failed%'
-                    THEN 'failed' ELSE 'gate' END AS reason,
+                    THEN 'failed'
+                    WHEN l.status = 'completed' AND l.last_error LIKE 'sampled:%' THEN 'sample'
+                    ELSE 'gate' END AS reason,
                COALESCE(l.last_error, '') AS detail,
                COALESCE(d.structured_data->>'supplier_name', '') AS supplier,
                COALESCE(d.structured_data->>'total', '') AS total,
@@ -50,12 +53,15 @@ SELECT r.id, r.tenant_id, r.file_name, r.reason, r.detail, r.supplier, r.total, 
 constexpr pg::statement counts_sql{"ingestd_review_counts", R"sql(
 SELECT CASE WHEN EXISTS (SELECT 1 FROM ingestion AS p
                           WHERE p.document_id = d.id AND p.status = 'in-progress') THEN 'processing'
-            WHEN (SELECT i.status = 'failed'
-                         AND COALESCE(w.last_error, '') NOT LIKE 'extraction.gate_failed%'
+            ELSE COALESCE((SELECT CASE WHEN i.status = 'failed'
+                                   AND COALESCE(w.last_error, '') NOT LIKE 'extraction.gate_failed%'
+                              THEN 'failed'
+                              WHEN i.status = 'completed' AND w.last_error LIKE 'sampled:%'
+                              THEN 'sample'
+                              ELSE 'gate' END
                     FROM ingestion AS i LEFT JOIN work_item AS w ON w.id = i.id
                    WHERE i.document_id = d.id
-                   ORDER BY i.created_at DESC, i.id DESC LIMIT 1) THEN 'failed'
-            ELSE 'gate' END AS reason,
+                   ORDER BY i.created_at DESC, i.id DESC LIMIT 1), 'gate') END AS reason,
        count(*)
   FROM document AS d
  WHERE d.needs_human_review AND d.tenant_id = ANY ($1::uuid[])

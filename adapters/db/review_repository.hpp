@@ -17,9 +17,10 @@
 namespace ingestd {
 
 /// Why a document waits for a person: the quality "gate" refused its latest ingestion's
-/// extraction (extraction.gate_failed), or that ingestion "failed" otherwise (an unreadable file,
-/// a provider error, attempts exhausted).
-inline constexpr std::string_view review_reasons[] = {"gate", "failed"};
+/// extraction (extraction.gate_failed), that ingestion "failed" otherwise (an unreadable file,
+/// a provider error, attempts exhausted), or the gate passed it and review.sample_rate chose it
+/// for a "sample" check.
+inline constexpr std::string_view review_reasons[] = {"gate", "failed", "sample"};
 
 struct review_queue_filter {
   /// The tenants the caller may see (at least one).

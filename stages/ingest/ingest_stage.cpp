@@ -348,8 +348,11 @@ private:
       auto retry_can_help = !extractor_->deterministic() && job_->claim().attempt_count == 0;
       return keep_output(gate_error(verdict, retry_can_help));
     }
-    job_->step_done("ok");
-    complete(fields_.review_reason);
+    auto reason = fields_.review_reason;
+    bool sampled = reason.empty()
+                   && sampled_for_review(job_->claim().document_id, settings_->review_sample_rate);
+    job_->step_done(sampled ? "sampled" : "ok");
+    complete(sampled ? sampled_reason : reason);
   }
 
   /// The refused extraction stays for the reviewer, then the attempt fails with `err`.
@@ -467,6 +470,20 @@ std::shared_ptr<stage> make_ingest_stage(std::shared_ptr<const ingest_ports> por
   return s;
 }
 
+bool sampled_for_review(const uuid& document_id, double rate) {
+  if (rate <= 0)
+    return false;
+  if (rate >= 1)
+    return true;
+  // FNV-1a of the id, its top 53 bits a uniform fraction in [0, 1).
+  uint64_t h = 1469598103934665603ULL;
+  for (char c : document_id.str()) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ULL;
+  }
+  return static_cast<double>(h >> 11) / 9007199254740992.0 < rate;
+}
+
 std::vector<queue_spec> ingest_queues(const config& cfg) {
   std::vector<queue_spec> out{{"ingest", cfg.queue.name, cfg.queue.url, cfg.queue.dead_letter_name,
                                cfg.queue.max_receive_count}};
@@ -501,6 +518,7 @@ result<std::vector<std::shared_ptr<const stage>>> ingest_stages(stage_env& env) 
   settings.dead_letter = cfg.queue.max_receive_count > 0;
   settings.quality_threshold = cfg.transcription.ocr_quality_threshold;
   settings.max_file_bytes = static_cast<size_t>(cfg.transcription.max_file_bytes);
+  settings.review_sample_rate = cfg.review.sample_rate;
   // The next stage: a completed ingestion's document is matched.
   if (stage_enabled(cfg, "match"))
     settings.match_queue = cfg.matching.queue_name;

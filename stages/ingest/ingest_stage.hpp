@@ -18,6 +18,7 @@
 #include "adapters/ocr/transcriber.hpp"
 #include "adapters/storage/object_store.hpp"
 #include "messages/extraction.hpp"
+#include "messages/uuid.hpp"
 
 namespace ingestd {
 
@@ -79,7 +80,18 @@ struct ingest_settings {
   /// The match stage's queue: a completed ingestion's document is matched next. Empty: no
   /// matching.
   std::string match_queue;
+  /// review.sample_rate: the share of documents the gate passes that go to review for a check.
+  double review_sample_rate = 0;
 };
+
+/// The reason a document the gate passed goes to review for a check; `ingestd status` and the
+/// desk's "sample" reason know it by its start.
+inline constexpr const char* sampled_reason
+    = "sampled: a check of what goes through without a person (review.sample_rate)";
+
+/// Whether the document is one of the `rate` share checked by a person: decided by its id alone,
+/// so that every node, and every attempt, decides the same.
+bool sampled_for_review(const uuid& document_id, double rate);
 
 /// The stage for one class (or without classes) over `ports`.
 std::shared_ptr<stage> make_ingest_stage(std::shared_ptr<const ingest_ports> ports,

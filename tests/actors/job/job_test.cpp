@@ -180,6 +180,33 @@ CAF_TEST(a completion adds the document s matching with its message when the mat
   check_no_violations();
 }
 
+CAF_TEST(a document the gate passes goes to review for a check when review sample_rate picks it) {
+  ingest.review_sample_rate = 1;
+  auto id = add_document();
+  CAF_CHECK_EQUAL(run_job(id.str(), hb).result, job_result::completed);
+  CAF_CHECK_EQUAL(db->row(id).review_reason, std::string{sampled_reason});
+  CAF_CHECK_EQUAL(work->item(id).last_error, std::string{sampled_reason});
+  auto gate = audit_of(id, "gate");
+  CAF_REQUIRE_EQUAL(gate.size(), 1u);
+  CAF_CHECK_EQUAL(gate[0].event.outcome, "sampled");
+  check_no_violations();
+}
+
+CAF_TEST(sampling for review is decided by the document alone at the rate asked for) {
+  int picked = 0;
+  for (int i = 0; i < 20000; ++i) {
+    auto id = uuid::v7();
+    bool once = sampled_for_review(id, 0.05);
+    CAF_CHECK_EQUAL(sampled_for_review(id, 0.05), once);
+    CAF_CHECK(!sampled_for_review(id, 0));
+    CAF_CHECK(sampled_for_review(id, 1));
+    picked += once ? 1 : 0;
+  }
+  // 5% of 20,000 is 1,000; four standard deviations (31 each) either side.
+  CAF_CHECK_GREATER(picked, 876);
+  CAF_CHECK_LESS(picked, 1124);
+}
+
 CAF_TEST(a finished job leaves no timer or delayed message behind) {
   // A pending deadline would keep the finished actor alive until it passes: at thousands of
   // ingestions per second, gigabytes.

@@ -252,3 +252,59 @@ TEST(review_desk_daemon, the_desk_shows_where_each_value_of_a_scan_was_read) {
   ASSERT_TRUE(code);
   EXPECT_EQ(*code, 0) << d->log_tail();
 }
+
+// Straight-through processing measured: with review.sample_rate 1 every document the gate passes
+// goes to the desk for a check (reason "sample"); one approved as it is and one corrected make
+// the error rate `ingestd status` reports for what goes through without a person.
+TEST(review_desk_daemon, sampled_checks_measure_the_error_rate_of_what_goes_through) {
+  e2e_setup setup;
+  auto tenant = std::string{"00000000-0000-7000-8000-0000000000ac"};
+  auto ingestions = setup.add_documents(2, doc_kind::text_pdf, {}, tenant);
+  setup.enqueue(ingestions);
+  int port = free_port();
+  auto d = setup.start({{"INGESTD_REVIEW__ENABLED", "true"},
+                        {"INGESTD_REVIEW__SAMPLE_RATE", "1"},
+                        {"INGESTD_ADMIN__PORT", std::to_string(port)},
+                        {"INGESTD_REVIEW_TOKEN", tenant + ":desk-token-0123456789"}});
+  ASSERT_TRUE(wait_until([&] { return setup.with_status("completed") == 2; }, 120s))
+      << setup.logs();
+  httplib::Client c{"127.0.0.1", port};
+  c.set_read_timeout(30, 0);
+  httplib::Headers auth{{"Authorization", "Bearer desk-token-0123456789"}, {"X-Reviewer", "ops"}};
+  auto q = c.Get("/review/api/queue?reason=sample", auth);
+  ASSERT_TRUE(q);
+  ASSERT_EQ(q->status, 200) << q->body;
+  rapidjson::Document queue;
+  queue.Parse(q->body.c_str());
+  ASSERT_EQ(queue["documents"].Size(), 2u) << q->body;
+  EXPECT_EQ(queue["counts"]["sample"].GetInt64(), 2) << q->body;
+  std::vector<std::string> bodies{"", R"(,"fields":{"invoice_number":"CORRECTED-1"})"};
+  for (rapidjson::SizeType i = 0; i < 2; ++i) {
+    auto& item = queue["documents"][i];
+    EXPECT_EQ(std::string{item["reason"].GetString()}, "sample");
+    auto path
+        = std::string{"/review/api/documents/"} + item["document_id"].GetString() + "/approve";
+    auto r = c.Post(path.c_str(), auth,
+                    R"({"version":)" + std::to_string(item["version"].GetInt64()) + bodies[i] + "}",
+                    "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+  }
+  daemon_process status{setup.daemon_env(), setup.root() + "/status.log", {"status", "--json"}};
+  ASSERT_EQ(status.wait_exit(60s).value_or(-1), 0) << status.log();
+  EXPECT_NE(
+      status.log().find(R"("straight_through":{"days":30,"completed":2,"through":2,"rate":1.0,)"
+                        R"("sampled":{"right":1,"wrong":1,"waiting":0},"error_rate":0.5})"),
+      std::string::npos)
+      << status.log();
+  daemon_process text{setup.daemon_env(), setup.root() + "/status-text.log", {"status"}};
+  ASSERT_EQ(text.wait_exit(60s).value_or(-1), 0) << text.log();
+  EXPECT_NE(text.log().find("straight through (30 days)   100.0% of 2 completed   error rate 50.0% "
+                            "(1 of 2 sampled checks corrected)"),
+            std::string::npos)
+      << text.log();
+  d->signal(SIGTERM);
+  auto code = d->wait_exit(60s);
+  ASSERT_TRUE(code);
+  EXPECT_EQ(*code, 0) << d->log_tail();
+}
