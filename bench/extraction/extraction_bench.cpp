@@ -36,9 +36,9 @@
 #include "adapters/extraction/local/text.hpp"
 #include "adapters/extraction/local_extractor.hpp"
 #include "adapters/extraction/provenance.hpp"
-#include "adapters/ocr/transcription_json.hpp"
 #include "adapters/extraction/quality_gate.hpp"
 #include "adapters/ocr/local_transcriber.hpp"
+#include "adapters/ocr/transcription_json.hpp"
 
 using namespace ingestd;
 namespace fs = std::filesystem;
