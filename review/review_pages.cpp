@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 
 #include <openssl/evp.h>
 #include <openssl/sha.h>
@@ -17,6 +16,7 @@
 
 #include "adapters/extraction/provenance.hpp"
 #include "adapters/ocr/language_guess.hpp"
+#include "adapters/ocr/transcription_json.hpp"
 #include "config/providers.hpp"
 
 namespace ingestd {
@@ -564,15 +564,8 @@ std::string page_data(const std::string& structured_data, const transcription& r
   w.Key("words");
   w.StartArray();
   for (const auto& page : reading.pages) {
-    w.StartArray();
-    for (const auto& word : page.words) {
-      w.StartArray();
-      w.String(word.text.data(), static_cast<rapidjson::SizeType>(word.text.size()));
-      for (float v : {word.left, word.top, word.right, word.bottom})
-        w.Double(std::round(static_cast<double>(v) * 10000.0) / 10000.0);
-      w.EndArray();
-    }
-    w.EndArray();
+    auto words = to_json(page.words);
+    w.RawValue(words.data(), words.size(), rapidjson::kArrayType);
   }
   w.EndArray();
   w.EndObject();

@@ -108,23 +108,34 @@ void put_pages(writer_t& w, const std::vector<transcription_page>& pages) {
     }
     w.EndArray();
     put_string(w, "text", p.text);
-    // Each word as [text, left, top, right, bottom], the box in fractions of the page.
     if (!p.words.empty()) {
       w.Key("words");
-      w.StartArray();
-      for (const auto& word : p.words) {
-        w.StartArray();
-        w.String(word.text.data(), static_cast<rapidjson::SizeType>(word.text.size()));
-        for (float v : {word.left, word.top, word.right, word.bottom})
-          w.Double(std::round(static_cast<double>(v) * 10000.0) / 10000.0);
-        w.EndArray();
-      }
-      w.EndArray();
+      auto words = to_json(p.words);
+      w.RawValue(words.data(), words.size(), rapidjson::kArrayType);
     }
     w.EndObject();
   }
   w.EndArray();
 }
+
+} // namespace
+
+std::string to_json(const std::vector<page_word>& words) {
+  rapidjson::StringBuffer buf;
+  writer_t w{buf};
+  w.StartArray();
+  for (const auto& word : words) {
+    w.StartArray();
+    w.String(word.text.data(), static_cast<rapidjson::SizeType>(word.text.size()));
+    for (float v : {word.left, word.top, word.right, word.bottom})
+      w.Double(std::round(static_cast<double>(v) * 10000.0) / 10000.0);
+    w.EndArray();
+  }
+  w.EndArray();
+  return {buf.GetString(), buf.GetSize()};
+}
+
+namespace {
 
 /// The stored form when `whole`, else its summary (see to_summary_json).
 std::string write_json(const transcription& x, bool whole) {

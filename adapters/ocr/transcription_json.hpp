@@ -23,6 +23,10 @@ std::string to_json(const transcription& x);
 /// --json`.
 std::string to_summary_json(const transcription& x);
 
+/// A page's words as the stored form writes them: [[text, left, top, right, bottom], ...], the
+/// box in fractions of the page to four decimals (the review desk's page data uses it too).
+std::string to_json(const std::vector<page_word>& words);
+
 /// The error code of a stored transcription that cannot be read.
 inline constexpr std::string_view bad_transcription_json = "ocr.bad_transcription_json";
 
