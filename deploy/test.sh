@@ -15,10 +15,14 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+start=$(date +%s)
+# Seconds since the start, for the times each part ends at.
+elapsed() { echo "$(( $(date +%s) - start )) s"; }
 
 deploy/install-deps.sh
 cmake --preset default >/dev/null
 cmake --build --preset default
+echo "test: installed and built at $(elapsed)"
 lint=${INGESTD_LINT:-1}
 sanitize=${INGESTD_SANITIZE:-1}
 fuzz_seconds=${INGESTD_FUZZ_SECONDS:-5}
@@ -32,8 +36,14 @@ beside_pid=
 if [[ $# -eq 0 && ( "$lint" != 0 || "$sanitize" != 0 ) ]]; then
   (
     status=0
-    if [[ "$lint" != 0 ]]; then nice -n 19 deploy/lint.sh || status=1; fi
-    if [[ "$sanitize" != 0 ]]; then tests/sanitize/run.sh "$fuzz_seconds" || status=1; fi
+    if [[ "$lint" != 0 ]]; then
+      nice -n 19 deploy/lint.sh || status=1
+      echo "test: static analysis ended at $(elapsed)"
+    fi
+    if [[ "$sanitize" != 0 ]]; then
+      tests/sanitize/run.sh "$fuzz_seconds" || status=1
+      echo "test: sanitizer build, tests and fuzz runs ended at $(elapsed)"
+    fi
     exit $status
   ) >"$beside_log" 2>&1 &
   beside_pid=$!
@@ -43,12 +53,14 @@ deploy/local-stack.sh start
 eval "$(deploy/local-stack.sh env)"
 suite=0
 ctest --preset default "$@" || suite=$?
+echo "test: the suite ended at $(elapsed)"
 
 beside=0
 if [[ -n "$beside_pid" ]]; then
   echo "test: waiting for the static analysis and the sanitizer tests and fuzz runs ($beside_log)"
   wait "$beside_pid" || beside=$?
   cat "$beside_log"
+  echo "test: all ended at $(elapsed)"
 fi
 if [[ $suite -ne 0 || $beside -ne 0 ]]; then
   echo "test: FAILED (suite exit $suite, static analysis and sanitizer build exit $beside)" >&2

@@ -8,8 +8,9 @@
 # "fuzz" builds only the fuzz targets), then runs each target
 # (all of them unless named: text ids http_headers sqs s3 openai local_extractor document_ai
 # transcription_json config matching_features archive mime msg multipart sandbox_protocol known_files
-# review_request manifest) for SECONDS seconds, one after the other
-# (default 20: a smoke run; `tests/fuzz/run.sh 600` is a campaign). Every run is nice'd and single-threaded.
+# review_request manifest) for SECONDS seconds (default 20: a smoke run; `tests/fuzz/run.sh 600` is
+# a campaign), one per core at a time (INGESTD_FUZZ_JOBS sets how many). Every run is nice'd and
+# single-threaded.
 #
 #   - Seeds: the committed corpus tests/fuzz/corpus/<target>/, read only.
 #   - New inputs: build-sanitize/fuzz-corpus/<target>/ (scratch, kept between runs, never committed).
@@ -49,18 +50,18 @@ max_len_of() {
   esac
 }
 
-failed=0
-printf '%-20s %10s %8s %s\n' target executions seconds result
-for t in "${targets[@]}"; do
-  exe=build-sanitize/tests/fuzz/${t}_fuzz
-  scratch=build-sanitize/fuzz-corpus/$t
-  log=build-sanitize/fuzz-logs/$t.log
+# One target's run; its line of the table goes to build-sanitize/fuzz-logs/<target>.result.
+run_target() {
+  local t=$1
+  local exe=build-sanitize/tests/fuzz/${t}_fuzz
+  local scratch=build-sanitize/fuzz-corpus/$t
+  local log=build-sanitize/fuzz-logs/$t.log
   mkdir -p "$scratch"
+  local start status=0 took runs result
   start=$(date +%s)
-  status=0
   # libgsf's leak on a damaged OLE2 directory is suppressed by its frame, which only full
   # unwinding shows (tests/sanitize/lsan.supp).
-  unwind=""
+  local unwind=""
   [[ $t == msg ]] && unwind=":fast_unwind_on_malloc=0"
   ASAN_OPTIONS="$ASAN_OPTIONS$unwind" nice -n 19 "$exe" "$scratch" "tests/fuzz/corpus/$t" \
     -max_total_time="$seconds" -max_len="$(max_len_of "$t")" -rss_limit_mb=2048 -timeout=10 \
@@ -72,8 +73,30 @@ for t in "${targets[@]}"; do
     result=ok
   else
     result="FAILED (exit $status, see $log)"
-    failed=1
   fi
-  printf '%-20s %10s %8s %s\n' "$t" "${runs:-?}" "$took" "$result"
+  printf '%-20s %10s %8s %s\n' "$t" "${runs:-?}" "$took" "$result" >"build-sanitize/fuzz-logs/$t.result"
+}
+
+# INGESTD_FUZZ_JOBS targets at a time (default: one per core).
+jobs=${INGESTD_FUZZ_JOBS:-$(nproc)}
+running=0
+for t in "${targets[@]}"; do
+  rm -f "build-sanitize/fuzz-logs/$t.result"
+  run_target "$t" &
+  running=$((running + 1))
+  if [[ $running -ge $jobs ]]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+done
+wait
+
+failed=0
+printf '%-20s %10s %8s %s\n' target executions seconds result
+for t in "${targets[@]}"; do
+  line=$(cat "build-sanitize/fuzz-logs/$t.result" 2>/dev/null \
+         || echo "$t (no result: the run did not finish)")
+  echo "$line"
+  [[ "$line" == *" ok" ]] || failed=1
 done
 exit $failed
