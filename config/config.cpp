@@ -511,31 +511,60 @@ std::optional<double> number_in(const std::string& text, double lo, double hi) {
 
 } // namespace
 
-result<std::vector<tenant_weight>> tenant_weights_of(const std::string& text) {
-  std::vector<tenant_weight> out;
+namespace {
+
+/// "TENANT_ID:NUMBER,..." with each number from `low` to `high`, each tenant once; `expected` and
+/// `out_of_range` say what is wrong with an entry.
+result<std::vector<std::pair<std::string, double>>>
+tenant_numbers_of(const std::string& text, double low, double high, const char* expected,
+                  const char* out_of_range, const char* code) {
+  std::vector<std::pair<std::string, double>> out;
   std::set<std::string> seen;
   for (auto& pair : name_list(text)) {
     auto colon = pair.rfind(':');
     auto bad = [&](const std::string& why) {
       std::string message = "\"";
       message.append(pair).append("\": ").append(why);
-      return error::make_permanent("config.bad_tenant_weight", std::move(message));
+      return error::make_permanent(code, std::move(message));
     };
     if (colon == std::string::npos)
-      return bad("expected TENANT_ID:WEIGHT");
-    tenant_weight w;
+      return bad(expected);
     auto id = uuid::parse(pair.substr(0, colon));
     if (!id)
       return bad("the tenant must be a tenant id (a UUID)");
-    w.tenant = id->str();
-    auto weight = number_in(pair.substr(colon + 1), 0.01, 1000);
-    if (!weight)
-      return bad("the weight must be a number from 0.01 to 1000");
-    w.weight = *weight;
-    if (!seen.insert(w.tenant).second)
+    auto number = number_in(pair.substr(colon + 1), low, high);
+    if (!number)
+      return bad(out_of_range);
+    if (!seen.insert(id->str()).second)
       return bad("the tenant is listed twice");
-    out.push_back(std::move(w));
+    out.emplace_back(id->str(), *number);
   }
+  return out;
+}
+
+} // namespace
+
+result<std::vector<tenant_weight>> tenant_weights_of(const std::string& text) {
+  auto pairs = tenant_numbers_of(text, 0.01, 1000, "expected TENANT_ID:WEIGHT",
+                                 "the weight must be a number from 0.01 to 1000",
+                                 "config.bad_tenant_weight");
+  if (!pairs)
+    return pairs.error();
+  std::vector<tenant_weight> out;
+  for (auto& [tenant, weight] : *pairs)
+    out.push_back(tenant_weight{tenant, weight});
+  return out;
+}
+
+result<std::vector<tenant_threshold>> tenant_auto_approve_of(const std::string& text) {
+  auto pairs = tenant_numbers_of(text, 0, 1, "expected TENANT_ID:THRESHOLD",
+                                 "the threshold must be a number from 0 to 1",
+                                 "config.bad_tenant_auto_approve");
+  if (!pairs)
+    return pairs.error();
+  std::vector<tenant_threshold> out;
+  for (auto& [tenant, threshold] : *pairs)
+    out.push_back(tenant_threshold{tenant, threshold});
   return out;
 }
 

@@ -331,6 +331,11 @@ struct config {
   /// address and per name within a minute before the next is refused (429). `sample_rate`: the
   /// share of documents that would go through without a person that are sent to the desk for a
   /// check instead (the measured error rate of what goes through, `ingestd status`).
+  /// `auto_approve` (and a tenant's own in `tenant_auto_approve`): a document the gate passes goes
+  /// through only when, for each of its fields, reviewers kept at least this share of that
+  /// field's values at the extractor's confidence, over at least `calibration_min_reviews`
+  /// reviews; else it goes to the desk (0: the gate alone decides). A node reads a tenant's
+  /// reviews again after `calibration_recheck_seconds`.
   struct review_section {
     bool enabled{};
     bool secure_cookie{};
@@ -338,6 +343,10 @@ struct config {
     int max_sessions{};
     int sign_in_attempts_per_minute{};
     double sample_rate{};
+    double auto_approve{};
+    std::string tenant_auto_approve;
+    int calibration_min_reviews{};
+    int calibration_recheck_seconds{};
   } review;
 
   struct log_section {
@@ -401,6 +410,17 @@ struct tenant_weight {
 /// The pairs of queue.tenant_weights ("TENANT_ID:WEIGHT,..."), or what is wrong with them: a tenant
 /// is a UUID, a weight a number from 0.01 to 1000, each tenant once.
 result<std::vector<tenant_weight>> tenant_weights_of(const std::string& text);
+
+/// A tenant's own review.auto_approve threshold.
+struct tenant_threshold {
+  std::string tenant;
+  double threshold = 0;
+};
+
+/// The pairs of review.tenant_auto_approve ("TENANT_ID:THRESHOLD,..."), or what is wrong with
+/// them: a tenant is a UUID, a threshold a number from 0 to 1 (0: the gate alone decides), each
+/// tenant once.
+result<std::vector<tenant_threshold>> tenant_auto_approve_of(const std::string& text);
 
 /// A tenant's monthly budget and what its work meets beyond it.
 struct tenant_budget {

@@ -534,7 +534,23 @@ const std::vector<key_spec>& schema() {
         .integer("sign_in_attempts_per_minute", &review::sign_in_attempts_per_minute, 5, 1, 1000)
         // Of the documents that pass the gate, this share goes to the desk for a check: what a
         // reviewer corrects among them is the error rate of straight-through processing.
-        .number("sample_rate", &review::sample_rate, 0, 0, 1);
+        .number("sample_rate", &review::sample_rate, 0, 0, 1)
+        // Calibrated straight-through processing: a document the gate passes goes through only
+        // when reviewers kept at least this share of each of its fields' values at the
+        // extractor's confidence (each document's first review, last 90 days, at least
+        // calibration_min_reviews of them); else it goes to the desk. 0: the gate alone decides.
+        .number("auto_approve", &review::auto_approve, 0, 0, 1)
+        // "TENANT_ID:THRESHOLD,...": a tenant's own auto_approve (0: the gate alone decides).
+        .text("tenant_auto_approve", &review::tenant_auto_approve, "",
+              [](const config&, const value& v) -> std::optional<std::string> {
+                auto listed = tenant_auto_approve_of(std::get<std::string>(v));
+                if (listed)
+                  return std::nullopt;
+                return "TENANT_ID:THRESHOLD pairs separated by commas; " + listed.error().message;
+              })
+        .integer("calibration_min_reviews", &review::calibration_min_reviews, 20, 1, 1000000)
+        .integer("calibration_recheck_seconds", &review::calibration_recheck_seconds, 300, 1,
+                 86400);
 
     using log = config::log_section;
     keys(t, "log", &config::log)

@@ -20,7 +20,8 @@ using pg::param;
 
 // The latest ingestion of each document decides the reason: "gate" when the quality gate refused
 // its extraction (completed, or failed with extraction.gate_failed), "sample" when the gate passed
-// it and review.sample_rate chose it for a check, else "failed". Documents with an ingestion in
+// it and review.sample_rate chose it for a check, "calibration" when the gate passed it and
+// review.auto_approve held it back, else "failed". Documents with an ingestion in
 // progress are not actionable and left out.
 constexpr pg::statement queue_sql{"ingestd_review_queue", R"sql(
 SELECT r.id, r.tenant_id, r.file_name, r.reason, r.detail, r.supplier, r.total, r.currency,
@@ -31,6 +32,8 @@ SELECT r.id, r.tenant_id, r.file_name, r.reason, r.detail, r.supplier, r.total, 
                          AND COALESCE(l.last_error, '') NOT LIKE 'extraction.gate_failed%'
                     THEN 'failed'
                     WHEN l.status = 'completed' AND l.last_error LIKE 'sampled:%' THEN 'sample'
+                    WHEN l.status = 'completed' AND l.last_error LIKE 'calibration:%'
+                    THEN 'calibration'
                     ELSE 'gate' END AS reason,
                COALESCE(l.last_error, '') AS detail,
                COALESCE(d.structured_data->>'supplier_name', '') AS supplier,
@@ -58,6 +61,8 @@ SELECT CASE WHEN EXISTS (SELECT 1 FROM ingestion AS p
                               THEN 'failed'
                               WHEN i.status = 'completed' AND w.last_error LIKE 'sampled:%'
                               THEN 'sample'
+                              WHEN i.status = 'completed' AND w.last_error LIKE 'calibration:%'
+                              THEN 'calibration'
                               ELSE 'gate' END
                     FROM ingestion AS i LEFT JOIN work_item AS w ON w.id = i.id
                    WHERE i.document_id = d.id

@@ -19,8 +19,9 @@ namespace ingestd {
 /// Why a document waits for a person: the quality "gate" refused its latest ingestion's
 /// extraction (extraction.gate_failed), that ingestion "failed" otherwise (an unreadable file,
 /// a provider error, attempts exhausted), or the gate passed it and review.sample_rate chose it
-/// for a "sample" check.
-inline constexpr std::string_view review_reasons[] = {"gate", "failed", "sample"};
+/// for a "sample" check, or review.auto_approve held it back ("calibration": reviewers corrected
+/// one of its fields too often at the extractor's confidence).
+inline constexpr std::string_view review_reasons[] = {"gate", "failed", "sample", "calibration"};
 
 struct review_queue_filter {
   /// The tenants the caller may see (at least one).

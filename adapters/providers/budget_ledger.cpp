@@ -67,7 +67,12 @@ budget_ledger::budget_ledger(const config::usage_section& usage, std::map<uuid, 
     : prices_(usage), default_{usage.monthly_budget,
                                action_of(usage.budget_action, budget_action::downgrade)},
       tenants_(std::move(tenants)), recheck_(std::max(usage.budget_recheck_seconds, 1)),
-      db_(std::move(db)), clock_(std::move(clock)) {}
+      db_(std::move(db)), use_(
+                              recheck_,
+                              [db = db_](const uuid& tenant, callback<month_usage> done) {
+                                db->month_usage_of(tenant, std::move(done));
+                              },
+                              std::move(clock)) {}
 
 const budget_ledger::limit* budget_ledger::budget_of(const uuid& tenant) const {
   auto it = tenants_.find(tenant);
@@ -90,58 +95,38 @@ void budget_ledger::check(const uuid& tenant, callback<budget_verdict> done) {
   const auto* l = budget_of(tenant);
   if (l == nullptr)
     return done(budget_verdict{});
-  std::unique_lock lock{mtx_};
-  auto& e = entries_[tenant];
-  if (e.read && clock_() - e.read_at < recheck_) {
-    auto v = verdict_of(*l, e.use);
-    lock.unlock();
-    return done(std::move(v));
-  }
-  e.waiting.push_back(std::move(done));
-  if (e.reading)
-    return;
-  e.reading = true;
-  lock.unlock();
-  db_->month_usage_of(tenant, [self = shared_from_this(), tenant](result<month_usage> r) {
-    self->answer(tenant, std::move(r));
+  use_.get(tenant, [self = shared_from_this(), tenant, l = *l,
+                    done = std::move(done)](result<month_usage> r) {
+    if (!r)
+      return done(r.error());
+    auto v = self->verdict_of(l, *r);
+    self->notice(tenant, v);
+    done(std::move(v));
   });
 }
 
-void budget_ledger::answer(const uuid& tenant, result<month_usage> r) {
-  const auto* l = budget_of(tenant);
-  std::vector<callback<budget_verdict>> waiting;
-  std::optional<budget_notice> notice;
-  budget_verdict v;
+void budget_ledger::notice(const uuid& tenant, const budget_verdict& v) {
+  if (!v.exceeded)
+    return;
   {
     std::lock_guard lock{mtx_};
-    auto& e = entries_[tenant];
-    e.reading = false;
-    waiting.swap(e.waiting);
-    if (r) {
-      e.use = *r;
-      e.read_at = clock_();
-      e.read = true;
-      v = verdict_of(*l, e.use);
-      if (v.exceeded && e.noticed != v.month) {
-        e.noticed = v.month;
-        auto action = v.action == budget_action::hold ? "hold" : "downgrade";
-        notice = budget_notice{tenant, v.month, v.spent, v.budget, v.currency, action};
-      }
-    }
+    auto& noticed = noticed_[tenant];
+    if (noticed == v.month)
+      return;
+    noticed = v.month;
   }
-  if (notice)
-    db_->budget_exceeded(std::move(*notice), [self = shared_from_this(), tenant,
-                                              month = v.month](const result<bool>& written) {
-      // Not recorded (the database went away): the next reading tries again.
-      if (!written) {
-        std::lock_guard lock{self->mtx_};
-        auto& e = self->entries_[tenant];
-        if (e.noticed == month)
-          e.noticed.clear();
-      }
-    });
-  for (auto& w : waiting)
-    r ? w(v) : w(r.error());
+  auto action = v.action == budget_action::hold ? "hold" : "downgrade";
+  db_->budget_exceeded(
+      budget_notice{tenant, v.month, v.spent, v.budget, v.currency, action},
+      [self = shared_from_this(), tenant, month = v.month](const result<bool>& written) {
+        // Not recorded (the database went away): a later check tries again.
+        if (!written) {
+          std::lock_guard lock{self->mtx_};
+          auto& noticed = self->noticed_[tenant];
+          if (noticed == month)
+            noticed.clear();
+        }
+      });
 }
 
 } // namespace ingestd

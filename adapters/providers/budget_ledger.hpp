@@ -12,8 +12,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <vector>
 
+#include "adapters/db/tenant_cache.hpp"
 #include "adapters/db/usage_repository.hpp"
 #include "config/config.hpp"
 #include "messages/result.hpp"
@@ -66,33 +66,25 @@ public:
   /// How long held work waits before it asks again.
   std::chrono::seconds recheck() const { return recheck_; }
 
-  /// The tenant's month against its budget (not exceeded when it has none): from the tenant's
-  /// cost when it is recent enough, else from the database (calls that arrive meanwhile wait for
-  /// the same answer). `done` may run on the caller's thread or the repository's.
+  /// The tenant's month against its budget (not exceeded when it has none), from the tenant's
+  /// cost read within usage.budget_recheck_seconds (tenant_cache). `done` may run on the
+  /// caller's thread or the repository's.
   void check(const uuid& tenant, callback<budget_verdict> done);
 
 private:
-  struct entry {
-    month_usage use;
-    std::chrono::steady_clock::time_point read_at{};
-    bool read = false;
-    bool reading = false;
-    std::vector<callback<budget_verdict>> waiting;
-    /// The month whose notice this node recorded.
-    std::string noticed;
-  };
-
   budget_verdict verdict_of(const limit& l, const month_usage& use) const;
-  void answer(const uuid& tenant, result<month_usage> r);
+  /// Records the notice of the tenant's month at its budget, once per month from this node.
+  void notice(const uuid& tenant, const budget_verdict& v);
 
   config::usage_section prices_;
   limit default_;
   std::map<uuid, limit> tenants_;
   std::chrono::seconds recheck_;
   std::shared_ptr<usage_repository> db_;
-  clock_fn clock_;
+  tenant_cache<month_usage> use_;
   std::mutex mtx_;
-  std::map<uuid, entry> entries_;
+  /// The month whose notice this node recorded, per tenant.
+  std::map<uuid, std::string> noticed_;
 };
 
 } // namespace ingestd

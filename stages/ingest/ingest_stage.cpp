@@ -5,10 +5,12 @@
 //                           └─none─► fetch ─► transcribe ─► store ─► record ──────────────┤
 //                                                                                         ▼
 //                                      extract (the local rules on the CPU pool) ─► gate ─►
-//                                      complete
+//                                      calibration? ─► complete
 //
 // budget asks the tenants' budgets when a paid provider would read the document: a tenant whose
 // month is spent has it read by the local providers (its ingestion says so) or left queued.
+// calibration asks, with review.auto_approve set for the tenant, whether reviewers kept enough of
+// each field's values at the extractor's confidence to let the document through without a person.
 // complete writes the result and the work item's completion in one transaction, with the
 // document's matching as the next work when the match stage is on. A gate that refuses the
 // extraction keeps it for the reviewer, then fails the attempt.
@@ -19,8 +21,10 @@
 #include <limits>
 
 #include "actors/job.hpp"
+#include "adapters/db/pg_calibration_repository.hpp"
 #include "adapters/db/pg_ingest_repository.hpp"
 #include "adapters/db/pg_usage_repository.hpp"
+#include "adapters/extraction/calibration.hpp"
 #include "adapters/extraction/quality_gate.hpp"
 #include "adapters/ocr/transcription_json.hpp"
 #include "adapters/providers/budget_ledger.hpp"
@@ -352,7 +356,27 @@ private:
     bool sampled = reason.empty()
                    && sampled_for_review(job_->claim().document_id, settings_->review_sample_rate);
     job_->step_done(sampled ? "sampled" : "ok");
-    complete(sampled ? sampled_reason : reason);
+    auto& calibration = ports_->calibration;
+    if (!reason.empty() || sampled || !calibration
+        || calibration->threshold_of(job_->claim().tenant_id) <= 0)
+      return complete(sampled ? sampled_reason : reason);
+    calibrate();
+  }
+
+  /// review.auto_approve: the tenant's reviewers decide, field by field, whether the extractor's
+  /// confidence is enough to let the document through without a person.
+  void calibrate() {
+    job_->request<calibration_verdict>(
+        "calibration",
+        [&](auto cb) {
+          ports_->calibration->check(job_->claim().tenant_id, fields_, std::move(cb));
+        },
+        [this](result<calibration_verdict> r) {
+          if (!r)
+            return job_->fail(r.error());
+          job_->step_done(r->through ? "through" : "review", r->reason);
+          complete(r->reason);
+        });
   }
 
   /// The refused extraction stays for the reviewer, then the attempt fails with `err`.
@@ -437,6 +461,23 @@ void size_class_rule(const ingest_class& cls, failure_plan& plan) {
     rec.error.cls = error_class::transient;
 }
 
+/// review.auto_approve's calibration, or null when no tenant has a threshold.
+std::shared_ptr<confidence_calibration> make_calibration(const config& cfg, stage_env& env) {
+  confidence_calibration::settings s;
+  s.threshold = cfg.review.auto_approve;
+  // The configuration was checked when it was loaded: an entry that does not parse is not here.
+  auto listed = tenant_auto_approve_of(cfg.review.tenant_auto_approve);
+  for (auto& t : listed ? *listed : std::vector<tenant_threshold>{})
+    if (auto id = uuid::parse(t.tenant))
+      s.tenants[*id] = t.threshold;
+  s.min_reviews = cfg.review.calibration_min_reviews;
+  s.recheck = std::chrono::seconds{std::max(cfg.review.calibration_recheck_seconds, 1)};
+  if (s.threshold <= 0 && s.tenants.empty())
+    return nullptr;
+  return confidence_calibration::make(
+      std::move(s), std::make_shared<pg_calibration_repository>(cfg.database.url, env.session));
+}
+
 } // namespace
 
 std::shared_ptr<stage> make_ingest_stage(std::shared_ptr<const ingest_ports> ports,
@@ -508,6 +549,7 @@ result<std::vector<std::shared_ptr<const stage>>> ingest_stages(stage_env& env) 
   ports->extract = ports->extractors.at(cfg.extraction.provider);
   ports->budget = budget_ledger::make(
       cfg, [&] { return std::make_shared<pg_usage_repository>(cfg.database.url, env.session); });
+  ports->calibration = make_calibration(cfg, env);
 
   ingest_settings settings;
   settings.max_in_flight = cfg.stages.ingest_max_in_flight;

@@ -23,6 +23,7 @@
 namespace ingestd {
 
 class budget_ledger;
+class confidence_calibration;
 struct config;
 struct stage_env;
 struct queue_spec;
@@ -43,6 +44,8 @@ struct ingest_ports {
   std::function<gate_verdict(const extraction&)> gate;
   /// The tenants' monthly budgets, asked before a paid provider reads a document; null: none.
   std::shared_ptr<budget_ledger> budget;
+  /// review.auto_approve: whether a document the gate passed goes through; null: it does.
+  std::shared_ptr<confidence_calibration> calibration;
 };
 
 /// One size class of the stage, or the stage without classes (name empty).

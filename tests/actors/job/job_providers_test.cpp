@@ -5,10 +5,14 @@
 //   and what it needs;
 // - the tenants' monthly budgets: a tenant whose month is spent has its document read by the
 //   local providers (and its work item says so), or the work is given back to wait, with no
-//   attempt counted; the budget is asked only when a paid provider would read the document.
+//   attempt counted; the budget is asked only when a paid provider would read the document;
+// - calibrated confidence (review.auto_approve): a document the gate passed goes through only when
+//   the tenant's reviewers kept enough of each field's values at the extractor's confidence, else
+//   it is completed for review with the field that fell short; a failed read fails the attempt.
 #define CAF_SUITE job_providers
 #include "caf/test/unit_test_impl.hpp"
 
+#include "adapters/extraction/calibration.hpp"
 #include "adapters/providers/budget_ledger.hpp"
 #include "tests/actors/support/actor_fixture.hpp"
 
@@ -30,6 +34,17 @@ public:
   void budget_exceeded(budget_notice notice, callback<bool> done) override {
     notices.push_back(std::move(notice));
     done(notices.size() == 1);
+  }
+};
+
+/// The calibration's database: settable reviews of every tenant, or an error; counts its reads.
+class fake_reviews : public calibration_repository {
+public:
+  result<std::vector<field_reviews>> answer = std::vector<field_reviews>{};
+  int reads = 0;
+  void reviews_of(uuid, callback<std::vector<field_reviews>> done) override {
+    ++reads;
+    done(answer);
   }
 };
 
@@ -84,6 +99,26 @@ struct fixture : test::actor_fixture {
     cfg.usage.budget_recheck_seconds = 60;
     ports->budget = budget_ledger::make(
         cfg, [this] { return usage; }, [this] { return now; });
+  }
+
+  std::shared_ptr<fake_reviews> reviews = std::make_shared<fake_reviews>();
+
+  /// The fixture's tenant needs 0.95 of each field's values kept over at least 20 reviews.
+  void auto_approve() {
+    confidence_calibration::settings s;
+    s.tenants[tenant] = 0.95;
+    s.min_reviews = 20;
+    ports->calibration = confidence_calibration::make(s, reviews, [this] { return now; });
+  }
+
+  /// Every field of the fake extractor's invoice reviewed 40 times at "high", the total kept
+  /// `total_kept` times.
+  void reviewed(int64_t total_kept) {
+    std::vector<field_reviews> all;
+    for (auto f : {"invoice_number", "invoice_date", "supplier_name", "currency", "subtotal",
+                   "vat_amount", "total"})
+      all.push_back({"high", f, 40, std::string_view{f} == "total" ? total_kept : 40});
+    reviews->answer = all;
   }
 
   /// A document whose reprocess chose the paid providers.
@@ -273,6 +308,58 @@ CAF_TEST(the budget is not asked when only the local providers would read the do
   CAF_CHECK_EQUAL(run_job(id.str(), hb).result, job_result::completed);
   CAF_CHECK_EQUAL(usage->reads, 0);
   CAF_CHECK_EQUAL(detail_of(id, "budget"), "");
+}
+
+CAF_TEST(a document whose fields reviewers kept often enough goes through) {
+  auto_approve();
+  reviewed(39);
+  auto id = add_document();
+  CAF_CHECK_EQUAL(run_job(id.str(), hb).result, job_result::completed);
+  CAF_CHECK_EQUAL(db->row(id).review_reason, "");
+  CAF_CHECK_EQUAL(work->item(id).last_error, "");
+  CAF_CHECK_EQUAL(detail_of(id, "calibration"), "through: ");
+  CAF_CHECK_EQUAL(reviews->reads, 1);
+  check_no_violations();
+}
+
+CAF_TEST(a field reviewers corrected too often sends the document to review) {
+  auto_approve();
+  reviewed(36); // 0.90 of 40
+  auto id = add_document();
+  CAF_CHECK_EQUAL(run_job(id.str(), hb).result, job_result::completed);
+  auto said = "calibration: total at confidence high kept in 36 of 40 reviews (0.90 < "
+              "review.auto_approve 0.95)";
+  CAF_CHECK_EQUAL(db->row(id).review_reason, said);
+  CAF_CHECK_EQUAL(work->item(id).last_error, said);
+  CAF_CHECK_EQUAL(detail_of(id, "calibration"), std::string{"review: "} + said);
+  // Too few reviews, and another tenant without a threshold (not asked).
+  reviews->answer = std::vector<field_reviews>{};
+  now += std::chrono::seconds{300};
+  auto few = add_document();
+  CAF_CHECK_EQUAL(run_job(few.str(), hb).result, job_result::completed);
+  CAF_CHECK(contains(db->row(few).review_reason, "has 0 reviews, fewer than"));
+  tenant = uuid::v7();
+  auto other = add_document();
+  CAF_CHECK_EQUAL(run_job(other.str(), hb).result, job_result::completed);
+  CAF_CHECK_EQUAL(db->row(other).review_reason, "");
+  CAF_CHECK_EQUAL(detail_of(other, "calibration"), "");
+  CAF_CHECK_EQUAL(reviews->reads, 2);
+  check_no_violations();
+}
+
+CAF_TEST(reviews that cannot be read fail the attempt for a retry) {
+  auto_approve();
+  reviews->answer = error::make_transient("db.unavailable", "the database went away");
+  auto id = add_document();
+  CAF_CHECK_EQUAL(run_job(id.str(), hb).result, job_result::retrying);
+  auto row = work->item(id);
+  CAF_CHECK_EQUAL(row.status, "in-progress");
+  CAF_CHECK(contains(row.last_error, "the database went away"));
+  // The next attempt reads again and goes through.
+  reviewed(40);
+  CAF_CHECK_EQUAL(run_job(id.str(), hb).result, job_result::completed);
+  CAF_CHECK_EQUAL(work->item(id).status, "completed");
+  CAF_CHECK_EQUAL(reviews->reads, 2);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

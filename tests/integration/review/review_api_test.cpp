@@ -3,18 +3,21 @@
 // approve (as is, corrected, refused by the schema, with plausibility warnings; the approved data
 // says a person verified it), reject, reprocess (its work item and message written with it, with
 // the providers chosen, which the ingest stage loads; unknown ones and ones this node cannot run
-// refused), tokens and tenants, the concurrent save, and the page images.
+// refused), tokens and tenants, the concurrent save, and the page images; what the reviews say
+// about each field's values, which calibrates the extractors' confidence (review.auto_approve).
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
 #include <httplib.h>
 #include <rapidjson/document.h>
 
+#include "adapters/db/pg_calibration_repository.hpp"
 #include "adapters/db/pg_ingest_repository.hpp"
 #include "adapters/db/pg_intake_repository.hpp"
 #include "adapters/db/pg_review_repository.hpp"
@@ -570,6 +573,66 @@ TEST_F(review_api_test, approved_data_says_a_person_verified_it_and_the_machines
                        token_a);
   ASSERT_EQ(own.status, 200) << own.body;
   EXPECT_EQ(flags("SELECT structured_data FROM document WHERE id = $1", a2), "true medium");
+}
+
+TEST_F(review_api_test, first_approvals_count_each_fields_reviewed_and_kept_values_per_confidence) {
+  // Tenant A: two approvals as the machine read them (one with the total corrected), one
+  // rejection, and a document approved a second time after a reprocess. Tenant B: one approval.
+  auto kept = add_document(tenant_a, "inv01_en_classic.pdf", "gate", 4);
+  auto corrected = add_document(tenant_a, "inv02_de_modern.pdf", "gate", 3);
+  auto rejected = add_document(tenant_a, "inv01_en_classic.pdf", "gate", 2);
+  auto other = add_document(tenant_b, "inv01_en_classic.pdf", "gate", 1);
+  // A value the machine did not give is not a value reviewers kept.
+  db->query("UPDATE document SET structured_data = structured_data || '{\"due_date\": null}' "
+            "WHERE id = $1",
+            {corrected});
+  start_desk();
+  auto approve = [&](const std::string& doc, const std::string& fields, const std::string& token) {
+    auto r = post_json(
+        "/review/api/documents/" + doc + "/approve",
+        R"({"version":)" + std::to_string(version_of(doc)) + R"(,"fields":)" + fields + "}", token);
+    ASSERT_EQ(r.status, 200) << r.body;
+  };
+  approve(kept, "{}", token_a);
+  approve(corrected, R"({"total":119})", token_a);
+  approve(other, R"({"invoice_number":"B-7"})", token_b);
+  auto r = post_json("/review/api/documents/" + rejected + "/reject",
+                     R"({"version":)" + std::to_string(version_of(rejected))
+                         + R"(,"reason":"not an invoice"})",
+                     token_a);
+  ASSERT_EQ(r.status, 200) << r.body;
+  // A later review of the first document sees the reviewer's data, not the machine's: not counted.
+  db->query("INSERT INTO document_review (document_id, tenant_id, action, reviewer, "
+            "based_on_version, machine_data, reviewed_data, changes) SELECT id, tenant_id, "
+            "'approve', 'later', review_version, structured_data, structured_data, "
+            "'{\"total\": {\"from\": 120, \"to\": 1}}' FROM document WHERE id = $1",
+            {kept});
+
+  pg_calibration_repository repo{db->url()};
+  auto reviews = blocking_call<std::vector<field_reviews>>(
+      std::chrono::seconds{10}, "t", "reviews",
+      [&](auto cb) { repo.reviews_of(tenant_a, std::move(cb)); });
+  ASSERT_TRUE(reviews) << reviews.error().describe();
+  std::map<std::string, std::pair<int64_t, int64_t>> by_field;
+  for (auto& f : *reviews) {
+    EXPECT_EQ(f.confidence, "medium") << f.field;
+    by_field[f.field] = {f.reviewed, f.kept};
+  }
+  EXPECT_EQ(by_field["total"], std::make_pair(int64_t{2}, int64_t{1}));
+  EXPECT_EQ(by_field["invoice_number"], std::make_pair(int64_t{2}, int64_t{2}));
+  EXPECT_EQ(by_field["line_items"], std::make_pair(int64_t{2}, int64_t{2}));
+  EXPECT_EQ(by_field["due_date"], std::make_pair(int64_t{1}, int64_t{1}));
+  // The extractor's flags are not values.
+  EXPECT_EQ(by_field.count("confidence"), 0U);
+  EXPECT_EQ(by_field.count("extraction_successful"), 0U);
+  EXPECT_EQ(by_field.count("missing_fields"), 0U);
+
+  auto b = blocking_call<std::vector<field_reviews>>(
+      std::chrono::seconds{10}, "t", "reviews",
+      [&](auto cb) { repo.reviews_of(tenant_b, std::move(cb)); });
+  ASSERT_TRUE(b) << b.error().describe();
+  for (auto& f : *b)
+    EXPECT_EQ(f.kept, f.field == "invoice_number" ? 0 : 1) << f.field;
 }
 
 TEST_F(review_api_test, page_images_are_rendered_once_and_cached_in_object_storage) {

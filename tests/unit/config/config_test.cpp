@@ -440,6 +440,36 @@ TEST_F(config_test, tenant_budgets_name_a_tenant_an_amount_and_maybe_an_action) 
             std::string::npos);
 }
 
+TEST_F(config_test, auto_approve_thresholds_are_shares_per_tenant) {
+  auto a = "0b7e0a52-3d1e-4c55-9a55-7c2b7f0a0001";
+  auto b = "0b7e0a52-3d1e-4c55-9a55-7c2b7f0a0002";
+  auto listed = tenant_auto_approve_of(std::string{a} + ":0.98, " + b + ":0");
+  ASSERT_TRUE(listed) << listed.error().message;
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_EQ((*listed)[0].tenant, a);
+  EXPECT_DOUBLE_EQ((*listed)[0].threshold, 0.98);
+  EXPECT_DOUBLE_EQ((*listed)[1].threshold, 0);
+  auto cfg = load_config(std::nullopt,
+                         {{"INGESTD_REVIEW__AUTO_APPROVE", "0.95"},
+                          {"INGESTD_REVIEW__TENANT_AUTO_APPROVE", std::string{a} + ":0.99"}});
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_DOUBLE_EQ(cfg->review.auto_approve, 0.95);
+  EXPECT_EQ(cfg->review.calibration_min_reviews, 20);
+  EXPECT_EQ(cfg->review.calibration_recheck_seconds, 300);
+  for (auto [text, why] : std::vector<std::pair<std::string, std::string>>{
+           {"nobody:0.9", "the tenant must be a tenant id"},
+           {std::string{a}, "expected TENANT_ID:THRESHOLD"},
+           {std::string{a} + ":1.5", "the threshold must be a number from 0 to 1"},
+           {std::string{a} + ":0.9," + a + ":0.8", "the tenant is listed twice"}}) {
+    auto message = failure(std::nullopt, {{"INGESTD_REVIEW__TENANT_AUTO_APPROVE", text}});
+    EXPECT_NE(message.find("review.tenant_auto_approve"), std::string::npos) << message;
+    EXPECT_NE(message.find(why), std::string::npos) << text << ": " << message;
+  }
+  EXPECT_NE(
+      failure(std::nullopt, {{"INGESTD_REVIEW__AUTO_APPROVE", "2"}}).find("review.auto_approve"),
+      std::string::npos);
+}
+
 TEST_F(config_test, tenant_retention_names_a_tenant_and_days_per_kind) {
   auto a = "0b7e0a52-3d1e-4c55-9a55-7c2b7f0a0001";
   auto days = tenant_retention_of(std::string{a} + ":originals=365:audit=0");
