@@ -334,8 +334,10 @@ struct config {
   /// `auto_approve` (and a tenant's own in `tenant_auto_approve`): a document the gate passes goes
   /// through only when, for each of its fields, reviewers kept at least this share of that
   /// field's values at the extractor's confidence, over at least `calibration_min_reviews`
-  /// reviews; else it goes to the desk (0: the gate alone decides). A node reads a tenant's
-  /// reviews again after `calibration_recheck_seconds`.
+  /// reviews; else it goes to the desk (0: the gate alone decides). `learn`: what reviewers'
+  /// corrections taught about a supplier (its name, VAT id, date order) is applied to its next
+  /// documents. A node reads a tenant's reviews and supplier facts again after
+  /// `learning_recheck_seconds`.
   struct review_section {
     bool enabled{};
     bool secure_cookie{};
@@ -346,7 +348,8 @@ struct config {
     double auto_approve{};
     std::string tenant_auto_approve;
     int calibration_min_reviews{};
-    int calibration_recheck_seconds{};
+    bool learn{};
+    int learning_recheck_seconds{};
   } review;
 
   struct log_section {

@@ -549,8 +549,13 @@ const std::vector<key_spec>& schema() {
                 return "TENANT_ID:THRESHOLD pairs separated by commas; " + listed.error().message;
               })
         .integer("calibration_min_reviews", &review::calibration_min_reviews, 20, 1, 1000000)
-        .integer("calibration_recheck_seconds", &review::calibration_recheck_seconds, 300, 1,
-                 86400);
+        // What reviewers' approved corrections taught about a supplier (its canonical name, its
+        // VAT id, day and month written the other way round) is applied to the same supplier's
+        // next documents before the gate; the desk lists what was learned and can delete it.
+        // The corrections are recorded either way.
+        .boolean("learn", &review::learn, false)
+        // How long a node reuses what it read of a tenant's reviews and supplier facts.
+        .integer("learning_recheck_seconds", &review::learning_recheck_seconds, 300, 1, 86400);
 
     using log = config::log_section;
     keys(t, "log", &config::log)

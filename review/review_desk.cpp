@@ -349,7 +349,7 @@ public:
     if (!f.reason.empty()
         && std::find(std::begin(review_reasons), std::end(review_reasons), f.reason)
                == std::end(review_reasons)) {
-      send_error(res, 400, "review.invalid", "reason must be gate, failed or sample");
+      send_error(res, 400, "review.invalid", "reason must be gate, failed, sample or calibration");
       return std::nullopt;
     }
     if (auto limit = req.get_param_value("limit"); !limit.empty()) {
@@ -445,6 +445,44 @@ public:
     if (!done)
       return send_failure(res, done.error());
     send_json(res, 200, done_json(*done));
+  }
+
+  void api_learned(const request& req, response& res) const {
+    auto c = authenticate(req, res, true);
+    if (!c || !narrow_tenants(req, res, *c))
+      return;
+    auto facts = desk_->service_->learned(c->who.tenants);
+    if (!facts)
+      return send_failure(res, facts.error());
+    send_json(res, 200, review_service::learned_json(*facts));
+  }
+
+  void api_forget(const request& req, response& res) const {
+    auto c = authenticate(req, res, true);
+    if (!c)
+      return;
+    auto tenant = uuid::parse(req.get_param_value("tenant"));
+    auto supplier = req.get_param_value("supplier");
+    auto field = req.get_param_value("field");
+    if (!tenant || supplier.empty() || field.empty())
+      return send_error(res, 400, "review.invalid",
+                        "name the fact: ?tenant=UUID&supplier=...&field=...");
+    auto done = desk_->service_->forget(c->who, *tenant, supplier, field);
+    if (!done)
+      return send_failure(res, done.error());
+    send_json(res, 200, R"({"forgotten":true})");
+  }
+
+  void page_learned(const request& req, response& res) const {
+    auto c = authenticate(req, res, false);
+    if (!c)
+      return;
+    auto facts = desk_->service_->learned(c->who.tenants);
+    if (!facts)
+      return send_failure(res, facts.error());
+    res.set_header("Cache-Control", "no-store");
+    res.set_content(knowledge_page(page_context{c->who.name, c->csrf, c->who.tenants}, *facts),
+                    html);
   }
 
   void page_queue(const request& req, response& res) const {
@@ -600,6 +638,11 @@ void review_desk::mount(http_server::server& svr) {
     svr.post(
         path, [h, action](req_t req, res_t res) { h->api_action(req, res, action); }, api_post);
   }
+  svr.get("/review/api/knowledge", [h](req_t req, res_t res) { h->api_learned(req, res); });
+  svr.post(
+      "/review/api/knowledge/forget", [h](req_t req, res_t res) { h->api_forget(req, res); },
+      api_post);
+  svr.get("/review/knowledge", [h](req_t req, res_t res) { h->page_learned(req, res); });
   svr.get("/review", [h](req_t req, res_t res) { h->page_queue(req, res); });
   svr.get("/review/", [h](req_t req, res_t res) { h->page_queue(req, res); });
   svr.get(std::string{"/review/documents/"} + uuid_re,

@@ -64,6 +64,7 @@ std::string head(std::string_view title) {
 
 std::string top_bar(const page_context& ctx) {
   return "<header><strong>ingestd review desk</strong><a href=\"/review\">Queue</a>"
+         "<a href=\"/review/knowledge\">Learned</a>"
          "<span class=\"who\">"
          + html_escape(ctx.reviewer)
          + "</span><form method=\"post\" action=\"/review/logout\"><input type=\"hidden\" "
@@ -156,6 +157,25 @@ constexpr const char* queue_script = R"js(
     if(e.key==='j'||e.key==='ArrowDown'){sel(i+1);e.preventDefault();}
     else if(e.key==='k'||e.key==='ArrowUp'){sel(i-1);e.preventDefault();}
     else if((e.key==='Enter'||e.key==='o')&&rows.length){location.href=rows[i].dataset.href;}
+  });
+})();
+)js";
+
+// The learned facts' page: a Forget button deletes its fact and its row.
+constexpr const char* knowledge_script = R"js(
+(function(){
+  var main=document.querySelector('main'),csrf=main.dataset.csrf;
+  [].slice.call(document.querySelectorAll('button[data-supplier]')).forEach(function(b){
+    b.addEventListener('click',function(){
+      var q='tenant='+encodeURIComponent(b.dataset.tenant)+'&supplier='
+            +encodeURIComponent(b.dataset.supplier)+'&field='+encodeURIComponent(b.dataset.field);
+      b.disabled=true;
+      fetch('/review/api/knowledge/forget?'+q,{method:'POST',credentials:'same-origin',
+            headers:{'X-CSRF-Token':csrf}}).then(function(r){
+        if(r.ok){var tr=b.closest('tr');tr.parentNode.removeChild(tr);}
+        else{b.disabled=false;return r.json().then(function(e){alert(e.message||r.status);});}
+      });
+    });
   });
 })();
 )js";
@@ -457,10 +477,39 @@ std::string csp_hash(std::string_view text) {
 const std::string& content_security_policy() {
   static const std::string policy
       = "default-src 'none'; script-src " + csp_hash(queue_script) + " " + csp_hash(document_script)
-        + "; style-src " + csp_hash(style)
+        + " " + csp_hash(knowledge_script) + "; style-src " + csp_hash(style)
         + "; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; "
           "base-uri 'none'";
   return policy;
+}
+
+std::string knowledge_page(const page_context& ctx, const std::vector<learned_fact>& facts) {
+  std::string out = head("Learned") + top_bar(ctx) + "<main data-csrf=\"" + html_escape(ctx.csrf)
+                    + "\"><h1>Learned from reviews</h1><p class=\"muted\">What reviewers' "
+                      "corrections taught about each supplier, applied to its next documents "
+                      "when review.learn is on. A supplier is named as the machine reads it.</p>";
+  if (facts.empty())
+    return out + "<p>Nothing learned yet.</p></main></body></html>";
+  out += "<table class=\"queue\"><thead><tr>";
+  if (ctx.tenants.size() > 1)
+    out += "<th>Tenant</th>";
+  out += "<th>Supplier</th><th>Field</th><th>Value</th><th>Learned from</th><th>Last by</th>"
+         "<th></th></tr></thead><tbody>";
+  for (auto& f : facts) {
+    out += "<tr>";
+    if (ctx.tenants.size() > 1)
+      out += "<td>" + f.tenant_id.str() + "</td>";
+    auto value = f.fact.field == "date_order" ? std::string{"day and month swapped"} : f.fact.value;
+    out += "<td>" + html_escape(f.fact.supplier) + "</td><td>" + html_escape(f.fact.field)
+           + "</td><td>" + html_escape(value) + "</td><td>" + std::to_string(f.fact.reviews)
+           + (f.fact.reviews == 1 ? " review" : " reviews") + "</td><td>"
+           + html_escape(f.learned_by) + " " + html_escape(f.learned_at)
+           + " UTC</td><td><button data-tenant=\"" + f.tenant_id.str() + "\" data-supplier=\""
+           + html_escape(f.fact.supplier) + "\" data-field=\"" + html_escape(f.fact.field)
+           + "\">Forget</button></td></tr>";
+  }
+  return out + "</tbody></table></main><script>" + std::string{knowledge_script}
+         + "</script></body></html>";
 }
 
 std::string login_page(std::string_view error, bool open) {

@@ -28,6 +28,9 @@ struct page_context {
 };
 
 /// The queue: counts by reason, the filters, and one row per document (oldest first).
+/// What reviewers taught about the suppliers, each fact with a Forget button.
+std::string knowledge_page(const page_context& ctx, const std::vector<learned_fact>& facts);
+
 std::string queue_page(const page_context& ctx, const review_queue& queue,
                        const review_queue_filter& filter, const std::string& tenant_filter);
 

@@ -15,6 +15,7 @@
 
 #include "adapters/extraction/extraction_schema.hpp"
 #include "adapters/extraction/provenance.hpp"
+#include "adapters/extraction/supplier_knowledge.hpp"
 #include "adapters/ocr/transcription_json.hpp"
 #include "adapters/queue/queue.hpp"
 #include "adapters/sandbox/decoder.hpp"
@@ -208,6 +209,58 @@ result<std::optional<review_document>> review_service::document(const std::vecto
   return r;
 }
 
+result<std::vector<learned_fact>> review_service::learned(const std::vector<uuid>& tenants) {
+  auto r = db_->learned(tenants, opts_.call_timeout);
+  if (!r)
+    return database_error(r.error(), opts_.call_timeout);
+  return r;
+}
+
+result<void> review_service::forget(const reviewer& who, uuid tenant, const std::string& supplier,
+                                    const std::string& field) {
+  if (std::find(who.tenants.begin(), who.tenants.end(), tenant) == who.tenants.end())
+    return error::make_permanent(errc::review_not_found, "no such fact");
+  auto r = db_->forget(tenant, supplier, field, opts_.call_timeout);
+  if (!r)
+    return database_error(r.error(), opts_.call_timeout);
+  if (!*r)
+    return error::make_permanent(errc::review_not_found, "no such fact");
+  log::info("review: forgot a supplier fact", {{"tenant_id", tenant.str()},
+                                               {"supplier", supplier},
+                                               {"field", field},
+                                               {"reviewer", who.name}});
+  return {};
+}
+
+std::string review_service::learned_json(const std::vector<learned_fact>& facts) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w{buf};
+  w.StartObject();
+  w.Key("facts");
+  w.StartArray();
+  for (auto& f : facts) {
+    w.StartObject();
+    w.Key("tenant_id");
+    w.String(f.tenant_id.str().c_str());
+    w.Key("supplier");
+    w.String(f.fact.supplier.c_str());
+    w.Key("field");
+    w.String(f.fact.field.c_str());
+    w.Key("value");
+    w.String(f.fact.value.c_str());
+    w.Key("reviews");
+    w.Int64(f.fact.reviews);
+    w.Key("learned_by");
+    w.String(f.learned_by.c_str());
+    w.Key("learned_at");
+    w.String(f.learned_at.c_str());
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return {buf.GetString(), buf.GetSize()};
+}
+
 result<std::string> review_service::fetch(const std::string& key, size_t max_bytes) {
   return blocking_call<std::string>(opts_.call_timeout, "review.timeout", "the object store",
                                     [&](auto cb) { storage_->get(key, max_bytes, cb); });
@@ -304,6 +357,7 @@ result<review_done> review_service::approve(const reviewer& who, uuid id, int64_
   d.reviewed_data = human_verified(checked->data, fields_json);
   d.changes = checked->changes;
   d.warnings = findings_json(checked->warnings);
+  d.learned = facts_json(learn(doc->structured_data, checked->data));
   auto saved = db_->save(d, opts_.call_timeout);
   if (!saved)
     return database_error(saved.error(), opts_.call_timeout);

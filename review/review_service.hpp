@@ -125,6 +125,15 @@ public:
   result<review_done> reprocess(const reviewer& who, uuid id, int64_t version,
                                 const provider_choice& choice = {});
 
+  /// What the reviewers of `tenants` taught about their suppliers (review.learn applies it).
+  result<std::vector<learned_fact>> learned(const std::vector<uuid>& tenants);
+  /// Deletes one fact of one of the reviewer's tenants: "review.not_found" when there is none
+  /// (or the tenant is not theirs).
+  result<void> forget(const reviewer& who, uuid tenant, const std::string& supplier,
+                      const std::string& field);
+  /// The facts as GET /review/api/knowledge answers them.
+  static std::string learned_json(const std::vector<learned_fact>& facts);
+
   /// What a reprocess may choose on this node.
   const node_providers& providers() const { return opts_.providers; }
 

@@ -126,7 +126,8 @@ SELECT c.documents, c.rows::text,
   FROM counts AS c
 )sql"};
 
-// The tenant's name, credentials and batches, its remaining events (a tenant's WARNINGs name no
+// The tenant's name, credentials, batches and what its reviewers taught about its suppliers, its
+// remaining events (a tenant's WARNINGs name no
 // document), and the receipt with the totals.
 constexpr pg::statement finish_tenant_sql{"ingestd_erasure_finish_tenant", R"sql(
 WITH del_credentials AS (
@@ -135,6 +136,8 @@ WITH del_credentials AS (
   DELETE FROM tenant WHERE id = $1::uuid RETURNING 1
 ), del_batches AS (
   DELETE FROM batch WHERE tenant_id = $1::uuid RETURNING 1
+), del_knowledge AS (
+  DELETE FROM supplier_knowledge WHERE tenant_id = $1::uuid RETURNING 1
 ), del_outbox AS (
   DELETE FROM event_outbox AS o
    WHERE o.body LIKE '%' || $1::text || '%'
@@ -145,6 +148,7 @@ WITH del_credentials AS (
            'tenant', (SELECT count(*) FROM del_tenant),
            'tenant_credential', (SELECT count(*) FROM del_credentials),
            'batch', (SELECT count(*) FROM del_batches),
+           'supplier_knowledge', (SELECT count(*) FROM del_knowledge),
            'event_outbox', COALESCE(($5::jsonb ->> 'event_outbox')::bigint, 0)
                            + (SELECT count(*) FROM del_outbox)) AS r
 )

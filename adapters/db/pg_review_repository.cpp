@@ -137,7 +137,8 @@ SELECT d.id, d.tenant_id, d.file_path, COALESCE(d.mime_type, ''),
 // first's row lock, then finds the version changed and updates nothing.
 // $1 document, $2 tenant, $3 expected version, $4 action, $5 reviewed data, $6 reviewer,
 // $7 changes, $8 warnings, $9 new ingestion id, $10 reason, $11 audit detail, $12 and $13 the
-// transcription and extraction providers a reprocess chose (NULL: the node's configured ones).
+// transcription and extraction providers a reprocess chose (NULL: the node's configured ones),
+// $16 what an approval teaches about the supplier (supplier_knowledge, review.learn).
 constexpr pg::statement save_sql{"ingestd_review_save", R"sql(
 WITH upd AS (
   UPDATE document AS d
@@ -181,8 +182,28 @@ rev AS (
 ev AS (
   INSERT INTO ingestion_event (ingestion_id, step, outcome, detail, worker_id)
   SELECT l.id, 'review', $4, $11, 'review'
-    FROM latest AS l)
+    FROM latest AS l),
+learned AS (
+  INSERT INTO supplier_knowledge AS k (tenant_id, supplier, field, value, learned_by)
+  SELECT upd.tenant_id, f.supplier, f.field, f.value, $6
+    FROM upd, jsonb_to_recordset($16::jsonb) AS f(supplier text, field text, value text)
+   WHERE $4 = 'approve' AND f.supplier IS NOT NULL AND f.field IS NOT NULL AND f.value IS NOT NULL
+  ON CONFLICT (tenant_id, supplier, field) DO UPDATE
+     SET reviews = CASE WHEN k.value = EXCLUDED.value THEN k.reviews + 1 ELSE 1 END,
+         value = EXCLUDED.value, learned_by = EXCLUDED.learned_by, learned_at = now())
 SELECT upd.review_version, (SELECT id FROM fresh), (SELECT sent FROM work) FROM upd
+)sql"};
+
+constexpr pg::statement learned_sql{"ingestd_review_learned", R"sql(
+SELECT tenant_id, supplier, field, value, reviews, learned_by,
+       to_char(learned_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')
+  FROM supplier_knowledge WHERE tenant_id = ANY ($1::uuid[])
+ ORDER BY tenant_id, supplier, field
+ LIMIT 10000
+)sql"};
+
+constexpr pg::statement forget_sql{"ingestd_review_forget", R"sql(
+DELETE FROM supplier_knowledge WHERE tenant_id = $1 AND supplier = $2 AND field = $3
 )sql"};
 
 // Why a save updated nothing.
@@ -353,8 +374,9 @@ result<review_saved> pg_review_repository::save(const review_decision& d, timeou
     return error::make_permanent(errc::review_invalid, "unknown action '" + d.action + "'");
   if (d.action == "approve" && !pg::valid_json(d.reviewed_data))
     return error::make_permanent(errc::review_invalid, "the reviewed data is not valid JSON");
-  if (!pg::valid_json(d.changes) || !pg::valid_json(d.warnings))
-    return error::make_permanent(errc::review_invalid, "changes and warnings must be JSON");
+  if (!pg::valid_json(d.changes) || !pg::valid_json(d.warnings) || !pg::valid_json(d.learned))
+    return error::make_permanent(errc::review_invalid,
+                                 "changes, warnings and what was learned must be JSON");
   bool reprocess = d.action == "reprocess";
   std::string detail = "by " + d.reviewer;
   if (d.action == "approve" && d.changes != "{}")
@@ -382,7 +404,8 @@ result<review_saved> pg_review_repository::save(const review_decision& d, timeou
                             pg::opt_clean(reprocess ? d.transcription_provider : std::string{}),
                             pg::opt_clean(reprocess ? d.extraction_provider : std::string{}),
                             ingest_queue_,
-                            via_outbox_ ? "t" : "f"};
+                            via_outbox_ ? "t" : "f",
+                            d.action == "approve" ? d.learned : std::string{"[]"}};
   {
     borrowed s{*this};
     auto res = s->run(save_sql, params, t);
@@ -418,6 +441,31 @@ result<review_saved> pg_review_repository::why_not_saved(const review_decision& 
     message += ": " + res->str(0, 1) + " by " + res->str(0, 2) + " at " + res->str(0, 3) + " UTC";
   message += "; nothing was saved. Reload to see the current version.";
   return error::make_permanent(errc::review_conflict, std::move(message));
+}
+
+result<std::vector<learned_fact>> pg_review_repository::learned(const std::vector<uuid>& tenants,
+                                                                timeout t) {
+  borrowed s{*this};
+  auto res = s->run(learned_sql, {tenant_array(tenants)}, t);
+  if (!res)
+    return res.error();
+  std::vector<learned_fact> out;
+  out.reserve(static_cast<size_t>(res->size()));
+  for (int r = 0; r < res->size(); ++r)
+    out.push_back(
+        learned_fact{pg::parse_uuid(res->text(r, 0)),
+                     supplier_fact{res->str(r, 1), res->str(r, 2), res->str(r, 3), res->i64(r, 4)},
+                     res->str(r, 5), res->str(r, 6)});
+  return out;
+}
+
+result<bool> pg_review_repository::forget(uuid tenant, const std::string& supplier,
+                                          const std::string& field, timeout t) {
+  borrowed s{*this};
+  auto res = s->run(forget_sql, {tenant.str(), pg::clean(supplier), pg::clean(field)}, t);
+  if (!res)
+    return res.error();
+  return res->affected() > 0;
 }
 
 } // namespace ingestd

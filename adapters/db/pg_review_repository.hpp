@@ -29,6 +29,9 @@ public:
   result<std::optional<review_document>> document(const std::vector<uuid>& tenants,
                                                   uuid document_id, timeout t) override;
   result<review_saved> save(const review_decision& decision, timeout t) override;
+  result<std::vector<learned_fact>> learned(const std::vector<uuid>& tenants, timeout t) override;
+  result<bool> forget(uuid tenant, const std::string& supplier, const std::string& field,
+                      timeout t) override;
 
 private:
   struct session;

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "adapters/db/learning_repository.hpp"
 #include "messages/result.hpp"
 #include "messages/uuid.hpp"
 
@@ -105,6 +106,9 @@ struct review_decision {
   std::string changes = "{}";
   /// approve: the plausibility checks that failed (JSON array text).
   std::string warnings = "[]";
+  /// approve: what the correction teaches about the supplier, stored with the approval
+  /// (supplier_knowledge): [{"supplier", "field", "value"}, ...] (JSON array text).
+  std::string learned = "[]";
   /// reject: why.
   std::string reason;
   /// reprocess: the id of the new ingestion.
@@ -121,6 +125,15 @@ struct review_saved {
   int64_t version = 0;
   /// reprocess: the ingestion created.
   std::optional<uuid> ingestion_id;
+};
+
+/// A fact reviewers taught about one of a tenant's suppliers, as the desk lists it.
+struct learned_fact {
+  uuid tenant_id;
+  supplier_fact fact;
+  /// The reviewer whose approval last taught it, and when (UTC, "YYYY-MM-DD HH:MM:SS").
+  std::string learned_by;
+  std::string learned_at;
 };
 
 /// Blocking, for request threads (never inside an actor); thread-safe. Errors:
@@ -144,6 +157,14 @@ public:
   /// with the providers chosen); each with a document_review row and an audit event on the
   /// latest ingestion, in one transaction.
   virtual result<review_saved> save(const review_decision& decision, timeout t) = 0;
+
+  /// What the reviewers of `tenants` taught about their suppliers, by tenant, supplier, field.
+  virtual result<std::vector<learned_fact>> learned(const std::vector<uuid>& tenants, timeout t)
+      = 0;
+  /// Deletes one fact (false: there is none).
+  virtual result<bool> forget(uuid tenant, const std::string& supplier, const std::string& field,
+                              timeout t)
+      = 0;
 };
 
 } // namespace ingestd

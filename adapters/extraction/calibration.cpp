@@ -68,8 +68,7 @@ calibration_verdict judge(const extraction& x, const std::vector<field_reviews>&
 }
 
 std::shared_ptr<confidence_calibration>
-confidence_calibration::make(settings s, std::shared_ptr<calibration_repository> db,
-                             clock_fn clock) {
+confidence_calibration::make(settings s, std::shared_ptr<learning_repository> db, clock_fn clock) {
   bool any = s.threshold > 0;
   for (auto& [tenant, t] : s.tenants)
     any = any || t > 0;
@@ -78,8 +77,7 @@ confidence_calibration::make(settings s, std::shared_ptr<calibration_repository>
   return std::make_shared<confidence_calibration>(std::move(s), std::move(db), std::move(clock));
 }
 
-confidence_calibration::confidence_calibration(settings s,
-                                               std::shared_ptr<calibration_repository> db,
+confidence_calibration::confidence_calibration(settings s, std::shared_ptr<learning_repository> db,
                                                clock_fn clock)
     : settings_(std::move(s)), db_(std::move(db)),
       reviews_(

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "adapters/db/calibration_repository.hpp"
+#include "adapters/db/learning_repository.hpp"
 #include "adapters/db/tenant_cache.hpp"
 #include "messages/extraction.hpp"
 #include "messages/uuid.hpp"
@@ -52,9 +52,9 @@ public:
 
   /// Null when no tenant has a threshold.
   static std::shared_ptr<confidence_calibration>
-  make(settings s, std::shared_ptr<calibration_repository> db, clock_fn clock = {});
+  make(settings s, std::shared_ptr<learning_repository> db, clock_fn clock = {});
 
-  confidence_calibration(settings s, std::shared_ptr<calibration_repository> db, clock_fn clock);
+  confidence_calibration(settings s, std::shared_ptr<learning_repository> db, clock_fn clock);
 
   /// The tenant's threshold (0: none).
   double threshold_of(const uuid& tenant) const;
@@ -66,7 +66,7 @@ public:
 
 private:
   settings settings_;
-  std::shared_ptr<calibration_repository> db_;
+  std::shared_ptr<learning_repository> db_;
   tenant_cache<std::vector<field_reviews>> reviews_;
 };
 

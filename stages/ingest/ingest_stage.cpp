@@ -4,11 +4,13 @@
 //   load ─► providers ─► budget ─► resume? ──stored transcription (parsed on the CPU pool)─┐
 //                           └─none─► fetch ─► transcribe ─► store ─► record ──────────────┤
 //                                                                                         ▼
-//                                      extract (the local rules on the CPU pool) ─► gate ─►
-//                                      calibration? ─► complete
+//                                      extract (the local rules on the CPU pool) ─► learned? ─►
+//                                      gate ─► calibration? ─► complete
 //
 // budget asks the tenants' budgets when a paid provider would read the document: a tenant whose
 // month is spent has it read by the local providers (its ingestion says so) or left queued.
+// learned applies, with review.learn, what the tenant's reviewers taught about the supplier (its
+// name, VAT id, date order) to the extraction before the gate judges it.
 // calibration asks, with review.auto_approve set for the tenant, whether reviewers kept enough of
 // each field's values at the extractor's confidence to let the document through without a person.
 // complete writes the result and the work item's completion in one transaction, with the
@@ -21,11 +23,12 @@
 #include <limits>
 
 #include "actors/job.hpp"
-#include "adapters/db/pg_calibration_repository.hpp"
 #include "adapters/db/pg_ingest_repository.hpp"
+#include "adapters/db/pg_learning_repository.hpp"
 #include "adapters/db/pg_usage_repository.hpp"
 #include "adapters/extraction/calibration.hpp"
 #include "adapters/extraction/quality_gate.hpp"
+#include "adapters/extraction/supplier_knowledge.hpp"
 #include "adapters/ocr/transcription_json.hpp"
 #include "adapters/providers/budget_ledger.hpp"
 #include "adapters/providers/provider_set.hpp"
@@ -322,6 +325,8 @@ private:
       job_->node().metrics->llm_output_tokens += fields_.output_tokens;
       job_->step_done("ok", extractor_->name() + ", confidence " + fields_.confidence + ", model "
                                 + fields_.model);
+      if (ports_->knowledge)
+        return learned();
       gate();
     };
     auto& port = extractor_;
@@ -340,6 +345,23 @@ private:
           return out;
         },
         std::move(next));
+  }
+
+  /// review.learn: what the tenant's reviewers taught about this supplier corrects the
+  /// extraction before the gate judges it.
+  void learned() {
+    job_->request<std::vector<supplier_fact>>(
+        "learned", [&](auto cb) { ports_->knowledge->get(job_->claim().tenant_id, std::move(cb)); },
+        [this](result<std::vector<supplier_fact>> r) {
+          if (!r)
+            return job_->fail(r.error());
+          auto applied = apply_knowledge(*r, fields_);
+          std::string detail;
+          for (auto& a : applied)
+            detail += (detail.empty() ? "" : "; ") + a;
+          job_->step_done(applied.empty() ? "none" : "applied", detail);
+          gate();
+        });
   }
 
   /// The quality gate runs in the actor: a step without a port call.
@@ -462,7 +484,8 @@ void size_class_rule(const ingest_class& cls, failure_plan& plan) {
 }
 
 /// review.auto_approve's calibration, or null when no tenant has a threshold.
-std::shared_ptr<confidence_calibration> make_calibration(const config& cfg, stage_env& env) {
+std::shared_ptr<confidence_calibration>
+make_calibration(const config& cfg, std::shared_ptr<learning_repository> learning) {
   confidence_calibration::settings s;
   s.threshold = cfg.review.auto_approve;
   // The configuration was checked when it was loaded: an entry that does not parse is not here.
@@ -471,11 +494,20 @@ std::shared_ptr<confidence_calibration> make_calibration(const config& cfg, stag
     if (auto id = uuid::parse(t.tenant))
       s.tenants[*id] = t.threshold;
   s.min_reviews = cfg.review.calibration_min_reviews;
-  s.recheck = std::chrono::seconds{std::max(cfg.review.calibration_recheck_seconds, 1)};
-  if (s.threshold <= 0 && s.tenants.empty())
+  s.recheck = std::chrono::seconds{std::max(cfg.review.learning_recheck_seconds, 1)};
+  return confidence_calibration::make(std::move(s), std::move(learning));
+}
+
+/// review.learn's tenant facts about their suppliers, or null when it is off.
+std::shared_ptr<const tenant_cache<std::vector<supplier_fact>>>
+make_knowledge(const config& cfg, std::shared_ptr<learning_repository> learning) {
+  if (!cfg.review.learn)
     return nullptr;
-  return confidence_calibration::make(
-      std::move(s), std::make_shared<pg_calibration_repository>(cfg.database.url, env.session));
+  return std::make_shared<const tenant_cache<std::vector<supplier_fact>>>(
+      std::chrono::seconds{std::max(cfg.review.learning_recheck_seconds, 1)},
+      [db = std::move(learning)](const uuid& tenant, callback<std::vector<supplier_fact>> done) {
+        db->facts_of(tenant, std::move(done));
+      });
 }
 
 } // namespace
@@ -549,7 +581,12 @@ result<std::vector<std::shared_ptr<const stage>>> ingest_stages(stage_env& env) 
   ports->extract = ports->extractors.at(cfg.extraction.provider);
   ports->budget = budget_ledger::make(
       cfg, [&] { return std::make_shared<pg_usage_repository>(cfg.database.url, env.session); });
-  ports->calibration = make_calibration(cfg, env);
+  // One connection for what the stage reads of the tenants' reviews, made only when used.
+  std::shared_ptr<learning_repository> learning;
+  if (cfg.review.learn || cfg.review.auto_approve > 0 || !cfg.review.tenant_auto_approve.empty())
+    learning = std::make_shared<pg_learning_repository>(cfg.database.url, env.session);
+  ports->calibration = make_calibration(cfg, learning);
+  ports->knowledge = make_knowledge(cfg, learning);
 
   ingest_settings settings;
   settings.max_in_flight = cfg.stages.ingest_max_in_flight;

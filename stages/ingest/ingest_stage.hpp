@@ -14,6 +14,8 @@
 
 #include "actors/stage.hpp"
 #include "adapters/db/ingest_repository.hpp"
+#include "adapters/db/learning_repository.hpp"
+#include "adapters/db/tenant_cache.hpp"
 #include "adapters/extraction/extractor.hpp"
 #include "adapters/ocr/transcriber.hpp"
 #include "adapters/storage/object_store.hpp"
@@ -46,6 +48,8 @@ struct ingest_ports {
   std::shared_ptr<budget_ledger> budget;
   /// review.auto_approve: whether a document the gate passed goes through; null: it does.
   std::shared_ptr<confidence_calibration> calibration;
+  /// review.learn: what each tenant's reviewers taught about its suppliers; null: nothing applied.
+  std::shared_ptr<const tenant_cache<std::vector<supplier_fact>>> knowledge;
 };
 
 /// One size class of the stage, or the stage without classes (name empty).

@@ -8,11 +8,14 @@
 //   attempt counted; the budget is asked only when a paid provider would read the document;
 // - calibrated confidence (review.auto_approve): a document the gate passed goes through only when
 //   the tenant's reviewers kept enough of each field's values at the extractor's confidence, else
-//   it is completed for review with the field that fell short; a failed read fails the attempt.
+//   it is completed for review with the field that fell short; a failed read fails the attempt;
+// - learning from corrections (review.learn): what reviewers taught about the supplier corrects
+//   the extraction before the gate, and the audit trail says what and from how many reviews.
 #define CAF_SUITE job_providers
 #include "caf/test/unit_test_impl.hpp"
 
 #include "adapters/extraction/calibration.hpp"
+#include "adapters/extraction/supplier_knowledge.hpp"
 #include "adapters/providers/budget_ledger.hpp"
 #include "tests/actors/support/actor_fixture.hpp"
 
@@ -37,14 +40,22 @@ public:
   }
 };
 
-/// The calibration's database: settable reviews of every tenant, or an error; counts its reads.
-class fake_reviews : public calibration_repository {
+/// What reviewers taught: settable reviews and supplier facts of every tenant, or an error;
+/// counts its reads.
+class fake_reviews : public learning_repository {
 public:
   result<std::vector<field_reviews>> answer = std::vector<field_reviews>{};
   int reads = 0;
   void reviews_of(uuid, callback<std::vector<field_reviews>> done) override {
     ++reads;
     done(answer);
+  }
+  /// What reviewers taught about suppliers, or an error.
+  result<std::vector<supplier_fact>> facts = std::vector<supplier_fact>{};
+  int fact_reads = 0;
+  void facts_of(uuid, callback<std::vector<supplier_fact>> done) override {
+    ++fact_reads;
+    done(facts);
   }
 };
 
@@ -360,6 +371,37 @@ CAF_TEST(reviews that cannot be read fail the attempt for a retry) {
   CAF_CHECK_EQUAL(run_job(id.str(), hb).result, job_result::completed);
   CAF_CHECK_EQUAL(work->item(id).status, "completed");
   CAF_CHECK_EQUAL(reviews->reads, 2);
+}
+
+CAF_TEST(what reviewers taught about the supplier corrects the extraction before the gate) {
+  ports->knowledge = std::make_shared<const tenant_cache<std::vector<supplier_fact>>>(
+      std::chrono::seconds{300},
+      [this](const uuid& t, callback<std::vector<supplier_fact>> done) {
+        reviews->facts_of(t, std::move(done));
+      },
+      [this] { return now; });
+  // The fake extractor reads "ACME GmbH" and no VAT id.
+  reviews->facts
+      = std::vector<supplier_fact>{{"name:acmegmbh", "supplier_vat_id", "DE123456789", 2},
+                                   {"name:other", "supplier_name", "Other AG", 1}};
+  auto id = add_document();
+  CAF_CHECK_EQUAL(run_job(id.str(), hb).result, job_result::completed);
+  CAF_CHECK(contains(db->row(id).structured_data, R"("supplier_vat_id":"DE123456789")"));
+  CAF_CHECK(contains(db->row(id).structured_data, R"("supplier_name":"ACME GmbH")"));
+  CAF_CHECK_EQUAL(detail_of(id, "learned"),
+                  "applied: supplier_vat_id 'DE123456789' (learned from 2 reviews)");
+  // Nothing about this supplier: the extraction as it was, read from the node's copy.
+  reviews->facts = std::vector<supplier_fact>{};
+  auto same = add_document();
+  CAF_CHECK_EQUAL(run_job(same.str(), hb).result, job_result::completed);
+  CAF_CHECK_EQUAL(reviews->fact_reads, 1);
+  now += std::chrono::seconds{300};
+  auto later = add_document();
+  CAF_CHECK_EQUAL(run_job(later.str(), hb).result, job_result::completed);
+  CAF_CHECK_EQUAL(reviews->fact_reads, 2);
+  CAF_CHECK_EQUAL(detail_of(later, "learned"), "none: ");
+  CAF_CHECK(contains(db->row(later).structured_data, R"("supplier_vat_id":null)"));
+  check_no_violations();
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

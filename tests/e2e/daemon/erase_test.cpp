@@ -225,6 +225,11 @@ TEST(e2e_daemon_erase, a_tenants_erasure_takes_its_documents_and_credentials_and
   s.db().query("INSERT INTO tenant_credential (token_sha256, tenant_id) VALUES (repeat('a', 64), "
                "$1)",
                {tenant});
+  // What its reviewers taught about a supplier goes too; another tenant's stays.
+  for (auto& t : {tenant, other})
+    s.db().query("INSERT INTO supplier_knowledge (tenant_id, supplier, field, value, learned_by) "
+                 "VALUES ($1, 'name:soletrader', 'supplier_name', 'Jane Doe', 'erin')",
+                 {t});
   auto r = cli(s, {"erase", "--tenant", tenant, "--all-documents", "--by", "offboarding"});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("2 document(s)"), std::string::npos) << r.out;
@@ -232,6 +237,8 @@ TEST(e2e_daemon_erase, a_tenants_erasure_takes_its_documents_and_credentials_and
   EXPECT_EQ(s.count("SELECT count(*) FROM work_item WHERE tenant_id = $1", {tenant}), 0);
   EXPECT_EQ(s.count("SELECT count(*) FROM tenant WHERE id = $1", {tenant}), 0);
   EXPECT_EQ(s.count("SELECT count(*) FROM tenant_credential WHERE tenant_id = $1", {tenant}), 0);
+  EXPECT_EQ(s.count("SELECT count(*) FROM supplier_knowledge WHERE tenant_id = $1", {tenant}), 0);
+  EXPECT_EQ(s.count("SELECT count(*) FROM supplier_knowledge WHERE tenant_id = $1", {other}), 1);
   EXPECT_EQ(s.count("SELECT count(*) FROM document WHERE tenant_id = $1", {other}), 1);
   EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE id = $1", {theirs[0]}), 1);
   EXPECT_EQ(s.count("SELECT count(*) FROM erasure_receipt WHERE scope = 'tenant' AND "

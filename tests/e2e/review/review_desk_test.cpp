@@ -4,10 +4,12 @@
 // again, and the desk's address is in the log; a reprocess that chooses the LLM extractor on a
 // node configured with the local rules goes through the LLM (the chat-completions stub); the desk
 // shows where each value of a scan read in the decoder helpers is on its page; sampled checks
-// measure the error rate of what goes through, and calibrated confidence (review.auto_approve)
-// decides what may.
+// measure the error rate of what goes through, calibrated confidence (review.auto_approve)
+// decides what may, and a reviewer's correction is applied to the same supplier's next invoice
+// (review.learn).
 #include <chrono>
 #include <csignal>
+#include <functional>
 #include <map>
 #include <thread>
 
@@ -339,6 +341,44 @@ TEST(review_desk_daemon, sampled_checks_measure_the_error_rate_of_what_goes_thro
   EXPECT_EQ(*code, 0) << d->log_tail();
 }
 
+namespace {
+
+/// One tenant's invoice read by a daemon serving the desk with `extra` settings (and a 1 s
+/// learning_recheck_seconds) waits on the desk for `reason`; `review` acts on it on the desk; then,
+/// once the node's copy of what reviewers did is older than 1 s (a wait fixed by that setting,
+/// not a guess at speed), the same supplier's invoice again is read and `check` looks at it.
+void review_then_next(const std::string& tenant, const std::map<std::string, std::string>& extra,
+                      const std::string& reason,
+                      const std::function<void(desk_api&, const rapidjson::Value&)>& review,
+                      const std::function<void(e2e_setup&, const std::string&)>& check) {
+  e2e_setup setup;
+  auto first = setup.add_documents(1, doc_kind::text_pdf, {}, tenant);
+  setup.enqueue(first);
+  int port = free_port();
+  auto settings = desk_api::settings(port, tenant);
+  settings["INGESTD_REVIEW__LEARNING_RECHECK_SECONDS"] = "1";
+  settings.insert(extra.begin(), extra.end());
+  auto d = setup.start(settings);
+  ASSERT_TRUE(wait_until([&] { return setup.with_status("completed") == 1; }, 120s))
+      << setup.logs();
+  desk_api desk{port};
+  auto queue = desk.queue(reason);
+  ASSERT_EQ(queue["documents"].Size(), 1u);
+  review(desk, queue["documents"][0]);
+  std::this_thread::sleep_for(1100ms);
+  auto second = setup.add_documents(1, doc_kind::text_pdf, {}, tenant);
+  setup.enqueue(second);
+  ASSERT_TRUE(wait_until([&] { return setup.with_status("completed") == 2; }, 120s))
+      << setup.logs();
+  check(setup, second[0]);
+  d->signal(SIGTERM);
+  auto code = d->wait_exit(60s);
+  ASSERT_TRUE(code);
+  EXPECT_EQ(*code, 0) << d->log_tail();
+}
+
+} // namespace
+
 // Calibrated straight-through processing: with review.auto_approve, a document the gate passes
 // goes through only when reviewers kept its fields' values often enough at the extractor's
 // confidence. The first invoice has no reviews to go by and waits on the desk (reason
@@ -346,44 +386,52 @@ TEST(review_desk_daemon, sampled_checks_measure_the_error_rate_of_what_goes_thro
 // through without a person.
 TEST(review_desk_daemon,
      calibrated_confidence_lets_documents_through_once_reviewers_kept_the_values) {
-  e2e_setup setup;
   auto tenant = std::string{"00000000-0000-7000-8000-0000000000ad"};
-  auto first = setup.add_documents(1, doc_kind::text_pdf, {}, tenant);
-  setup.enqueue(first);
-  int port = free_port();
-  auto settings = desk_api::settings(port, tenant);
-  settings["INGESTD_REVIEW__AUTO_APPROVE"] = "1";
-  settings["INGESTD_REVIEW__CALIBRATION_MIN_REVIEWS"] = "1";
-  settings["INGESTD_REVIEW__CALIBRATION_RECHECK_SECONDS"] = "1";
-  auto d = setup.start(settings);
-  ASSERT_TRUE(wait_until([&] { return setup.with_status("completed") == 1; }, 120s))
-      << setup.logs();
-  desk_api desk{port};
-  auto queue = desk.queue("calibration");
-  ASSERT_EQ(queue["documents"].Size(), 1u);
-  auto& item = queue["documents"][0];
-  EXPECT_NE(std::string{item["detail"].GetString()}.find(
-                "calibration: invoice_number at confidence high has 0 reviews"),
-            std::string::npos)
-      << item["detail"].GetString();
-  desk.approve(item);
-  // The node's copy of the tenant's reviews was read before the approval; it is read again once it
-  // is older than calibration_recheck_seconds (1 s), which this wait outlasts by configuration.
-  std::this_thread::sleep_for(1100ms);
-  auto second = setup.add_documents(1, doc_kind::text_pdf, {}, tenant);
-  setup.enqueue(second);
-  ASSERT_TRUE(wait_until([&] { return setup.with_status("completed") == 2; }, 120s))
-      << setup.logs();
-  EXPECT_EQ(setup.count("SELECT count(*) FROM document WHERE tenant_id = $1 AND needs_human_review",
+  review_then_next(
+      tenant,
+      {{"INGESTD_REVIEW__AUTO_APPROVE", "1"}, {"INGESTD_REVIEW__CALIBRATION_MIN_REVIEWS", "1"}},
+      "calibration",
+      [](desk_api& desk, const rapidjson::Value& item) {
+        EXPECT_NE(std::string{item["detail"].GetString()}.find(
+                      "calibration: invoice_number at confidence high has 0 reviews"),
+                  std::string::npos)
+            << item["detail"].GetString();
+        desk.approve(item);
+      },
+      [&](e2e_setup& setup, const std::string& second) {
+        EXPECT_EQ(
+            setup.count("SELECT count(*) FROM document WHERE tenant_id = $1 AND needs_human_review",
                         {tenant}),
             0);
-  EXPECT_EQ(setup.count("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1 AND step = "
-                        "'calibration' AND outcome = 'through'",
-                        {second[0]}),
-            1)
-      << setup.logs();
-  d->signal(SIGTERM);
-  auto code = d->wait_exit(60s);
-  ASSERT_TRUE(code);
-  EXPECT_EQ(*code, 0) << d->log_tail();
+        EXPECT_EQ(setup.count("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1 AND "
+                              "step = 'calibration' AND outcome = 'through'",
+                              {second}),
+                  1)
+            << setup.logs();
+      });
+}
+
+// Learning from corrections (review.learn): a reviewer who corrects the supplier's name on one
+// invoice has the same supplier's next invoice read with the corrected name, and the audit trail
+// says it was learned. The first invoice reaches the desk as a sampled check.
+TEST(review_desk_daemon, a_correction_on_the_desk_corrects_the_same_suppliers_next_invoice) {
+  review_then_next(
+      "00000000-0000-7000-8000-0000000000ae",
+      {{"INGESTD_REVIEW__SAMPLE_RATE", "1"}, {"INGESTD_REVIEW__LEARN", "true"}}, "sample",
+      [](desk_api& desk, const rapidjson::Value& item) {
+        desk.approve(item, R"(,"fields":{"supplier_name":"Corrected Supplier Ltd"})");
+      },
+      [](e2e_setup& setup, const std::string& second) {
+        EXPECT_EQ(setup.count("SELECT count(*) FROM ingestion WHERE id = $1 AND "
+                              "structured_data->>'supplier_name' = 'Corrected Supplier Ltd'",
+                              {second}),
+                  1)
+            << setup.logs();
+        EXPECT_EQ(setup.count("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1 AND "
+                              "step = 'learned' AND outcome = 'applied' AND detail LIKE "
+                              "'supplier_name ''Corrected Supplier Ltd'' (learned from 1 review)%'",
+                              {second}),
+                  1)
+            << setup.logs();
+      });
 }

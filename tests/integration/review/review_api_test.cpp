@@ -4,7 +4,8 @@
 // says a person verified it), reject, reprocess (its work item and message written with it, with
 // the providers chosen, which the ingest stage loads; unknown ones and ones this node cannot run
 // refused), tokens and tenants, the concurrent save, and the page images; what the reviews say
-// about each field's values, which calibrates the extractors' confidence (review.auto_approve).
+// about each field's values, which calibrates the extractors' confidence (review.auto_approve),
+// and what corrections teach about a supplier (listed, counted, forgotten; review.learn).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -17,9 +18,9 @@
 #include <httplib.h>
 #include <rapidjson/document.h>
 
-#include "adapters/db/pg_calibration_repository.hpp"
 #include "adapters/db/pg_ingest_repository.hpp"
 #include "adapters/db/pg_intake_repository.hpp"
+#include "adapters/db/pg_learning_repository.hpp"
 #include "adapters/db/pg_review_repository.hpp"
 #include "adapters/db/pg_work_repository.hpp"
 #include "adapters/ocr/transcription_json.hpp"
@@ -608,7 +609,7 @@ TEST_F(review_api_test, first_approvals_count_each_fields_reviewed_and_kept_valu
             "'{\"total\": {\"from\": 120, \"to\": 1}}' FROM document WHERE id = $1",
             {kept});
 
-  pg_calibration_repository repo{db->url()};
+  pg_learning_repository repo{db->url()};
   auto reviews = blocking_call<std::vector<field_reviews>>(
       std::chrono::seconds{10}, "t", "reviews",
       [&](auto cb) { repo.reviews_of(tenant_a, std::move(cb)); });
@@ -633,6 +634,70 @@ TEST_F(review_api_test, first_approvals_count_each_fields_reviewed_and_kept_valu
   ASSERT_TRUE(b) << b.error().describe();
   for (auto& f : *b)
     EXPECT_EQ(f.kept, f.field == "invoice_number" ? 0 : 1) << f.field;
+}
+
+TEST_F(review_api_test, corrections_teach_supplier_facts_that_reviewers_list_and_forget) {
+  // The machine read supplier "Acme GmbH" with VAT id DE123456789 on each.
+  auto a1 = add_document(tenant_a, "inv01_en_classic.pdf", "gate", 3);
+  auto a2 = add_document(tenant_a, "inv02_de_modern.pdf", "gate", 2);
+  auto b1 = add_document(tenant_b, "inv01_en_classic.pdf", "gate", 1);
+  start_desk();
+  auto approve = [&](const std::string& doc, const std::string& fields, const std::string& token,
+                     const std::string& who) {
+    auto r = post_json("/review/api/documents/" + doc + "/approve",
+                       R"({"version":)" + std::to_string(version_of(doc)) + R"(,"fields":)" + fields
+                           + "}",
+                       token, who);
+    ASSERT_EQ(r.status, 200) << r.body;
+  };
+  // Day and month swapped (2024-03-01 is 1 March; the reviewer reads 3 January).
+  approve(a1, R"({"supplier_name":"ACME Widgets GmbH","invoice_date":"2024-01-03"})", token_a,
+          "erin");
+  approve(a2, R"({"supplier_name":"ACME Widgets GmbH"})", token_a, "frank");
+  approve(b1, R"({"supplier_name":"Acme B-Side"})", token_b, "gina");
+
+  auto listed = get_json("/review/api/knowledge", token_a);
+  ASSERT_EQ(listed.status, 200) << listed.body;
+  // Under each of the machine's keys for the supplier, its VAT id and its name.
+  auto& facts = listed.json["facts"];
+  ASSERT_EQ(facts.Size(), 4U) << listed.body;
+  for (rapidjson::SizeType i = 0; i < 4; ++i)
+    EXPECT_EQ(std::string{facts[i]["supplier"].GetString()},
+              i < 2 ? "name:acmegmbh" : "vat:DE123456789");
+  EXPECT_EQ(std::string{facts[2]["field"].GetString()}, "date_order");
+  EXPECT_EQ(std::string{facts[2]["value"].GetString()}, "day_month_swapped");
+  EXPECT_EQ(facts[2]["reviews"].GetInt64(), 1);
+  EXPECT_EQ(std::string{facts[3]["field"].GetString()}, "supplier_name");
+  EXPECT_EQ(std::string{facts[3]["value"].GetString()}, "ACME Widgets GmbH");
+  EXPECT_EQ(facts[3]["reviews"].GetInt64(), 2) << "taught twice";
+  EXPECT_EQ(std::string{facts[3]["learned_by"].GetString()}, "frank");
+  // Each tenant sees its own; the node reads the same through its port.
+  auto b = get_json("/review/api/knowledge", token_b);
+  ASSERT_EQ(b.json["facts"].Size(), 2U) << b.body;
+  EXPECT_EQ(std::string{b.json["facts"][0]["value"].GetString()}, "Acme B-Side");
+  pg_learning_repository repo{db->url()};
+  auto read = blocking_call<std::vector<supplier_fact>>(
+      std::chrono::seconds{10}, "t", "facts",
+      [&](auto cb) { repo.facts_of(tenant_a, std::move(cb)); });
+  ASSERT_TRUE(read) << read.error().describe();
+  EXPECT_EQ(read->size(), 4U);
+
+  // The page lists them.
+  auto page = client().Get("/review/knowledge", bearer(token_a));
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->body.find("ACME Widgets GmbH"), std::string::npos);
+  EXPECT_NE(page->body.find("2 reviews"), std::string::npos);
+
+  // Forgetting: another tenant's token cannot, the fact's tenant can, once.
+  auto forget = "/review/api/knowledge/forget?tenant=" + tenant_a.str()
+                + "&supplier=vat:DE123456789&field=supplier_name";
+  EXPECT_EQ(post_json(forget, "", token_b).status, 404);
+  EXPECT_EQ(post_json(forget, "", token_a).status, 200);
+  EXPECT_EQ(post_json(forget, "", token_a).status, 404);
+  EXPECT_EQ(post_json("/review/api/knowledge/forget?tenant=" + tenant_a.str(), "", token_a).status,
+            400);
+  EXPECT_EQ(get_json("/review/api/knowledge", token_a).json["facts"].Size(), 3U);
 }
 
 TEST_F(review_api_test, page_images_are_rendered_once_and_cached_in_object_storage) {

@@ -455,7 +455,7 @@ TEST_F(config_test, auto_approve_thresholds_are_shares_per_tenant) {
   ASSERT_TRUE(cfg) << cfg.error().message;
   EXPECT_DOUBLE_EQ(cfg->review.auto_approve, 0.95);
   EXPECT_EQ(cfg->review.calibration_min_reviews, 20);
-  EXPECT_EQ(cfg->review.calibration_recheck_seconds, 300);
+  EXPECT_EQ(cfg->review.learning_recheck_seconds, 300);
   for (auto [text, why] : std::vector<std::pair<std::string, std::string>>{
            {"nobody:0.9", "the tenant must be a tenant id"},
            {std::string{a}, "expected TENANT_ID:THRESHOLD"},

@@ -62,13 +62,16 @@ TEST(calibration, too_few_reviews_at_the_extractors_confidence_send_it_to_a_pers
 }
 
 /// A repository that answers when told to, counting its reads.
-class held_reviews : public calibration_repository {
+class held_reviews : public learning_repository {
 public:
   int reads = 0;
   std::vector<callback<std::vector<field_reviews>>> pending;
   void reviews_of(uuid, callback<std::vector<field_reviews>> done) override {
     ++reads;
     pending.push_back(std::move(done));
+  }
+  void facts_of(uuid, callback<std::vector<supplier_fact>> done) override {
+    done(std::vector<supplier_fact>{});
   }
   void answer(const result<std::vector<field_reviews>>& r) {
     auto p = std::move(pending);

@@ -1,4 +1,4 @@
-#include "adapters/db/pg_calibration_repository.hpp"
+#include "adapters/db/pg_learning_repository.hpp"
 
 namespace ingestd {
 
@@ -24,16 +24,21 @@ SELECT COALESCE(f.machine_data->>'confidence', ''), k.field, count(*),
  ORDER BY 1, 2
 )sql"};
 
+constexpr pg::statement facts_sql{"ingestd_supplier_facts", R"sql(
+SELECT supplier, field, value, reviews FROM supplier_knowledge WHERE tenant_id = $1
+ ORDER BY supplier, field
+)sql"};
+
 } // namespace
 
-pg_calibration_repository::pg_calibration_repository(std::string database_url,
-                                                     pg::session_options session)
+pg_learning_repository::pg_learning_repository(std::string database_url,
+                                               pg::session_options session)
     : pool_(std::make_unique<pg::pool>(std::move(database_url),
-                                       pg::pool_options{1, "ingestd-calib", session})) {}
+                                       pg::pool_options{1, "ingestd-learn", session})) {}
 
-pg_calibration_repository::~pg_calibration_repository() = default;
+pg_learning_repository::~pg_learning_repository() = default;
 
-void pg_calibration_repository::reviews_of(uuid tenant, callback<std::vector<field_reviews>> done) {
+void pg_learning_repository::reviews_of(uuid tenant, callback<std::vector<field_reviews>> done) {
   pool_->call(std::move(done), [tenant](pg::connection& conn, const auto& done) {
     auto res = conn.exec(reviews_sql, {tenant.str()});
     if (!res)
@@ -42,6 +47,19 @@ void pg_calibration_repository::reviews_of(uuid tenant, callback<std::vector<fie
     out.reserve(static_cast<size_t>(res->size()));
     for (int r = 0; r < res->size(); ++r)
       out.push_back(field_reviews{res->str(r, 0), res->str(r, 1), res->i64(r, 2), res->i64(r, 3)});
+    done(std::move(out));
+  });
+}
+
+void pg_learning_repository::facts_of(uuid tenant, callback<std::vector<supplier_fact>> done) {
+  pool_->call(std::move(done), [tenant](pg::connection& conn, const auto& done) {
+    auto res = conn.exec(facts_sql, {tenant.str()});
+    if (!res)
+      return done(res.error());
+    std::vector<supplier_fact> out;
+    out.reserve(static_cast<size_t>(res->size()));
+    for (int r = 0; r < res->size(); ++r)
+      out.push_back(supplier_fact{res->str(r, 0), res->str(r, 1), res->str(r, 2), res->i64(r, 3)});
     done(std::move(out));
   });
 }
