@@ -194,6 +194,11 @@ def main():
         driver.execute_script("document.activeElement.blur();window.scrollTo(0,0);")
         driver.save_screenshot(os.path.join(a.out, "review-document.png"))
 
+        # The supplier's name as it is really written: a correction the desk learns from.
+        supplier = driver.find_element(By.ID, "f-supplier_name")
+        supplier.send_keys(Keys.CONTROL, "a")
+        supplier.send_keys("Acme Widgets GmbH")
+
         # Approved, the desk moves on to the next document.
         driver.find_element(By.ID, "approve").click()
         wait.until(ec.url_contains("/review/documents/" + a.next))
@@ -223,7 +228,20 @@ def main():
         button.send_keys(Keys.ENTER)
         # Sent, the desk goes back to the queue (this was the last document); a refusal would stay.
         wait.until(lambda d: d.current_url.endswith("/review"))
-        print(json.dumps({"ok": True, "screenshots": ["review-queue.png", "review-document.png"]}))
+
+        # The Learned page lists what the correction taught, under the supplier's VAT id and its
+        # name as the machine read them; Forget deletes one.
+        driver.find_element(By.LINK_TEXT, "Learned").click()
+        wait.until(ec.url_contains("/review/knowledge"))
+        learned = driver.find_elements(By.CSS_SELECTOR, "main tbody tr")
+        assert len(learned) == 2, [r.text for r in learned]
+        assert all("Acme Widgets GmbH" in r.text and "1 review" in r.text for r in learned), \
+            [r.text for r in learned]
+        driver.save_screenshot(os.path.join(a.out, "review-learned.png"))
+        learned[0].find_element(By.TAG_NAME, "button").click()
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "main tbody tr")) == 1)
+        print(json.dumps({"ok": True, "screenshots": ["review-queue.png", "review-document.png",
+                                                       "review-learned.png"]}))
         return 0
     except Exception as e:
         driver.save_screenshot(os.path.join(a.out, "review-failure.png"))

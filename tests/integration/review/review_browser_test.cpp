@@ -1,8 +1,10 @@
 // The review desk in a real browser (review_browser.py: headless Chromium through Debian's
 // python3-selenium) against the desk on a real admin server: sign in, queue, document, correct
-// the total, edit the line items in their table, approve; then reprocess the next document with the
-// LLM extractor chosen in the reprocess form by keyboard; the database shows the reviewer's version
-// and the choice. Screenshots of both pages are written under the build directory
+// the total, edit the line items in their table, correct the supplier's name, approve; then
+// reprocess the next document with the LLM extractor chosen in the reprocess form by keyboard;
+// then forget one of the facts the correction taught on the Learned page; the database shows the
+// reviewer's version, the choice and the fact left. Screenshots of the pages are written under the
+// build directory
 // (test-artifacts/review/). Skipped, with the script's message, only when the browser cannot start.
 #include <gtest/gtest.h>
 
@@ -85,6 +87,12 @@ TEST_F(review_browser_test, a_reviewer_corrects_a_field_and_approves_in_chromium
       R"({"to": 119, "from": 120} [{"amount": 100, "quantity": 1, "unit_price": 100, "description": "Widget"}])");
   EXPECT_EQ(db->scalar("SELECT needs_human_review::text FROM document WHERE id = $1", {second}),
             "true");
+  // The supplier's name the reviewer corrected was learned under two keys; one was forgotten on
+  // the Learned page.
+  EXPECT_EQ(db->scalar("SELECT count(*)::text || ' ' || min(value) FROM supplier_knowledge WHERE "
+                       "tenant_id = $1 AND field = 'supplier_name'",
+                       {tenant_a.str()}),
+            "1 Acme Widgets GmbH");
   // The second document was reprocessed from its page with the LLM extractor chosen.
   EXPECT_EQ(db->scalar("SELECT reviewer || ' ' || action || ' ' || extraction_provider || ' ' || "
                        "COALESCE(transcription_provider, 'as-configured') FROM document_review "
@@ -95,7 +103,7 @@ TEST_F(review_browser_test, a_reviewer_corrects_a_field_and_approves_in_chromium
                        "status = 'in-progress'",
                        {second}),
             "llm");
-  for (auto name : {"review-queue.png", "review-document.png"})
+  for (auto name : {"review-queue.png", "review-document.png", "review-learned.png"})
     EXPECT_GT(std::filesystem::file_size(out + "/" + name), 10000u) << name;
 }
 
