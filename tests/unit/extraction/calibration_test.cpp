@@ -138,6 +138,10 @@ TEST_F(calibration_cache, a_failed_read_is_an_error_and_the_next_call_reads_agai
   EXPECT_FALSE(answers[0]);
   check(*c, tenant);
   EXPECT_EQ(db->reads, 2);
+  // Answered, so that no read is left holding the cache (and the cache its reader) at the end.
+  db->answer(reviewed(50, 50));
+  ASSERT_EQ(answers.size(), 2U);
+  EXPECT_TRUE(answers[1] && answers[1]->through);
 }
 
 TEST_F(calibration_cache, a_tenant_without_a_threshold_goes_through_without_a_read) {
