@@ -75,6 +75,22 @@ void pg_schema::create(bool migrate, int up_to_version) {
   if (!report)
     throw std::runtime_error("migrations failed in schema " + name_ + ": "
                              + report.error().describe());
+  wait_for_adapter_backends_to_end();
+}
+
+void pg_schema::wait_for_adapter_backends_to_end() {
+  // The migrator has closed its session, but the server lists its backend until the process
+  // has exited: a test that counts or ends its adapters' sessions would see it too.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+  while (scalar("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND pid <> "
+                "pg_backend_pid()",
+                {name_})
+         != "0") {
+    if (std::chrono::steady_clock::now() > deadline)
+      throw std::runtime_error("the migrator's session in schema " + name_
+                               + " did not end within 10 s");
+    std::this_thread::sleep_for(std::chrono::milliseconds{5});
+  }
 }
 
 std::vector<std::string> pg_schema::migrate_rest() {
@@ -82,6 +98,7 @@ std::vector<std::string> pg_schema::migrate_rest() {
   if (!report)
     throw std::runtime_error("migrations failed in schema " + name_ + ": "
                              + report.error().describe());
+  wait_for_adapter_backends_to_end();
   return report->applied;
 }
 

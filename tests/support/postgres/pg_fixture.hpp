@@ -66,6 +66,8 @@ public:
 
 private:
   void create(bool migrate, int up_to_version);
+  /// Waits (10 s at most) until no session under the schema's application_name is listed.
+  void wait_for_adapter_backends_to_end();
   bool reconnect();
 
   std::string base_url_;
