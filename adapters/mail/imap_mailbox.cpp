@@ -153,17 +153,25 @@ result<imap_mailbox::answer> imap_mailbox::command(const std::string& text) {
 }
 
 result<void> imap_mailbox::prepare() {
-  auto listed = run(server_root(settings_.url),
-                    "LIST \"\" " + imap_quoted(settings_.processed_folder), size_t{1} << 20);
-  if (!listed)
-    return listed.error();
-  if (listed->body.find("* LIST") != std::string::npos)
-    return {};
+  auto exists = [this]() -> result<bool> {
+    auto listed = run(server_root(settings_.url),
+                      "LIST \"\" " + imap_quoted(settings_.processed_folder), size_t{1} << 20);
+    if (!listed)
+      return listed.error();
+    return listed->body.find("* LIST") != std::string::npos;
+  };
+  auto there = exists();
+  if (!there || *there)
+    return there ? result<void>{} : result<void>{there.error()};
   auto created = run(server_root(settings_.url),
                      "CREATE " + imap_quoted(settings_.processed_folder), size_t{1} << 20);
-  if (!created)
-    return created.error();
-  return {};
+  if (created)
+    return {};
+  // Another reader of the mailbox (another node) may have created it meanwhile: the server then
+  // refuses the CREATE, and the folder is there all the same.
+  if (auto now = exists(); now && *now)
+    return {};
+  return created.error();
 }
 
 result<std::vector<uint64_t>> imap_mailbox::waiting() {
