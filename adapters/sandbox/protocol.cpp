@@ -362,7 +362,9 @@ result<page_answer> decode_page_answer(std::string_view in) {
     word.text = r.str();
     for (float* v : {&word.left, &word.top, &word.right, &word.bottom}) {
       double part = r.f64();
-      if (!(part >= 0 && part <= 1)) // NaN too
+      // Within the page (NaN fails too), and a float's value: the helper writes floats, so any
+      // other double is not what a helper sends, and one value has one encoding.
+      if (!(part >= 0 && part <= 1) || static_cast<double>(static_cast<float>(part)) != part)
         r.fail();
       *v = static_cast<float>(part);
     }
