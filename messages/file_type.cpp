@@ -30,7 +30,7 @@ constexpr file_type of(file_kind k) {
   return all_types[static_cast<size_t>(k)];
 }
 
-constexpr std::array<container_type, 7> all_containers{{
+constexpr std::array<container_type, 8> all_containers{{
     {container_kind::zip, "application/zip", "zip"},
     {container_kind::tar, "application/x-tar", "tar"},
     {container_kind::tar_gz, "application/gzip", "tar.gz"},
@@ -38,6 +38,7 @@ constexpr std::array<container_type, 7> all_containers{{
     {container_kind::mbox, "application/mbox", "mbox"},
     {container_kind::seven_zip, "application/x-7z-compressed", "7z"},
     {container_kind::msg, "application/vnd.ms-outlook", "msg"},
+    {container_kind::rar, "application/vnd.rar", "rar"},
 }};
 
 constexpr container_type of(container_kind k) {
@@ -201,6 +202,9 @@ std::optional<container_type> detect_container_type(std::string_view b) {
     return of(container_kind::tar_gz);
   if (starts(std::string_view{"7z\xbc\xaf\x27\x1c", 6}))
     return of(container_kind::seven_zip);
+  if (starts(std::string_view{"Rar!\x1a\x07\x00", 7})
+      || starts(std::string_view{"Rar!\x1a\x07\x01\x00", 8}))
+    return of(container_kind::rar);
   if (starts(std::string_view{"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", 8})) {
     // Directory entry names are UTF-16LE.
     static const std::string properties = [] {

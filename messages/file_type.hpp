@@ -43,20 +43,22 @@ std::optional<file_type> detect_file_type(std::string_view bytes);
 std::optional<file_type> file_type_of_mime(std::string_view mime);
 
 /// Containers: files the unpack stage takes apart into child documents.
-enum class container_kind : uint8_t { zip, tar, tar_gz, eml, mbox, seven_zip, msg };
+enum class container_kind : uint8_t { zip, tar, tar_gz, eml, mbox, seven_zip, msg, rar };
 
 struct container_type {
   container_kind kind = container_kind::zip;
   /// "application/zip", "application/x-tar", "application/gzip", "message/rfc822",
-  /// "application/mbox", "application/x-7z-compressed", "application/vnd.ms-outlook".
+  /// "application/mbox", "application/x-7z-compressed", "application/vnd.ms-outlook",
+  /// "application/vnd.rar".
   std::string_view mime;
-  /// "zip", "tar", "tar.gz", "eml", "mbox", "7z", "msg".
+  /// "zip", "tar", "tar.gz", "eml", "mbox", "7z", "msg", "rar".
   std::string_view ext;
 };
 
 /// ZIP by "PK\3\4" (or an empty archive's "PK\5\6") unless it is an office document
 /// (detect_file_type), TAR by "ustar" at byte 257, gzip (a
-/// .tar.gz: the unpacker checks the tar inside) by 1F 8B, 7z by "7z" BC AF 27 1C, an Outlook
+/// .tar.gz: the unpacker checks the tar inside) by 1F 8B, 7z by "7z" BC AF 27 1C, RAR by
+/// "Rar!" 1A 07 and the version byte of RAR 1.5-4 (00) or RAR 5 (01 00), an Outlook
 /// message (.msg) by the OLE2 compound file's D0 CF 11 E0 A1 B1 1A E1 and, anywhere in it, the
 /// name of a message's property stream "__properties_version1.0" (a .doc or .xls has the first
 /// and not the second), an mbox by a leading "From " line, an e-mail by a first line that is an

@@ -1,5 +1,6 @@
-// ZIP, TAR, .tar.gz and 7z read with libarchive from memory, member by member, with the limits
-// checked while the bytes come out (a zip bomb stops at the limit, never fills the memory).
+// ZIP, TAR, .tar.gz, 7z and RAR (1.5 to 5) read with libarchive from memory, member by member, with
+// the limits checked while the bytes come out (a zip bomb stops at the limit, never fills the
+// memory).
 #include <archive.h>
 #include <archive_entry.h>
 
@@ -109,6 +110,10 @@ result<unpacked> archive_unpacker::unpack(std::string_view bytes, container_kind
     break;
   case container_kind::seven_zip:
     archive_read_support_format_7zip(a.get());
+    break;
+  case container_kind::rar:
+    archive_read_support_format_rar(a.get());
+    archive_read_support_format_rar5(a.get());
     break;
   default:
     return error::make_permanent("container.unsupported", "not an archive libarchive reads here");

@@ -1,5 +1,5 @@
 // Containers taken apart: the unpacker interface, its limits and what it answers. The
-// implementations are archive_unpacker (libarchive: ZIP, TAR, .tar.gz, 7z), mime_unpacker
+// implementations are archive_unpacker (libarchive: ZIP, TAR, .tar.gz, 7z, RAR), mime_unpacker
 // (GMime: an e-mail and its attachments, an mbox's messages) and msg_unpacker (libgsf: an Outlook
 // message); container_unpacker runs the right one on the CPU pool for the unpack stage. No CAF and
 // no database here.
@@ -71,7 +71,7 @@ public:
                                   const unpack_limits& limits) const = 0;
 };
 
-/// ZIP, TAR, .tar.gz and 7z through libarchive.
+/// ZIP, TAR, .tar.gz, 7z and RAR through libarchive.
 class archive_unpacker final : public unpacker {
 public:
   result<unpacked> unpack(std::string_view bytes, container_kind kind,

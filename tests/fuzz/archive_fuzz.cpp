@@ -1,6 +1,6 @@
-// Fuzz target: ZIP, TAR, .tar.gz and 7z through archive_unpacker (libarchive) under small limits,
-// and the unpack stage's way to it: detection, container_unpacker's choice of reader, the members.
-// Input: the container's bytes, read as each archive kind in turn.
+// Fuzz target: ZIP, TAR, .tar.gz, 7z and RAR through archive_unpacker (libarchive) under small
+// limits, and the unpack stage's way to it: detection, container_unpacker's choice of reader, the
+// members. Input: the container's bytes, read as each archive kind in turn.
 #include "tests/fuzz/unpack_checks.hpp"
 
 using namespace ingestd;
@@ -12,7 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto staged = fuzz::unpack_like_the_stage(in, limits);
 
   for (auto kind : {container_kind::zip, container_kind::tar, container_kind::tar_gz,
-                    container_kind::seven_zip}) {
+                    container_kind::seven_zip, container_kind::rar}) {
     auto answer = archives.unpack(in, kind, limits);
     fuzz::check_answer(answer, limits, fuzz::reader::archive);
     // The stage reads a detected archive with this same reader.

@@ -40,18 +40,22 @@ TEST(e2e_daemon_containers, a_zip_and_an_email_become_child_documents_that_all_c
   std::filesystem::create_directories(in);
   write_file(in + "/march.zip", zip);
   write_file(in + "/mail.eml", eml);
+  // A RAR archive (from libarchive's tests: no Debian tool writes RAR) holds two text files, a
+  // link and directories: nothing to ingest, each file named as skipped.
+  std::filesystem::copy_file(source_dir() + "/tests/fixtures/rar/rar4_basic.rar", in + "/old.rar");
 
   auto env = s.daemon_env();
   env.insert(extra.begin(), extra.end());
   {
-    daemon_process submit{
-        env, s.root() + "/submit.log", {"submit", in + "/march.zip", in + "/mail.eml"}};
+    daemon_process submit{env,
+                          s.root() + "/submit.log",
+                          {"submit", in + "/march.zip", in + "/mail.eml", in + "/old.rar"}};
     ASSERT_EQ(submit.wait_exit(60s), 0) << submit.log_tail();
   }
   // Intake wrote each container's ingestion with an unpack work item.
   EXPECT_EQ(s.count("SELECT count(*) FROM ingestion AS i JOIN work_item AS w ON w.id = i.id "
                     "WHERE w.stage = 'unpack'"),
-            2);
+            3);
 
   // The HTTP intake of the daemon takes a .tar.gz too.
   auto port = free_tcp_port();
@@ -75,23 +79,23 @@ TEST(e2e_daemon_containers, a_zip_and_an_email_become_child_documents_that_all_c
       },
       60s))
       << s.logs();
-  // The three containers, five documents of theirs (a scan among them), the nested 7z and its
-  // document: 10 ingestions.
+  // The four containers, five documents of theirs (a scan among them), the nested 7z and its
+  // document: 11 ingestions.
   ASSERT_TRUE(wait_until(
-      [&] { return s.count("SELECT count(*) FROM ingestion WHERE status = 'completed'") == 10; },
+      [&] { return s.count("SELECT count(*) FROM ingestion WHERE status = 'completed'") == 11; },
       180s))
       << s.logs();
   EXPECT_EQ(s.count("SELECT count(*) FROM ingestion WHERE status <> 'completed'"), 0) << s.logs();
-  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion"), 10);
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion"), 11);
   EXPECT_EQ(s.db().scalar("SELECT mime_type FROM document WHERE member_name = 'march/scan.png'"),
             "image/png");
-  // Four containers unpacked (the nested 7z included) and five documents ingested, each work
+  // Five containers unpacked (the nested 7z included) and five documents ingested, each work
   // item completed once with its claim cleared; each child's was written by its parent's
   // completion.
   EXPECT_EQ(s.db().scalar("SELECT string_agg(stage || ':' || n, ' ' ORDER BY stage) FROM "
                           "(SELECT stage, count(*) AS n FROM work_item WHERE status = 'completed' "
                           "AND claim_token IS NULL GROUP BY stage) x"),
-            "ingest:6 unpack:4");
+            "ingest:6 unpack:5");
   EXPECT_EQ(s.count("SELECT count(*) FROM work_item WHERE status <> 'completed'"), 0);
   // GET /v1/documents/{id} lists the children, each ready.
   auto got = http.Get("/v1/documents/" + tgz_document);
@@ -135,6 +139,9 @@ TEST(e2e_daemon_containers, a_zip_and_an_email_become_child_documents_that_all_c
                   "AND parent_id IS NULL")
           .find("readme.txt"),
       std::string::npos);
+  auto rar = s.db().scalar("SELECT structured_data::text FROM document WHERE mime_type = "
+                           "'application/vnd.rar'");
+  EXPECT_NE(rar.find("testdir/test.txt"), std::string::npos) << rar;
 
   daemon_process status{env, s.root() + "/status.log", {"status", "--documents", "--json"}};
   ASSERT_EQ(status.wait_exit(60s), 0) << status.log_tail();

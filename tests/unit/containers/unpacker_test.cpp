@@ -3,6 +3,10 @@
 // with its own error.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
 #include "adapters/containers/unpacker.hpp"
 #include "tests/support/containers/archive_maker.hpp"
 #include "tests/support/containers/outlook_maker.hpp"
@@ -187,6 +191,81 @@ TEST(archive_unpacker, a_truncated_archive_keeps_what_could_be_read) {
     ASSERT_FALSE(r7);
     EXPECT_EQ(r7.error().code, "container.corrupt") << r7.error().describe();
   }
+}
+
+/// A RAR archive of tests/fixtures/rar/ (no Debian tool writes RAR: they come from libarchive's
+/// own tests).
+std::string rar_fixture(const std::string& name) {
+  const char* dir = std::getenv("INGESTD_SOURCE_DIR");
+  std::ifstream in{std::string{dir != nullptr ? dir : "."} + "/tests/fixtures/rar/" + name,
+                   std::ios::binary};
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (!in)
+    throw std::runtime_error("cannot read tests/fixtures/rar/" + name);
+  return bytes.str();
+}
+
+TEST(archive_unpacker, rar_4_and_5_keep_their_files_and_skip_links_and_directories) {
+  auto rar4 = rar_fixture("rar4_basic.rar");
+  auto type = detect_container_type(rar4);
+  ASSERT_TRUE(type);
+  EXPECT_EQ(type->kind, container_kind::rar);
+  EXPECT_EQ(type->mime, "application/vnd.rar");
+  EXPECT_EQ(container_type_of_mime("application/vnd.rar")->ext, "rar");
+  auto r = unpack(rar4);
+  ASSERT_TRUE(r) << r.error().describe();
+  ASSERT_EQ(r->members.size(), 2u);
+  EXPECT_EQ(r->members[0].name, "test.txt");
+  EXPECT_EQ(r->members[0].bytes, "test text document\r\n");
+  EXPECT_EQ(r->members[1].name, "testdir/test.txt");
+  EXPECT_EQ(r->members[1].bytes, "test text document\r\n");
+  EXPECT_TRUE(r->problems.empty());
+  // The link and the two directories count against the members.
+  unpack_limits four;
+  four.max_members = 4;
+  auto over = unpack(rar4, four);
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.error().code, "container.too_many_members");
+
+  for (const auto* name : {"rar5_multiple_files.rar", "rar5_compressed.rar"}) {
+    auto rar5 = rar_fixture(name);
+    ASSERT_EQ(detect_container_type(rar5)->kind, container_kind::rar) << name;
+    auto r5 = unpack(rar5);
+    ASSERT_TRUE(r5) << name << ": " << r5.error().describe();
+    ASSERT_FALSE(r5->members.empty()) << name;
+    for (const auto& m : r5->members) {
+      EXPECT_TRUE(m.name.ends_with(".bin")) << m.name;
+      EXPECT_FALSE(m.bytes.empty()) << m.name;
+    }
+    EXPECT_TRUE(r5->problems.empty()) << name;
+  }
+  EXPECT_EQ(unpack(rar_fixture("rar5_multiple_files.rar"))->members.size(), 4u);
+}
+
+TEST(archive_unpacker, an_encrypted_or_damaged_rar_is_refused) {
+  auto encrypted = unpack(rar_fixture("rar4_encrypted_data.rar"));
+  ASSERT_FALSE(encrypted);
+  EXPECT_EQ(encrypted.error().code, "container.encrypted") << encrypted.error().describe();
+
+  // Cut short: what was read is kept and the loss is reported.
+  auto rar4 = rar_fixture("rar4_basic.rar");
+  auto half = unpack(rar4.substr(0, rar4.size() / 2));
+  ASSERT_TRUE(half) << half.error().describe();
+  ASSERT_EQ(half->members.size(), 1u);
+  EXPECT_EQ(half->problems.size(), 1u);
+  auto rar5 = rar_fixture("rar5_compressed.rar");
+  auto cut = unpack(rar5.substr(0, rar5.size() - 10));
+  ASSERT_TRUE(cut) << cut.error().describe();
+  ASSERT_EQ(cut->problems.size(), 1u);
+  EXPECT_NE(cut->problems[0].find("Truncated"), std::string::npos) << cut->problems[0];
+  // Nothing readable after the signature: corrupt, not an empty archive.
+  auto junk = unpack(std::string{"Rar!\x1a\x07\x00", 7} + std::string(40, '\x7f'));
+  ASSERT_FALSE(junk);
+  EXPECT_EQ(junk.error().code, "container.corrupt") << junk.error().describe();
+  // "Rar!" alone, or another version byte, is not a RAR archive.
+  EXPECT_FALSE(detect_container_type("Rar!"));
+  EXPECT_FALSE(detect_container_type(std::string{"Rar!\x1a\x07\x02\x00", 8} + "rest"));
 }
 
 TEST(archive_unpacker, a_damaged_header_is_a_corrupt_tail_not_an_unsafe_name) {
