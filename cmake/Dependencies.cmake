@@ -18,10 +18,12 @@ pkg_check_modules(Poppler REQUIRED IMPORTED_TARGET poppler-cpp)
 pkg_check_modules(CPP_HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 # The HTTP server of the intake, admin and review endpoints (cpp-httplib stays for test clients).
 pkg_check_modules(MHD REQUIRED IMPORTED_TARGET libmicrohttpd)
-# Containers: archives through libarchive, e-mails through GMime.
+# Containers: archives through libarchive, e-mails through GMime, Outlook files through libgsf
+# (.msg) and libpst (.pst, .ost).
 find_package(LibArchive REQUIRED)
 pkg_check_modules(GMime REQUIRED IMPORTED_TARGET gmime-3.0)
 pkg_check_modules(GSF REQUIRED IMPORTED_TARGET libgsf-1)
+pkg_check_modules(PST REQUIRED IMPORTED_TARGET libpst)
 # The decoder helpers' seccomp filter (libseccomp-dev).
 pkg_check_modules(Seccomp REQUIRED IMPORTED_TARGET libseccomp)
 

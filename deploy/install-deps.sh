@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs everything ingestd's build, daemon and tests need: Debian 12 packages, and the
-# SQS/S3 emulator (npm package fauxqs) under deploy/emulators/. Safe to run again: it installs
-# only what is missing and prints nothing when nothing is.
+# Installs everything ingestd's build, daemon and tests need: Debian 12 packages, the SQS/S3
+# emulator (npm package fauxqs) under deploy/emulators/, and the npm packages of the offline checks
+# and of the test files. Safe to run again: it installs only what is missing and prints nothing
+# when nothing is.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
@@ -12,7 +13,7 @@ packages=(
   libtesseract-dev tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu
   tesseract-ocr-fra tesseract-ocr-nld tesseract-ocr-spa tesseract-ocr-ita tesseract-ocr-pol
   libpoppler-cpp-dev poppler-utils libgtest-dev libgmock-dev
-  libarchive-dev libgmime-3.0-dev libgsf-1-dev libseccomp-dev
+  libarchive-dev libgmime-3.0-dev libgsf-1-dev libpst-dev libseccomp-dev
   python3 python3-boto3 libcpp-httplib-dev libmicrohttpd-dev zlib1g-dev prometheus
   clang-tidy clang-format cppcheck clang-14 libclang-rt-14-dev
 )
@@ -46,6 +47,14 @@ fi
 if [[ ! -x "$here/emulators/node_modules/.bin/fauxqs" ]]; then
   echo "install-deps: installing the fauxqs emulator under deploy/emulators/"
   (cd "$here/emulators" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi
+
+# Outlook data files for the tests (no Debian tool writes a .pst): pst-extractor's example data,
+# pinned likewise.
+if [[ ! -d "$here/../tests/fixtures/outlook/node_modules/pst-extractor/example/testdata" ]]; then
+  echo "install-deps: installing the Outlook test files under tests/fixtures/outlook/"
+  (cd "$here/../tests/fixtures/outlook" \
+     && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
 fi
 
 # The offline Kubernetes schema check of deploy/kubernetes (kubernetes-models), pinned likewise.

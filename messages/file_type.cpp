@@ -30,7 +30,7 @@ constexpr file_type of(file_kind k) {
   return all_types[static_cast<size_t>(k)];
 }
 
-constexpr std::array<container_type, 8> all_containers{{
+constexpr std::array<container_type, 9> all_containers{{
     {container_kind::zip, "application/zip", "zip"},
     {container_kind::tar, "application/x-tar", "tar"},
     {container_kind::tar_gz, "application/gzip", "tar.gz"},
@@ -39,6 +39,7 @@ constexpr std::array<container_type, 8> all_containers{{
     {container_kind::seven_zip, "application/x-7z-compressed", "7z"},
     {container_kind::msg, "application/vnd.ms-outlook", "msg"},
     {container_kind::rar, "application/vnd.rar", "rar"},
+    {container_kind::pst, "application/vnd.ms-outlook-pst", "pst"},
 }};
 
 constexpr container_type of(container_kind k) {
@@ -205,6 +206,18 @@ std::optional<container_type> detect_container_type(std::string_view b) {
   if (starts(std::string_view{"Rar!\x1a\x07\x00", 7})
       || starts(std::string_view{"Rar!\x1a\x07\x01\x00", 8}))
     return of(container_kind::rar);
+  if (starts("!BDN") && b.size() >= 512 && (b.substr(8, 2) == "SM" || b.substr(8, 2) == "SO")) {
+    switch (static_cast<unsigned char>(b[10])) {
+    case 0x0E:
+    case 0x0F:
+    case 0x15:
+    case 0x17:
+    case 0x24:
+      return of(container_kind::pst);
+    default:
+      return std::nullopt;
+    }
+  }
   if (starts(std::string_view{"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", 8})) {
     // Directory entry names are UTF-16LE.
     static const std::string properties = [] {

@@ -43,15 +43,15 @@ std::optional<file_type> detect_file_type(std::string_view bytes);
 std::optional<file_type> file_type_of_mime(std::string_view mime);
 
 /// Containers: files the unpack stage takes apart into child documents.
-enum class container_kind : uint8_t { zip, tar, tar_gz, eml, mbox, seven_zip, msg, rar };
+enum class container_kind : uint8_t { zip, tar, tar_gz, eml, mbox, seven_zip, msg, rar, pst };
 
 struct container_type {
   container_kind kind = container_kind::zip;
   /// "application/zip", "application/x-tar", "application/gzip", "message/rfc822",
   /// "application/mbox", "application/x-7z-compressed", "application/vnd.ms-outlook",
-  /// "application/vnd.rar".
+  /// "application/vnd.rar", "application/vnd.ms-outlook-pst".
   std::string_view mime;
-  /// "zip", "tar", "tar.gz", "eml", "mbox", "7z", "msg", "rar".
+  /// "zip", "tar", "tar.gz", "eml", "mbox", "7z", "msg", "rar", "pst".
   std::string_view ext;
 };
 
@@ -61,9 +61,10 @@ struct container_type {
 /// "Rar!" 1A 07 and the version byte of RAR 1.5-4 (00) or RAR 5 (01 00), an Outlook
 /// message (.msg) by the OLE2 compound file's D0 CF 11 E0 A1 B1 1A E1 and, anywhere in it, the
 /// name of a message's property stream "__properties_version1.0" (a .doc or .xls has the first
-/// and not the second), an mbox by a leading "From " line, an e-mail by a first line that is an
-/// RFC 822 header field and a From:, To:, Subject:, Date:, Message-ID: or MIME-Version: header
-/// within the first 4 KiB. nullopt for anything else.
+/// and not the second), an Outlook data file (.pst or .ost) by "!BDN", the client's "SM" or "SO"
+/// and an index type libpst reads (ANSI, Unicode, 4 KiB pages), an mbox by a leading "From " line,
+/// an e-mail by a first line that is an RFC 822 header field and a From:, To:, Subject:, Date:,
+/// Message-ID: or MIME-Version: header within the first 4 KiB. nullopt for anything else.
 std::optional<container_type> detect_container_type(std::string_view bytes);
 
 /// The container type a MIME type names; nullopt for any other.

@@ -26,8 +26,11 @@ const unpacker& unpacker_for(container_kind kind) {
   static const archive_unpacker archives;
   static const mime_unpacker mail;
   static const msg_unpacker outlook;
+  static const pst_unpacker outlook_files;
   if (kind == container_kind::msg)
     return outlook;
+  if (kind == container_kind::pst)
+    return outlook_files;
   if (is_mail(kind))
     return mail;
   return archives;

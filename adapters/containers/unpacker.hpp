@@ -95,12 +95,22 @@ public:
                           const unpack_limits& limits) const override;
 };
 
-/// The reader of `kind`: archives, e-mails and mboxes, Outlook messages.
+/// An Outlook data file (.pst or .ost) through libpst: each message an .eml member, named by its
+/// folders ("Inbox/message-3.eml").
+class pst_unpacker final : public unpacker {
+public:
+  pst_unpacker();
+  result<unpacked> unpack(std::string_view bytes, container_kind kind,
+                          const unpack_limits& limits) const override;
+};
+
+/// The reader of `kind`: archives, e-mails and mboxes, Outlook messages and data files.
 const unpacker& unpacker_for(container_kind kind);
 
 /// Whether `kind` is a mail container (its members are attachments, not paths).
 constexpr bool is_mail(container_kind kind) {
-  return kind == container_kind::eml || kind == container_kind::mbox || kind == container_kind::msg;
+  return kind == container_kind::eml || kind == container_kind::mbox || kind == container_kind::msg
+         || kind == container_kind::pst;
 }
 
 /// The unpack stage's port: one container at a time on the CPU pool.

@@ -138,6 +138,14 @@ result<helper_settings> parse_helper_arguments(int argc, char** argv, int first)
   return s;
 }
 
+namespace {
+bool retire_requested = false;
+} // namespace
+
+void retire_after_this_request() {
+  retire_requested = true;
+}
+
 int helper_main(const helper_settings& settings, const handler_table& table) {
   // A failed allocation anywhere in C++ code ends the helper with a code the pool reads; so
   // does a library's own out-of-memory hook (the handlers' warm_up installs them).
@@ -205,7 +213,7 @@ int helper_main(const helper_settings& settings, const handler_table& table) {
         }
       }
     }
-    a.retiring = cpu_seconds_used() >= settings.retire_cpu_seconds;
+    a.retiring = retire_requested || cpu_seconds_used() >= settings.retire_cpu_seconds;
     if (!send(a, settings.max_frame_bytes))
       return 0;
     if (a.retiring)

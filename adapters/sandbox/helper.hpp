@@ -79,6 +79,10 @@ struct handler_table {
 /// retired).
 int helper_main(const helper_settings& settings, const handler_table& table);
 
+/// Called by a handler whose library may leave memory behind (libpst): the helper retires after
+/// this request's answer, and a fresh one serves the next.
+void retire_after_this_request();
+
 /// Marks the process as out of memory and ends it (exit_out_of_memory): what a failed
 /// allocation calls, from operator new's handler or a library's error hook.
 [[noreturn]] void out_of_memory_exit();

@@ -431,7 +431,7 @@ result<unpack_params> decode_unpack_params(std::string_view in) {
   wire_reader r{in};
   unpack_params x;
   auto kind = r.u8();
-  if (kind > static_cast<uint8_t>(container_kind::rar))
+  if (kind > static_cast<uint8_t>(container_kind::pst))
     r.fail();
   x.kind = static_cast<container_kind>(kind);
   x.limits.max_total_bytes = r.u64();

@@ -182,6 +182,59 @@ TEST(e2e_daemon_containers, an_outlook_message_becomes_its_attachments_and_keeps
             1);
 }
 
+TEST(e2e_daemon_containers, an_outlook_data_file_becomes_its_messages_and_their_attachments) {
+  // An Outlook.com offline cache (.ost, 4 KiB pages; tests/fixtures/outlook/): two messages, one
+  // with a PDF, one with eleven PNG images, besides contacts and calendar items.
+  auto ost = source_dir() + "/tests/fixtures/outlook/node_modules/pst-extractor/example/testdata/"
+             + "pstextractortestpdf@outlook.com.ost";
+  ASSERT_TRUE(std::filesystem::exists(ost)) << ost << ": run deploy/install-deps.sh";
+  e2e_setup s;
+  auto in = s.root() + "/in";
+  std::filesystem::create_directories(in);
+  std::filesystem::copy_file(ost, in + "/mailbox.ost");
+  std::map<std::string, std::string> extra{{"INGESTD_STAGES__ENABLED", "ingest,unpack"}};
+  auto env = s.daemon_env();
+  env.insert(extra.begin(), extra.end());
+  {
+    daemon_process submit{env, s.root() + "/submit.log", {"submit", in + "/mailbox.ost"}};
+    ASSERT_EQ(submit.wait_exit(60s), 0) << submit.log_tail();
+  }
+  auto d = s.start(extra);
+  // The data file, its two messages and their twelve attachments.
+  ASSERT_TRUE(wait_until(
+      [&] { return s.count("SELECT count(*) FROM ingestion WHERE status <> 'in-progress'") == 15; },
+      180s))
+      << s.logs();
+  EXPECT_EQ(s.count("SELECT count(*) FROM ingestion"), 15);
+  EXPECT_EQ(s.db().scalar("SELECT mime_type FROM document WHERE parent_id IS NULL"),
+            "application/vnd.ms-outlook-pst");
+  EXPECT_EQ(s.db().scalar("SELECT string_agg(d.member_name, ' ' ORDER BY d.member_name) FROM "
+                          "document d JOIN document p ON p.id = d.parent_id "
+                          "WHERE p.parent_id IS NULL"),
+            "Inbox/message-1.eml Inbox/message-2.eml");
+  EXPECT_EQ(s.count("SELECT count(*) FROM work_item WHERE stage = 'unpack' AND status = "
+                    "'completed'"),
+            3);
+  // The PDF came out whole, through the message it was attached to, and was read (a manual, not
+  // an invoice: for review, like the images).
+  EXPECT_EQ(s.db().scalar("SELECT p.member_name FROM document d JOIN document p ON p.id = "
+                          "d.parent_id WHERE d.member_name = 'Clinometer Usage.pdf'"),
+            "Inbox/message-1.eml");
+  EXPECT_NE(s.db()
+                .scalar("SELECT string_agg(e.detail, ' ') FROM ingestion_event e JOIN ingestion i "
+                        "ON i.id = e.ingestion_id JOIN document d ON d.id = i.document_id WHERE "
+                        "d.member_name = 'Clinometer Usage.pdf' AND e.step = 'transcribe' AND "
+                        "e.outcome = 'ok'")
+                .find("native text"),
+            std::string::npos)
+      << s.logs();
+  EXPECT_EQ(s.count("SELECT count(*) FROM document WHERE mime_type = 'image/png'"), 11);
+  EXPECT_NE(s.db()
+                .scalar("SELECT body_text FROM document WHERE member_name = 'Inbox/message-2.eml'")
+                .find("Outlook"),
+            std::string::npos);
+}
+
 TEST(e2e_daemon_containers, a_zip_bomb_and_a_traversal_fail_for_review_and_leave_no_child_behind) {
   e2e_setup s;
   std::map<std::string, std::string> extra{{"INGESTD_STAGES__ENABLED", "ingest,unpack"}};

@@ -456,6 +456,33 @@ TEST_F(HelperPool, AContainerIsUnpackedInAHelperAsInProcess) {
   EXPECT_EQ(helped->body_text, local->body_text);
 }
 
+TEST_F(HelperPool, AnOutlookDataFileIsUnpackedInAHelperThatRetiresAfterIt) {
+  auto ost = read_file(source_dir()
+                       + "/tests/fixtures/outlook/node_modules/pst-extractor/"
+                         "example/testdata/pstextractortestpdf@outlook.com.ost");
+  ASSERT_FALSE(ost.empty()) << "run deploy/install-deps.sh for tests/fixtures/outlook/";
+  helper_pool pool{test_pool_options(1)};
+  unpack_limits limits;
+  limits.max_total_bytes = uint64_t{64} << 20;
+  auto helped = unpack(pool, ost, container_kind::pst, limits, clock_type::now() + 60s);
+  ASSERT_TRUE(helped) << helped.error().describe();
+  auto local = pst_unpacker{}.unpack(ost, container_kind::pst, limits);
+  ASSERT_TRUE(local) << local.error().describe();
+  ASSERT_EQ(helped->members.size(), 2u);
+  EXPECT_EQ(helped->members[0].name, local->members[0].name);
+  EXPECT_EQ(helped->members[1].bytes.size(), local->members[1].bytes.size());
+  EXPECT_EQ(helped->problems, local->problems);
+  // libpst leaves memory behind on an .ost: that helper retired, a fresh one takes the next.
+  EXPECT_EQ(pool.stats().retired, 1u);
+  auto next = unpack(pool, helped->members[0].bytes, container_kind::eml, limits,
+                     clock_type::now() + 60s);
+  ASSERT_TRUE(next) << next.error().describe();
+  ASSERT_EQ(next->members.size(), 1u);
+  EXPECT_EQ(next->members[0].name, "Clinometer Usage.pdf");
+  EXPECT_EQ(pool.stats().started, 2u);
+  EXPECT_EQ(pool.stats().crashed, 0u);
+}
+
 TEST_F(HelperPool, APdfPageRendersInAHelperAsInProcess) {
   helper_pool pool{test_pool_options(1)};
   auto pdf = corpus("inv01_en_classic.pdf");
