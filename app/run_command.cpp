@@ -272,10 +272,11 @@ int run_command(const arguments& args) {
     // A pass that runs when the node stops ends after the item in hand (the node waits for it).
     std::vector<std::function<void()>> stop_background;
     if (!boxes->empty()) {
+      // Between passes, IMAP IDLE where the servers have it; the interval bounds each wait.
+      auto interval = std::chrono::seconds{cfg->acquisition.poll_interval_seconds};
       auto mail = std::make_shared<mailbox_intake>(intake, std::move(*boxes),
-                                                   cfg->acquisition.batch_size);
-      background.push_back({"mailboxes", [mail] { return mail->pass(); },
-                            std::chrono::seconds{cfg->acquisition.poll_interval_seconds}});
+                                                   cfg->acquisition.batch_size, interval);
+      background.push_back({"mailboxes", [mail] { return mail->pass(); }, interval});
       stop_background.emplace_back([mail] { mail->stop(); });
     }
     // Buckets: their notification queues read every poll interval, on another.

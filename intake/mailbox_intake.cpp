@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "adapters/support/log.hpp"
 #include "intake/intake_service.hpp"
@@ -76,20 +80,70 @@ std::string message_id_of(std::string_view message) {
 }
 
 mailbox_intake::mailbox_intake(std::shared_ptr<intake_service> intake, std::vector<mailbox> boxes,
-                               int batch_size)
-    : intake_(std::move(intake)), batch_(std::max(batch_size, 1)) {
+                               int batch_size, std::chrono::milliseconds idle_wait)
+    : intake_(std::move(intake)), batch_(std::max(batch_size, 1)), idle_wait_(idle_wait),
+      wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
   for (auto& b : boxes) {
     b.imap.max_message_bytes = std::min(b.imap.max_message_bytes, intake_->options().max_bytes);
     readers_.push_back(std::make_unique<reader>(std::move(b)));
   }
 }
 
-mailbox_intake::~mailbox_intake() = default;
+mailbox_intake::~mailbox_intake() {
+  if (wake_fd_ >= 0)
+    ::close(wake_fd_);
+}
+
+void mailbox_intake::stop() {
+  stopping_ = true;
+  if (wake_fd_ >= 0) {
+    uint64_t one = 1;
+    [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
+  }
+}
 
 result<bool> mailbox_intake::pass() {
   auto r = read();
   log_pass("mailboxes read", r);
-  return r.more;
+  if (r.more || stopping_ || idle_wait_ <= std::chrono::milliseconds::zero())
+    return r.more;
+  return wait_for_mail();
+}
+
+bool mailbox_intake::wait_for_mail() {
+  std::vector<pollfd> fds{{wake_fd_, POLLIN, 0}};
+  bool news = false;
+  for (auto& r : readers_) {
+    auto w = r->imap.idle_begin();
+    if (!w) {
+      log::warn("mailbox IDLE failed: polled instead",
+                {{"mailbox", r->imap.where()}, {"error", w.error().describe()}});
+      continue;
+    }
+    if (w->socket < 0)
+      continue;
+    fds.push_back({w->socket, POLLIN, 0});
+    news = news || w->news;
+  }
+  if (fds.size() == 1)
+    return false; // no server has IDLE: the periodic actor's interval applies
+  auto until = std::chrono::steady_clock::now() + idle_wait_;
+  while (!news && !stopping_) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
+    if (left.count() <= 0)
+      break;
+    int n = ::poll(fds.data(), fds.size(), static_cast<int>(left.count()));
+    if (n > 0)
+      break; // news, or stop()
+    if (n < 0 && errno != EINTR)
+      break;
+  }
+  for (auto& r : readers_)
+    if (auto ended = r->imap.idle_end(); !ended)
+      log::warn("mailbox IDLE failed: polled instead",
+                {{"mailbox", r->imap.where()}, {"error", ended.error().describe()}});
+  return true;
 }
 
 acquisition_report mailbox_intake::read() {

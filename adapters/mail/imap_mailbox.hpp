@@ -1,7 +1,8 @@
 // A folder of a mailbox on an IMAP server over TLS, through libcurl's IMAP: its messages listed by
 // UID, each fetched whole, then moved to another folder once taken in, or flagged when refused so
-// that it is not listed again. Blocking, every call within its deadline; one connection, reused
-// from call to call; one thread at a time.
+// that it is not listed again; and, where the server has it, IMAP IDLE (RFC 2177) on a second
+// connection, so that a reader learns of a new message when it arrives. Blocking, every call
+// within its deadline; connections reused from call to call; one thread at a time.
 #pragma once
 
 #include <chrono>
@@ -57,6 +58,21 @@ public:
   /// Flags it with rejected_keyword: waiting() lists it no more.
   result<void> reject(uint64_t uid);
 
+  struct idle_wait {
+    /// The socket to wait on (readable: the server has news), or -1: the server has no IDLE, the
+    /// caller polls the folder instead.
+    int socket = -1;
+    /// The server said the folder changed already, or the connection is new (it cannot tell what
+    /// came since the caller last looked): no need to wait.
+    bool news = false;
+  };
+  /// Starts IMAP IDLE on the folder (opened read-only), on a connection of its own: libcurl makes
+  /// it (TLS, login), the IDLE exchange is this class's. Ended by idle_end().
+  result<idle_wait> idle_begin();
+  /// Ends IDLE: true when the server said the folder changed since idle_begin() (a message came
+  /// or went). Nothing to do when idle_begin() did not start one.
+  result<bool> idle_end();
+
   /// The folder's URL without credentials, for logs and a document's source.
   const std::string& where() const { return settings_.url; }
 
@@ -68,7 +84,17 @@ private:
   imap_settings settings_;
   struct handle;
   std::unique_ptr<handle> curl_;
+  struct idle_connection;
+  std::unique_ptr<idle_connection> idle_;
 };
+
+/// The folder of an IMAP URL ("Scans In" of imaps://host/Scans%20In), decoded; "INBOX" when the
+/// URL names none.
+std::string imap_folder(const std::string& url);
+
+/// Whether an untagged IMAP answer line says a folder changed ("* 3 EXISTS", "* 2 EXPUNGE",
+/// "* 4 RECENT", "* 5 FETCH (FLAGS ...)").
+bool imap_folder_changed(std::string_view line);
 
 /// The numbers of an untagged "* SEARCH n n ..." answer, ascending.
 std::vector<uint64_t> parse_search(std::string_view answer);

@@ -6,7 +6,9 @@
 // mailbox take each message once; wrong credentials and an unknown certificate are named.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
+#include <future>
 #include <set>
 #include <thread>
 
@@ -15,6 +17,7 @@
 #include "intake/intake_service.hpp"
 #include "intake/mailbox_intake.hpp"
 #include "tests/support/containers/archive_maker.hpp"
+#include "tests/support/daemon/daemon_process.hpp"
 #include "tests/support/environment.hpp"
 #include "tests/support/imap/dovecot_server.hpp"
 #include "tests/support/postgres/pg_fixture.hpp"
@@ -50,8 +53,9 @@ protected:
   }
 
   /// A reader of the server's INBOX with an intake (and so connections) of its own.
-  std::unique_ptr<mailbox_intake> reader(int batch_size = 100, const std::string& password = "",
-                                         const std::string& ca_file = "-") {
+  std::unique_ptr<mailbox_intake>
+  reader(int batch_size = 100, const std::string& password = "", const std::string& ca_file = "-",
+         std::chrono::milliseconds idle_wait = std::chrono::milliseconds::zero()) {
     intake_options opts;
     opts.ingest_queue = queue_name;
     opts.unpack_queue = "ingestd-unpack";
@@ -64,7 +68,8 @@ protected:
     box.imap.password = password.empty() ? server->password() : password;
     box.imap.ca_file = ca_file == "-" ? server->ca_file() : ca_file;
     box.imap.timeout = std::chrono::seconds{20};
-    return std::make_unique<mailbox_intake>(intake, std::vector<mailbox>{box}, batch_size);
+    return std::make_unique<mailbox_intake>(intake, std::vector<mailbox>{box}, batch_size,
+                                            idle_wait);
   }
 
   int64_t count(const std::string& sql) { return std::stoll(db->scalar(sql)); }
@@ -221,6 +226,35 @@ TEST_F(mailbox_test, a_batch_larger_than_a_pass_says_more_is_due) {
   auto second = r->read();
   EXPECT_EQ(second.taken, 1);
   EXPECT_FALSE(second.more);
+}
+
+TEST_F(mailbox_test, with_idle_a_message_is_read_when_it_arrives_and_stop_ends_the_wait) {
+  // Waits of ten minutes: a message gets in only because the server says it came.
+  auto r = reader(100, "", "-", std::chrono::minutes{10});
+  std::atomic<bool> done{false};
+  std::atomic<int> passes{0};
+  auto loop = std::async(std::launch::async, [&] {
+    while (!done) {
+      auto more = r->pass();
+      ++passes;
+      if (!more || !*more)
+        return false; // the server would have been polled: no IDLE
+    }
+    return true;
+  });
+  // The first pass found nothing and returned at once (its IDLE connection was new); the next
+  // waits in IDLE. Whenever the message comes, the server says so, or the pass reads it.
+  ASSERT_TRUE(test::wait_until([&] { return passes >= 1; }, std::chrono::seconds{60}));
+  server->append("INBOX", mail("idle1@supplier.example", "Invoice", test::pdf_bytes("i1")));
+  ASSERT_TRUE(test::wait_until([&] { return ingestions() == 1; }, std::chrono::seconds{60}));
+  server->append("INBOX", mail("idle2@supplier.example", "Invoice", test::pdf_bytes("i2")));
+  ASSERT_TRUE(test::wait_until([&] { return ingestions() == 2; }, std::chrono::seconds{60}));
+  EXPECT_TRUE(server->search("INBOX").empty());
+  // Stopping ends the wait at once, not after its ten minutes.
+  done = true;
+  r->stop();
+  ASSERT_EQ(loop.wait_for(std::chrono::seconds{60}), std::future_status::ready);
+  EXPECT_TRUE(loop.get());
 }
 
 TEST_F(mailbox_test, wrong_credentials_and_an_unknown_certificate_are_named_and_touch_nothing) {

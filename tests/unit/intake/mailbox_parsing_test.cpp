@@ -1,6 +1,6 @@
 // What mailbox intake reads from a server and a message, without a server: the UIDs of a SEARCH
-// answer, a folder name quoted for a command, and a message's Message-ID (folded, without
-// brackets, only from the header).
+// answer, a folder name quoted for a command and taken from a URL, the IDLE lines that say a
+// folder changed, and a message's Message-ID (folded, without brackets, only from the header).
 #include <gtest/gtest.h>
 
 #include "adapters/mail/imap_mailbox.hpp"
@@ -22,6 +22,23 @@ TEST(mailbox_parsing, a_folder_is_quoted_for_a_command) {
   EXPECT_EQ(imap_quoted("Processed"), "\"Processed\"");
   EXPECT_EQ(imap_quoted("A \"b\" \\ c"), "\"A \\\"b\\\" \\\\ c\"");
   EXPECT_EQ(imap_quoted("x\r\nLOGOUT"), "\"xLOGOUT\"") << "no line break reaches the server";
+}
+
+TEST(mailbox_parsing, the_folder_comes_from_the_url_decoded) {
+  EXPECT_EQ(imap_folder("imaps://mail.example:993/INBOX"), "INBOX");
+  EXPECT_EQ(imap_folder("imap://mail.example/Scans%20In"), "Scans In");
+  EXPECT_EQ(imap_folder("imaps://mail.example/Invoices/2026;UIDVALIDITY=7"), "Invoices/2026");
+  EXPECT_EQ(imap_folder("imaps://mail.example/"), "INBOX");
+  EXPECT_EQ(imap_folder("imaps://mail.example"), "INBOX");
+}
+
+TEST(mailbox_parsing, idle_news_is_a_message_that_came_went_or_changed) {
+  for (const auto* line :
+       {"* 3 EXISTS", "* 12 EXPUNGE", "* 4 RECENT", "* 5 FETCH (FLAGS (\\Seen))"})
+    EXPECT_TRUE(imap_folder_changed(line)) << line;
+  for (const auto* line : {"* OK Still here", "+ idling", "i3 OK Idle completed", "* EXISTS",
+                           "* 3 EXISTSX", "* x3 EXISTS", "* 3", "", "* BYE shutting down"})
+    EXPECT_FALSE(imap_folder_changed(line)) << line;
 }
 
 TEST(mailbox_parsing, the_message_id_comes_from_the_header_only) {
