@@ -160,6 +160,21 @@ size_t on_data(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
+/// What both connections set: the URL, the login, TLS required and checked, the deadlines.
+void connection_options(CURL* c, const imap_settings& s, const std::string& url, char* detail) {
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c, CURLOPT_USERNAME, s.user.c_str());
+  curl_easy_setopt(c, CURLOPT_PASSWORD, s.password.c_str());
+  curl_easy_setopt(c, CURLOPT_USE_SSL, static_cast<long>(CURLUSESSL_ALL));
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "imap,imaps");
+  if (!s.ca_file.empty())
+    curl_easy_setopt(c, CURLOPT_CAINFO, s.ca_file.c_str());
+  auto ms = static_cast<long>(s.timeout.count());
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, ms);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, detail);
+}
+
 /// The server's root URL (scheme, host and port) of a folder's URL.
 std::string server_root(const std::string& url) {
   auto scheme = url.find("://");
@@ -294,18 +309,7 @@ result<imap_mailbox::idle_wait> imap_mailbox::idle_begin() {
     if (c.easy == nullptr)
       return error::make_transient("mailbox.unavailable", "libcurl could not make a handle");
     char detail[CURL_ERROR_SIZE] = {};
-    auto root = server_root(settings_.url);
-    curl_easy_setopt(c.easy, CURLOPT_URL, root.c_str());
-    curl_easy_setopt(c.easy, CURLOPT_USERNAME, settings_.user.c_str());
-    curl_easy_setopt(c.easy, CURLOPT_PASSWORD, settings_.password.c_str());
-    curl_easy_setopt(c.easy, CURLOPT_USE_SSL, static_cast<long>(CURLUSESSL_ALL));
-    curl_easy_setopt(c.easy, CURLOPT_PROTOCOLS_STR, "imap,imaps");
-    if (!settings_.ca_file.empty())
-      curl_easy_setopt(c.easy, CURLOPT_CAINFO, settings_.ca_file.c_str());
-    auto ms = static_cast<long>(settings_.timeout.count());
-    curl_easy_setopt(c.easy, CURLOPT_CONNECTTIMEOUT_MS, ms);
-    curl_easy_setopt(c.easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c.easy, CURLOPT_ERRORBUFFER, detail);
+    connection_options(c.easy, settings_, server_root(settings_.url), detail);
     curl_easy_setopt(c.easy, CURLOPT_CONNECT_ONLY, 1L);
     if (auto code = curl_easy_perform(c.easy); code != CURLE_OK)
       return fail(failure(code, detail, settings_.url, false, 0));
@@ -377,18 +381,8 @@ result<imap_mailbox::answer> imap_mailbox::run(const std::string& url, const std
   sink s{&a.body, max_bytes};
   char detail[CURL_ERROR_SIZE] = {};
   curl_easy_reset(c);
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_USERNAME, settings_.user.c_str());
-  curl_easy_setopt(c, CURLOPT_PASSWORD, settings_.password.c_str());
-  curl_easy_setopt(c, CURLOPT_USE_SSL, static_cast<long>(CURLUSESSL_ALL));
-  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "imap,imaps");
-  if (!settings_.ca_file.empty())
-    curl_easy_setopt(c, CURLOPT_CAINFO, settings_.ca_file.c_str());
-  auto ms = static_cast<long>(settings_.timeout.count());
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, ms);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, ms);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, detail);
+  connection_options(c, settings_, url, detail);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(settings_.timeout.count()));
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
   if (!command.empty())
