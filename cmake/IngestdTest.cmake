@@ -7,9 +7,11 @@
 # GoogleTest executables link gtest_main; CAF-DSL executables define their own main through
 # caf/test/unit_test_impl.hpp. The two kinds never share an executable.
 #
-# SUITES (gtest only): one executable for several test files, compiled and linked once, and one
-# CTest entry per GoogleTest suite, named after it (`ctest -R e2e_daemon_crash` runs that suite's
-# process alone). An entry whose filter selects no test fails, so a renamed suite is noticed.
+# SUITES: one executable for several test files, compiled and linked once, and one CTest entry
+# per suite: a GoogleTest suite's entry is named after it (`ctest -R e2e_daemon_crash` runs that
+# suite's process alone), a CAF suite's NAME_suite (`actors_ingest_job`, the runner's
+# `-s ingest_job`; no suite's name may be part of another's). An
+# entry whose filter selects no test fails, so a renamed suite is noticed.
 # Per-entry properties (another TIMEOUT, RUN_SERIAL) are set on the suite's name afterwards.
 #
 # Each label also names a target that builds its executables (ingestd_tests_unit,
@@ -47,10 +49,24 @@ function(ingestd_add_test)
   else()
     message(FATAL_ERROR "ingestd_add_test(${T_NAME}): unknown KIND ${T_KIND}")
   endif()
-  if(T_SUITES)
-    if(NOT T_KIND STREQUAL "gtest")
-      message(FATAL_ERROR "ingestd_add_test(${T_NAME}): SUITES needs KIND gtest")
-    endif()
+  if(T_SUITES AND T_KIND STREQUAL "caf")
+    set(entries)
+    foreach(suite IN LISTS T_SUITES)
+      # CAF's runner takes `-s` as a regular expression (GCC) or an exact name (clang's build):
+      # a name that is no part of another's selects its suite alone in both.
+      foreach(other IN LISTS T_SUITES)
+        string(FIND "${other}" "${suite}" at)
+        if(NOT other STREQUAL suite AND at GREATER -1)
+          message(FATAL_ERROR "ingestd_add_test(${T_NAME}): suite ${suite} is part of ${other}")
+        endif()
+      endforeach()
+      add_test(NAME ${T_NAME}_${suite} COMMAND ${T_NAME} -s ${suite})
+      # CAF's summary counts the suites it ran ("suites:  0", colours aside).
+      set_tests_properties(${T_NAME}_${suite} PROPERTIES
+        FAIL_REGULAR_EXPRESSION "suites: +(.\\[[0-9;]*m)?0[^0-9]")
+      list(APPEND entries ${T_NAME}_${suite})
+    endforeach()
+  elseif(T_SUITES)
     set(entries)
     foreach(suite IN LISTS T_SUITES)
       # Plain and typed/parameterized suites (Prefix/suite.case).

@@ -4,7 +4,7 @@
 // lifetime and idle drains of a node built by start_node. A move's message is written by the
 // database (the fake work repository records it and the queue it goes to); no job sends it.
 #define CAF_SUITE classes
-#include "caf/test/unit_test_impl.hpp"
+#include "caf/test/dsl.hpp"
 
 #include "actors/node.hpp"
 #include "actors/poller.hpp"

@@ -3,7 +3,7 @@
 // and is answered when the pool stops; its backlog and its items' run time reach the node's
 // admission.
 #define CAF_SUITE cpu_pool
-#include "caf/test/unit_test_impl.hpp"
+#include "caf/test/dsl.hpp"
 
 #include <memory>
 #include <stdexcept>

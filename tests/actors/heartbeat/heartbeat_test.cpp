@@ -3,7 +3,7 @@
 // requests asked for the stages whose work can be cancelled; the deadline of each batch call (a
 // lost answer counts as a failed call, a late one is dropped).
 #define CAF_SUITE heartbeat
-#include "caf/test/unit_test_impl.hpp"
+#include "caf/test/dsl.hpp"
 
 #include <algorithm>
 

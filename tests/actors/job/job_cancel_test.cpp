@@ -2,7 +2,7 @@
 // every step the job stops at the step's boundary, records `cancelled` with its fenced token and
 // its audit trail in the same call, and deletes the message; nothing after the step runs.
 #define CAF_SUITE job_cancel
-#include "caf/test/unit_test_impl.hpp"
+#include "caf/test/dsl.hpp"
 
 #include "adapters/storage/object_store.hpp"
 #include "tests/actors/support/actor_fixture.hpp"

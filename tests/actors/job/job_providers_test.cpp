@@ -12,7 +12,7 @@
 // - learning from corrections (review.learn): what reviewers taught about the supplier corrects
 //   the extraction before the gate, and the audit trail says what and from how many reviews.
 #define CAF_SUITE job_providers
-#include "caf/test/unit_test_impl.hpp"
+#include "caf/test/dsl.hpp"
 
 #include "adapters/extraction/calibration.hpp"
 #include "adapters/extraction/supplier_knowledge.hpp"

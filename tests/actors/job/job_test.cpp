@@ -1,8 +1,8 @@
 // Every path of the job actor with the ingest stage's steps, on the deterministic scheduler with
 // the port fakes: the claimed-work table (its claim answers, fenced writes, the audit trail written
 // with the state change it travels with) and the ingest stage's own repository.
-#define CAF_SUITE job
-#include "caf/test/unit_test_impl.hpp"
+#define CAF_SUITE ingest_job
+#include "caf/test/dsl.hpp"
 
 #include <set>
 

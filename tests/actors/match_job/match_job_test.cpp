@@ -3,7 +3,7 @@
 // document's work item in the claimed-work table. Its matching status and deliveries are read as
 // the view document_matching shows them.
 #define CAF_SUITE match_job
-#include "caf/test/unit_test_impl.hpp"
+#include "caf/test/dsl.hpp"
 
 #include "adapters/ocr/transcription_json.hpp"
 #include "stages/match/match_stage.hpp"

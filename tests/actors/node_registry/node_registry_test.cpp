@@ -2,7 +2,7 @@
 // registry fake: a refresh per interval with the node's figures and state, the drain request
 // handed to the node's flag, no pile-up behind a slow database, and the prune schedule.
 #define CAF_SUITE node_registry
-#include "caf/test/unit_test_impl.hpp"
+#include "caf/test/dsl.hpp"
 
 #include "actors/node_registry.hpp"
 #include "tests/actors/support/actor_fixture.hpp"

@@ -1,7 +1,7 @@
 // The poller's admission (the stage's and the node's limits, the CPU pool's backlog) and its
 // error back-off, on the deterministic scheduler.
 #define CAF_SUITE poller
-#include "caf/test/unit_test_impl.hpp"
+#include "caf/test/dsl.hpp"
 
 #include "tests/actors/support/poller_fixture.hpp"
 

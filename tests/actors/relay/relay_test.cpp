@@ -1,7 +1,7 @@
 // The relay (actors/relay.cpp) on the deterministic scheduler, with a fake outbox and fake
 // queues: what it sends where (at the row's priority), what it marks, and when it looks again.
 #define CAF_SUITE relay
-#include "caf/test/unit_test_impl.hpp"
+#include "caf/test/dsl.hpp"
 
 #include "actors/relay.hpp"
 #include "tests/actors/support/actor_fixture.hpp"

@@ -1,7 +1,7 @@
 // The shutdown coordinator on the deterministic scheduler: a graceful drain, the grace period, and
 // a second request; and a node built by start_node, drained and stopped through it.
 #define CAF_SUITE shutdown
-#include "caf/test/unit_test_impl.hpp"
+#include "caf/test/dsl.hpp"
 
 #include "actors/node.hpp"
 #include "actors/shutdown.hpp"

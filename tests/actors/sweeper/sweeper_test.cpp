@@ -5,7 +5,7 @@
 // errors retried at the next interval; never two sweeps of a stage at once; no sweep after it
 // stops. The sweeper itself sends nothing through a queue.
 #define CAF_SUITE sweeper
-#include "caf/test/unit_test_impl.hpp"
+#include "caf/test/dsl.hpp"
 
 #include <algorithm>
 

@@ -6,7 +6,7 @@
 // for room; a cancel stops a running unpack (its decoder call, its wait for memory) and no child
 // is added after it.
 #define CAF_SUITE unpack_job
-#include "caf/test/unit_test_impl.hpp"
+#include "caf/test/dsl.hpp"
 
 #include <algorithm>
 #include <atomic>
