@@ -129,6 +129,16 @@ std::string address_list(InternetAddressList* list) {
                          : std::string{};
 }
 
+/// A header's addresses; where none parse (display names only, as Outlook keeps recipients:
+/// "Lee  Dennis; Watson  Kimberly"), its text, decoded.
+std::string addresses(GMimeMessage* message, InternetAddressList* list, const char* header) {
+  auto parsed = address_list(list);
+  if (!parsed.empty())
+    return parsed;
+  const char* raw = g_mime_object_get_header(GMIME_OBJECT(message), header);
+  return raw != nullptr ? take(g_mime_utils_header_decode_text(nullptr, raw)) : std::string{};
+}
+
 } // namespace
 
 mime_unpacker::mime_unpacker() {
@@ -174,8 +184,8 @@ result<unpacked> mime_unpacker::unpack(std::string_view bytes, container_kind ki
   if (auto r = w.walk(g_mime_message_get_mime_part(message.p)); !r)
     return r.error();
   out.body_text = w.body();
-  out.from = address_list(g_mime_message_get_from(message.p));
-  out.to = address_list(g_mime_message_get_to(message.p));
+  out.from = addresses(message.p, g_mime_message_get_from(message.p), "From");
+  out.to = addresses(message.p, g_mime_message_get_to(message.p), "To");
   out.subject = str(g_mime_message_get_subject(message.p));
   out.date = str(g_mime_object_get_header(GMIME_OBJECT(message.p), "Date"));
   return out;

@@ -83,6 +83,7 @@ TEST(pst_unpacker, every_message_becomes_an_email_named_by_its_folders) {
   // Outlook keeps the recipients' display names, not their addresses: kept as they are.
   EXPECT_NE(r->members[0].bytes.find("\nTo: Lindberg  Lorraine; Watson  Kimberly\n"),
             std::string::npos);
+  EXPECT_EQ(mail->to, "Lindberg  Lorraine; Watson  Kimberly");
   ASSERT_EQ(mail->members.size(), 11u);
   EXPECT_EQ(mail->members[0].name, "OBA_RedCedar_27728.doc");
   EXPECT_EQ(mail->members[0].bytes.substr(0, 4), "\xd0\xcf\x11\xe0");

@@ -304,6 +304,15 @@ TEST(mime_unpacker, an_email_keeps_its_body_and_attachments) {
   EXPECT_EQ(r->members[1].name, "note.pdf");
 }
 
+TEST(mime_unpacker, recipients_without_addresses_keep_their_names) {
+  // As Outlook keeps them (and a .pst's messages carry them): display names only, one encoded.
+  auto r = unpack("From: Lee  Dennis\r\nTo: Lindberg  Lorraine; =?utf-8?q?M=C3=BCller_Anna?=\r\n"
+                  "Subject: s\r\nMIME-Version: 1.0\r\nContent-Type: text/plain\r\n\r\nbody\r\n");
+  ASSERT_TRUE(r) << r.error().describe();
+  EXPECT_EQ(r->to, "Lindberg  Lorraine; M\xc3\xbcller Anna");
+  EXPECT_EQ(r->from, "Lee  Dennis");
+}
+
 TEST(mime_unpacker, a_zip_nested_in_an_email_unpacks_in_turn) {
   auto zip = make_archive("zip", {{"inner/a.pdf", pdf_bytes("inner")}});
   auto eml = make_email("nested", "see the zip", {{"docs.zip", zip}});
