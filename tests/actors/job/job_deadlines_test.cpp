@@ -6,22 +6,14 @@
 #include "caf/test/dsl.hpp"
 
 #include "tests/actors/job/job_fixture.hpp"
+#include "tests/actors/support/manual_cpu.hpp"
 
 using namespace ingestd;
 using namespace std::chrono_literals;
 
 namespace {
 
-/// A CPU pool the test drives: what is submitted waits until the test runs or expires it.
-struct manual_cpu final : cpu_executor {
-  std::vector<cpu_job> jobs;
-  void submit(cpu_job job) override { jobs.push_back(std::move(job)); }
-  cpu_job next() {
-    auto job = std::move(jobs.front());
-    jobs.erase(jobs.begin());
-    return job;
-  }
-};
+using test::manual_cpu;
 
 /// A stage that stores nothing of its own: one step (a read of `key`), then job.complete() with
 /// the next stage's work.

@@ -8,6 +8,7 @@
 #include "adapters/ocr/transcription_json.hpp"
 #include "stages/match/match_stage.hpp"
 #include "tests/actors/support/actor_fixture.hpp"
+#include "tests/actors/support/manual_cpu.hpp"
 #include "tests/support/fakes/stage_fakes.hpp"
 
 using namespace ingestd;
@@ -28,16 +29,7 @@ struct matching_view {
   std::string error;
 };
 
-/// A CPU pool the test drives: what is submitted waits until the test runs or expires it.
-struct manual_cpu final : cpu_executor {
-  std::vector<cpu_job> jobs;
-  void submit(cpu_job job) override { jobs.push_back(std::move(job)); }
-  cpu_job next() {
-    auto job = std::move(jobs.front());
-    jobs.erase(jobs.begin());
-    return job;
-  }
-};
+using test::manual_cpu;
 
 struct fixture : test::actor_fixture {
   std::shared_ptr<test::fake_queue> match_queue = std::make_shared<test::fake_queue>();
