@@ -36,13 +36,6 @@ using clock_type = std::chrono::steady_clock;
 /// The lease the nodes run with.
 constexpr auto lease = chaos_lease;
 
-struct node {
-  std::string id;
-  std::unique_ptr<daemon_process> proc;
-  /// Set while SIGSTOPped: when to send SIGCONT.
-  std::optional<clock_type::time_point> resume_at;
-};
-
 class chaos_sqs_test : public fauxqs_test {
 protected:
   void SetUp() override {
@@ -67,14 +60,14 @@ protected:
 
   void start_nodes(int n) {
     for (int i = 0; i < n; ++i) {
-      nodes_.push_back(node{"chaos-sqs-" + std::to_string(i + 1), nullptr, std::nullopt});
+      nodes_.push_back(chaos_node{"chaos-sqs-" + std::to_string(i + 1), nullptr, std::nullopt});
       start(nodes_.back());
     }
   }
 
   // Faults hit documents again and again by design: the poison bound is set out of reach (it
   // has tests of its own).
-  void start(node& n) {
+  void start(chaos_node& n) {
     n.proc = s_->start({{"INGESTD_WORKER__ID", n.id},
                         {"INGESTD_WORKER__MAX_RETRY_ATTEMPTS", "100"},
                         {"INGESTD_QUEUE__BACKEND", "sqs"},
@@ -122,23 +115,14 @@ protected:
 
   /// Ends every fault: stopped nodes resumed, dead ones started again.
   void heal() {
-    while (std::any_of(nodes_.begin(), nodes_.end(), [](const node& n) { return n.resume_at; }))
+    while (
+        std::any_of(nodes_.begin(), nodes_.end(), [](const chaos_node& n) { return n.resume_at; }))
       wait(200ms);
     for (auto& n : nodes_)
       if (!n.proc->running()) {
         log("start " + n.id + " again (it had exited)");
         start(n);
       }
-  }
-
-  void stop_all() {
-    for (auto& n : nodes_)
-      n.proc->signal(SIGTERM);
-    for (auto& n : nodes_) {
-      auto rc = n.proc->wait_exit(120s);
-      ASSERT_TRUE(rc.has_value()) << n.id << " did not stop\n" << n.proc->log_tail();
-      EXPECT_EQ(*rc, 0) << n.id << "\n" << n.proc->log_tail();
-    }
   }
 
   bool queue_empty() { return queue_empty(*q_); }
@@ -156,8 +140,8 @@ protected:
     std::fflush(stdout);
   }
 
-  node* running_node() {
-    std::vector<node*> up;
+  chaos_node* running_node() {
+    std::vector<chaos_node*> up;
     for (auto& n : nodes_)
       if (!n.resume_at && n.proc->running())
         up.push_back(&n);
@@ -194,7 +178,7 @@ protected:
   std::string match_url_;
   std::string unpack_url_;
   std::mt19937 rng_;
-  std::vector<node> nodes_;
+  std::vector<chaos_node> nodes_;
   int64_t total_ = 0;
   std::string journal_;
 };
@@ -245,7 +229,7 @@ TEST_F(chaos_sqs_test, three_nodes_under_kills_and_stops_complete_every_document
   ASSERT_TRUE(wait_until([&] { return queue_empty(*match_q_); }, 60s, 500ms))
       << "messages left in the match queue\n"
       << journal_ << s.logs();
-  stop_all();
+  stop_all(nodes_);
 
   std::printf("chaos: %lld documents, %d faults\n", static_cast<long long>(n), faults);
   expect_exactly_once(s, n, journal_);

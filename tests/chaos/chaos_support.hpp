@@ -2,18 +2,22 @@
 // independent accounting of completions and results, and the truth it checks each one against.
 #pragma once
 
-#include <filesystem>
-
 #include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
+#include "tests/support/daemon/daemon_process.hpp"
 #include "tests/support/daemon/e2e_setup.hpp"
 #include "tests/support/environment.hpp"
 
@@ -22,6 +26,30 @@ namespace ingestd::test {
 /// The lease the nodes run with (worker.lease_seconds of the end-to-end environment): a node
 /// stopped longer than this loses its claims to the others.
 inline constexpr std::chrono::seconds chaos_lease{10};
+
+/// One node of a chaos run.
+struct chaos_node {
+  std::string id;
+  std::unique_ptr<daemon_process> proc;
+  /// Set while SIGSTOPped: when to send SIGCONT.
+  std::optional<std::chrono::steady_clock::time_point> resume_at;
+};
+
+/// SIGTERM to every node, each once it has started: a node started again just before the end may
+/// still be loading its libraries, before it blocks SIGTERM to drain on it, and the signal would
+/// kill it. Each must then exit 0.
+inline void stop_all(std::vector<chaos_node>& nodes) {
+  for (auto& n : nodes) {
+    EXPECT_TRUE(n.proc->wait_started(std::chrono::seconds{60})) << n.id << " did not start\n"
+                                                                << n.proc->log_tail();
+    n.proc->signal(SIGTERM);
+  }
+  for (auto& n : nodes) {
+    auto rc = n.proc->wait_exit(std::chrono::seconds{120});
+    ASSERT_TRUE(rc.has_value()) << n.id << " did not stop\n" << n.proc->log_tail();
+    EXPECT_EQ(*rc, 0) << n.id << "\n" << n.proc->log_tail();
+  }
+}
 
 /// The invoice number the corpus's truth file gives for a source file
 /// (inv01_en_classic.pdf -> truth/inv01.json).

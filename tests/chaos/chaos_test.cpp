@@ -40,13 +40,6 @@ int shell(const std::string& command) {
   return std::system(command.c_str()); // NOLINT(cert-env33-c): the test's own fixed commands
 }
 
-struct node {
-  std::string id;
-  std::unique_ptr<daemon_process> proc;
-  /// Set while SIGSTOPped: when to send SIGCONT.
-  std::optional<clock_type::time_point> resume_at;
-};
-
 class chaos {
 public:
   chaos(e2e_setup& s, uint32_t seed, bool restart_postgres)
@@ -54,7 +47,7 @@ public:
 
   void start_nodes(int n) {
     for (int i = 0; i < n; ++i) {
-      nodes_.push_back(node{"chaos-" + std::to_string(i + 1), nullptr, std::nullopt});
+      nodes_.push_back(chaos_node{"chaos-" + std::to_string(i + 1), nullptr, std::nullopt});
       start(nodes_.back());
     }
   }
@@ -64,7 +57,7 @@ public:
   // out of reach (the poison bound has tests of its own). An attempt that a fault failed is
   // retried after seconds: the default back-offs (5 and 30 minutes) would outlast the time the
   // test gives the work once the faults stop, and the wait would race the back-off.
-  void start(node& n) {
+  void start(chaos_node& n) {
     n.proc = s_.start({{"INGESTD_WORKER__ID", n.id},
                        {"INGESTD_WORKER__MAX_RETRY_ATTEMPTS", "100"},
                        {"INGESTD_WORKER__RETRY_BACKOFF_SECONDS", "1,5"},
@@ -118,7 +111,8 @@ public:
   /// Ends every fault: stopped nodes resumed once their stop has outlasted the lease, dead ones
   /// started again.
   void heal() {
-    while (std::any_of(nodes_.begin(), nodes_.end(), [](const node& n) { return n.resume_at; }))
+    while (
+        std::any_of(nodes_.begin(), nodes_.end(), [](const chaos_node& n) { return n.resume_at; }))
       wait(200ms);
     for (auto& n : nodes_)
       if (!n.proc->running()) {
@@ -127,19 +121,9 @@ public:
       }
   }
 
-  /// SIGTERM to every node; each must exit 0.
-  void stop_all() {
-    for (auto& n : nodes_)
-      n.proc->signal(SIGTERM);
-    for (auto& n : nodes_) {
-      auto rc = n.proc->wait_exit(120s);
-      ASSERT_TRUE(rc.has_value()) << n.id << " did not stop\n" << n.proc->log_tail();
-      EXPECT_EQ(*rc, 0) << n.id << "\n" << n.proc->log_tail();
-    }
-  }
-
   int64_t total() const { return total_; }
   const std::string& journal() const { return journal_; }
+  std::vector<chaos_node>& nodes() { return nodes_; }
 
 private:
   int pick(int lo, int hi) { return std::uniform_int_distribution<int>{lo, hi}(rng_); }
@@ -150,8 +134,8 @@ private:
     std::fflush(stdout);
   }
 
-  node* running_node() {
-    std::vector<node*> up;
+  chaos_node* running_node() {
+    std::vector<chaos_node*> up;
     for (auto& n : nodes_)
       if (!n.resume_at && n.proc->running())
         up.push_back(&n);
@@ -226,7 +210,7 @@ private:
   e2e_setup& s_;
   std::mt19937 rng_;
   bool restart_postgres_;
-  std::vector<node> nodes_;
+  std::vector<chaos_node> nodes_;
   int64_t total_ = 0;
   std::string journal_;
 };
@@ -310,7 +294,7 @@ TEST(chaos, three_nodes_under_faults_complete_every_document_exactly_once) {
       60s, 200ms))
       << "messages left in the match queue\n"
       << s.logs();
-  c.stop_all();
+  stop_all(c.nodes());
 
   std::printf("chaos: %lld documents, %d faults\n", static_cast<long long>(n), faults);
   expect_exactly_once(s, n, c.journal());

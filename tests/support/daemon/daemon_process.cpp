@@ -120,6 +120,10 @@ std::optional<int> daemon_process::wait_exit(std::chrono::milliseconds deadline)
   return exit_code_;
 }
 
+bool daemon_process::wait_started(std::chrono::milliseconds deadline) {
+  return wait_until([&] { return !log().empty() || !running(); }, deadline) && running();
+}
+
 std::string daemon_process::log() const {
   std::ifstream in{log_path_};
   std::stringstream ss;

@@ -33,6 +33,9 @@ public:
   /// Waits up to `deadline` for the exit; the exit code, 128 + signal number when killed by a
   /// signal, nullopt when still running at the deadline.
   std::optional<int> wait_exit(std::chrono::milliseconds deadline);
+  /// Waits up to `deadline` for the process's first log line (so it is past loading its libraries
+  /// and handles its signals itself); false at the deadline or when it exited first.
+  bool wait_started(std::chrono::milliseconds deadline);
   /// What the process wrote so far (its JSON log lines).
   std::string log() const;
   /// The last `lines` lines of the log, for failure messages.
