@@ -19,7 +19,7 @@ namespace {
 
 constexpr auto wait_limit = 180s;
 
-class local_transcriber_test : public ::testing::Test {
+class unit_ocr_local_transcriber : public ::testing::Test {
 protected:
   test::counting_executor executor_{2};
 
@@ -82,7 +82,7 @@ std::string pdf_with_text(const std::string& text, int points) {
 
 } // namespace
 
-TEST_F(local_transcriber_test,
+TEST_F(unit_ocr_local_transcriber,
        a_pdf_page_that_cannot_be_rendered_is_kept_with_its_text_layer_and_a_warning) {
   // Task-specific recovery: rendering fails (the page is too large for the pixel limit at any
   // usable resolution); the page's text layer is kept instead of failing the document.
@@ -101,7 +101,7 @@ TEST_F(local_transcriber_test,
   EXPECT_TRUE(normal->warnings.empty());
 }
 
-TEST_F(local_transcriber_test, text_pdf_uses_the_text_layer_without_ocr) {
+TEST_F(unit_ocr_local_transcriber, text_pdf_uses_the_text_layer_without_ocr) {
   auto r = run("inv02_de_modern.pdf");
   ASSERT_TRUE(r.ok()) << r.error().describe();
   EXPECT_TRUE(r->native_text);
@@ -124,7 +124,7 @@ TEST_F(local_transcriber_test, text_pdf_uses_the_text_layer_without_ocr) {
                                {"modified", "2000-01-01T00:00:00Z"}}));
 }
 
-TEST_F(local_transcriber_test, two_page_text_pdf_gives_two_pages) {
+TEST_F(unit_ocr_local_transcriber, two_page_text_pdf_gives_two_pages) {
   auto r = run("inv03_en_compact.pdf");
   ASSERT_TRUE(r.ok()) << r.error().describe();
   EXPECT_TRUE(r->native_text);
@@ -135,7 +135,7 @@ TEST_F(local_transcriber_test, two_page_text_pdf_gives_two_pages) {
   EXPECT_LT(test::char_error_rate(test::truth_text("inv03"), r->text, true), 0.01);
 }
 
-TEST_F(local_transcriber_test, clean_png_scan_is_read_accurately) {
+TEST_F(unit_ocr_local_transcriber, clean_png_scan_is_read_accurately) {
   auto r = run("inv01_en_classic_scan.png");
   ASSERT_TRUE(r.ok()) << r.error().describe();
   EXPECT_FALSE(r->native_text);
@@ -148,7 +148,7 @@ TEST_F(local_transcriber_test, clean_png_scan_is_read_accurately) {
   EXPECT_NE(r->text.find("INV-2024-0117"), std::string::npos);
 }
 
-TEST_F(local_transcriber_test, clean_jpeg_scan_in_german_is_read_accurately) {
+TEST_F(unit_ocr_local_transcriber, clean_jpeg_scan_in_german_is_read_accurately) {
   auto r = run("inv04_de_classic_scan.jpg");
   ASSERT_TRUE(r.ok()) << r.error().describe();
   auto cer = test::char_error_rate(test::truth_text("inv04"), r->text, true);
@@ -156,7 +156,7 @@ TEST_F(local_transcriber_test, clean_jpeg_scan_in_german_is_read_accurately) {
   EXPECT_NE(r->text.find("Schneider Elektrotechnik KG"), std::string::npos);
 }
 
-TEST_F(local_transcriber_test, scanned_pdf_without_text_layer_is_rendered_and_ocrd) {
+TEST_F(unit_ocr_local_transcriber, scanned_pdf_without_text_layer_is_rendered_and_ocrd) {
   auto r = run("inv05_en_modern_scanned.pdf");
   ASSERT_TRUE(r.ok()) << r.error().describe();
   EXPECT_FALSE(r->native_text);
@@ -166,7 +166,7 @@ TEST_F(local_transcriber_test, scanned_pdf_without_text_layer_is_rendered_and_oc
   EXPECT_LT(cer, 0.08) << r->text;
 }
 
-TEST_F(local_transcriber_test, multi_page_tiff_gives_every_page) {
+TEST_F(unit_ocr_local_transcriber, multi_page_tiff_gives_every_page) {
   auto r = run("inv03_en_compact_scan.tiff");
   ASSERT_TRUE(r.ok()) << r.error().describe();
   ASSERT_EQ(r->page_count, 2);
@@ -178,7 +178,7 @@ TEST_F(local_transcriber_test, multi_page_tiff_gives_every_page) {
   EXPECT_LT(cer, 0.08) << r->text;
 }
 
-TEST_F(local_transcriber_test, type_comes_from_the_bytes_not_the_declared_mime_type) {
+TEST_F(unit_ocr_local_transcriber, type_comes_from_the_bytes_not_the_declared_mime_type) {
   transcription_request req;
   req.mime_type = "application/pdf"; // wrong: the bytes are a PNG
   auto r = run("inv06_de_compact_scan.png", {}, req);
@@ -186,7 +186,7 @@ TEST_F(local_transcriber_test, type_comes_from_the_bytes_not_the_declared_mime_t
   EXPECT_NE(r->text.find("Weber Logistik"), std::string::npos);
 }
 
-TEST_F(local_transcriber_test, every_bad_file_is_a_named_permanent_error) {
+TEST_F(unit_ocr_local_transcriber, every_bad_file_is_a_named_permanent_error) {
   int seen = 0;
   for (const auto& e : test::corpus_manifest()) {
     if (e.kind != "bad")
@@ -203,7 +203,7 @@ TEST_F(local_transcriber_test, every_bad_file_is_a_named_permanent_error) {
   EXPECT_EQ(seen, 5);
 }
 
-TEST_F(local_transcriber_test, corrupt_inputs_never_crash) {
+TEST_F(unit_ocr_local_transcriber, corrupt_inputs_never_crash) {
   auto pdf = test::read_binary(test::corpus_dir() + "/inv01_en_classic.pdf");
   auto png = test::read_binary(test::corpus_dir() + "/inv01_en_classic_lowres.png");
   auto tif = test::read_binary(test::corpus_dir() + "/inv03_en_compact_scan.tiff");
@@ -234,7 +234,7 @@ TEST_F(local_transcriber_test, corrupt_inputs_never_crash) {
   }
 }
 
-TEST_F(local_transcriber_test, file_size_limit) {
+TEST_F(unit_ocr_local_transcriber, file_size_limit) {
   local_transcriber_options opts;
   opts.limits.max_file_bytes = 1000;
   auto r = run("inv01_en_classic.pdf", opts);
@@ -243,7 +243,7 @@ TEST_F(local_transcriber_test, file_size_limit) {
   EXPECT_TRUE(r.error().permanent());
 }
 
-TEST_F(local_transcriber_test, page_count_limit_for_pdf_and_tiff) {
+TEST_F(unit_ocr_local_transcriber, page_count_limit_for_pdf_and_tiff) {
   local_transcriber_options opts;
   opts.limits.max_pages = 1;
   for (const char* file : {"inv03_en_compact.pdf", "inv03_en_compact_scan.tiff"}) {
@@ -254,7 +254,7 @@ TEST_F(local_transcriber_test, page_count_limit_for_pdf_and_tiff) {
   }
 }
 
-TEST_F(local_transcriber_test, pixel_limit_stops_decompression_bombs) {
+TEST_F(unit_ocr_local_transcriber, pixel_limit_stops_decompression_bombs) {
   local_transcriber_options opts;
   opts.limits.max_page_pixels = 1'000'000; // the 200 dpi A4 scans have ~3.9 Mpx
   auto r = run("inv01_en_classic_scan.png", opts);
@@ -262,7 +262,7 @@ TEST_F(local_transcriber_test, pixel_limit_stops_decompression_bombs) {
   EXPECT_EQ(r.error().code, "ocr.too_large");
 }
 
-TEST_F(local_transcriber_test, deadline_stops_ocr_of_a_slow_page) {
+TEST_F(unit_ocr_local_transcriber, deadline_stops_ocr_of_a_slow_page) {
   local_transcriber_options opts;
   opts.document_timeout = 300ms; // far less than one page of OCR takes
   auto start = std::chrono::steady_clock::now();
@@ -275,7 +275,7 @@ TEST_F(local_transcriber_test, deadline_stops_ocr_of_a_slow_page) {
   EXPECT_LT(took, 3s);
 }
 
-TEST_F(local_transcriber_test, job_expired_in_the_pool_is_transient_busy) {
+TEST_F(unit_ocr_local_transcriber, job_expired_in_the_pool_is_transient_busy) {
   executor_.expire_everything(true);
   auto r = run("inv01_en_classic_scan.png");
   ASSERT_FALSE(r.ok());
@@ -285,7 +285,10 @@ TEST_F(local_transcriber_test, job_expired_in_the_pool_is_transient_busy) {
   EXPECT_GE(executor_.expired(), 1);
 }
 
-TEST_F(local_transcriber_test, preprocessing_improves_a_degraded_scan) {
+/// The preprocessing's suite: its degraded scans are read twice each, the suite's longest work.
+using unit_ocr_preprocessing = unit_ocr_local_transcriber;
+
+TEST_F(unit_ocr_preprocessing, improves_a_degraded_scan) {
   for (const char* file :
        {"inv01_en_classic_noise.jpg", "inv02_de_modern_blur.png", "inv01_en_classic_lowres.png"}) {
     transcription_request plain;
@@ -310,7 +313,7 @@ TEST_F(local_transcriber_test, preprocessing_improves_a_degraded_scan) {
   }
 }
 
-TEST_F(local_transcriber_test, no_preprocessing_when_the_score_is_good_enough) {
+TEST_F(unit_ocr_preprocessing, none_when_the_score_is_good_enough) {
   transcription_request req;
   req.quality_threshold = 0.0;
   auto r = run("inv01_en_classic_noise.jpg", {}, req);
@@ -319,7 +322,7 @@ TEST_F(local_transcriber_test, no_preprocessing_when_the_score_is_good_enough) {
   EXPECT_TRUE(r->derived_file.empty());
 }
 
-TEST_F(local_transcriber_test, missing_language_data_is_a_permanent_error) {
+TEST_F(unit_ocr_local_transcriber, missing_language_data_is_a_permanent_error) {
   local_transcriber_options opts;
   opts.tesseract.languages = "xyz";
   auto r = run("inv01_en_classic_lowres.png", opts);
@@ -328,7 +331,7 @@ TEST_F(local_transcriber_test, missing_language_data_is_a_permanent_error) {
   EXPECT_TRUE(r.error().permanent());
 }
 
-TEST(transcribe_file_blocking, reads_a_file_and_waits) {
+TEST(unit_ocr_transcribe_file, reads_a_file_and_waits) {
   local_transcriber_options opts;
   auto r = transcribe_file_blocking(test::corpus_dir() + "/inv06_de_compact.pdf", opts);
   ASSERT_TRUE(r.ok()) << r.error().describe();

@@ -56,7 +56,7 @@ void expect_on_the_page(const transcription& t) {
   }
 }
 
-TEST(provenance_on_pages, a_text_pdf_and_its_scan_put_each_field_in_the_same_place) {
+TEST(unit_ocr_provenance, a_text_pdf_and_its_scan_put_each_field_in_the_same_place) {
   auto pdf = read_page("inv01_en_classic.pdf", "application/pdf");
   auto scan = read_page("inv01_en_classic_scan.png", "image/png");
   ASSERT_TRUE(pdf.native_text);
@@ -85,7 +85,7 @@ TEST(provenance_on_pages, a_text_pdf_and_its_scan_put_each_field_in_the_same_pla
   EXPECT_GT(in_pdf["total"].span.top, in_pdf["vat_amount"].span.top);
 }
 
-TEST(provenance_on_pages, the_words_survive_the_stored_form) {
+TEST(unit_ocr_provenance, the_words_survive_the_stored_form) {
   auto pdf = read_page("inv02_de_modern.pdf", "application/pdf");
   auto back = transcription_from_json(to_json(pdf));
   ASSERT_TRUE(back) << back.error().describe();

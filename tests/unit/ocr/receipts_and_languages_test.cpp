@@ -67,7 +67,7 @@ std::string folded(const std::string& s) {
 
 } // namespace
 
-TEST(receipt_photos, each_gives_its_date_total_currency_and_merchant) {
+TEST(unit_ocr_receipt_photos, each_gives_its_date_total_currency_and_merchant) {
   int photos = 0;
   for (const auto& e : std::filesystem::directory_iterator(receipts_dir())) {
     if (e.path().extension() != ".json")
@@ -95,7 +95,7 @@ TEST(receipt_photos, each_gives_its_date_total_currency_and_merchant) {
   EXPECT_EQ(photos, 4);
 }
 
-TEST(scans_in_other_languages, each_invoice_gives_its_number_date_total_and_currency) {
+TEST(unit_ocr_scans_in_languages, each_invoice_gives_its_number_date_total_and_currency) {
   int scans = 0;
   int numbers_right = 0;
   for (const auto& e : std::filesystem::directory_iterator(scans_dir())) {
@@ -123,7 +123,7 @@ TEST(scans_in_other_languages, each_invoice_gives_its_number_date_total_and_curr
   EXPECT_GE(numbers_right, 4);
 }
 
-TEST(receipt_photos, a_french_receipt_is_read_again_in_french_and_keeps_its_accents) {
+TEST(unit_ocr_receipt_photos, a_french_receipt_is_read_again_in_french_and_keeps_its_accents) {
   auto french = read_photo("fr_gross.jpg", other_languages);
   ASSERT_TRUE(french.ok()) << french.error().describe();
   EXPECT_NE(french->text.find("\xC3\x89PICERIE FINE ET CAVE \xC3\x80 VINS LEF\xC3\x88VRE SARL"),
@@ -153,7 +153,7 @@ TEST(receipt_photos, a_french_receipt_is_read_again_in_french_and_keeps_its_acce
   EXPECT_EQ(without_french->text, plain->text);
 }
 
-TEST(language_guess, picks_the_language_whose_words_the_text_holds) {
+TEST(unit_ocr_language_guess, picks_the_language_whose_words_the_text_holds) {
   std::vector<std::string> others{"fra", "nld", "spa", "ita", "pol"};
   EXPECT_EQ(guess_language("TOTAL TTC\nESPECES 50,00\nRENDU 2,10\nMERCI DE VOTRE VISITE", others),
             "fra");
