@@ -15,6 +15,7 @@
 #include <rapidjson/writer.h>
 
 #include "adapters/extraction/provenance.hpp"
+#include "adapters/extraction/supplier_knowledge.hpp"
 #include "adapters/ocr/language_guess.hpp"
 #include "adapters/ocr/transcription_json.hpp"
 #include "config/providers.hpp"
@@ -40,7 +41,7 @@ tr.sel{background:#e6f0fb}.counts span{margin-right:1.2em}.tag{padding:0 .4em;bo
 .field[data-name=supplier_address],.field[data-name=line_items]{grid-column:1/3}
 .field label{display:block;font-weight:600;font-size:12px}.field input,.field textarea{width:100%;padding:.3em;font:inherit}
 .field.flagged input,.field.flagged textarea{border:2px solid #d9822b;background:#fff8ef}
-.field .machine,.field .note{font-size:12px;color:#667}.field .note{color:#a14d00}
+.field .machine,.field .note,.field .learned{font-size:12px;color:#667}.field .note{color:#a14d00}.field .learned{color:#2b6b2b}
 .field.changed input{border:2px solid #2b7bd9}
 table.lines td{padding:.15em .2em}table.lines input.num{text-align:right}
 table.lines tr.rowbad input{background:#fff3cd}table.lines input.bad{border:2px solid #b00020}
@@ -499,7 +500,11 @@ std::string knowledge_page(const page_context& ctx, const std::vector<learned_fa
     out += "<tr>";
     if (ctx.tenants.size() > 1)
       out += "<td>" + f.tenant_id.str() + "</td>";
-    auto value = f.fact.field == "date_order" ? std::string{"day and month swapped"} : f.fact.value;
+    auto value = f.fact.field == "date_order"             ? std::string{"day and month swapped"}
+                 : f.fact.field == "invoice_number_label" ? "the value after '" + f.fact.value + "'"
+                 : f.fact.field == "decimal_separator"
+                     ? "'" + f.fact.value + "' before three digits is the decimal point"
+                     : f.fact.value;
     out += "<td>" + html_escape(f.fact.supplier) + "</td><td>" + html_escape(f.fact.field)
            + "</td><td>" + html_escape(value) + "</td><td>" + std::to_string(f.fact.reviews)
            + (f.fact.reviews == 1 ? " review" : " reviews") + "</td><td>"
@@ -649,6 +654,32 @@ std::string document_locale(std::string_view transcription, std::string_view cur
   return "";
 }
 
+namespace {
+
+/// What review.learn changed in the latest ingestion's extraction, per field: its audit step
+/// "learned" (applied) as learned_fields reads it.
+std::vector<std::pair<std::string, std::string>> learned_notes(const review_document& d) {
+  std::vector<std::pair<std::string, std::string>> out;
+  rapidjson::Document events;
+  events.Parse(d.events_json.data(), d.events_json.size());
+  if (events.HasParseError() || !events.IsArray() || !d.latest_ingestion_id)
+    return out;
+  auto latest = d.latest_ingestion_id->str();
+  auto text = [](const rapidjson::Value& e, const char* name) {
+    auto it = e.FindMember(name);
+    return it != e.MemberEnd() && it->value.IsString()
+               ? std::string_view{it->value.GetString(), it->value.GetStringLength()}
+               : std::string_view{};
+  };
+  for (auto& e : events.GetArray())
+    if (e.IsObject() && text(e, "ingestion_id") == latest && text(e, "step") == "learned"
+        && text(e, "outcome") == "applied")
+      out = learned_fields(text(e, "detail"));
+  return out;
+}
+
+} // namespace
+
 std::string document_page(const page_context& ctx, const document_view& view) {
   auto& d = *view.doc;
   rapidjson::Document data;
@@ -660,6 +691,7 @@ std::string document_page(const page_context& ctx, const document_view& view) {
   if (machine.HasParseError() || !machine.IsObject())
     machine.SetObject();
 
+  auto learned = learned_notes(d);
   std::string out = head(d.file_name) + top_bar(ctx);
   auto currency = data.FindMember("currency");
   int page_count = std::max<int>(1, static_cast<int>(view.reading.pages.size()));
@@ -748,6 +780,9 @@ std::string document_page(const page_context& ctx, const document_view& view) {
     if (machine_value != value)
       out += "<div class=\"machine\">machine: "
              + html_escape(machine_value.empty() ? "(empty)" : machine_value) + "</div>";
+    for (auto& [field, note] : learned)
+      if (field == f.name)
+        out += "<div class=\"learned\">" + html_escape(note) + "</div>";
     out += notes + "</div>";
   }
   out += "</form>";

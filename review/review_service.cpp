@@ -357,7 +357,13 @@ result<review_done> review_service::approve(const reviewer& who, uuid id, int64_
   d.reviewed_data = human_verified(checked->data, fields_json);
   d.changes = checked->changes;
   d.warnings = findings_json(checked->warnings);
-  d.learned = facts_json(learn(doc->structured_data, checked->data));
+  // A corrected invoice number's label and the supplier's decimal separator are learned from the
+  // transcription; without one (none stored, the store down) the rest is still learned.
+  std::string text;
+  if (checked->changes != "{}")
+    if (auto r = reading(*doc))
+      text = std::move(r->text);
+  d.learned = facts_json(learn(doc->structured_data, checked->data, text));
   auto saved = db_->save(d, opts_.call_timeout);
   if (!saved)
     return database_error(saved.error(), opts_.call_timeout);

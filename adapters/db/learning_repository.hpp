@@ -26,9 +26,11 @@ struct field_reviews {
 struct supplier_fact {
   /// The supplier as the machine reads it: "vat:DE123456789" or "name:acmegmbh".
   std::string supplier;
-  /// "supplier_name", "supplier_vat_id" or "date_order".
+  /// "supplier_name", "supplier_vat_id", "date_order", "invoice_number_label" or
+  /// "decimal_separator".
   std::string field;
-  /// The reviewer's value; for date_order "day_month_swapped".
+  /// The reviewer's value; for date_order "day_month_swapped", for invoice_number_label the label
+  /// ("Beleg-Nr"), for decimal_separator "." or ",".
   std::string value;
   /// The reviews that taught it (the same value again adds one; another value starts over).
   int64_t reviews = 1;

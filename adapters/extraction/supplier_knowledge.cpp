@@ -2,17 +2,24 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <string_view>
 
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "adapters/extraction/local/amounts.hpp"
+
 namespace ingestd {
 
 namespace {
 
 constexpr std::string_view day_month_swapped = "day_month_swapped";
+constexpr const char* amount_fields[] = {"subtotal", "vat_amount", "total"};
+constexpr auto npos = std::string_view::npos;
 
 rapidjson::Document parse(const std::string& json) {
   rapidjson::Document d;
@@ -54,6 +61,137 @@ std::vector<std::string> keys_of(const rapidjson::Document& d) {
   return out;
 }
 
+bool is_digit(char c) {
+  return std::isdigit(static_cast<unsigned char>(c)) != 0;
+}
+
+/// A byte of a word: an ASCII letter or digit, or any byte of a UTF-8 sequence.
+bool word_byte(char c) {
+  auto u = static_cast<unsigned char>(c);
+  return u >= 0x80 || std::isalnum(u) != 0;
+}
+
+bool ascii_alnum(char c) {
+  auto u = static_cast<unsigned char>(c);
+  return u < 0x80 && std::isalnum(u) != 0;
+}
+
+bool blank(char c) {
+  return c == ' ' || c == '\t' || c == '\r';
+}
+
+std::string lowered(std::string_view s) {
+  std::string out{s};
+  for (auto& c : out)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string_view trimmed(std::string_view s, std::string_view chars = " \t\r") {
+  auto b = s.find_first_not_of(chars);
+  if (b == npos)
+    return {};
+  return s.substr(b, s.find_last_not_of(chars) - b + 1);
+}
+
+/// The words without digits at the end of `prefix` (a line up to a value), at most three, within
+/// one column (two spaces or a tab end it), without a closing ':', '#' or '.'. `whole`: set to
+/// whether they are all of `prefix`.
+std::string label_words(std::string_view prefix, bool& whole) {
+  auto rest = trimmed(prefix, " \t\r:#.");
+  std::vector<std::string_view> words;
+  while (!rest.empty() && words.size() < 3) {
+    auto sp = rest.find_last_of(" \t");
+    auto word = sp == npos ? rest : rest.substr(sp + 1);
+    if (std::any_of(word.begin(), word.end(), is_digit))
+      break;
+    words.insert(words.begin(), word);
+    if (sp == npos) {
+      rest = {};
+      break;
+    }
+    auto gap = rest.substr(0, sp + 1);
+    rest = rest.substr(0, sp);
+    if (gap.ends_with("  ") || gap.back() == '\t' || rest.empty() || blank(rest.back()))
+      break;
+  }
+  whole = trimmed(rest).empty();
+  std::string out;
+  for (auto w : words)
+    out += (out.empty() ? "" : " ") + std::string{w};
+  auto letters = std::count_if(out.begin(), out.end(), [](char c) {
+    return static_cast<unsigned char>(c) >= 0x80 || std::isalpha(static_cast<unsigned char>(c));
+  });
+  return letters >= 2 ? std::string{trimmed(out, " \t:#.")} : std::string{};
+}
+
+/// The first token of `s` (up to a blank) without a leading '#' or a closing ',', ';' or ':'.
+std::string_view first_token(std::string_view s) {
+  s = trimmed(s, " \t\r:#.");
+  auto token = s.substr(0, s.find_first_of(" \t\r\n"));
+  return trimmed(token, ",;:");
+}
+
+/// The runs of digits with '.', ',' or '\'' between them in `text`: how amounts are printed.
+std::vector<std::string_view> number_tokens(std::string_view text) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < text.size()) {
+    if (!is_digit(text[i]) || (i > 0 && ascii_alnum(text[i - 1]))) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < text.size()
+           && (is_digit(text[j]) || text[j] == '.' || text[j] == ',' || text[j] == '\''))
+      ++j;
+    size_t end = j;
+    while (end > i && !is_digit(text[end - 1]))
+      --end;
+    // Not part of a word or code ("DE123", "12kg"); a currency sign may touch it.
+    if (j >= text.size() || !ascii_alnum(text[j]) || end < j)
+      out.push_back(text.substr(i, end - i));
+    i = j;
+  }
+  return out;
+}
+
+bool same_amount(double a, double b) {
+  return std::fabs(a - b) < 0.005;
+}
+
+/// The number `raw` the local rules read, and what it is with `decimal` as the separator.
+std::optional<std::pair<double, double>> readings(std::string_view raw, char decimal) {
+  auto machine = local_rules::interpret_number(raw);
+  auto other = number_with(raw, decimal);
+  if (!machine || !other)
+    return std::nullopt;
+  return std::make_pair(machine->first, *other);
+}
+
+std::optional<double> number_of(const rapidjson::Document& d, const char* name) {
+  auto it = d.FindMember(name);
+  if (it == d.MemberEnd() || !it->value.IsNumber())
+    return std::nullopt;
+  return it->value.GetDouble();
+}
+
+/// 2.075 as "2.075", 1250 as "1250".
+std::string amount_text(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.4f", v);
+  std::string out{buf};
+  out.erase(out.find_last_not_of('0') + 1);
+  if (out.back() == '.')
+    out.pop_back();
+  return out;
+}
+
+/// A byte that joins a value's parts ("RG/4711-A_2"), so that no value starts or ends beside it.
+bool value_byte(char c) {
+  return word_byte(c) || c == '-' || c == '/' || c == '_';
+}
+
 /// "2024-03-05" → "2024-05-03"; empty when it is not a date or swapping makes none.
 std::string swapped(const std::string& date) {
   if (date.size() != 10 || date[4] != '-' || date[7] != '-')
@@ -74,11 +212,30 @@ std::vector<std::string> supplier_keys(const std::string& structured_data) {
   return keys_of(parse(structured_data));
 }
 
-std::vector<supplier_fact> learn(const std::string& machine_data,
-                                 const std::string& reviewed_data) {
+std::vector<supplier_fact> learn(const std::string& machine_data, const std::string& reviewed_data,
+                                 std::string_view text) {
   std::vector<supplier_fact> out;
   auto machine = parse(machine_data);
   auto reviewed = parse(reviewed_data);
+  // What the text shows: the label of the reviewer's invoice number, and the decimal separator
+  // that reads a printed amount as the reviewer's value where the machine read another.
+  std::string label;
+  if (auto number = string_of(reviewed, "invoice_number");
+      !number.empty() && number != string_of(machine, "invoice_number"))
+    label = label_before(text, number);
+  std::string separator;
+  for (const char* field : amount_fields) {
+    auto before = number_of(machine, field);
+    auto after = number_of(reviewed, field);
+    if (!before || !after || same_amount(*before, *after) || !separator.empty())
+      continue;
+    for (auto token : number_tokens(text))
+      for (char decimal : {'.', ','})
+        if (auto r = readings(token, decimal); separator.empty() && r
+                                               && same_amount(r->first, *before)
+                                               && same_amount(r->second, *after))
+          separator = std::string(1, decimal);
+  }
   for (auto& key : keys_of(machine)) {
     for (const char* field : {"supplier_name", "supplier_vat_id"}) {
       auto before = string_of(machine, field);
@@ -89,6 +246,10 @@ std::vector<supplier_fact> learn(const std::string& machine_data,
     auto date = string_of(machine, "invoice_date");
     if (auto s = swapped(date); !s.empty() && s == string_of(reviewed, "invoice_date"))
       out.push_back({key, "date_order", std::string{day_month_swapped}, 1});
+    if (!label.empty())
+      out.push_back({key, "invoice_number_label", label, 1});
+    if (!separator.empty())
+      out.push_back({key, "decimal_separator", separator, 1});
   }
   return out;
 }
@@ -111,7 +272,8 @@ std::string facts_json(const std::vector<supplier_fact>& facts) {
   return {buf.GetString(), buf.GetSize()};
 }
 
-std::vector<std::string> apply_knowledge(const std::vector<supplier_fact>& facts, extraction& x) {
+std::vector<std::string> apply_knowledge(const std::vector<supplier_fact>& facts, extraction& x,
+                                         std::string_view text) {
   std::vector<std::string> applied;
   if (facts.empty())
     return applied;
@@ -133,8 +295,9 @@ std::vector<std::string> apply_knowledge(const std::vector<supplier_fact>& facts
     else
       it->value.SetString(value.c_str(), static_cast<rapidjson::SizeType>(value.size()), a);
   };
-  auto said = [](const supplier_fact& f, const std::string& what) {
-    return f.field + " " + what + " (learned from " + std::to_string(f.reviews)
+  // Each entry names the field it changed first (learned_fields reads it back).
+  auto said = [](const supplier_fact& f, std::string_view field, const std::string& what) {
+    return std::string{field} + " " + what + " (learned from " + std::to_string(f.reviews)
            + (f.reviews == 1 ? " review)" : " reviews)");
   };
   for (const auto* fact : chosen) {
@@ -143,16 +306,36 @@ std::vector<std::string> apply_knowledge(const std::vector<supplier_fact>& facts
       if (string_of(d, f.field.c_str()) == f.value)
         continue;
       set(f.field.c_str(), f.value);
-      applied.push_back(said(f, "'" + f.value + "'"));
+      applied.push_back(said(f, f.field, "'" + f.value + "'"));
     } else if (f.field == "date_order" && f.value == day_month_swapped) {
-      bool any = false;
       for (const char* field : {"invoice_date", "due_date"})
         if (auto s = swapped(string_of(d, field)); !s.empty()) {
           set(field, s);
-          any = true;
+          applied.push_back(said(f, field, "day and month swapped"));
         }
-      if (any)
-        applied.push_back(said(f, "day and month swapped"));
+    } else if (f.field == "invoice_number_label") {
+      auto number = value_after(text, f.value);
+      if (number.empty() || number == string_of(d, "invoice_number"))
+        continue;
+      set("invoice_number", number);
+      applied.push_back(
+          said(f, "invoice_number", "'" + number + "' printed after '" + f.value + "'"));
+    } else if (f.field == "decimal_separator" && f.value.size() == 1) {
+      auto tokens = number_tokens(text);
+      for (const char* field : amount_fields) {
+        auto before = number_of(d, field);
+        if (!before)
+          continue;
+        for (auto token : tokens)
+          if (auto r = readings(token, f.value[0]);
+              r && same_amount(r->first, *before) && !same_amount(r->second, *before)) {
+            d[field].SetDouble(r->second);
+            applied.push_back(
+                said(f, field,
+                     amount_text(r->second) + " with '" + f.value + "' as the decimal separator"));
+            break;
+          }
+      }
     }
   }
   if (applied.empty())
@@ -162,6 +345,120 @@ std::vector<std::string> apply_knowledge(const std::vector<supplier_fact>& facts
   d.Accept(w);
   x.structured_data.assign(buf.GetString(), buf.GetSize());
   return applied;
+}
+
+std::string learned_detail(const std::vector<std::string>& applied) {
+  std::string out;
+  for (auto& a : applied)
+    out += (out.empty() ? "" : "; ") + a;
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> learned_fields(std::string_view detail) {
+  std::vector<std::pair<std::string, std::string>> out;
+  // An entry ends with its "(learned from N review(s))"; a value may hold "; " itself.
+  while (!detail.empty()) {
+    auto end = detail.find(" review");
+    if (end == npos)
+      break;
+    end = detail.find(')', end);
+    if (end == npos)
+      break;
+    auto entry = trimmed(detail.substr(0, end + 1), " ;");
+    detail = detail.substr(end + 1);
+    auto sp = entry.find(' ');
+    if (sp != npos && sp > 0)
+      out.emplace_back(std::string{entry.substr(0, sp)}, std::string{entry});
+  }
+  return out;
+}
+
+std::string label_before(std::string_view text, std::string_view value) {
+  if (value.empty())
+    return {};
+  for (auto at = text.find(value); at != npos; at = text.find(value, at + 1)) {
+    auto end = at + value.size();
+    if ((at > 0 && value_byte(text[at - 1])) || (end < text.size() && value_byte(text[end])))
+      continue;
+    auto nl = text.rfind('\n', at);
+    size_t line_start = nl == npos ? 0 : nl + 1;
+    bool whole = false;
+    auto label = label_words(text.substr(line_start, at - line_start), whole);
+    if (!label.empty())
+      return label;
+    // The value starts its line: a label alone on the line above.
+    if (!whole || line_start == 0)
+      continue;
+    auto above = text.substr(0, line_start - 1);
+    auto above_nl = above.rfind('\n');
+    auto line = above.substr(above_nl == npos ? 0 : above_nl + 1);
+    label = label_words(line, whole);
+    if (!label.empty() && whole)
+      return label;
+  }
+  return {};
+}
+
+std::string value_after(std::string_view text, std::string_view label) {
+  if (label.empty())
+    return {};
+  auto low_text = lowered(text);
+  auto low_label = lowered(label);
+  for (auto at = low_text.find(low_label); at != npos; at = low_text.find(low_label, at + 1)) {
+    auto end = at + label.size();
+    if ((at > 0 && !blank(text[at - 1]) && text[at - 1] != '\n')
+        || (end < text.size() && word_byte(text[end])))
+      continue;
+    auto nl = text.find('\n', end);
+    auto rest = text.substr(end, nl == npos ? npos : nl - end);
+    auto token = first_token(rest);
+    if (token.empty() && nl != npos) {
+      // Nothing after it on its line: the value is under it.
+      auto next = text.substr(nl + 1);
+      auto next_nl = next.find('\n');
+      token = first_token(next.substr(0, next_nl));
+    }
+    if (std::any_of(token.begin(), token.end(), is_digit))
+      return std::string{token};
+  }
+  return {};
+}
+
+std::optional<double> number_with(std::string_view raw, char decimal) {
+  if (raw.empty() || !is_digit(raw.front()) || !is_digit(raw.back()))
+    return std::nullopt;
+  auto point = raw.find(decimal);
+  if (point != npos && raw.find(decimal, point + 1) != npos)
+    return std::nullopt;
+  auto whole = raw.substr(0, point);
+  std::string digits;
+  size_t group = 0;
+  bool grouped = false;
+  for (char c : whole) {
+    if (is_digit(c)) {
+      digits += c;
+      ++group;
+      continue;
+    }
+    if (c != '.' && c != ',' && c != '\'' && c != ' ')
+      return std::nullopt;
+    // Every group after the first has three digits; the first one to three.
+    if ((grouped && group != 3) || (!grouped && (group < 1 || group > 3)))
+      return std::nullopt;
+    grouped = true;
+    group = 0;
+  }
+  if (grouped && group != 3)
+    return std::nullopt;
+  if (point != npos) {
+    auto fraction = raw.substr(point + 1);
+    if (fraction.empty() || fraction.size() > 4
+        || !std::all_of(fraction.begin(), fraction.end(), is_digit))
+      return std::nullopt;
+    digits += ".";
+    digits += fraction;
+  }
+  return std::strtod(digits.c_str(), nullptr);
 }
 
 } // namespace ingestd

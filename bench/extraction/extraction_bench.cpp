@@ -331,10 +331,10 @@ int run_bench(int argc, char** argv) {
       if (auto supplier = truth.FindMember("supplier_name");
           supplier != truth.MemberEnd() && supplier->value.IsString()) {
         if (corrected_suppliers.insert(supplier->value.GetString()).second) {
-          teach(known, learn(x.structured_data, corrected(truth, x.structured_data)));
+          teach(known, learn(x.structured_data, corrected(truth, x.structured_data), t->text));
         } else {
           extraction learned_x = x;
-          apply_knowledge(known, learned_x);
+          apply_knowledge(known, learned_x, t->text);
           rapidjson::Document with;
           with.Parse(learned_x.structured_data.c_str());
           for (auto [t, data] :
@@ -385,7 +385,8 @@ int run_bench(int argc, char** argv) {
     std::printf("learning from corrections: %zu suppliers, one document each corrected (%zu facts "
                 "taught); their %d later documents without -> with what was learned:\n ",
                 corrected_suppliers.size(), known.size(), with_learning.documents);
-    for (const char* f : {"supplier_name", "supplier_vat_id", "invoice_date", "due_date"}) {
+    for (const char* f : {"supplier_name", "supplier_vat_id", "invoice_number", "invoice_date",
+                          "due_date", "total"}) {
       auto b = without_learning.by_field[f], a = with_learning.by_field[f];
       if (a.second > 0)
         std::printf(" %s %.1f%% -> %.1f%%", f, 100.0 * b.first / b.second,

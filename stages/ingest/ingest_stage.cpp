@@ -10,7 +10,8 @@
 // budget asks the tenants' budgets when a paid provider would read the document: a tenant whose
 // month is spent has it read by the local providers (its ingestion says so) or left queued.
 // learned applies, with review.learn, what the tenant's reviewers taught about the supplier (its
-// name, VAT id, date order) to the extraction before the gate judges it.
+// name, VAT id, date order, the label of its invoice number, its decimal separator) to the
+// extraction before the gate judges it.
 // calibration asks, with review.auto_approve set for the tenant, whether reviewers kept enough of
 // each field's values at the extractor's confidence to let the document through without a person.
 // complete writes the result and the work item's completion in one transaction, with the
@@ -355,11 +356,8 @@ private:
         [this](result<std::vector<supplier_fact>> r) {
           if (!r)
             return job_->fail(r.error());
-          auto applied = apply_knowledge(*r, fields_);
-          std::string detail;
-          for (auto& a : applied)
-            detail += (detail.empty() ? "" : "; ") + a;
-          job_->step_done(applied.empty() ? "none" : "applied", detail);
+          auto applied = apply_knowledge(*r, fields_, text_.text);
+          job_->step_done(applied.empty() ? "none" : "applied", learned_detail(applied));
           gate();
         });
   }

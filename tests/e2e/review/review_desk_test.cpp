@@ -84,10 +84,19 @@ struct desk_api {
   }
 };
 
-/// A valid one-page PDF whose text layer reads "Dear customer, thank you for your letter.": the
-/// local rules find no invoice in it.
-std::string letter_pdf() {
-  std::string content = "BT /F1 14 Tf 72 700 Td (Dear customer, thank you for your letter.) Tj ET";
+/// A valid one-page PDF whose text layer has these lines (Helvetica, 16 pt apart).
+std::string text_pdf(const std::vector<std::string>& lines) {
+  std::string content = "BT /F1 12 Tf 16 TL 72 720 Td";
+  for (const auto& line : lines) {
+    content += " (";
+    for (char c : line) {
+      if (c == '(' || c == ')' || c == '\\')
+        content += '\\';
+      content += c;
+    }
+    content += ") '";
+  }
+  content += " ET";
   return "%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n"
          "2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj\n"
          "3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]/Contents 4 0 R"
@@ -97,6 +106,11 @@ std::string letter_pdf() {
          + "\nendstream endobj\n"
            "5 0 obj<</Type/Font/Subtype/Type1/BaseFont/Helvetica>>endobj\n"
            "trailer<</Root 1 0 R>>\n%%EOF\n";
+}
+
+/// A letter: the local rules find no invoice in it.
+std::string letter_pdf() {
+  return text_pdf({"Dear customer, thank you for your letter."});
 }
 
 TEST(review_desk_daemon, refuses_to_start_when_misconfigured) {
@@ -346,13 +360,21 @@ namespace {
 /// One tenant's invoice read by a daemon serving the desk with `extra` settings (and a 1 s
 /// learning_recheck_seconds) waits on the desk for `reason`; `review` acts on it on the desk; then,
 /// once the node's copy of what reviewers did is older than 1 s (a wait fixed by that setting,
-/// not a guess at speed), the same supplier's invoice again is read and `check` looks at it.
+/// not a guess at speed), the same supplier's invoice again is read and `check` looks at it (and
+/// at the desk).
 void review_then_next(const std::string& tenant, const std::map<std::string, std::string>& extra,
                       const std::string& reason,
                       const std::function<void(desk_api&, const rapidjson::Value&)>& review,
-                      const std::function<void(e2e_setup&, const std::string&)>& check) {
+                      const std::function<void(e2e_setup&, desk_api&, const std::string&)>& check,
+                      const std::string& pdf = {}) {
   e2e_setup setup;
-  auto first = setup.add_documents(1, doc_kind::text_pdf, {}, tenant);
+  // The invoice: `pdf`, or the corpus's first.
+  auto add = [&] {
+    return pdf.empty() ? setup.add_documents(1, doc_kind::text_pdf, {}, tenant)
+                       : std::vector<std::string>{
+                           setup.add_document_bytes(pdf, "pdf", "application/pdf", tenant)};
+  };
+  auto first = add();
   setup.enqueue(first);
   int port = free_port();
   auto settings = desk_api::settings(port, tenant);
@@ -366,11 +388,11 @@ void review_then_next(const std::string& tenant, const std::map<std::string, std
   ASSERT_EQ(queue["documents"].Size(), 1u);
   review(desk, queue["documents"][0]);
   std::this_thread::sleep_for(1100ms);
-  auto second = setup.add_documents(1, doc_kind::text_pdf, {}, tenant);
+  auto second = add();
   setup.enqueue(second);
   ASSERT_TRUE(wait_until([&] { return setup.with_status("completed") == 2; }, 120s))
       << setup.logs();
-  check(setup, second[0]);
+  check(setup, desk, second[0]);
   d->signal(SIGTERM);
   auto code = d->wait_exit(60s);
   ASSERT_TRUE(code);
@@ -398,7 +420,7 @@ TEST(review_desk_daemon,
             << item["detail"].GetString();
         desk.approve(item);
       },
-      [&](e2e_setup& setup, const std::string& second) {
+      [&](e2e_setup& setup, desk_api&, const std::string& second) {
         EXPECT_EQ(
             setup.count("SELECT count(*) FROM document WHERE tenant_id = $1 AND needs_human_review",
                         {tenant}),
@@ -411,27 +433,58 @@ TEST(review_desk_daemon,
       });
 }
 
-// Learning from corrections (review.learn): a reviewer who corrects the supplier's name on one
-// invoice has the same supplier's next invoice read with the corrected name, and the audit trail
-// says it was learned. The first invoice reaches the desk as a sampled check.
+// Learning from corrections (review.learn): a reviewer who corrects the supplier's name and its
+// invoice number (this supplier's own number is the one after "Order ref", which the rules do not
+// take) on one invoice has the same supplier's next invoice read with the corrected name and the
+// number printed after that label; the audit trail says it was learned, and the desk shows it
+// beside each field. The first invoice reaches the desk as a sampled check.
 TEST(review_desk_daemon, a_correction_on_the_desk_corrects_the_same_suppliers_next_invoice) {
+  auto invoice = text_pdf(
+      {"Acme Office Supplies Ltd", "12 High Street, London EC1A 1BB", "VAT ID GB123456789",
+       "Invoice number: INV-2024-0117", "Invoice date: 15.03.2024", "Order ref: PO-7781-B",
+       "Description   Qty   Unit price   Amount", "Printer paper   2   50.00   100.00",
+       "Subtotal   100.00 GBP", "VAT 20%   20.00 GBP", "Total   120.00 GBP"});
   review_then_next(
       "00000000-0000-7000-8000-0000000000ae",
       {{"INGESTD_REVIEW__SAMPLE_RATE", "1"}, {"INGESTD_REVIEW__LEARN", "true"}}, "sample",
       [](desk_api& desk, const rapidjson::Value& item) {
-        desk.approve(item, R"(,"fields":{"supplier_name":"Corrected Supplier Ltd"})");
+        desk.approve(item, R"(,"fields":{"supplier_name":"Corrected Supplier Ltd",)"
+                           R"("invoice_number":"PO-7781-B"})");
       },
-      [](e2e_setup& setup, const std::string& second) {
+      [](e2e_setup& setup, desk_api& desk, const std::string& second) {
         EXPECT_EQ(setup.count("SELECT count(*) FROM ingestion WHERE id = $1 AND "
-                              "structured_data->>'supplier_name' = 'Corrected Supplier Ltd'",
+                              "structured_data->>'supplier_name' = 'Corrected Supplier Ltd' AND "
+                              "structured_data->>'invoice_number' = 'PO-7781-B'",
                               {second}),
                   1)
             << setup.logs();
         EXPECT_EQ(setup.count("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1 AND "
                               "step = 'learned' AND outcome = 'applied' AND detail LIKE "
-                              "'supplier_name ''Corrected Supplier Ltd'' (learned from 1 review)%'",
+                              "'%supplier_name ''Corrected Supplier Ltd'' (learned from 1 review)%'"
+                              " AND detail LIKE '%invoice_number ''PO-7781-B'' printed after "
+                              "''Order ref'' (learned from 1 review)%'",
                               {second}),
                   1)
             << setup.logs();
-      });
+        EXPECT_EQ(setup.count("SELECT count(*) FROM supplier_knowledge WHERE "
+                              "field = 'invoice_number_label' AND value = 'Order ref'"),
+                  2)
+            << "learned under the supplier's VAT id and its name";
+        // The desk's page of the second invoice says, beside each field, what was learned.
+        auto document
+            = setup.db().scalar("SELECT document_id FROM ingestion WHERE id = $1", {second});
+        auto page = desk.c.Get(("/review/documents/" + document).c_str(), desk.auth);
+        ASSERT_TRUE(page);
+        ASSERT_EQ(page->status, 200) << page->body;
+        EXPECT_NE(page->body.find("<div class=\"learned\">supplier_name &#39;Corrected Supplier "
+                                  "Ltd&#39; (learned from 1 review)</div>"),
+                  std::string::npos)
+            << page->body;
+        EXPECT_NE(
+            page->body.find("<div class=\"learned\">invoice_number &#39;PO-7781-B&#39; "
+                            "printed after &#39;Order ref&#39; (learned from 1 review)</div>"),
+            std::string::npos)
+            << page->body;
+      },
+      invoice);
 }

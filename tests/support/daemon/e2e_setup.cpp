@@ -167,7 +167,7 @@ std::vector<std::string> e2e_setup::add_documents(int n, doc_kind kind, const ob
 }
 
 std::string e2e_setup::add_document_bytes(const std::string& bytes, const std::string& ext,
-                                          const std::string& mime) {
+                                          const std::string& mime, const std::string& tenant) {
   auto doc = uuid::v7().str();
   auto ing = uuid::v7().str();
   std::string key = "documents/" + doc + "." + ext;
@@ -176,8 +176,8 @@ std::string e2e_setup::add_document_bytes(const std::string& bytes, const std::s
   if (!out)
     throw std::runtime_error("cannot write " + key);
   db_->query("INSERT INTO document (id, tenant_id, content_hash, file_path, mime_type) "
-             "VALUES ($1::uuid, gen_random_uuid(), $1::text, $2, $3)",
-             {doc, key, mime});
+             "VALUES ($1::uuid, $4::uuid, $1::text, $2, $3)",
+             {doc, key, mime, tenant.empty() ? uuid::v4().str() : tenant});
   db_->query(
       "INSERT INTO ingestion (id, document_id, uploaded_by) VALUES ($1, $2, gen_random_uuid())",
       {ing, doc});

@@ -54,10 +54,10 @@ public:
   std::vector<std::string> add_documents(int n, doc_kind kind, const object_writer& write = {},
                                          const std::string& tenant = {});
 
-  /// Registers one document of the given bytes (stored in root()), its in-progress ingestion and
-  /// its work item; returns the ingestion id (not enqueued).
+  /// Registers one document of the given bytes (stored in root()) of `tenant` (a new one when
+  /// empty), its in-progress ingestion and its work item; returns the ingestion id (not enqueued).
   std::string add_document_bytes(const std::string& bytes, const std::string& ext,
-                                 const std::string& mime);
+                                 const std::string& mime, const std::string& tenant = {});
 
   /// The corpus file name (e.g. "inv01_en_classic.pdf") an ingestion of add_documents() was made
   /// from; "" for any other id.

@@ -71,7 +71,7 @@ TEST(supplier_knowledge, the_facts_correct_the_same_suppliers_next_extraction_an
   auto applied = apply_knowledge(facts, x);
   ASSERT_EQ(applied.size(), 2U);
   EXPECT_EQ(applied[0], "supplier_name 'ACME GmbH' (learned from 3 reviews)");
-  EXPECT_EQ(applied[1], "date_order day and month swapped (learned from 1 review)");
+  EXPECT_EQ(applied[1], "invoice_date day and month swapped (learned from 1 review)");
   EXPECT_NE(x.structured_data.find(R"("supplier_name":"ACME GmbH")"), std::string::npos);
   EXPECT_NE(x.structured_data.find(R"("invoice_date":"2024-05-03")"), std::string::npos);
   EXPECT_NE(x.structured_data.find(R"("due_date":"2024-04-04")"), std::string::npos)
@@ -83,6 +83,99 @@ TEST(supplier_knowledge, the_facts_correct_the_same_suppliers_next_extraction_an
   y.structured_data = R"({"supplier_name":"ACME GmbH","invoice_date":"2024-03-25"})";
   EXPECT_TRUE(apply_knowledge({{"name:acmegmbh", "supplier_name", "ACME GmbH", 3}}, y).empty());
   EXPECT_EQ(y.structured_data, R"({"supplier_name":"ACME GmbH","invoice_date":"2024-03-25"})");
+}
+
+// A supplier whose invoice number the rules miss: printed after its own label, beside another
+// number the rules take.
+const char* bill_1 = "ACME GmbH\nAuftrag 2024-88\nBeleg-Nr.: RG/4711/A  Datum: 05.03.2024\n"
+                     "Summe 1.250\n";
+const char* bill_2 = "ACME GmbH\nAuftrag 2024-93\nBeleg-Nr.: RG/4790/B  Datum: 12.04.2024\n"
+                     "Summe 2.075 EUR\n";
+
+TEST(supplier_knowledge, a_corrected_invoice_number_teaches_its_label_which_reads_the_next_one) {
+  auto m1 = R"({"supplier_name":"ACME GmbH","invoice_number":"2024-88","total":1250})";
+  auto facts = learn(m1,
+                     R"({"supplier_name":"ACME GmbH","invoice_number":"RG/4711/A",)"
+                     R"("total":1250})",
+                     bill_1);
+  ASSERT_EQ(facts.size(), 1U);
+  EXPECT_EQ(facts[0].field, "invoice_number_label");
+  EXPECT_EQ(facts[0].value, "Beleg-Nr");
+  // Without the transcription nothing is learned about the number.
+  EXPECT_TRUE(learn(m1, R"({"supplier_name":"ACME GmbH","invoice_number":"RG/4711/A"})").empty());
+
+  extraction x;
+  x.structured_data = R"({"supplier_name":"ACME GmbH","invoice_number":"2024-93"})";
+  auto applied = apply_knowledge(facts, x, bill_2);
+  ASSERT_EQ(applied.size(), 1U);
+  EXPECT_EQ(applied[0], "invoice_number 'RG/4790/B' printed after 'Beleg-Nr' (learned from 1 "
+                        "review)");
+  EXPECT_NE(x.structured_data.find(R"("invoice_number":"RG/4790/B")"), std::string::npos);
+  // A document without the label keeps the rules' number.
+  extraction y;
+  y.structured_data = R"({"supplier_name":"ACME GmbH","invoice_number":"2024-93"})";
+  EXPECT_TRUE(apply_knowledge(facts, y, "ACME GmbH\nRechnung 2024-93\n").empty());
+}
+
+TEST(supplier_knowledge, the_label_is_the_words_before_the_value_or_the_line_above_it) {
+  EXPECT_EQ(label_before("Invoice No. INV-7\n", "INV-7"), "Invoice No");
+  EXPECT_EQ(label_before("Kunde 17   Our ref: Q-9\n", "Q-9"), "Our ref");
+  EXPECT_EQ(label_before("Rechnungsnummer\nR-77-1\n", "R-77-1"), "Rechnungsnummer");
+  EXPECT_EQ(label_before("Numéro de facture\nF-2024-3\n", "F-2024-3"), "Numéro de facture");
+  EXPECT_EQ(label_before("Total 12 F-2024-3\n", "F-2024-3"), "") << "digits are no label";
+  EXPECT_EQ(label_before("F-2024-3\n", "F-2024-3"), "");
+  EXPECT_EQ(label_before("Ref X-F-2024-3\n", "F-2024-3"), "") << "inside another value";
+  EXPECT_EQ(value_after("Numéro de facture\nF-2024-4 \n", "Numéro de facture"), "F-2024-4");
+  EXPECT_EQ(value_after("our REF # Q-10, thanks", "Our ref"), "Q-10");
+  EXPECT_EQ(value_after("Your ref: none\nOur ref: Q-11", "Our ref"), "Q-11");
+  EXPECT_EQ(value_after("Kunden-Nr 5", "Nr"), "") << "a label starts at a blank";
+}
+
+TEST(supplier_knowledge, a_corrected_amount_teaches_the_suppliers_decimal_separator) {
+  auto m1 = R"({"supplier_name":"ACME GmbH","total":1250})";
+  auto facts = learn(m1, R"({"supplier_name":"ACME GmbH","total":1.25})", bill_1);
+  ASSERT_EQ(facts.size(), 1U);
+  EXPECT_EQ(facts[0].field, "decimal_separator");
+  EXPECT_EQ(facts[0].value, ".");
+  // A correction the printed digits do not explain teaches nothing.
+  EXPECT_TRUE(learn(m1, R"({"supplier_name":"ACME GmbH","total":125})", bill_1).empty());
+
+  extraction x;
+  x.structured_data = R"({"supplier_name":"ACME GmbH","total":2075,"vat_amount":null})";
+  auto applied = apply_knowledge(facts, x, bill_2);
+  ASSERT_EQ(applied.size(), 1U);
+  EXPECT_EQ(applied[0], "total 2.075 with '.' as the decimal separator (learned from 1 review)");
+  EXPECT_NE(x.structured_data.find(R"("total":2.075)"), std::string::npos);
+}
+
+TEST(supplier_knowledge, numbers_read_with_a_given_decimal_separator) {
+  EXPECT_EQ(number_with("1.250", '.'), 1.25);
+  EXPECT_EQ(number_with("1.250", ','), 1250.0);
+  EXPECT_EQ(number_with("1.234,56", ','), 1234.56);
+  EXPECT_EQ(number_with("1'234.5", '.'), 1234.5);
+  EXPECT_EQ(number_with("12", ','), 12.0);
+  EXPECT_FALSE(number_with("1.234,56", '.'));
+  EXPECT_FALSE(number_with("1.23.4", ','));
+  EXPECT_FALSE(number_with("15.03.2024", ','));
+  EXPECT_FALSE(number_with("1,2,3", ','));
+  EXPECT_FALSE(number_with("", '.'));
+  EXPECT_FALSE(number_with(",5", ','));
+}
+
+TEST(supplier_knowledge, the_audit_detail_names_each_changed_field) {
+  std::vector<std::string> applied{"supplier_name 'A; B' (learned from 2 reviews)",
+                                   "invoice_date day and month swapped (learned from 1 review)"};
+  auto detail = learned_detail(applied);
+  EXPECT_EQ(detail, "supplier_name 'A; B' (learned from 2 reviews); invoice_date day and month "
+                    "swapped (learned from 1 review)");
+  auto fields = learned_fields(detail);
+  ASSERT_EQ(fields.size(), 2U);
+  EXPECT_EQ(fields[0].first, "supplier_name");
+  EXPECT_EQ(fields[0].second, applied[0]);
+  EXPECT_EQ(fields[1].first, "invoice_date");
+  EXPECT_EQ(fields[1].second, applied[1]);
+  EXPECT_TRUE(learned_fields("").empty());
+  EXPECT_TRUE(learned_fields("no such entry").empty());
 }
 
 } // namespace
