@@ -147,8 +147,9 @@ void teach(std::vector<supplier_fact>& known, const std::vector<supplier_fact>& 
   }
 }
 
-/// --other-languages: the languages a page may be read again in (transcription.other_languages).
-std::string other_languages;
+/// --other-languages: the languages a page may be read again in (transcription.other_languages;
+/// the daemon's default unless given, "" for none).
+std::string other_languages = "fra+nld+spa+ita+pol";
 
 /// Seconds of OCR and the pages they read (transcriptions taken from the cache do not count).
 double ocr_seconds = 0;
