@@ -31,8 +31,7 @@ TEST(e2e_daemon_load, a_burst_of_scans_beyond_the_cpu_pool_completes_without_fai
   // (and the burst was beyond the pool: some work was given back).
   EXPECT_EQ(s.count("SELECT count(*) FROM work_item WHERE stage = 'ingest' AND attempt_count > 0"),
             0);
-  EXPECT_GT(s.count("SELECT count(*) FROM ingestion_event WHERE step = 'release'"), 0)
-      << s.logs();
+  EXPECT_GT(s.count("SELECT count(*) FROM ingestion_event WHERE step = 'release'"), 0) << s.logs();
   node->signal(SIGTERM);
   auto rc = node->wait_exit(60s);
   ASSERT_TRUE(rc.has_value()) << node->log_tail();
