@@ -192,6 +192,32 @@ bool value_byte(char c) {
   return word_byte(c) || c == '-' || c == '/' || c == '_';
 }
 
+/// Levenshtein's distance between `a` and `b`.
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+/// Whether the VAT id the machine read is another one than the learned: a whole id more than two
+/// characters away from it. One that is missing, misread by a character or two, or cut short is
+/// the learned one read badly, which the learned one corrects.
+bool another_vat_id(std::string_view read, std::string_view learned) {
+  auto a = folded(read, true);
+  auto b = folded(learned, true);
+  return !a.empty() && a.size() + 2 >= b.size() && edit_distance(a, b) > 2;
+}
+
 /// "2024-03-05" → "2024-05-03"; empty when it is not a date or swapping makes none.
 std::string swapped(const std::string& date) {
   if (date.size() != 10 || date[4] != '-' || date[7] != '-')
@@ -303,7 +329,8 @@ std::vector<std::string> apply_knowledge(const std::vector<supplier_fact>& facts
   for (const auto* fact : chosen) {
     const auto& f = *fact;
     if (f.field == "supplier_name" || f.field == "supplier_vat_id") {
-      if (string_of(d, f.field.c_str()) == f.value)
+      auto current = string_of(d, f.field.c_str());
+      if (current == f.value || (f.field == "supplier_vat_id" && another_vat_id(current, f.value)))
         continue;
       set(f.field.c_str(), f.value);
       applied.push_back(said(f, f.field, "'" + f.value + "'"));

@@ -85,6 +85,21 @@ TEST(supplier_knowledge, the_facts_correct_the_same_suppliers_next_extraction_an
   EXPECT_EQ(y.structured_data, R"({"supplier_name":"ACME GmbH","invoice_date":"2024-03-25"})");
 }
 
+TEST(supplier_knowledge, a_learned_vat_id_corrects_a_misread_one_but_not_another_printed_one) {
+  std::vector<supplier_fact> facts{{"name:acmegmbh", "supplier_vat_id", "DE123456789", 2}};
+  auto vat_after = [&](const std::string& read) {
+    extraction x;
+    x.structured_data = R"({"supplier_name":"ACME GmbH","supplier_vat_id":)" + read + "}";
+    apply_knowledge(facts, x);
+    return x.structured_data.substr(x.structured_data.find("supplier_vat_id") + 17);
+  };
+  EXPECT_EQ(vat_after("null"), R"("DE123456789"})") << "missed";
+  EXPECT_EQ(vat_after(R"("DE 123 456 780")"), R"("DE123456789"})") << "misread";
+  EXPECT_EQ(vat_after(R"("DE1234")"), R"("DE123456789"})") << "cut short";
+  EXPECT_EQ(vat_after(R"("DE987654321")"), R"("DE987654321"})")
+      << "another VAT id printed: the document's own";
+}
+
 // A supplier whose invoice number the rules miss: printed after its own label, beside another
 // number the rules take.
 const char* bill_1 = "ACME GmbH\nAuftrag 2024-88\nBeleg-Nr.: RG/4711/A  Datum: 05.03.2024\n"
