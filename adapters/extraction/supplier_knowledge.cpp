@@ -12,6 +12,7 @@
 #include <rapidjson/writer.h>
 
 #include "adapters/extraction/local/amounts.hpp"
+#include "messages/text.hpp"
 
 namespace ingestd {
 
@@ -20,6 +21,13 @@ namespace {
 constexpr std::string_view day_month_swapped = "day_month_swapped";
 constexpr const char* amount_fields[] = {"subtotal", "vat_amount", "total"};
 constexpr auto npos = std::string_view::npos;
+/// The longest label and invoice number taken from a text (a document's text may hold anything).
+constexpr size_t max_label_bytes = 64;
+constexpr size_t max_value_bytes = 64;
+/// What is looked at around a label or a value, and how many places they are looked for at: the
+/// work stays linear in the text's size whatever the text repeats.
+constexpr size_t near_bytes = 256;
+constexpr size_t max_places = 64;
 
 rapidjson::Document parse(const std::string& json) {
   rapidjson::Document d;
@@ -122,7 +130,9 @@ std::string label_words(std::string_view prefix, bool& whole) {
   auto letters = std::count_if(out.begin(), out.end(), [](char c) {
     return static_cast<unsigned char>(c) >= 0x80 || std::isalpha(static_cast<unsigned char>(c));
   });
-  return letters >= 2 ? std::string{trimmed(out, " \t:#.")} : std::string{};
+  // A label is a few words: a longer run is some other text.
+  return letters >= 2 && out.size() <= max_label_bytes ? std::string{trimmed(out, " \t:#.")}
+                                                       : std::string{};
 }
 
 /// The first token of `s` (up to a blank) without a leading '#' or a closing ',', ';' or ':'.
@@ -215,6 +225,8 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 bool another_vat_id(std::string_view read, std::string_view learned) {
   auto a = folded(read, true);
   auto b = folded(learned, true);
+  if (a.size() > max_value_bytes || b.size() > max_value_bytes)
+    return a != b; // no VAT id is that long
   return !a.empty() && a.size() + 2 >= b.size() && edit_distance(a, b) > 2;
 }
 
@@ -248,7 +260,7 @@ std::vector<supplier_fact> learn(const std::string& machine_data, const std::str
   std::string label;
   if (auto number = string_of(reviewed, "invoice_number");
       !number.empty() && number != string_of(machine, "invoice_number"))
-    label = label_before(text, number);
+    label = clean_text(label_before(text, number));
   std::string separator;
   for (const char* field : amount_fields) {
     auto before = number_of(machine, field);
@@ -341,7 +353,7 @@ std::vector<std::string> apply_knowledge(const std::vector<supplier_fact>& facts
           applied.push_back(said(f, field, "day and month swapped"));
         }
     } else if (f.field == "invoice_number_label") {
-      auto number = value_after(text, f.value);
+      auto number = clean_text(value_after(text, f.value));
       if (number.empty() || number == string_of(d, "invoice_number"))
         continue;
       set("invoice_number", number);
@@ -403,22 +415,29 @@ std::vector<std::pair<std::string, std::string>> learned_fields(std::string_view
 std::string label_before(std::string_view text, std::string_view value) {
   if (value.empty())
     return {};
-  for (auto at = text.find(value); at != npos; at = text.find(value, at + 1)) {
+  size_t places = 0;
+  for (auto at = text.find(value); at != npos && places < max_places;
+       at = text.find(value, at + 1)) {
     auto end = at + value.size();
     if ((at > 0 && value_byte(text[at - 1])) || (end < text.size() && value_byte(text[end])))
       continue;
+    ++places;
     auto nl = text.rfind('\n', at);
     size_t line_start = nl == npos ? 0 : nl + 1;
+    // Only the line's last bytes before the value can be its label.
+    size_t from = at - line_start > near_bytes ? at - near_bytes : line_start;
     bool whole = false;
-    auto label = label_words(text.substr(line_start, at - line_start), whole);
+    auto label = label_words(text.substr(from, at - from), whole);
     if (!label.empty())
       return label;
     // The value starts its line: a label alone on the line above.
-    if (!whole || line_start == 0)
+    if (!whole || from != line_start || line_start == 0)
       continue;
     auto above = text.substr(0, line_start - 1);
     auto above_nl = above.rfind('\n');
     auto line = above.substr(above_nl == npos ? 0 : above_nl + 1);
+    if (line.size() > near_bytes)
+      continue;
     label = label_words(line, whole);
     if (!label.empty() && whole)
       return label;
@@ -431,21 +450,24 @@ std::string value_after(std::string_view text, std::string_view label) {
     return {};
   auto low_text = lowered(text);
   auto low_label = lowered(label);
-  for (auto at = low_text.find(low_label); at != npos; at = low_text.find(low_label, at + 1)) {
+  /// At most near_bytes of the line that starts at `from`.
+  auto near_line = [&](size_t from) {
+    auto nl = text.find('\n', from);
+    return text.substr(from, std::min(nl == npos ? text.size() : nl, from + near_bytes) - from);
+  };
+  size_t places = 0;
+  for (auto at = low_text.find(low_label); at != npos && places < max_places;
+       at = low_text.find(low_label, at + 1)) {
     auto end = at + label.size();
     if ((at > 0 && !blank(text[at - 1]) && text[at - 1] != '\n')
         || (end < text.size() && word_byte(text[end])))
       continue;
-    auto nl = text.find('\n', end);
-    auto rest = text.substr(end, nl == npos ? npos : nl - end);
-    auto token = first_token(rest);
-    if (token.empty() && nl != npos) {
+    ++places;
+    auto token = first_token(near_line(end));
+    if (auto nl = text.find('\n', end); token.empty() && nl != npos && nl - end <= near_bytes)
       // Nothing after it on its line: the value is under it.
-      auto next = text.substr(nl + 1);
-      auto next_nl = next.find('\n');
-      token = first_token(next.substr(0, next_nl));
-    }
-    if (std::any_of(token.begin(), token.end(), is_digit))
+      token = first_token(near_line(nl + 1));
+    if (token.size() <= max_value_bytes && std::any_of(token.begin(), token.end(), is_digit))
       return std::string{token};
   }
   return {};

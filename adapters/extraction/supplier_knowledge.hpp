@@ -55,13 +55,14 @@ std::string learned_detail(const std::vector<std::string>& applied);
 std::vector<std::pair<std::string, std::string>> learned_fields(std::string_view detail);
 
 /// The text printed before `value` in `text`: the words without digits right before it on its
-/// line (at most three, without a closing ':', '#' or '.'), else the line above it when the value
-/// starts its line and that line is such words alone; empty when `value` is not printed.
+/// line (at most three, 64 bytes at most, without a closing ':', '#' or '.'), else the line above
+/// it when the value starts its line and that line is such words alone; empty when `value` is not
+/// printed.
 std::string label_before(std::string_view text, std::string_view value);
 
 /// The value printed after `label` (as label_before finds it) in `text`: the token after it on
-/// its line (past ':', '#', '.'), else the first token of the next line; it has a digit. Empty
-/// when the label is not printed or nothing such follows it.
+/// its line (past ':', '#', '.'), else the first token of the next line; it has a digit and 64
+/// bytes at most. Empty when the label is not printed or nothing such follows it.
 std::string value_after(std::string_view text, std::string_view label);
 
 /// `raw` (digits with '.', ',', '\'' or ' ' between) read with `decimal` as its decimal separator
