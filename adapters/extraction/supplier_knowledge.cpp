@@ -170,11 +170,12 @@ bool same_amount(double a, double b) {
   return std::fabs(a - b) < 0.005;
 }
 
-/// The number `raw` the local rules read, and what it is with `decimal` as the separator.
+/// The number `raw` the local rules read, and what it is with `decimal` as the separator (none
+/// when either is too large for a double: no amount is).
 std::optional<std::pair<double, double>> readings(std::string_view raw, char decimal) {
   auto machine = local_rules::interpret_number(raw);
   auto other = number_with(raw, decimal);
-  if (!machine || !other)
+  if (!machine || !other || !std::isfinite(machine->first) || !std::isfinite(*other))
     return std::nullopt;
   return std::make_pair(machine->first, *other);
 }
