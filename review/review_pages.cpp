@@ -780,9 +780,11 @@ std::string document_page(const page_context& ctx, const document_view& view) {
     if (machine_value != value)
       out += "<div class=\"machine\">machine: "
              + html_escape(machine_value.empty() ? "(empty)" : machine_value) + "</div>";
+    // What review.learn changed here, without the field's name that begins the audit's words.
     for (auto& [field, note] : learned)
       if (field == f.name)
-        out += "<div class=\"learned\">" + html_escape(note) + "</div>";
+        out += "<div class=\"learned\">Learned: "
+               + html_escape(std::string_view{note}.substr(field.size() + 1)) + "</div>";
     out += notes + "</div>";
   }
   out += "</form>";

@@ -476,12 +476,12 @@ TEST(review_desk_daemon, a_correction_on_the_desk_corrects_the_same_suppliers_ne
         auto page = desk.c.Get(("/review/documents/" + document).c_str(), desk.auth);
         ASSERT_TRUE(page);
         ASSERT_EQ(page->status, 200) << page->body;
-        EXPECT_NE(page->body.find("<div class=\"learned\">supplier_name &#39;Corrected Supplier "
+        EXPECT_NE(page->body.find("<div class=\"learned\">Learned: &#39;Corrected Supplier "
                                   "Ltd&#39; (learned from 1 review)</div>"),
                   std::string::npos)
             << page->body;
         EXPECT_NE(
-            page->body.find("<div class=\"learned\">invoice_number &#39;PO-7781-B&#39; "
+            page->body.find("<div class=\"learned\">Learned: &#39;PO-7781-B&#39; "
                             "printed after &#39;Order ref&#39; (learned from 1 review)</div>"),
             std::string::npos)
             << page->body;
