@@ -92,7 +92,7 @@ void drop_as_lost(heartbeat_ptr self, claim_ref ref, const std::string& reason) 
 
 /// Each batch call answers before the next tick sends the next one, or counts as failed (the
 /// continuation then runs with "<call>.timeout"): a lost answer must not leave claims unanswered.
-std::chrono::milliseconds call_deadline(const node_settings& s) {
+std::chrono::milliseconds beat_call_deadline(const node_settings& s) {
   return std::max<std::chrono::milliseconds>(s.heartbeat_rate, std::chrono::seconds{1});
 }
 
@@ -137,7 +137,7 @@ void extend_on(heartbeat_ptr self, queue& q, const std::vector<uuid>& ids) {
   q.change_visibility(
       std::move(changes),
       in_actor_within<std::vector<batch_entry_result>>(
-          self, call_deadline(st.ctx->settings), "queue.change_visibility",
+          self, beat_call_deadline(st.ctx->settings), "queue.change_visibility",
           [self, by_receipt, planned](result<std::vector<batch_entry_result>> r) {
             auto& st = self->state;
             if (!r) {
@@ -177,7 +177,7 @@ void renew(heartbeat_ptr self) {
   for (auto& [id, e] : st.tracked)
     refs.push_back(e.claim.claim);
   auto done = in_actor_within<std::vector<claim_ref>>(
-      self, call_deadline(st.ctx->settings), "work.renew_leases",
+      self, beat_call_deadline(st.ctx->settings), "work.renew_leases",
       [self](result<std::vector<claim_ref>> r) {
         if (!r) {
           // Failed or no answer in time (a lost callback): the leases stay as they were and the
@@ -202,7 +202,7 @@ void check_cancels(heartbeat_ptr self) {
   if (ids.empty())
     return;
   auto done = in_actor_within<std::vector<uuid>>(
-      self, call_deadline(st.ctx->settings), "work.cancel_requests",
+      self, beat_call_deadline(st.ctx->settings), "work.cancel_requests",
       [self](result<std::vector<uuid>> r) {
         if (!r) {
           log::warn("cancel look-up failed", {{"error", r.error().describe()}});

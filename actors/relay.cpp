@@ -61,7 +61,7 @@ using relay_impl = with_continuations<relay_actor>;
 using relay_ptr = relay_impl::stateful_pointer<relay_state>;
 
 /// Every port call of the relay answers within this, or counts as failed.
-constexpr std::chrono::milliseconds call_deadline{std::chrono::seconds{60}};
+constexpr std::chrono::milliseconds relay_call_deadline{std::chrono::seconds{60}};
 
 void tick(relay_ptr self);
 
@@ -85,11 +85,12 @@ void mark(relay_ptr self, std::vector<int64_t> sent, std::vector<int64_t> failed
     ++st.outstanding;
     st.outbox->mark_sent(
         std::move(sent),
-        in_actor_within<void>(self, call_deadline, "outbox.mark_sent", [self](result<void> r) {
-          if (!r) // sent again next time: a duplicate the consumer tolerates
-            log::warn("outbox rows sent but not marked", {{"error", r.error().describe()}});
-          round_done(self);
-        }));
+        in_actor_within<void>(
+            self, relay_call_deadline, "outbox.mark_sent", [self](result<void> r) {
+              if (!r) // sent again next time: a duplicate the consumer tolerates
+                log::warn("outbox rows sent but not marked", {{"error", r.error().describe()}});
+              round_done(self);
+            }));
   }
   if (!failed.empty()) {
     // Failed rows are taken again at once (their hold is dropped): the next round waits for the
@@ -102,7 +103,7 @@ void mark(relay_ptr self, std::vector<int64_t> sent, std::vector<int64_t> failed
     st.outbox->mark_failed(
         std::move(failed), why, st.settings.max_attempts,
         in_actor_within<int64_t>(
-            self, call_deadline, "outbox.mark_failed", [self, why](const result<int64_t>& r) {
+            self, relay_call_deadline, "outbox.mark_failed", [self, why](const result<int64_t>& r) {
               if (r && *r > 0 && self->state.metrics)
                 self->state.metrics->outbox_dead += *r;
               if (r && *r > 0)
@@ -136,7 +137,7 @@ void send_group(relay_ptr self, const std::string& destination, std::vector<outb
     ++st.outstanding;
     q->second->send(std::move(messages),
                     in_actor_within<std::vector<batch_entry_result>>(
-                        self, call_deadline, "queue.send",
+                        self, relay_call_deadline, "queue.send",
                         [self, chunk](result<std::vector<batch_entry_result>> r) {
                           if (!r) {
                             mark(self, {}, chunk, r.error().describe());
@@ -206,7 +207,7 @@ void deliver_chain(relay_ptr self, const std::shared_ptr<event_sink>& sink,
                    std::vector<int64_t> sent) {
   auto& row = (*rows)[next];
   sink->deliver(sink_event{row.event_id, row.body},
-                in_actor_within<void>(self, call_deadline, "events.deliver",
+                in_actor_within<void>(self, relay_call_deadline, "events.deliver",
                                       [self, sink, destination, rows, next,
                                        sent = std::move(sent)](const result<void>& r) mutable {
                                         sink_answered(self, destination, r);
@@ -258,7 +259,7 @@ void tick(relay_ptr self) {
   st.outbox->take(
       st.settings.batch, st.settings.hold, ready_sinks(self),
       in_actor_within<std::vector<outbox_row>>(
-          self, call_deadline, "outbox.take", [self](result<std::vector<outbox_row>> r) {
+          self, relay_call_deadline, "outbox.take", [self](result<std::vector<outbox_row>> r) {
             auto& st = self->state;
             if (!r) {
               log::warn("outbox not read", {{"error", r.error().describe()}});

@@ -44,7 +44,7 @@ constexpr int batch_limit = 500;
 
 /// Each port call of a sweep answers within two intervals (at least a minute), or counts as
 /// failed: a lost answer must not leave a stage "sweeping" for ever.
-std::chrono::milliseconds call_deadline(const node_settings& s) {
+std::chrono::milliseconds sweep_call_deadline(const node_settings& s) {
   return std::max<std::chrono::milliseconds>(2 * s.sweeper_interval, std::chrono::minutes{1});
 }
 
@@ -73,7 +73,8 @@ void revive(sweeper_ptr self, std::shared_ptr<const stage> s) {
   st.ctx->work->revive(
       std::move(req),
       in_actor_within<int64_t>(
-          self, call_deadline(st.ctx->settings), "work.revive", [self, s](result<int64_t> sent) {
+          self, sweep_call_deadline(st.ctx->settings), "work.revive",
+          [self, s](result<int64_t> sent) {
             if (!sent)
               return sweep_done(self, *s, "sweep failed", &sent.error());
             if (*sent > 0) {
@@ -91,7 +92,7 @@ void sweep(sweeper_ptr self, std::shared_ptr<const stage> s) {
   if (!st.sweeping.insert(s->label).second)
     return;
   s->queue->stats(in_actor_within<queue_stats>(
-      self, call_deadline(st.ctx->settings), "queue.stats", [self, s](result<queue_stats> r) {
+      self, sweep_call_deadline(st.ctx->settings), "queue.stats", [self, s](result<queue_stats> r) {
         if (!r)
           return sweep_done(self, *s, "sweep skipped: queue depth unknown", &r.error());
         if (r->visible + r->delayed > 0) {

@@ -34,6 +34,9 @@ std::optional<config> load_or_report(const arguments& args);
 /// characters of an ISO 8601 time. nullopt when it is neither.
 std::optional<std::string> since_time(const std::string& text);
 
+/// `s` cut to at most `n` bytes for a table's column, a cut marked with "~".
+std::string clip(std::string s, size_t n);
+
 int migrate_command(const arguments& args);
 int queues_command(const arguments& args);
 int run_command(const arguments& args);

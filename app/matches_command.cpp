@@ -35,12 +35,6 @@ constexpr std::chrono::seconds matches_timeout{60};
 
 using matches = std::pair<std::vector<stored_match>, std::vector<uuid>>;
 
-std::string clip(std::string s, size_t n) {
-  if (s.size() > n)
-    s = std::string{utf8_prefix(s, n - 1)} + "~";
-  return s;
-}
-
 } // namespace
 
 int matches_command(const arguments& args) {

@@ -76,12 +76,6 @@ std::string short_id(const std::string& id) {
   return id.substr(id.size() - 8);
 }
 
-std::string clip(std::string s, size_t n) {
-  if (s.size() > n)
-    s = std::string{utf8_prefix(s, n - 1)} + "~";
-  return s;
-}
-
 } // namespace
 
 int status_command(const arguments& args) {

@@ -34,7 +34,7 @@ namespace {
 
 using json_writer = rapidjson::Writer<rapidjson::StringBuffer>;
 
-std::string to_text(const rapidjson::Value& v) {
+std::string json_text(const rapidjson::Value& v) {
   rapidjson::StringBuffer buf;
   json_writer w{buf};
   v.Accept(w);
@@ -129,7 +129,7 @@ std::string human_verified(const std::string& data, std::string_view fields_json
   };
   set("extraction_successful", rapidjson::Value{true});
   set("confidence", rapidjson::Value{rapidjson::StringRef("high")});
-  return to_text(doc);
+  return json_text(doc);
 }
 
 /// A reprocess's choice of one kind of provider: empty (as configured), or one of `known` (listed

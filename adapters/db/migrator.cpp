@@ -13,9 +13,9 @@ namespace ingestd {
 namespace {
 
 constexpr pg::statement current_schema_sql{"ingestd_migrate_schema", "SELECT current_schema()"};
-constexpr pg::statement lock_sql{"ingestd_migrate_lock",
-                                 "SELECT pg_advisory_lock(1769105, hashtext(current_schema()))"};
-constexpr pg::statement unlock_sql{
+constexpr pg::statement migration_lock_sql{
+    "ingestd_migrate_lock", "SELECT pg_advisory_lock(1769105, hashtext(current_schema()))"};
+constexpr pg::statement migration_unlock_sql{
     "ingestd_migrate_unlock", "SELECT pg_advisory_unlock(1769105, hashtext(current_schema()))"};
 constexpr const char* create_table_sql = R"sql(
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -188,11 +188,11 @@ result<migrate_report> migrate(const std::string& database_url,
   if (schema->size() == 0 || schema->is_null(0, 0))
     return error::make_permanent("pg.no_schema",
                                  "no schema of the search_path exists; create it first");
-  if (auto res = conn.exec(lock_sql, {}); !res)
+  if (auto res = conn.exec(migration_lock_sql, {}); !res)
     return res.error();
   auto report = migrate_locked(conn, migrations);
   // Closing the session releases the lock too; unlock explicitly to hand over at once.
-  (void)conn.exec(unlock_sql, {});
+  (void)conn.exec(migration_unlock_sql, {});
   return report;
 }
 

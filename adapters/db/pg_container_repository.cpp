@@ -13,7 +13,7 @@ namespace {
 
 using pg::param;
 
-constexpr pg::statement load_sql{"ingestd_container_load", R"sql(
+constexpr pg::statement container_load_sql{"ingestd_container_load", R"sql(
 SELECT d.file_path, COALESCE(d.mime_type, ''), d.container_depth
   FROM ingestion AS i JOIN document AS d ON d.id = i.document_id
  WHERE i.id = $1
@@ -70,7 +70,7 @@ constexpr pg::statement parent_sql{"ingestd_unpack_parent", R"sql(
 UPDATE document SET body_text = $2, unpack_error = $3, updated_at = now() WHERE id = $1
 )sql"};
 
-constexpr pg::statement result_sql{"ingestd_unpack_result", R"sql(
+constexpr pg::statement container_result_sql{"ingestd_unpack_result", R"sql(
 UPDATE ingestion SET structured_data = $2::jsonb, valid_structured_data = $3::boolean WHERE id = $1
 )sql"};
 
@@ -119,7 +119,8 @@ result<unpack_counts> write(pg::connection& conn, bool via_outbox, const work_ou
     return r.error();
   auto data = c.structured_data.empty() || !pg::valid_json(c.structured_data) ? std::string{"{}"}
                                                                               : c.structured_data;
-  if (auto r = conn.exec(result_sql, {ref.item.str(), data, c.unpack_error.empty() ? "t" : "f"});
+  if (auto r
+      = conn.exec(container_result_sql, {ref.item.str(), data, c.unpack_error.empty() ? "t" : "f"});
       !r)
     return r.error();
   auto finished = pg::finish_work(conn, {&outcome}, via_outbox);
@@ -143,7 +144,7 @@ pg_container_repository::~pg_container_repository() = default;
 
 void pg_container_repository::load(uuid ingestion_id, callback<container_details> done) {
   pool_->call(std::move(done), [ingestion_id](pg::connection& conn, const auto& done) {
-    auto res = conn.exec(load_sql, {ingestion_id.str()});
+    auto res = conn.exec(container_load_sql, {ingestion_id.str()});
     if (!res)
       return done(res.error());
     if (res->size() == 0)

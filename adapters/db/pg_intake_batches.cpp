@@ -40,12 +40,12 @@ UPDATE batch SET duplicates = duplicates + 1
    AND NOT EXISTS (SELECT 1 FROM ingestion WHERE id = $2 AND batch_id = $1)
 )sql"};
 
-constexpr pg::statement find_sql{"ingestd_batch_find", R"sql(
+constexpr pg::statement batch_find_sql{"ingestd_batch_find", R"sql(
 SELECT ingestd_batch_json(b)::text FROM batch AS b
  WHERE b.id = $1 AND ($2::uuid IS NULL OR b.tenant_id = $2)
 )sql"};
 
-constexpr pg::statement list_sql{"ingestd_batch_list", R"sql(
+constexpr pg::statement batch_list_sql{"ingestd_batch_list", R"sql(
 SELECT ingestd_batch_json(b)::text FROM batch AS b
  WHERE $1::uuid IS NULL OR b.tenant_id = $1
  ORDER BY b.created_at DESC, b.id DESC
@@ -136,13 +136,13 @@ result<void> pg_intake_repository::note_duplicate(uuid batch_id, uuid live_inges
 result<std::optional<batch_info>>
 pg_intake_repository::find_batch(uuid batch_id, std::optional<uuid> tenant_id, timeout t) {
   borrowed s{*this};
-  return at_most_one(s->run(find_sql, {batch_id.str(), opt_id(tenant_id)}, t));
+  return at_most_one(s->run(batch_find_sql, {batch_id.str(), opt_id(tenant_id)}, t));
 }
 
 result<std::vector<batch_info>> pg_intake_repository::list_batches(std::optional<uuid> tenant_id,
                                                                    int limit, timeout t) {
   borrowed s{*this};
-  auto res = s->run(list_sql, {opt_id(tenant_id), std::to_string(limit)}, t);
+  auto res = s->run(batch_list_sql, {opt_id(tenant_id), std::to_string(limit)}, t);
   if (!res)
     return res.error();
   std::vector<batch_info> out;

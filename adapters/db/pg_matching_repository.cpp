@@ -30,7 +30,7 @@ using pg::parse_uuid;
 
 // The document's data, the file name of its latest ingestion, and the transcription of its
 // latest completed one.
-constexpr pg::statement load_sql{"ingestd_match_load", R"sql(
+constexpr pg::statement match_load_sql{"ingestd_match_load", R"sql(
 SELECT COALESCE(d.structured_data::text, '{}'),
        COALESCE((SELECT i.source_metadata->>'file_name' FROM ingestion AS i
                   WHERE i.document_id = d.id ORDER BY i.created_at DESC, i.id DESC LIMIT 1),
@@ -399,7 +399,7 @@ const char* pg_matching_repository::candidates_sql() {
 
 void pg_matching_repository::load(uuid document_id, callback<matching_subject> done) {
   pool_->call(std::move(done), [document_id](pg::connection& conn, const auto& done) {
-    auto res = conn.exec(load_sql, {document_id.str()});
+    auto res = conn.exec(match_load_sql, {document_id.str()});
     if (!res)
       return done(res.error());
     if (res->size() == 0)

@@ -9,7 +9,7 @@ namespace ingestd {
 namespace {
 
 // A restarted node with the same id takes the row over: a new incarnation, running, no drain.
-constexpr pg::statement register_sql{"ingestd_node_register", R"sql(
+constexpr pg::statement node_register_sql{"ingestd_node_register", R"sql(
 INSERT INTO worker_node AS n (id, incarnation, host, pid, version, stages, capacity, lease_seconds,
                               in_flight, done_last_minute, started_at, last_seen, state,
                               drain_requested_at, classes, capacity_usage)
@@ -39,7 +39,7 @@ UPDATE worker_node SET state = 'stopped', in_flight = 0, last_seen = now()
  WHERE id = $1 AND incarnation = $2::uuid
 )sql"};
 
-constexpr pg::statement list_sql{"ingestd_node_list", R"sql(
+constexpr pg::statement node_list_sql{"ingestd_node_list", R"sql(
 SELECT id, host, pid, version, stages, capacity, in_flight, done_last_minute,
        CASE WHEN state <> 'stopped' AND last_seen < now() - make_interval(secs => lease_seconds)
             THEN 'lost' ELSE state END,
@@ -64,7 +64,7 @@ UPDATE worker_node SET drain_requested_at = coalesce(drain_requested_at, now())
 RETURNING id
 )sql"};
 
-constexpr pg::statement prune_sql{"ingestd_node_prune", R"sql(
+constexpr pg::statement node_prune_sql{"ingestd_node_prune", R"sql(
 DELETE FROM worker_node WHERE last_seen < now() - make_interval(secs => $1::integer)
 )sql"};
 
@@ -78,11 +78,11 @@ pg_node_repository::~pg_node_repository() = default;
 
 void pg_node_repository::register_node(node_registration node, callback<void> done) {
   pool_->call(std::move(done), [node = std::move(node)](pg::connection& conn, const auto& done) {
-    auto res
-        = conn.exec(register_sql, {pg::clean(node.id), node.incarnation.str(), pg::clean(node.host),
-                                   std::to_string(node.pid), pg::clean(node.version),
-                                   pg::clean(node.stages), std::to_string(node.capacity),
-                                   std::to_string(node.lease.count()), pg::clean(node.classes)});
+    auto res = conn.exec(node_register_sql,
+                         {pg::clean(node.id), node.incarnation.str(), pg::clean(node.host),
+                          std::to_string(node.pid), pg::clean(node.version), pg::clean(node.stages),
+                          std::to_string(node.capacity), std::to_string(node.lease.count()),
+                          pg::clean(node.classes)});
     if (!res)
       return done(res.error());
     done({});
@@ -116,7 +116,7 @@ void pg_node_repository::mark_stopped(std::string id, uuid incarnation, callback
 
 void pg_node_repository::list(callback<std::vector<node_info>> done) {
   pool_->call(std::move(done), [](pg::connection& conn, const auto& done) {
-    auto res = conn.exec(list_sql, {});
+    auto res = conn.exec(node_list_sql, {});
     if (!res)
       return done(res.error());
     std::vector<node_info> nodes;
@@ -160,7 +160,7 @@ void pg_node_repository::request_drain(std::optional<std::string> id,
 
 void pg_node_repository::prune(std::chrono::seconds retention, callback<int64_t> done) {
   pool_->call(std::move(done), [retention](pg::connection& conn, const auto& done) {
-    auto res = conn.exec(prune_sql, {std::to_string(retention.count())});
+    auto res = conn.exec(node_prune_sql, {std::to_string(retention.count())});
     if (!res)
       return done(res.error());
     done(res->affected());

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "adapters/db/pg_values.hpp"
+#include "adapters/db/pg_work.hpp"
 
 namespace ingestd {
 
@@ -119,14 +120,6 @@ std::vector<pg::param> days_params(const retention_days& r, int limit) {
           std::to_string(limit), std::to_string(shortest)};
 }
 
-pg::param uuid_array(const std::vector<uuid>& ids) {
-  std::vector<pg::param> items;
-  items.reserve(ids.size());
-  for (const auto& id : ids)
-    items.emplace_back(id.str());
-  return pg::array_literal(items);
-}
-
 } // namespace
 
 result<int64_t> pg_retention_repository::prune_events(const retention_days& r, int limit) {
@@ -165,7 +158,7 @@ result<std::vector<due_original>> pg_retention_repository::due_originals(const r
 result<void> pg_retention_repository::originals_pruned(const std::vector<uuid>& documents) {
   if (auto ok = conn_.ensure(true); !ok)
     return ok.error();
-  auto res = conn_.exec(originals_pruned_sql, {uuid_array(documents)});
+  auto res = conn_.exec(originals_pruned_sql, {pg::uuid_array(documents)});
   if (!res)
     return res.error();
   return {};
@@ -189,7 +182,7 @@ pg_retention_repository::due_derived_objects(const retention_days& r, int limit)
 result<void> pg_retention_repository::derived_pruned(const std::vector<uuid>& ingestions) {
   if (auto ok = conn_.ensure(true); !ok)
     return ok.error();
-  auto res = conn_.exec(derived_pruned_sql, {uuid_array(ingestions)});
+  auto res = conn_.exec(derived_pruned_sql, {pg::uuid_array(ingestions)});
   if (!res)
     return res.error();
   return {};

@@ -1,6 +1,8 @@
 // Host, Origin, body framing and coding, secrets and attempts (see checks.hpp).
 #include "adapters/http_server/checks.hpp"
 
+#include "messages/text.hpp"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
@@ -15,24 +17,12 @@ namespace ingestd::http_server {
 
 namespace {
 
-char lower(char c) {
-  return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-}
-
 std::string lowered(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (char c : s)
-    out.push_back(lower(c));
+    out.push_back(ascii_lower(c));
   return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-    s.remove_suffix(1);
-  return s;
 }
 
 bool all_digits(std::string_view s) {
@@ -60,9 +50,9 @@ std::vector<std::string> tokens_of(const header_map& headers, std::string_view n
     std::string_view rest = it->second;
     while (!rest.empty()) {
       auto comma = rest.find(',');
-      auto token = trim(rest.substr(0, comma));
+      auto token = trim_blanks(rest.substr(0, comma));
       // A coding's parameters (";q=...") do not change what it is.
-      token = trim(token.substr(0, token.find(';')));
+      token = trim_blanks(token.substr(0, token.find(';')));
       if (!token.empty())
         out.push_back(lowered(token));
       rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
@@ -83,7 +73,7 @@ std::string default_port(std::string_view scheme) {
 } // namespace
 
 std::optional<authority> parse_authority(std::string_view text) {
-  text = trim(text);
+  text = trim_blanks(text);
   if (text.empty())
     return std::nullopt;
   authority out;
@@ -128,7 +118,7 @@ bool is_ip_literal(std::string_view host) {
 bool host_allowed(std::string_view host_header, const std::vector<std::string>& names) {
   if (std::find(names.begin(), names.end(), "*") != names.end())
     return true;
-  if (trim(host_header).empty())
+  if (trim_blanks(host_header).empty())
     return true;
   auto a = parse_authority(host_header);
   if (!a)
@@ -138,7 +128,7 @@ bool host_allowed(std::string_view host_header, const std::vector<std::string>& 
 
 bool origin_allowed(std::string_view origin, std::string_view host_header,
                     const std::vector<std::string>& names) {
-  origin = trim(origin);
+  origin = trim_blanks(origin);
   auto sep = origin.find("://");
   if (sep == std::string_view::npos)
     return false;
@@ -186,7 +176,7 @@ std::optional<refusal> check_head(std::string_view method, const header_map& hea
   if (auto [from, to] = headers.equal_range("Content-Length"); from != to) {
     std::optional<uint64_t> length;
     for (auto it = from; it != to; ++it) {
-      auto text = trim(it->second);
+      auto text = trim_blanks(it->second);
       if (!all_digits(text) || text.size() > 19)
         return refusal{400, "http.bad_request", "Content-Length is not a number"};
       auto value = std::stoull(std::string{text});

@@ -10,18 +10,15 @@
 
 #include "adapters/http_server/checks.hpp"
 #include "messages/hex.hpp"
+#include "messages/text.hpp"
 
 namespace ingestd::http_server {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty()
-         && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
+/// Blanks around an entry or a token (a line end included).
+std::string_view trim_line(std::string_view s) {
+  return trim_blanks(s, " \t\r\n");
 }
 
 } // namespace
@@ -33,7 +30,7 @@ result<tenant_tokens> tenant_tokens::parse(std::string_view text,
     return error::make_permanent("config.bad_token", std::string{variable} + ": " + message);
   };
   tenant_tokens out;
-  text = trim(text);
+  text = trim_line(text);
   if (text.empty())
     return out;
   auto add = [&out](std::string token, uuid tenant) {
@@ -48,7 +45,7 @@ result<tenant_tokens> tenant_tokens::parse(std::string_view text,
   size_t index = 0;
   while (true) {
     auto comma = text.find(',');
-    auto entry = trim(text.substr(0, comma));
+    auto entry = trim_line(text.substr(0, comma));
     ++index;
     auto where = "entry " + std::to_string(index);
     if (entry.empty())
@@ -57,9 +54,9 @@ result<tenant_tokens> tenant_tokens::parse(std::string_view text,
     std::optional<uuid> tenant;
     std::string_view token = entry;
     if (colon != std::string_view::npos) {
-      tenant = uuid::parse(trim(entry.substr(0, colon)));
+      tenant = uuid::parse(trim_line(entry.substr(0, colon)));
       if (tenant)
-        token = trim(entry.substr(colon + 1));
+        token = trim_line(entry.substr(colon + 1));
       else if (colon == 36)
         return bad_token(where + ": the part before ':' is not a tenant UUID");
     }
@@ -113,7 +110,7 @@ std::string_view bearer_token(std::string_view authorization) {
   constexpr std::string_view scheme = "Bearer ";
   if (authorization.size() <= scheme.size() || !authorization.starts_with(scheme))
     return {};
-  return trim(authorization.substr(scheme.size()));
+  return trim_line(authorization.substr(scheme.size()));
 }
 
 } // namespace ingestd::http_server

@@ -14,22 +14,15 @@ error bad_form(std::string message) {
   return error::make_permanent("http.bad_form", std::move(message));
 }
 
-char lower(char c) {
-  return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-}
-
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return lower(x) == lower(y);
+           return ascii_lower(x) == ascii_lower(y);
          });
 }
 
+/// Blanks around a header's or a parameter's parts (a line's CR included).
 std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
+  return trim_blanks(s, " \t\r");
 }
 
 /// Splits "value; a=b; c=\"d\"" into the value and its parameters (names lower-cased, quoted
@@ -48,7 +41,7 @@ split_parameters(std::string_view text) {
       ++eq;
     std::string name;
     for (char c : trim(text.substr(i, eq - i)))
-      name.push_back(lower(c));
+      name.push_back(ascii_lower(c));
     if (eq >= text.size() || text[eq] == ';') {
       if (!name.empty())
         params.emplace_back(std::move(name), std::string{});
@@ -93,7 +86,7 @@ std::string media_type(std::string_view content_type) {
   std::string out;
   for (char c : trim(content_type.substr(0, semi)))
     if (c != ' ' && c != '\t')
-      out.push_back(lower(c));
+      out.push_back(ascii_lower(c));
   return out;
 }
 

@@ -470,7 +470,7 @@ error parse_error(const http_response& response) {
   if (message.empty())
     message = "HTTP " + std::to_string(response.status);
   auto err = classify(code, std::move(message), response.status, sender_fault);
-  err.retry_after_ms = retry_after_ms(response);
+  err.retry_after_ms = sqs::retry_after_ms(response);
   return err;
 }
 
