@@ -66,7 +66,7 @@ void sweep_done(sweeper_ptr self, const stage& s, const char* why = nullptr,
               {{"stage", s.label}, {"error", err != nullptr ? err->describe() : std::string{}}});
 }
 
-void revive(sweeper_ptr self, std::shared_ptr<const stage> s) {
+void revive(sweeper_ptr self, const std::shared_ptr<const stage>& s) {
   auto& st = self->state;
   revive_request req{s->name, s->size_class, s->queue_name, stale_after(st.ctx->settings),
                      batch_limit};
@@ -87,7 +87,7 @@ void revive(sweeper_ptr self, std::shared_ptr<const stage> s) {
 }
 
 /// Sweeps one stage unless its queue holds a backlog.
-void sweep(sweeper_ptr self, std::shared_ptr<const stage> s) {
+void sweep(sweeper_ptr self, const std::shared_ptr<const stage>& s) {
   auto& st = self->state;
   if (!st.sweeping.insert(s->label).second)
     return;

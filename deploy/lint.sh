@@ -49,12 +49,21 @@ if [[ ${#files[@]} -eq 0 ]]; then
 fi
 
 # clang-tidy reads GCC's compile commands: drop the GCC precompiled header (clang cannot read it;
-# the header it was made from is included instead) and GCC-only warning flags.
+# the header it was made from is included instead) and GCC-only warning flags. A unity batch's
+# command (the product's libraries, INGESTD_UNITY_BUILD) becomes one command per source it holds.
 db="$build/lint"
 mkdir -p "$db"
 python3 - "$build/compile_commands.json" "$db" <<'PY'
 import json, os, re, shutil, sys
-entries = json.load(open(sys.argv[1]))
+entries = []
+for e in json.load(open(sys.argv[1])):
+    if "/Unity/unity_" not in e["file"]:
+        entries.append(e)
+        continue
+    for line in open(e["file"]):
+        m = re.match(r'#include "(.+)"', line)
+        if m:
+            entries.append(dict(e, file=m.group(1), command=e["command"].replace(e["file"], m.group(1))))
 for e in entries:
     c = e["command"]
     m = re.search(r"-include (\S+/([^/]+)\.dir/cmake_pch\.hxx)", c)
