@@ -52,6 +52,8 @@ struct running_statement {
 struct running_statements {
   std::mutex mtx;
   std::list<running_statement> list;
+  /// Statements sent since the process started.
+  uint64_t sent = 0;
 };
 
 /// Never destroyed: a detached thread may still run a statement while the process exits.
@@ -67,6 +69,7 @@ public:
     auto& r = running();
     std::lock_guard guard{r.mtx};
     entry_ = r.list.insert(r.list.end(), {std::move(name), std::chrono::steady_clock::now()});
+    ++r.sent;
   }
   ~in_progress() {
     auto& r = running();
@@ -163,6 +166,12 @@ error classify(const ::pg_result* res, const ::pg_conn* conn, std::string_view c
   // 23505 and every other data, constraint or definition error: retrying the same statement
   // cannot help. Callers that expect 23505 handle it themselves.
   return error::make_permanent(code, message);
+}
+
+uint64_t statements_sent() {
+  auto& r = running();
+  std::lock_guard guard{r.mtx};
+  return r.sent;
 }
 
 std::vector<std::string> statements_in_progress() {

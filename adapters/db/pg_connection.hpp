@@ -67,6 +67,10 @@ error classify(const ::pg_result* res, const ::pg_conn* conn, std::string_view c
 /// each as "name (N s)": what a shutdown that runs out of time names as stuck.
 std::vector<std::string> statements_in_progress();
 
+/// The statements this process has sent (BEGIN and COMMIT included), on every connection: what
+/// the benchmarks divide by the documents.
+uint64_t statements_sent();
+
 /// Renders a PostgreSQL array literal of text elements (quoted and escaped; nullopt is NULL).
 std::string array_literal(const std::vector<param>& items);
 

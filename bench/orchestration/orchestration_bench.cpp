@@ -1,15 +1,21 @@
 // Orchestration throughput: a node embedded in this process (actors/node.hpp: start_node with the
 // ingest stage of stages/ingest) over the real postgres_queue, pg_work_repository and
-// pg_ingest_repository, instant transcription and extraction, on N ingestions; then a pgbench
-// replay of the same per-job SQL at the same database concurrency, and the ratio: the
-// orchestration's overhead against the database's own ceiling. Also the SQL statements each
-// document costs, counted in the replayed script and from the node's adapters.
+// pg_ingest_repository, instant transcription and extraction, on N ingestions; then, as the
+// default configuration goes on, the match stage (stages/match, pg_matching_repository, the local
+// matcher) on the N documents the ingestions queued for it; then a pgbench replay of the ingest
+// stage's per-job SQL at the same database concurrency, and the ratio: the orchestration's
+// overhead against the database's own ceiling. For each stage the SQL statements each document
+// costs: every statement the process sent, and for the ingest stage the adapters' own counts and
+// the replayed script's.
 //
 //   bench_orchestration [--ingestions 20000] [--in-flight 500] [--db-pool 4] [--queue-pool 2]
-//                       [--store memory|fs] [--pgbench /usr/lib/postgresql/15/bin/pgbench]
-//                       [--log-level info]
+//                       [--store memory|fs] [--match on|off] [--replay on|off]
+//                       [--pgbench /usr/lib/postgresql/15/bin/pgbench] [--log-level info]
 //
-// --db-pool is the connections of each repository (the claimed-work one and the stage's).
+// --db-pool is the connections of each repository (the claimed-work one and each stage's).
+// --match off: the ingestions queue no matching and the match stage does not run (the ingest
+// stage alone, as the figures before the match stage was measured).
+// --replay off: no pgbench replay (a quicker run, for comparing two builds).
 // --log-level is the node's (info, the default's, writes a line per job; warn writes none).
 #include <atomic>
 #include <chrono>
@@ -32,14 +38,19 @@
 #include <caf/send.hpp>
 
 #include "actors/node.hpp"
+#include "adapters/db/pg_connection.hpp"
 #include "adapters/db/pg_ingest_repository.hpp"
+#include "adapters/db/pg_matching_repository.hpp"
 #include "adapters/db/pg_work_repository.hpp"
+#include "adapters/matching/local_matcher.hpp"
 #include "adapters/queue/postgres_queue.hpp"
 #include "adapters/storage/filesystem_store.hpp"
 #include "adapters/support/log.hpp"
+#include "bench/support/database_cpu.hpp"
 #include "bench/support/memory_store.hpp"
 #include "messages/error_codes.hpp"
 #include "stages/ingest/ingest_stage.hpp"
+#include "stages/match/match_stage.hpp"
 #include "tests/support/environment.hpp"
 #include "tests/support/postgres/pg_fixture.hpp"
 
@@ -564,6 +575,114 @@ replay replay_sql(const std::string& queue, const std::vector<std::string>& audi
   return r;
 }
 
+/// A node of `stages` started on `sys` and run until `n` jobs have an outcome (or 10 minutes):
+/// what they came to, and what the run cost.
+struct node_run {
+  int completed = 0;
+  int other = 0;
+  std::string first_other;
+  double seconds = 0;
+  double node_cpu = 0;
+  double db_cpu = 0;
+  uint64_t statements = 0;
+};
+
+node_run run_node(caf::actor_system& sys, std::shared_ptr<work_repository> work,
+                  std::vector<std::shared_ptr<const stage>> stages, int n, int in_flight) {
+  auto ctx = std::make_shared<node_context>();
+  ctx->settings.worker_id = "bench";
+  ctx->settings.max_in_flight = in_flight;
+  ctx->settings.wait_time = std::chrono::seconds{1};
+  ctx->settings.step_timeout = std::chrono::seconds{120};
+  ctx->work = std::move(work);
+  ctx->stages = std::move(stages);
+  std::atomic<int> completed{0}, other{0}, finished{0};
+  std::promise<void> all_done;
+  std::mutex detail_mtx;
+  std::string first_other;
+  ctx->observer = [&](const job_outcome& o) {
+    if (o.result == job_result::completed) {
+      ++completed;
+    } else {
+      std::lock_guard g{detail_mtx};
+      if (first_other.empty())
+        first_other = o.detail;
+      ++other;
+    }
+    // One counter, so that exactly one outcome is the n-th (two outcomes at once could both
+    // see the sum of two counters at n, and set the promise twice).
+    if (++finished == n)
+      all_done.set_value();
+  };
+  std::promise<void> stopped;
+  node_options opts;
+  opts.sweeper = false;
+  opts.on_stopped = [&] { stopped.set_value(); };
+  auto sent0 = pg::statements_sent();
+  auto cpu0 = process_cpu_seconds();
+  auto db_cpu0 = bench::database_cpu_seconds();
+  auto t0 = clock_type::now();
+  auto node = start_node(sys, ctx, opts);
+  if (all_done.get_future().wait_for(std::chrono::minutes{10}) != std::future_status::ready)
+    std::printf("  TIMEOUT after 10 min: %d completed, %d other\n", completed.load(), other.load());
+  node_run r;
+  r.seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
+  r.node_cpu = process_cpu_seconds() - cpu0;
+  r.db_cpu = bench::database_cpu_seconds() - db_cpu0;
+  r.statements = pg::statements_sent() - sent0;
+  caf::anon_send(node.coordinator, shutdown_atom_v);
+  stopped.get_future().wait_for(std::chrono::seconds{60});
+  r.completed = completed.load();
+  r.other = other.load();
+  std::lock_guard g{detail_mtx};
+  r.first_other = first_other;
+  return r;
+}
+
+/// "" or " (first: why)": the first outcome that was not a completion.
+std::string first_other_note(const node_run& r) {
+  return r.first_other.empty() ? "" : " (first: " + r.first_other + ")";
+}
+
+/// The match stage alone on a node of its own, until `n` documents are matched; prints its
+/// figures.
+void run_match_stage(test::pg_schema& db, const std::shared_ptr<object_store>& store,
+                     const std::string& queue_name, int n, int in_flight, int db_pool,
+                     int queue_pool) {
+  caf::actor_system_config cfg;
+  configure_scheduler(cfg);
+  caf::actor_system sys{cfg};
+  auto ports = std::make_shared<match_ports>();
+  ports->db = std::make_shared<pg_matching_repository>(db.url(), pg_matching_options{db_pool});
+  ports->storage = store;
+  ports->match = std::make_shared<local_matcher>();
+  match_settings settings;
+  settings.queue_name = queue_name;
+  settings.queue
+      = std::make_shared<postgres_queue>(db.url(), queue_name, postgres_queue_options{queue_pool});
+  auto r = run_node(sys, std::make_shared<pg_work_repository>(db.url(), pg_work_options{db_pool}),
+                    {make_match_stage(ports, settings)}, n, in_flight);
+  auto done = r.completed;
+  auto per_doc = [done](double x) { return done > 0 ? x / done : 0.0; };
+  std::printf("match stage: %d matched, %d other%s in %.2f s = %.0f documents/s\n", done, r.other,
+              first_other_note(r).c_str(), r.seconds, done / r.seconds);
+  std::printf("  node process CPU (user + system, all threads): %.2f s = %.0f us per document\n",
+              r.node_cpu, per_doc(r.node_cpu * 1e6));
+  std::printf("  database CPU (every PostgreSQL process of this machine): %.2f s = %.0f us per "
+              "document\n",
+              r.db_cpu, per_doc(r.db_cpu * 1e6));
+  std::printf("  SQL statements the process sent: %llu; per document %.2f (each matching's write "
+              "phase is one transaction of its own: not coalesced)\n",
+              static_cast<unsigned long long>(r.statements),
+              per_doc(static_cast<double>(r.statements)));
+  std::printf("match check: %s completed match work items, %s documents in a cluster\n",
+              db.scalar("SELECT count(*) FROM work_item WHERE stage = 'match' AND status = "
+                        "'completed'")
+                  .c_str(),
+              db.scalar("SELECT count(*) FROM document WHERE cluster_id IS NOT NULL").c_str());
+  std::fflush(stdout);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -574,6 +693,13 @@ int main(int argc, char** argv) {
   std::string store_kind = arg(argc, argv, "store", "memory");
   std::string pgbench = arg(argc, argv, "pgbench", "/usr/lib/postgresql/15/bin/pgbench");
   auto log_level = arg(argc, argv, "log-level", "info");
+  auto match = arg(argc, argv, "match", "on");
+  if (match != "on" && match != "off") {
+    std::fprintf(stderr, "--match must be on or off, not %s\n", match.c_str());
+    return 2;
+  }
+  std::string match_queue = match == "on" ? "bench-orchestration-match" : "";
+  auto replay = arg(argc, argv, "replay", "on");
   log::setup("text", log_level);
 
   std::unique_ptr<test::pg_schema> db;
@@ -597,8 +723,9 @@ int main(int argc, char** argv) {
               "statement of "
               "their kind runs go in the next\n");
   std::printf("  ingestions %d, max_in_flight %d, connections: claimed work %d + ingest stage %d + "
-              "queue %d, log level %s, load before: %s",
-              n, in_flight, db_pool, db_pool, queue_pool, log_level.c_str(), sh("uptime").c_str());
+              "queue %d, log level %s, matching %s, load before: %s",
+              n, in_flight, db_pool, db_pool, queue_pool, log_level.c_str(),
+              match == "on" ? "on (the default configuration's)" : "off", sh("uptime").c_str());
   std::fflush(stdout);
 
   auto t_fill = clock_type::now();
@@ -616,8 +743,21 @@ int main(int argc, char** argv) {
               store_kind == "fs" ? " + files" : "",
               std::chrono::duration<double>(clock_type::now() - t_fill).count());
 
+  // Every document (documents/...) reads as the same short text; what the stages write is kept
+  // (the match stage reads the transcriptions the ingest stage stored).
+  std::shared_ptr<object_store> store;
+  if (store_kind == "fs")
+    store = std::make_shared<filesystem_store>(root);
+  else
+    store = std::make_shared<bench::memory_store>(
+        [](const std::string& key) -> std::optional<std::string> {
+          if (key.rfind("documents/", 0) == 0)
+            return std::string{document_text};
+          return std::nullopt;
+        });
   double worker_rate = 0;
   int completed_jobs = 0;
+  std::printf("ingest stage:\n");
   {
     caf::actor_system_config cfg;
     configure_scheduler(cfg); // as `ingestd run`
@@ -630,70 +770,28 @@ int main(int argc, char** argv) {
     auto ingest_db = std::make_shared<pg_ingest_repository>(db->url(), pg_ingest_options{db_pool});
     auto ports = std::make_shared<ingest_ports>();
     ports->db = ingest_db;
-    if (store_kind == "fs")
-      ports->storage = std::make_shared<filesystem_store>(root);
-    else
-      // Every document (documents/...) reads as the same short text; nothing else was stored
-      // before (no transcription of an earlier attempt to resume from).
-      ports->storage = std::make_shared<bench::memory_store>(
-          [](const std::string& key) -> std::optional<std::string> {
-            if (key.rfind("documents/", 0) == 0)
-              return std::string{document_text};
-            return std::nullopt;
-          });
+    ports->storage = store;
     ports->ocr = std::make_shared<instant_transcriber>();
     ports->extract = std::make_shared<instant_extractor>();
     ingest_class cls;
     cls.queue = counted_queue;
     cls.queue_name = queue_name;
 
-    auto ctx = std::make_shared<node_context>();
-    ctx->settings.worker_id = "bench";
-    ctx->settings.max_in_flight = in_flight;
-    ctx->settings.wait_time = std::chrono::seconds{1};
-    ctx->settings.step_timeout = std::chrono::seconds{120};
-    ctx->work = work;
-    ctx->stages = {make_ingest_stage(ports, ingest_settings{}, cls)};
-    std::atomic<int> completed{0}, other{0}, finished{0};
-    std::promise<void> all_done;
-    std::mutex detail_mtx;
-    std::string first_other;
-    ctx->observer = [&](const job_outcome& o) {
-      if (o.result == job_result::completed) {
-        ++completed;
-      } else {
-        std::lock_guard g{detail_mtx};
-        if (first_other.empty())
-          first_other = o.detail;
-        ++other;
-      }
-      // One counter, so that exactly one outcome is the n-th (two outcomes at once could both
-      // see the sum of two counters at n, and set the promise twice).
-      if (++finished == n)
-        all_done.set_value();
-    };
-    std::promise<void> stopped;
-    node_options opts;
-    opts.sweeper = false;
-    opts.on_stopped = [&] { stopped.set_value(); };
-    auto cpu0 = process_cpu_seconds();
-    auto t0 = clock_type::now();
-    auto node = start_node(sys, ctx, opts);
-    auto done = all_done.get_future();
-    if (done.wait_for(std::chrono::minutes{10}) != std::future_status::ready)
-      std::printf("  TIMEOUT after 10 min: %d completed, %d other\n", completed.load(),
-                  other.load());
-    double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
-    double cpu = process_cpu_seconds() - cpu0;
-    completed_jobs = completed.load();
-    worker_rate = completed_jobs / secs;
-    std::printf("  node: %d completed, %d other%s%s in %.2f s = %.0f ingestions/s\n",
-                completed_jobs, other.load(), first_other.empty() ? "" : " (first: ",
-                first_other.empty() ? "" : (first_other + ")").c_str(), secs, worker_rate);
+    ingest_settings settings;
+    settings.match_queue = match_queue;
+    auto r = run_node(sys, work, {make_ingest_stage(ports, settings, cls)}, n, in_flight);
+    completed_jobs = r.completed;
+    worker_rate = completed_jobs / r.seconds;
+    auto per_doc = [&](double x) { return completed_jobs > 0 ? x / completed_jobs : 0.0; };
+    std::printf("  node: %d completed, %d other%s in %.2f s = %.0f ingestions/s\n", completed_jobs,
+                r.other, first_other_note(r).c_str(), r.seconds, worker_rate);
     std::printf("  node process CPU (user + system, all threads): %.2f s = %.0f us per ingestion\n",
-                cpu, completed_jobs > 0 ? cpu * 1e6 / completed_jobs : 0.0);
+                r.node_cpu, per_doc(r.node_cpu * 1e6));
+    std::printf("  database CPU (every PostgreSQL process of this machine, autovacuum included): "
+                "%.2f s = %.0f us per ingestion\n",
+                r.db_cpu, per_doc(r.db_cpu * 1e6));
     std::printf("  load after the node's run: %s", sh("uptime").c_str());
-    auto jobs = completed.load() + other.load();
+    auto jobs = r.completed + r.other;
     auto st = ingest_db->statements();
     std::printf("  coalescing: claim %llu calls -> %llu statements, load %d -> %llu, "
                 "record_transcription %d -> %llu, "
@@ -735,15 +833,22 @@ int main(int argc, char** argv) {
                 "document %.2f\n",
                 (unsigned long long)calls,
                 completed_jobs > 0 ? static_cast<double>(calls) / completed_jobs : 0.0);
-    caf::anon_send(node.coordinator, shutdown_atom_v);
-    stopped.get_future().wait_for(std::chrono::seconds{60});
+    std::printf("  SQL statements the process sent (every connection, long polls' re-checks "
+                "included): %llu; per document %.2f\n",
+                static_cast<unsigned long long>(r.statements),
+                per_doc(static_cast<double>(r.statements)));
   }
+  if (!match_queue.empty())
+    run_match_stage(*db, store, match_queue, completed_jobs, in_flight, db_pool, queue_pool);
   auto db_check = db->scalar(
       "SELECT count(*) FROM ingestion_event WHERE step = 'complete' AND outcome = 'ok'");
-  std::printf("  check: %s complete events, %s completed work items, %s completed ingestions\n",
-              db_check.c_str(),
-              db->scalar("SELECT count(*) FROM work_item WHERE status = 'completed'").c_str(),
-              db->scalar("SELECT count(*) FROM ingestion WHERE status = 'completed'").c_str());
+  std::printf(
+      "ingest check: %s complete events, %s completed work items, %s completed ingestions\n",
+      db_check.c_str(),
+      db->scalar("SELECT count(*) FROM work_item WHERE stage = 'ingest' AND status = "
+                 "'completed'")
+          .c_str(),
+      db->scalar("SELECT count(*) FROM ingestion WHERE status = 'completed'").c_str());
   // The audit trail one job wrote with its completion: the replay writes as many rows.
   std::vector<std::string> audit_steps;
   for (auto& row : db->query("SELECT step FROM ingestion_event WHERE ingestion_id = "
@@ -762,9 +867,12 @@ int main(int argc, char** argv) {
                    "gate",
                    "complete"};
 
+  if (replay == "off")
+    return 0;
   // The replay: the same ingestions made claimable again, a message each, and the per-job SQL.
   db->query("DELETE FROM queue_message");
   db->query("DELETE FROM ingestion_event");
+  db->query("DELETE FROM work_item WHERE stage <> 'ingest'");
   db->query(
       "UPDATE work_item SET status = 'in-progress', claim_token = NULL, lease_expires_at = NULL, "
       "completed_at = NULL");

@@ -50,6 +50,7 @@
 #include "adapters/http/curl_engine.hpp"
 #include "adapters/queue/postgres_queue.hpp"
 #include "adapters/support/timer.hpp"
+#include "bench/support/database_cpu.hpp"
 #include "messages/error_codes.hpp"
 #include "stages/ingest/ingest_stage.hpp"
 #include "tests/support/postgres/pg_fixture.hpp"
@@ -377,6 +378,7 @@ int main(int argc, char** argv) {
     node_options opts;
     opts.sweeper = false;
     opts.on_stopped = [&] { stopped.set_value(); };
+    auto db_cpu0 = bench::database_cpu_seconds();
     auto t0 = clock_type::now();
     auto w = start_node(sys, ctx, opts);
     auto done = all_done.get_future();
@@ -399,6 +401,7 @@ int main(int argc, char** argv) {
       }
     }
     double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
+    double db_cpu = bench::database_cpu_seconds() - db_cpu0;
     long heap_at_end = heap_kb();
     double rate = completed / secs;
     double ideal = in_flight / (delay.count() / 1000.0);
@@ -414,6 +417,9 @@ int main(int argc, char** argv) {
                   "ratio %.2f\n",
                   steady, steady / ideal);
     }
+    std::printf("  database CPU (every PostgreSQL process of this machine): %.1f s = %.0f us per "
+                "ingestion, %.2f cores over the run\n",
+                db_cpu, completed > 0 ? db_cpu * 1e6 / completed : 0.0, db_cpu / secs);
     std::printf(
         "  OS threads of the process: %d before the node, %d..%d during the run (includes the "
         "bench's own main thread; the stub is another process)\n",

@@ -16,15 +16,6 @@ using namespace ingestd::test;
 
 namespace {
 
-cli_result cli(e2e_setup& s, const std::vector<std::string>& args) {
-  std::vector<std::string> env;
-  for (auto& [k, v] : s.daemon_env()) {
-    auto& kv = env.emplace_back(k);
-    kv.append("=").append(v);
-  }
-  return run_ingestd(args, env, 60);
-}
-
 std::string status_of(e2e_setup& s, const std::string& id) {
   return s.db().scalar("SELECT status FROM ingestion WHERE id = $1::uuid", {id});
 }
@@ -45,7 +36,7 @@ TEST(e2e_daemon_cancel, running_and_queued_ingestions_are_cancelled_and_finished
                          {"INGESTD_WORKER__STEP_TIMEOUT_SECONDS", "6"}});
   ASSERT_TRUE(await_waiting_on_extraction(s, 120s)) << s.logs();
 
-  auto r = cli(s, {"cancel", running});
+  auto r = run_cli(s, {"cancel", running});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("cancelling ingestion=" + running), std::string::npos) << r.out;
   ASSERT_TRUE(wait_until([&] { return status_of(s, running) == "cancelled"; }, 60s)) << s.logs();
@@ -81,7 +72,7 @@ TEST(e2e_daemon_cancel, running_and_queued_ingestions_are_cancelled_and_finished
             0);
 
   // Queued: cancelled at once; its message is deleted when it arrives, without a claim.
-  r = cli(s, {"cancel", queued});
+  r = run_cli(s, {"cancel", queued});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("cancelled ingestion=" + queued), std::string::npos) << r.out;
   EXPECT_EQ(status_of(s, queued), "cancelled");
@@ -95,7 +86,7 @@ TEST(e2e_daemon_cancel, running_and_queued_ingestions_are_cancelled_and_finished
   EXPECT_EQ(status_of(s, queued), "cancelled");
 
   // Again: fine, and said so.
-  r = cli(s, {"cancel", queued});
+  r = run_cli(s, {"cancel", queued});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("was cancelled before"), std::string::npos) << r.out;
 
@@ -104,20 +95,20 @@ TEST(e2e_daemon_cancel, running_and_queued_ingestions_are_cancelled_and_finished
   s.db().query(
       "UPDATE work_item SET status = 'completed', completed_at = now() WHERE id = $1::uuid",
       {finished});
-  r = cli(s, {"cancel", finished});
+  r = run_cli(s, {"cancel", finished});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("is already completed: only a queued or running ingestion can be cancelled"),
             std::string::npos)
       << r.err;
   EXPECT_EQ(status_of(s, finished), "completed");
-  r = cli(s, {"cancel", "018f0000-0000-7000-8000-000000000000"});
+  r = run_cli(s, {"cancel", "018f0000-0000-7000-8000-000000000000"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("no ingestion"), std::string::npos) << r.err;
-  r = cli(s, {"cancel", "not-an-id"});
+  r = run_cli(s, {"cancel", "not-an-id"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("not an ingestion id"), std::string::npos) << r.err;
 
-  r = cli(s, {"status"});
+  r = run_cli(s, {"status"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("cancelled 2"), std::string::npos) << r.out;
 

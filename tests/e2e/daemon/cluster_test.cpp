@@ -44,7 +44,7 @@ int64_t held_by(e2e_setup& s, const std::string& id) {
 }
 
 /// Runs an `ingestd` command against the setup's database; its exit code and output.
-std::pair<int, std::string> cli(e2e_setup& s, const std::vector<std::string>& args) {
+std::pair<int, std::string> cli_with_log(e2e_setup& s, const std::vector<std::string>& args) {
   static int n = 0;
   daemon_process p{s.daemon_env(), s.root() + "/cli-" + std::to_string(++n) + ".log", args};
   auto rc = p.wait_exit(60s);
@@ -64,7 +64,7 @@ TEST(e2e_daemon_cluster, registry_drain_and_kill_with_three_nodes) {
       << s.logs();
 
   // The registry: one row per node, as `ingestd nodes --json` shows it.
-  auto [nodes_rc, nodes_out] = cli(s, {"nodes", "--json"});
+  auto [nodes_rc, nodes_out] = cli_with_log(s, {"nodes", "--json"});
   ASSERT_EQ(nodes_rc, 0) << nodes_out;
   for (auto& [id, d] : {std::pair{"e2e-n1", n1.get()}, std::pair{"e2e-n2", n2.get()},
                         std::pair{"e2e-n3", n3.get()}}) {
@@ -88,7 +88,7 @@ TEST(e2e_daemon_cluster, registry_drain_and_kill_with_three_nodes) {
   auto first = s.add_documents(6, doc_kind::scan_png);
   s.enqueue(first);
   ASSERT_TRUE(wait_until([&] { return held_by(s, "e2e-n1") >= 1; }, 30s)) << s.logs();
-  auto [drain_rc, drain_out] = cli(s, {"drain", "e2e-n1"});
+  auto [drain_rc, drain_out] = cli_with_log(s, {"drain", "e2e-n1"});
   ASSERT_EQ(drain_rc, 0) << drain_out;
   EXPECT_NE(drain_out.find("drain requested: e2e-n1"), std::string::npos) << drain_out;
   ASSERT_TRUE(wait_until([&] { return state_of(s, "e2e-n1") != "running"; }, 10s))
@@ -134,7 +134,7 @@ TEST(e2e_daemon_cluster, registry_drain_and_kill_with_three_nodes) {
     after.push_back(*r[0]);
   ASSERT_FALSE(after.empty()) << "every job finished before the kill: the test proves nothing";
   ASSERT_TRUE(wait_until([&] { return state_of(s, "e2e-n2") == "lost"; }, 20s)) << n2->log_tail();
-  auto [status_rc, status_out] = cli(s, {"status", "--json"});
+  auto [status_rc, status_out] = cli_with_log(s, {"status", "--json"});
   EXPECT_EQ(status_rc, 0) << status_out;
   EXPECT_NE(status_out.find("\"nodes\":{\"running\":1,\"draining\":0,\"stopped\":1,\"lost\":1}"),
             std::string::npos)
@@ -150,7 +150,7 @@ TEST(e2e_daemon_cluster, registry_drain_and_kill_with_three_nodes) {
       << "an ingestion was completed twice";
 
   // drain --all stops the last one.
-  auto [all_rc, all_out] = cli(s, {"drain", "--all", "--wait", "--timeout", "60"});
+  auto [all_rc, all_out] = cli_with_log(s, {"drain", "--all", "--wait", "--timeout", "60"});
   EXPECT_EQ(all_rc, 0) << all_out;
   rc = n3->wait_exit(30s);
   ASSERT_TRUE(rc.has_value()) << n3->log_tail();
@@ -176,10 +176,10 @@ TEST(e2e_daemon_cluster, a_node_older_than_the_schema_needs_refuses_to_start) {
 
 TEST(e2e_daemon_cluster, nodes_and_drain_answer_clearly_on_bad_input) {
   e2e_setup s;
-  auto [empty_rc, empty_out] = cli(s, {"nodes"});
+  auto [empty_rc, empty_out] = cli_with_log(s, {"nodes"});
   EXPECT_EQ(empty_rc, 0) << empty_out;
   EXPECT_NE(empty_out.find("none registered"), std::string::npos) << empty_out;
-  auto [unknown_rc, unknown_out] = cli(s, {"drain", "no-such-node"});
+  auto [unknown_rc, unknown_out] = cli_with_log(s, {"drain", "no-such-node"});
   EXPECT_EQ(unknown_rc, 1) << unknown_out;
   EXPECT_NE(unknown_out.find("no node \"no-such-node\" in the registry"), std::string::npos)
       << unknown_out;
@@ -188,10 +188,10 @@ TEST(e2e_daemon_cluster, nodes_and_drain_answer_clearly_on_bad_input) {
                                                           {"drain", "a", "b"},
                                                           {"drain", "--all", "--timeout", "soon"},
                                                           {"nodes", "--bogus"}}) {
-    auto [rc, out] = cli(s, args);
+    auto [rc, out] = cli_with_log(s, args);
     EXPECT_EQ(rc, 2) << args.back() << ": " << out;
   }
-  auto [help_rc, help_out] = cli(s, {"drain", "--help"});
+  auto [help_rc, help_out] = cli_with_log(s, {"drain", "--help"});
   EXPECT_EQ(help_rc, 0);
   EXPECT_NE(help_out.find("Usage: ingestd drain"), std::string::npos) << help_out;
 }
@@ -207,18 +207,18 @@ TEST(e2e_daemon_cluster, migrate_refuses_while_a_live_node_is_older_than_a_migra
   };
   add_node("lost-old", "0.0.1", "1 hour"); // lost: not in the way
   add_node("current", "0.2.0", "0 seconds");
-  auto [ok_rc, ok_out] = cli(s, {"migrate"});
+  auto [ok_rc, ok_out] = cli_with_log(s, {"migrate"});
   EXPECT_EQ(ok_rc, 0) << ok_out;
   // A node of the release before the work items: it reads the claim columns 015 moves.
   add_node("live-old", "0.1.0", "0 seconds");
-  auto [rc, out] = cli(s, {"migrate"});
+  auto [rc, out] = cli_with_log(s, {"migrate"});
   EXPECT_EQ(rc, 1) << out;
   EXPECT_NE(
       out.find("node live-old runs ingestd 0.1.0, older than 0.2.0 that 015_work_items.sql needs"),
       std::string::npos)
       << out;
   EXPECT_EQ(out.find("lost-old"), std::string::npos) << out;
-  auto [forced_rc, forced_out] = cli(s, {"migrate", "--force"});
+  auto [forced_rc, forced_out] = cli_with_log(s, {"migrate", "--force"});
   EXPECT_EQ(forced_rc, 0) << forced_out;
   EXPECT_NE(forced_out.find("warning: node live-old"), std::string::npos) << forced_out;
 }

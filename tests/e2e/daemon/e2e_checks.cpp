@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -18,6 +19,24 @@
 #include <gtest/gtest.h>
 
 namespace ingestd::test {
+
+cli_result run_cli(e2e_setup& s, const std::vector<std::string>& args,
+                   const std::map<std::string, std::string>& extra, int timeout_seconds) {
+  auto all = s.daemon_env();
+  for (auto& [k, v] : extra)
+    all[k] = v;
+  std::vector<std::string> env;
+  for (auto& [k, v] : all)
+    env.emplace_back(k).append("=").append(v);
+  return run_ingestd(args, env, timeout_seconds);
+}
+
+void stop_cleanly(daemon_process& d) {
+  d.signal(SIGTERM);
+  auto rc = d.wait_exit(std::chrono::seconds{60});
+  ASSERT_TRUE(rc.has_value()) << d.log_tail();
+  EXPECT_EQ(*rc, 0) << d.log_tail();
+}
 
 void expect_completed_exactly_once(e2e_setup& s, const std::vector<std::string>& ids) {
   auto arr = pg_array(ids);

@@ -3,11 +3,13 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "tests/support/daemon/e2e_setup.hpp"
+#include "tests/support/environment.hpp"
 
 /// A gtest check that `haystack` (a string) holds `needle`, printing the haystack when not.
 #define EXPECT_CONTAINS(haystack, needle)                                                          \
@@ -30,6 +32,14 @@ bool await_completed(e2e_setup& s, int64_t n, std::chrono::seconds deadline);
 
 /// Messages left in the setup's queue.
 int64_t queue_depth(e2e_setup& s);
+
+/// Runs an `ingestd` command against the setup (its daemon_env() plus `extra`), ended after
+/// `timeout_seconds`.
+cli_result run_cli(e2e_setup& s, const std::vector<std::string>& args,
+                   const std::map<std::string, std::string>& extra = {}, int timeout_seconds = 60);
+
+/// Stops a daemon with SIGTERM: it exits 0 within 60 s (a gtest failure otherwise).
+void stop_cleanly(daemon_process& d);
 
 /// A TCP listener on 127.0.0.1 that never answers: as the LLM's URL it keeps a job in flight, its
 /// claim held, for as long as the request's timeout.

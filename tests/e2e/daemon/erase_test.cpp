@@ -27,17 +27,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-cli_result cli(e2e_setup& s, const std::vector<std::string>& args,
-               const std::map<std::string, std::string>& extra = {}) {
-  std::vector<std::string> env;
-  auto all = s.daemon_env();
-  for (auto& [k, v] : extra)
-    all[k] = v;
-  for (auto& [k, v] : all)
-    env.emplace_back(k).append("=").append(v);
-  return run_ingestd(args, env, 120);
-}
-
 /// The schema's data as pg_dump writes it.
 std::string dump(e2e_setup& s) {
   auto r = run_shell("pg_dump --data-only --no-owner -n " + s.db().name() + " '" + s.db().base_url()
@@ -122,13 +111,6 @@ void expect_absent(const std::string& haystack, const traces& t, const std::stri
     absent(key, "the object key " + key);
 }
 
-void stop(daemon_process& d) {
-  d.signal(SIGTERM);
-  auto rc = d.wait_exit(60s);
-  ASSERT_TRUE(rc.has_value()) << d.log_tail();
-  EXPECT_EQ(*rc, 0) << d.log_tail();
-}
-
 /// Ingests two documents of one tenant on a daemon and waits until they and their matching are
 /// done; answers the ingestion ids.
 std::vector<std::string> ingest_two(e2e_setup& s, const std::string& tenant,
@@ -143,7 +125,7 @@ std::vector<std::string> ingest_two(e2e_setup& s, const std::string& tenant,
       [&] { return s.count("SELECT count(*) FROM work_item WHERE status = 'in-progress'") == 0; },
       120s))
       << s.logs();
-  stop(*d);
+  stop_cleanly(*d);
   return ids;
 }
 
@@ -168,7 +150,8 @@ TEST(e2e_daemon_erase, an_erased_document_leaves_no_byte_in_the_database_or_the_
       = "SELECT count(*) FROM work_item WHERE document_id = $1 AND status = 'completed'";
   auto kept_before = s.count(kept_items, {kept.document_id});
 
-  auto r = cli(s, {"erase", "--document", erased.document_id, "--by", "privacy-desk", "--json"});
+  auto r = run_cli(s, {"erase", "--document", erased.document_id, "--by", "privacy-desk", "--json"},
+                   {}, 120);
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("\"documents\":1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"erased_by\":\"privacy-desk\""), std::string::npos) << r.out;
@@ -201,18 +184,20 @@ TEST(e2e_daemon_erase, an_erased_document_leaves_no_byte_in_the_database_or_the_
                     "body::jsonb ->> 'type' = 'DOCUMENT_ERASED' AND ordering_key = $1",
                     {erased.document_id}),
             1);
-  auto listed = cli(s, {"erase", "--receipts", "--tenant", tenant});
+  auto listed = run_cli(s, {"erase", "--receipts", "--tenant", tenant}, {}, 120);
   EXPECT_EQ(listed.exit_code, 0) << listed.err;
   EXPECT_NE(listed.out.find(erased.document_id), std::string::npos) << listed.out;
   // Again: there is nothing left to erase.
-  auto again = cli(s, {"erase", "--document", erased.document_id});
+  auto again = run_cli(s, {"erase", "--document", erased.document_id}, {}, 120);
   EXPECT_EQ(again.exit_code, 1);
   EXPECT_NE(again.err.find("erase.not_found"), std::string::npos) << again.err;
   // Another tenant's document is not found through --tenant.
-  auto other = cli(s, {"erase", "--document", kept.document_id, "--tenant", uuid::v4().str()});
+  auto other = run_cli(s, {"erase", "--document", kept.document_id, "--tenant", uuid::v4().str()},
+                       {}, 120);
   EXPECT_EQ(other.exit_code, 1);
-  EXPECT_EQ(cli(s, {"erase"}).exit_code, 2);
-  EXPECT_EQ(cli(s, {"erase", "--tenant", tenant}).exit_code, 2) << "--all-documents is needed";
+  EXPECT_EQ(run_cli(s, {"erase"}, {}, 120).exit_code, 2);
+  EXPECT_EQ(run_cli(s, {"erase", "--tenant", tenant}, {}, 120).exit_code, 2)
+      << "--all-documents is needed";
 }
 
 TEST(e2e_daemon_erase, a_tenants_erasure_takes_its_documents_and_credentials_and_no_other) {
@@ -230,7 +215,8 @@ TEST(e2e_daemon_erase, a_tenants_erasure_takes_its_documents_and_credentials_and
     s.db().query("INSERT INTO supplier_knowledge (tenant_id, supplier, field, value, learned_by) "
                  "VALUES ($1, 'name:soletrader', 'supplier_name', 'Jane Doe', 'erin')",
                  {t});
-  auto r = cli(s, {"erase", "--tenant", tenant, "--all-documents", "--by", "offboarding"});
+  auto r = run_cli(s, {"erase", "--tenant", tenant, "--all-documents", "--by", "offboarding"}, {},
+                   120);
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("2 document(s)"), std::string::npos) << r.out;
   EXPECT_EQ(s.count("SELECT count(*) FROM document WHERE tenant_id = $1", {tenant}), 0);
@@ -280,7 +266,7 @@ TEST_F(e2e_daemon_erase_s3, an_erased_document_leaves_no_object_in_the_bucket) {
   auto erased = traces_of(s, ids[0], read);
   auto kept = traces_of(s, ids[1], read);
   ASSERT_FALSE(erased.invoice_number.empty());
-  auto r = cli(s, {"erase", "--document", erased.document_id, "--json"}, env);
+  auto r = run_cli(s, {"erase", "--document", erased.document_id, "--json"}, env, 120);
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   expect_absent(dump(s), erased, "the database dump");
   auto keys = test::await<std::vector<std::string>>([&](auto cb) { store->list("", cb); });

@@ -27,13 +27,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void stop(daemon_process& d) {
-  d.signal(SIGTERM);
-  auto rc = d.wait_exit(60s);
-  ASSERT_TRUE(rc.has_value()) << d.log_tail();
-  EXPECT_EQ(*rc, 0) << d.log_tail();
-}
-
 struct storage_access {
   object_writer write;
   std::function<bool(const std::string&)> exists;
@@ -65,7 +58,7 @@ void prunes_what_is_past_its_days(e2e_setup& s, const storage_access& st) {
         [&] { return s.count("SELECT count(*) FROM work_item WHERE status = 'in-progress'") == 0; },
         120s))
         << s.logs();
-    ASSERT_NO_FATAL_FAILURE(stop(*d));
+    ASSERT_NO_FATAL_FAILURE(stop_cleanly(*d));
   }
   auto doc_of = [&](const std::string& ingestion) {
     return s.db().scalar("SELECT document_id FROM ingestion WHERE id = $1", {ingestion});
@@ -119,7 +112,7 @@ void prunes_what_is_past_its_days(e2e_setup& s, const storage_access& st) {
       },
       120s))
       << s.logs();
-  ASSERT_NO_FATAL_FAILURE(stop(*d));
+  ASSERT_NO_FATAL_FAILURE(stop_cleanly(*d));
 
   // A's old document: its objects and audit rows are gone, its data stays.
   for (const auto& key : old_keys)

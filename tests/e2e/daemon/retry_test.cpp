@@ -17,22 +17,8 @@ using namespace ingestd::test;
 
 namespace {
 
-cli_result cli(e2e_setup& s, const std::vector<std::string>& args) {
-  std::vector<std::string> env;
-  for (auto& [k, v] : s.daemon_env())
-    env.emplace_back(k).append("=").append(v);
-  return run_ingestd(args, env, 60);
-}
-
 int64_t matching(e2e_setup& s, const std::string& status) {
   return s.count("SELECT count(*) FROM document_matching WHERE matching_status = $1", {status});
-}
-
-void stop(daemon_process& d) {
-  d.signal(SIGTERM);
-  auto rc = d.wait_exit(60s);
-  ASSERT_TRUE(rc.has_value()) << d.log_tail();
-  EXPECT_EQ(*rc, 0) << d.log_tail();
 }
 
 } // namespace
@@ -59,7 +45,7 @@ TEST(e2e_daemon_retry,
       },
       240s))
       << s.logs();
-  stop(*first);
+  stop_cleanly(*first);
   auto failed = matching(s, "failed");
   ASSERT_GE(failed, 1);
   EXPECT_EQ(s.db().scalar("SELECT status FROM ingestion WHERE id = $1::uuid", {corrupt}), "failed");
@@ -70,20 +56,20 @@ TEST(e2e_daemon_retry,
   auto audited = s.count(ingest_audit);
 
   // Usage errors, and an id of which nothing failed.
-  EXPECT_EQ(cli(s, {"retry"}).exit_code, 2);
-  EXPECT_EQ(cli(s, {"retry", "--failed", ids[0]}).exit_code, 2);
-  EXPECT_EQ(cli(s, {"retry", "--failed", "--stage", "ocr"}).exit_code, 2);
-  EXPECT_EQ(cli(s, {"retry", "--failed", "--since", "yesterday"}).exit_code, 2);
-  EXPECT_EQ(cli(s, {"retry", "not-a-uuid"}).exit_code, 2);
+  EXPECT_EQ(run_cli(s, {"retry"}).exit_code, 2);
+  EXPECT_EQ(run_cli(s, {"retry", "--failed", ids[0]}).exit_code, 2);
+  EXPECT_EQ(run_cli(s, {"retry", "--failed", "--stage", "ocr"}).exit_code, 2);
+  EXPECT_EQ(run_cli(s, {"retry", "--failed", "--since", "yesterday"}).exit_code, 2);
+  EXPECT_EQ(run_cli(s, {"retry", "not-a-uuid"}).exit_code, 2);
   auto matched = s.db().scalar(
       "SELECT i.id::text FROM ingestion AS i JOIN document_matching AS m USING (document_id) "
       "WHERE m.matching_status = 'succeeded' LIMIT 1");
-  auto nothing = cli(s, {"retry", matched});
+  auto nothing = run_cli(s, {"retry", matched});
   EXPECT_EQ(nothing.exit_code, 1);
   EXPECT_CONTAINS(nothing.err, "has no failed stage");
 
   // The failed matchings, with a node whose matcher works (the local one).
-  auto retried = cli(s, {"retry", "--failed", "--stage", "match", "--since", "1h"});
+  auto retried = run_cli(s, {"retry", "--failed", "--stage", "match", "--since", "1h"});
   ASSERT_EQ(retried.exit_code, 0) << retried.out << retried.err;
   EXPECT_CONTAINS(retried.out, std::to_string(failed) + " item(s) retried");
   EXPECT_CONTAINS(retried.out, "llm.unauthorized");
@@ -92,7 +78,7 @@ TEST(e2e_daemon_retry,
   EXPECT_EQ(s.with_status("failed"), 1) << "--stage match leaves the failed ingestion alone";
   auto second = s.start();
   ASSERT_TRUE(wait_until([&] { return matching(s, "succeeded") == 7; }, 120s)) << s.logs();
-  stop(*second);
+  stop_cleanly(*second);
   // No ingestion ran again: their audit trails did not grow, their work items are untouched.
   EXPECT_EQ(s.count(ingest_audit), audited);
   EXPECT_EQ(s.count("SELECT count(*) FROM work_item WHERE stage = 'ingest' AND attempt_count > 0 "
@@ -108,7 +94,7 @@ TEST(e2e_daemon_retry,
 
   // The failed ingestion, by its id: ingested again (and, its file still corrupt, failed again
   // after one new attempt).
-  auto again = cli(s, {"retry", "--json", corrupt});
+  auto again = run_cli(s, {"retry", "--json", corrupt});
   ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
   EXPECT_CONTAINS(again.out, "\"stage\":\"ingest\"");
   EXPECT_CONTAINS(again.out, "\"retried\":true");
@@ -116,7 +102,7 @@ TEST(e2e_daemon_retry,
             "in-progress");
   auto third = s.start();
   ASSERT_TRUE(wait_until([&] { return s.with_status("failed") == 1; }, 120s)) << s.logs();
-  stop(*third);
+  stop_cleanly(*third);
   EXPECT_EQ(s.db().scalar("SELECT string_agg(step || ':' || outcome, ',' ORDER BY id) FROM "
                           "ingestion_event WHERE ingestion_id = $1::uuid AND step = 'retry'",
                           {corrupt}),
@@ -136,7 +122,7 @@ TEST(e2e_daemon_retry, a_dead_letter_queue_is_redriven_into_its_stage) {
   ASSERT_TRUE(wait_until(
       [&] { return s.with_status("completed") == 1 && s.with_status("failed") == 1; }, 120s))
       << s.logs();
-  stop(*first);
+  stop_cleanly(*first);
   // An ingestion in progress whose message died, added while no node (no sweeper) runs.
   auto open = s.add_documents(1, doc_kind::text_pdf).front();
   // The dead-letter queue holds a message for each, and one that names no work item.
@@ -145,8 +131,8 @@ TEST(e2e_daemon_retry, a_dead_letter_queue_is_redriven_into_its_stage) {
                "FROM unnest($2::text[]) AS b",
                {dlq, pg_array({done, corrupt, open, "not-a-work-item"})});
 
-  EXPECT_EQ(cli(s, {"queues", "redrive", "nowhere"}).exit_code, 2);
-  auto r = cli(s, {"queues", "redrive", "ingest"});
+  EXPECT_EQ(run_cli(s, {"queues", "redrive", "nowhere"}).exit_code, 2);
+  auto r = run_cli(s, {"queues", "redrive", "ingest"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err; // one message left behind
   EXPECT_CONTAINS(r.out, "1 failed item(s) started over, 1 in progress sent again, 1 finished "
                          "(dropped), 1 left in "
@@ -163,7 +149,7 @@ TEST(e2e_daemon_retry, a_dead_letter_queue_is_redriven_into_its_stage) {
   ASSERT_TRUE(wait_until(
       [&] { return s.with_status("completed") == 2 && s.with_status("failed") == 1; }, 120s))
       << s.logs();
-  stop(*second);
+  stop_cleanly(*second);
   EXPECT_EQ(s.count("SELECT count(*) FROM ingestion_event WHERE step = 'redrive' AND outcome = "
                     "'requested'"),
             2);

@@ -13,12 +13,11 @@ using namespace std::chrono_literals;
 using namespace std::string_literals;
 using ingestd::test::await;
 using ingestd::test::work_test;
+using test::cut_euro;
+using test::fffd;
 using test::ingest_request;
 
 namespace {
-
-const std::string cut_euro = "\xE2\x82"; // the first two of the three bytes of U+20AC
-const std::string fffd = "\xEF\xBF\xBD";
 
 class bad_values_test : public work_test {
 protected:

@@ -36,6 +36,10 @@ inline const std::string ingest_queue = "ingest-q";
 inline const std::string large_queue = "ingest-large-q";
 inline const std::string match_queue = "match-q";
 inline const std::string unpack_queue = "unpack-q";
+/// Text that is not valid UTF-8 (the first two of the three bytes of U+20AC), and the replacement
+/// character that cleaning puts in its place.
+inline const std::string cut_euro = "\xE2\x82";
+inline const std::string fffd = "\xEF\xBF\xBD";
 
 /// A claim request of the ingest stage (no size classes unless `size_class` is given).
 inline claim_request ingest_request(uuid item, uuid token = uuid::v7(), int32_t max_attempts = 3,

@@ -7,18 +7,13 @@
 #include <gtest/gtest.h>
 
 #include "adapters/matching/features.hpp"
+#include "tests/unit/matching/matching_samples.hpp"
 
 using namespace ingestd;
 
 namespace {
 
-std::string read_sample(const std::string& name) {
-  const char* src = std::getenv("INGESTD_SOURCE_DIR");
-  std::ifstream in{std::string{src ? src : "."} + "/tests/unit/matching/samples/" + name};
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test::read_sample;
 
 const std::string en_invoice_json
     = R"({"invoice_number":"INV-2024-0117","invoice_date":"2024-03-15","supplier_name":"Acme Office Supplies Inc.",)"

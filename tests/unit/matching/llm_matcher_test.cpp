@@ -11,6 +11,7 @@
 #include "adapters/matching/llm_matcher.hpp"
 #include "tests/support/http/fake_http_client.hpp"
 #include "tests/support/llm/thread_timer.hpp"
+#include "tests/unit/matching/matching_samples.hpp"
 
 using namespace ingestd;
 using namespace std::chrono_literals;
@@ -19,9 +20,7 @@ using test::make_response;
 
 namespace {
 
-uuid id(uint64_t n) {
-  return uuid{0x0190000000007000ULL, 0x8000000000000000ULL | n};
-}
+using test::id;
 
 match_document document(uint64_t n, const std::string& number) {
   match_document d;

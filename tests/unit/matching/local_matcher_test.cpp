@@ -7,14 +7,13 @@
 
 #include "adapters/matching/features.hpp"
 #include "adapters/matching/local_matcher.hpp"
+#include "tests/unit/matching/matching_samples.hpp"
 
 using namespace ingestd;
 
 namespace {
 
-uuid id(uint64_t n) {
-  return uuid{0x0190000000007000ULL, 0x8000000000000000ULL | n};
-}
+using test::id;
 
 match_document doc(uint64_t n, match_features f) {
   match_document d;
@@ -54,13 +53,7 @@ std::vector<match_edge> decide(const match_document& d, const std::vector<match_
   return out;
 }
 
-std::string read_sample(const std::string& name) {
-  const char* src = std::getenv("INGESTD_SOURCE_DIR");
-  std::ifstream in{std::string{src ? src : "."} + "/tests/unit/matching/samples/" + name};
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test::read_sample;
 
 match_document sample(uint64_t n, const std::string& base) {
   auto d = doc(n, describe_for_matching(read_sample(base + ".json"), read_sample(base + ".txt")));
