@@ -43,9 +43,6 @@ function(ingestd_add_test)
   if(T_KIND STREQUAL "gtest")
     target_link_libraries(${T_NAME} PRIVATE GTest::gtest GTest::gtest_main GTest::gmock)
     target_precompile_headers(${T_NAME} REUSE_FROM ingestd_gtest_pch)
-    # A GoogleTest executable of several files is a unity build like the libraries (see the top
-    # CMakeLists.txt): its files' own helpers need names of their own.
-    set_target_properties(${T_NAME} PROPERTIES UNITY_BUILD ${INGESTD_UNITY_BUILD})
   elseif(T_KIND STREQUAL "caf")
     target_link_libraries(${T_NAME} PRIVATE CAF::core)
     target_precompile_headers(${T_NAME} REUSE_FROM ingestd_caf_test_pch)

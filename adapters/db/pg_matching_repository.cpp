@@ -125,41 +125,49 @@ SELECT d.id, d.tenant_id,
 constexpr pg::statement candidates_st{"ingestd_match_candidates", candidates_text};
 
 // The write phase's statements, in one transaction (write_matches).
-constexpr pg::statement tenant_sql{"ingestd_match_tenant", R"sql(
-SELECT tenant_id FROM work_item WHERE id = $1 AND claim_token = $2 AND status = 'in-progress'
+
+// The claimed document's tenant, and the lock that serialises the write phases of one tenant (in
+// this schema: tests share tenant ids across schemas), taken by the same statement. Held until
+// COMMIT or ROLLBACK; a wait longer than lock_timeout fails transiently.
+constexpr pg::statement tenant_lock_sql{"ingestd_match_tenant_lock", R"sql(
+SELECT w.tenant_id,
+       pg_advisory_xact_lock(1769107, hashtext(current_schema() || ':' || w.tenant_id::text))
+  FROM work_item AS w
+ WHERE w.id = $1 AND w.claim_token = $2 AND w.status = 'in-progress'
 )sql"};
 
-// Serialises the write phases of one tenant (in this schema: tests share tenant ids across
-// schemas). Held until COMMIT or ROLLBACK; a wait longer than lock_timeout fails transiently.
-constexpr pg::statement tenant_lock_sql{
-    "ingestd_match_tenant_lock",
-    "SELECT pg_advisory_xact_lock(1769107, hashtext(current_schema() || ':' || $1))"};
-
+// Under the tenant's lock, in one statement (parameters: the document, its token, the new
+// neighbours, the tenant), rows of (what, id):
+//   held      the claim still holds (fenced again: it may have been taken over while we waited);
+//             the work item is locked
+//   foreign   a new neighbour that is another tenant's document
+//   affected  whose cluster may change: the document, its old partners, its new neighbours, and
+//             every member of their clusters; read before the delete (the old partners are still
+//             edges)
 constexpr pg::statement fence_sql{"ingestd_match_fence", R"sql(
-SELECT id FROM work_item WHERE id = $1 AND claim_token = $2 AND status = 'in-progress'
-   FOR UPDATE
-)sql"};
-
-// New neighbours that are another tenant's documents.
-constexpr pg::statement foreign_sql{"ingestd_match_foreign", R"sql(
-SELECT id FROM document WHERE id = ANY ($1::uuid[]) AND tenant_id <> $2
-)sql"};
-
-// Whose cluster may change: the document, its old partners, its new neighbours, and every
-// member of their clusters. Before the delete (the old partners are still edges).
-constexpr pg::statement affected_sql{"ingestd_match_affected", R"sql(
-WITH seed AS (
+WITH held AS (
+  SELECT id FROM work_item WHERE id = $1 AND claim_token = $2 AND status = 'in-progress'
+     FOR UPDATE
+), foreign_document AS (
+  SELECT id FROM document WHERE id = ANY ($3::uuid[]) AND tenant_id <> $4::uuid LIMIT 1
+), seed AS (
   SELECT $1::uuid AS id
   UNION
   SELECT CASE WHEN m.document_a_id = $1 THEN m.document_b_id ELSE m.document_a_id END
     FROM document_match AS m WHERE m.document_a_id = $1 OR m.document_b_id = $1
   UNION
-  SELECT d.id FROM document AS d WHERE d.id = ANY ($2::uuid[])
+  SELECT d.id FROM document AS d WHERE d.id = ANY ($3::uuid[])
+), affected AS (
+  SELECT id FROM seed
+  UNION
+  SELECT m.id FROM document AS s JOIN document AS m ON m.cluster_id = s.cluster_id
+   WHERE s.id IN (SELECT id FROM seed) AND s.cluster_id IS NOT NULL
 )
-SELECT id FROM seed
-UNION
-SELECT m.id FROM document AS s JOIN document AS m ON m.cluster_id = s.cluster_id
- WHERE s.id IN (SELECT id FROM seed) AND s.cluster_id IS NOT NULL
+SELECT 'held', id FROM held
+UNION ALL
+SELECT 'foreign', id FROM foreign_document
+UNION ALL
+SELECT 'affected', id FROM affected
 )sql"};
 
 constexpr pg::statement delete_edges_sql{"ingestd_match_delete_edges", R"sql(
@@ -319,20 +327,12 @@ result<void> write_phase(pg::connection& conn, const work_outcome& outcome,
   auto& ref = outcome.ref;
   auto doc = ref.item.str();
   auto token = ref.token.str();
-  auto tenant = conn.exec(tenant_sql, {doc, token});
+  auto tenant = conn.exec(tenant_lock_sql, {doc, token});
   if (!tenant)
     return tenant.error();
   if (tenant->size() == 0)
     return pg::claim_lost(ref, "write_matches");
   auto tenant_id = tenant->str(0, 0);
-  if (auto locked = conn.exec(tenant_lock_sql, {tenant_id}); !locked)
-    return locked.error();
-  // Fenced again under the lock: the claim may have been taken over while we waited.
-  auto fenced = conn.exec(fence_sql, {doc, token});
-  if (!fenced)
-    return fenced.error();
-  if (fenced->size() == 0)
-    return pg::claim_lost(ref, "write_matches");
 
   std::vector<uuid> others;
   std::vector<param> kinds, confidences, reasons;
@@ -345,20 +345,27 @@ result<void> write_phase(pg::connection& conn, const work_outcome& outcome,
     reasons.push_back(clean(e.reason));
   }
   auto neighbours = uuid_array(others);
-  auto foreign = conn.exec(foreign_sql, {neighbours, tenant_id});
-  if (!foreign)
-    return foreign.error();
-  if (foreign->size() > 0)
-    return error::make_permanent("match.other_tenant", "an edge from document " + doc
-                                                           + " to document " + foreign->str(0, 0)
-                                                           + " of another tenant");
-  auto affected = conn.exec(affected_sql, {doc, neighbours});
-  if (!affected)
-    return affected.error();
+  auto fenced = conn.exec(fence_sql, {doc, token, neighbours, tenant_id});
+  if (!fenced)
+    return fenced.error();
+  bool held = false;
+  std::string foreign;
   std::vector<uuid> members;
-  members.reserve(static_cast<size_t>(affected->size()));
-  for (int r = 0; r < affected->size(); ++r)
-    members.push_back(parse_uuid(affected->text(r, 0)));
+  for (int r = 0; r < fenced->size(); ++r) {
+    auto what = fenced->text(r, 0);
+    if (what == "held")
+      held = true;
+    else if (what == "foreign")
+      foreign = fenced->str(r, 1);
+    else
+      members.push_back(parse_uuid(fenced->text(r, 1)));
+  }
+  if (!held)
+    return pg::claim_lost(ref, "write_matches");
+  if (!foreign.empty())
+    return error::make_permanent("match.other_tenant", "an edge from document " + doc
+                                                           + " to document " + foreign
+                                                           + " of another tenant");
   // New neighbours that do not exist are not among them: the insert's foreign key refuses them.
   if (auto res = conn.exec(delete_edges_sql, {doc}); !res)
     return res.error();
