@@ -12,10 +12,10 @@
 # a campaign), one per core at a time (INGESTD_FUZZ_JOBS sets how many). Every run is nice'd and
 # single-threaded.
 #
-#   - Random seed: INGESTD_FUZZ_SEED=N makes the inputs tried the same on every run from the same corpus
+#   - Random seed: INGESTD_FUZZ_SEED=N tries the same inputs on every run from the same corpus
 #     (the test command's smoke run uses 1, so what it finds does not depend on the luck of the
-#     draw; a faster machine only gets further along the same sequence). Unset: a random seed, for
-#     campaigns.
+#     draw; a faster machine only gets further along the same sequence). Unset: a random seed,
+#     for campaigns.
 #   - Memory: a C library's malloc of an absurd size answers NULL, as glibc's does and as the
 #     decoder helpers run (libarchive's RAR5 reader asks for (size_t)-4 on a crafted window and
 #     handles the NULL); C++ `new` of an absurd size is still a finding.
@@ -46,10 +46,10 @@ nice -n 19 cmake --build --preset fuzz -j"$(nproc)"
 findings=$root/tests/fuzz/findings
 mkdir -p "$findings" build-sanitize/fuzz-logs
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
-seed=()
-[[ -n ${INGESTD_FUZZ_SEED:-} ]] && seed=(-seed="$INGESTD_FUZZ_SEED")
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:suppressions=$root/tests/sanitize/ubsan.supp}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/sanitize/lsan.supp}
+seed=()
+[[ -n ${INGESTD_FUZZ_SEED:-} ]] && seed=(-seed="$INGESTD_FUZZ_SEED")
 
 max_len_of() {
   case $1 in
