@@ -41,7 +41,8 @@ public:
 
   /// Pre-processing writes (outside the write transaction, safe to redo): the features'
   /// normalized counterparty, references, kind, number, total, currency, date, searchable text
-  /// and text hash. Fenced by the claim.
+  /// and text hash. Fenced by the claim. Serialised per tenant with the write phases, each store
+  /// takes the next place in the order of stores (features_seq).
   virtual void store_features(claim_ref ref, match_features features, callback<void> done) = 0;
 
   /// Up to `limit` documents of the tenant that may match (never the document itself; only
@@ -54,12 +55,15 @@ public:
       = 0;
 
   /// The write phase in one transaction, serialised per tenant (an advisory transaction lock):
-  /// delete the document's edges, insert `edges` (each pair stored once, a < b), recompute
-  /// cluster_id for every document in an affected cluster (the old cluster of the document and
-  /// of each new neighbour: merged when joined, split when an edge disappeared) as the smallest
-  /// document id of its connected component (a document without edges is its own cluster), and
-  /// complete the work item (`outcome`). Fenced: a lost claim rolls everything back
-  /// (claim_lost). Any failure leaves the previous state intact.
+  /// delete the document's edges to documents whose features were stored before its own (an
+  /// edge to one stored later is that one's decision, made with this document in view, and
+  /// stays: of two documents matched at once, neither erases what the other found), insert
+  /// `edges` (each pair stored once, a < b), recompute cluster_id for every document in an
+  /// affected cluster (the old cluster of the document and of each new neighbour: merged when
+  /// joined, split when an edge disappeared) as the smallest document id of its connected
+  /// component (a document without edges is its own cluster), and complete the work item
+  /// (`outcome`). Fenced: a lost claim rolls everything back (claim_lost). Any failure leaves
+  /// the previous state intact.
   virtual void write_matches(work_outcome outcome, std::vector<match_edge> edges,
                              callback<void> done)
       = 0;

@@ -41,14 +41,24 @@ SELECT COALESCE(d.structured_data::text, '{}'),
   FROM document AS d WHERE d.id = $1
 )sql"};
 
+// Under the tenant's matching lock (the write phase's, below; one statement, so held until its
+// commit), with the next features_seq: the order of the stores is the order of their commits.
+// Whoever stores later retrieves its candidates after the earlier store is visible.
 constexpr pg::statement features_sql{"ingestd_match_store_features", R"sql(
+WITH held AS MATERIALIZED (
+  SELECT w.id,
+         pg_advisory_xact_lock(1769107, hashtext(current_schema() || ':' || w.tenant_id::text))
+    FROM work_item AS w
+   WHERE w.id = $1 AND w.claim_token = $2 AND w.status = 'in-progress'
+)
 UPDATE document AS d
    SET match_kind = $3, match_number = $4, match_counterparty = $5,
        normalized_counterparty = $6, normalized_references = $7::text[],
        match_total = $8::numeric, match_currency = $9, match_date = $10::date,
-       searchable_text = $11, text_hash = $12, features_at = now()
-  FROM work_item AS w
- WHERE d.id = $1 AND w.id = $1 AND w.claim_token = $2 AND w.status = 'in-progress'
+       searchable_text = $11, text_hash = $12, features_at = now(),
+       features_seq = nextval('document_features_seq')
+  FROM held
+ WHERE d.id = held.id
 )sql"};
 
 // Candidate retrieval: one index-driven branch per signal, each bounded by the limit, scored and
@@ -170,8 +180,16 @@ UNION ALL
 SELECT 'affected', id FROM affected
 )sql"};
 
+// The document's edges that are its to decide: to every document whose features were stored
+// before its own (its candidate retrieval saw them). An edge to a document whose features came
+// later is that document's decision (made with this one's features in view) and stays, as the
+// insert below leaves it.
 constexpr pg::statement delete_edges_sql{"ingestd_match_delete_edges", R"sql(
-DELETE FROM document_match WHERE document_a_id = $1 OR document_b_id = $1
+DELETE FROM document_match AS m
+ USING document AS self, document AS other
+ WHERE self.id = $1 AND (m.document_a_id = $1 OR m.document_b_id = $1)
+   AND other.id = CASE WHEN m.document_a_id = $1 THEN m.document_b_id ELSE m.document_a_id END
+   AND COALESCE(other.features_seq, 0) <= COALESCE(self.features_seq, 0)
 )sql"};
 
 constexpr pg::statement insert_edges_sql{"ingestd_match_insert_edges", R"sql(
@@ -179,6 +197,7 @@ INSERT INTO document_match (document_a_id, document_b_id, kind, confidence, reas
 SELECT least($1::uuid, e.other), greatest($1::uuid, e.other), e.kind, e.confidence, e.reason
   FROM unnest($2::uuid[], $3::text[], $4::double precision[], $5::text[])
        AS e(other, kind, confidence, reason)
+    ON CONFLICT (document_a_id, document_b_id) DO NOTHING
 )sql"};
 
 // Each affected document's cluster: the smallest id of its connected component, by following

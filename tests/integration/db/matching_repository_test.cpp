@@ -716,6 +716,50 @@ TEST_F(matching_repository_test, concurrent_writes_in_one_cluster_keep_clusters_
   }
 }
 
+// Two documents of one invoice matched at the same time: a stores its features and retrieves
+// its candidates before b's features are stored, so a finds nothing; b finds a and writes the
+// edge first. a's write phase, which never saw b, keeps b's edge: b's features came later, the
+// pair is b's to decide. Matched again (its features stored anew, now the later), a decides.
+TEST_F(matching_repository_test, of_two_documents_matched_at_once_the_later_ones_edge_stands) {
+  auto a = add_document();
+  auto b = add_document();
+  queue_matching(a);
+  queue_matching(b);
+  auto ra = claimed(a);
+  auto rb = claimed(b);
+  auto fa = features("2024-4471", "schneider elektrotechnik", 2657.33, "2024-01-22");
+  auto fb = fa;
+  fb.text_hash = "hash-of-the-scan";
+  ASSERT_TRUE(store(ra, fa));
+  EXPECT_FALSE(contains(candidates(a, fa), b));
+  ASSERT_TRUE(store(rb, fb));
+  ASSERT_TRUE(contains(candidates(b, fb), a));
+  ASSERT_TRUE(write(rb, {match_edge{a, match_kind::same_invoice, 0.95, "number and total"}}));
+  ASSERT_TRUE(write(ra, {}));
+  EXPECT_EQ(edges(), 1);
+  EXPECT_EQ(cluster(a), smallest({a, b}));
+  EXPECT_EQ(cluster(b), smallest({a, b}));
+  // Both wrote the edge: stored once, the later one's (b's) as it is.
+  queue_matching(a);
+  queue_matching(b);
+  ra = claimed(a);
+  rb = claimed(b);
+  ASSERT_TRUE(store(ra, fa));
+  ASSERT_TRUE(store(rb, fb));
+  ASSERT_TRUE(write(rb, {match_edge{a, match_kind::same_invoice, 0.95, "b's"}}));
+  ASSERT_TRUE(write(ra, {match_edge{b, match_kind::same_invoice, 0.9, "a's"}}));
+  EXPECT_EQ(edges(), 1);
+  EXPECT_EQ(db->scalar("SELECT reason FROM document_match"), "b's");
+  // a again, alone and now the later: its decision (no edge) ends the pair.
+  queue_matching(a);
+  ra = claimed(a);
+  ASSERT_TRUE(store(ra, fa));
+  ASSERT_TRUE(write(ra, {}));
+  EXPECT_EQ(edges(), 0);
+  EXPECT_EQ(cluster(a), a.str());
+  EXPECT_EQ(cluster(b), b.str());
+}
+
 TEST_F(matching_repository_test, matches_of_lists_edges_and_the_cluster) {
   auto a = add_document();
   auto b = add_document();
