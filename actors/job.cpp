@@ -52,8 +52,8 @@
 #include <limits>
 
 #include <caf/abstract_actor.hpp>
-#include <caf/after.hpp>
 #include <caf/actor_system.hpp>
+#include <caf/after.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
