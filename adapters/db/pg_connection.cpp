@@ -28,7 +28,8 @@ std::string milliseconds_text(std::chrono::seconds s) {
 /// The `options` startup parameter: the session's deadlines (in ms), then whatever options the
 /// URL carries, so that the URL's own settings win.
 std::string startup_options(const std::string& url, const session_options& session) {
-  std::string out = "-c statement_timeout=";
+  std::string out = session.plan_per_call ? "-c plan_cache_mode=force_custom_plan " : "";
+  out.append("-c statement_timeout=");
   out.append(milliseconds_text(session.statement_timeout))
       .append(" -c lock_timeout=")
       .append(milliseconds_text(session.lock_timeout));

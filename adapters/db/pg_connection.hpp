@@ -82,10 +82,21 @@ struct session_options {
   std::chrono::seconds statement_timeout{30};
   std::chrono::seconds lock_timeout{10};
   std::chrono::seconds tcp_user_timeout{30};
+  /// Plan each statement for the values of each call (plan_cache_mode force_custom_plan) instead
+  /// of keeping a generic plan after the fifth: for the repositories whose statements carry
+  /// coalesced batches of any size in arrays. A generic plan takes every unnest() for 10 rows,
+  /// and joins two such lists of thousands in a nested loop, each row with every other.
+  bool plan_per_call = false;
 
   /// Only the TCP user timeout: for callers that set a deadline per statement themselves, or
   /// whose statements may rightly run and wait long (migrations).
   static session_options tcp_only() { return {std::chrono::seconds{0}, std::chrono::seconds{0}}; }
+  /// These options with plan_per_call set.
+  session_options planned_per_call() const {
+    auto s = *this;
+    s.plan_per_call = true;
+    return s;
+  }
 };
 
 /// A blocking libpq connection; use from one thread at a time.

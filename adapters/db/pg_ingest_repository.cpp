@@ -115,7 +115,7 @@ pg_ingest_repository::pg_ingest_repository(std::string database_url, const pg_in
     : via_outbox_(opts.via_outbox), queues_(std::make_unique<queues>()),
       pool_(std::make_unique<pg::pool>(
           std::move(database_url),
-          pg::pool_options{opts.pool_size, "ingestd-ingest", opts.session})) {}
+          pg::pool_options{opts.pool_size, "ingestd-ingest", opts.session.planned_per_call()})) {}
 
 // The pool goes first: it runs what was submitted (which uses the queues) before they go.
 pg_ingest_repository::~pg_ingest_repository() {

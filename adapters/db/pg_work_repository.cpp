@@ -306,7 +306,7 @@ pg_work_repository::pg_work_repository(std::string database_url, const pg_work_o
     : via_outbox_(opts.via_outbox), max_batch_(std::max<size_t>(opts.max_batch, 1)),
       pool_(std::make_unique<pg::pool>(
           std::move(database_url),
-          pg::pool_options{opts.pool_size, "ingestd-work", opts.session})) {}
+          pg::pool_options{opts.pool_size, "ingestd-work", opts.session.planned_per_call()})) {}
 
 // The pool goes first: it runs what was submitted (which uses the claim queue) before it goes.
 pg_work_repository::~pg_work_repository() {

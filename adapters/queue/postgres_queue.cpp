@@ -30,25 +30,39 @@ using pg::param;
 using clock_type = std::chrono::steady_clock;
 
 // Takes up to $2 visible messages of queue $1 by effective priority (rank: priority less the
-// ageing the queue grants for the time waited, migration 010), then id. Those already received $4
-// times (when $4 > 0) move to the dead-letter queue $5 instead of being delivered; the rest get a
-// new receipt, a higher receive count and the visibility timeout $3.
+// ageing the queue grants for the time waited, migration 010), then id: the best of those never
+// received (the ready index) and of those received before whose visibility ran out (the held
+// index, from its head), so that no receive walks past the messages in flight (migration 031).
+// Those already received $4 times (when $4 > 0) move to the dead-letter queue $5 instead of
+// being delivered; the rest get a new receipt, a higher receive count and the visibility timeout
+// $3. Rows locked by a branch and not picked are free again when the statement ends.
 constexpr pg::statement receive_sql{"ingestd_queue_receive", R"sql(
-WITH picked AS (
-  SELECT id, receive_count FROM queue_message
-   WHERE queue_name = $1 AND visible_at <= now()
+WITH ready AS (
+  SELECT id, receive_count, rank FROM queue_message
+   WHERE queue_name = $1 AND NOT held AND visible_at <= now()
    ORDER BY rank, id
    LIMIT $2
    FOR UPDATE SKIP LOCKED
+), due AS (
+  SELECT id, receive_count, rank FROM queue_message
+   WHERE queue_name = $1 AND held AND visible_at <= now()
+   ORDER BY visible_at
+   LIMIT $2
+   FOR UPDATE SKIP LOCKED
+), picked AS (
+  SELECT id, receive_count FROM (SELECT * FROM ready UNION ALL SELECT * FROM due) AS c
+   ORDER BY rank, id
+   LIMIT $2
 ), dead AS (
   UPDATE queue_message AS m
-     SET queue_name = $5, receipt = NULL, receive_count = 0, visible_at = now()
+     SET queue_name = $5, receipt = NULL, held = false, receive_count = 0, visible_at = now()
     FROM picked AS p
    WHERE m.id = p.id AND $4::integer > 0 AND p.receive_count >= $4::integer
   RETURNING m.id
 ), got AS (
   UPDATE queue_message AS m
      SET receipt = gen_random_uuid(),
+         held = true,
          receive_count = m.receive_count + 1,
          visible_at = now() + make_interval(secs => $3::double precision)
     FROM picked AS p
@@ -176,7 +190,7 @@ struct postgres_queue::impl {
     dlq = opts.dead_letter_queue.empty() ? queue + "-dlq" : opts.dead_letter_queue;
     wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     pool = std::make_unique<pg::pool>(
-        url, pg::pool_options{opts.pool_size, "ingestd-queue", opts.session});
+        url, pg::pool_options{opts.pool_size, "ingestd-queue", opts.session.planned_per_call()});
     listener = std::thread([this] { listen_loop(); });
   }
 

@@ -17,21 +17,32 @@ namespace {
 // postgres_queue: receive (the node asks for up to 10 per round trip; the replay takes 1, which
 // costs the replay more than the node).
 constexpr const char* receive_sql = R"sql(
-WITH picked AS (
-  SELECT id, receive_count FROM queue_message
-   WHERE queue_name = $1 AND visible_at <= now()
+WITH ready AS (
+  SELECT id, receive_count, rank FROM queue_message
+   WHERE queue_name = $1 AND NOT held AND visible_at <= now()
    ORDER BY rank, id
    LIMIT $2
    FOR UPDATE SKIP LOCKED
+), due AS (
+  SELECT id, receive_count, rank FROM queue_message
+   WHERE queue_name = $1 AND held AND visible_at <= now()
+   ORDER BY visible_at
+   LIMIT $2
+   FOR UPDATE SKIP LOCKED
+), picked AS (
+  SELECT id, receive_count FROM (SELECT * FROM ready UNION ALL SELECT * FROM due) AS c
+   ORDER BY rank, id
+   LIMIT $2
 ), dead AS (
   UPDATE queue_message AS m
-     SET queue_name = $5, receipt = NULL, receive_count = 0, visible_at = now()
+     SET queue_name = $5, receipt = NULL, held = false, receive_count = 0, visible_at = now()
     FROM picked AS p
    WHERE m.id = p.id AND $4::integer > 0 AND p.receive_count >= $4::integer
   RETURNING m.id
 ), got AS (
   UPDATE queue_message AS m
      SET receipt = gen_random_uuid(),
+         held = true,
          receive_count = m.receive_count + 1,
          visible_at = now() + make_interval(secs => $3::double precision)
     FROM picked AS p

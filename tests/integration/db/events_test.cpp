@@ -4,9 +4,12 @@
 // COMPLETED with DOCUMENT_PROCESSED, FAILED, SKIPPED, CANCELLED, a matching's MATCHING_COMPLETED or
 // MATCHING_FAILED), one stream row plus one row per registered sink that takes its type, and the
 // relay's take keeps each document's events in order.
+#include <map>
+
 #include <rapidjson/document.h>
 
 #include "adapters/db/pg_outbox_repository.hpp"
+#include "adapters/db/pg_work.hpp"
 #include "adapters/notify/webhook_notifier.hpp"
 #include "tests/integration/db/work_fixture.hpp"
 
@@ -325,6 +328,55 @@ TEST_F(
   // Only known sinks.
   auto unknown = await<void>([&](auto cb) { outbox->register_sinks({{"pager"}}, cb); });
   ASSERT_FALSE(unknown);
+}
+
+TEST_F(events_test, a_statement_of_many_items_has_the_same_effects_as_one_of_a_few) {
+  // The statement triggers run a firing of up to 100 rows with the plan kept for the session,
+  // and plan a larger one for its own row count (migration 030): both ways change the same rows
+  // and tell the same events, per document in the same order.
+  auto run = [&](int n) {
+    std::vector<uuid> ids;
+    for (int i = 0; i < n; ++i)
+      ids.push_back(new_ingestion());
+    auto list = pg::uuid_array(ids);
+    auto before = stream().size();
+    // As a coalesced claim, results write and completion would: one statement each for all.
+    db->query("UPDATE work_item SET claim_token = gen_random_uuid(), claimed_by = 'w1', "
+              "started_at = now(), lease_expires_at = now() + interval '1 minute' "
+              "WHERE id = ANY($1::uuid[])",
+              {list});
+    db->query("UPDATE ingestion SET structured_data = '{\"invoice_number\": \"A-1\"}', "
+              "valid_structured_data = true, extraction_model = 'local-rules' "
+              "WHERE id = ANY($1::uuid[])",
+              {list});
+    db->query("UPDATE work_item SET status = 'completed', completed_at = now(), "
+              "claim_token = NULL, lease_expires_at = NULL WHERE id = ANY($1::uuid[])",
+              {list});
+    EXPECT_EQ(count("SELECT count(*) FROM ingestion WHERE id = ANY($1::uuid[]) "
+                    "AND status = 'completed' AND completed_at IS NOT NULL",
+                    {list}),
+              n);
+    EXPECT_EQ(count("SELECT count(*) FROM document AS d JOIN ingestion AS i "
+                    "ON i.document_id = d.id WHERE i.id = ANY($1::uuid[]) "
+                    "AND d.structured_data ->> 'invoice_number' = 'A-1' "
+                    "AND NOT d.needs_human_review",
+                    {list}),
+              n);
+    auto events = since(before);
+    EXPECT_EQ(events.size(), static_cast<size_t>(3 * n));
+    // Per document: started (the claim's statement), then completed and processed (the
+    // completion's), each document's two in order.
+    std::map<std::string, strings> of_document;
+    for (auto& e : events)
+      of_document[e.document_id].push_back(e.type);
+    EXPECT_EQ(of_document.size(), static_cast<size_t>(n));
+    for (auto& [doc, seen] : of_document)
+      EXPECT_EQ(seen, strings({"INGESTION_STARTED", "INGESTION_COMPLETED", "DOCUMENT_PROCESSED"}))
+          << doc;
+  };
+  run(3);
+  run(150);
+  run(3);
 }
 
 TEST_F(events_test, worker_events_are_emitted_and_a_bad_payload_is_refused) {

@@ -208,6 +208,25 @@ TEST_F(pg_queue_priority_test, a_message_made_visible_again_keeps_its_place) {
   EXPECT_EQ(again->body, m->body);
 }
 
+TEST_F(pg_queue_priority_test, a_message_made_visible_again_ranks_with_the_new_ones) {
+  // Given back, it waits among the messages never received by its rank: an urgent one sent
+  // since goes first, a later one of its own priority after it.
+  auto q = make();
+  send(*q, "low-", 1, 90);
+  auto m = take_one(*q);
+  ASSERT_TRUE(m);
+  send(*q, "urgent-", 1, 10);
+  send(*q, "later-", 1, 90);
+  auto res = await<entries>([&](auto cb) { q->change_visibility({{m->receipt, 0s}}, cb); });
+  ASSERT_TRUE(res);
+  std::vector<std::string> order;
+  while (auto next = take_one(*q)) {
+    order.push_back(next->body);
+    finish(*q, *next);
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"urgent-0", "low-0", "later-0"}));
+}
+
 TEST_F(pg_queue_priority_test, a_priority_out_of_range_is_refused_alone) {
   auto q = make();
   auto res = await<entries>([&](auto cb) {
@@ -231,20 +250,32 @@ TEST_F(pg_queue_priority_test, an_invalid_ageing_rate_is_refused) {
   EXPECT_EQ(r.error().code, "queue.InvalidParameterValue");
 }
 
-TEST_F(pg_queue_priority_test, dequeue_by_priority_uses_the_rank_index) {
-  // The receive's pick, as postgres_queue runs it: it must walk queue_message_rank_idx in order
-  // rather than sort the queue (or walk the primary key).
-  db->query("INSERT INTO queue_message (id, queue_name, body, priority) SELECT gen_random_uuid(), "
-            "'q' || (g % 50), 'b', (g % 101)::smallint FROM generate_series(1, 5000) AS g");
+TEST_F(pg_queue_priority_test, a_receive_walks_the_ready_and_the_held_index_in_order) {
+  // The receive's two picks, as postgres_queue runs them: the messages never received by rank
+  // through queue_message_ready_idx, those whose visibility ran out by visible_at through
+  // queue_message_held_idx; neither sorts the queue (or walks the primary key), and neither walks
+  // the messages in flight (half of them here).
+  db->query("INSERT INTO queue_message (id, queue_name, body, priority, held, receipt, visible_at) "
+            "SELECT gen_random_uuid(), 'q' || (g % 50), 'b', (g % 101)::smallint, g % 2 = 0, "
+            "CASE WHEN g % 2 = 0 THEN gen_random_uuid() END, "
+            "CASE WHEN g % 2 = 0 THEN now() + interval '1 hour' ELSE now() END "
+            "FROM generate_series(1, 5000) AS g");
   db->query("ANALYZE queue_message");
-  auto plan
-      = db->query("EXPLAIN SELECT id, receive_count FROM queue_message WHERE queue_name = 'q1' "
-                  "AND visible_at <= now() ORDER BY rank, id LIMIT 10 FOR UPDATE SKIP LOCKED");
-  std::string text;
-  for (auto& row : plan)
-    text += row.at(0).value_or("") + "\n";
-  EXPECT_NE(text.find("queue_message_rank_idx"), std::string::npos) << text;
-  EXPECT_EQ(text.find("Sort"), std::string::npos) << text;
+  auto explain = [&](const std::string& where, const std::string& order) {
+    std::string text;
+    for (auto& row : db->query("EXPLAIN SELECT id, receive_count, rank FROM queue_message WHERE "
+                               "queue_name = 'q1' AND "
+                               + where + " AND visible_at <= now() ORDER BY " + order
+                               + " LIMIT 10 FOR UPDATE SKIP LOCKED"))
+      text += row.at(0).value_or("") + "\n";
+    return text;
+  };
+  auto ready = explain("NOT held", "rank, id");
+  EXPECT_NE(ready.find("queue_message_ready_idx"), std::string::npos) << ready;
+  EXPECT_EQ(ready.find("Sort"), std::string::npos) << ready;
+  auto due = explain("held", "visible_at");
+  EXPECT_NE(due.find("queue_message_held_idx"), std::string::npos) << due;
+  EXPECT_EQ(due.find("Sort"), std::string::npos) << due;
 }
 
 // -- Fair shares between tenants ---------------------------------------------------------------
