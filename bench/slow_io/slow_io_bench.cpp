@@ -7,9 +7,11 @@
 //
 // With --extractor timer, the extraction is a timer that answers after the same delay with no HTTP
 // at all: the difference between the two runs is what the HTTP layer costs per in-flight job.
+// The node logs as the daemon does by default (JSON lines at info, a line per job, to stderr:
+// `2>/dev/null` keeps them off a terminal); --log-level warn writes none, for their cost.
 //
 //   bench_slow_io [--ingestions 30000] [--in-flight 10000] [--delay-ms 2000] [--extractor
-//   http|timer]
+//   http|timer] [--log-level info|warn]
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -49,6 +51,7 @@
 #include "adapters/extraction/openai_extractor.hpp"
 #include "adapters/http/curl_engine.hpp"
 #include "adapters/queue/postgres_queue.hpp"
+#include "adapters/support/log.hpp"
 #include "adapters/support/timer.hpp"
 #include "bench/support/database_cpu.hpp"
 #include "messages/error_codes.hpp"
@@ -256,7 +259,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--extractor must be http or timer, not %s\n", extractor_kind.c_str());
     return 2;
   }
+  auto log_level = arg(argc, argv, "log-level", "info");
   raise_fd_limit();
+  log::setup("json", log_level);
 
   auto invoice = local_extractor{}.run(invoice_text);
   if (auto valid = validate_extraction_json(invoice.structured_data); !valid) {
@@ -315,7 +320,8 @@ int main(int argc, char** argv) {
                 "timer after %lld ms "
                 "(no HTTP)\n",
                 static_cast<long long>(delay.count()));
-  std::printf("  ingestions %d, max_in_flight %d\n", n, in_flight);
+  std::printf("  ingestions %d, max_in_flight %d, log level %s\n", n, in_flight,
+              log_level.c_str());
   std::fflush(stdout);
   long rss_before = rss_kb();
   long heap_before = heap_kb();

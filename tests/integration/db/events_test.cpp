@@ -336,6 +336,7 @@ TEST_F(events_test, a_statement_of_many_items_has_the_same_effects_as_one_of_a_f
   // and tell the same events, per document in the same order.
   auto run = [&](int n) {
     std::vector<uuid> ids;
+    ids.reserve(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i)
       ids.push_back(new_ingestion());
     auto list = pg::uuid_array(ids);

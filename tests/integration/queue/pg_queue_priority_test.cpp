@@ -262,12 +262,13 @@ TEST_F(pg_queue_priority_test, a_receive_walks_the_ready_and_the_held_index_in_o
             "FROM generate_series(1, 5000) AS g");
   db->query("ANALYZE queue_message");
   auto explain = [&](const std::string& where, const std::string& order) {
+    std::string sql = "EXPLAIN SELECT id, receive_count, rank FROM queue_message WHERE "
+                      "queue_name = 'q1' AND ";
+    sql.append(where).append(" AND visible_at <= now() ORDER BY ").append(order);
+    sql.append(" LIMIT 10 FOR UPDATE SKIP LOCKED");
     std::string text;
-    for (auto& row : db->query("EXPLAIN SELECT id, receive_count, rank FROM queue_message WHERE "
-                               "queue_name = 'q1' AND "
-                               + where + " AND visible_at <= now() ORDER BY " + order
-                               + " LIMIT 10 FOR UPDATE SKIP LOCKED"))
-      text += row.at(0).value_or("") + "\n";
+    for (auto& row : db->query(sql))
+      text.append(row.at(0).value_or("")).append("\n");
     return text;
   };
   auto ready = explain("NOT held", "rank, id");
