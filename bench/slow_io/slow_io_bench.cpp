@@ -320,8 +320,7 @@ int main(int argc, char** argv) {
                 "timer after %lld ms "
                 "(no HTTP)\n",
                 static_cast<long long>(delay.count()));
-  std::printf("  ingestions %d, max_in_flight %d, log level %s\n", n, in_flight,
-              log_level.c_str());
+  std::printf("  ingestions %d, max_in_flight %d, log level %s\n", n, in_flight, log_level.c_str());
   std::fflush(stdout);
   long rss_before = rss_kb();
   long heap_before = heap_kb();
