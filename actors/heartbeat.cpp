@@ -1,6 +1,7 @@
 // The heartbeat actor: batches visibility extensions and lease renewals for the claims it tracks.
 //
-//   track ──► fresh (queue's short receive visibility) ──flush (≤1 s later, batched)──► kept
+//   track ──► fresh ──flush (≤1 s later, batched), if its receive visibility would leave less
+//          than two heartbeats at the next tick (a short visibility, a slow claim)──► kept
 //   kept ──tick (every heartbeat_rate)──► extend visibility to min(extension, 12 h left) and
 //          renew leases, each in one batch; a refused entry, a lost lease or the 12-hour
 //          visibility total ──► lost_atom to the job, dropped
@@ -270,9 +271,13 @@ heartbeat_impl::behavior_type heartbeat(heartbeat_ptr self, std::shared_ptr<node
       [self](flush_atom) {
         auto& st = self->state;
         st.flush_pending = false;
+        // Only claims whose receive visibility would leave less than two heartbeats at the next
+        // tick (a slow claim, a short visibility): the others wait for the tick, so a job that
+        // ends before it costs no extension.
+        auto soon = clock::now() + 3 * st.ctx->settings.heartbeat_rate;
         std::vector<uuid> fresh;
         for (auto& [id, e] : st.tracked)
-          if (e.fresh)
+          if (e.fresh && e.visible_until < soon)
             fresh.push_back(id);
         extend(self, fresh);
       },

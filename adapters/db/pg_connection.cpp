@@ -28,8 +28,7 @@ std::string milliseconds_text(std::chrono::seconds s) {
 /// The `options` startup parameter: the session's deadlines (in ms), then whatever options the
 /// URL carries, so that the URL's own settings win.
 std::string startup_options(const std::string& url, const session_options& session) {
-  std::string out = session.plan_per_call ? "-c plan_cache_mode=force_custom_plan " : "";
-  out.append("-c statement_timeout=");
+  std::string out = "-c statement_timeout=";
   out.append(milliseconds_text(session.statement_timeout))
       .append(" -c lock_timeout=")
       .append(milliseconds_text(session.lock_timeout));
@@ -342,16 +341,20 @@ result<rows> connection::exec(const statement& st, const std::vector<param>& par
   if (auto ok = ensure(); !ok)
     return ok.error();
   in_progress registered{st.name};
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (auto& p : params)
+    values.push_back(p ? p->c_str() : nullptr);
+  if (st.plan == planning::per_call)
+    return check(PQexecParams(conn_, st.sql, static_cast<int>(values.size()), nullptr,
+                              values.data(), nullptr, nullptr, 0),
+                 st.name);
   if (!prepared_.contains(st.name)) {
     auto res = check(PQprepare(conn_, st.name, st.sql, 0, nullptr), st.name);
     if (!res)
       return res;
     prepared_.insert(st.name);
   }
-  std::vector<const char*> values;
-  values.reserve(params.size());
-  for (auto& p : params)
-    values.push_back(p ? p->c_str() : nullptr);
   return check(PQexecPrepared(conn_, st.name, static_cast<int>(values.size()), values.data(),
                               nullptr, nullptr, 0),
                st.name);

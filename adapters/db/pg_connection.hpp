@@ -27,10 +27,19 @@ namespace ingestd::pg {
 /// A parameter value in text form; nullopt is SQL NULL.
 using param = std::optional<std::string>;
 
+/// How a statement is planned. `cached`: prepared once per connection, and PostgreSQL keeps a
+/// generic plan of it after a few calls. `per_call`: sent with each call and planned for that
+/// call's values, for a statement that joins two lists of a coalesced batch (unnest() of its
+/// arrays, or a CTE made of them): a generic plan takes each such list for 10 rows and joins two
+/// of them in a nested loop, every row with every other (7.8 million rows compared for a
+/// completion of 2,800 items).
+enum class planning : bool { cached, per_call };
+
 /// A named statement; `name` must be unique per SQL text within the process.
 struct statement {
   const char* name;
   const char* sql;
+  planning plan = planning::cached;
 };
 
 /// An owned PGresult.
@@ -82,21 +91,10 @@ struct session_options {
   std::chrono::seconds statement_timeout{30};
   std::chrono::seconds lock_timeout{10};
   std::chrono::seconds tcp_user_timeout{30};
-  /// Plan each statement for the values of each call (plan_cache_mode force_custom_plan) instead
-  /// of keeping a generic plan after the fifth: for the repositories whose statements carry
-  /// coalesced batches of any size in arrays. A generic plan takes every unnest() for 10 rows,
-  /// and joins two such lists of thousands in a nested loop, each row with every other.
-  bool plan_per_call = false;
 
   /// Only the TCP user timeout: for callers that set a deadline per statement themselves, or
   /// whose statements may rightly run and wait long (migrations).
   static session_options tcp_only() { return {std::chrono::seconds{0}, std::chrono::seconds{0}}; }
-  /// These options with plan_per_call set.
-  session_options planned_per_call() const {
-    auto s = *this;
-    s.plan_per_call = true;
-    return s;
-  }
 };
 
 /// A blocking libpq connection; use from one thread at a time.

@@ -41,20 +41,20 @@ WITH r AS (
                        $6::integer[], $7::text[])
            AS r(id, token, path, preprocessed, score, pages, provider)
 ), held AS (
-  SELECT w.id, w.claim_token FROM work_item AS w JOIN r ON r.id = w.id AND r.token = w.claim_token
+  SELECT r.* FROM work_item AS w JOIN r ON r.id = w.id AND r.token = w.claim_token
    WHERE w.status = 'in-progress'
    ORDER BY w.id
    FOR UPDATE OF w
 )
 UPDATE ingestion AS i
-   SET transcription_file_path = r.path,
-       preprocessed_file_path = r.preprocessed,
-       transcription_quality_score = r.score,
-       transcribed_pages = r.pages,
-       transcribed_by = r.provider
-  FROM r JOIN held ON held.id = r.id AND held.claim_token = r.token
- WHERE i.id = r.id
-RETURNING i.id, r.token
+   SET transcription_file_path = held.path,
+       preprocessed_file_path = held.preprocessed,
+       transcription_quality_score = held.score,
+       transcribed_pages = held.pages,
+       transcribed_by = held.provider
+  FROM held
+ WHERE i.id = held.id
+RETURNING i.id, held.token
 )sql"};
 
 constexpr pg::statement keep_output_sql{"ingestd_ingest_keep_output", R"sql(
@@ -72,20 +72,20 @@ WITH c AS (
                        $6::integer[], $7::text[])
            AS c(id, token, data, valid, input_tokens, output_tokens, model)
 ), lock AS (
-  SELECT w.id, w.claim_token FROM work_item AS w JOIN c ON c.id = w.id AND c.token = w.claim_token
+  SELECT c.* FROM work_item AS w JOIN c ON c.id = w.id AND c.token = w.claim_token
    WHERE w.status = 'in-progress'
    ORDER BY w.id
    FOR UPDATE OF w
 )
 UPDATE ingestion AS i
-   SET structured_data = c.data::jsonb,
-       valid_structured_data = c.valid,
-       extraction_input_tokens = c.input_tokens,
-       extraction_output_tokens = c.output_tokens,
-       extraction_model = c.model
-  FROM c JOIN lock ON lock.id = c.id AND lock.claim_token = c.token
- WHERE i.id = c.id
-RETURNING i.id, c.token
+   SET structured_data = lock.data::jsonb,
+       valid_structured_data = lock.valid,
+       extraction_input_tokens = lock.input_tokens,
+       extraction_output_tokens = lock.output_tokens,
+       extraction_model = lock.model
+  FROM lock
+ WHERE i.id = lock.id
+RETURNING i.id, lock.token
 )sql"};
 
 int32_t clamp_i32(int64_t v) {
@@ -115,7 +115,7 @@ pg_ingest_repository::pg_ingest_repository(std::string database_url, const pg_in
     : via_outbox_(opts.via_outbox), queues_(std::make_unique<queues>()),
       pool_(std::make_unique<pg::pool>(
           std::move(database_url),
-          pg::pool_options{opts.pool_size, "ingestd-ingest", opts.session.planned_per_call()})) {}
+          pg::pool_options{opts.pool_size, "ingestd-ingest", opts.session})) {}
 
 // The pool goes first: it runs what was submitted (which uses the queues) before they go.
 pg_ingest_repository::~pg_ingest_repository() {

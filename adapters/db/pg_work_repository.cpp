@@ -34,7 +34,8 @@ using pg::uuid_array;
 //   granted  claimed: token, worker, lease; a crash taken over counts as an attempt
 // Every item asked for records that its message was seen (message_seen_at: see revive). Crashes,
 // poison, known files and moves leave audit rows for the stages that keep an audit trail.
-// Items not in progress answer their status; items unknown to the stage, nothing.
+// Items not in progress answer their status; items unknown to the stage, nothing. Planned per call
+// (pg::planning): its answer joins the batch's list with the rows it changed.
 constexpr pg::statement claim_sql{"ingestd_work_claim", R"sql(
 WITH req AS (
   SELECT DISTINCT ON (r.id) r.id, r.token, r.stage, r.class, greatest(r.max_attempts, 1) AS max_attempts,
@@ -127,10 +128,16 @@ SELECT r.ord, COALESCE(c.verdict, CASE WHEN w.id IS NULL THEN 'unknown' ELSE 'fi
   LEFT JOIN changed AS c ON c.id = r.id
   LEFT JOIN work_item AS w ON w.id = r.id AND w.stage = r.stage
  ORDER BY r.ord
-)sql"};
+)sql",
+                                  pg::planning::per_call};
 
 // One statement for the heartbeat's whole batch; answers the claims that were lost. The heartbeat
-// extends the message's visibility at the same tick: the message is seen.
+// extends the message's visibility at the same tick: the message is seen. A row locked by another
+// statement (this node's completion of it, mostly) is skipped rather than waited for: it is
+// renewed at the next tick if it is still held then, and it counts as lost only if the row as it
+// stood when the statement began no longer carries the claim. Waiting held a renewal of thousands
+// of items for as long as every completion before it, and every claim and completion after it
+// behind the rows it had locked.
 constexpr pg::statement renew_sql{"ingestd_work_renew", R"sql(
 WITH r AS (
   SELECT r.id, r.token FROM unnest($1::uuid[], $2::uuid[]) AS r(id, token)
@@ -138,7 +145,7 @@ WITH r AS (
   SELECT w.id, w.claim_token FROM work_item AS w JOIN r ON r.id = w.id AND r.token = w.claim_token
    WHERE w.status = 'in-progress'
    ORDER BY w.id
-   FOR UPDATE OF w
+   FOR UPDATE OF w SKIP LOCKED
 ), renewed AS (
   UPDATE work_item AS w
      SET lease_expires_at = now() + make_interval(secs => $3::double precision),
@@ -149,6 +156,8 @@ WITH r AS (
 )
 SELECT r.id, r.token FROM r
  WHERE NOT EXISTS (SELECT 1 FROM renewed AS n WHERE n.id = r.id AND n.claim_token = r.token)
+   AND NOT EXISTS (SELECT 1 FROM work_item AS w
+                    WHERE w.id = r.id AND w.claim_token = r.token AND w.status = 'in-progress')
 )sql"};
 
 constexpr pg::statement cancel_requests_sql{"ingestd_work_cancel_requests", R"sql(
@@ -306,7 +315,7 @@ pg_work_repository::pg_work_repository(std::string database_url, const pg_work_o
     : via_outbox_(opts.via_outbox), max_batch_(std::max<size_t>(opts.max_batch, 1)),
       pool_(std::make_unique<pg::pool>(
           std::move(database_url),
-          pg::pool_options{opts.pool_size, "ingestd-work", opts.session.planned_per_call()})) {}
+          pg::pool_options{opts.pool_size, "ingestd-work", opts.session})) {}
 
 // The pool goes first: it runs what was submitted (which uses the claim queue) before it goes.
 pg_work_repository::~pg_work_repository() {

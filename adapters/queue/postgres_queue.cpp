@@ -190,7 +190,7 @@ struct postgres_queue::impl {
     dlq = opts.dead_letter_queue.empty() ? queue + "-dlq" : opts.dead_letter_queue;
     wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     pool = std::make_unique<pg::pool>(
-        url, pg::pool_options{opts.pool_size, "ingestd-queue", opts.session.planned_per_call()});
+        url, pg::pool_options{opts.pool_size, "ingestd-queue", opts.session});
     listener = std::thread([this] { listen_loop(); });
   }
 

@@ -60,11 +60,16 @@ struct fixture : test::actor_fixture {
 
 CAF_TEST_FIXTURE_SCOPE(heartbeat_tests, fixture)
 
-CAF_TEST(new claims are extended in one batch soon after tracking) {
+CAF_TEST(new claims whose visibility runs out soon are extended in one batch after tracking) {
+  // The receive visibility (20 s) was mostly spent before the claims: less than two heartbeats
+  // (5 s each) would be left at the next tick.
+  ctx->settings.heartbeat_rate = 5s;
   ctx->settings.heartbeat_extension = 300s;
   auto hb = heartbeat();
+  auto long_ago = std::chrono::steady_clock::now() - (ctx->settings.visibility_timeout - 10s);
   for (int i = 0; i < 25; ++i)
-    track(hb);
+    track(hb, long_ago);
+  track(hb); // received just now: it waits for the tick
   sched.run();
   CAF_CHECK(queue->visibility_calls().empty());
   advance_time(1s);
@@ -73,6 +78,25 @@ CAF_TEST(new claims are extended in one batch soon after tracking) {
   CAF_CHECK_EQUAL(calls.size(), 25u);
   for (auto& c : calls)
     CAF_CHECK_EQUAL(c.timeout, 300s);
+}
+
+CAF_TEST(new claims with visibility for three heartbeats wait for the tick) {
+  ctx->settings.heartbeat_rate = 5s;
+  ctx->settings.heartbeat_extension = 20s;
+  ctx->settings.visibility_timeout = 20s;
+  auto hb = heartbeat();
+  for (int i = 0; i < 10; ++i)
+    track(hb);
+  sched.run();
+  advance_time(1s);
+  sched.run();
+  CAF_CHECK(queue->visibility_calls().empty());
+  // The tick extends every claim, these among them, and renews every lease.
+  advance_time(4s);
+  sched.run();
+  CAF_CHECK_EQUAL(queue->visibility_calls().size(), 10u);
+  CAF_CHECK_EQUAL(work->renew_batch_sizes(), std::vector<size_t>{10});
+  CAF_CHECK(lost.empty());
 }
 
 CAF_TEST(each tick extends every claim and renews every lease in one statement) {
@@ -236,7 +260,8 @@ CAF_TEST(a refused extension is told to the job) {
   sched.run();
   // The receipt the heartbeat holds: the only message received so far.
   queue->refuse_receipt("r1-m1");
-  advance_time(1s);
+  // Its first extension: at the first tick (the receive visibility lasts past it).
+  advance_time(ctx->settings.heartbeat_rate);
   sched.run();
   CAF_REQUIRE_EQUAL(lost.size(), 1u);
   CAF_CHECK(lost[0].find("refused") != std::string::npos);

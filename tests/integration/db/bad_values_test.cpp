@@ -162,35 +162,6 @@ TEST_F(bad_values_test, the_claim_statement_locks_its_rows_in_id_order) {
   });
 }
 
-TEST_F(bad_values_test, the_renewal_statement_locks_its_rows_in_id_order) {
-  // The heartbeat renews a node's claims in one call.
-  auto renew_all = [this](const std::vector<claim_ref>& refs, callback<void> done) {
-    work->renew_leases(refs, 600s, [done = std::move(done)](result<std::vector<claim_ref>> r) {
-      if (!r)
-        return done(r.error());
-      if (!r->empty())
-        return done(error::make_permanent("test.lost", "a claim was lost"));
-      done(result<void>{});
-    });
-  };
-  expect_id_ordered_locks(
-      "work_item", held(33),
-      [&](const claim_ref& ref, callback<void> done) { renew_all({ref}, std::move(done)); },
-      [&](const std::vector<claim_ref>& descending, answer_slots& got) {
-        // One answer for the call, given to each of its refs.
-        auto keys = std::make_shared<std::vector<std::string>>();
-        for (auto& r : descending)
-          keys->push_back(r.item.str());
-        auto slots = std::make_shared<std::vector<callback<void>>>();
-        for (auto& k : *keys)
-          slots->push_back(got.slot(k));
-        renew_all(descending, [slots](const result<void>& r) {
-          for (auto& s : *slots)
-            s(r);
-        });
-      });
-}
-
 TEST_F(bad_values_test, the_transcription_statement_locks_its_rows_in_id_order) {
   transcription_record tr{"ingestions/t/transcription-output.json", "", 0.5};
   expect_id_ordered_locks("work_item", held(33), [&](const claim_ref& ref, callback<void> done) {

@@ -112,12 +112,6 @@ TEST_F(timeouts_test, a_connection_carries_its_deadlines_and_keeps_the_urls_opti
   pg::connection unbounded{db->url(), pg::session_options::tcp_only()};
   EXPECT_EQ(show(unbounded, "statement_timeout"), "0");
   EXPECT_EQ(show(unbounded, "lock_timeout"), "0");
-  // Statements are planned for each call's values only where the session asks for it (the
-  // repositories of coalesced batches); elsewhere PostgreSQL's default.
-  EXPECT_EQ(show(defaults, "plan_cache_mode"), "auto");
-  pg::connection batches{db->url(), pg::session_options{}.planned_per_call()};
-  EXPECT_EQ(show(batches, "plan_cache_mode"), "force_custom_plan");
-  EXPECT_EQ(show(batches, "statement_timeout"), "30s");
 }
 
 TEST_F(timeouts_test, a_setting_in_the_urls_options_wins_over_the_session_deadline) {

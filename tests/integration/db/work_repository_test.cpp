@@ -631,6 +631,42 @@ TEST_F(work_test, renewals_extend_leases_and_report_the_claims_that_were_lost) {
   EXPECT_TRUE(lost->empty());
 }
 
+TEST_F(work_test, a_renewal_skips_items_another_statement_holds_and_loses_none_of_them) {
+  auto kept = new_ingestion();
+  auto busy = new_ingestion();
+  auto tk = claimed(kept, "w1", 30s);
+  auto tb = claimed(busy, "w1", 30s);
+  auto before = item(busy, "lease_expires_at::text");
+  // Another session holds the busy item's row (as this node's completion of it does) and does
+  // not end: the renewal does not wait for it, renews the other, and does not report it lost.
+  pg::connection other{db->url()};
+  constexpr pg::statement lock_row{"test_lock_row",
+                                   "SELECT id FROM work_item WHERE id = $1 FOR UPDATE"};
+  ASSERT_TRUE(other.exec_simple("BEGIN"));
+  ASSERT_TRUE(other.exec(lock_row, {busy.str()}));
+  auto lost = renew({tk, tb}, 600s);
+  ASSERT_TRUE(lost) << lost.error().describe();
+  EXPECT_TRUE(lost->empty());
+  EXPECT_EQ(item(kept, "lease_expires_at > now() + interval '590 s'"), "true");
+  ASSERT_TRUE(other.exec_simple("ROLLBACK"));
+  EXPECT_EQ(item(busy, "lease_expires_at::text"), before);
+  // The next renewal finds it free.
+  lost = renew({tk, tb}, 600s);
+  ASSERT_TRUE(lost);
+  EXPECT_TRUE(lost->empty());
+  EXPECT_EQ(item(busy, "lease_expires_at > now() + interval '590 s'"), "true");
+  // Held by another statement and no longer ours when the renewal began: lost.
+  expire_lease(busy);
+  ASSERT_EQ(claim_one(ingest_request(busy), "w2", 30s).outcome, claim_outcome::granted);
+  ASSERT_TRUE(other.exec_simple("BEGIN"));
+  ASSERT_TRUE(other.exec(lock_row, {busy.str()}));
+  lost = renew({tb}, 600s);
+  ASSERT_TRUE(other.exec_simple("ROLLBACK"));
+  ASSERT_TRUE(lost);
+  ASSERT_EQ(lost->size(), 1u);
+  EXPECT_EQ(lost->front().item, busy);
+}
+
 TEST_F(work_test, a_release_lets_another_worker_claim_at_once_and_writes_its_audit_trail) {
   auto id = new_ingestion();
   auto ref = claimed(id);
