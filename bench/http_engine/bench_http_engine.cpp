@@ -19,6 +19,7 @@
 
 #include "adapters/http/curl_engine.hpp"
 #include "adapters/http/rate_limited_client.hpp"
+#include "bench/support/cpu_time.hpp"
 #include "tests/support/http/http_call.hpp"
 #include "tests/support/http/local_http_server.hpp"
 
@@ -36,13 +37,6 @@ long proc_status_kb(const char* field) {
     if (line.starts_with(prefix))
       return std::atol(line.c_str() + prefix.size());
   return -1;
-}
-
-double cpu_seconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec)
-         + static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
 long arg(int argc, char** argv, const char* name, long fallback) {
@@ -87,7 +81,7 @@ static int run_bench(int argc, char** argv) {
   size_t total = 0;
   size_t failures = 0;
   auto all_start = std::chrono::steady_clock::now();
-  auto cpu_start = cpu_seconds();
+  auto cpu_start = bench::process_cpu_seconds();
   for (long round = 1; round <= rounds; ++round) {
     test::http_collector collector;
     auto start = std::chrono::steady_clock::now();
@@ -117,7 +111,7 @@ static int run_bench(int argc, char** argv) {
                 round, n, wall, static_cast<double>(n) / wall, failed, rss_submitted);
   }
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - all_start).count();
-  double cpu = cpu_seconds() - cpu_start;
+  double cpu = bench::process_cpu_seconds() - cpu_start;
   auto hwm = proc_status_kb("VmHWM");
   auto stats = engine.stats();
   std::printf("total: %zu requests, %zu failed, %.3f s wall, %.0f requests/s overall\n", total,

@@ -30,8 +30,6 @@
 #include <string>
 #include <thread>
 
-#include <sys/resource.h>
-
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/send.hpp>
@@ -46,7 +44,7 @@
 #include "adapters/storage/filesystem_store.hpp"
 #include "adapters/support/log.hpp"
 #include "bench/orchestration/replay_sql.hpp"
-#include "bench/support/database_cpu.hpp"
+#include "bench/support/cpu_time.hpp"
 #include "bench/support/memory_store.hpp"
 #include "messages/error_codes.hpp"
 #include "stages/ingest/ingest_stage.hpp"
@@ -59,15 +57,6 @@ using clock_type = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
 namespace {
-
-double process_cpu_seconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  auto secs = [](const timeval& t) {
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
-  };
-  return secs(u.ru_utime) + secs(u.ru_stime);
-}
 
 constexpr const char* document_text = "INVOICE INV-1\nAcme Inc.\nTotal 119.00 EUR\n";
 
@@ -279,7 +268,7 @@ node_run run_node(caf::actor_system& sys, std::shared_ptr<work_repository> work,
   opts.sweeper = false;
   opts.on_stopped = [&] { stopped.set_value(); };
   auto sent0 = pg::statements_sent();
-  auto cpu0 = process_cpu_seconds();
+  auto cpu0 = bench::process_cpu_seconds();
   auto db_cpu0 = bench::database_cpu_seconds();
   auto t0 = clock_type::now();
   auto node = start_node(sys, ctx, opts);
@@ -287,7 +276,7 @@ node_run run_node(caf::actor_system& sys, std::shared_ptr<work_repository> work,
     std::printf("  TIMEOUT after 10 min: %d completed, %d other\n", completed.load(), other.load());
   node_run r;
   r.seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
-  r.node_cpu = process_cpu_seconds() - cpu0;
+  r.node_cpu = bench::process_cpu_seconds() - cpu0;
   r.db_cpu = bench::database_cpu_seconds() - db_cpu0;
   r.statements = pg::statements_sent() - sent0;
   caf::anon_send(node.coordinator, shutdown_atom_v);

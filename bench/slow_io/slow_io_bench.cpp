@@ -53,7 +53,7 @@
 #include "adapters/queue/postgres_queue.hpp"
 #include "adapters/support/log.hpp"
 #include "adapters/support/timer.hpp"
-#include "bench/support/database_cpu.hpp"
+#include "bench/support/cpu_time.hpp"
 #include "messages/error_codes.hpp"
 #include "stages/ingest/ingest_stage.hpp"
 #include "tests/support/postgres/pg_fixture.hpp"
@@ -384,6 +384,7 @@ int main(int argc, char** argv) {
     opts.sweeper = false;
     opts.on_stopped = [&] { stopped.set_value(); };
     auto db_cpu0 = bench::database_cpu_seconds();
+    auto node_cpu0 = bench::process_cpu_seconds();
     auto t0 = clock_type::now();
     auto w = start_node(sys, ctx, opts);
     auto done = all_done.get_future();
@@ -407,6 +408,7 @@ int main(int argc, char** argv) {
     }
     double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
     double db_cpu = bench::database_cpu_seconds() - db_cpu0;
+    double node_cpu = bench::process_cpu_seconds() - node_cpu0;
     long heap_at_end = heap_kb();
     double rate = completed / secs;
     double ideal = in_flight / (delay.count() / 1000.0);
@@ -422,6 +424,9 @@ int main(int argc, char** argv) {
                   "ratio %.2f\n",
                   steady, steady / ideal);
     }
+    std::printf("  node process CPU (user + system, all threads; the stub is another process): "
+                "%.1f s = %.0f us per ingestion\n",
+                node_cpu, completed > 0 ? node_cpu * 1e6 / completed : 0.0);
     std::printf("  database CPU (every PostgreSQL process of this machine): %.1f s = %.0f us per "
                 "ingestion, %.2f cores over the run\n",
                 db_cpu, completed > 0 ? db_cpu * 1e6 / completed : 0.0, db_cpu / secs);

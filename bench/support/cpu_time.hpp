@@ -1,5 +1,5 @@
-// The CPU time the local PostgreSQL server has used, for the benchmarks to divide by the jobs: a
-// steadier figure of what the database spends on a job than throughput on a shared machine.
+// CPU time for the benchmarks to divide by the jobs: the local PostgreSQL server's and this
+// process's, steadier figures of what a job costs than throughput on a shared machine.
 #pragma once
 
 #include <cctype>
@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace ingestd::bench {
@@ -43,6 +44,17 @@ inline double database_cpu_seconds() {
     total += static_cast<double>(utime + stime + cutime + cstime) / ticks;
   }
   return total;
+}
+
+/// CPU seconds (user + system) of this process, all its threads (not its children: a bench's stub
+/// server is a child of its own).
+inline double process_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto secs = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return secs(u.ru_utime) + secs(u.ru_stime);
 }
 
 } // namespace ingestd::bench
