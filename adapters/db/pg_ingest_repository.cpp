@@ -2,6 +2,7 @@
 // kept for a reviewer, and its result written with the work item's completion, as prepared
 // statements; the frequent calls coalesced.
 #include "adapters/db/pg_ingest_repository.hpp"
+#include "adapters/db/lifecycle_sql.hpp"
 
 #include <algorithm>
 #include <mutex>
@@ -348,5 +349,9 @@ void pg_ingest_repository::completion_batch(pg::connection& conn,
   for (size_t i = 0; i < batch.size(); ++i)
     batch[i].done(std::move(answers[i]));
 }
+
+const pg::statement pg::lifecycle_sql::ingest_load = load_sql;
+const pg::statement pg::lifecycle_sql::ingest_transcriptions = transcription_sql;
+const pg::statement pg::lifecycle_sql::ingest_results = result_sql;
 
 } // namespace ingestd

@@ -1,5 +1,6 @@
 // The fenced finish of work items, the re-read after a lost answer, and audit parameters.
 #include "adapters/db/pg_work.hpp"
+#include "adapters/db/lifecycle_sql.hpp"
 
 #include <set>
 
@@ -165,5 +166,7 @@ result<void> settled(const std::pair<std::string, std::string>& state, const cla
     return lost;
   return claim_lost(ref, "complete");
 }
+
+const statement lifecycle_sql::work_finish = finish_sql;
 
 } // namespace ingestd::pg

@@ -1,6 +1,7 @@
 // pg_work_repository: the fenced claim of any stage's work item, the writes that carry its token,
 // the heartbeat's lease renewal and the sweeper's revival, as prepared statements.
 #include "adapters/db/pg_work_repository.hpp"
+#include "adapters/db/lifecycle_sql.hpp"
 
 #include <algorithm>
 #include <utility>
@@ -118,12 +119,13 @@ WITH req AS (
     FROM changed AS c
    WHERE c.audit AND (c.crash_counted OR c.verdict = 'skipped')
 )
-SELECT r.ord, COALESCE(c.verdict, CASE WHEN w.id IS NULL THEN 'unknown' ELSE 'finished' END),
-       c.document_id, c.tenant_id, c.claim_token, c.attempt_count, c.priority, c.size_class,
-       c.class_attempts_base,
+SELECT r.ord,
+       COALESCE(c.verdict, CASE WHEN w.id IS NULL THEN 'unknown' ELSE 'finished' END) AS verdict,
+       c.document_id, c.tenant_id, c.claim_token AS token, c.attempt_count, c.priority,
+       c.size_class, c.class_attempts_base,
        CASE WHEN c.verdict IN ('moved', 'move') THEN c.size_class
-            ELSE COALESCE(c.last_error, w.status, '') END,
-       (SELECT n FROM sent)
+            ELSE COALESCE(c.last_error, w.status, '') END AS detail,
+       (SELECT n FROM sent) AS moved
   FROM unnest($1::uuid[], $3::text[]) WITH ORDINALITY AS r(id, stage, ord)
   LEFT JOIN changed AS c ON c.id = r.id
   LEFT JOIN work_item AS w ON w.id = r.id AND w.stage = r.stage
@@ -598,5 +600,8 @@ void pg_work_repository::revive(revive_request request, callback<int64_t> done) 
     done(res->size() == 0 ? int64_t{0} : res->i64(0, 0));
   });
 }
+
+const pg::statement pg::lifecycle_sql::work_claim = claim_sql;
+const pg::statement pg::lifecycle_sql::work_renew = renew_sql;
 
 } // namespace ingestd

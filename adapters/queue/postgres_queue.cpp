@@ -2,6 +2,7 @@
 // LOCKED; empty long polls park with a listener thread (LISTEN on its own connection) until a
 // notification, the next visibility expiry or their deadline, so nothing spins.
 #include "adapters/queue/postgres_queue.hpp"
+#include "adapters/db/lifecycle_sql.hpp"
 #include "adapters/support/coalescing_queue.hpp"
 #include "adapters/support/thread_name.hpp"
 
@@ -69,8 +70,8 @@ WITH ready AS (
    WHERE m.id = p.id AND NOT ($4::integer > 0 AND p.receive_count >= $4::integer)
   RETURNING m.id, m.receipt, m.body, m.receive_count, m.sent_at, m.visible_at, m.priority, m.rank
 )
-SELECT false, g.id, g.receipt, g.body, g.receive_count,
-       floor(extract(epoch FROM g.sent_at) * 1000)::bigint, g.priority, g.rank
+SELECT false AS dead, g.id, g.receipt, g.body, g.receive_count,
+       floor(extract(epoch FROM g.sent_at) * 1000)::bigint AS sent_at_ms, g.priority, g.rank
   FROM got AS g
 UNION ALL
 SELECT true, d.id, NULL, NULL, 0, 0, 0, 0 FROM dead AS d
@@ -653,5 +654,9 @@ result<bool> postgres_queue_exists(const std::string& database_url, const std::s
     return r.error();
   return r->size() > 0;
 }
+
+const pg::statement pg::lifecycle_sql::queue_receive = receive_sql;
+const pg::statement pg::lifecycle_sql::queue_visibility = visibility_sql;
+const pg::statement pg::lifecycle_sql::queue_delete = delete_sql;
 
 } // namespace ingestd
