@@ -337,7 +337,8 @@ result<rows> connection::check(::pg_result* res, std::string_view context) {
   return err;
 }
 
-result<rows> connection::exec(const statement& st, const std::vector<param>& params) {
+result<rows> connection::exec(const statement& st, const std::vector<param>& params,
+                              planning plan) {
   if (auto ok = ensure(); !ok)
     return ok.error();
   in_progress registered{st.name};
@@ -345,7 +346,7 @@ result<rows> connection::exec(const statement& st, const std::vector<param>& par
   values.reserve(params.size());
   for (auto& p : params)
     values.push_back(p ? p->c_str() : nullptr);
-  if (st.plan == planning::per_call)
+  if (plan == planning::per_call)
     return check(PQexecParams(conn_, st.sql, static_cast<int>(values.size()), nullptr,
                               values.data(), nullptr, nullptr, 0),
                  st.name);

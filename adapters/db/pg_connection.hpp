@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -27,19 +28,25 @@ namespace ingestd::pg {
 /// A parameter value in text form; nullopt is SQL NULL.
 using param = std::optional<std::string>;
 
-/// How a statement is planned. `cached`: prepared once per connection, and PostgreSQL keeps a
-/// generic plan of it after a few calls. `per_call`: sent with each call and planned for that
-/// call's values, for a statement that joins two lists of a coalesced batch (unnest() of its
-/// arrays, or a CTE made of them): a generic plan takes each such list for 10 rows and joins two
-/// of them in a nested loop, every row with every other (7.8 million rows compared for a
-/// completion of 2,800 items).
+/// How a call of a statement is planned. `cached`: the statement is prepared once per connection,
+/// and PostgreSQL keeps a generic plan of it after a few calls. `per_call`: the statement is sent
+/// with the call and planned for its values: for a large coalesced batch of a statement that
+/// joins two of the batch's lists (unnest() of its arrays, or a CTE made of them). A generic plan
+/// takes each such list for 10 rows and joins two of them in a nested loop, every row with every
+/// other (7.8 million rows compared for a completion of 2,800 items); for a small batch the
+/// planning costs more than such a join (see for_batch).
 enum class planning : bool { cached, per_call };
+
+/// per_call for a batch of more than 100 rows (the statement triggers' threshold too, migration
+/// 030), cached for a smaller one.
+constexpr planning for_batch(size_t rows) {
+  return rows > 100 ? planning::per_call : planning::cached;
+}
 
 /// A named statement; `name` must be unique per SQL text within the process.
 struct statement {
   const char* name;
   const char* sql;
-  planning plan = planning::cached;
 };
 
 /// An owned PGresult.
@@ -117,9 +124,10 @@ public:
   /// next BEGIN) ends it, and the statement after connects again.
   result<void> ensure(bool wait_backoff = false);
 
-  /// Runs a statement, preparing it on this connection on first use. Connection-class errors
-  /// drop the connection so that the next call reconnects.
-  result<rows> exec(const statement& st, const std::vector<param>& params);
+  /// Runs a statement, preparing it on this connection on first use (unless `plan` is per_call).
+  /// Connection-class errors drop the connection so that the next call reconnects.
+  result<rows> exec(const statement& st, const std::vector<param>& params,
+                    planning plan = planning::cached);
 
   /// Runs SQL text without parameters (migrations, LISTEN, BEGIN/COMMIT/ROLLBACK).
   result<rows> exec_simple(const std::string& sql);

@@ -15,8 +15,9 @@ namespace {
 // work of the outcomes that completed them (by item and token: a batch may carry one item under a
 // stale and a live token), with its messages, and appends the audit rows of all (what a worker
 // did is history even when another took the item over). The last SELECT always answers one row
-// at least, so that the audit and the next work are written. Planned per call (pg::planning): it
-// joins the batch's list with the items it locked, and the next work with the items it completed.
+// at least, so that the audit and the next work are written. A large batch is planned for its own
+// values (pg::for_batch): it joins the batch's list with the items it locked, and the next work
+// with the items it completed.
 constexpr statement finish_sql{"ingestd_work_finish", R"sql(
 WITH c AS (
   SELECT * FROM unnest($1::uuid[], $2::uuid[], $20::text[]) AS c(id, token, remark)
@@ -46,8 +47,7 @@ WITH c AS (
 )
 SELECT d.id, d.token, (SELECT sent FROM next), (SELECT appended FROM audit)
   FROM (SELECT 1) AS one LEFT JOIN done AS d ON true
-)sql",
-                               planning::per_call};
+)sql"};
 
 constexpr statement reread_sql{"ingestd_work_reread", R"sql(
 SELECT r.ord, COALESCE(w.status, ''), COALESCE(w.claim_token::text, '')
@@ -122,7 +122,7 @@ finish_work(connection& conn, const std::vector<const work_outcome*>& outcomes, 
   params.emplace_back(bool_text(via_outbox));
   params.emplace_back(array_literal(remarks));
   params.emplace_back(array_literal(parent_tokens));
-  auto res = conn.exec(finish_sql, params);
+  auto res = conn.exec(finish_sql, params, for_batch(outcomes.size()));
   if (!res)
     return res.error();
   // Matched by id and token: a batch may carry the same id with a stale and a live token.

@@ -35,8 +35,9 @@ using pg::uuid_array;
 //   granted  claimed: token, worker, lease; a crash taken over counts as an attempt
 // Every item asked for records that its message was seen (message_seen_at: see revive). Crashes,
 // poison, known files and moves leave audit rows for the stages that keep an audit trail.
-// Items not in progress answer their status; items unknown to the stage, nothing. Planned per call
-// (pg::planning): its answer joins the batch's list with the rows it changed.
+// Items not in progress answer their status; items unknown to the stage, nothing. A large batch is
+// planned for its own values (pg::for_batch): its answer joins the batch's list with the rows it
+// changed.
 constexpr pg::statement claim_sql{"ingestd_work_claim", R"sql(
 WITH req AS (
   SELECT DISTINCT ON (r.id) r.id, r.token, r.stage, r.class, greatest(r.max_attempts, 1) AS max_attempts,
@@ -130,8 +131,7 @@ SELECT r.ord,
   LEFT JOIN changed AS c ON c.id = r.id
   LEFT JOIN work_item AS w ON w.id = r.id AND w.stage = r.stage
  ORDER BY r.ord
-)sql",
-                                  pg::planning::per_call};
+)sql"};
 
 // One statement for the heartbeat's whole batch; answers the claims that were lost. The heartbeat
 // extends the message's visibility at the same tick: the message is seen. A row locked by another
@@ -348,12 +348,13 @@ result<std::vector<claim_answer>> claim_batch(pg::connection& conn,
     move_queues.emplace_back(r->crash_move ? r->crash_move->queue : std::string{});
     audit.emplace_back(bool_text(r->audit));
   }
-  auto res
-      = conn.exec(claim_sql, {uuid_array(ids), uuid_array(tokens), pg::array_literal(stages),
-                              pg::array_literal(classes), pg::array_literal(max_attempts),
-                              pg::array_literal(skip_known), pg::array_literal(move_classes),
-                              pg::array_literal(move_queues), pg::array_literal(audit), worker_id,
-                              std::to_string(lease.count()), bool_text(via_outbox)});
+  auto res = conn.exec(claim_sql,
+                       {uuid_array(ids), uuid_array(tokens), pg::array_literal(stages),
+                        pg::array_literal(classes), pg::array_literal(max_attempts),
+                        pg::array_literal(skip_known), pg::array_literal(move_classes),
+                        pg::array_literal(move_queues), pg::array_literal(audit), worker_id,
+                        std::to_string(lease.count()), bool_text(via_outbox)},
+                       pg::for_batch(requests.size()));
   if (!res)
     return res.error();
   auto& rows = *res;

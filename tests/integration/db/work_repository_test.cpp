@@ -667,6 +667,38 @@ TEST_F(work_test, a_renewal_skips_items_another_statement_holds_and_loses_none_o
   EXPECT_EQ(lost->front().item, busy);
 }
 
+TEST_F(work_test, a_batch_of_many_items_is_claimed_and_completed_as_a_few_are) {
+  // A batch of more than 100 rows is planned for its own values (pg::for_batch); the statements
+  // and what they write are the same.
+  constexpr size_t n = 150;
+  std::vector<claim_request> requests;
+  requests.reserve(n);
+  for (size_t i = 0; i < n; ++i)
+    requests.push_back(ingest_request(new_ingestion()));
+  auto statements_before = work->claim_statements();
+  auto answers = claim(requests);
+  ASSERT_EQ(answers.size(), n);
+  // At most two statements: one of them carried more than 100 requests.
+  EXPECT_LE(work->claim_statements() - statements_before, 2u);
+  std::vector<ingest_completion> completions;
+  completions.reserve(n);
+  for (auto& a : answers) {
+    ASSERT_EQ(a.outcome, claim_outcome::granted) << a.detail;
+    completions.push_back(test::completing(a.work.ref()));
+  }
+  auto done = await<std::vector<result<void>>>(
+      [&](auto cb) { ingest->complete(std::move(completions), cb); });
+  ASSERT_TRUE(done) << done.error().describe();
+  ASSERT_EQ(done->size(), n);
+  for (auto& r : *done)
+    EXPECT_TRUE(r) << r.error().describe();
+  EXPECT_EQ(count("SELECT count(*) FROM work_item WHERE status = 'completed'"),
+            static_cast<int64_t>(n));
+  EXPECT_EQ(count("SELECT count(*) FROM ingestion WHERE status = 'completed' "
+                  "AND structured_data IS NOT NULL"),
+            static_cast<int64_t>(n));
+}
+
 TEST_F(work_test, a_release_lets_another_worker_claim_at_once_and_writes_its_audit_trail) {
   auto id = new_ingestion();
   auto ref = claimed(id);
