@@ -32,7 +32,8 @@ struct node_settings {
   int max_in_flight{};
   int max_messages{};
   std::chrono::seconds wait_time{};
-  /// Visibility asked for at receive; the heartbeat extends it right after the claim.
+  /// Visibility asked for at receive; the heartbeat extends it from its first tick (at once, if
+  /// less than two heartbeats of it would be left then).
   std::chrono::seconds visibility_timeout{};
   /// How long a claim lasts without renewal (worker.lease_seconds); the heartbeat renews it every
   /// heartbeat_rate and extends the message's visibility in step (heartbeat_extension).
