@@ -60,6 +60,18 @@ public:
   int64_t idle_receive() { return ++idle_receives_; }
   void busy_receive() { idle_receives_ = 0; }
 
+  // -- the database, as the jobs found it ----------------------------------------------------
+
+  /// A job gave its work back because the database did not answer it (a connection lost or
+  /// still reconnecting). While such give-backs come in a row, the pollers rest, then take one
+  /// message at a time: a node that cannot reach the database takes no work from the nodes that
+  /// can, and does not spend its messages' receives (a dead-letter redrive counts them).
+  void database_failed() { ++database_failures_; }
+  /// A job's outcome reached the database: the pollers take work as usual again.
+  void database_answered() { database_failures_ = 0; }
+  /// Jobs given back in a row because the database did not answer.
+  int64_t database_failures() const { return database_failures_.load(); }
+
   // -- the CPU pool's reports ----------------------------------------------------------------
 
   /// Work items waiting for a CPU worker now.
@@ -88,6 +100,7 @@ private:
   std::atomic<int64_t> slot_ms_used_{0};
   std::atomic<int64_t> units_admitted_{0};
   std::atomic<int64_t> idle_receives_{0};
+  std::atomic<int64_t> database_failures_{0};
   std::atomic<int64_t> cpu_backlog_{0};
   std::atomic<int64_t> cpu_item_us_{0};
 };

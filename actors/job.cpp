@@ -525,7 +525,19 @@ void finish(job_ptr self, job_result result, std::string detail, std::string_vie
   if (st.phase == job_phase::finished)
     return;
   st.phase = job_phase::finished;
-  ++st.seq;                        // anything still in flight is stale now
+  ++st.seq; // anything still in flight is stale now
+  switch (result) {
+  case job_result::completed:
+  case job_result::failed:
+  case job_result::retrying:
+  case job_result::skipped:
+  case job_result::cancelled:
+  case job_result::moved:
+    st.ctx->admission->database_answered(); // the outcome (or the claim's answer) was written
+    break;
+  default:
+    break;
+  }
   st.cancel_source.request_stop(); // a port call still running or waiting for the job may stop
   untrack(self);
   write_leftover_audit(st);
@@ -577,6 +589,8 @@ void fail(job_ptr self, const error& err) {
     // visibility timeout and the expired claim counts as a crash.
     st.phase = job_phase::releasing;
     untrack(self);
+    if (database_unavailable(err))
+      st.ctx->admission->database_failed();
     return give_back(self, (database_unavailable(err) ? "database unavailable: " : "node busy: ")
                                + err.describe());
   }

@@ -7,6 +7,9 @@
 //     │     (a receive unanswered past its long poll + 30 s is an error)
 //     ├── full (the stage's max_in_flight jobs): no receive until a job ends (backpressure)
 //     ├── the node full (worker.max_in_flight jobs of all stages): look again in a second
+//     ├── jobs gave their work back because the database did not answer them (node_admission):
+//     │   rest (0.5 s, doubling to 5 s) at each new such give-back, otherwise receive one message
+//     │   at a time, until a job's outcome reaches the database
 //     ├── no free weighted slot (worker.capacity_slots, shared by the stages; a job of the stage's
 //     │   weight fits, or the node is idle for one heavier than the whole budget): look again in
 //     │   a second (or when one of its jobs ends). A receive asks only for what fits now and
@@ -60,6 +63,8 @@ struct poller_state {
   bool backing_off = false;
   bool stopping = false;
   bool forced = false;
+  /// The node's database failures in a row (node_admission) this poller last rested for.
+  int64_t rested_for = 0;
   caf::actor stop_listener;
   int error_streak = 0;
   std::mt19937 rng{std::random_device{}()};
@@ -186,6 +191,25 @@ void poll_queue(poller_ptr self) {
     return;
   }
   room = std::min(room, node_room);
+  if (auto failures = admission.database_failures(); failures == 0) {
+    st.rested_for = 0;
+  } else if (failures != st.rested_for) {
+    // Jobs gave their work back because the database did not answer: rest (0.5 s, doubling up
+    // to 5 s, the connections' own reconnect back-off) before the next receive.
+    if (st.rested_for == 0)
+      log::warn("the database did not answer a job: resting, then one message at a time",
+                {{"stage", st.stage->label}});
+    st.rested_for = failures;
+    st.backing_off = true;
+    auto rest = std::chrono::milliseconds{500} * (int64_t{1} << std::min<int64_t>(failures - 1, 4));
+    self->delayed_send(self, std::min<std::chrono::milliseconds>(rest, std::chrono::seconds{5}),
+                       poll_atom_v);
+    return;
+  } else if (!st.jobs.empty()) {
+    return; // one message at a time: the job that ends looks again
+  } else {
+    room = 1;
+  }
   if (st.stage->uses_cpu && admission.cpu_saturated()) {
     // Admission by what the CPU pool can finish: look again in a second.
     st.ctx->metrics->cpu_admission_waits++;

@@ -1,5 +1,5 @@
-// The poller's admission (the stage's and the node's limits, the CPU pool's backlog) and its
-// error back-off, on the deterministic scheduler.
+// The poller's admission (the stage's and the node's limits, the CPU pool's backlog, the database
+// as its jobs found it) and its error back-off, on the deterministic scheduler.
 #define CAF_SUITE poller
 #include "caf/test/dsl.hpp"
 
@@ -137,6 +137,38 @@ CAF_TEST(receive errors back off instead of spinning) {
   queue->deliver_pending();
   sched.run();
   CAF_CHECK_EQUAL(outcomes.size(), 1u);
+}
+
+CAF_TEST(after jobs the database did not answer the poller rests then takes one message at a time) {
+  // A node whose database does not answer (its connections reconnecting after a restart) must
+  // not take work it will only give back, nor spend its messages' receives.
+  add_documents(3);
+  auto p = poller();
+  ctx->admission->database_failed(); // a job of the node gave its work back
+  db->fail_next("load", error::make_transient(std::string{errc::pg_connection}, "connection lost"));
+  sched.run();
+  CAF_CHECK(queue->receive_sizes().empty()); // resting 0.5 s
+  advance_time(500ms);
+  sched.run();
+  // One message; its job is given back too: the next rest is twice as long.
+  CAF_CHECK_EQUAL(queue->receive_sizes(), std::vector<int>{1});
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(outcomes[0].result, job_result::released);
+  advance_time(500ms);
+  sched.run();
+  CAF_CHECK_EQUAL(queue->receive_sizes().size(), 1u);
+  advance_time(500ms);
+  sched.run();
+  // The next one reaches the database: the poller takes work as usual again.
+  auto sizes = queue->receive_sizes();
+  CAF_REQUIRE(sizes.size() >= 3u);
+  CAF_CHECK_EQUAL(sizes[1], 1);
+  CAF_CHECK_EQUAL(sizes[2], 10);
+  CAF_CHECK_EQUAL(ctx->admission->database_failures(), 0);
+  CAF_REQUIRE_EQUAL(outcomes.size(), 4u);
+  for (size_t i = 1; i < outcomes.size(); ++i)
+    CAF_CHECK_EQUAL(outcomes[i].result, job_result::completed);
+  check_no_violations();
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()
