@@ -3,7 +3,8 @@
 // first statement waits) go together in the next statement, at most max_batch requests and one
 // worker and lease per statement; every caller gets its own answers, duplicate claims of one item
 // have one winner, an error of a coalesced statement reaches each of its callers once, and the
-// destructor runs the calls already made.
+// destructor runs the calls already made; a claim and a completion of more than 100 items (planned
+// for their values) do what a few do.
 #include <atomic>
 
 #include "tests/integration/db/work_fixture.hpp"
@@ -223,4 +224,36 @@ TEST_F(coalescing_test, destroying_the_repository_runs_the_calls_already_made) {
     ASSERT_TRUE(r) << key << ": " << r.error().describe();
     EXPECT_EQ(r->front().outcome, claim_outcome::granted) << key;
   }
+}
+
+TEST_F(coalescing_test, a_batch_of_many_items_is_claimed_and_completed_as_a_few_are) {
+  // A batch of more than 100 rows is planned for its own values (pg::for_batch); the statements
+  // and what they write are the same.
+  constexpr size_t n = 150;
+  std::vector<claim_request> requests;
+  requests.reserve(n);
+  for (size_t i = 0; i < n; ++i)
+    requests.push_back(ingest_request(new_ingestion()));
+  auto statements_before = work->claim_statements();
+  auto answers = claim(requests);
+  ASSERT_EQ(answers.size(), n);
+  // At most two statements: one of them carried more than 100 requests.
+  EXPECT_LE(work->claim_statements() - statements_before, 2u);
+  std::vector<ingest_completion> completions;
+  completions.reserve(n);
+  for (auto& a : answers) {
+    ASSERT_EQ(a.outcome, claim_outcome::granted) << a.detail;
+    completions.push_back(test::completing(a.work.ref()));
+  }
+  auto done = await<std::vector<result<void>>>(
+      [&](auto cb) { ingest->complete(std::move(completions), cb); });
+  ASSERT_TRUE(done) << done.error().describe();
+  ASSERT_EQ(done->size(), n);
+  for (auto& r : *done)
+    EXPECT_TRUE(r) << r.error().describe();
+  EXPECT_EQ(count("SELECT count(*) FROM work_item WHERE status = 'completed'"),
+            static_cast<int64_t>(n));
+  EXPECT_EQ(count("SELECT count(*) FROM ingestion WHERE status = 'completed' "
+                  "AND structured_data IS NOT NULL"),
+            static_cast<int64_t>(n));
 }

@@ -1,10 +1,10 @@
 // pg_work_repository on a fresh schema: every claim outcome (granted, held, finished, moved,
 // unknown and another stage's), races, crash counting and poison, the crash that moves work to the
-// large size class with its message, lease renewal, failures (retry, failed at max attempts,
-// permanent, a move), give-backs, cancellation, the audit trail written with each state change, and
-// every fenced write with a stale token answered claim_lost without changing anything. The
-// sweeper's revival is in work_revive_test.cpp, the coalescing of claims in
-// work_coalescing_test.cpp.
+// large size class with its message, failures (retry, failed at max attempts, permanent, a move),
+// give-backs, cancellation, the audit trail written with each state change, and every fenced write
+// with a stale token answered claim_lost without changing anything. The heartbeat's lease renewal
+// is in work_renew_test.cpp, the sweeper's revival in work_revive_test.cpp, the coalescing of
+// claims and batches of many items in work_coalescing_test.cpp.
 #include <limits>
 
 #include "tests/integration/db/work_fixture.hpp"
@@ -594,110 +594,7 @@ TEST_F(work_test, a_failure_whose_message_or_audit_cannot_be_written_changes_not
   EXPECT_EQ(audit_rows(id), 1);
 }
 
-// -- renewals, give-backs, cancellation --------------------------------------------------------
-
-TEST_F(work_test, renewals_extend_leases_and_report_the_claims_that_were_lost) {
-  auto kept = new_ingestion();
-  auto stolen = new_ingestion();
-  auto finished = new_ingestion();
-  auto tk = claimed(kept, "w1", 30s);
-  auto ts = claimed(stolen, "w1", 30s);
-  auto tf = claimed(finished, "w1", 30s);
-  expire_lease(stolen);
-  ASSERT_EQ(claim_one(ingest_request(stolen), "w2", 30s).outcome, claim_outcome::granted);
-  ASSERT_TRUE(complete_ingestion(test::completing(tf)));
-  long_forgotten();
-  auto lost = renew({tk, ts, tf, claim_ref{uuid::v7(), uuid::v7()}}, 600s);
-  ASSERT_TRUE(lost) << lost.error().describe();
-  std::set<uuid> lost_ids;
-  for (auto& r : *lost)
-    lost_ids.insert(r.item);
-  EXPECT_EQ(lost_ids.size(), 3u);
-  EXPECT_TRUE(lost_ids.count(stolen) && lost_ids.count(finished));
-  EXPECT_EQ(item(kept, "lease_expires_at > now() + interval '590 s'"), "true");
-  // The renewal goes with the message's visibility extension: the message is seen.
-  EXPECT_EQ(item(kept, "message_seen_at > now() - interval '10 s'"), "true");
-  // The stolen one's new holder keeps its lease.
-  EXPECT_EQ(item(stolen, "lease_expires_at < now() + interval '40 s' AND claimed_by = 'w2'"),
-            "true");
-  // An expired lease that nobody took yet is still ours to renew.
-  expire_lease(kept);
-  lost = renew({tk}, 60s);
-  ASSERT_TRUE(lost);
-  EXPECT_TRUE(lost->empty());
-  EXPECT_EQ(item(kept, "lease_expires_at > now()"), "true");
-  lost = renew({}, 60s);
-  ASSERT_TRUE(lost);
-  EXPECT_TRUE(lost->empty());
-}
-
-TEST_F(work_test, a_renewal_skips_items_another_statement_holds_and_loses_none_of_them) {
-  auto kept = new_ingestion();
-  auto busy = new_ingestion();
-  auto tk = claimed(kept, "w1", 30s);
-  auto tb = claimed(busy, "w1", 30s);
-  auto before = item(busy, "lease_expires_at::text");
-  // Another session holds the busy item's row (as this node's completion of it does) and does
-  // not end: the renewal does not wait for it, renews the other, and does not report it lost.
-  pg::connection other{db->url()};
-  constexpr pg::statement lock_row{"test_lock_row",
-                                   "SELECT id FROM work_item WHERE id = $1 FOR UPDATE"};
-  ASSERT_TRUE(other.exec_simple("BEGIN"));
-  ASSERT_TRUE(other.exec(lock_row, {busy.str()}));
-  auto lost = renew({tk, tb}, 600s);
-  ASSERT_TRUE(lost) << lost.error().describe();
-  EXPECT_TRUE(lost->empty());
-  EXPECT_EQ(item(kept, "lease_expires_at > now() + interval '590 s'"), "true");
-  ASSERT_TRUE(other.exec_simple("ROLLBACK"));
-  EXPECT_EQ(item(busy, "lease_expires_at::text"), before);
-  // The next renewal finds it free.
-  lost = renew({tk, tb}, 600s);
-  ASSERT_TRUE(lost);
-  EXPECT_TRUE(lost->empty());
-  EXPECT_EQ(item(busy, "lease_expires_at > now() + interval '590 s'"), "true");
-  // Held by another statement and no longer ours when the renewal began: lost.
-  expire_lease(busy);
-  ASSERT_EQ(claim_one(ingest_request(busy), "w2", 30s).outcome, claim_outcome::granted);
-  ASSERT_TRUE(other.exec_simple("BEGIN"));
-  ASSERT_TRUE(other.exec(lock_row, {busy.str()}));
-  lost = renew({tb}, 600s);
-  ASSERT_TRUE(other.exec_simple("ROLLBACK"));
-  ASSERT_TRUE(lost);
-  ASSERT_EQ(lost->size(), 1u);
-  EXPECT_EQ(lost->front().item, busy);
-}
-
-TEST_F(work_test, a_batch_of_many_items_is_claimed_and_completed_as_a_few_are) {
-  // A batch of more than 100 rows is planned for its own values (pg::for_batch); the statements
-  // and what they write are the same.
-  constexpr size_t n = 150;
-  std::vector<claim_request> requests;
-  requests.reserve(n);
-  for (size_t i = 0; i < n; ++i)
-    requests.push_back(ingest_request(new_ingestion()));
-  auto statements_before = work->claim_statements();
-  auto answers = claim(requests);
-  ASSERT_EQ(answers.size(), n);
-  // At most two statements: one of them carried more than 100 requests.
-  EXPECT_LE(work->claim_statements() - statements_before, 2u);
-  std::vector<ingest_completion> completions;
-  completions.reserve(n);
-  for (auto& a : answers) {
-    ASSERT_EQ(a.outcome, claim_outcome::granted) << a.detail;
-    completions.push_back(test::completing(a.work.ref()));
-  }
-  auto done = await<std::vector<result<void>>>(
-      [&](auto cb) { ingest->complete(std::move(completions), cb); });
-  ASSERT_TRUE(done) << done.error().describe();
-  ASSERT_EQ(done->size(), n);
-  for (auto& r : *done)
-    EXPECT_TRUE(r) << r.error().describe();
-  EXPECT_EQ(count("SELECT count(*) FROM work_item WHERE status = 'completed'"),
-            static_cast<int64_t>(n));
-  EXPECT_EQ(count("SELECT count(*) FROM ingestion WHERE status = 'completed' "
-                  "AND structured_data IS NOT NULL"),
-            static_cast<int64_t>(n));
-}
+// -- give-backs, cancellation ------------------------------------------------------------------
 
 TEST_F(work_test, a_release_lets_another_worker_claim_at_once_and_writes_its_audit_trail) {
   auto id = new_ingestion();
