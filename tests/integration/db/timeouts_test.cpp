@@ -95,6 +95,8 @@ TEST_F(timeouts_test, a_connection_carries_its_deadlines_and_keeps_the_urls_opti
   EXPECT_EQ(show(conn, "lock_timeout"), "3s");
   // The fixture's URL sets the search_path through its own options: they still apply.
   EXPECT_EQ(show(conn, "search_path"), db->name());
+  // A statement of a large batch is never compiled: JIT took longer than the statement itself.
+  EXPECT_EQ(show(conn, "jit"), "off");
   int tcp_timeout = 0;
   socklen_t len = sizeof tcp_timeout;
   sockaddr_storage peer{};
@@ -119,6 +121,9 @@ TEST_F(timeouts_test, a_setting_in_the_urls_options_wins_over_the_session_deadli
   pg::connection conn{url, pg::session_options{7s, 3s, 20s}};
   EXPECT_EQ(show(conn, "lock_timeout"), "4s");
   EXPECT_EQ(show(conn, "statement_timeout"), "7s");
+  auto with_jit = db->url() + "&options=-csearch_path%3D" + db->name() + "%20-cjit%3Don";
+  pg::connection compiled{with_jit};
+  EXPECT_EQ(show(compiled, "jit"), "on");
 }
 
 TEST_F(timeouts_test,
