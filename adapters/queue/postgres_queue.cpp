@@ -412,7 +412,7 @@ void postgres_queue::receive(int max_messages, std::chrono::seconds wait,
                              std::chrono::seconds visibility,
                              callback<std::vector<queue_message>> done) {
   impl::parked_poll poll;
-  poll.max_messages = std::clamp(max_messages, 1, 10);
+  poll.max_messages = std::clamp(max_messages, 1, postgres_queue::max_receive);
   poll.visibility = std::clamp(visibility, std::chrono::seconds{0}, std::chrono::seconds{43200});
   poll.deadline
       = clock_type::now() + std::clamp(wait, std::chrono::seconds{0}, std::chrono::seconds{20});

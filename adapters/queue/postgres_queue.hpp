@@ -38,6 +38,9 @@ public:
                  postgres_queue_options opts = {});
   ~postgres_queue() override;
 
+  /// The most messages one receive takes (queue.max_messages): more than SQS's 10.
+  static constexpr int max_receive = 100;
+
   void receive(int max_messages, std::chrono::seconds wait, std::chrono::seconds visibility,
                callback<std::vector<queue_message>> done) override;
   /// Deletes that arrive while one runs are sent together in the next statement.

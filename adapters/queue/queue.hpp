@@ -70,7 +70,7 @@ class queue {
 public:
   virtual ~queue() = default;
 
-  /// Long-polls up to `max_messages` (1-10) for up to `wait`; received messages stay invisible
+  /// Long-polls up to `max_messages` (SQS: 1-10; the Postgres queue: 1-100) for up to `wait`; received messages stay invisible
   /// to other consumers for `visibility`. An empty vector means the wait ran out.
   virtual void receive(int max_messages, std::chrono::seconds wait, std::chrono::seconds visibility,
                        callback<std::vector<queue_message>> done)

@@ -11,7 +11,10 @@
 // `2>/dev/null` keeps them off a terminal); --log-level warn writes none, for their cost.
 //
 //   bench_slow_io [--ingestions 30000] [--in-flight 10000] [--delay-ms 2000] [--extractor
-//   http|timer] [--log-level info|warn]
+//   http|timer] [--log-level info|warn] [--max-messages 100]
+//
+// --max-messages is queue.max_messages (the default configuration's is 10; the Postgres queue
+// takes up to 100 a receive, what a node of thousands in flight is configured with).
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -260,6 +263,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   auto log_level = arg(argc, argv, "log-level", "info");
+  int max_messages = std::stoi(arg(argc, argv, "max-messages", "100"));
   raise_fd_limit();
   log::setup("json", log_level);
 
@@ -320,7 +324,8 @@ int main(int argc, char** argv) {
                 "timer after %lld ms "
                 "(no HTTP)\n",
                 static_cast<long long>(delay.count()));
-  std::printf("  ingestions %d, max_in_flight %d, log level %s\n", n, in_flight, log_level.c_str());
+  std::printf("  ingestions %d, max_in_flight %d, queue.max_messages %d, log level %s\n", n,
+              in_flight, max_messages, log_level.c_str());
   std::fflush(stdout);
   long rss_before = rss_kb();
   long heap_before = heap_kb();
@@ -349,6 +354,7 @@ int main(int argc, char** argv) {
     auto ctx = std::make_shared<node_context>();
     ctx->settings.worker_id = "bench";
     ctx->settings.max_in_flight = in_flight;
+    ctx->settings.max_messages = max_messages;
     ctx->settings.wait_time = std::chrono::seconds{1};
     ctx->settings.step_timeout = std::chrono::seconds{300};
     ctx->work = std::make_shared<pg_work_repository>(db->url(), pg_work_options{4});

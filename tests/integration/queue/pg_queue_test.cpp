@@ -137,15 +137,15 @@ TEST_F(pg_queue_test, queues_are_separate) {
   EXPECT_EQ(stats(other).in_flight, 1);
 }
 
-TEST_F(pg_queue_test, batch_is_at_most_ten) {
+TEST_F(pg_queue_test, a_receive_takes_at_most_a_hundred) {
   auto q = make();
   std::vector<std::string> bodies;
-  bodies.reserve(25);
-  for (int i = 0; i < 25; ++i)
+  bodies.reserve(130);
+  for (int i = 0; i < 130; ++i)
     bodies.push_back("m" + std::to_string(i));
   send(*q, bodies);
-  auto first = receive(*q, 50, 0s, 60s);
-  ASSERT_EQ(first.size(), 10u);
+  auto first = receive(*q, 500, 0s, 60s);
+  ASSERT_EQ(first.size(), static_cast<size_t>(postgres_queue::max_receive));
   auto second = receive(*q, 3, 0s, 60s);
   ASSERT_EQ(second.size(), 3u);
   std::set<std::string> seen;
@@ -153,6 +153,7 @@ TEST_F(pg_queue_test, batch_is_at_most_ten) {
     seen.insert(m.body);
   for (auto& m : second)
     EXPECT_FALSE(seen.contains(m.body));
+  EXPECT_EQ(seen.size(), first.size());
 }
 
 TEST_F(pg_queue_test, a_body_postgresql_would_refuse_fails_alone) {

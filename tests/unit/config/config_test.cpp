@@ -343,6 +343,18 @@ TEST_F(config_test, a_heartbeat_not_well_below_the_lease_is_refused_by_name) {
   EXPECT_TRUE(load_config(std::nullopt, {{"INGESTD_WORKER__HEARTBEAT_RATE_SECONDS", "7"}}));
 }
 
+TEST_F(config_test, a_receive_of_more_than_ten_messages_is_for_the_postgres_queue_only) {
+  auto cfg = load_config(std::nullopt, {{"INGESTD_QUEUE__MAX_MESSAGES", "100"}});
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_EQ(cfg->queue.max_messages, 100);
+  EXPECT_EQ(failure(std::nullopt,
+                    {{"INGESTD_QUEUE__BACKEND", "sqs"}, {"INGESTD_QUEUE__MAX_MESSAGES", "11"}}),
+            "queue.max_messages = 11: expected at most 10 with queue.backend = \"sqs\" (SQS's own "
+            "limit)");
+  EXPECT_NE(failure(std::nullopt, {{"INGESTD_QUEUE__MAX_MESSAGES", "101"}}).find("from 1 to 100"),
+            std::string::npos);
+}
+
 TEST_F(config_test, an_extension_or_visibility_shorter_than_the_lease_is_refused_by_name) {
   EXPECT_EQ(
       failure(write(R"({"worker": {"lease_seconds": 60, "heartbeat_extension_seconds": 59},
