@@ -70,8 +70,9 @@ class queue {
 public:
   virtual ~queue() = default;
 
-  /// Long-polls up to `max_messages` (SQS: 1-10; the Postgres queue: 1-100) for up to `wait`; received messages stay invisible
-  /// to other consumers for `visibility`. An empty vector means the wait ran out.
+  /// Long-polls up to `max_messages` (SQS: 1-10; the Postgres queue: 1-100) for up to `wait`;
+  /// received messages stay invisible to other consumers for `visibility`. An empty vector means
+  /// the wait ran out.
   virtual void receive(int max_messages, std::chrono::seconds wait, std::chrono::seconds visibility,
                        callback<std::vector<queue_message>> done)
       = 0;

@@ -1,7 +1,7 @@
-// pg_usage_repository on a fresh schema (migration 021): a tenant's month counts the LLM tokens
-// and Document AI pages its ingestions record, once each (a transcription recorded again adds
-// nothing), and nothing for local reading; the budget notice is written once per tenant and
-// month, with one BUDGET_EXCEEDED event.
+// pg_usage_repository on a fresh schema (migrations 021, 032): a tenant's month counts the LLM
+// tokens and Document AI pages its ingestions record, once each (a transcription recorded again
+// adds nothing), and nothing for local reading, one row per statement, tenant and month; the
+// budget notice is written once per tenant and month, with one BUDGET_EXCEEDED event.
 #include "adapters/db/pg_usage_repository.hpp"
 #include "tests/integration/db/work_fixture.hpp"
 
@@ -67,6 +67,35 @@ TEST_F(usage_test, a_tenants_month_counts_its_paid_reading_once_and_local_readin
   // Another tenant used nothing.
   auto other = month_of(uuid::v4());
   EXPECT_EQ(other.llm_input_tokens + other.document_ai_pages, 0);
+}
+
+TEST_F(usage_test, one_statement_appends_a_row_per_tenant_and_month_of_what_it_changed) {
+  auto a = new_ingestion(), b = new_ingestion(), c = new_ingestion(), d = new_ingestion();
+  auto tenant = tenant_of(a);
+  auto elsewhere = uuid::v4();
+  db->query("UPDATE document SET tenant_id = $1 WHERE id = $2",
+            {elsewhere.str(), document_of(d).str()});
+  auto all = "{" + a.str() + "," + b.str() + "," + c.str() + "," + d.str() + "}";
+  db->query("UPDATE ingestion SET extraction_input_tokens = 100, extraction_output_tokens = 10, "
+            "transcribed_by = 'document_ai', transcribed_pages = 2 WHERE id = ANY($1::uuid[])",
+            {all});
+  EXPECT_EQ(count("SELECT count(*) FROM tenant_usage"), 2);
+  auto m = month_of(tenant);
+  EXPECT_EQ(m.llm_input_tokens, 300);
+  EXPECT_EQ(m.llm_output_tokens, 30);
+  EXPECT_EQ(m.document_ai_pages, 6);
+  EXPECT_EQ(month_of(elsewhere).llm_input_tokens, 100);
+  // A statement that changes no usage appends nothing.
+  db->query("UPDATE ingestion SET extraction_model = 'm' WHERE id = ANY($1::uuid[])", {all});
+  EXPECT_EQ(count("SELECT count(*) FROM tenant_usage"), 2);
+  // Usage taken back is subtracted, as it was added: by what changed.
+  db->query("UPDATE ingestion SET extraction_input_tokens = NULL, transcribed_pages = 1 "
+            "WHERE id = $1",
+            {b.str()});
+  m = month_of(tenant);
+  EXPECT_EQ(m.llm_input_tokens, 200);
+  EXPECT_EQ(m.llm_output_tokens, 30);
+  EXPECT_EQ(m.document_ai_pages, 5);
 }
 
 TEST_F(usage_test, a_budget_notice_is_written_once_per_tenant_and_month_with_its_event) {
