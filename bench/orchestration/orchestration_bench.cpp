@@ -8,10 +8,13 @@
 // costs: every statement the process sent, and for the ingest stage the adapters' own counts and
 // the replayed script's.
 //
-//   bench_orchestration [--ingestions 20000] [--in-flight 500] [--db-pool 4] [--queue-pool 2]
+//   bench_orchestration [--ingestions 20000] [--in-flight 500] [--max-messages 10]
+//                       [--db-pool 4] [--queue-pool 2]
 //                       [--store memory|fs] [--match on|off] [--replay on|off]
 //                       [--pgbench /usr/lib/postgresql/15/bin/pgbench] [--log-level info]
 //
+// --max-messages is queue.max_messages (10, the default configuration's; the Postgres queue takes
+// up to 100 a receive).
 // --db-pool is the connections of each repository (the claimed-work one and each stage's).
 // --match off: the ingestions queue no matching and the match stage does not run (the ingest
 // stage alone, as the figures before the match stage was measured).
@@ -237,10 +240,12 @@ struct node_run {
 };
 
 node_run run_node(caf::actor_system& sys, std::shared_ptr<work_repository> work,
-                  std::vector<std::shared_ptr<const stage>> stages, int n, int in_flight) {
+                  std::vector<std::shared_ptr<const stage>> stages, int n, int in_flight,
+                  int max_messages) {
   auto ctx = std::make_shared<node_context>();
   ctx->settings.worker_id = "bench";
   ctx->settings.max_in_flight = in_flight;
+  ctx->settings.max_messages = max_messages;
   ctx->settings.wait_time = std::chrono::seconds{1};
   ctx->settings.step_timeout = std::chrono::seconds{120};
   ctx->work = std::move(work);
@@ -296,8 +301,8 @@ std::string first_other_note(const node_run& r) {
 /// The match stage alone on a node of its own, until `n` documents are matched; prints its
 /// figures.
 void run_match_stage(test::pg_schema& db, const std::shared_ptr<object_store>& store,
-                     const std::string& queue_name, int n, int in_flight, int db_pool,
-                     int queue_pool) {
+                     const std::string& queue_name, int n, int in_flight, int max_messages,
+                     int db_pool, int queue_pool) {
   caf::actor_system_config cfg;
   configure_scheduler(cfg);
   caf::actor_system sys{cfg};
@@ -310,7 +315,7 @@ void run_match_stage(test::pg_schema& db, const std::shared_ptr<object_store>& s
   settings.queue
       = std::make_shared<postgres_queue>(db.url(), queue_name, postgres_queue_options{queue_pool});
   auto r = run_node(sys, std::make_shared<pg_work_repository>(db.url(), pg_work_options{db_pool}),
-                    {make_match_stage(ports, settings)}, n, in_flight);
+                    {make_match_stage(ports, settings)}, n, in_flight, max_messages);
   auto done = r.completed;
   auto per_doc = [done](double x) { return done > 0 ? x / done : 0.0; };
   std::printf("match stage: %d matched, %d other%s in %.2f s = %.0f documents/s\n", done, r.other,
@@ -337,6 +342,7 @@ void run_match_stage(test::pg_schema& db, const std::shared_ptr<object_store>& s
 int main(int argc, char** argv) {
   int n = std::stoi(arg(argc, argv, "ingestions", "20000"));
   int in_flight = std::stoi(arg(argc, argv, "in-flight", "500"));
+  int max_messages = std::stoi(arg(argc, argv, "max-messages", "10"));
   int db_pool = std::stoi(arg(argc, argv, "db-pool", "4"));
   int queue_pool = std::stoi(arg(argc, argv, "queue-pool", "2"));
   std::string store_kind = arg(argc, argv, "store", "memory");
@@ -371,9 +377,10 @@ int main(int argc, char** argv) {
   std::printf("  repositories: claims, completions, loads and transcriptions that arrive while one "
               "statement of "
               "their kind runs go in the next\n");
-  std::printf("  ingestions %d, max_in_flight %d, connections: claimed work %d + ingest stage %d + "
+  std::printf("  ingestions %d, max_in_flight %d, queue.max_messages %d, connections: claimed work "
+              "%d + ingest stage %d + "
               "queue %d, log level %s, matching %s, load before: %s",
-              n, in_flight, db_pool, db_pool, queue_pool, log_level.c_str(),
+              n, in_flight, max_messages, db_pool, db_pool, queue_pool, log_level.c_str(),
               match == "on" ? "on (the default configuration's)" : "off", sh("uptime").c_str());
   std::fflush(stdout);
 
@@ -428,7 +435,8 @@ int main(int argc, char** argv) {
 
     ingest_settings settings;
     settings.match_queue = match_queue;
-    auto r = run_node(sys, work, {make_ingest_stage(ports, settings, cls)}, n, in_flight);
+    auto r = run_node(sys, work, {make_ingest_stage(ports, settings, cls)}, n, in_flight,
+                      max_messages);
     completed_jobs = r.completed;
     worker_rate = completed_jobs / r.seconds;
     auto per_doc = [&](double x) { return completed_jobs > 0 ? x / completed_jobs : 0.0; };
@@ -488,7 +496,8 @@ int main(int argc, char** argv) {
                 per_doc(static_cast<double>(r.statements)));
   }
   if (!match_queue.empty())
-    run_match_stage(*db, store, match_queue, completed_jobs, in_flight, db_pool, queue_pool);
+    run_match_stage(*db, store, match_queue, completed_jobs, in_flight, max_messages, db_pool,
+                    queue_pool);
   auto db_check = db->scalar(
       "SELECT count(*) FROM ingestion_event WHERE step = 'complete' AND outcome = 'ok'");
   std::printf(
