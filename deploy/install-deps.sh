@@ -23,6 +23,9 @@ packages+=(libreoffice-writer-nogui libreoffice-calc-nogui)
 packages+=(dovecot-imapd)
 # The review desk's browser test: headless Chromium driven by Selenium (system packages).
 packages+=(chromium chromium-driver python3-selenium)
+# TLS and HTTP/2 in front of the HTTP engine's test server and bench/slow_io's stub, as hosted
+# providers speak them: nghttpx.
+packages+=(nghttp2-proxy)
 # The OCI image (deploy/image.sh, tests/e2e/image): podman with runc (crun refuses cgroups in
 # hybrid mode), and mmdebstrap for the local Debian 12 base image.
 packages+=(podman runc mmdebstrap)

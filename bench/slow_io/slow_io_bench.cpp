@@ -7,11 +7,15 @@
 //
 // With --extractor timer, the extraction is a timer that answers after the same delay with no HTTP
 // at all: the difference between the two runs is what the HTTP layer costs per in-flight job.
+// With --extractor https the requests go over TLS, as to a hosted provider: nghttpx (Debian's
+// nghttp2-proxy) in front of the stub, with a certificate made for the run, negotiates HTTP/2 and
+// its streams (100 a connection) share connections; --extractor https1 offers HTTP/1.1 only, a
+// connection and a TLS session per request in flight.
 // The node logs as the daemon does by default (JSON lines at info, a line per job, to stderr:
 // `2>/dev/null` keeps them off a terminal); --log-level warn writes none, for their cost.
 //
 //   bench_slow_io [--ingestions 30000] [--in-flight 10000] [--delay-ms 2000] [--extractor
-//   http|timer] [--log-level info|warn] [--max-messages 100]
+//   http|https|https1|timer] [--log-level info|warn] [--max-messages 100]
 //
 // --max-messages is queue.max_messages (the default configuration's is 10; the Postgres queue
 // takes up to 100 a receive, what a node of thousands in flight is configured with).
@@ -59,6 +63,8 @@
 #include "bench/support/cpu_time.hpp"
 #include "messages/error_codes.hpp"
 #include "stages/ingest/ingest_stage.hpp"
+#include "tests/support/http/local_http_server.hpp"
+#include "tests/support/http/tls_front.hpp"
 #include "tests/support/postgres/pg_fixture.hpp"
 
 using namespace ingestd;
@@ -258,10 +264,13 @@ int main(int argc, char** argv) {
   int in_flight = std::stoi(arg(argc, argv, "in-flight", "10000"));
   std::chrono::milliseconds delay{std::stoi(arg(argc, argv, "delay-ms", "2000"))};
   auto extractor_kind = arg(argc, argv, "extractor", "http");
-  if (extractor_kind != "http" && extractor_kind != "timer") {
-    std::fprintf(stderr, "--extractor must be http or timer, not %s\n", extractor_kind.c_str());
+  if (extractor_kind != "http" && extractor_kind != "https" && extractor_kind != "https1"
+      && extractor_kind != "timer") {
+    std::fprintf(stderr, "--extractor must be http, https, https1 or timer, not %s\n",
+                 extractor_kind.c_str());
     return 2;
   }
+  bool tls = extractor_kind == "https" || extractor_kind == "https1";
   auto log_level = arg(argc, argv, "log-level", "info");
   int max_messages = std::stoi(arg(argc, argv, "max-messages", "100"));
   raise_fd_limit();
@@ -290,13 +299,38 @@ int main(int argc, char** argv) {
   if (stub == 0)
     run_stub(listen_fd, delay, completion_response(invoice.structured_data));
   close(listen_fd);
+  // The TLS front and its certificate, for --extractor https and https1.
+  auto tls_dir
+      = std::filesystem::temp_directory_path() / ("bench_slow_io_tls_" + std::to_string(getpid()));
+  std::unique_ptr<test::tls_front> front;
+  if (tls) {
+    try {
+      std::filesystem::create_directories(tls_dir);
+      auto [cert, key] = test::make_self_signed_cert(tls_dir.string());
+      front = std::make_unique<test::tls_front>(
+          port, cert, key, extractor_kind == "https" ? "h2,http/1.1" : "http/1.1");
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_slow_io: %s\n", e.what());
+      kill(stub, SIGKILL);
+      waitpid(stub, nullptr, 0);
+      std::filesystem::remove_all(tls_dir);
+      return 1;
+    }
+  }
+  auto stop_helpers = [&] {
+    kill(stub, SIGKILL);
+    waitpid(stub, nullptr, 0);
+    front.reset();
+    if (tls)
+      std::filesystem::remove_all(tls_dir);
+  };
 
   std::unique_ptr<test::pg_schema> db;
   try {
     db = std::make_unique<test::pg_schema>(true);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_slow_io: %s\n", e.what());
-    kill(stub, SIGKILL);
+    stop_helpers();
     return 1;
   }
   db->query("INSERT INTO document (id, tenant_id, content_hash, file_path, mime_type) "
@@ -312,12 +346,15 @@ int main(int argc, char** argv) {
             "id::text FROM ingestion");
   db->query("ANALYZE");
 
-  if (extractor_kind == "http")
+  if (extractor_kind != "timer")
     std::printf("slow-I/O concurrency: EMBEDDED node, real postgres_queue + pg_work_repository + "
                 "pg_ingest_repository, instant transcription, openai_extractor over the curl "
-                "engine against a stub "
-                "answering after %lld ms\n",
-                static_cast<long long>(delay.count()));
+                "engine against a stub answering after %lld ms%s\n",
+                static_cast<long long>(delay.count()),
+                extractor_kind == "https" ? ", over TLS offering HTTP/2 (nghttpx in front)"
+                : extractor_kind == "https1"
+                    ? ", over TLS offering HTTP/1.1 only (nghttpx in front)"
+                    : "");
   else
     std::printf("slow-I/O concurrency: EMBEDDED node, real postgres_queue + pg_work_repository + "
                 "pg_ingest_repository, instant transcription, an extractor that answers from a "
@@ -334,9 +371,12 @@ int main(int argc, char** argv) {
     caf::actor_system_config cfg;
     configure_scheduler(cfg); // as `ingestd run`
     caf::actor_system sys{cfg};
-    auto http = std::make_shared<curl_engine>();
+    curl_engine_options engine;
+    if (tls)
+      engine.ca_file = (tls_dir / "cert.pem").string();
+    auto http = std::make_shared<curl_engine>(engine);
     openai_options o;
-    o.base_url = "http://127.0.0.1:" + std::to_string(port);
+    o.base_url = tls ? front->base_url() : "http://127.0.0.1:" + std::to_string(port);
     o.model = "stub-model";
     o.request_timeout = std::chrono::seconds{120};
     o.connect_timeout = std::chrono::seconds{30};
@@ -344,7 +384,7 @@ int main(int argc, char** argv) {
     ports->db = std::make_shared<pg_ingest_repository>(db->url(), pg_ingest_options{4});
     ports->storage = std::make_shared<memory_store>();
     ports->ocr = std::make_shared<instant_transcriber>();
-    if (extractor_kind == "http")
+    if (extractor_kind != "timer")
       ports->extract = std::make_shared<openai_extractor>(*http, *http, o); // as ingestd run
     else
       ports->extract = std::make_shared<timer_extractor>(*http, delay, invoice);
@@ -450,7 +490,10 @@ int main(int argc, char** argv) {
         "in-flight job%s\n",
         rss_before, rss_at_peak, static_cast<long long>(peak_in_flight),
         per_job(rss_before, rss_at_peak),
-        extractor_kind == "http" ? " (each holds one HTTP/1.1 connection to the stub)" : "");
+        extractor_kind == "http"     ? " (each holds one HTTP/1.1 connection to the stub)"
+        : extractor_kind == "https1" ? " (each holds one TLS connection, HTTP/1.1)"
+        : extractor_kind == "https"  ? " (HTTP/2 streams over shared TLS connections)"
+                                     : "");
     std::printf(
         "  of which malloc'd heap: %ld kB before, %ld kB at the peak = %.1f kB per in-flight job\n",
         heap_before, heap_at_peak, per_job(heap_before, heap_at_peak));
@@ -462,7 +505,6 @@ int main(int argc, char** argv) {
     ports.reset();
     http.reset();
   }
-  kill(stub, SIGKILL);
-  waitpid(stub, nullptr, 0);
+  stop_helpers();
   return 0;
 }

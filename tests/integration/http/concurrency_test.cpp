@@ -1,15 +1,21 @@
 // 1,000 concurrent requests to a local slow server (each answered after ~1 s)
-// all succeed within a few seconds, carried by the engine's one thread.
+// all succeed within a few seconds, carried by the engine's one thread; a burst over TLS to a
+// server that speaks HTTP/2, as hosted providers do, shares a few connections.
 #include <gtest/gtest.h>
 
 #include <dirent.h>
 
 #include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "adapters/http/curl_engine.hpp"
+#include "tests/support/environment.hpp"
 #include "tests/support/http/http_call.hpp"
 #include "tests/support/http/local_http_server.hpp"
+#include "tests/support/http/tls_front.hpp"
 
 namespace ingestd {
 namespace {
@@ -24,6 +30,24 @@ int thread_count() {
       if (e->d_name[0] != '.')
         ++n;
     closedir(d);
+  }
+  return n;
+}
+
+/// Established IPv4 connections of this machine to loopback `port` (from /proc/net/tcp).
+int connections_to(int port) {
+  std::ifstream in("/proc/net/tcp");
+  std::string line;
+  std::getline(in, line); // the header
+  int n = 0;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, remote, state;
+    fields >> slot >> local >> remote >> state;
+    auto colon = remote.find(':');
+    if (colon != std::string::npos && state == "01"
+        && std::stoi(remote.substr(colon + 1), nullptr, 16) == port)
+      ++n;
   }
   return n;
 }
@@ -77,6 +101,53 @@ TEST(http_concurrency, thousand_slow_requests_complete_in_seconds_on_one_engine_
   EXPECT_EQ(engine.stats().peak_in_flight, n);
   std::printf("%zu requests of 1 s each: %.2f s wall, %.0f requests/s\n", n, seconds,
               static_cast<double>(n) / seconds);
+}
+
+// 300 slow requests at once to one https host that speaks HTTP/2: they go as streams over a
+// connection per lane of the engine (it waits for a connection to say that it multiplexes
+// instead of opening one, with its TLS session, per request).
+TEST(http_concurrency, a_burst_over_tls_to_an_http2_server_shares_a_few_connections) {
+  constexpr size_t n = 300;
+  auto dir = test::make_temp_dir("ingestd_h2");
+  auto [cert, key] = test::make_self_signed_cert(dir);
+  test::local_http_server backend;
+  test::tls_front front(backend.port(), cert, key);
+  test::http_collector collector;
+  curl_engine engine({.ca_file = cert});
+
+  std::atomic<bool> sampling{true};
+  std::atomic<int> max_connections{0};
+  std::thread sampler([&] {
+    while (sampling.load()) {
+      max_connections = std::max(max_connections.load(), connections_to(front.port()));
+      std::this_thread::sleep_for(5ms); // a sampling period, not a wait for a condition
+    }
+  });
+  for (size_t i = 0; i < n; ++i) {
+    http_request r;
+    r.url = front.base_url() + "/delay/1500";
+    r.connect_timeout = 10s;
+    r.total_timeout = 60s;
+    engine.submit(std::move(r), collector.make_callback());
+  }
+  ASSERT_TRUE(collector.wait_for(n, 90s)) << "only " << collector.calls() << " of " << n;
+  sampling = false;
+  sampler.join();
+
+  size_t succeeded = 0;
+  for (const auto& o : collector.outcomes()) {
+    if (o.res->ok() && o.res->value().status == 200 && o.res->value().body == "ok")
+      ++succeeded;
+    else if (!o.res->ok())
+      ADD_FAILURE() << o.res->error().describe();
+  }
+  EXPECT_EQ(succeeded, n);
+  EXPECT_EQ(engine.stats().peak_in_flight, n);
+  // Every request was in flight at once (each answered 1.5 s later), on no more connections than
+  // the engine has lanes; the sampler saw them.
+  EXPECT_GE(max_connections.load(), 1);
+  EXPECT_LE(max_connections.load(), curl_engine_options{}.lanes);
+  std::filesystem::remove_all(dir);
 }
 
 } // namespace
