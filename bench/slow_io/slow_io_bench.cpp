@@ -402,7 +402,7 @@ int main(int argc, char** argv) {
     std::atomic<int> completed{0}, other{0}, finished{0};
     std::promise<void> all_done;
     // Steady state: from the 10th to the 90th percentile of completions (no ramp-up, no tail).
-    std::atomic<int64_t> t10_ns{0}, t90_ns{0};
+    std::atomic<int64_t> t1_ns{0}, t10_ns{0}, t90_ns{0}, t100_ns{0};
     std::mutex mtx;
     std::string first_other;
     ctx->observer = [&](const job_outcome& x) {
@@ -418,12 +418,16 @@ int main(int argc, char** argv) {
       // see the sum of two counters at n, and set the promise twice).
       auto done_now = ++finished;
       auto now_ns = clock_type::now().time_since_epoch().count();
+      if (done_now == 1)
+        t1_ns = now_ns;
       if (done_now == n / 10)
         t10_ns = now_ns;
       if (done_now == n * 9 / 10)
         t90_ns = now_ns;
-      if (done_now == n)
+      if (done_now == n) {
+        t100_ns = now_ns;
         all_done.set_value();
+      }
     };
     std::promise<void> stopped;
     node_options opts;
@@ -435,18 +439,18 @@ int main(int argc, char** argv) {
     auto w = start_node(sys, ctx, opts);
     auto done = all_done.get_future();
     int threads_min = 1 << 30, threads_max = 0;
-    long rss_at_peak = 0, heap_at_peak = 0;
+    long rss_most = 0, heap_most = 0;
     int64_t peak_in_flight = 0;
     while (done.wait_for(std::chrono::milliseconds{250}) != std::future_status::ready) {
       auto t = thread_count();
       threads_min = std::min(threads_min, t);
       threads_max = std::max(threads_max, t);
       auto f = ctx->admission->in_flight();
-      if (f > peak_in_flight) {
-        peak_in_flight = f;
-        rss_at_peak = rss_kb();
-        heap_at_peak = heap_kb();
-      }
+      // The most memory of the run, wherever the jobs were then (when the count first peaks, many
+      // are still being claimed and hold no HTTP transfer yet), over the most jobs in flight.
+      rss_most = std::max(rss_most, rss_kb());
+      heap_most = std::max(heap_most, heap_kb());
+      peak_in_flight = std::max(peak_in_flight, f);
       if (clock_type::now() - t0 > std::chrono::minutes{10}) {
         std::printf("  TIMEOUT after 10 min\n");
         break;
@@ -464,6 +468,12 @@ int main(int argc, char** argv) {
                 completed.load(), other.load(), first_other.empty() ? "" : " (first: ",
                 first_other.empty() ? "" : (first_other + ")").c_str(), secs, rate, ideal,
                 rate / ideal);
+    auto since_start = [&](int64_t ns) {
+      return ns > 0 ? static_cast<double>(ns - t0.time_since_epoch().count()) / 1e9 : 0.0;
+    };
+    std::printf("  completions from the node's start: the first at %.1f s, 10%% at %.1f s, 90%% at "
+                "%.1f s, the last at %.1f s\n",
+                since_start(t1_ns), since_start(t10_ns), since_start(t90_ns), since_start(t100_ns));
     if (t90_ns > t10_ns && t10_ns > 0) {
       double steady = (n * 0.8) / (static_cast<double>(t90_ns - t10_ns) / 1e9);
       std::printf("  steady state (10th to 90th percentile of completions): %.0f ingestions/s; "
@@ -480,23 +490,22 @@ int main(int argc, char** argv) {
         "  OS threads of the process: %d before the node, %d..%d during the run (includes the "
         "bench's own main thread; the stub is another process)\n",
         threads_before, threads_min, threads_max);
-    auto per_job = [&](long before, long at_peak) {
+    auto per_job = [&](long before, long most) {
       return peak_in_flight > 0
-                 ? static_cast<double>(at_peak - before) / static_cast<double>(peak_in_flight)
+                 ? static_cast<double>(most - before) / static_cast<double>(peak_in_flight)
                  : 0.0;
     };
     std::printf(
-        "  resident memory: %ld kB before, %ld kB at the peak of %lld jobs in flight = %.1f kB per "
-        "in-flight job%s\n",
-        rss_before, rss_at_peak, static_cast<long long>(peak_in_flight),
-        per_job(rss_before, rss_at_peak),
+        "  resident memory: %ld kB before, %ld kB at most, %lld jobs in flight at most = %.1f kB "
+        "per in-flight job%s\n",
+        rss_before, rss_most, static_cast<long long>(peak_in_flight), per_job(rss_before, rss_most),
         extractor_kind == "http"     ? " (each holds one HTTP/1.1 connection to the stub)"
         : extractor_kind == "https1" ? " (each holds one TLS connection, HTTP/1.1)"
         : extractor_kind == "https"  ? " (HTTP/2 streams over shared TLS connections)"
                                      : "");
     std::printf(
-        "  of which malloc'd heap: %ld kB before, %ld kB at the peak = %.1f kB per in-flight job\n",
-        heap_before, heap_at_peak, per_job(heap_before, heap_at_peak));
+        "  of which malloc'd heap: %ld kB before, %ld kB at most = %.1f kB per in-flight job\n",
+        heap_before, heap_most, per_job(heap_before, heap_most));
     std::printf("  heap after the last job finished: %ld kB (what finished jobs leave behind)\n",
                 heap_at_end);
     caf::anon_send(w.coordinator, shutdown_atom_v);
