@@ -20,31 +20,13 @@ stack_dir=${INGESTD_STACK_DIR:-$root/.local/stack}
 pg_bin=${INGESTD_PG_BIN:-/usr/lib/postgresql/15/bin}
 fauxqs_cli="$here/emulators/node_modules/fauxqs/dist/cli.js"
 
-run_as_db_user() {
-  if [[ $(id -u) -eq 0 ]]; then
-    runuser -u postgres -- "$@"
-  else
-    "$@"
-  fi
-}
-
-# PostgreSQL's files must be reachable by the user it runs as; under a private home directory
-# they are not, so fall back to a folder under /tmp named after the project path.
-pg_dir() {
-  local dir="$stack_dir/postgres"
-  if [[ $(id -u) -eq 0 ]]; then
-    mkdir -p "$stack_dir"
-    if ! runuser -u postgres -- test -x "$stack_dir"; then
-      dir="/tmp/ingestd-stack-$(echo -n "$root" | sha1sum | cut -c1-12)/postgres"
-    fi
-  fi
-  echo "$dir"
-}
+cluster_parent=$stack_dir
+cluster_name=stack
+# shellcheck source=deploy/pg-cluster.sh
+source "$here/pg-cluster.sh"
 
 database_url() { echo "postgresql://ingestd@127.0.0.1:$pg_port/ingestd"; }
 fauxqs_url() { echo "http://127.0.0.1:$fq_port"; }
-
-pg_running() { run_as_db_user "$pg_bin/pg_ctl" -D "$1/data" status >/dev/null 2>&1; }
 
 start_postgres() {
   local dir

@@ -1,0 +1,28 @@
+# Shell functions for a PostgreSQL 15 cluster of the project's own, sourced by deploy/local-stack.sh
+# (the development stack) and bench/peers/run.sh (the durable cluster of the peer comparison).
+# The caller sets pg_bin (PostgreSQL's programs), cluster_parent (the folder the cluster's folder
+# goes in) and cluster_name (its name under /tmp when that folder is out of reach).
+
+# PostgreSQL refuses to run as root: as root the cluster belongs to the system user "postgres".
+run_as_db_user() {
+  if [[ $(id -u) -eq 0 ]]; then
+    runuser -u postgres -- "$@"
+  else
+    "$@"
+  fi
+}
+
+# The cluster's folder. Its files must be reachable by the user it runs as; under a private home
+# directory they are not, so it falls back to a folder under /tmp named after the project path.
+pg_dir() {
+  local dir="$cluster_parent/postgres"
+  if [[ $(id -u) -eq 0 ]]; then
+    mkdir -p "$cluster_parent"
+    if ! runuser -u postgres -- test -x "$cluster_parent"; then
+      dir="/tmp/ingestd-$cluster_name-$(echo -n "$root" | sha1sum | cut -c1-12)/postgres"
+    fi
+  fi
+  echo "$dir"
+}
+
+pg_running() { run_as_db_user "$pg_bin/pg_ctl" -D "$1/data" status >/dev/null 2>&1; }
