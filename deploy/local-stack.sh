@@ -43,9 +43,7 @@ start_postgres() {
     return
   fi
   if [[ ! -f "$dir/data/PG_VERSION" ]]; then
-    run_as_db_user "$pg_bin/initdb" -D "$dir/data" -U ingestd --auth=trust -E UTF8 \
-      --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 ||
-      { cat "$dir/initdb.log" >&2; exit 1; }
+    pg_initdb "$dir"
     cat >>"$dir/data/postgresql.conf" <<CONF
 # ingestd local stack: loopback only, tuned for tests and benchmarks, not for durability.
 listen_addresses = '127.0.0.1'

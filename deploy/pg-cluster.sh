@@ -1,3 +1,5 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2154  # pg_bin, cluster_parent, cluster_name and root: the sourcing script's
 # Shell functions for a PostgreSQL 15 cluster of the project's own, sourced by deploy/local-stack.sh
 # (the development stack) and bench/peers/run.sh (the durable cluster of the peer comparison).
 # The caller sets pg_bin (PostgreSQL's programs), cluster_parent (the folder the cluster's folder
@@ -23,6 +25,14 @@ pg_dir() {
     fi
   fi
   echo "$dir"
+}
+
+# A new cluster in $1/data: the superuser ingestd, trusted on loopback (its settings are the
+# caller's to append).
+pg_initdb() {
+  run_as_db_user "$pg_bin/initdb" -D "$1/data" -U ingestd --auth=trust -E UTF8 \
+    --locale=C.UTF-8 >"$1/initdb.log" 2>&1 ||
+    { cat "$1/initdb.log" >&2; exit 1; }
 }
 
 pg_running() { run_as_db_user "$pg_bin/pg_ctl" -D "$1/data" status >/dev/null 2>&1; }

@@ -48,9 +48,7 @@ start_postgres() {
       exit 1
     fi
     if [[ ! -f "$dir/data/PG_VERSION" ]]; then
-      run_as_db_user "$pg_bin/initdb" -D "$dir/data" -U ingestd --auth=trust -E UTF8 \
-        --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 ||
-        { cat "$dir/initdb.log" >&2; exit 1; }
+      pg_initdb "$dir"
       cat >>"$dir/data/postgresql.conf" <<CONF
 # ingestd peer comparison: loopback only, durable (unlike the local stack's cluster).
 listen_addresses = '127.0.0.1'
