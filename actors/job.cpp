@@ -258,6 +258,16 @@ void step_done(job_ptr self, std::string_view outcome, std::string detail = {}) 
     st.audit.push_back(audit_row(st, outcome, std::move(detail)));
 }
 
+/// The trail kept and `last` after it, in a vector of their size (a copy and a push_back would
+/// double its capacity, at every job in flight).
+std::vector<audit_event> trail_with(const std::vector<audit_event>& kept, audit_event last) {
+  std::vector<audit_event> rows;
+  rows.reserve(kept.size() + 1);
+  rows.insert(rows.end(), kept.begin(), kept.end());
+  rows.push_back(std::move(last));
+  return rows;
+}
+
 /// The audit trail so far, for the state change that writes it, with the current step's row.
 /// The trail stays with the job until the change's answer says it was written (audit_written):
 /// a change that did not reach the database leaves it for the next write, or to be written alone.
@@ -265,9 +275,7 @@ std::vector<audit_event> audit_for(const job_state& st, std::string_view outcome
                                    std::string detail) {
   if (!st.claimed || !st.stage->audit)
     return {};
-  auto rows = st.audit;
-  rows.push_back(audit_row(st, outcome, std::move(detail)));
-  return rows;
+  return trail_with(st.audit, audit_row(st, outcome, std::move(detail)));
 }
 
 /// The state change's answer: the claimed-work repository writes the trail with the change,
@@ -300,8 +308,7 @@ public:
     work_outcome o{st.ref(), {}, std::move(next)};
     if (st.claimed && st.stage->audit) {
       // A copy: should the write fail, the failure carries the trail instead.
-      o.audit = st.audit;
-      o.audit.push_back(audit_row(st, "ok", {}));
+      o.audit = trail_with(st.audit, audit_row(st, "ok", {}));
     }
     return o;
   }
@@ -318,7 +325,9 @@ public:
     request_step<std::vector<result<void>>>(
         self, steps::complete,
         [&](auto cb) {
-          self->state.ctx->work->complete({outcome(std::move(next))}, std::move(cb));
+          std::vector<work_outcome> batch; // not {outcome}: a list's elements are copied
+          batch.push_back(outcome(std::move(next)));
+          self->state.ctx->work->complete(std::move(batch), std::move(cb));
         },
         [self](result<std::vector<result<void>>> r) {
           if (r && r->empty())

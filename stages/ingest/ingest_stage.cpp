@@ -432,7 +432,9 @@ private:
           c.work.remark = review_reason.empty() || budget_note_.empty()
                               ? review_reason + budget_note_
                               : review_reason + "; " + budget_note_;
-          ports_->db->complete({std::move(c)}, std::move(cb));
+          std::vector<ingest_completion> batch; // not {c}: a list's elements are copied
+          batch.push_back(std::move(c));
+          ports_->db->complete(std::move(batch), std::move(cb));
         },
         [this](result<std::vector<result<void>>> r) {
           if (r && r->empty())
