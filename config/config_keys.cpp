@@ -168,7 +168,7 @@ const std::vector<key_spec>& schema() {
         .integer("max_receive_count", &queue::max_receive_count, 0, 0, 1000)
         .integer("wait_time_seconds", &queue::wait_time_seconds, 20, 0, 20)
         // Messages one receive takes: SQS's limit is 10; the Postgres queue takes up to 100, for
-        // nodes of many jobs in flight (a receive of 100 costs a third of ten receives of 10).
+        // nodes of many jobs in flight (a receive of 100 costs about half of ten receives of 10).
         .integer("max_messages", &queue::max_messages, 10, 1, 100,
                  [](const config& c, const value& v) -> std::optional<std::string> {
                    if (c.queue.backend != "sqs" || std::get<int64_t>(v) <= 10)
