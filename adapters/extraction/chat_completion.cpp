@@ -226,7 +226,7 @@ std::string build_chat_body(const chat_options& opts, const chat_prompt& prompt)
   w.Key("role");
   str("system");
   w.Key("content");
-  str(prompt.system);
+  str(prompt.system ? std::string_view{*prompt.system} : std::string_view{});
   w.EndObject();
   w.StartObject();
   w.Key("role");
@@ -359,7 +359,8 @@ namespace {
 struct chat_call : std::enable_shared_from_this<chat_call> {
   std::shared_ptr<chat_client::shared> s;
   /// The prompt; each attempt builds its request body from it, so a call waiting on a slow
-  /// server holds the body once (in the HTTP engine), not twice.
+  /// server holds the body once (in the HTTP engine) and, of the prompt, only the user message
+  /// (the system message and the schema are the caller's, shared by its calls).
   chat_prompt prompt;
   chat_client::acceptor accept;
   callback<chat_usage> done;

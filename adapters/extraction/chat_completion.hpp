@@ -54,12 +54,14 @@ struct chat_options {
 
 /// One request: a system and a user message, and the JSON schema the answer must follow.
 struct chat_prompt {
-  std::string system;
+  /// The system message, shared by a caller's calls (its configured or default prompt): thousands
+  /// of calls waiting on a slow provider hold no copy of it each.
+  std::shared_ptr<const std::string> system;
   std::string user;
   /// response_format.json_schema.name, e.g. "invoice".
   std::string schema_name;
-  /// The schema as JSON text (an object).
-  std::string schema_json;
+  /// The schema as JSON text (an object): a constant of the caller's, outliving its calls.
+  std::string_view schema_json;
 };
 
 /// Tokens and model an answer reports (zero and the configured model when it does not).

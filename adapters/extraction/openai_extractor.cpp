@@ -21,21 +21,28 @@ constexpr std::string_view default_prompt
       "read. confidence is \"high\" only when every key field is legible and subtotal + vat_amount "
       "equals total, \"medium\" when something is uncertain, \"low\" when you had to guess.";
 
-chat_prompt extraction_prompt(const std::string& system_prompt, std::string_view text) {
+/// The configured system prompt, or the default one.
+std::shared_ptr<const std::string> system_prompt_of(const std::string& configured) {
+  return std::make_shared<const std::string>(configured.empty() ? std::string{default_prompt}
+                                                                : configured);
+}
+
+chat_prompt extraction_prompt(std::shared_ptr<const std::string> system_prompt,
+                              std::string_view text) {
   chat_prompt p;
-  p.system = system_prompt.empty() ? std::string{default_prompt} : system_prompt;
+  p.system = std::move(system_prompt);
   p.user.reserve(text.size() + 16);
   p.user = "Document text:\n";
   p.user += text;
   p.schema_name = "invoice";
-  p.schema_json = std::string{extraction_schema_json()};
+  p.schema_json = extraction_schema_json();
   return p;
 }
 
 } // namespace
 
 std::string build_chat_request(const openai_options& opts, std::string_view text) {
-  return build_chat_body(opts, extraction_prompt(opts.system_prompt, text));
+  return build_chat_body(opts, extraction_prompt(system_prompt_of(opts.system_prompt), text));
 }
 
 result<extraction> parse_chat_response(const http_response& response, const openai_options& opts,
@@ -59,7 +66,7 @@ result<extraction> parse_chat_response(const http_response& response, const open
 }
 
 openai_extractor::openai_extractor(http_client& http, timer& retry_timer, openai_options opts)
-    : system_prompt_(std::move(opts.system_prompt)),
+    : system_prompt_(system_prompt_of(opts.system_prompt)),
       client_(http, retry_timer, static_cast<chat_options&&>(std::move(opts)), "extraction") {}
 
 openai_extractor::~openai_extractor() = default;

@@ -39,7 +39,7 @@ public:
   openai_stats stats() const;
 
 private:
-  std::string system_prompt_;
+  std::shared_ptr<const std::string> system_prompt_;
   chat_client client_;
 };
 

@@ -134,10 +134,11 @@ chat_prompt build_match_prompt(const llm_matcher_options& opts, const match_docu
   w.EndArray();
   w.EndObject();
   chat_prompt p;
-  p.system = opts.system_prompt.empty() ? std::string{default_prompt} : opts.system_prompt;
+  p.system = std::make_shared<const std::string>(
+      opts.system_prompt.empty() ? std::string{default_prompt} : opts.system_prompt);
   p.user.assign(buf.GetString(), buf.GetSize());
   p.schema_name = "match_decision";
-  p.schema_json = std::string{schema_text};
+  p.schema_json = schema_text;
   return p;
 }
 
