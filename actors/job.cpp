@@ -349,10 +349,11 @@ public:
     return waiting_notice(false);
   }
   call_context port_call() override {
-    call_context c{waiting_notice(true), waiting_notice(false), {}};
+    std::vector<context_field> fields;
     for (auto& f : log_fields(self_->state))
-      c.log_fields.push_back({std::string{f.key}, f.value, f.number});
-    return c;
+      fields.push_back({std::string{f.key}, f.value, f.number});
+    return {waiting_notice(true), waiting_notice(false),
+            std::make_shared<const std::vector<context_field>>(std::move(fields))};
   }
   std::stop_token cancel_token() const override { return self_->state.cancel_source.get_token(); }
   const node_context& node() const override { return *self_->state.ctx; }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,8 +28,14 @@ struct call_context {
   std::function<void()> waiting;
   /// It goes on: the caller's deadline runs again, from the start.
   std::function<void()> resumed;
-  /// The caller's log fields, for every line the adapter writes about this call.
-  std::vector<context_field> log_fields;
+  /// The caller's log fields, for every line the adapter writes about this call: shared by the
+  /// call and each of its requests, which copy the context (none when null).
+  std::shared_ptr<const std::vector<context_field>> log_fields;
+
+  const std::vector<context_field>& fields() const {
+    static const std::vector<context_field> none;
+    return log_fields ? *log_fields : none;
+  }
 };
 
 /// True for the error of a request that waited the longest wait for its provider's limits and

@@ -445,7 +445,7 @@ struct chat_call : std::enable_shared_from_this<chat_call> {
       err.message
           += " (attempt " + std::to_string(attempt) + " of " + std::to_string(max_attempts) + ")";
       log::write_with(log::level::warn, "llm " + s->purpose + " failed",
-                      log::fields_of(context.log_fields),
+                      log::fields_of(context.fields()),
                       {{"error", err.describe()}, {"error_class", to_string(err.cls)}});
       finish(std::move(outcome));
       return;
@@ -454,7 +454,7 @@ struct chat_call : std::enable_shared_from_this<chat_call> {
                                         : s->backoff(attempt);
     ++s->retries;
     log::write_with(log::level::info, "llm attempt failed; retrying",
-                    log::fields_of(context.log_fields),
+                    log::fields_of(context.fields()),
                     {{"purpose", s->purpose},
                      {"llm_attempt", attempt},
                      {"max_attempts", max_attempts},

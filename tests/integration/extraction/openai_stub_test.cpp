@@ -170,13 +170,14 @@ TEST_F(openai_stub, retry_and_failure_lines_carry_the_callers_log_fields) {
   o.base_backoff = 10ms;
   openai_extractor ex{engine_, engine_, o};
   call_context context;
-  context.log_fields = {{"worker_id", "node-1"},
-                        {"stage", "ingest"},
-                        {"step", "extract"},
-                        {"ingestion_id", "0190a1b2-0000-7000-8000-000000000001"},
-                        {"document_id", "0190a1b2-0000-7000-8000-0000000000d0"},
-                        {"tenant_id", "tenant-9"},
-                        {"attempt", "2", true}};
+  context.log_fields = std::make_shared<const std::vector<context_field>>(
+      std::vector<context_field>{{"worker_id", "node-1"},
+                                 {"stage", "ingest"},
+                                 {"step", "extract"},
+                                 {"ingestion_id", "0190a1b2-0000-7000-8000-000000000001"},
+                                 {"document_id", "0190a1b2-0000-7000-8000-0000000000d0"},
+                                 {"tenant_id", "tenant-9"},
+                                 {"attempt", "2", true}});
   auto p = std::make_shared<std::promise<result<extraction>>>();
   ex.extract_with("Invoice INV-1", context,
                   [p](result<extraction> r) { p->set_value(std::move(r)); });
