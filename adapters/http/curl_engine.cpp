@@ -260,7 +260,7 @@ struct curl_engine::impl {
     // and TLS session: thousands in flight share a connection per 100 streams. Plain http is
     // HTTP/1.1 here, and waiting there only slowed a burst's start (bench/slow_io: the first
     // 10% of 30,000 calls 3 s later).
-    if (r.url.starts_with("https:"))
+    if (r.url.size() >= 6 && iequals(std::string_view{r.url}.substr(0, 6), "https:"))
       curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
                      static_cast<long>(std::max<int64_t>(1, r.connect_timeout.count())));
