@@ -48,6 +48,7 @@
 // parse to finish, then the failure path and the ways out that come from outside.
 #include "actors/job.hpp"
 
+#include <atomic>
 #include <cctype>
 #include <limits>
 
@@ -99,11 +100,35 @@ class handle_impl;
 
 using job_impl = with_continuations<job_actor>;
 
+/// A job's place among the node's jobs in flight (node_admission), taken at its spawn and given
+/// up once: when it finishes, before it quits, so that a poller its end wakes sees the room it
+/// left (its monitors hear of the end only after it quits), or when it exits otherwise.
+class flight {
+public:
+  flight(std::shared_ptr<node_context> ctx, std::string_view stage)
+      : ctx_(std::move(ctx)), stage_(stage) {
+    ctx_->admission->job_started();
+    ctx_->metrics->job_started(stage_);
+  }
+  void end() {
+    if (ended_.exchange(true))
+      return;
+    ctx_->admission->job_ended();
+    ctx_->metrics->job_ended(stage_);
+  }
+
+private:
+  std::shared_ptr<node_context> ctx_;
+  std::string stage_;
+  std::atomic<bool> ended_{false};
+};
+
 struct job_state {
   static inline const char* name = "ingestd.job";
 
   std::shared_ptr<node_context> ctx;
   std::shared_ptr<const ingestd::stage> stage;
+  std::shared_ptr<flight> in_flight;
   std::unique_ptr<stage_job> work;
   std::unique_ptr<handle_impl> handle;
   heartbeat_actor heartbeat;
@@ -382,10 +407,11 @@ private:
 
 job_impl::behavior_type job(job_ptr self, std::shared_ptr<node_context> ctx,
                             std::shared_ptr<const stage> stage, heartbeat_actor hb,
-                            queue_message msg) {
+                            queue_message msg, std::shared_ptr<flight> in_flight) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
   st.stage = std::move(stage);
+  st.in_flight = std::move(in_flight);
   st.handle = std::make_unique<handle_impl>(self);
   st.heartbeat = std::move(hb);
   st.msg = std::move(msg);
@@ -565,6 +591,7 @@ void finish(job_ptr self, job_result result, std::string detail, std::string_vie
   if (st.ctx->observer)
     st.ctx->observer(job_outcome{st.msg.id, st.id, st.stage->label, result, std::move(detail),
                                  st.claim.attempt_count + (st.claimed ? 1 : 0)});
+  st.in_flight->end();
   self->quit();
 }
 
@@ -848,14 +875,10 @@ job_actor spawn_job(caf::actor_system& sys, std::shared_ptr<node_context> node,
                     queue_message msg) {
   // Counted in flight from its spawn, not from its first message: a poller that receives again
   // right after spawning sees the node's room without it.
-  node->admission->job_started();
-  node->metrics->job_started(stage->label);
-  auto ended = [ctx = node, stage] {
-    ctx->admission->job_ended();
-    ctx->metrics->job_ended(stage->label);
-  };
-  auto self = sys.spawn(job, node, stage, std::move(heartbeat), std::move(msg));
-  caf::actor_cast<caf::abstract_actor*>(self)->attach_functor(std::move(ended));
+  auto in_flight = std::make_shared<flight>(node, stage->label);
+  auto self = sys.spawn(job, node, stage, std::move(heartbeat), std::move(msg), in_flight);
+  caf::actor_cast<caf::abstract_actor*>(self)->attach_functor(
+      [in_flight = std::move(in_flight)] { in_flight->end(); });
   return self;
 }
 

@@ -73,6 +73,25 @@ CAF_TEST(the node s limit counts the jobs of every stage) {
   CAF_CHECK_EQUAL(outcomes.size(), 4u);
 }
 
+// A poller hears of a job's end through its monitor, and looks at the node's room then: the job
+// must be out of the node's count by that time, or a full node waits a second (CAF runs what is
+// attached to an actor, monitors first, when it exits; a count taken back by an attachment of
+// its own came after them, and a poller on another thread could see the node still full).
+CAF_TEST(a job is out of the node s count before anything attached to it hears of its end) {
+  configure_admission();
+  add_documents(1);
+  auto job = spawn_job(sys, ctx, ingest_stage(), hb, receive(*queue));
+  CAF_CHECK_EQUAL(ctx->admission->in_flight(), 1);
+  int64_t seen_at_exit = -1;
+  caf::actor_cast<caf::abstract_actor*>(job)->attach_functor(
+      [&] { seen_at_exit = ctx->admission->in_flight(); });
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(outcomes.back().result, job_result::completed);
+  CAF_CHECK_EQUAL(seen_at_exit, 0);
+  CAF_CHECK_EQUAL(ctx->admission->in_flight(), 0);
+}
+
 CAF_TEST(a receive asks for at most ten messages) {
   ctx->settings.max_in_flight = 1000;
   add_documents(25);
