@@ -20,6 +20,7 @@
 // stage alone, as the figures before the match stage was measured).
 // --replay off: no pgbench replay (a quicker run, for comparing two builds).
 // --log-level is the node's (info, the default's, writes a line per job; warn writes none).
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -29,6 +30,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -237,6 +239,9 @@ struct node_run {
   double node_cpu = 0;
   double db_cpu = 0;
   uint64_t statements = 0;
+  /// The longest wait between two outcomes: a node whose jobs all wait on something (a timer, a
+  /// lock) shows here, where its throughput alone only looks low.
+  double longest_pause = 0;
 };
 
 node_run run_node(caf::actor_system& sys, std::shared_ptr<work_repository> work,
@@ -254,15 +259,22 @@ node_run run_node(caf::actor_system& sys, std::shared_ptr<work_repository> work,
   std::promise<void> all_done;
   std::mutex detail_mtx;
   std::string first_other;
+  std::optional<clock_type::time_point> last_outcome;
+  clock_type::duration longest_pause{};
   ctx->observer = [&](const job_outcome& o) {
-    if (o.result == job_result::completed) {
-      ++completed;
-    } else {
+    {
       std::lock_guard g{detail_mtx};
-      if (first_other.empty())
+      auto now = clock_type::now();
+      if (last_outcome)
+        longest_pause = std::max(longest_pause, now - *last_outcome);
+      last_outcome = now;
+      if (o.result != job_result::completed && first_other.empty())
         first_other = o.detail;
-      ++other;
     }
+    if (o.result == job_result::completed)
+      ++completed;
+    else
+      ++other;
     // One counter, so that exactly one outcome is the n-th (two outcomes at once could both
     // see the sum of two counters at n, and set the promise twice).
     if (++finished == n)
@@ -290,6 +302,7 @@ node_run run_node(caf::actor_system& sys, std::shared_ptr<work_repository> work,
   r.other = other.load();
   std::lock_guard g{detail_mtx};
   r.first_other = first_other;
+  r.longest_pause = std::chrono::duration<double>(longest_pause).count();
   return r;
 }
 
@@ -320,6 +333,7 @@ void run_match_stage(test::pg_schema& db, const std::shared_ptr<object_store>& s
   auto per_doc = [done](double x) { return done > 0 ? x / done : 0.0; };
   std::printf("match stage: %d matched, %d other%s in %.2f s = %.0f documents/s\n", done, r.other,
               first_other_note(r).c_str(), r.seconds, done / r.seconds);
+  std::printf("  longest time between two outcomes: %.0f ms\n", r.longest_pause * 1000);
   std::printf("  node process CPU (user + system, all threads): %.2f s = %.0f us per document\n",
               r.node_cpu, per_doc(r.node_cpu * 1e6));
   std::printf("  database CPU (every PostgreSQL process of this machine): %.2f s = %.0f us per "
@@ -442,6 +456,7 @@ int main(int argc, char** argv) {
     auto per_doc = [&](double x) { return completed_jobs > 0 ? x / completed_jobs : 0.0; };
     std::printf("  node: %d completed, %d other%s in %.2f s = %.0f ingestions/s\n", completed_jobs,
                 r.other, first_other_note(r).c_str(), r.seconds, worker_rate);
+    std::printf("  longest time between two outcomes: %.0f ms\n", r.longest_pause * 1000);
     std::printf("  node process CPU (user + system, all threads): %.2f s = %.0f us per ingestion\n",
                 r.node_cpu, per_doc(r.node_cpu * 1e6));
     std::printf("  database CPU (every PostgreSQL process of this machine, autovacuum included): "
