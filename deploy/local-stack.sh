@@ -30,9 +30,7 @@ fauxqs_url() { echo "http://127.0.0.1:$fq_port"; }
 
 start_postgres() {
   local dir
-  dir=$(pg_dir)
-  mkdir -p "$dir"
-  [[ $(id -u) -ne 0 ]] || chown postgres: "$dir"
+  dir=$(pg_make_dir)
   if pg_running "$dir"; then
     echo "postgres: running, reused   $(database_url)   data $dir/data"
     return

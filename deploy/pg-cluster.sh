@@ -27,6 +27,15 @@ pg_dir() {
   echo "$dir"
 }
 
+# The cluster's folder, made (and given to the user it runs as) if it is not there yet.
+pg_make_dir() {
+  local dir
+  dir=$(pg_dir)
+  mkdir -p "$dir"
+  [[ $(id -u) -ne 0 ]] || chown postgres: "$dir"
+  echo "$dir"
+}
+
 # A new cluster in $1/data: the superuser ingestd, trusted on loopback (its settings are the
 # caller's to append).
 pg_initdb() {

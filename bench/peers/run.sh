@@ -37,9 +37,7 @@ psql_peers() { PGOPTIONS='-c client_min_messages=warning' "$pg_bin/psql" -X -q -
 
 start_postgres() {
   local dir
-  dir=$(pg_dir)
-  mkdir -p "$dir"
-  [[ $(id -u) -ne 0 ]] || chown postgres: "$dir"
+  dir=$(pg_make_dir)
   if pg_running "$dir"; then
     echo "postgres: running, reused   $database_url   data $dir/data"
   else
