@@ -66,7 +66,9 @@ UPDATE ingestion AS i SET structured_data = $3::jsonb, valid_structured_data = f
 
 // The results of a batch, fenced (the work items locked in id order, as the finish that follows
 // in the same transaction does); answers the ingestions updated. A completion with a reason for
-// review is never valid as it stands.
+// review is never valid as it stands. The ingestion is completed here, with its data, and not
+// again by the work item's trigger when the finish completes its item (migration 033): the rows
+// locked here are the ones the finish completes, in the same transaction.
 constexpr pg::statement result_sql{"ingestd_ingest_results", R"sql(
 WITH c AS (
   SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::boolean[], $5::integer[],
@@ -83,7 +85,10 @@ UPDATE ingestion AS i
        valid_structured_data = lock.valid,
        extraction_input_tokens = lock.input_tokens,
        extraction_output_tokens = lock.output_tokens,
-       extraction_model = lock.model
+       extraction_model = lock.model,
+       status = 'completed',
+       completed_at = now(),
+       skip_reason = NULL
   FROM lock
  WHERE i.id = lock.id
 RETURNING i.id, lock.token
