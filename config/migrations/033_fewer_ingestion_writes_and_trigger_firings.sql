@@ -1,11 +1,40 @@
--- An ingestion completed by its results statement (pg_ingest_repository's), which runs in the
--- completion's transaction before the work items are finished and now sets the ingestion's status
--- with its data: the ingestion row is updated once per completion instead of twice (its results,
--- then its status from the work item's trigger), and the statement triggers on ingestion fire
--- once. The work item's trigger (migration 030) leaves an ingestion that already has the status
--- alone; everything else it writes, events included, is unchanged.
+-- Fewer writes of an ingestion and fewer firings of its statement triggers per document.
+-- - An ingestion is completed by its results statement (pg_ingest_repository's), which runs in
+--   the completion's transaction before the work items are finished and now sets the status with
+--   the data: the row is updated once per completion instead of twice (its results, then its
+--   status from the work item's trigger). The work item's trigger leaves an ingestion that already
+--   has the status alone.
+-- - A statement trigger fires for every statement, whatever rows it changed, and each firing of
+--   these ran its statements (0.3-0.9 ms, and an UPDATE of no rows fires the ingestion's own
+--   statement triggers in turn). The work item's trigger now updates ingestions only when a status
+--   changed (one side of the change is not in progress), which a claim never does; the
+--   ingestion's trigger moves documents only when an ingestion has a final status, which a
+--   transcription never has.
+-- The statements and what they write are migration 030's otherwise.
 DO $migration$
 DECLARE
+  -- ingestd_ingestions_changed(): the document takes its ingestion's outcome.
+  document_outcomes constant text := $q$
+  UPDATE document AS d
+     SET structured_data = CASE n.status
+                             WHEN 'completed' THEN n.structured_data
+                             WHEN 'failed' THEN COALESCE(n.structured_data, d.structured_data)
+                             ELSE d.structured_data END,
+         needs_human_review = CASE n.status
+                                WHEN 'completed' THEN NOT COALESCE(n.valid_structured_data, true)
+                                WHEN 'failed' THEN true
+                                WHEN 'skipped' THEN false
+                                ELSE d.needs_human_review END,
+         updated_at = now()
+    FROM (SELECT DISTINCT ON (n.document_id) n.*
+            FROM changed_ingestions AS n JOIN replaced_ingestions AS o ON o.id = n.id
+           WHERE n.status IN ('completed', 'failed', 'skipped', 'cancelled')
+             AND (o.status IS DISTINCT FROM n.status
+                  OR o.structured_data IS DISTINCT FROM n.structured_data
+                  OR o.valid_structured_data IS DISTINCT FROM n.valid_structured_data)
+           ORDER BY n.document_id, n.completed_at DESC NULLS LAST, n.id) AS n
+   WHERE d.id = n.document_id
+  $q$;
   -- ingestd_work_items_changed(): the ingestion takes its work item's status ...
   ingestion_statuses constant text := $q$
   UPDATE ingestion AS i
@@ -92,14 +121,40 @@ DECLARE
   $q$;
 BEGIN
   EXECUTE format($f$
-CREATE OR REPLACE FUNCTION ingestd_work_items_changed() RETURNS trigger
+CREATE OR REPLACE FUNCTION ingestd_ingestions_changed() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
 BEGIN
-  IF (SELECT count(*) FROM changed_items) <= 100 THEN
-    %s;
+  IF NOT EXISTS (SELECT 1 FROM changed_ingestions
+                  WHERE status IN ('completed', 'failed', 'skipped', 'cancelled')) THEN
+    RETURN NULL;
+  END IF;
+  IF (SELECT count(*) FROM changed_ingestions) <= 100 THEN
     %s;
   ELSE
     EXECUTE %L;
+  END IF;
+  RETURN NULL;
+END;
+$fn$
+$f$, document_outcomes, document_outcomes);
+
+  EXECUTE format($f$
+CREATE OR REPLACE FUNCTION ingestd_work_items_changed() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  status_changed constant boolean :=
+    EXISTS (SELECT 1 FROM changed_items WHERE stage <> 'match' AND status <> 'in-progress')
+    OR EXISTS (SELECT 1 FROM replaced_items WHERE stage <> 'match' AND status <> 'in-progress');
+BEGIN
+  IF (SELECT count(*) FROM changed_items) <= 100 THEN
+    IF status_changed THEN
+      %s;
+    END IF;
+    %s;
+  ELSE
+    IF status_changed THEN
+      EXECUTE %L;
+    END IF;
     EXECUTE %L;
   END IF;
   RETURN NULL;
