@@ -50,6 +50,7 @@
 
 #include <atomic>
 #include <cctype>
+#include <exception>
 #include <limits>
 
 #include <caf/abstract_actor.hpp>
@@ -102,7 +103,8 @@ using job_impl = with_continuations<job_actor>;
 
 /// A job's place among the node's jobs in flight (node_admission), taken at its spawn and given
 /// up once: when it finishes, before it quits, so that a poller its end wakes sees the room it
-/// left (its monitors hear of the end only after it quits), or when it exits otherwise.
+/// left (its monitors hear of the end only after it quits); when an exception ends it, in its
+/// exception handler, for the same reason; or when it exits otherwise.
 class flight {
 public:
   flight(std::shared_ptr<node_context> ctx, std::string_view stage)
@@ -188,6 +190,7 @@ void release(job_ptr self);
 void give_back(job_ptr self, const std::string& reason,
                std::chrono::seconds delay = std::chrono::seconds{0});
 void deadline_passed(job_ptr self);
+caf::error exception_escaped(job_ptr self, std::exception_ptr& eptr);
 void cancel_requested(job_ptr self);
 void cancel(job_ptr self);
 
@@ -316,6 +319,47 @@ void step_failed(job_ptr self, const error& err) {
   fail(self, err);
 }
 
+std::string exception_text(const std::exception_ptr& eptr) {
+  try {
+    std::rethrow_exception(eptr);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception of unknown type";
+  }
+}
+
+/// Runs the stage's code (its run(), a step's continuation): an exception out of it while the
+/// job works fails the step with it as a transient error, as one out of a CPU step does
+/// (stage_job::guarded), and the attempt is recorded and retried like any other.
+template <class F>
+void run_stage_code(job_ptr self, F&& f) {
+  try {
+    f();
+  } catch (...) {
+    auto& st = self->state;
+    if (st.phase != job_phase::working)
+      throw;  // the lifecycle's own code: exception_escaped
+    ++st.seq; // whatever the step had started is stale
+    step_failed(self, error::make_transient(std::string{errc::step_exception},
+                                            exception_text(std::current_exception())));
+  }
+}
+
+/// An exception out of the lifecycle's own code, or out of recording a step's exception: the job
+/// ends as a crash does (CAF ends the actor after its exception handler). Its claim is left to
+/// expire (the next claim counts the crash), and its place in the node is given back here,
+/// before the monitors hear of its end, so that the poller its end wakes sees the room.
+caf::error exception_escaped(job_ptr self, std::exception_ptr& eptr) {
+  auto& st = self->state;
+  auto what = exception_text(eptr);
+  log::write_with(log::level::error, "job ended by an exception; its claim is left to expire",
+                  log_fields(st), {{"error", what}});
+  st.phase = job_phase::finished;
+  st.in_flight->end();
+  return caf::make_error(caf::sec::runtime_error, std::move(what));
+}
+
 /// The job_handle the stage's steps run through.
 class handle_impl final : public job_handle {
 public:
@@ -415,6 +459,8 @@ job_impl::behavior_type job(job_ptr self, std::shared_ptr<node_context> ctx,
   st.handle = std::make_unique<handle_impl>(self);
   st.heartbeat = std::move(hb);
   st.msg = std::move(msg);
+  self->set_exception_handler(
+      [self](std::exception_ptr& eptr) { return exception_escaped(self, eptr); });
   post(caf::actor_cast<caf::actor>(self), 0, [self] { parse(self); });
   return {
       [self](resume_atom, uint64_t seq, continuation& c) {
@@ -423,7 +469,7 @@ job_impl::behavior_type job(job_ptr self, std::shared_ptr<node_context> ctx,
           return; // the answer of a step abandoned (deadline, stop, lost)
         if (st.cancel_requested && st.phase == job_phase::working)
           return cancel(self); // a step boundary: its result is dropped
-        c.fn();
+        run_stage_code(self, c.fn);
       },
       [self](lost_atom, std::string& reason) { lost(self, std::move(reason)); },
       [self](stop_atom) { release(self); },
@@ -510,8 +556,10 @@ void track(job_ptr self) {
   self->send(st.heartbeat, track_atom_v,
              tracked_claim{st.msg.receipt, st.ref(), caf::actor_cast<caf::actor>(self), st.started,
                            st.stage, st.claim.document_id, st.claim.tenant_id});
-  st.work = st.stage->make_job();
-  st.work->run(*st.handle);
+  run_stage_code(self, [&st] {
+    st.work = st.stage->make_job();
+    st.work->run(*st.handle);
+  });
 }
 
 void untrack(job_ptr self) {

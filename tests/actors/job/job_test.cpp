@@ -286,6 +286,59 @@ CAF_TEST(a transient failure backs off through the queue then the next delivery 
   check_no_violations();
 }
 
+namespace {
+
+/// A stage's part of a job that throws where its first step would start.
+struct throwing_job final : stage_job {
+  void run(job_handle&) override { throw std::runtime_error("the stage's code threw"); }
+};
+
+} // namespace
+
+CAF_TEST(an exception out of a stage s code is a failed attempt recorded like any other) {
+  auto id = add_document();
+  auto s = std::make_shared<stage>(*ingest_stage());
+  s->make_job = [] { return std::make_unique<throwing_job>(); };
+  auto job = spawn_job(sys, ctx, s, hb, deliver(id.str()));
+  int64_t seen_at_exit = -1;
+  caf::actor_cast<caf::abstract_actor*>(job)->attach_functor(
+      [&] { seen_at_exit = ctx->admission->in_flight(); });
+  sched.run();
+  CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
+  CAF_CHECK_EQUAL(outcomes.back().result, job_result::retrying);
+  auto item = work->item(id);
+  CAF_CHECK_EQUAL(item.attempt_count, 1);
+  CAF_CHECK_EQUAL(item.error_class, "transient");
+  CAF_CHECK(item.last_error.find("step.exception") != std::string::npos);
+  CAF_CHECK(item.last_error.find("the stage's code threw") != std::string::npos);
+  CAF_CHECK(queue->deleted_ids().empty()); // back again after the back-off
+  CAF_CHECK_EQUAL(seen_at_exit, 0);
+  check_no_violations();
+}
+
+CAF_TEST(an exception that recording the failure throws too ends the job as a crash) {
+  auto id = add_document();
+  auto s = std::make_shared<stage>(*ingest_stage());
+  s->make_job = [] { return std::make_unique<throwing_job>(); };
+  s->on_failure = [](failure_plan&) { throw std::runtime_error("the failure hook threw"); };
+  auto job = spawn_job(sys, ctx, s, hb, deliver(id.str()));
+  int64_t seen_at_exit = -1;
+  caf::actor_cast<caf::abstract_actor*>(job)->attach_functor(
+      [&] { seen_at_exit = ctx->admission->in_flight(); });
+  sched.run();
+  // Nothing recorded: the claim stays until its lease runs out (the next claim counts a crash),
+  // the message until its visibility does; the node's place was given back before the job's end
+  // was heard of.
+  CAF_CHECK(outcomes.empty());
+  auto item = work->item(id);
+  CAF_CHECK_EQUAL(item.status, "in-progress");
+  CAF_CHECK(item.token.has_value());
+  CAF_CHECK_EQUAL(item.attempt_count, 0);
+  CAF_CHECK(queue->deleted_ids().empty());
+  CAF_CHECK_EQUAL(seen_at_exit, 0);
+  CAF_CHECK_EQUAL(ctx->admission->in_flight(), 0);
+}
+
 CAF_TEST(a database lost mid job gives the work back without counting an attempt) {
   // The system's own failure, not the document's: no back-off to wait out, the next delivery
   // starts at once.
