@@ -25,7 +25,8 @@ std::string milliseconds_text(std::chrono::seconds s) {
   return std::to_string(std::chrono::milliseconds{s}.count());
 }
 
-/// The `options` startup parameter: the session's deadlines (in ms) and no JIT compilation, then
+/// The `options` startup parameter: the session's deadlines (in ms), no JIT compilation and the
+/// session's plan caching, then
 /// whatever options the URL carries, so that the URL's own settings win. A batch of thousands of
 /// rows is estimated above jit_above_cost, and compiling it took half a second, where the
 /// statement itself ran in a tenth of that (a lease renewal of 10,000 claims: 625 ms, 108 ms
@@ -35,6 +36,8 @@ std::string startup_options(const std::string& url, const session_options& sessi
   out.append(milliseconds_text(session.statement_timeout))
       .append(" -c lock_timeout=")
       .append(milliseconds_text(session.lock_timeout));
+  if (session.generic_plans)
+    out.append(" -c plan_cache_mode=force_generic_plan");
   char* message = nullptr;
   if (PQconninfoOption* parsed = PQconninfoParse(url.c_str(), &message)) {
     for (auto o = parsed; o->keyword != nullptr; ++o)

@@ -98,6 +98,11 @@ struct session_options {
   std::chrono::seconds statement_timeout{30};
   std::chrono::seconds lock_timeout{10};
   std::chrono::seconds tcp_user_timeout{30};
+  /// Every prepared statement planned once, for any values (plan_cache_mode=force_generic_plan),
+  /// never again per call: for a session whose statements read and change rows by their keys and
+  /// index order, whose plan is the same for any values, but which PostgreSQL would plan at every
+  /// call because a generic plan's estimate looks dearer.
+  bool generic_plans = false;
 
   /// Only the TCP user timeout: for callers that set a deadline per statement themselves, or
   /// whose statements may rightly run and wait long (migrations).

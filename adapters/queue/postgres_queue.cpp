@@ -190,8 +190,12 @@ struct postgres_queue::impl {
       : url(std::move(url_in)), queue(std::move(queue_in)), opts(std::move(opts_in)) {
     dlq = opts.dead_letter_queue.empty() ? queue + "-dlq" : opts.dead_letter_queue;
     wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    pool = std::make_unique<pg::pool>(
-        url, pg::pool_options{opts.pool_size, "ingestd-queue", opts.session});
+    // The receive was planned anew at every call (its generic plan's estimate, for any LIMIT,
+    // looks dearer than a plan for 10 rows), 0.28 ms of planning for the same plan each time.
+    auto session = opts.session;
+    session.generic_plans = true;
+    pool = std::make_unique<pg::pool>(url,
+                                      pg::pool_options{opts.pool_size, "ingestd-queue", session});
     listener = std::thread([this] { listen_loop(); });
   }
 

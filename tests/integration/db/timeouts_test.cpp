@@ -116,6 +116,26 @@ TEST_F(timeouts_test, a_connection_carries_its_deadlines_and_keeps_the_urls_opti
   EXPECT_EQ(show(unbounded, "lock_timeout"), "0");
 }
 
+TEST_F(timeouts_test, a_session_of_generic_plans_plans_a_prepared_statement_once) {
+  pg::session_options generic;
+  generic.generic_plans = true;
+  pg::connection conn{db->url(), generic};
+  EXPECT_EQ(show(conn, "plan_cache_mode"), "force_generic_plan");
+  // A statement PostgreSQL would plan for each call's values (a LIMIT it cannot know) runs on
+  // the one plan.
+  const pg::statement limited{"ingestd_test_limited",
+                              "SELECT g FROM generate_series(1, 100) AS g ORDER BY g LIMIT $1"};
+  for (int i = 0; i < 8; ++i)
+    ASSERT_TRUE(conn.exec(limited, {std::to_string(i + 1)}));
+  auto plans = conn.exec_simple("SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+                                "WHERE name = 'ingestd_test_limited'");
+  ASSERT_TRUE(plans);
+  ASSERT_EQ(plans->size(), 1);
+  EXPECT_EQ(plans->str(0, 1), "0");
+  pg::connection defaults{db->url()};
+  EXPECT_EQ(show(defaults, "plan_cache_mode"), "auto");
+}
+
 TEST_F(timeouts_test, a_setting_in_the_urls_options_wins_over_the_session_deadline) {
   auto url = db->url() + "&options=-csearch_path%3D" + db->name() + "%20-clock_timeout%3D4s";
   pg::connection conn{url, pg::session_options{7s, 3s, 20s}};
