@@ -35,9 +35,10 @@ using pg::uuid_array;
 //   granted  claimed: token, worker, lease; a crash taken over counts as an attempt
 // Every item asked for records that its message was seen (message_seen_at: see revive). Crashes,
 // poison, known files and moves leave audit rows for the stages that keep an audit trail.
-// Items not in progress answer their status; items unknown to the stage, nothing. A large batch is
-// planned for its own values (pg::for_batch): its answer joins the batch's list with the rows it
-// changed.
+// Items not in progress answer their status (looked up by key only for an item the claim did not
+// change: OFFSET 0 keeps the planner from reading the whole table into a hash for a large batch
+// instead); items unknown to the stage, nothing. A large batch is planned for its own values
+// (pg::for_batch): its answer joins the batch's list with the rows it changed.
 constexpr pg::statement claim_sql{"ingestd_work_claim", R"sql(
 WITH req AS (
   SELECT DISTINCT ON (r.id) r.id, r.token, r.stage, r.class, greatest(r.max_attempts, 1) AS max_attempts,
@@ -129,7 +130,8 @@ SELECT r.ord,
        (SELECT n FROM sent) AS moved
   FROM unnest($1::uuid[], $3::text[]) WITH ORDINALITY AS r(id, stage, ord)
   LEFT JOIN changed AS c ON c.id = r.id
-  LEFT JOIN work_item AS w ON w.id = r.id AND w.stage = r.stage
+  LEFT JOIN LATERAL (SELECT w.id, w.status FROM work_item AS w
+                      WHERE c.id IS NULL AND w.id = r.id AND w.stage = r.stage OFFSET 0) AS w ON true
  ORDER BY r.ord
 )sql"};
 
