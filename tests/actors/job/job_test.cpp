@@ -300,9 +300,7 @@ CAF_TEST(an exception out of a stage s code is a failed attempt recorded like an
   auto s = std::make_shared<stage>(*ingest_stage());
   s->make_job = [] { return std::make_unique<throwing_job>(); };
   auto job = spawn_job(sys, ctx, s, hb, deliver(id.str()));
-  int64_t seen_at_exit = -1;
-  caf::actor_cast<caf::abstract_actor*>(job)->attach_functor(
-      [&] { seen_at_exit = ctx->admission->in_flight(); });
+  auto seen_at_exit = in_flight_at_exit(job);
   sched.run();
   CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
   CAF_CHECK_EQUAL(outcomes.back().result, job_result::retrying);
@@ -312,7 +310,7 @@ CAF_TEST(an exception out of a stage s code is a failed attempt recorded like an
   CAF_CHECK(item.last_error.find("step.exception") != std::string::npos);
   CAF_CHECK(item.last_error.find("the stage's code threw") != std::string::npos);
   CAF_CHECK(queue->deleted_ids().empty()); // back again after the back-off
-  CAF_CHECK_EQUAL(seen_at_exit, 0);
+  CAF_CHECK_EQUAL(*seen_at_exit, 0);
   check_no_violations();
 }
 
@@ -322,9 +320,7 @@ CAF_TEST(an exception that recording the failure throws too ends the job as a cr
   s->make_job = [] { return std::make_unique<throwing_job>(); };
   s->on_failure = [](failure_plan&) { throw std::runtime_error("the failure hook threw"); };
   auto job = spawn_job(sys, ctx, s, hb, deliver(id.str()));
-  int64_t seen_at_exit = -1;
-  caf::actor_cast<caf::abstract_actor*>(job)->attach_functor(
-      [&] { seen_at_exit = ctx->admission->in_flight(); });
+  auto seen_at_exit = in_flight_at_exit(job);
   sched.run();
   // Nothing recorded: the claim stays until its lease runs out (the next claim counts a crash),
   // the message until its visibility does; the node's place was given back before the job's end
@@ -335,7 +331,7 @@ CAF_TEST(an exception that recording the failure throws too ends the job as a cr
   CAF_CHECK(item.token.has_value());
   CAF_CHECK_EQUAL(item.attempt_count, 0);
   CAF_CHECK(queue->deleted_ids().empty());
-  CAF_CHECK_EQUAL(seen_at_exit, 0);
+  CAF_CHECK_EQUAL(*seen_at_exit, 0);
   CAF_CHECK_EQUAL(ctx->admission->in_flight(), 0);
 }
 

@@ -82,13 +82,11 @@ CAF_TEST(a job is out of the node s count before anything attached to it hears o
   add_documents(1);
   auto job = spawn_job(sys, ctx, ingest_stage(), hb, receive(*queue));
   CAF_CHECK_EQUAL(ctx->admission->in_flight(), 1);
-  int64_t seen_at_exit = -1;
-  caf::actor_cast<caf::abstract_actor*>(job)->attach_functor(
-      [&] { seen_at_exit = ctx->admission->in_flight(); });
+  auto seen_at_exit = in_flight_at_exit(job);
   sched.run();
   CAF_REQUIRE_EQUAL(outcomes.size(), 1u);
   CAF_CHECK_EQUAL(outcomes.back().result, job_result::completed);
-  CAF_CHECK_EQUAL(seen_at_exit, 0);
+  CAF_CHECK_EQUAL(*seen_at_exit, 0);
   CAF_CHECK_EQUAL(ctx->admission->in_flight(), 0);
 }
 

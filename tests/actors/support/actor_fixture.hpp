@@ -125,6 +125,15 @@ struct actor_fixture : test_coordinator_fixture<> {
     return audit_of(item, step).size();
   }
 
+  /// The node's jobs in flight as what is attached to `job` sees them when it exits (-1 until it
+  /// does): what a poller that monitors it sees when it hears of the end.
+  std::shared_ptr<int64_t> in_flight_at_exit(const job_actor& job) {
+    auto seen = std::make_shared<int64_t>(-1);
+    caf::actor_cast<caf::abstract_actor*>(job)->attach_functor(
+        [seen, admission = ctx->admission] { *seen = admission->in_flight(); });
+    return seen;
+  }
+
   /// How many status events of `type` the trigger wrote for `item` (the failure notifier takes
   /// INGESTION_FAILED and MATCHING_FAILED).
   size_t status_events(const uuid& item, const std::string& type) {
