@@ -190,7 +190,6 @@ void release(job_ptr self);
 void give_back(job_ptr self, const std::string& reason,
                std::chrono::seconds delay = std::chrono::seconds{0});
 void deadline_passed(job_ptr self);
-caf::error exception_escaped(job_ptr self, std::exception_ptr& eptr);
 void cancel_requested(job_ptr self);
 void cancel(job_ptr self);
 
