@@ -25,8 +25,7 @@ std::string milliseconds_text(std::chrono::seconds s) {
   return std::to_string(std::chrono::milliseconds{s}.count());
 }
 
-/// The `options` startup parameter: the session's deadlines (in ms), no JIT compilation and the
-/// session's plan caching, then
+/// The `options` startup parameter: the session's deadlines (in ms) and no JIT compilation, then
 /// whatever options the URL carries, so that the URL's own settings win. A batch of thousands of
 /// rows is estimated above jit_above_cost, and compiling it took half a second, where the
 /// statement itself ran in a tenth of that (a lease renewal of 10,000 claims: 625 ms, 108 ms
@@ -36,8 +35,6 @@ std::string startup_options(const std::string& url, const session_options& sessi
   out.append(milliseconds_text(session.statement_timeout))
       .append(" -c lock_timeout=")
       .append(milliseconds_text(session.lock_timeout));
-  if (session.generic_plans)
-    out.append(" -c plan_cache_mode=force_generic_plan");
   char* message = nullptr;
   if (PQconninfoOption* parsed = PQconninfoParse(url.c_str(), &message)) {
     for (auto o = parsed; o->keyword != nullptr; ++o)
@@ -244,6 +241,7 @@ void connection::drop() {
   prepared_.clear();
   transaction_lost_ = transaction_lost_ || in_transaction_;
   in_transaction_ = false;
+  plan_mode_ = plans::chosen; // the next session starts with the server's default
 }
 
 namespace {
@@ -352,6 +350,18 @@ result<rows> connection::exec(const statement& st, const std::vector<param>& par
   values.reserve(params.size());
   for (auto& p : params)
     values.push_back(p ? p->c_str() : nullptr);
+  // A call planned for its values needs PostgreSQL's own choice too: under force_generic_plan
+  // even the unnamed statement gets a generic plan.
+  auto mode = plan == planning::per_call ? plans::chosen : st.cached_plans;
+  if (plan_mode_ != mode) {
+    auto set
+        = check(PQexec(conn_, mode == plans::generic ? "SET plan_cache_mode = force_generic_plan"
+                                                     : "SET plan_cache_mode = auto"),
+                st.name);
+    if (!set)
+      return set;
+    plan_mode_ = mode;
+  }
   if (plan == planning::per_call)
     return check(PQexecParams(conn_, st.sql, static_cast<int>(values.size()), nullptr,
                               values.data(), nullptr, nullptr, 0),
@@ -374,6 +384,8 @@ result<rows> connection::exec_simple(const std::string& sql) {
   auto ok = ensure();
   // The end of a transaction lost with its connection (found now or before): a COMMIT fails,
   // a ROLLBACK has nothing left to undo. The connection is made again at the next statement.
+  if (sql == "ROLLBACK")
+    plan_mode_.reset(); // a SET made in the transaction is undone
   if ((sql == "COMMIT" || sql == "ROLLBACK") && transaction_lost_) {
     transaction_lost_ = false;
     if (sql == "COMMIT")
@@ -384,7 +396,10 @@ result<rows> connection::exec_simple(const std::string& sql) {
     return ok.error();
   // Named by its first words (BEGIN, LISTEN, a migration's first line).
   in_progress registered{sql.substr(0, std::min(sql.find('\n'), size_t{40}))};
-  return check(PQexec(conn_, sql.c_str()), "");
+  auto res = check(PQexec(conn_, sql.c_str()), "");
+  if (!res && sql == "COMMIT")
+    plan_mode_.reset(); // a COMMIT that fails rolls back
+  return res;
 }
 
 // -- pool ------------------------------------------------------------------------------------

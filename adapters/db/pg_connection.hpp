@@ -29,7 +29,7 @@ namespace ingestd::pg {
 using param = std::optional<std::string>;
 
 /// How a call of a statement is planned. `cached`: the statement is prepared once per connection,
-/// and PostgreSQL keeps a generic plan of it after a few calls. `per_call`: the statement is sent
+/// and planned as the statement says (`plans`). `per_call`: the statement is sent
 /// with the call and planned for its values: for a large coalesced batch of a statement that
 /// joins two of the batch's lists (unnest() of its arrays, or a CTE made of them). A generic plan
 /// takes each such list for 10 rows and joins two of them in a nested loop, every row with every
@@ -43,10 +43,24 @@ constexpr planning for_batch(size_t rows) {
   return rows > 100 ? planning::per_call : planning::cached;
 }
 
+/// How PostgreSQL plans the cached calls of a prepared statement.
+enum class plans : bool {
+  /// Its own choice (plan_cache_mode = auto): a plan for each call's values at first, then a
+  /// generic one if that looks no dearer. For a statement whose best plan depends on the values
+  /// (the matching's candidates: ranges, similarity, the tenant's size).
+  chosen,
+  /// One generic plan for every call (plan_cache_mode = force_generic_plan): for a statement that
+  /// reads and changes rows by their keys, whose plan is the same for any values, and which
+  /// PostgreSQL would otherwise plan at nearly every call because the generic plan's estimate
+  /// (a list of unknown length, a LIMIT) looks dearer: 0.3-1 ms of planning each time.
+  generic,
+};
+
 /// A named statement; `name` must be unique per SQL text within the process.
 struct statement {
   const char* name;
   const char* sql;
+  plans cached_plans = plans::chosen;
 };
 
 /// An owned PGresult.
@@ -98,11 +112,6 @@ struct session_options {
   std::chrono::seconds statement_timeout{30};
   std::chrono::seconds lock_timeout{10};
   std::chrono::seconds tcp_user_timeout{30};
-  /// Every prepared statement planned once, for any values (plan_cache_mode=force_generic_plan),
-  /// never again per call: for a session whose statements read and change rows by their keys and
-  /// index order, whose plan is the same for any values, but which PostgreSQL would plan at every
-  /// call because a generic plan's estimate looks dearer.
-  bool generic_plans = false;
 
   /// Only the TCP user timeout: for callers that set a deadline per statement themselves, or
   /// whose statements may rightly run and wait long (migrations).
@@ -167,6 +176,9 @@ private:
   bool in_transaction_ = false;
   /// The connection went away inside a transaction that has not been ended since.
   bool transaction_lost_ = false;
+  /// The session's plan_cache_mode as this connection last set it (a new session: auto);
+  /// unknown after a rollback, which undoes a SET made in its transaction.
+  std::optional<plans> plan_mode_ = plans::chosen;
 };
 
 struct pool_options {

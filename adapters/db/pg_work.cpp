@@ -15,9 +15,9 @@ namespace {
 // work of the outcomes that completed them (by item and token: a batch may carry one item under a
 // stale and a live token), with its messages, and appends the audit rows of all (what a worker
 // did is history even when another took the item over). The last SELECT always answers one row
-// at least, so that the audit and the next work are written. A large batch is planned for its own
-// values (pg::for_batch): it joins the batch's list with the items it locked, and the next work
-// with the items it completed.
+// at least, so that the audit and the next work are written. A small batch runs on one generic
+// plan; a large one is planned for its own values (pg::for_batch): it joins the batch's list with
+// the items it locked, and the next work with the items it completed.
 constexpr statement finish_sql{"ingestd_work_finish", R"sql(
 WITH c AS (
   SELECT * FROM unnest($1::uuid[], $2::uuid[], $20::text[]) AS c(id, token, remark)
@@ -47,7 +47,8 @@ WITH c AS (
 )
 SELECT d.id, d.token, (SELECT sent FROM next), (SELECT appended FROM audit)
   FROM (SELECT 1) AS one LEFT JOIN done AS d ON true
-)sql"};
+)sql",
+                               plans::generic};
 
 constexpr statement reread_sql{"ingestd_work_reread", R"sql(
 SELECT r.ord, COALESCE(w.status, ''), COALESCE(w.claim_token::text, '')

@@ -37,8 +37,9 @@ using pg::uuid_array;
 // poison, known files and moves leave audit rows for the stages that keep an audit trail.
 // Items not in progress answer their status (looked up by key only for an item the claim did not
 // change: OFFSET 0 keeps the planner from reading the whole table into a hash for a large batch
-// instead); items unknown to the stage, nothing. A large batch is planned for its own values
-// (pg::for_batch): its answer joins the batch's list with the rows it changed.
+// instead); items unknown to the stage, nothing. A small batch runs on one generic plan; a large
+// one is planned for its own values (pg::for_batch): its answer joins the batch's list with the
+// rows it changed.
 constexpr pg::statement claim_sql{"ingestd_work_claim", R"sql(
 WITH req AS (
   SELECT DISTINCT ON (r.id) r.id, r.token, r.stage, r.class, greatest(r.max_attempts, 1) AS max_attempts,
@@ -133,7 +134,8 @@ SELECT r.ord,
   LEFT JOIN LATERAL (SELECT w.id, w.status FROM work_item AS w
                       WHERE c.id IS NULL AND w.id = r.id AND w.stage = r.stage OFFSET 0) AS w ON true
  ORDER BY r.ord
-)sql"};
+)sql",
+                                  pg::plans::generic};
 
 // One statement for the heartbeat's whole batch; answers the claims that were lost. The heartbeat
 // extends the message's visibility at the same tick: the message is seen. A row locked by another

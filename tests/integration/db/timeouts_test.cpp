@@ -116,24 +116,38 @@ TEST_F(timeouts_test, a_connection_carries_its_deadlines_and_keeps_the_urls_opti
   EXPECT_EQ(show(unbounded, "lock_timeout"), "0");
 }
 
-TEST_F(timeouts_test, a_session_of_generic_plans_plans_a_prepared_statement_once) {
-  pg::session_options generic;
-  generic.generic_plans = true;
-  pg::connection conn{db->url(), generic};
-  EXPECT_EQ(show(conn, "plan_cache_mode"), "force_generic_plan");
-  // A statement PostgreSQL would plan for each call's values (a LIMIT it cannot know) runs on
-  // the one plan.
-  const pg::statement limited{"ingestd_test_limited",
-                              "SELECT g FROM generate_series(1, 100) AS g ORDER BY g LIMIT $1"};
-  for (int i = 0; i < 8; ++i)
-    ASSERT_TRUE(conn.exec(limited, {std::to_string(i + 1)}));
-  auto plans = conn.exec_simple("SELECT generic_plans, custom_plans FROM pg_prepared_statements "
-                                "WHERE name = 'ingestd_test_limited'");
-  ASSERT_TRUE(plans);
-  ASSERT_EQ(plans->size(), 1);
-  EXPECT_EQ(plans->str(0, 1), "0");
-  pg::connection defaults{db->url()};
-  EXPECT_EQ(show(defaults, "plan_cache_mode"), "auto");
+TEST_F(timeouts_test, a_statement_of_generic_plans_is_planned_once_and_others_as_postgres_chooses) {
+  pg::connection conn{db->url()};
+  // PostgreSQL would plan these for each call's values: a LIMIT it cannot know.
+  const char* limited = "SELECT g FROM generate_series(1, 100) AS g ORDER BY g LIMIT $1";
+  const pg::statement generic{"ingestd_test_generic", limited, pg::plans::generic};
+  const pg::statement chosen{"ingestd_test_chosen", limited};
+  auto plans_of = [&](const char* name) {
+    auto r = conn.exec_simple(std::string{"SELECT generic_plans, custom_plans FROM "
+                                          "pg_prepared_statements WHERE name = '"}
+                              + name + "'");
+    EXPECT_TRUE(r && r->size() == 1);
+    return std::pair{r->str(0, 0), r->str(0, 1)};
+  };
+  // Taking turns on one connection: each keeps its own way.
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_TRUE(conn.exec(generic, {std::to_string(i + 1)}));
+    ASSERT_TRUE(conn.exec(chosen, {std::to_string(i + 1)}));
+  }
+  EXPECT_EQ(plans_of("ingestd_test_generic"), (std::pair<std::string, std::string>{"6", "0"}));
+  EXPECT_NE(plans_of("ingestd_test_chosen").second, "0");
+  // A call planned for its values after a generic one is planned for them.
+  const pg::statement per_call{"ingestd_test_per_call", limited, pg::plans::generic};
+  auto res = conn.exec(per_call, {"3"}, pg::planning::per_call);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->size(), 3);
+  // A rollback undoes a SET made in its transaction: the next call sets it again.
+  ASSERT_TRUE(conn.exec_simple("BEGIN"));
+  ASSERT_TRUE(conn.exec(chosen, {"1"}));
+  ASSERT_TRUE(conn.exec(generic, {"1"}));
+  ASSERT_TRUE(conn.exec_simple("ROLLBACK"));
+  ASSERT_TRUE(conn.exec(generic, {"1"}));
+  EXPECT_EQ(plans_of("ingestd_test_generic").second, "0");
 }
 
 TEST_F(timeouts_test, a_setting_in_the_urls_options_wins_over_the_session_deadline) {
