@@ -318,16 +318,6 @@ void step_failed(job_ptr self, const error& err) {
   fail(self, err);
 }
 
-std::string exception_text(const std::exception_ptr& eptr) {
-  try {
-    std::rethrow_exception(eptr);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "an exception of unknown type";
-  }
-}
-
 /// Runs the stage's code (its run(), a step's continuation): an exception out of it while the
 /// job works fails the step with it as a transient error, as one out of a CPU step does
 /// (stage_job::guarded), and the attempt is recorded and retried like any other.
@@ -890,32 +880,6 @@ void give_back(job_ptr self, const std::string& reason, std::chrono::seconds del
 }
 
 } // namespace
-
-std::string_view to_string(job_result x) {
-  switch (x) {
-  case job_result::completed:
-    return "completed";
-  case job_result::failed:
-    return "failed";
-  case job_result::retrying:
-    return "retrying";
-  case job_result::skipped:
-    return "skipped";
-  case job_result::invalid:
-    return "invalid";
-  case job_result::lost:
-    return "lost";
-  case job_result::released:
-    return "released";
-  case job_result::abandoned:
-    return "abandoned";
-  case job_result::cancelled:
-    return "cancelled";
-  case job_result::moved:
-    return "moved";
-  }
-  return "abandoned";
-}
 
 job_actor spawn_job(caf::actor_system& sys, std::shared_ptr<node_context> node,
                     std::shared_ptr<const stage> stage, heartbeat_actor heartbeat,

@@ -21,4 +21,14 @@ std::string error::describe() const {
   return code + ": " + message;
 }
 
+std::string exception_text(const std::exception_ptr& eptr) {
+  try {
+    std::rethrow_exception(eptr);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception of unknown type";
+  }
+}
+
 } // namespace ingestd

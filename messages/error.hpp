@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <string_view>
 
@@ -56,6 +57,9 @@ struct error {
     return error{error_class::claim_lost, "claim_lost", std::move(message)};
   }
 };
+
+/// What an exception says: its what(), or that it was of no standard type.
+std::string exception_text(const std::exception_ptr& eptr);
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, error& x) {
