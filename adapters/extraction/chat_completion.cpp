@@ -210,9 +210,18 @@ int64_t retry_after_ms(const http_response& response) {
   return when > now ? to_ms(static_cast<double>(when - now) * 1000) : 0;
 }
 
+std::string compact_json(std::string_view json) {
+  rapidjson::Document doc;
+  doc.Parse(json.data(), json.size());
+  if (doc.HasParseError() || !doc.IsObject())
+    return {};
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w{buf};
+  doc.Accept(w);
+  return {buf.GetString(), buf.GetSize()};
+}
+
 std::string build_chat_body(const chat_options& opts, const chat_prompt& prompt) {
-  rapidjson::Document schema;
-  schema.Parse(prompt.schema_json.data(), prompt.schema_json.size());
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w{buf};
   auto str
@@ -246,10 +255,10 @@ std::string build_chat_body(const chat_options& opts, const chat_prompt& prompt)
   w.Key("strict");
   w.Bool(true);
   w.Key("schema");
-  if (schema.HasParseError())
+  if (prompt.schema_json.empty())
     w.Null(); // a programming error of the caller; the server answers 400 (permanent)
   else
-    schema.Accept(w);
+    w.RawValue(prompt.schema_json.data(), prompt.schema_json.size(), rapidjson::kObjectType);
   w.EndObject();
   w.EndObject();
   if (opts.temperature >= 0) {

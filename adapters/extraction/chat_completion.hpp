@@ -60,7 +60,8 @@ struct chat_prompt {
   std::string user;
   /// response_format.json_schema.name, e.g. "invoice".
   std::string schema_name;
-  /// The schema as JSON text (an object): a constant of the caller's, outliving its calls.
+  /// The schema as compact JSON text (an object; compact_json's), written into each request as it
+  /// is: a constant of the caller's, outliving its calls. Empty sends a null schema.
   std::string_view schema_json;
 };
 
@@ -76,6 +77,10 @@ struct chat_answer {
   std::string content;
   chat_usage usage;
 };
+
+/// `json` without its insignificant whitespace, or empty when it is not one JSON object. A
+/// schema is made compact once, by its owner: a request then carries it without parsing it.
+std::string compact_json(std::string_view json);
 
 /// The request body of `prompt` in strict json_schema mode.
 std::string build_chat_body(const chat_options& opts, const chat_prompt& prompt);

@@ -27,6 +27,12 @@ std::shared_ptr<const std::string> system_prompt_of(const std::string& configure
                                                                 : configured);
 }
 
+/// The schema as each request carries it, made compact once.
+std::string_view request_schema() {
+  static const std::string compact = compact_json(extraction_schema_json());
+  return compact;
+}
+
 chat_prompt extraction_prompt(std::shared_ptr<const std::string> system_prompt,
                               std::string_view text) {
   chat_prompt p;
@@ -35,7 +41,7 @@ chat_prompt extraction_prompt(std::shared_ptr<const std::string> system_prompt,
   p.user = "Document text:\n";
   p.user += text;
   p.schema_name = "invoice";
-  p.schema_json = extraction_schema_json();
+  p.schema_json = request_schema();
   return p;
 }
 

@@ -115,6 +115,16 @@ std::string_view match_decision_schema_json() {
   return schema_text;
 }
 
+namespace {
+
+/// The schema as each request carries it, made compact once.
+std::string_view request_schema() {
+  static const std::string compact = compact_json(schema_text);
+  return compact;
+}
+
+} // namespace
+
 chat_prompt build_match_prompt(const llm_matcher_options& opts, const match_document& doc,
                                const std::vector<match_document>& candidates) {
   rapidjson::StringBuffer buf;
@@ -138,7 +148,7 @@ chat_prompt build_match_prompt(const llm_matcher_options& opts, const match_docu
       opts.system_prompt.empty() ? std::string{default_prompt} : opts.system_prompt);
   p.user.assign(buf.GetString(), buf.GetSize());
   p.schema_name = "match_decision";
-  p.schema_json = schema_text;
+  p.schema_json = request_schema();
   return p;
 }
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
+#include "adapters/extraction/extraction_schema.hpp"
 #include "adapters/extraction/openai_extractor.hpp"
 #include "tests/support/http/fake_http_client.hpp"
 #include "tests/support/llm/thread_timer.hpp"
@@ -97,6 +98,35 @@ TEST(openai_request, has_model_messages_and_strict_schema) {
   EXPECT_TRUE(rf["json_schema"]["strict"].GetBool());
   EXPECT_FALSE(rf["json_schema"]["schema"]["additionalProperties"].GetBool());
   EXPECT_EQ(body.find(o.api_key), std::string::npos);
+}
+
+TEST(openai_request, carries_the_whole_schema_compact) {
+  auto body = build_chat_request(fast_options(), "Rechnung Nr. 1");
+  rapidjson::Document d;
+  d.Parse(body.c_str());
+  ASSERT_FALSE(d.HasParseError());
+  rapidjson::Document schema;
+  auto text = extraction_schema_json();
+  schema.Parse(text.data(), text.size());
+  ASSERT_FALSE(schema.HasParseError());
+  EXPECT_TRUE(d["response_format"]["json_schema"]["schema"] == schema);
+  auto compact = compact_json(text);
+  EXPECT_LT(compact.size(), text.size());
+  EXPECT_NE(body.find(compact), std::string::npos);
+}
+
+TEST(openai_request, a_schema_that_is_no_json_object_is_sent_as_null) {
+  EXPECT_EQ(compact_json(R"({ "a" : [1, 2] })"), R"({"a":[1,2]})");
+  EXPECT_EQ(compact_json("[1]"), "");
+  EXPECT_EQ(compact_json("{"), "");
+  chat_prompt p;
+  p.user = "text";
+  p.schema_name = "invoice";
+  auto body = build_chat_body(fast_options(), p);
+  rapidjson::Document d;
+  d.Parse(body.c_str());
+  ASSERT_FALSE(d.HasParseError());
+  EXPECT_TRUE(d["response_format"]["json_schema"]["schema"].IsNull());
 }
 
 TEST(openai_request, posts_to_chat_completions_with_bearer_key) {
