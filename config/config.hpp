@@ -278,6 +278,8 @@ struct config {
   struct http_section {
     int max_total_connections{};
     int max_connections_per_host{};
+    /// Per lane of the engine's https requests, when neither bound above is set.
+    int https_connections_per_host{};
     int connection_cache_size{};
   } http;
 

@@ -493,6 +493,8 @@ const std::vector<key_spec>& schema() {
     keys(t, "http", &config::http)
         .integer("max_total_connections", &http::max_total_connections, 0, 0, 1000000)
         .integer("max_connections_per_host", &http::max_connections_per_host, 0, 0, 1000000)
+        // HTTP/2 streams share these; more would be a connection per request of a burst.
+        .integer("https_connections_per_host", &http::https_connections_per_host, 16, 0, 100000)
         .integer("connection_cache_size", &http::connection_cache_size, 0, 0, 1000000);
 
     using admin = config::admin_section;

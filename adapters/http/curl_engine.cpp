@@ -175,6 +175,9 @@ constexpr uint64_t wake_key = ~uint64_t{0};
 struct curl_engine::impl {
   curl_engine_options options;
   std::vector<std::unique_ptr<lane>> lanes;
+  /// The lanes from this index on carry the https requests (with their connection bound per
+  /// host); lanes.size() when every request shares every lane.
+  size_t first_https_lane = 0;
   /// TLS sessions and DNS answers shared by every transfer of every lane, so new connections to a
   /// host resume the session. Only the engine thread uses it, hence no lock callbacks.
   CURLSH* share = nullptr;
@@ -260,7 +263,8 @@ struct curl_engine::impl {
     // and TLS session: thousands in flight share a connection per 100 streams. Plain http is
     // HTTP/1.1 here, and waiting there only slowed a burst's start (bench/slow_io: the first
     // 10% of 30,000 calls 3 s later).
-    if (r.url.size() >= 6 && iequals(std::string_view{r.url}.substr(0, 6), "https:"))
+    bool https = r.url.size() >= 6 && iequals(std::string_view{r.url}.substr(0, 6), "https:");
+    if (https)
       curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
                      static_cast<long>(std::max<int64_t>(1, r.connect_timeout.count())));
@@ -306,9 +310,12 @@ struct curl_engine::impl {
     }
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, t.headers);
 
-    auto& l = **std::min_element(lanes.begin(), lanes.end(), [](const auto& a, const auto& b) {
-      return a->active < b->active;
-    });
+    auto split = lanes.begin() + static_cast<std::ptrdiff_t>(first_https_lane);
+    auto [first, last] = split == lanes.end() ? std::pair{lanes.begin(), lanes.end()}
+                         : https              ? std::pair{split, lanes.end()}
+                                              : std::pair{lanes.begin(), split};
+    auto& l = **std::min_element(
+        first, last, [](const auto& a, const auto& b) { return a->active < b->active; });
     if (auto rc = curl_multi_add_handle(l.multi, e); rc != CURLM_OK) {
       deliver(t, error::make_transient("http.transport", std::string("curl_multi_add_handle: ")
                                                              + curl_multi_strerror(rc)));
@@ -531,6 +538,10 @@ curl_engine::curl_engine(curl_engine_options options) : impl_(std::make_unique<i
   const auto& o = impl_->options;
   bool bounded = o.max_total_connections > 0 || o.max_connections_per_host > 0;
   int lane_count = bounded ? 1 : std::max(1, o.lanes);
+  bool https_apart = !bounded && o.https_connections_per_host > 0;
+  impl_->first_https_lane = static_cast<size_t>(lane_count);
+  if (https_apart)
+    lane_count *= 2;
   impl_->share = curl_share_init();
   if (impl_->share != nullptr) {
     curl_share_setopt(impl_->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
@@ -552,6 +563,8 @@ curl_engine::curl_engine(curl_engine_options options) : impl_(std::make_unique<i
       curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, o.max_total_connections);
     if (o.max_connections_per_host > 0)
       curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, o.max_connections_per_host);
+    else if (https_apart && static_cast<size_t>(i) >= impl_->first_https_lane)
+      curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, o.https_connections_per_host);
     if (o.connection_cache_size > 0)
       curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, o.connection_cache_size);
     impl_->lanes.push_back(std::move(l));

@@ -33,6 +33,7 @@ std::shared_ptr<curl_engine> provider_set::http() {
     curl_engine_options opts;
     opts.max_total_connections = cfg_.http.max_total_connections;
     opts.max_connections_per_host = cfg_.http.max_connections_per_host;
+    opts.https_connections_per_host = cfg_.http.https_connections_per_host;
     opts.connection_cache_size = cfg_.http.connection_cache_size;
     http_ = std::make_shared<curl_engine>(opts);
   }

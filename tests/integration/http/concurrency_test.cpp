@@ -164,5 +164,52 @@ TEST(http_concurrency, a_burst_over_tls_to_an_http2_server_shares_a_few_connecti
   std::filesystem::remove_all(dir);
 }
 
+// More https requests at once than a connection has streams (the front allows 100): they wait for
+// a stream of the lane's bounded connections instead of opening a connection each, which libcurl
+// did for every request of a burst that found the open connections full. Plain http requests, one
+// a connection, are not held to that bound.
+TEST(http_concurrency, a_burst_beyond_the_streams_of_a_connection_stays_within_the_https_bound) {
+  constexpr size_t n = 600;
+  auto dir = test::make_temp_dir("ingestd_h2_bound");
+  auto [cert, key] = test::make_self_signed_cert(dir);
+  test::local_http_server backend;
+  test::tls_front front(backend.port(), cert, key);
+  test::http_collector collector;
+  curl_engine engine({.lanes = 2, .https_connections_per_host = 2, .ca_file = cert});
+
+  std::atomic<bool> sampling{true};
+  std::atomic<int> max_tls{0}, max_plain{0};
+  std::thread sampler([&] {
+    while (sampling.load()) {
+      max_tls = std::max(max_tls.load(), connections_to(front.port()));
+      max_plain = std::max(max_plain.load(), connections_to(backend.port()));
+      std::this_thread::sleep_for(5ms); // a sampling period, not a wait for a condition
+    }
+  });
+  for (size_t i = 0; i < 2 * n; ++i) {
+    http_request r;
+    r.url = (i % 2 == 0 ? front.base_url() : backend.base_url()) + "/delay/1500";
+    r.connect_timeout = 10s;
+    r.total_timeout = 60s;
+    engine.submit(std::move(r), collector.make_callback());
+  }
+  ASSERT_TRUE(collector.wait_for(2 * n, 90s)) << "only " << collector.calls() << " of " << 2 * n;
+  sampling = false;
+  sampler.join();
+
+  size_t succeeded = 0;
+  for (const auto& o : collector.outcomes()) {
+    if (o.res->ok() && o.res->value().status == 200 && o.res->value().body == "ok")
+      ++succeeded;
+    else if (!o.res->ok())
+      ADD_FAILURE() << o.res->error().describe();
+  }
+  EXPECT_EQ(succeeded, 2 * n);
+  EXPECT_GE(max_tls.load(), 1);
+  EXPECT_LE(max_tls.load(), 2 * 2) << "2 lanes of at most 2 connections to the https host";
+  EXPECT_GT(max_plain.load(), 100) << "plain http requests, a connection each, are not bounded";
+  std::filesystem::remove_all(dir);
+}
+
 } // namespace
 } // namespace ingestd
