@@ -10,7 +10,8 @@
 // With --extractor https the requests go over TLS, as to a hosted provider: nghttpx (Debian's
 // nghttp2-proxy) in front of the stub, with a certificate made for the run, negotiates HTTP/2 and
 // its streams (100 a connection) share connections; --extractor https1 offers HTTP/1.1 only, a
-// connection and a TLS session per request in flight.
+// connection and a TLS session per request in flight, of which the engine opens at most
+// http.https_connections_per_host per lane (256 in all by default).
 // The node logs as the daemon does by default (JSON lines at info, a line per job, to stderr:
 // `2>/dev/null` keeps them off a terminal); --log-level warn writes none, for their cost.
 //
