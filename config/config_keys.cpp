@@ -167,14 +167,16 @@ const std::vector<key_spec>& schema() {
         // 0: no dead-letter redrive; failed ingestions are acked.
         .integer("max_receive_count", &queue::max_receive_count, 0, 0, 1000)
         .integer("wait_time_seconds", &queue::wait_time_seconds, 20, 0, 20)
-        // Messages one receive takes: SQS's limit is 10; the Postgres queue takes up to 100, for
-        // nodes of many jobs in flight (a receive of 100 costs about half of ten receives of 10).
-        .integer("max_messages", &queue::max_messages, 10, 1, 100,
+        // Messages one receive takes (never more than the free slots); 0: the backend's most, SQS's
+        // 10 or the Postgres queue's 100 (a receive of 100 costs the database about half of ten
+        // receives of 10, and the jobs' later statements get larger batches).
+        .integer("max_messages", &queue::max_messages, 0, 0, 100,
                  [](const config& c, const value& v) -> std::optional<std::string> {
                    if (c.queue.backend != "sqs" || std::get<int64_t>(v) <= 10)
                      return std::nullopt;
                    return "at most 10 with queue.backend = \"sqs\" (SQS's own limit)";
                  })
+        .derived([](const config& c) -> int64_t { return c.queue.backend == "sqs" ? 10 : 100; })
         // Visibility at receive; 0: worker.lease_seconds plus a padding.
         .integer("visibility_timeout_seconds", &queue::visibility_timeout_seconds, 0, 0,
                  max_visibility_seconds, covers_lease())

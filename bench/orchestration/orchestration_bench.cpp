@@ -8,13 +8,13 @@
 // costs: every statement the process sent, and for the ingest stage the adapters' own counts and
 // the replayed script's.
 //
-//   bench_orchestration [--ingestions 20000] [--in-flight 500] [--max-messages 10]
+//   bench_orchestration [--ingestions 20000] [--in-flight 500] [--max-messages 100]
 //                       [--db-pool 4] [--queue-pool 2]
 //                       [--store memory|fs] [--match on|off] [--replay on|off]
 //                       [--pgbench /usr/lib/postgresql/15/bin/pgbench] [--log-level info]
 //
-// --max-messages is queue.max_messages (10, the default configuration's; the Postgres queue takes
-// up to 100 a receive).
+// --max-messages is queue.max_messages (100, the default configuration's for the Postgres queue;
+// SQS takes at most 10 a receive).
 // --db-pool is the connections of each repository (the claimed-work one and each stage's).
 // --match off: the ingestions queue no matching and the match stage does not run (the ingest
 // stage alone, as the figures before the match stage was measured).
@@ -357,7 +357,7 @@ bool run_match_stage(test::pg_schema& db, const std::shared_ptr<object_store>& s
 int main(int argc, char** argv) {
   int n = std::stoi(arg(argc, argv, "ingestions", "20000"));
   int in_flight = std::stoi(arg(argc, argv, "in-flight", "500"));
-  int max_messages = std::stoi(arg(argc, argv, "max-messages", "10"));
+  int max_messages = std::stoi(arg(argc, argv, "max-messages", "100"));
   int db_pool = std::stoi(arg(argc, argv, "db-pool", "4"));
   int queue_pool = std::stoi(arg(argc, argv, "queue-pool", "2"));
   std::string store_kind = arg(argc, argv, "store", "memory");

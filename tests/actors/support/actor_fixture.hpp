@@ -48,6 +48,8 @@ struct actor_fixture : test_coordinator_fixture<> {
     ctx->work = work;
     ctx->settings.worker_id = "test-worker";
     ctx->settings.step_timeout = std::chrono::seconds{30};
+    // The fake queue holds receives to SQS's limit, which the actor tests were written against.
+    ctx->settings.max_messages = 10;
     ctx->observer = [this](const job_outcome& o) { outcomes.push_back(o); };
   }
 

@@ -43,7 +43,7 @@ TEST_F(config_test, defaults_are_the_documented_ones) {
   EXPECT_EQ(cfg->transcription.provider, "tesseract");
   EXPECT_EQ(cfg->extraction.provider, "local");
   EXPECT_EQ(cfg->queue.wait_time_seconds, 20);
-  EXPECT_EQ(cfg->queue.max_messages, 10);
+  EXPECT_EQ(cfg->queue.max_messages, 100); // the Postgres queue's most
   // The lease and what derives from it: visibility and extension the lease + 5 s, the
   // heartbeat every third of it.
   EXPECT_EQ(cfg->worker.lease_seconds, 15);
@@ -351,8 +351,15 @@ TEST_F(config_test, a_receive_of_more_than_ten_messages_is_for_the_postgres_queu
                     {{"INGESTD_QUEUE__BACKEND", "sqs"}, {"INGESTD_QUEUE__MAX_MESSAGES", "11"}}),
             "queue.max_messages = 11: expected at most 10 with queue.backend = \"sqs\" (SQS's own "
             "limit)");
-  EXPECT_NE(failure(std::nullopt, {{"INGESTD_QUEUE__MAX_MESSAGES", "101"}}).find("from 1 to 100"),
+  EXPECT_NE(failure(std::nullopt, {{"INGESTD_QUEUE__MAX_MESSAGES", "101"}}).find("from 0 to 100"),
             std::string::npos);
+  // Unset (or 0), a receive takes the backend's most.
+  auto sqs = load_config(std::nullopt, {{"INGESTD_QUEUE__BACKEND", "sqs"}});
+  ASSERT_TRUE(sqs) << sqs.error().message;
+  EXPECT_EQ(sqs->queue.max_messages, 10);
+  auto postgres = load_config(std::nullopt, {{"INGESTD_QUEUE__MAX_MESSAGES", "0"}});
+  ASSERT_TRUE(postgres) << postgres.error().message;
+  EXPECT_EQ(postgres->queue.max_messages, 100);
 }
 
 TEST_F(config_test, an_extension_or_visibility_shorter_than_the_lease_is_refused_by_name) {
