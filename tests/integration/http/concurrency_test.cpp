@@ -64,6 +64,18 @@ int connections_to(int port) {
   return static_cast<int>(connected.size());
 }
 
+/// The outcomes that are 200 "ok"; every failure is reported.
+size_t answered_ok(const test::http_collector& collector) {
+  size_t ok = 0;
+  for (const auto& o : collector.outcomes()) {
+    if (o.res->ok() && o.res->value().status == 200 && o.res->value().body == "ok")
+      ++ok;
+    else if (!o.res->ok())
+      ADD_FAILURE() << o.res->error().describe();
+  }
+  return ok;
+}
+
 TEST(http_concurrency, thousand_slow_requests_complete_in_seconds_on_one_engine_thread) {
   constexpr size_t n = 1000;
   test::local_http_server server;
@@ -148,14 +160,7 @@ TEST(http_concurrency, a_burst_over_tls_to_an_http2_server_shares_a_few_connecti
   sampling = false;
   sampler.join();
 
-  size_t succeeded = 0;
-  for (const auto& o : collector.outcomes()) {
-    if (o.res->ok() && o.res->value().status == 200 && o.res->value().body == "ok")
-      ++succeeded;
-    else if (!o.res->ok())
-      ADD_FAILURE() << o.res->error().describe();
-  }
-  EXPECT_EQ(succeeded, n);
+  EXPECT_EQ(answered_ok(collector), n);
   EXPECT_EQ(engine.stats().peak_in_flight, n);
   // Every request was in flight at once (each answered 1.5 s later), on no more connections than
   // the engine has lanes; the sampler saw them.
@@ -197,14 +202,7 @@ TEST(http_concurrency, a_burst_beyond_the_streams_of_a_connection_stays_within_t
   sampling = false;
   sampler.join();
 
-  size_t succeeded = 0;
-  for (const auto& o : collector.outcomes()) {
-    if (o.res->ok() && o.res->value().status == 200 && o.res->value().body == "ok")
-      ++succeeded;
-    else if (!o.res->ok())
-      ADD_FAILURE() << o.res->error().describe();
-  }
-  EXPECT_EQ(succeeded, 2 * n);
+  EXPECT_EQ(answered_ok(collector), 2 * n);
   EXPECT_GE(max_tls.load(), 1);
   EXPECT_LE(max_tls.load(), 2 * 2) << "2 lanes of at most 2 connections to the https host";
   EXPECT_GT(max_plain.load(), 100) << "plain http requests, a connection each, are not bounded";
