@@ -64,6 +64,7 @@
 #include "bench/support/cpu_time.hpp"
 #include "messages/error_codes.hpp"
 #include "stages/ingest/ingest_stage.hpp"
+#include "tests/support/http/connections.hpp"
 #include "tests/support/http/local_http_server.hpp"
 #include "tests/support/http/tls_front.hpp"
 #include "tests/support/postgres/pg_fixture.hpp"
@@ -442,6 +443,10 @@ int main(int argc, char** argv) {
     int threads_min = 1 << 30, threads_max = 0;
     long rss_most = 0, heap_most = 0;
     int64_t peak_in_flight = 0;
+    // The node's connections to the server it calls (the stub, or the TLS front before it).
+    int server_port = front ? front->port() : port;
+    int connections_most = 0;
+    int64_t samples = 0;
     while (done.wait_for(std::chrono::milliseconds{250}) != std::future_status::ready) {
       auto t = thread_count();
       threads_min = std::min(threads_min, t);
@@ -452,6 +457,10 @@ int main(int argc, char** argv) {
       rss_most = std::max(rss_most, rss_kb());
       heap_most = std::max(heap_most, heap_kb());
       peak_in_flight = std::max(peak_in_flight, f);
+      // A read of /proc/net/tcp with 20,000 loopback sockets costs the node's cores too: every
+      // 2 s only.
+      if (extractor_kind != "timer" && ++samples % 8 == 1)
+        connections_most = std::max(connections_most, test::connections_to(server_port));
       if (clock_type::now() - t0 > std::chrono::minutes{10}) {
         std::printf("  TIMEOUT after 10 min\n");
         break;
@@ -509,6 +518,9 @@ int main(int argc, char** argv) {
         heap_before, heap_most, per_job(heap_before, heap_most));
     std::printf("  heap after the last job finished: %ld kB (what finished jobs leave behind)\n",
                 heap_at_end);
+    if (extractor_kind != "timer")
+      std::printf("  connections to the %s at most: %d (sampled every 2 s)\n",
+                  front ? "TLS front" : "stub", connections_most);
     caf::anon_send(w.coordinator, shutdown_atom_v);
     stopped.get_future().wait_for(std::chrono::seconds{60});
     ctx.reset();

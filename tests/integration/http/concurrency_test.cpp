@@ -7,13 +7,11 @@
 
 #include <atomic>
 #include <filesystem>
-#include <fstream>
-#include <set>
-#include <sstream>
 #include <thread>
 
 #include "adapters/http/curl_engine.hpp"
 #include "tests/support/environment.hpp"
+#include "tests/support/http/connections.hpp"
 #include "tests/support/http/http_call.hpp"
 #include "tests/support/http/local_http_server.hpp"
 #include "tests/support/http/tls_front.hpp"
@@ -33,35 +31,6 @@ int thread_count() {
     closedir(d);
   }
   return n;
-}
-
-/// Established IPv4 connections of this process to loopback `port`, from /proc/net/tcp: the
-/// sockets whose inode is one of this process's descriptors (the suite's other processes have
-/// connections of their own to ports of any number), each counted once (a read of the table
-/// while others change it can list a socket twice).
-int connections_to(int port) {
-  std::set<std::string> own;
-  std::error_code ec;
-  for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
-    auto target = std::filesystem::read_symlink(fd.path(), ec).native();
-    if (!ec && target.starts_with("socket:["))
-      own.insert(target.substr(8, target.size() - 9));
-  }
-  std::ifstream in("/proc/net/tcp");
-  std::string line;
-  std::getline(in, line); // the header
-  std::set<std::string> connected;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
-    fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout
-        >> inode;
-    auto colon = remote.find(':');
-    if (colon != std::string::npos && state == "01"
-        && std::stoi(remote.substr(colon + 1), nullptr, 16) == port && own.contains(inode))
-      connected.insert(inode);
-  }
-  return static_cast<int>(connected.size());
 }
 
 /// The outcomes that are 200 "ok"; every failure is reported.
@@ -143,7 +112,7 @@ TEST(http_concurrency, a_burst_over_tls_to_an_http2_server_shares_a_few_connecti
   std::atomic<int> max_connections{0};
   std::thread sampler([&] {
     while (sampling.load()) {
-      max_connections = std::max(max_connections.load(), connections_to(front.port()));
+      max_connections = std::max(max_connections.load(), test::connections_to(front.port()));
       std::this_thread::sleep_for(5ms); // a sampling period, not a wait for a condition
     }
   });
@@ -186,8 +155,8 @@ TEST(http_concurrency, a_burst_beyond_the_streams_of_a_connection_stays_within_t
   std::atomic<int> max_tls{0}, max_plain{0};
   std::thread sampler([&] {
     while (sampling.load()) {
-      max_tls = std::max(max_tls.load(), connections_to(front.port()));
-      max_plain = std::max(max_plain.load(), connections_to(backend.port()));
+      max_tls = std::max(max_tls.load(), test::connections_to(front.port()));
+      max_plain = std::max(max_plain.load(), test::connections_to(backend.port()));
       std::this_thread::sleep_for(5ms); // a sampling period, not a wait for a condition
     }
   });
