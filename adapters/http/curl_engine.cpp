@@ -175,9 +175,11 @@ constexpr uint64_t wake_key = ~uint64_t{0};
 struct curl_engine::impl {
   curl_engine_options options;
   std::vector<std::unique_ptr<lane>> lanes;
-  /// The lanes from this index on carry the https requests (with their connection bound per
-  /// host); lanes.size() when every request shares every lane.
-  size_t first_https_lane = 0;
+  /// Plain http requests go to the lanes before `http_lanes_end`, https ones to those from
+  /// `https_lanes_begin` on (with their connection bound per host). Every lane takes both when
+  /// https has no lanes of its own.
+  size_t http_lanes_end = 0;
+  size_t https_lanes_begin = 0;
   /// TLS sessions and DNS answers shared by every transfer of every lane, so new connections to a
   /// host resume the session. Only the engine thread uses it, hence no lock callbacks.
   CURLSH* share = nullptr;
@@ -310,10 +312,8 @@ struct curl_engine::impl {
     }
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, t.headers);
 
-    auto split = lanes.begin() + static_cast<std::ptrdiff_t>(first_https_lane);
-    auto [first, last] = split == lanes.end() ? std::pair{lanes.begin(), lanes.end()}
-                         : https              ? std::pair{split, lanes.end()}
-                                              : std::pair{lanes.begin(), split};
+    auto first = lanes.begin() + static_cast<std::ptrdiff_t>(https ? https_lanes_begin : 0);
+    auto last = https ? lanes.end() : lanes.begin() + static_cast<std::ptrdiff_t>(http_lanes_end);
     auto& l = **std::min_element(
         first, last, [](const auto& a, const auto& b) { return a->active < b->active; });
     if (auto rc = curl_multi_add_handle(l.multi, e); rc != CURLM_OK) {
@@ -539,7 +539,8 @@ curl_engine::curl_engine(curl_engine_options options) : impl_(std::make_unique<i
   bool bounded = o.max_total_connections > 0 || o.max_connections_per_host > 0;
   int lane_count = bounded ? 1 : std::max(1, o.lanes);
   bool https_apart = !bounded && o.https_connections_per_host > 0;
-  impl_->first_https_lane = static_cast<size_t>(lane_count);
+  impl_->http_lanes_end = static_cast<size_t>(lane_count);
+  impl_->https_lanes_begin = https_apart ? impl_->http_lanes_end : 0;
   if (https_apart)
     lane_count *= 2;
   impl_->share = curl_share_init();
@@ -563,7 +564,7 @@ curl_engine::curl_engine(curl_engine_options options) : impl_(std::make_unique<i
       curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, o.max_total_connections);
     if (o.max_connections_per_host > 0)
       curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, o.max_connections_per_host);
-    else if (https_apart && static_cast<size_t>(i) >= impl_->first_https_lane)
+    else if (https_apart && static_cast<size_t>(i) >= impl_->https_lanes_begin)
       curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, o.https_connections_per_host);
     if (o.connection_cache_size > 0)
       curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, o.connection_cache_size);
