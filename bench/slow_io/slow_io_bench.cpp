@@ -455,12 +455,15 @@ int main(int argc, char** argv) {
       // The most memory of the run, wherever the jobs were then (when the count first peaks, many
       // are still being claimed and hold no HTTP transfer yet), over the most jobs in flight.
       rss_most = std::max(rss_most, rss_kb());
-      heap_most = std::max(heap_most, heap_kb());
       peak_in_flight = std::max(peak_in_flight, f);
-      // A read of /proc/net/tcp with 20,000 loopback sockets costs the node's cores too: every
-      // 2 s only.
-      if (extractor_kind != "timer" && ++samples % 8 == 1)
-        connections_most = std::max(connections_most, test::connections_to(server_port));
+      // Every 2 s only, for what they cost the node: mallinfo2 walks every arena's free lists under
+      // its lock (20-70 ms with the heap of 10,000 jobs, while the node's threads wait to
+      // allocate), and a read of /proc/net/tcp with 20,000 loopback sockets costs its cores too.
+      if (++samples % 8 == 1) {
+        heap_most = std::max(heap_most, heap_kb());
+        if (extractor_kind != "timer")
+          connections_most = std::max(connections_most, test::connections_to(server_port));
+      }
       if (clock_type::now() - t0 > std::chrono::minutes{10}) {
         std::printf("  TIMEOUT after 10 min\n");
         break;
@@ -513,9 +516,9 @@ int main(int argc, char** argv) {
         : extractor_kind == "https1" ? " (each holds one TLS connection, HTTP/1.1)"
         : extractor_kind == "https"  ? " (HTTP/2 streams over shared TLS connections)"
                                      : "");
-    std::printf(
-        "  of which malloc'd heap: %ld kB before, %ld kB at most = %.1f kB per in-flight job\n",
-        heap_before, heap_most, per_job(heap_before, heap_most));
+    std::printf("  of which malloc'd heap: %ld kB before, %ld kB at most (sampled every 2 s) = "
+                "%.1f kB per in-flight job\n",
+                heap_before, heap_most, per_job(heap_before, heap_most));
     std::printf("  heap after the last job finished: %ld kB (what finished jobs leave behind)\n",
                 heap_at_end);
     if (extractor_kind != "timer")
