@@ -1,6 +1,6 @@
 // The embedded migrations on a fresh schema: applied once, recorded, a no-op the second time;
 // the document trigger for completed and failed ingestions; the work item's status followed by its
-// ingestion; the tables' constraints, migration 015's among them.
+// ingestion; the tables' constraints, migration 015's among them; the busy tables' autoanalyze.
 #include <set>
 #include <thread>
 
@@ -354,4 +354,24 @@ TEST_F(schema_test, work_item_constraints) {
                   "INSERT INTO event_sink (name, types) VALUES ('notify', '{INGESTION_FAILED}')"),
       "ok");
   EXPECT_EQ(sqlstate_of(*db, "INSERT INTO event_sink (name) VALUES ('pager')"), "23514");
+}
+
+// Migration 034: the tables every document writes several times are analyzed after many changes,
+// not at every round of autovacuum's launcher; the document table, whose statistics plan
+// matching's candidate queries, keeps PostgreSQL's default.
+TEST_F(schema_test, busy_tables_are_analyzed_after_many_changes_and_documents_as_by_default) {
+  auto threshold = [&](const std::string& table) {
+    return db->scalar(
+        "SELECT COALESCE((SELECT split_part(o, '=', 2) FROM unnest(c.reloptions) AS o "
+        "WHERE o LIKE 'autovacuum_analyze_threshold=%'), 'default') FROM pg_class "
+        "AS c WHERE c.oid = $1::regclass",
+        {table});
+  };
+  EXPECT_EQ(threshold("ingestion"), "50000");
+  EXPECT_EQ(threshold("work_item"), "50000");
+  EXPECT_EQ(threshold("ingestion_event"), "500000");
+  EXPECT_EQ(threshold("event_outbox"), "500000");
+  EXPECT_EQ(threshold("document"), "default");
+  // The queue table keeps its own (migration 001): analyzed after 500 changes, at any size.
+  EXPECT_EQ(threshold("queue_message"), "500");
 }
