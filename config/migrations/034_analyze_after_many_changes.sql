@@ -11,8 +11,7 @@
 --
 -- The document table keeps the default: matching's candidate queries are planned from its
 -- statistics, and a document's features are filled in after it is written, so the statistics must
--- follow them (50,000 changes late, the match stage of bench/orchestration ran at a quarter of its
--- speed).
+-- follow them.
 ALTER TABLE ingestion SET (autovacuum_analyze_threshold = 50000);
 ALTER TABLE work_item SET (autovacuum_analyze_threshold = 50000);
 ALTER TABLE ingestion_event SET (autovacuum_analyze_threshold = 500000);
