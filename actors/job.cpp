@@ -31,10 +31,11 @@
 //      left to expire counts as a crash)
 //
 // (*) not deleted when the stage leaves it for the queue's dead-letter redrive. Every step is a
-// port call with a deadline; a late answer of an abandoned step is ignored. The deadline is the
-// actor's receive timeout: a step starts while the job handles a message and ends with the
-// next one, so "no message for step_timeout" is "the step ran past its deadline". That is one
-// cancellable clock entry per job, dropped when the job ends, so a finished job is freed at once.
+// port call with a deadline; a late answer of an abandoned step is ignored. A step starts while
+// the job handles a message and ends with the next one, so "no message for step_timeout" is "the
+// step ran past its deadline": every message sets the job's deadline in the node's table
+// (actors/deadlines.hpp), whose sweep tells the job within a second of it passing. The entry
+// goes when the job ends, so a finished job is freed at once.
 //
 // The audit trail (stages with an audit) goes to the database with the state change it leads to
 // (the outcome, the failure, the give-back, the cancellation), in its transaction; the steps
@@ -55,7 +56,6 @@
 
 #include <caf/abstract_actor.hpp>
 #include <caf/actor_system.hpp>
-#include <caf/after.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -159,6 +159,8 @@ struct job_state {
   std::string_view step = steps::parse;
   clock::time_point step_started;
   std::function<void(error)> on_timeout;
+  /// When the current step fails unless a message comes first (arm_deadline).
+  caf::actor_clock::time_point deadline;
   /// The step waits for a CPU worker or for a provider's limits: its deadline does not run (the
   /// CPU pool and the provider's line answer work that waits too long themselves).
   bool step_waiting = false;
@@ -218,6 +220,13 @@ std::vector<log::field> log_fields(const job_state& st) {
 std::chrono::seconds step_timeout_of(const job_state& st) {
   return st.stage->step_timeout.count() > 0 ? st.stage->step_timeout
                                             : st.ctx->settings.step_timeout;
+}
+
+/// The job's deadline runs from now (its last message): step_timeout, in the node's table.
+void arm_deadline(job_ptr self) {
+  auto& st = self->state;
+  st.deadline = self->clock().now() + step_timeout_of(st);
+  st.ctx->deadlines->set(self, st.deadline);
 }
 
 // ---- how a step runs -----------------------------------------------------------------------
@@ -425,7 +434,7 @@ protected:
 
 private:
   /// A notice (from any thread) that the current step waits, or goes on. It is a message to the
-  /// job, which restarts the receive timeout: the step's deadline runs from then on.
+  /// job, which restarts its deadline: the step's deadline runs from then on.
   std::function<void()> waiting_notice(bool waiting) const {
     auto self = self_;
     return [me = caf::actor_cast<caf::actor>(self_), seq = self_->state.seq, self, waiting] {
@@ -451,8 +460,10 @@ job_impl::behavior_type job(job_ptr self, std::shared_ptr<node_context> ctx,
   self->set_exception_handler(
       [self](std::exception_ptr& eptr) { return exception_escaped(self, eptr); });
   post(caf::actor_cast<caf::actor>(self), 0, [self] { parse(self); });
+  // Every message the job handles restarts its deadline.
   return {
       [self](resume_atom, uint64_t seq, continuation& c) {
+        arm_deadline(self);
         auto& st = self->state;
         if (seq != st.seq)
           return; // the answer of a step abandoned (deadline, stop, lost)
@@ -460,10 +471,24 @@ job_impl::behavior_type job(job_ptr self, std::shared_ptr<node_context> ctx,
           return cancel(self); // a step boundary: its result is dropped
         run_stage_code(self, c.fn);
       },
-      [self](lost_atom, std::string& reason) { lost(self, std::move(reason)); },
-      [self](stop_atom) { release(self); },
-      [self](cancel_atom) { cancel_requested(self); },
-      caf::after(step_timeout_of(st)) >> [self] { deadline_passed(self); },
+      [self](lost_atom, std::string& reason) {
+        arm_deadline(self);
+        lost(self, std::move(reason));
+      },
+      [self](stop_atom) {
+        arm_deadline(self);
+        release(self);
+      },
+      [self](cancel_atom) {
+        arm_deadline(self);
+        cancel_requested(self);
+      },
+      [self](timeout_atom) {
+        if (self->clock().now() < self->state.deadline)
+          return; // a message came after the sweep took the deadline
+        arm_deadline(self);
+        deadline_passed(self);
+      },
   };
 }
 
@@ -775,7 +800,8 @@ void lost(job_ptr self, std::string reason) {
   finish(self, job_result::lost, std::move(reason), "claim_lost");
 }
 
-/// No message for step_timeout: the current step ran past its deadline and fails with it.
+/// No message for step_timeout (the deadline sweep said so): the current step ran past its
+/// deadline and fails with it.
 void deadline_passed(job_ptr self) {
   auto& st = self->state;
   if (!st.on_timeout || st.step_waiting)
@@ -889,7 +915,10 @@ job_actor spawn_job(caf::actor_system& sys, std::shared_ptr<node_context> node,
   auto in_flight = std::make_shared<flight>(node, stage->label);
   auto self = sys.spawn(job, node, stage, std::move(heartbeat), std::move(msg), in_flight);
   caf::actor_cast<caf::abstract_actor*>(self)->attach_functor(
-      [in_flight = std::move(in_flight)] { in_flight->end(); });
+      [in_flight = std::move(in_flight), deadlines = node->deadlines, id = self.id()] {
+        in_flight->end();
+        deadlines->remove(id);
+      });
   return self;
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "actors/deadlines.hpp"
 #include "actors/heartbeat.hpp"
 #include "actors/periodic.hpp"
 #include "actors/poller.hpp"
@@ -38,6 +39,8 @@ node start_node(caf::actor_system& sys, const std::shared_ptr<node_context>& ctx
     n.heartbeats.push_back(spawn_heartbeat(sys, ctx));
     others.push_back(caf::actor_cast<caf::actor>(n.heartbeats.back()));
   }
+  n.deadlines = spawn_deadline_sweep(sys, ctx->deadlines);
+  others.push_back(caf::actor_cast<caf::actor>(n.deadlines));
   if (options.sweeper) {
     n.sweeper = spawn_sweeper(sys, ctx);
     others.push_back(caf::actor_cast<caf::actor>(n.sweeper));

@@ -60,6 +60,8 @@ struct node {
   /// One per stage, in the order of context->stages.
   std::vector<poller_actor> pollers;
   std::vector<heartbeat_actor> heartbeats;
+  /// Tells the jobs whose step ran past its deadline.
+  deadline_sweep_actor deadlines;
   /// Null when the node runs none.
   sweeper_actor sweeper;
   relay_actor relay;
@@ -75,9 +77,9 @@ struct node {
 /// the database and OCR about a tenth of the worker's CPU.
 void configure_scheduler(caf::actor_system_config& cfg);
 
-/// Starts the node over `ctx` (its admission set to its settings' limits): the heartbeats, a poller
-/// per stage (each receives at once), the sweeper, the relay and the registry actor (when the
-/// options ask for them) and the shutdown coordinator.
+/// Starts the node over `ctx` (its admission set to its settings' limits): the heartbeats, the
+/// deadline sweep, a poller per stage (each receives at once), the sweeper, the relay and the
+/// registry actor (when the options ask for them) and the shutdown coordinator.
 node start_node(caf::actor_system& sys, const std::shared_ptr<node_context>& ctx,
                 node_options options = {});
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "actors/admission.hpp"
+#include "actors/deadlines.hpp"
 #include "actors/metrics.hpp"
 #include "actors/stage.hpp"
 #include "adapters/db/work_repository.hpp"
@@ -99,6 +100,8 @@ struct node_context {
       = std::make_shared<node_admission>(settings.admission_limits());
   std::shared_ptr<worker_metrics> metrics = std::make_shared<worker_metrics>();
   std::shared_ptr<held_claims> claims = std::make_shared<held_claims>();
+  /// The jobs' step deadlines, which the node's deadline sweep enforces.
+  std::shared_ptr<step_deadlines> deadlines = std::make_shared<step_deadlines>();
   worker_observer observer;
   /// Asks the node to drain and stop (a lifetime or idle limit reached; `why` for the log).
   /// The node's builder sets it to a shutdown request to its coordinator; any actor may call it.

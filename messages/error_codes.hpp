@@ -12,7 +12,7 @@ namespace ingestd::errc {
 
 // -- the job's lifecycle ---------------------------------------------------------------------
 
-/// A step ran past its deadline (the job's receive timeout).
+/// A step ran past its deadline (no message for the job's step timeout).
 inline constexpr std::string_view step_timeout = "step.timeout";
 /// A step's CPU work threw; the CPU worker goes on.
 inline constexpr std::string_view step_exception = "step.exception";

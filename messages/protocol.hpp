@@ -118,7 +118,10 @@ using job_actor = caf::typed_actor<
     caf::reacts_to<stop_atom>,
     /// Its work was cancelled (the heartbeat saw the request): stop at the next step boundary,
     /// record `cancelled`, delete the message.
-    caf::reacts_to<cancel_atom>>;
+    caf::reacts_to<cancel_atom>,
+    /// Its step's deadline passed (the node's deadline sweep, actors/deadlines.hpp): the step
+    /// fails with it, unless a message came since or the step waits.
+    caf::reacts_to<timeout_atom>>;
 
 /// The poller of one stage (actors/poller.cpp).
 using poller_actor = caf::typed_actor<
@@ -177,6 +180,11 @@ using node_registry_actor = caf::typed_actor<
 /// The periodic actor (actors/periodic.cpp).
 using periodic_actor = caf::typed_actor<
     /// Run a pass.
+    caf::reacts_to<tick_atom>>;
+
+/// The sweep of the node's job deadlines (actors/deadlines.cpp).
+using deadline_sweep_actor = caf::typed_actor<
+    /// Tell every job whose deadline passed (re-armed first).
     caf::reacts_to<tick_atom>>;
 
 /// The sweeper (actors/sweeper.cpp).

@@ -1,6 +1,7 @@
 // The deterministic fixture of the actor tests: CAF's test coordinator (virtual time, one
-// thread), a node_context whose claimed-work port is the fake work_item table, the ingest stage
-// built by its module over the port fakes, and the outcomes the jobs report.
+// thread), a node_context whose claimed-work port is the fake work_item table, with its deadline
+// sweep, the ingest stage built by its module over the port fakes, and the outcomes the jobs
+// report.
 #pragma once
 
 #include <memory>
@@ -10,6 +11,7 @@
 
 #include "caf/test/dsl.hpp"
 
+#include "actors/deadlines.hpp"
 #include "actors/heartbeat.hpp"
 #include "actors/job.hpp"
 #include "actors/node_context.hpp"
@@ -51,6 +53,7 @@ struct actor_fixture : test_coordinator_fixture<> {
     // The fake queue holds receives to SQS's limit, which the actor tests were written against.
     ctx->settings.max_messages = 10;
     ctx->observer = [this](const job_outcome& o) { outcomes.push_back(o); };
+    periodic.push_back(caf::actor_cast<caf::actor>(spawn_deadline_sweep(sys, ctx->deadlines)));
   }
 
   ~actor_fixture() override {
