@@ -72,7 +72,7 @@ struct stage {
   dead_letter_policy dead_letter = dead_letter_policy::never;
   /// Its jobs need the CPU pool: the poller admits them by what the pool can finish.
   bool uses_cpu = false;
-  /// Its jobs keep an audit trail (table ingestion_event).
+  /// Its jobs keep an audit trail (audit_trail, read through the view ingestion_event).
   bool audit = false;
   /// A work item whose document is a known file ends skipped at its claim.
   bool skips_known_files = false;

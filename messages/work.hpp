@@ -96,8 +96,8 @@ struct claim_answer {
   std::string detail;
 };
 
-/// One row of the audit trail (table ingestion_event), written with the state change it leads
-/// to.
+/// One step of the audit trail (a row of the view ingestion_event), written with the state
+/// change it leads to.
 struct audit_event {
   uuid item;
   /// The step: "parse", "claim", "fetch", "transcribe", "extract", "complete", ...

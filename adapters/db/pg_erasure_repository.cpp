@@ -72,9 +72,9 @@ WITH docs AS (
    WHERE lower(btrim(q.body, E' \t\n\r\f\x0B')) IN (SELECT id FROM subjects)
   RETURNING 1
 ), del_audit AS (
-  DELETE FROM ingestion_event AS e
-   WHERE e.ingestion_id IN (SELECT id FROM items UNION SELECT id FROM ings)
-  RETURNING 1
+  DELETE FROM audit_trail AS t
+   WHERE t.ingestion_id IN (SELECT id FROM items UNION SELECT id FROM ings)
+  RETURNING cardinality(t.steps) AS steps
 ), del_outbox AS (
   DELETE FROM event_outbox AS o
    WHERE o.ordering_key IN (SELECT id FROM subjects)
@@ -103,7 +103,7 @@ WITH docs AS (
            'ingestion', (SELECT count(*) FROM del_ingestions),
            'work_item', (SELECT count(*) FROM del_items),
            'queue_message', (SELECT count(*) FROM del_messages),
-           'ingestion_event', (SELECT count(*) FROM del_audit),
+           'ingestion_event', (SELECT COALESCE(sum(steps), 0) FROM del_audit),
            'event_outbox', (SELECT count(*) FROM del_outbox),
            'document_match', (SELECT count(*) FROM del_matches),
            'document_review', (SELECT count(*) FROM del_reviews)) AS rows

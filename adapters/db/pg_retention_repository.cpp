@@ -72,13 +72,14 @@ WITH due AS (
    LIMIT $4
    FOR UPDATE OF i SKIP LOCKED
 ), gone AS (
-  DELETE FROM ingestion_event AS e USING due
-   WHERE (e.ingestion_id = due.id OR e.ingestion_id = due.document_id) AND e.at < due.cutoff
-  RETURNING 1
+  DELETE FROM audit_trail AS t USING due
+   WHERE (t.ingestion_id = due.id OR t.ingestion_id = due.document_id)
+     AND t.written_at < due.cutoff
+  RETURNING cardinality(t.steps) AS steps
 ), marked AS (
   UPDATE ingestion AS i SET audit_pruned_at = now() FROM due WHERE i.id = due.id RETURNING 1
 )
-SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM marked)
+SELECT (SELECT COALESCE(sum(steps), 0) FROM gone), (SELECT count(*) FROM marked)
 )sql";
 const pg::statement prune_audit_sql{"ingestd_retention_audit", prune_audit_text.c_str()};
 

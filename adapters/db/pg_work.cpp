@@ -42,8 +42,8 @@ WITH c AS (
          AS n(parent, item, stage, document, tenant, priority, class, queue, reopen, parent_token)
    WHERE (n.parent, n.parent_token) IN (SELECT id, token FROM done)
 ), audit AS (
-  SELECT ingestd_append_audit($3::uuid[], $4::text[], $5::text[], $6::text[], $7::bigint[],
-                              $8::text[], $9::bigint[]) AS appended
+  SELECT ingestd_append_audit($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[],
+                              $8::text[], $9::text[]) AS appended
 )
 SELECT d.id, d.token, (SELECT sent FROM next), (SELECT appended FROM audit)
   FROM (SELECT 1) AS one LEFT JOIN done AS d ON true
@@ -72,16 +72,38 @@ std::string uuid_array(const std::vector<uuid>& ids) {
 }
 
 void add_audit_params(std::vector<param>& params, const std::vector<audit_event>& events) {
+  constexpr size_t max_run = 1000;
+  // One element per write: each run of steps of one item (a job's trail is one run) becomes one
+  // row of the trail, its columns array literals inside the array; a run takes at most the
+  // 1,000 ids of its block (migration 035).
   std::vector<param> items, steps, outcomes, details, durations, workers, ats;
-  for (auto& e : events) {
-    items.emplace_back(e.item.str());
-    steps.push_back(clean(e.step));
-    outcomes.push_back(clean(e.outcome));
-    details.push_back(opt_clean(e.detail));
-    durations.emplace_back(std::to_string(e.duration_ms));
-    workers.push_back(opt_clean(e.worker_id));
-    ats.emplace_back(std::to_string(e.at_ms));
+  std::vector<param> run_steps, run_outcomes, run_details, run_durations, run_workers, run_ats;
+  auto close_run = [&] {
+    steps.emplace_back(array_literal(run_steps));
+    outcomes.emplace_back(array_literal(run_outcomes));
+    details.emplace_back(array_literal(run_details));
+    durations.emplace_back(array_literal(run_durations));
+    workers.emplace_back(array_literal(run_workers));
+    ats.emplace_back(array_literal(run_ats));
+    for (auto* a :
+         {&run_steps, &run_outcomes, &run_details, &run_durations, &run_workers, &run_ats})
+      a->clear();
+  };
+  for (size_t i = 0; i < events.size(); ++i) {
+    auto& e = events[i];
+    if (i > 0 && (e.item != events[i - 1].item || run_steps.size() == max_run))
+      close_run();
+    if (run_steps.empty())
+      items.emplace_back(e.item.str());
+    run_steps.push_back(clean(e.step));
+    run_outcomes.push_back(clean(e.outcome));
+    run_details.push_back(opt_clean(e.detail));
+    run_durations.emplace_back(std::to_string(e.duration_ms));
+    run_workers.push_back(opt_clean(e.worker_id));
+    run_ats.emplace_back(std::to_string(e.at_ms));
   }
+  if (!run_steps.empty())
+    close_run();
   for (auto* a : {&items, &steps, &outcomes, &details, &durations, &workers, &ats})
     params.emplace_back(array_literal(*a));
 }

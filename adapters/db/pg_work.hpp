@@ -19,8 +19,9 @@ namespace ingestd::pg {
 /// A uuid[] parameter.
 std::string uuid_array(const std::vector<uuid>& ids);
 
-/// Appends the seven array parameters of ingestd_append_audit (items, steps, outcomes, details,
-/// durations, workers, times) for `events`, text cleaned.
+/// Appends the seven array parameters of ingestd_append_audit for `events`, text cleaned: an
+/// element per run of consecutive steps of one item (the trail's row), the item, then each
+/// column (steps, outcomes, details, durations, workers, times) as an array literal.
 void add_audit_params(std::vector<param>& params, const std::vector<audit_event>& events);
 
 /// The error of a fenced write that matched no row.

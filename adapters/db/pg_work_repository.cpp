@@ -204,8 +204,8 @@ WITH f AS (
 ), sent AS (
   SELECT count(ingestd_send($9, f.id::text, f.priority, $10::boolean, f.tenant_id)) AS n FROM f WHERE $8 <> ''
 ), audit AS (
-  SELECT ingestd_append_audit($11::uuid[], $12::text[], $13::text[], $14::text[], $15::bigint[],
-                              $16::text[], $17::bigint[]) AS appended
+  SELECT ingestd_append_audit($11::uuid[], $12::text[], $13::text[], $14::text[], $15::text[],
+                              $16::text[], $17::text[]) AS appended
 )
 SELECT f.attempt_count, f.status, (SELECT n FROM sent), (SELECT appended FROM audit)
   FROM (SELECT 1) AS one LEFT JOIN f ON true
@@ -221,8 +221,8 @@ WITH r AS (
    WHERE id = $1 AND claim_token = $2 AND status = 'in-progress'
   RETURNING id
 ), audit AS (
-  SELECT ingestd_append_audit($3::uuid[], $4::text[], $5::text[], $6::text[], $7::bigint[],
-                              $8::text[], $9::bigint[]) AS appended
+  SELECT ingestd_append_audit($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[],
+                              $8::text[], $9::text[]) AS appended
 )
 SELECT (SELECT count(*) FROM r), (SELECT appended FROM audit)
 )sql"};
@@ -235,15 +235,15 @@ WITH c AS (
    WHERE id = $1 AND claim_token = $2 AND status = 'in-progress'
   RETURNING id
 ), audit AS (
-  SELECT ingestd_append_audit($3::uuid[], $4::text[], $5::text[], $6::text[], $7::bigint[],
-                              $8::text[], $9::bigint[]) AS appended
+  SELECT ingestd_append_audit($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[],
+                              $8::text[], $9::text[]) AS appended
 )
 SELECT (SELECT count(*) FROM c), (SELECT appended FROM audit)
 )sql"};
 
 constexpr pg::statement audit_sql{"ingestd_work_audit", R"sql(
-SELECT ingestd_append_audit($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bigint[],
-                            $6::text[], $7::bigint[])
+SELECT ingestd_append_audit($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[],
+                            $6::text[], $7::text[])
 )sql"};
 
 // The sweeper's net, one node at a time per stage and class (a transaction-scoped advisory lock

@@ -549,7 +549,7 @@ int main(int argc, char** argv) {
     return checks_hold ? 0 : 1;
   // The replay: the same ingestions made claimable again, a message each, and the per-job SQL.
   db->query("DELETE FROM queue_message");
-  db->query("DELETE FROM ingestion_event");
+  db->query("DELETE FROM audit_trail");
   db->query("DELETE FROM work_item WHERE stage <> 'ingest'");
   db->query(
       "UPDATE work_item SET status = 'in-progress', claim_token = NULL, lease_expires_at = NULL, "

@@ -75,7 +75,8 @@ void prunes_what_is_past_its_days(e2e_setup& s, const storage_access& st) {
                  {doc});
     s.db().query("UPDATE ingestion SET created_at = now() - interval '40 days' WHERE id = $1",
                  {id});
-    s.db().query("UPDATE ingestion_event SET at = now() - interval '40 days' "
+    s.db().query("UPDATE audit_trail SET written_at = now() - interval '40 days', "
+                 "ats = array_fill(now() - interval '40 days', ARRAY[cardinality(ats)]) "
                  "WHERE ingestion_id IN ($1, $2)",
                  {id, doc});
     s.db().query("UPDATE event_outbox SET sent_at = now() - interval '40 days' "

@@ -67,7 +67,7 @@ TEST(migrations, apply_once_then_nothing) {
   EXPECT_EQ(db.scalar("SELECT name FROM schema_migrations WHERE version = 1"), "001_initial.sql");
   // Schema-agnostic: everything landed in the test's schema, nothing in public.
   EXPECT_EQ(db.scalar("SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename IN "
-                      "('document', 'ingestion', 'ingestion_event', 'queue_message', "
+                      "('document', 'ingestion', 'audit_trail', 'queue_message', "
                       "'schema_migrations')",
                       {db.name()}),
             "5");
@@ -369,7 +369,7 @@ TEST_F(schema_test, busy_tables_are_analyzed_after_many_changes_and_documents_as
   };
   EXPECT_EQ(threshold("ingestion"), "50000");
   EXPECT_EQ(threshold("work_item"), "50000");
-  EXPECT_EQ(threshold("ingestion_event"), "500000");
+  EXPECT_EQ(threshold("audit_trail"), "50000"); // migration 035: a row per job, like ingestion
   EXPECT_EQ(threshold("event_outbox"), "500000");
   EXPECT_EQ(threshold("document"), "default");
   // The queue table keeps its own (migration 001): analyzed after 500 changes, at any size.

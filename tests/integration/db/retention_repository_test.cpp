@@ -43,7 +43,9 @@ protected:
               {ingestion.str(), ago});
     db->query("UPDATE document SET created_at = now() - $2::interval WHERE id = $1",
               {document_of(ingestion).str(), ago});
-    db->query("UPDATE ingestion_event SET at = now() - $2::interval WHERE ingestion_id = $1",
+    db->query("UPDATE audit_trail SET written_at = now() - $2::interval, "
+              "ats = array_fill(now() - $2::interval, ARRAY[cardinality(ats)]) "
+              "WHERE ingestion_id = $1",
               {ingestion.str(), ago});
   }
 

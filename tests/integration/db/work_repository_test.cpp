@@ -806,6 +806,8 @@ TEST_F(work_test, audit_rows_are_appended_in_one_call_and_a_row_the_database_ref
       {id, "extract", "permanent", "llm.http_400: \0bad"s, 2, "w1", 0}};
   ASSERT_TRUE(await<void>([&](auto cb) { work->append_audit(events, cb); }));
   EXPECT_EQ(count("SELECT count(*) FROM ingestion_event"), 4);
+  // Stored as a row per run of one item's steps (the trail's row per write): three here.
+  EXPECT_EQ(count("SELECT count(*) FROM audit_trail"), 3);
   auto rows = db->query("SELECT step, outcome, detail, duration_ms, worker_id, "
                         "floor(extract(epoch FROM at) * 1000)::bigint FROM ingestion_event "
                         "WHERE ingestion_id = $1 ORDER BY id",
@@ -823,7 +825,7 @@ TEST_F(work_test, audit_rows_are_appended_in_one_call_and_a_row_the_database_ref
 
   // Beyond the timestamp range: PostgreSQL refuses the value (22008); the other rows are stored
   // and the call says it failed.
-  db->query("DELETE FROM ingestion_event");
+  db->query("DELETE FROM audit_trail");
   std::vector<audit_event> with_bad{audit_row(id, "a"), audit_row(id, "b"), audit_row(id, "c"),
                                     audit_row(id, "d")};
   with_bad[2].at_ms = std::numeric_limits<int64_t>::max();
