@@ -375,3 +375,29 @@ TEST_F(schema_test, busy_tables_are_analyzed_after_many_changes_and_documents_as
   // The queue table keeps its own (migration 001): analyzed after 500 changes, at any size.
   EXPECT_EQ(threshold("queue_message"), "500");
 }
+
+// Migration 036: an event's body is built as text, character for character what jsonb rendered,
+// whatever its parts hold (quotes, control characters, non-ASCII text, nulls, nested payloads).
+TEST_F(schema_test, an_event_body_is_the_text_jsonb_rendered) {
+  struct parts {
+    std::optional<std::string> tenant, ingestion;
+    std::string type, payload;
+  };
+  for (const auto& p : std::vector<parts>{
+           {uuid::v7().str(), uuid::v7().str(), "INGESTION_COMPLETED",
+            R"({"model": "x", "valid_structured_data": true})"},
+           {std::nullopt, std::nullopt, "DOCUMENT_ADDED", "{}"},
+           {uuid::v7().str(), std::nullopt, "A \"quoted\" \\ type\t\u00e9",
+            R"({"error": "line\nbreak \"q\" \u0001", "nested": {"list": [1, 2.5, null, "é"]}})"}}) {
+    auto same = db->scalar(
+        "WITH b AS (SELECT gen_random_uuid() AS id, gen_random_uuid() AS doc), "
+        "t AS (SELECT ingestd_event_body(b.id, $1, $2::uuid, b.doc, $3::uuid, $4::jsonb) AS body, "
+        "             jsonb_build_object('id', b.id, 'type', $1, 'time', 'T', 'tenant_id', "
+        "                                $2::uuid, 'document_id', b.doc, 'ingestion_id', $3::uuid, "
+        "                                'payload', $4::jsonb)::text AS rendered FROM b) "
+        "SELECT regexp_replace(body, '\"time\": \"[0-9T:.Z-]+\"', '\"time\": \"T\"') = rendered "
+        "FROM t",
+        {p.type, p.tenant, p.ingestion, p.payload});
+    EXPECT_EQ(same, "t") << p.type;
+  }
+}
