@@ -435,19 +435,19 @@ struct curl_engine::impl {
     }
   }
 
-  /// Milliseconds until the earliest lane timer or task (0 if one is due), at most 1 s.
+  /// Milliseconds until the earliest lane timer or task (0 if one is due), at most 1 s. Rounded
+  /// up: a deadline 0.4 ms away waits 1 ms, where rounding down would poll without waiting until
+  /// it came (epoll_wait returning at once, hundreds of thousands of times a run).
   int next_wait_ms() const {
-    int64_t wait = 1000;
+    auto wait = std::chrono::milliseconds(1000);
     auto now = std::chrono::steady_clock::now();
     if (!tasks.empty())
-      wait = std::chrono::duration_cast<std::chrono::milliseconds>(tasks.begin()->first - now)
-                 .count()
-             + 1;
+      wait = std::min(wait,
+                      std::chrono::ceil<std::chrono::milliseconds>(tasks.begin()->first - now));
     for (const auto& l : lanes)
       if (l->timer)
-        wait = std::min<int64_t>(
-            wait, std::chrono::duration_cast<std::chrono::milliseconds>(*l->timer - now).count());
-    return static_cast<int>(std::max<int64_t>(wait, 0));
+        wait = std::min(wait, std::chrono::ceil<std::chrono::milliseconds>(*l->timer - now));
+    return static_cast<int>(std::max<int64_t>(wait.count(), 0));
   }
 
   void run() {
