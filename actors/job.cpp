@@ -45,155 +45,23 @@
 //
 // The phase (job_phase) runs parsing ─► claiming ─► working ─► storing_outcome ─►
 // outcome_stored ─► finished; a stop before storing_outcome turns any of them into releasing.
-// The file reads in that order: the state, how a step runs, the actor's messages, each step from
-// parse to finish, then the failure path and the ways out that come from outside.
+// The state and the lifecycle's declarations are in actors/job_state.hpp. This file reads in the
+// lifecycle's order: how a step runs, the actor's messages, each step from parse to finish; the
+// failure path and the ways out that come from outside are in actors/job_failure.cpp.
 #include "actors/job.hpp"
 
-#include <atomic>
 #include <cctype>
 #include <exception>
-#include <limits>
 
 #include <caf/abstract_actor.hpp>
 #include <caf/actor_system.hpp>
-#include <caf/stateful_actor.hpp>
-#include <caf/typed_event_based_actor.hpp>
 
-#include "actors/continuation.hpp"
-#include "adapters/support/log.hpp"
+#include "actors/job_state.hpp"
 #include "messages/text.hpp"
 
 namespace ingestd {
 
-namespace {
-
-using clock = std::chrono::steady_clock;
-
-int64_t unix_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
-
-/// Where the job is in its lifecycle; what a 'lost' notice or a stop still changes depends on it.
-enum class job_phase : uint8_t {
-  parsing,         ///< reading the message body
-  claiming,        ///< claiming
-  working,         ///< claimed: the stage's steps
-  storing_outcome, ///< the final write (the stage's outcome or the failure), fenced by the token
-  outcome_stored,  ///< the outcome is in the database: only the ack or the back-off is left
-  releasing,       ///< shutdown: the claim and the message are being given back
-  finished,        ///< done: the actor quits, and anything still in flight is stale
-};
-
-// The lifecycle's own steps; a stage names its own.
-namespace steps {
-constexpr std::string_view parse = "parse";
-constexpr std::string_view claim = "claim";
-constexpr std::string_view record_failure = "record_failure";
-constexpr std::string_view backoff = "backoff";
-constexpr std::string_view ack = "ack";
-constexpr std::string_view release = "release";
-constexpr std::string_view cancel = "cancel";
-constexpr std::string_view complete = "complete";
-} // namespace steps
-
-class handle_impl;
-
-using job_impl = with_continuations<job_actor>;
-
-/// A job's place among the node's jobs in flight (node_admission), taken at its spawn and given
-/// up once: when it finishes, before it quits, so that a poller its end wakes sees the room it
-/// left (its monitors hear of the end only after it quits); when an exception ends it, in its
-/// exception handler, for the same reason; or when it exits otherwise.
-class flight {
-public:
-  flight(std::shared_ptr<node_context> ctx, std::string_view stage)
-      : ctx_(std::move(ctx)), stage_(stage) {
-    ctx_->admission->job_started();
-    ctx_->metrics->job_started(stage_);
-  }
-  void end() {
-    if (ended_.exchange(true))
-      return;
-    ctx_->admission->job_ended();
-    ctx_->metrics->job_ended(stage_);
-  }
-
-private:
-  std::shared_ptr<node_context> ctx_;
-  std::string stage_;
-  std::atomic<bool> ended_{false};
-};
-
-struct job_state {
-  static inline const char* name = "ingestd.job";
-
-  std::shared_ptr<node_context> ctx;
-  std::shared_ptr<const ingestd::stage> stage;
-  std::shared_ptr<flight> in_flight;
-  std::unique_ptr<stage_job> work;
-  std::unique_ptr<handle_impl> handle;
-  heartbeat_actor heartbeat;
-  queue_message msg;
-
-  job_phase phase = job_phase::parsing;
-  /// The work item the message names.
-  uuid id;
-  claimed_work claim;
-  /// Two facts beside the phase, as neither follows from it. `claimed`: a claim was granted; it
-  /// stays true through releasing and finished, where it decides whether there is a claim to give
-  /// back, and from then on the audit trail is kept. `tracked`: the heartbeat holds the claim;
-  /// within storing_outcome it is true while completing and false while recording a failure
-  /// (untracked first), and the heartbeat itself clears it when it reports the claim lost.
-  bool claimed = false;
-  bool tracked = false;
-  /// The work was cancelled while the job worked: it stops at the next step boundary; the
-  /// current step's port call may stop early (job_handle::cancel_token, also requested when the
-  /// job ends: nobody waits for the answer then).
-  bool cancel_requested = false;
-  std::stop_source cancel_source;
-
-  /// The current step: its sequence number (stale answers are ignored), name, start, and what to
-  /// do if its deadline passes first.
-  uint64_t seq = 0;
-  std::string_view step = steps::parse;
-  clock::time_point step_started;
-  std::function<void(error)> on_timeout;
-  /// When the current step fails unless a message comes first (arm_deadline).
-  caf::actor_clock::time_point deadline;
-  /// The step waits for a CPU worker or for a provider's limits: its deadline does not run (the
-  /// CPU pool and the provider's line answer work that waits too long themselves).
-  bool step_waiting = false;
-
-  clock::time_point started = clock::now();
-  /// The audit trail not yet written with a state change.
-  std::vector<audit_event> audit;
-
-  claim_ref ref() const { return claim.ref(); }
-};
-
-using job_ptr = job_impl::stateful_pointer<job_state>;
-
-// The lifecycle, in the order this file defines it.
-void parse(job_ptr self);
-void claim(job_ptr self);
-void claimed(job_ptr self, claim_answer answer);
-void track(job_ptr self);
-void untrack(job_ptr self);
-void ack(job_ptr self, job_result outcome, std::string detail,
-         std::string_view error_class = "none");
-void finish(job_ptr self, job_result result, std::string detail,
-            std::string_view error_class = "none");
-void fail(job_ptr self, const error& err);
-void back_off(job_ptr self, std::chrono::seconds delay, std::string detail,
-              std::string error_class);
-void lost(job_ptr self, std::string reason);
-void release(job_ptr self);
-void give_back(job_ptr self, const std::string& reason,
-               std::chrono::seconds delay = std::chrono::seconds{0});
-void deadline_passed(job_ptr self);
-void cancel_requested(job_ptr self);
-void cancel(job_ptr self);
+namespace job_detail {
 
 /// The fields every log line about this job carries: the node, the stage, the current step, the
 /// work item (under its stage's key), the document and tenant once claimed, the attempt and the
@@ -249,15 +117,6 @@ std::function<void(std::function<void()>)> begin_request(job_ptr self, std::stri
   return [me, seq](std::function<void()> fn) { post(me, seq, std::move(fn)); };
 }
 
-/// Starts a port call as the job's current step (job_handle::request, for the lifecycle's own).
-template <class T, class Start, class Next>
-void request_step(job_ptr self, std::string_view step, Start start, Next next) {
-  auto post = begin_request(self, step, [next](error e) mutable { next(result<T>{std::move(e)}); });
-  start(callback<T>{[post, next](result<T> r) mutable {
-    post([next, r = std::move(r)]() mutable { next(std::move(r)); });
-  }});
-}
-
 /// The current step's row of the audit trail.
 audit_event audit_row(const job_state& st, std::string_view outcome, std::string detail) {
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - st.step_started)
@@ -278,7 +137,7 @@ bool auditing(const job_state& st) {
 }
 
 /// Records the current step's duration and outcome (the audit trail while kept, metrics always).
-void step_done(job_ptr self, std::string_view outcome, std::string detail = {}) {
+void step_done(job_ptr self, std::string_view outcome, std::string detail) {
   auto& st = self->state;
   auto elapsed = clock::now() - st.step_started;
   st.ctx->metrics->step_duration(st.stage->label, st.step,
@@ -365,10 +224,10 @@ public:
 
   void begin_local(std::string_view step) override { begin_step(self_->state, step); }
   void step_done(std::string_view outcome, std::string detail) override {
-    ingestd::step_done(self_, outcome, std::move(detail));
+    job_detail::step_done(self_, outcome, std::move(detail));
   }
-  void step_failed(const error& err) override { ingestd::step_failed(self_, err); }
-  void fail(const error& err) override { ingestd::fail(self_, err); }
+  void step_failed(const error& err) override { job_detail::step_failed(self_, err); }
+  void fail(const error& err) override { job_detail::fail(self_, err); }
   void storing_outcome() override { self_->state.phase = job_phase::storing_outcome; }
   work_outcome outcome(std::vector<next_work> next) override {
     auto& st = self_->state;
@@ -383,7 +242,7 @@ public:
     auto& st = self_->state;
     st.audit.clear(); // written with the outcome
     st.phase = job_phase::outcome_stored;
-    ingestd::step_done(self_, "ok");
+    job_detail::step_done(self_, "ok");
     ack(self_, job_result::completed, "");
   }
   void complete(std::vector<next_work> next) override {
@@ -406,7 +265,7 @@ public:
             // completion: the job must not write it again.
             if (r.error().claim_lost())
               self->state.audit.clear();
-            return ingestd::fail(self, r.error());
+            return job_detail::fail(self, r.error());
           }
           self->state.handle->completed();
         });
@@ -657,263 +516,17 @@ void finish(job_ptr self, job_result result, std::string detail, std::string_vie
   self->quit();
 }
 
-// ---- the failure path ----------------------------------------------------------------------
-
-/// Errors of the node rather than of the work: the work is given back, no attempt counted.
-bool node_failure(const error& err) {
-  return database_unavailable(err) || err.code == errc::cpu_busy || err.code == errc::ocr_busy
-         || err.code == errc::provider_busy;
-}
-
-void fail(job_ptr self, const error& err) {
-  auto& st = self->state;
-  if (st.phase == job_phase::releasing || st.phase == job_phase::finished)
-    return;
-  if (err.claim_lost())
-    return finish(self, job_result::lost, err.describe(), "claim_lost");
-  if (err.code == errc::work_cancelled)
-    return cancel(self); // the outcome was refused for a cancel request the job had not seen
-  if (err.code == errc::budget_held) {
-    // The tenant's budget is spent: the work waits, visible again when the budget is asked again.
-    st.phase = job_phase::releasing;
-    untrack(self);
-    return give_back(self, err.describe(),
-                     std::chrono::seconds{(std::max<int64_t>(err.retry_after_ms, 0) + 999) / 1000});
-  }
-  if (node_failure(err)) {
-    // The database went away under the job, the node had no CPU worker for it in time, or a
-    // provider's line was full: the system's failure, not the document's. No attempt is counted
-    // and no back-off waited out; the work is given back and starts again as soon as there is
-    // room. If the give-back cannot reach the database either, the message reappears after its
-    // visibility timeout and the expired claim counts as a crash.
-    st.phase = job_phase::releasing;
-    untrack(self);
-    if (database_unavailable(err))
-      st.ctx->admission->database_failed();
-    return give_back(self, (database_unavailable(err) ? "database unavailable: " : "node busy: ")
-                               + err.describe());
-  }
-  auto& s = *st.stage;
-  auto attempt = static_cast<size_t>(std::max(st.claim.attempt_count, 0));
-  failure_plan plan{st.claim, failure_record{err, s.max_attempts, {}}, std::chrono::seconds{0}};
-  // A decoder helper that died on the document is the document's crash: poison at the last attempt.
-  plan.record.crash = decoder_crash(err);
-  if (!s.retry_backoff.empty())
-    plan.delay = s.retry_backoff[std::min(attempt, s.retry_backoff.size() - 1)];
-  // A server that asked for a longer wait (Retry-After) gets it.
-  if (err.retry_after_ms > 0)
-    plan.delay = std::max(
-        plan.delay,
-        std::chrono::seconds{(std::min(err.retry_after_ms, max_retry_after_ms) + 999) / 1000});
-  if (s.on_failure)
-    s.on_failure(plan);
-  auto moving = plan.record.move.has_value();
-  auto final = !moving
-               && (plan.record.error.permanent()
-                   || st.claim.attempt_count + 1 >= plan.record.max_attempts);
-  untrack(self);
-  st.phase = job_phase::storing_outcome;
-  auto delay = plan.delay;
-  begin_step(st, steps::record_failure);
-  auto audit = audit_for(st, moving ? "moved" : final ? "failed" : "retrying", err.describe());
-  request_step<failure_outcome>(
-      self, steps::record_failure,
-      [&](auto cb) {
-        st.ctx->work->record_failure(st.ref(), std::move(plan.record), delay, std::move(audit),
-                                     std::move(cb));
-      },
-      [self, err, delay, moving](result<failure_outcome> r) {
-        auto& st = self->state;
-        auto cls = std::string{to_string(err.cls)};
-        audit_written(st, r ? result<void>{} : result<void>{r.error()});
-        if (!r) {
-          if (r.error().claim_lost())
-            return finish(self, job_result::lost, r.error().describe(), "claim_lost");
-          // Nothing recorded: the message reappears after its visibility timeout and the lease
-          // expires, so the next attempt starts over.
-          return finish(self, job_result::abandoned,
-                        err.describe() + "; recording it failed: " + r.error().describe(), cls);
-        }
-        st.phase = job_phase::outcome_stored;
-        if (r->failed && decoder_crash(err))
-          cls = errc::poison;
-        step_done(self, r->failed ? "failed" : moving ? "moved" : "retrying", err.describe());
-        auto detail = err.describe();
-        st.claim.attempt_count = r->attempt_count - 1;
-        if (moving && !r->failed) {
-          st.ctx->metrics->escalations++;
-          return ack(self, job_result::moved, "moved to another size class: " + detail, cls);
-        }
-        if (!r->failed)
-          return back_off(self, delay, detail, cls);
-        auto policy = st.stage->dead_letter;
-        if (policy == dead_letter_policy::always
-            || (policy == dead_letter_policy::exhausted && !err.permanent()))
-          return finish(self, job_result::failed, detail, cls); // the queue's redrive takes it
-        ack(self, job_result::failed, detail, cls);
-      });
-}
-
-/// A transient failure is recorded: the message reappears after the back-off.
-void back_off(job_ptr self, std::chrono::seconds delay, std::string detail,
-              std::string error_class) {
-  auto& st = self->state;
-  request_step<std::vector<batch_entry_result>>(
-      self, steps::backoff,
-      [&](auto cb) {
-        st.stage->queue->change_visibility({{st.msg.receipt, delay}}, std::move(cb));
-      },
-      [self, detail = std::move(detail),
-       error_class = std::move(error_class)](result<std::vector<batch_entry_result>> v) {
-        if (!v || (!v->empty() && v->front().failed))
-          step_done(self, "transient", !v ? v.error().describe() : v->front().error.describe());
-        else
-          step_done(self, "ok");
-        finish(self, job_result::retrying, detail, error_class);
-      });
-}
-
-// ---- ways out from outside: the claim lost, the step's deadline, shutdown -------------------
-
-/// The heartbeat could not keep the message or the claim: stop, write nothing more.
-void lost(job_ptr self, std::string reason) {
-  auto& st = self->state;
-  switch (st.phase) {
-  case job_phase::parsing:
-  case job_phase::claiming:
-  case job_phase::working:
-    break;
-  case job_phase::storing_outcome:
-    // The final write is fenced by the claim token: its own answer says whether the claim was
-    // really lost (a renewal that ran just after it committed reports "lost" for an item that
-    // is merely no longer in progress).
-  case job_phase::outcome_stored:
-  case job_phase::releasing:
-  case job_phase::finished:
-    return;
-  }
-  st.tracked = false; // the heartbeat dropped it already
-  if (st.claimed)
-    st.ctx->work->release(st.ref(), std::chrono::seconds{0}, audit_for(st, "claim_lost", reason),
-                          [](const result<void>&) {});
-  st.audit.clear(); // given to the release, which the job does not wait for
-  finish(self, job_result::lost, std::move(reason), "claim_lost");
-}
-
-/// No message for step_timeout (the deadline sweep said so): the current step ran past its
-/// deadline and fails with it.
-void deadline_passed(job_ptr self) {
-  auto& st = self->state;
-  if (!st.on_timeout || st.step_waiting)
-    return;
-  if (st.cancel_requested && st.phase == job_phase::working)
-    return cancel(self); // the step ended by its deadline: a boundary as good as its answer
-  ++st.seq;              // the step's answer, should it come, is stale now
-  auto secs = step_timeout_of(st).count();
-  auto handler = std::move(st.on_timeout);
-  std::string what{st.step};
-  what.append(" did not finish within ").append(std::to_string(secs)).append(" s");
-  handler(error::make_transient(std::string{errc::step_timeout}, std::move(what)));
-}
-
-// ---- cancellation --------------------------------------------------------------------------
-
-/// The heartbeat saw a cancel request for this job's work item. Only the working phase stops:
-/// once the outcome is being stored it wins, and before the claim there is nothing to stop.
-void cancel_requested(job_ptr self) {
-  auto& st = self->state;
-  if (st.phase != job_phase::working)
-    return;
-  st.cancel_requested = true;
-  log::write_with(log::level::info, "job cancelled; stopping at the next step", log_fields(st));
-  // Last: a port that stops at once answers through a message, after this handler.
-  st.cancel_source.request_stop();
-}
-
-/// At a step boundary: records `cancelled` (fenced) with the audit trail, then the ack.
-void cancel(job_ptr self) {
-  auto& st = self->state;
-  step_done(self, "cancelled", "stopped at this step: the work was cancelled");
-  st.phase = job_phase::storing_outcome;
-  untrack(self);
-  begin_step(st, steps::cancel);
-  auto audit = audit_for(st, "ok", "cancelled by request");
-  request_step<void>(
-      self, steps::cancel,
-      [&](auto cb) { st.ctx->work->record_cancelled(st.ref(), std::move(audit), std::move(cb)); },
-      [self](result<void> r) {
-        auto& st = self->state;
-        audit_written(st, r);
-        if (!r) {
-          if (r.error().claim_lost())
-            return finish(self, job_result::lost, r.error().describe(), "claim_lost");
-          // Not recorded (the database): give the work back; the next claim sees the request again.
-          st.phase = job_phase::releasing;
-          return give_back(self, "cancel not recorded: " + r.error().describe());
-        }
-        st.phase = job_phase::outcome_stored;
-        step_done(self, "ok", "cancelled by request");
-        ack(self, job_result::cancelled, "cancelled by request", "cancelled");
-      });
-}
-
-/// Shutdown past the grace period: give everything back so another worker can start at once.
-void release(job_ptr self) {
-  auto& st = self->state;
-  // While the outcome (or the failure) is being stored, the fenced write decides: a give-back
-  // now would race it and could undo a stored outcome's claim. Its answer comes within the step
-  // deadline; after it only the short ack or back-off is left.
-  if (st.phase == job_phase::storing_outcome || st.phase == job_phase::outcome_stored
-      || st.phase == job_phase::releasing || st.phase == job_phase::finished)
-    return;
-  auto claim_running = st.phase == job_phase::claiming && st.step == steps::claim;
-  st.phase = job_phase::releasing;
-  untrack(self);
-  // A claim granted in the database but never released would expire and count as a crash: its
-  // answer gives back what it granted (claimed()), or its deadline ends the job.
-  if (!claim_running)
-    give_back(self, "shutdown");
-}
-
-/// Releases the claim, if one was granted, then makes the message visible again (after `delay`).
-void give_back(job_ptr self, const std::string& reason, std::chrono::seconds delay) {
-  auto& st = self->state;
-  auto give_back_message = [self, reason, delay] {
-    auto& st = self->state;
-    st.stage->queue->change_visibility({{st.msg.receipt, delay}},
-                                       [](const result<std::vector<batch_entry_result>>&) {});
-    finish(self, job_result::released, reason + ": claim and message given back");
-  };
-  if (!st.claimed) {
-    ++st.seq;
-    return give_back_message();
-  }
-  // The claim first, so that the message's next receiver can claim at once. Whatever step was
-  // running becomes stale: its answer is ignored.
-  begin_step(st, steps::release);
-  auto audit = audit_for(st, "ok", reason);
-  request_step<void>(
-      self, steps::release,
-      [&](auto cb) { st.ctx->work->release(st.ref(), delay, std::move(audit), std::move(cb)); },
-      [self, give_back_message](result<void> r) {
-        step_done(self, r ? "ok" : to_string(r.error().cls),
-                  r ? std::string{} : r.error().describe());
-        // Written with the give-back, its own row included; a give-back that did not reach the
-        // database leaves the trail and this row to be written alone.
-        audit_written(self->state, r);
-        give_back_message();
-      });
-}
-
-} // namespace
+} // namespace job_detail
 
 job_actor spawn_job(caf::actor_system& sys, std::shared_ptr<node_context> node,
                     std::shared_ptr<const stage> stage, heartbeat_actor heartbeat,
                     queue_message msg) {
+  using job_detail::flight;
   // Counted in flight from its spawn, not from its first message: a poller that receives again
   // right after spawning sees the node's room without it.
   auto in_flight = std::make_shared<flight>(node, stage->label);
-  auto self = sys.spawn(job, node, stage, std::move(heartbeat), std::move(msg), in_flight);
+  auto self
+      = sys.spawn(job_detail::job, node, stage, std::move(heartbeat), std::move(msg), in_flight);
   caf::actor_cast<caf::abstract_actor*>(self)->attach_functor(
       [in_flight = std::move(in_flight), deadlines = node->deadlines, id = self.id()] {
         in_flight->end();
