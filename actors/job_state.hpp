@@ -150,7 +150,6 @@ void deadline_passed(job_ptr self);
 void cancel_requested(job_ptr self);
 void cancel(job_ptr self);
 
-
 // How a step runs: defined, with what each does, in actors/job.cpp.
 std::vector<log::field> log_fields(const job_state& st);
 std::chrono::seconds step_timeout_of(const job_state& st);
