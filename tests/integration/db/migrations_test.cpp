@@ -324,16 +324,22 @@ TEST_F(schema_test, work_item_constraints) {
   auto doc = new_document(*db);
   auto ing = new_ingestion(*db, doc);
   new_work_item(*db, ing);
-  auto set = [&](const std::string& assignment) {
-    return sqlstate_of(*db, "UPDATE work_item SET " + assignment + " WHERE id = $1", {ing});
-  };
-  for (auto bad : {"status = 'done'", "stage = 'extract'", "priority = 101", "priority = -1",
-                   "size_class = 'huge'", "attempt_count = -1", "crash_count = -1",
-                   "class_attempts_base = -1", "error_class = 'fatal'"})
-    EXPECT_EQ(set(bad), "23514") << bad;
-  for (auto good : {"error_class = 'claim_lost'", "error_class = 'poison'", "size_class = 'large'",
-                    "priority = 0", "stage = 'unpack'"})
-    EXPECT_EQ(set(good), "ok") << good;
+  for (auto bad : {"UPDATE work_item SET status = 'done' WHERE id = $1",
+                   "UPDATE work_item SET stage = 'extract' WHERE id = $1",
+                   "UPDATE work_item SET priority = 101 WHERE id = $1",
+                   "UPDATE work_item SET priority = -1 WHERE id = $1",
+                   "UPDATE work_item SET size_class = 'huge' WHERE id = $1",
+                   "UPDATE work_item SET attempt_count = -1 WHERE id = $1",
+                   "UPDATE work_item SET crash_count = -1 WHERE id = $1",
+                   "UPDATE work_item SET class_attempts_base = -1 WHERE id = $1",
+                   "UPDATE work_item SET error_class = 'fatal' WHERE id = $1"})
+    EXPECT_EQ(sqlstate_of(*db, bad, {ing}), "23514") << bad;
+  for (auto good : {"UPDATE work_item SET error_class = 'claim_lost' WHERE id = $1",
+                    "UPDATE work_item SET error_class = 'poison' WHERE id = $1",
+                    "UPDATE work_item SET size_class = 'large' WHERE id = $1",
+                    "UPDATE work_item SET priority = 0 WHERE id = $1",
+                    "UPDATE work_item SET stage = 'unpack' WHERE id = $1"})
+    EXPECT_EQ(sqlstate_of(*db, good, {ing}), "ok") << good;
   // One item per subject; a document that exists.
   EXPECT_EQ(
       sqlstate_of(
