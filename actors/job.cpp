@@ -15,7 +15,8 @@
 //     │
 //   the database gone (connection lost mid-job), no CPU worker in time, a provider's line full
 //     ─► untrack ─► release ─► visibility 0 ─► done (released; no attempt counted)
-//   any other error ─► fail: the stage's failure hook ─► record_failure
+//   any other error ─► fail: what the stage kept for its outcome (save_progress) ─► the stage's
+//     failure hook ─► record_failure
 //        ──failed──────────────► untrack ─► ack* ─► done (failed)
 //        ──moved to a class────► untrack ─► ack ─► done (moved; its message is in that queue)
 //        ──in progress─────────► untrack ─► visibility = back-off ─► done (retrying)
@@ -23,9 +24,9 @@
 //   claim_lost anywhere, or lost from the heartbeat ─► untrack (release) ─► done (lost)
 //   cancel (the heartbeat saw `ingestd cancel`) while working ─► the current step's port call
 //     may stop early (cancel_token) ─► at the next step boundary (the current step's answer, or
-//     its deadline) ─► untrack ─► record_cancelled ─► ack ─► done (cancelled); the step's result
-//     is dropped, so nothing half-written follows. An outcome refused for a cancel request
-//     (work.cancelled) records the cancellation the same way
+//     its deadline) ─► save_progress ─► untrack ─► record_cancelled ─► ack ─► done (cancelled);
+//     the step's result is dropped, so nothing half-written follows. An outcome refused for a
+//     cancel request (work.cancelled) records the cancellation the same way
 //   stop (shutdown) ─► untrack ─► release ─► visibility 0 ─► done (released)
 //     (a stop during the claim waits for its answer and gives back what it granted: a claim
 //      left to expire counts as a crash)

@@ -46,6 +46,17 @@ void fail(job_ptr self, const error& err) {
     return give_back(self, (database_unavailable(err) ? "database unavailable: " : "node busy: ")
                                + err.describe());
   }
+  if (!st.work)
+    return record_attempt(self, err);
+  st.work->save_progress(*st.handle, [self, err] { record_attempt(self, err); });
+}
+
+/// The failed attempt recorded, with the stage's failure hook and the back-off: retried, moved to
+/// another size class, or failed for good.
+void record_attempt(job_ptr self, const error& err) {
+  auto& st = self->state;
+  if (st.phase == job_phase::releasing || st.phase == job_phase::finished)
+    return;
   auto& s = *st.stage;
   auto attempt = static_cast<size_t>(std::max(st.claim.attempt_count, 0));
   failure_plan plan{st.claim, failure_record{err, s.max_attempts, {}}, std::chrono::seconds{0}};
@@ -183,11 +194,19 @@ void cancel_requested(job_ptr self) {
   st.cancel_source.request_stop();
 }
 
-/// At a step boundary: records `cancelled` (fenced) with the audit trail, then the ack.
+/// At a step boundary: what the stage kept is written (save_progress), then `cancelled` is
+/// recorded (fenced) with the audit trail, then the ack.
 void cancel(job_ptr self) {
   auto& st = self->state;
   step_done(self, "cancelled", "stopped at this step: the work was cancelled");
   st.phase = job_phase::storing_outcome;
+  if (!st.work)
+    return record_cancel(self);
+  st.work->save_progress(*st.handle, [self] { record_cancel(self); });
+}
+
+void record_cancel(job_ptr self) {
+  auto& st = self->state;
   untrack(self);
   begin_step(st, steps::cancel);
   auto audit = audit_for(st, "ok", "cancelled by request");

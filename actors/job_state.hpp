@@ -52,8 +52,6 @@ constexpr std::string_view cancel = "cancel";
 constexpr std::string_view complete = "complete";
 } // namespace steps
 
-class handle_impl;
-
 using job_impl = with_continuations<job_actor>;
 
 /// A job's place among the node's jobs in flight (node_admission), taken at its spawn and given
@@ -87,7 +85,7 @@ struct job_state {
   std::shared_ptr<const ingestd::stage> stage;
   std::shared_ptr<flight> in_flight;
   std::unique_ptr<stage_job> work;
-  std::unique_ptr<handle_impl> handle;
+  std::unique_ptr<job_handle> handle;
   heartbeat_actor heartbeat;
   queue_message msg;
 
@@ -140,6 +138,8 @@ void ack(job_ptr self, job_result outcome, std::string detail,
 void finish(job_ptr self, job_result result, std::string detail,
             std::string_view error_class = "none");
 void fail(job_ptr self, const error& err);
+void record_attempt(job_ptr self, const error& err);
+void record_cancel(job_ptr self);
 void back_off(job_ptr self, std::chrono::seconds delay, std::string detail,
               std::string error_class);
 void lost(job_ptr self, std::string reason);

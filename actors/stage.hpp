@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "adapters/queue/queue.hpp"
@@ -32,6 +33,16 @@ public:
   /// write with job.outcome() in its transaction (or job.complete() when the stage stores nothing
   /// of its own), then job.completed(). Any error goes to job.fail() or job.step_failed().
   virtual void run(job_handle& job) = 0;
+
+  /// The attempt ends without its outcome: its failure (an error of the work, not of the node)
+  /// or its cancellation is about to be recorded. The stage writes what it kept to store with
+  /// the outcome and a reviewer needs all the same (the ingest stage's transcription) as one more
+  /// step, then calls `then`, whatever that write answered. The default keeps nothing.
+  virtual void save_progress(job_handle& job, std::function<void()> then) {
+    (void)job;
+    auto go_on = std::move(then);
+    go_on();
+  }
 };
 
 /// What happens to the queue message of a job that failed for good.

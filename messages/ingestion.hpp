@@ -1,13 +1,15 @@
 // What the ingest stage writes about one ingestion besides its work item: the transcription it
-// recorded and the result it completed with.
+// stored and the result it completed with.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace ingestd {
 
-/// Recorded on the ingestion once the transcription is stored.
+/// The stored transcription, recorded on the ingestion with the result (or alone, before a
+/// failed attempt is recorded).
 struct transcription_record {
   std::string transcription_file_path;
   /// Empty when no preprocessing was applied.
@@ -30,6 +32,9 @@ struct completion_record {
   /// Why a person must look at it (e.g. "text_unavailable: ..."): the document goes to review
   /// (the work item's remark says why). Empty: nothing to add.
   std::string review_reason;
+  /// The transcription this attempt stored, recorded with the result; none when an earlier
+  /// attempt recorded it.
+  std::optional<transcription_record> transcription;
 };
 
 } // namespace ingestd

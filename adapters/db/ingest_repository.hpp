@@ -47,6 +47,8 @@ public:
   virtual void load(uuid id, callback<ingestion_details> done) = 0;
 
   /// The stored transcription: transcription_file_path, preprocessed_file_path, quality score.
+  /// A completion carries it (completion_record::transcription); this records it alone, for an
+  /// attempt that ends without a result.
   virtual void record_transcription(claim_ref ref, transcription_record record, callback<void> done)
       = 0;
 
@@ -55,7 +57,8 @@ public:
   virtual void keep_output(claim_ref ref, std::string structured_data, callback<void> done) = 0;
 
   /// For several ingestions in one round trip: each one's result (structured data, validity,
-  /// tokens, model, a reason for review) and its work item's completion with its audit trail and
+  /// tokens, model, a reason for review, the transcription when it carries one) and its work
+  /// item's completion with its audit trail and
   /// next work, in one transaction. A result per completion (claim_lost where fenced out; a
   /// permanent error for a value PostgreSQL refuses).
   virtual void complete(std::vector<ingest_completion> completions,

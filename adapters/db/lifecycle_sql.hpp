@@ -14,7 +14,6 @@ extern const statement work_claim;
 extern const statement work_renew;
 extern const statement work_finish;
 extern const statement ingest_load;
-extern const statement ingest_transcriptions;
 extern const statement ingest_results;
 
 } // namespace ingestd::pg::lifecycle_sql

@@ -1,5 +1,6 @@
 // pg_ingest_repository: the ingestion's details after the claim, its transcription, the output
-// kept for a reviewer, and its result written with the work item's completion, as prepared
+// kept for a reviewer, and its result (with the transcription) written with the work item's
+// completion, as prepared
 // statements; the frequent calls coalesced.
 #include "adapters/db/pg_ingest_repository.hpp"
 #include "adapters/db/lifecycle_sql.hpp"
@@ -66,14 +67,18 @@ UPDATE ingestion AS i SET structured_data = $3::jsonb, valid_structured_data = f
 
 // The results of a batch, fenced (the work items locked in id order, as the finish that follows
 // in the same transaction does); answers the ingestions updated. A completion with a reason for
-// review is never valid as it stands. The ingestion is completed here, with its data, and not
-// again by the work item's trigger when the finish completes its item (migration 033): the rows
-// locked here are the ones the finish completes, in the same transaction.
+// review is never valid as it stands. A completion that carries its transcription (a path in $8)
+// records it here, in the same UPDATE; one without keeps what an earlier attempt recorded. The
+// ingestion is completed here, with its data, and not again by the work item's trigger when the
+// finish completes its item (migration 033): the rows locked here are the ones the finish
+// completes, in the same transaction.
 constexpr pg::statement result_sql{"ingestd_ingest_results", R"sql(
 WITH c AS (
   SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::boolean[], $5::integer[],
-                       $6::integer[], $7::text[])
-           AS c(id, token, data, valid, input_tokens, output_tokens, model)
+                       $6::integer[], $7::text[], $8::text[], $9::text[], $10::numeric[],
+                       $11::integer[], $12::text[])
+           AS c(id, token, data, valid, input_tokens, output_tokens, model, transcription,
+                preprocessed, score, pages, provider)
 ), lock AS (
   SELECT c.* FROM work_item AS w JOIN c ON c.id = w.id AND c.token = w.claim_token
    WHERE w.status = 'in-progress'
@@ -86,6 +91,15 @@ UPDATE ingestion AS i
        extraction_input_tokens = lock.input_tokens,
        extraction_output_tokens = lock.output_tokens,
        extraction_model = lock.model,
+       transcription_file_path = COALESCE(lock.transcription, i.transcription_file_path),
+       preprocessed_file_path = CASE WHEN lock.transcription IS NULL
+                                     THEN i.preprocessed_file_path ELSE lock.preprocessed END,
+       transcription_quality_score = CASE WHEN lock.transcription IS NULL
+                                          THEN i.transcription_quality_score ELSE lock.score END,
+       transcribed_pages = CASE WHEN lock.transcription IS NULL
+                                THEN i.transcribed_pages ELSE lock.pages END,
+       transcribed_by = CASE WHEN lock.transcription IS NULL
+                             THEN i.transcribed_by ELSE lock.provider END,
        status = 'completed',
        completed_at = now(),
        skip_reason = NULL
@@ -293,6 +307,7 @@ void pg_ingest_repository::completion_batch(pg::connection& conn,
         conn,
         [&](pg::connection& c) -> result<std::vector<result<void>>> {
           std::vector<param> ids, tokens, data, valid, in_tok, out_tok, model;
+          std::vector<param> paths, preprocessed, scores, pages, providers;
           for (auto* p : group) {
             auto& rec = p->completion.record;
             ids.emplace_back(p->completion.work.ref.item.str());
@@ -302,11 +317,21 @@ void pg_ingest_repository::completion_batch(pg::connection& conn,
             in_tok.emplace_back(std::to_string(clamp_i32(rec.input_tokens)));
             out_tok.emplace_back(std::to_string(clamp_i32(rec.output_tokens)));
             model.push_back(opt_clean(rec.model));
+            // Paths are storage keys, sent as they are: a key that cleaning changed would name
+            // nothing. Without a transcription the row's recorded one stays (NULL path).
+            auto* t = rec.transcription ? &*rec.transcription : nullptr;
+            paths.push_back(t ? opt_text(t->transcription_file_path) : param{});
+            preprocessed.push_back(t ? opt_text(t->preprocessed_file_path) : param{});
+            scores.emplace_back(std::to_string(t ? t->quality_score : 0.0));
+            pages.emplace_back(std::to_string(t ? t->pages : 0));
+            providers.push_back(t ? opt_text(t->provider) : param{});
           }
           auto res = c.exec(result_sql, {pg::array_literal(ids), pg::array_literal(tokens),
                                          pg::array_literal(data), pg::array_literal(valid),
                                          pg::array_literal(in_tok), pg::array_literal(out_tok),
-                                         pg::array_literal(model)});
+                                         pg::array_literal(model), pg::array_literal(paths),
+                                         pg::array_literal(preprocessed), pg::array_literal(scores),
+                                         pg::array_literal(pages), pg::array_literal(providers)});
           if (!res)
             return res.error();
           auto updated = returned_refs(*res);
@@ -356,7 +381,6 @@ void pg_ingest_repository::completion_batch(pg::connection& conn,
 }
 
 const pg::statement pg::lifecycle_sql::ingest_load = load_sql;
-const pg::statement pg::lifecycle_sql::ingest_transcriptions = transcription_sql;
 const pg::statement pg::lifecycle_sql::ingest_results = result_sql;
 
 } // namespace ingestd

@@ -466,15 +466,14 @@ int main(int argc, char** argv) {
     std::printf("  load after the node's run: %s", sh("uptime").c_str());
     auto jobs = r.completed + r.other;
     auto st = ingest_db->statements();
-    std::printf("  coalescing: claim %llu calls -> %llu statements, load %d -> %llu, "
-                "record_transcription %d -> %llu, "
-                "complete %d -> %llu transactions, queue delete %llu -> %llu\n",
-                (unsigned long long)work->claims.load(),
-                (unsigned long long)pg_work->claim_statements(), jobs, (unsigned long long)st.loads,
-                completed_jobs, (unsigned long long)st.transcriptions, completed_jobs,
-                (unsigned long long)st.completions,
-                (unsigned long long)counted_queue->removes.load(),
-                (unsigned long long)pq->delete_statements());
+    std::printf(
+        "  coalescing: claim %llu calls -> %llu statements, load %d -> %llu, "
+        "complete (with the transcription) %d -> %llu transactions, transcriptions "
+        "recorded alone (failed attempts) %llu, queue delete %llu -> %llu\n",
+        (unsigned long long)work->claims.load(), (unsigned long long)pg_work->claim_statements(),
+        jobs, (unsigned long long)st.loads, completed_jobs, (unsigned long long)st.completions,
+        (unsigned long long)st.transcriptions, (unsigned long long)counted_queue->removes.load(),
+        (unsigned long long)pq->delete_statements());
     // Round trips to the database, from the adapters' own counts: a completion transaction is four
     // (BEGIN, the results, the work items' finish, COMMIT).
     auto claim_st = pg_work->claim_statements();
@@ -498,7 +497,7 @@ int main(int argc, char** argv) {
                 (unsigned long long)counted_queue->visibility_changes.load(),
                 completed_jobs > 0 ? static_cast<double>(total) / completed_jobs : 0.0);
     // The same without coalescing: each job's own calls (a completion is still four round trips).
-    auto calls = work->claims.load() + renew_st + other_work + jobs + completed_jobs
+    auto calls = work->claims.load() + renew_st + other_work + jobs + st.transcriptions
                  + 4 * static_cast<uint64_t>(completed_jobs) + counted_queue->receives.load()
                  + counted_queue->removes.load() + counted_queue->visibility_changes.load()
                  + counted_queue->sends.load() + counted_queue->stats_calls.load();
@@ -534,16 +533,8 @@ int main(int argc, char** argv) {
                              "LIMIT 1) ORDER BY id"))
     audit_steps.push_back(row[0].value_or(""));
   if (audit_steps.empty())
-    audit_steps = {"claim",
-                   "load",
-                   "resume",
-                   "fetch",
-                   "transcribe",
-                   "store_transcription",
-                   "record_transcription",
-                   "extract",
-                   "gate",
-                   "complete"};
+    audit_steps = {"claim",   "load", "resume",  "fetch", "transcribe", "store_transcription",
+                   "extract", "gate", "complete"};
 
   if (replay == "off")
     return checks_hold ? 0 : 1;
@@ -575,7 +566,7 @@ int main(int argc, char** argv) {
     steps += (steps.empty() ? "" : " ") + step;
   std::printf("  replayed script: %d SQL statements per document (receive, claim, visibility "
               "extension, lease "
-              "renewal, load, record_transcription, BEGIN, results, finish with %zu audit rows, "
+              "renewal, load, BEGIN, results with the transcription, finish with %zu audit rows, "
               "COMMIT, delete); "
               "audit rows of a job: %s\n",
               r.statements, audit_steps.size(), steps.c_str());

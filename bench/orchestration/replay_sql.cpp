@@ -62,14 +62,12 @@ replay replay_sql(const std::string& queue, const std::vector<std::string>& audi
   add(bind(sql::queue_visibility, {q, "ARRAY[:receipt]::uuid[]", "ARRAY[345]"}));
   add(bind(sql::work_renew, {"ARRAY[:body]::uuid[]", "ARRAY[:token]::uuid[]", "300"}));
   add(bind(sql::ingest_load, {"ARRAY[:body]::uuid[]"}));
-  add(bind(sql::ingest_transcriptions,
-           {"ARRAY[:body]::uuid[]", "ARRAY[:token]::uuid[]",
-            "ARRAY['transcriptions/x/transcription-output.json']", "ARRAY[NULL]::text[]",
-            "ARRAY[1.0]", "ARRAY[1]", "ARRAY['instant']"}));
   add("BEGIN");
-  add(bind(sql::ingest_results, {"ARRAY[:body]::uuid[]", "ARRAY[:token]::uuid[]",
-                                 "ARRAY['{\"invoice_number\":\"INV-1\",\"total\":119.0}']",
-                                 "ARRAY[true]", "ARRAY[0]", "ARRAY[0]", "ARRAY['instant']"}));
+  add(bind(sql::ingest_results,
+           {"ARRAY[:body]::uuid[]", "ARRAY[:token]::uuid[]",
+            "ARRAY['{\"invoice_number\":\"INV-1\",\"total\":119.0}']", "ARRAY[true]", "ARRAY[0]",
+            "ARRAY[0]", "ARRAY['instant']", "ARRAY['transcriptions/x/transcription-output.json']",
+            "ARRAY[NULL]::text[]", "ARRAY[1.0]", "ARRAY[1]", "ARRAY['instant']"}));
   add(bind(sql::work_finish, {"ARRAY[:body]::uuid[]",
                               "ARRAY[:token]::uuid[]",
                               "ARRAY[:body]::uuid[]",

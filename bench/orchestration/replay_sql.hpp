@@ -13,7 +13,7 @@ struct replay {
 };
 
 /// One job per pgbench transaction: receive, claim, the heartbeat's visibility extension and
-/// lease renewal, load, record_transcription, the completion's transaction (BEGIN, results,
+/// lease renewal, load, the completion's transaction (BEGIN, the results with the transcription,
 /// finish with the audit trail `audit_steps`, COMMIT) and the delete. Commands end with `;`, or
 /// with \gset when their answer feeds the next ones.
 replay replay_sql(const std::string& queue, const std::vector<std::string>& audit_steps);

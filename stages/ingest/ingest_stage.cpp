@@ -2,11 +2,17 @@
 // actors/job.cpp's), and its failure hook for the size classes:
 //
 //   load ─► providers ─► budget ─► resume? ──stored transcription (parsed on the CPU pool)─┐
-//                           └─none─► fetch ─► transcribe ─► store ─► record ──────────────┤
+//                           └─none─► fetch ─► transcribe ─► store ────────────────────────┤
 //                                                                                         ▼
 //                                      extract (the local rules on the CPU pool) ─► learned? ─►
 //                                      gate ─► calibration? ─► complete
 //
+// store puts the derived file (a preprocessed scan, an office document's PDF), then the
+// transcription: a stored transcription names its derived file, which is then stored too. The
+// ingestion records them with the result (complete): one write of the row, not two. An attempt
+// that fails or is cancelled records them first (save_progress), so that a reviewer reads what
+// was read; one ended otherwise (a crash, a shutdown, the database gone) left them in storage,
+// where the next attempt finds them (resume) and records them with its own outcome.
 // budget asks the tenants' budgets when a paid provider would read the document: a tenant whose
 // month is spent has it read by the local providers (its ingestion says so) or left queued.
 // learned applies, with review.learn, what the tenant's reviewers taught about the supplier (its
@@ -84,6 +90,27 @@ public:
   void run(job_handle& job) override {
     job_ = &job;
     load();
+  }
+
+  /// The transcription stored but not yet recorded is recorded before the failure or the
+  /// cancellation is.
+  void save_progress(job_handle& job, std::function<void()> then) override {
+    if (!unrecorded_)
+      return then();
+    auto record = std::move(*unrecorded_);
+    unrecorded_.reset();
+    job.request<void>(
+        "record_transcription",
+        [&](auto cb) {
+          ports_->db->record_transcription(job.ref(), std::move(record), std::move(cb));
+        },
+        [&job, then = std::move(then)](result<void> r) {
+          if (r)
+            job.step_done("ok");
+          else
+            job.step_done(to_string(r.error().cls), r.error().describe());
+          then();
+        });
   }
 
 private:
@@ -203,7 +230,7 @@ private:
           text_ = std::move(*parsed);
           job_->step_done("reused");
           if (details_.transcription_file_path.empty())
-            return record_transcription("");
+            keep_unrecorded(); // stored, and the attempt that stored it ended before recording
           extract();
         });
   }
@@ -252,6 +279,32 @@ private:
                                     + (text_.preprocessed ? ", preprocessed" : "")
                                     + (text_.derived_ext == "pdf" ? ", converted to PDF" : "")
                                     + (text_.native_text ? ", native text" : ""));
+          store_preprocessed();
+        });
+  }
+
+  /// The derived file the reading came from (a preprocessed scan, or an office document's PDF),
+  /// kept as the ingestion's preprocessed file: the desk shows it, retention and erasure remove
+  /// it with the transcription. Stored first: a stored transcription's file is there.
+  void store_preprocessed() {
+    if (text_.derived_file.empty()) {
+      text_.derived_ext.clear(); // the stored transcription names no derived file
+      return store_transcription();
+    }
+    if (text_.derived_ext.empty())
+      text_.derived_ext = "png"; // an image, unless the transcriber said otherwise
+    auto key = preprocessed_key();
+    auto type = text_.derived_ext == "pdf" ? std::string{"application/pdf"}
+                                           : "image/" + text_.derived_ext;
+    job_->request<void>(
+        "store_preprocessed",
+        [&](auto cb) {
+          ports_->storage->put(key, std::move(text_.derived_file), type, std::move(cb));
+        },
+        [this, key](result<void> r) {
+          if (!r)
+            return job_->fail(r.error());
+          job_->step_done("ok", key);
           store_transcription();
         });
   }
@@ -267,47 +320,22 @@ private:
           if (!r)
             return job_->fail(r.error());
           job_->step_done("ok", key);
-          store_preprocessed();
-        });
-  }
-
-  /// The derived file the reading came from (a preprocessed scan, or an office document's PDF),
-  /// kept as the ingestion's preprocessed file: the desk shows it, retention and erasure remove
-  /// it with the transcription.
-  void store_preprocessed() {
-    if (text_.derived_file.empty())
-      return record_transcription("");
-    auto ext = text_.derived_ext.empty() ? std::string{"png"} : text_.derived_ext;
-    auto key = storage_keys::preprocessed(tenant(), id(), ext);
-    auto type = ext == "pdf" ? std::string{"application/pdf"} : "image/" + ext;
-    job_->request<void>(
-        "store_preprocessed",
-        [&](auto cb) {
-          ports_->storage->put(key, std::move(text_.derived_file), type, std::move(cb));
-        },
-        [this, key](result<void> r) {
-          if (!r)
-            return job_->fail(r.error());
-          job_->step_done("ok", key);
-          record_transcription(key);
-        });
-  }
-
-  void record_transcription(std::string preprocessed_key) {
-    transcription_record rec{storage_keys::transcription(tenant(), id()),
-                             std::move(preprocessed_key), text_.quality_score, text_.page_count,
-                             text_.provider};
-    job_->request<void>(
-        "record_transcription",
-        [&](auto cb) {
-          ports_->db->record_transcription(job_->ref(), std::move(rec), std::move(cb));
-        },
-        [this](result<void> r) {
-          if (!r)
-            return job_->fail(r.error());
-          job_->step_done("ok");
+          keep_unrecorded();
           extract();
         });
+  }
+
+  std::string preprocessed_key() const {
+    return storage_keys::preprocessed(tenant(), id(), text_.derived_ext);
+  }
+
+  /// The stored transcription, to record with the outcome (or before a failure); its derived
+  /// file, if it names one, was stored before it.
+  void keep_unrecorded() {
+    unrecorded_
+        = transcription_record{storage_keys::transcription(tenant(), id()),
+                               text_.derived_ext.empty() ? std::string{} : preprocessed_key(),
+                               text_.quality_score, text_.page_count, text_.provider};
   }
 
   void extract() {
@@ -427,8 +455,8 @@ private:
                                      claim.priority, "small", settings_->match_queue, true});
           ingest_completion c{job_->outcome(std::move(next)),
                               completion_record{fields_.structured_data, true, fields_.input_tokens,
-                                                fields_.output_tokens, fields_.model,
-                                                review_reason}};
+                                                fields_.output_tokens, fields_.model, review_reason,
+                                                unrecorded_}};
           c.work.remark = review_reason.empty() || budget_note_.empty()
                               ? review_reason + budget_note_
                               : review_reason + "; " + budget_note_;
@@ -459,6 +487,8 @@ private:
   std::string budget_note_;
   std::string file_;
   transcription text_;
+  /// The transcription stored and not yet recorded on the ingestion.
+  std::optional<transcription_record> unrecorded_;
   extraction fields_;
 };
 

@@ -45,9 +45,12 @@ struct fixture : test::actor_fixture {
     return storage_keys::transcription(db->row(id).tenant_id.str(), id.str());
   }
 
-  /// A stored transcription of `text`, as an earlier attempt leaves it.
-  void store_transcription(const uuid& id, const std::string& text) {
+  /// A stored transcription of `text`, as an earlier attempt leaves it; `derived_ext`: it names
+  /// a derived file of that kind (stored before it).
+  void store_transcription(const uuid& id, const std::string& text,
+                           const std::string& derived_ext = {}) {
     transcription t;
+    t.derived_ext = derived_ext;
     t.text = text;
     t.pages.push_back(transcription_page{1, text, 0.9, {}});
     t.page_count = 1;

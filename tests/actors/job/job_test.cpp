@@ -42,8 +42,10 @@ CAF_TEST(success runs every step and deletes the message once the outcome is sto
   CAF_CHECK(store->object(transcription_key(id)).has_value());
   CAF_CHECK_EQUAL(queue->deleted_ids().size(), 1u);
   for (auto step : {"claim", "load", "resume", "fetch", "transcribe", "store_transcription",
-                    "record_transcription", "extract", "gate", "complete"})
+                    "extract", "gate", "complete"})
     CAF_CHECK_EQUAL(events_with(id, step), 1u);
+  // The transcription is recorded with the result, not by a write of its own.
+  CAF_CHECK_EQUAL(events_with(id, "record_transcription"), 0u);
   // The audit trail travels with the completion, in its transaction; the acknowledgement after
   // it is logged and measured only (there is no "ack" row any more).
   CAF_CHECK_EQUAL(written_by(id), std::set<std::string>{"complete"});
@@ -119,6 +121,59 @@ CAF_TEST(a stored transcription is reused instead of transcribing again) {
   auto recorded = db->row(id).transcription;
   CAF_REQUIRE(recorded.has_value());
   CAF_CHECK_EQUAL(recorded->transcription_file_path, transcription_key(id));
+  CAF_CHECK_EQUAL(recorded->preprocessed_file_path, "");
+  CAF_CHECK_EQUAL(recorded->provider, "earlier");
+}
+
+CAF_TEST(a stored transcription that names its derived file is recorded with that file) {
+  // An attempt that ended after storing them (a shutdown, a crash) recorded neither.
+  auto id = add_document();
+  store_transcription(id, "stored text", "png");
+  auto o = run_job(id.str(), hb);
+  CAF_CHECK_EQUAL(o.result, job_result::completed);
+  auto recorded = db->row(id).transcription;
+  CAF_REQUIRE(recorded.has_value());
+  CAF_CHECK_EQUAL(recorded->preprocessed_file_path,
+                  storage_keys::preprocessed(db->row(id).tenant_id.str(), id.str(), "png"));
+  CAF_CHECK_EQUAL(events_with(id, "record_transcription"), 0u); // with the completion
+}
+
+CAF_TEST(a failed extraction records the transcription before the failure) {
+  // The reviewer of the failed document reads what was read.
+  auto id = add_document();
+  extract->fail_next("extract", error::make_permanent("llm.refused", "the model refused"));
+  auto o = run_job(id.str(), hb);
+  CAF_CHECK_EQUAL(o.result, job_result::failed);
+  auto recorded = db->row(id).transcription;
+  CAF_REQUIRE(recorded.has_value());
+  CAF_CHECK_EQUAL(recorded->transcription_file_path, transcription_key(id));
+  auto rows = audit_of(id, "record_transcription");
+  CAF_REQUIRE_EQUAL(rows.size(), 1u);
+  CAF_CHECK_EQUAL(rows[0].event.outcome, "ok");
+  CAF_CHECK_EQUAL(rows[0].written_by, "record_failure");
+  CAF_CHECK_EQUAL(work->item(id).error_class, "permanent");
+  check_no_violations();
+}
+
+CAF_TEST(a transcription that cannot be recorded before the failure leaves the failure recorded) {
+  auto id = add_document();
+  extract->fail_next("extract", error::make_transient("http_503", "upstream unavailable"));
+  db->fail_next("record_transcription", error::make_transient("pg.40001", "serialization"));
+  auto o = run_job(id.str(), hb);
+  CAF_CHECK_EQUAL(o.result, job_result::retrying);
+  CAF_CHECK(!db->row(id).transcription.has_value());
+  auto item = work->item(id);
+  CAF_CHECK_EQUAL(item.attempt_count, 1);
+  CAF_CHECK(item.last_error.find("upstream unavailable") != std::string::npos);
+  auto rows = audit_of(id, "record_transcription");
+  CAF_REQUIRE_EQUAL(rows.size(), 1u);
+  CAF_CHECK_EQUAL(rows[0].event.outcome, "transient");
+  // The next attempt finds it in storage and records it with its result.
+  auto second = run_job(id.str(), hb);
+  CAF_CHECK_EQUAL(second.result, job_result::completed);
+  CAF_CHECK_EQUAL(ocr->calls(), 1);
+  CAF_CHECK(db->row(id).transcription.has_value());
+  check_no_violations();
 }
 
 CAF_TEST(a finished ingestion is skipped and its duplicate message deleted) {
@@ -340,8 +395,7 @@ CAF_TEST(a database lost mid job gives the work back without counting an attempt
   // starts at once.
   auto id = add_document();
   db->fail_next(
-      "record_transcription",
-      error::make_transient("pg.connection", "server closed the connection unexpectedly"));
+      "load", error::make_transient("pg.connection", "server closed the connection unexpectedly"));
   auto first = run_job(id.str(), hb);
   CAF_CHECK_EQUAL(first.result, job_result::released);
   auto item = work->item(id);
@@ -484,6 +538,7 @@ CAF_TEST(a quality gate failure is a failed attempt that keeps the extracted dat
   CAF_CHECK_EQUAL(row.structured_data, bad.structured_data);
   CAF_CHECK(!row.valid_structured_data);
   CAF_CHECK_EQUAL(row.kept_outputs, 1);
+  CAF_CHECK(row.transcription.has_value()); // beside the kept output, for the reviewer
   CAF_CHECK(work->item(id).last_error.find("totals do not reconcile") != std::string::npos);
   CAF_CHECK_EQUAL(events_with(id, "keep_output"), 1u);
   check_no_violations();

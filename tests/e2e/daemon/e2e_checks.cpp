@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -17,6 +18,8 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+
+#include "adapters/storage/object_store.hpp"
 
 namespace ingestd::test {
 
@@ -127,12 +130,19 @@ bool await_waiting_on_extraction(e2e_setup& s, std::chrono::seconds deadline) {
 }
 
 bool await_waiting_on_extraction(e2e_setup& s, int64_t n, std::chrono::seconds deadline) {
+  // Transcribed: the transcription is in storage (the ingestion records it with the result).
   return wait_until(
       [&] {
-        return s.count("SELECT count(*) FROM ingestion AS i JOIN work_item AS w ON w.id = i.id "
-                       "WHERE w.status = 'in-progress' AND w.claim_token IS NOT NULL "
-                       "AND i.transcription_file_path IS NOT NULL")
-               == n;
+        auto held = s.db().query(
+            "SELECT w.id::text, d.tenant_id::text FROM work_item AS w "
+            "JOIN document AS d ON d.id = w.document_id "
+            "WHERE w.stage = 'ingest' AND w.status = 'in-progress' AND w.claim_token IS NOT NULL");
+        int64_t transcribed = 0;
+        for (auto& row : held)
+          if (std::filesystem::exists(std::filesystem::path{s.root()}
+                                      / storage_keys::transcription(*row[1], *row[0])))
+            ++transcribed;
+        return transcribed == n;
       },
       deadline);
 }

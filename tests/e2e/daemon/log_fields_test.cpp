@@ -154,7 +154,7 @@ TEST(e2e_daemon_log_fields, every_job_line_names_node_stage_step_ingestion_docum
         steps.insert(x["step"]);
       }
     for (auto step : {"claim", "load", "resume", "fetch", "transcribe", "store_transcription",
-                      "record_transcription", "extract", "gate", "complete", "ack"})
+                      "extract", "gate", "complete", "ack"})
       EXPECT_TRUE(steps.contains(step)) << "no step line for " << step << " of " << id;
 
     // The audit trail, written with the completion: every step up to it, one row each, and none
@@ -168,8 +168,10 @@ TEST(e2e_daemon_log_fields, every_job_line_names_node_stage_step_ingestion_docum
       EXPECT_EQ(row[1].value_or(""), "1") << "step " << row[0].value_or("") << " of " << id;
     }
     for (auto step : {"claim", "load", "resume", "fetch", "transcribe", "store_transcription",
-                      "record_transcription", "extract", "gate", "complete"})
+                      "extract", "gate", "complete"})
       EXPECT_TRUE(audited.contains(step)) << "no audit row for " << step << " of " << id;
+    // The transcription is recorded with the result, by no step of its own.
+    EXPECT_FALSE(audited.contains("record_transcription")) << id;
     EXPECT_FALSE(audited.contains("ack")) << "the audit trail ends at the completion: " << id;
     EXPECT_EQ(
         s.db().scalar(

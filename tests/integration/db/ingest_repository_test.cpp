@@ -426,6 +426,40 @@ TEST_F(ingest_test, the_result_the_completion_the_audit_and_the_next_work_are_on
   EXPECT_EQ(messages(doc, match_queue), 1);
 }
 
+TEST_F(ingest_test, a_completion_records_the_transcription_it_carries_and_keeps_an_earlier_one) {
+  auto a = new_ingestion();
+  auto b = new_ingestion();
+  auto ra = claimed(a);
+  auto rb = claimed(b);
+  // b's transcription was recorded by an earlier write; a's travels with its result.
+  transcription_record earlier{"ingestions/b/transcription-output.json", "ingestions/b/p.png", 0.7,
+                               2, "tesseract"};
+  ASSERT_TRUE(record(rb, earlier));
+  auto ca = completing(ra);
+  ca.record.transcription
+      = transcription_record{"ingestions/a/transcription-output.json",
+                             "ingestions/a/preprocessed.pdf", 0.4, 3, "document_ai"};
+  std::vector<ingest_completion> batch;
+  batch.push_back(std::move(ca));
+  batch.push_back(completing(rb));
+  auto answers = complete_all(std::move(batch));
+  ASSERT_EQ(answers.size(), 2u);
+  ASSERT_TRUE(answers[0]) << answers[0].error().describe();
+  ASSERT_TRUE(answers[1]) << answers[1].error().describe();
+  EXPECT_EQ(ingestion(a, "status"), "completed");
+  EXPECT_EQ(ingestion(a, "transcription_file_path"), "ingestions/a/transcription-output.json");
+  EXPECT_EQ(ingestion(a, "preprocessed_file_path"), "ingestions/a/preprocessed.pdf");
+  EXPECT_EQ(ingestion(a, "transcription_quality_score::float8"), "0.4");
+  EXPECT_EQ(ingestion(a, "transcribed_pages || ' ' || transcribed_by"), "3 document_ai");
+  EXPECT_EQ(ingestion(b, "transcription_file_path"), earlier.transcription_file_path);
+  EXPECT_EQ(ingestion(b, "preprocessed_file_path"), earlier.preprocessed_file_path);
+  EXPECT_EQ(ingestion(b, "transcribed_pages || ' ' || transcribed_by"), "2 tesseract");
+  // One statement for both, with the results.
+  EXPECT_EQ(ingest->statements().transcriptions, 1u); // b's earlier record only
+  // The document's pages of a paid reader count for its tenant's usage, as a record's do.
+  EXPECT_EQ(count("SELECT COALESCE(sum(document_ai_pages), 0) FROM tenant_usage"), 3);
+}
+
 TEST_F(ingest_test, a_completion_batch_answers_each_entry) {
   auto a = new_ingestion();
   auto b = new_ingestion();

@@ -750,6 +750,10 @@ void fake_ingest_repository::complete(std::vector<ingest_completion> completions
           row.valid_structured_data = c.record.valid_structured_data;
           row.model = c.record.model;
           row.review_reason = c.record.review_reason;
+          if (c.record.transcription) {
+            row.details.transcription_file_path = c.record.transcription->transcription_file_path;
+            row.transcription = c.record.transcription;
+          }
           row.completions++;
         }
         r->push_back(std::move(finished));

@@ -197,7 +197,7 @@ struct fake_ingestion {
   uuid document_id;
   uuid tenant_id;
   ingestion_details details;
-  /// Recorded by record_transcription.
+  /// Recorded by record_transcription, or with the completion.
   std::optional<transcription_record> transcription;
   /// The result of the completion, or the output kept for review (valid false).
   std::string structured_data;
