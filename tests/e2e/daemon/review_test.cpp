@@ -3,6 +3,7 @@
 // same answer; the other documents of the run complete.
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 
 #include <gtest/gtest.h>
 
@@ -60,5 +61,11 @@ TEST(e2e_daemon_review,
             "true");
   auto why = s.db().scalar("SELECT last_error FROM work_item WHERE id = $1", {letter});
   EXPECT_NE(why.find("critical fields missing"), std::string::npos) << why;
+  // The reviewer reads what was read: the transcription was recorded before the failure.
+  auto transcription = s.db().scalar(
+      "SELECT COALESCE(transcription_file_path, '') FROM ingestion WHERE id = $1", {letter});
+  ASSERT_FALSE(transcription.empty()) << s.logs();
+  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path{s.root()} / transcription))
+      << transcription;
   ASSERT_TRUE(await_completed(s, 3, 120s));
 }
