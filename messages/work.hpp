@@ -82,6 +82,9 @@ struct claimed_work {
   /// The size class it runs in ("small", "large") and attempt_count when it entered it.
   std::string size_class = "small";
   int32_t class_attempts_base = 0;
+  /// No claim of the item came before this one (since it was added, or reopened): nothing an
+  /// earlier attempt stored can exist, and a stage need not look for it.
+  bool first_claim = false;
 
   claim_ref ref() const { return claim_ref{item, token}; }
 };

@@ -32,7 +32,8 @@ using pg::uuid_array;
 //            request's max_attempts: it ends `failed` with class poison
 //   move     it crashed and the request moves crashes to another class: moved there, its
 //            message sent to that class's queue
-//   granted  claimed: token, worker, lease; a crash taken over counts as an attempt
+//   granted  claimed: token, worker, lease; a crash taken over counts as an attempt. The answer
+//            says whether it is the item's first claim (no started_at yet)
 // Every item asked for records that its message was seen (message_seen_at: see revive). Crashes,
 // poison, known files and moves leave audit rows for the stages that keep an audit trail.
 // Items not in progress answer their status (looked up by key only for an item the claim did not
@@ -50,7 +51,7 @@ WITH req AS (
    ORDER BY r.id, r.ord
 ), lock AS (
   SELECT w.id, w.attempt_count, req.token, req.max_attempts, req.move_class, req.move_queue,
-         req.audit,
+         req.audit, w.started_at IS NULL AS first_claim,
          req.class <> '' AND w.size_class <> req.class AS elsewhere,
          w.claim_token IS NULL OR w.lease_expires_at IS NULL OR w.lease_expires_at < now() AS free,
          w.claim_token IS NOT NULL AND (w.lease_expires_at IS NULL OR w.lease_expires_at < now())
@@ -107,7 +108,7 @@ WITH req AS (
    WHERE w.id = d.id
   RETURNING w.id, w.document_id, w.tenant_id, w.claim_token, w.attempt_count, w.priority,
             w.size_class, w.class_attempts_base, w.last_error, d.verdict, d.crash_counted,
-            d.move_queue, d.audit
+            d.move_queue, d.audit, d.first_claim
 ), sent AS (
   SELECT count(ingestd_send(c.move_queue, c.id::text, c.priority, $12::boolean, c.tenant_id)) AS n
     FROM changed AS c WHERE c.verdict = 'move'
@@ -128,7 +129,7 @@ SELECT r.ord,
        c.size_class, c.class_attempts_base,
        CASE WHEN c.verdict IN ('moved', 'move') THEN c.size_class
             ELSE COALESCE(c.last_error, w.status, '') END AS detail,
-       (SELECT n FROM sent) AS moved
+       (SELECT n FROM sent) AS moved, COALESCE(c.first_claim, false) AS first_claim
   FROM unnest($1::uuid[], $3::text[]) WITH ORDINALITY AS r(id, stage, ord)
   LEFT JOIN changed AS c ON c.id = r.id
   LEFT JOIN LATERAL (SELECT w.id, w.status FROM work_item AS w
@@ -386,6 +387,7 @@ result<std::vector<claim_answer>> claim_batch(pg::connection& conn,
     w.priority = static_cast<int32_t>(rows.i64(r, 6));
     w.size_class = rows.str(r, 7);
     w.class_attempts_base = static_cast<int32_t>(rows.i64(r, 8));
+    w.first_claim = rows.boolean(r, 11);
   }
   return out;
 }

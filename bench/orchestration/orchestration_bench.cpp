@@ -533,7 +533,7 @@ int main(int argc, char** argv) {
                              "LIMIT 1) ORDER BY id"))
     audit_steps.push_back(row[0].value_or(""));
   if (audit_steps.empty())
-    audit_steps = {"claim",   "load", "resume",  "fetch", "transcribe", "store_transcription",
+    audit_steps = {"claim",   "load", "fetch",   "transcribe", "store_transcription",
                    "extract", "gate", "complete"};
 
   if (replay == "off")

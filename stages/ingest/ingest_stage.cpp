@@ -7,6 +7,8 @@
 //                                      extract (the local rules on the CPU pool) ─► learned? ─►
 //                                      gate ─► calibration? ─► complete
 //
+// resume looks for the transcription an earlier attempt stored; at the item's first claim there
+// is none to look for, and it goes to fetch at once.
 // store puts the derived file (a preprocessed scan, an office document's PDF), then the
 // transcription: a stored transcription names its derived file, which is then stored too. The
 // ingestion records them with the result (complete): one write of the row, not two. An attempt
@@ -198,8 +200,11 @@ private:
         });
   }
 
-  /// Crash resume: a transcription stored by an earlier attempt is reused.
+  /// Crash resume: a transcription stored by an earlier attempt is reused. The item's first
+  /// claim has no earlier attempt to look for (no request to the object store for it).
   void resume_or_fetch() {
+    if (job_->claim().first_claim)
+      return fetch();
     auto key = storage_keys::transcription(tenant(), id());
     job_->request<std::string>(
         "resume", [&](auto cb) { ports_->storage->get(key, 64u << 20, std::move(cb)); },

@@ -88,8 +88,9 @@ struct fixture : test::actor_fixture {
 CAF_TEST_FIXTURE_SCOPE(job_cancel_tests, fixture)
 
 CAF_TEST(a cancel at each step stops the job at that step boundary) {
-  // The ingest stage's port calls in order: the ingestion's load, the transcription look-up and
-  // the fetch (get), OCR, storing the transcription (put), extraction.
+  // The ingest stage's port calls in order: the ingestion's load, the fetch (get: at the item's
+  // first claim there is no earlier transcription to look up), OCR, storing the transcription
+  // (put), extraction.
   const std::vector<std::pair<std::string, int>> steps
       = {{"load", 0}, {"get", 0}, {"transcribe", 1}, {"put", 1}, {"extract", 1}};
   size_t deleted = 0;
@@ -196,7 +197,7 @@ CAF_TEST(a cancel that cannot be recorded gives the claim and the message back) 
   CAF_CHECK_EQUAL(calls.back().timeout, 0s);
   // The trail the cancellation could not carry goes with the give-back, each row once: the
   // steps so far, the step the cancel stopped, and the give-back's own.
-  for (auto step : {"claim", "load", "resume", "fetch", "release"})
+  for (auto step : {"claim", "load", "fetch", "release"})
     CAF_CHECK_EQUAL(audit_of(id, step).size(), 1u);
   auto stopped = audit_of(id, "transcribe");
   CAF_REQUIRE_EQUAL(stopped.size(), 1u);

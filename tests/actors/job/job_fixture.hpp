@@ -45,8 +45,8 @@ struct fixture : test::actor_fixture {
     return storage_keys::transcription(db->row(id).tenant_id.str(), id.str());
   }
 
-  /// A stored transcription of `text`, as an earlier attempt leaves it; `derived_ext`: it names
-  /// a derived file of that kind (stored before it).
+  /// A stored transcription of `text`, as an earlier attempt leaves it (the item was claimed
+  /// before); `derived_ext`: it names a derived file of that kind (stored before it).
   void store_transcription(const uuid& id, const std::string& text,
                            const std::string& derived_ext = {}) {
     transcription t;
@@ -57,6 +57,7 @@ struct fixture : test::actor_fixture {
     t.quality_score = 0.9;
     t.provider = "earlier";
     store->set(transcription_key(id), to_json(t));
+    work->update(id, [](test::fake_work_item& w) { w.started = true; });
   }
 
   /// The calls that wrote `item`'s audit rows.

@@ -153,8 +153,8 @@ TEST(e2e_daemon_log_fields, every_job_line_names_node_stage_step_ingestion_docum
         EXPECT_EQ(x["tenant_id"], owner[id].second) << x.text;
         steps.insert(x["step"]);
       }
-    for (auto step : {"claim", "load", "resume", "fetch", "transcribe", "store_transcription",
-                      "extract", "gate", "complete", "ack"})
+    for (auto step : {"claim", "load", "fetch", "transcribe", "store_transcription", "extract",
+                      "gate", "complete", "ack"})
       EXPECT_TRUE(steps.contains(step)) << "no step line for " << step << " of " << id;
 
     // The audit trail, written with the completion: every step up to it, one row each, and none
@@ -167,8 +167,8 @@ TEST(e2e_daemon_log_fields, every_job_line_names_node_stage_step_ingestion_docum
       audited.insert(row[0].value_or(""));
       EXPECT_EQ(row[1].value_or(""), "1") << "step " << row[0].value_or("") << " of " << id;
     }
-    for (auto step : {"claim", "load", "resume", "fetch", "transcribe", "store_transcription",
-                      "extract", "gate", "complete"})
+    for (auto step : {"claim", "load", "fetch", "transcribe", "store_transcription", "extract",
+                      "gate", "complete"})
       EXPECT_TRUE(audited.contains(step)) << "no audit row for " << step << " of " << id;
     // The transcription is recorded with the result, by no step of its own.
     EXPECT_FALSE(audited.contains("record_transcription")) << id;

@@ -89,6 +89,7 @@ void fake_work_repository::claim(std::vector<claim_request> requests, std::strin
           w.token = req.token;
           w.claimed_by = worker_id;
           w.lease_live = true;
+          w.started = true;
           granted_.insert(req.token);
         }
         if (req.audit && (crash_counted || verdict == "skipped")) {
@@ -105,8 +106,8 @@ void fake_work_repository::claim(std::vector<claim_request> requests, std::strin
         if (verdict == "granted") {
           a.outcome = claim_outcome::granted;
           a.work = claimed_work{
-              w.id,       req.token,    w.document_id,        w.tenant_id, w.attempt_count,
-              w.priority, w.size_class, w.class_attempts_base};
+              w.id,       req.token,    w.document_id,         w.tenant_id,    w.attempt_count,
+              w.priority, w.size_class, w.class_attempts_base, !before.started};
         } else if (verdict == "held") {
           a.outcome = claim_outcome::held;
         } else if (verdict == "moved" || verdict == "move") {
@@ -529,6 +530,7 @@ void fake_work_repository::steal_claim(const uuid& id) {
   w.token = uuid::v7();
   w.claimed_by = "another-worker";
   w.lease_live = true;
+  w.started = true;
   changed(before, w);
 }
 

@@ -40,6 +40,8 @@ struct fake_work_item {
   std::string claimed_by;
   /// The claim's lease has not run out (a token without a live lease is a crashed holder's).
   bool lease_live = false;
+  /// A claim was granted before (the table's started_at is set).
+  bool started = false;
   int32_t attempt_count = 0;
   int32_t crash_count = 0;
   int32_t priority = 50;
