@@ -54,9 +54,16 @@ protected:
     r.stage = "match";
     return claim_one(r, worker);
   }
-  std::string matching(uuid document, const std::string& column = "matching_status") {
-    return db->scalar("SELECT COALESCE((SELECT " + column
-                          + "::text FROM document_matching WHERE document_id = $1), 'none')",
+  /// The document's matching status ("none" without a matching row).
+  std::string matching(uuid document) {
+    return db->scalar("SELECT COALESCE((SELECT matching_status::text FROM document_matching "
+                      "WHERE document_id = $1), 'none')",
+                      {document.str()});
+  }
+  /// Its matching's attempts ("none" without a matching row).
+  std::string matching_attempts(uuid document) {
+    return db->scalar("SELECT COALESCE((SELECT matching_attempts::text FROM document_matching "
+                      "WHERE document_id = $1), 'none')",
                       {document.str()});
   }
 };
@@ -276,7 +283,7 @@ TEST_F(ingest_test,
             "match-q 30");
   EXPECT_EQ(outbox_rows(doc), 0);
   EXPECT_EQ(matching(doc), "pending");
-  EXPECT_EQ(matching(doc, "matching_attempts"), "0");
+  EXPECT_EQ(matching_attempts(doc), "0");
   // The stream: completed, processed.
   EXPECT_EQ(events(id, "INGESTION_COMPLETED"), 1);
   EXPECT_EQ(events(id, "DOCUMENT_PROCESSED"), 1);
@@ -346,7 +353,7 @@ TEST_F(ingest_test, a_document_matched_before_is_matched_again_and_a_running_mat
   auto m2 = claim_matching(doc);
   ASSERT_EQ(m2.outcome, claim_outcome::granted);
   EXPECT_EQ(matching(doc), "in-progress");
-  EXPECT_EQ(matching(doc, "matching_attempts"), "2");
+  EXPECT_EQ(matching_attempts(doc), "2");
   // A second ingestion of the same document completes: matching starts over.
   auto second = intake("matched-twice");
   ASSERT_TRUE(intake_repo->create_ingestion(second, 30s));
@@ -358,7 +365,7 @@ TEST_F(ingest_test, a_document_matched_before_is_matched_again_and_a_running_mat
                       "(completed_at IS NULL)"),
             "in-progress 0 0 true true true true");
   EXPECT_EQ(matching(doc), "pending");
-  EXPECT_EQ(matching(doc, "matching_attempts"), "0");
+  EXPECT_EQ(matching_attempts(doc), "0");
   EXPECT_EQ(messages(doc, match_queue), 2);
   // The running match is fenced out.
   auto lost = await<std::vector<result<void>>>(
