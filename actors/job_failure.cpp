@@ -10,6 +10,14 @@ namespace ingestd::job_detail {
 
 namespace {
 
+/// What the stage kept for its outcome is written (stage_job::save_progress), then `then` runs.
+void save_progress(job_ptr self, std::function<void()> then) {
+  auto& st = self->state;
+  if (!st.work)
+    return then();
+  st.work->save_progress(*st.handle, std::move(then));
+}
+
 /// Errors of the node rather than of the work: the work is given back, no attempt counted.
 bool node_failure(const error& err) {
   return database_unavailable(err) || err.code == errc::cpu_busy || err.code == errc::ocr_busy
@@ -46,9 +54,7 @@ void fail(job_ptr self, const error& err) {
     return give_back(self, (database_unavailable(err) ? "database unavailable: " : "node busy: ")
                                + err.describe());
   }
-  if (!st.work)
-    return record_attempt(self, err);
-  st.work->save_progress(*st.handle, [self, err] { record_attempt(self, err); });
+  save_progress(self, [self, err] { record_attempt(self, err); });
 }
 
 /// The failed attempt recorded, with the stage's failure hook and the back-off: retried, moved to
@@ -200,9 +206,7 @@ void cancel(job_ptr self) {
   auto& st = self->state;
   step_done(self, "cancelled", "stopped at this step: the work was cancelled");
   st.phase = job_phase::storing_outcome;
-  if (!st.work)
-    return record_cancel(self);
-  st.work->save_progress(*st.handle, [self] { record_cancel(self); });
+  save_progress(self, [self] { record_cancel(self); });
 }
 
 void record_cancel(job_ptr self) {
