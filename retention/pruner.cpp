@@ -93,6 +93,15 @@ result<int64_t> pruner::prune_derived(bool& full) {
     for (const auto* key : {&d.transcription_file_path, &d.preprocessed_file_path})
       if (!key->empty())
         keys.insert(*key);
+    // What storage holds under the ingestion's prefix, named by its row or not: an attempt cut
+    // off before it recorded its outcome (a crash on every attempt until the claim failed it as
+    // poison) leaves a transcription and a derived file that no row names.
+    auto held = objects::list(
+        *store_, storage_keys::ingestion_prefixes(d.tenant_id.str(), d.ingestion_id.str()).front(),
+        timeout_);
+    if (!held)
+      return held.error();
+    keys.insert(held->begin(), held->end());
     documents.emplace(d.tenant_id.str(), d.document_id.str());
     ingestions.push_back(d.ingestion_id);
   }

@@ -4,8 +4,8 @@
 //   document.original_pruned_at says so (a document submitted again is stored again and
 //   unmarked);
 // - derived objects of finished ingestions older than theirs (the transcription, the
-//   preprocessed scan, the desk's page renders of the document), then
-//   ingestion.derived_pruned_at;
+//   preprocessed scan, whatever else storage holds under the ingestion's prefix, the desk's page
+//   renders of the document), then ingestion.derived_pruned_at;
 // - the audit trail of finished ingestions older than theirs, with the marks, in one statement;
 // - delivered rows of the status event stream older than their tenant's days.
 // Objects go before their marks: a pass cut short leaves rows that are due again, never an

@@ -1,9 +1,10 @@
 // Retention on the running daemon: documents are ingested and matched, then some are made 40
 // days old in the database; the next daemon, with 30 days for originals, derived objects, the
 // audit trail and the status events, prunes the old documents' objects (the original, the
-// transcription, the desk's page render), audit rows and events, and marks them; a new document
-// and a tenant that keeps everything (its own days 0) are left whole, and the extracted data
-// stays. On the filesystem and on the S3 emulator's bucket.
+// transcription, a file under the ingestion's prefix that no row names, the desk's page render),
+// audit rows and events, and marks them; a new document and a tenant that keeps everything (its
+// own days 0) are left whole, and the extracted data stays. On the filesystem and on the S3
+// emulator's bucket.
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -67,6 +68,15 @@ void prunes_what_is_past_its_days(e2e_setup& s, const storage_access& st) {
   auto render = a + "/review/pages/" + doc_of(old_a[0]) + "/page-0.png";
   st.write(render, "png", "image/png");
   ASSERT_TRUE(st.exists(render));
+  // A derived file an attempt stored under each ingestion's prefix and no row names (a worker
+  // killed before it recorded its outcome).
+  auto unnamed = [&](const std::string& tenant, const std::string& ingestion) {
+    auto key = tenant + "/ingestions/" + ingestion + "/preprocessed.png";
+    st.write(key, "png", "image/png");
+    return key;
+  };
+  auto old_unnamed = unnamed(a, old_a[0]);
+  auto new_unnamed = unnamed(a, new_a[0]);
   // 40 days old: the document, its ingestion and its audit trail (the ingest stage's and the
   // match stage's), for A's first document and B's.
   for (const auto& id : {old_a[0], old_b[0]}) {
@@ -119,6 +129,7 @@ void prunes_what_is_past_its_days(e2e_setup& s, const storage_access& st) {
   for (const auto& key : old_keys)
     EXPECT_FALSE(st.exists(key)) << key;
   EXPECT_FALSE(st.exists(render));
+  EXPECT_FALSE(st.exists(old_unnamed));
   EXPECT_EQ(s.count(audit_rows, {old_a[0]}), 0);
   EXPECT_EQ(
       s.count("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1", {doc_of(old_a[0])}),
@@ -129,6 +140,7 @@ void prunes_what_is_past_its_days(e2e_setup& s, const storage_access& st) {
   // A's new document and B's old one are whole.
   for (const auto& key : new_keys)
     EXPECT_TRUE(st.exists(key)) << key;
+  EXPECT_TRUE(st.exists(new_unnamed));
   for (const auto& key : kept_keys)
     EXPECT_TRUE(st.exists(key)) << key;
   EXPECT_GT(s.count(audit_rows, {new_a[0]}), 0);
