@@ -97,6 +97,8 @@ TEST_F(timeouts_test, a_connection_carries_its_deadlines_and_keeps_the_urls_opti
   EXPECT_EQ(show(conn, "search_path"), db->name());
   // A statement of a large batch is never compiled: JIT took longer than the statement itself.
   EXPECT_EQ(show(conn, "jit"), "off");
+  // Rows looked up by key are in memory: a random read costs about a sequential one.
+  EXPECT_EQ(show(conn, "random_page_cost"), "1.1");
   int tcp_timeout = 0;
   socklen_t len = sizeof tcp_timeout;
   sockaddr_storage peer{};
@@ -158,6 +160,10 @@ TEST_F(timeouts_test, a_setting_in_the_urls_options_wins_over_the_session_deadli
   auto with_jit = db->url() + "&options=-csearch_path%3D" + db->name() + "%20-cjit%3Don";
   pg::connection compiled{with_jit};
   EXPECT_EQ(show(compiled, "jit"), "on");
+  auto with_disk_costs
+      = db->url() + "&options=-csearch_path%3D" + db->name() + "%20-crandom_page_cost%3D4";
+  pg::connection on_disk{with_disk_costs};
+  EXPECT_EQ(show(on_disk, "random_page_cost"), "4");
 }
 
 TEST_F(timeouts_test,
