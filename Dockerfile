@@ -19,7 +19,7 @@ RUN apt-get update \
       build-essential cmake ninja-build pkg-config \
       libcaf-dev libpq-dev libopencv-dev rapidjson-dev libcurl4-openssl-dev libssl-dev \
       libspdlog-dev libfmt-dev libtesseract-dev libpoppler-cpp-dev libarchive-dev \
-      libgmime-3.0-dev libgsf-1-dev libpst-dev libseccomp-dev libcpp-httplib-dev libmicrohttpd-dev zlib1g-dev libgtest-dev libgmock-dev \
+      libgmime-3.0-dev libgsf-1-dev libpst-dev libseccomp-dev libjemalloc-dev libcpp-httplib-dev libmicrohttpd-dev zlib1g-dev libgtest-dev libgmock-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -58,7 +58,7 @@ RUN mkdir -p /tmp/no-gl/DEBIAN \
       libcaf-core0.17 libpq5 libcurl4 libssl3 libspdlog1.10 libfmt9 libmicrohttpd12 \
       libopencv-core406 libopencv-imgproc406 libopencv-imgcodecs406 libopencv-photo406 \
       libtesseract5 liblept5 libpoppler-cpp0v5 libarchive13 libgmime-3.0-0 libgsf-1-114 libpst4 libglib2.0-0 \
-      libseccomp2 \
+      libseccomp2 libjemalloc2 \
       $(for l in ${OCR_LANGUAGES}; do echo "tesseract-ocr-$l"; done) \
       $([ "${OFFICE_FORMATS}" = true ] && echo libreoffice-writer-nogui libreoffice-calc-nogui) \
  && apt-get clean \

@@ -13,7 +13,7 @@ packages=(
   libtesseract-dev tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu
   tesseract-ocr-fra tesseract-ocr-nld tesseract-ocr-spa tesseract-ocr-ita tesseract-ocr-pol
   libpoppler-cpp-dev poppler-utils libgtest-dev libgmock-dev
-  libarchive-dev libgmime-3.0-dev libgsf-1-dev libpst-dev libseccomp-dev
+  libarchive-dev libgmime-3.0-dev libgsf-1-dev libpst-dev libseccomp-dev libjemalloc-dev
   python3 python3-boto3 libcpp-httplib-dev libmicrohttpd-dev zlib1g-dev prometheus
   clang-tidy clang-format cppcheck clang-14 libclang-rt-14-dev
 )

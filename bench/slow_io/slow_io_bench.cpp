@@ -38,7 +38,11 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <malloc.h>
+#if INGESTD_JEMALLOC
+#  include <jemalloc/jemalloc.h>
+#else
+#  include <malloc.h>
+#endif
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
@@ -204,10 +208,22 @@ long rss_kb() {
   return 0;
 }
 
-/// Bytes handed out by malloc and not freed yet (the heap part of the resident memory).
+/// Bytes handed out by malloc and not freed yet (the heap part of the resident memory), as the
+/// allocator the build links counts them.
 long heap_kb() {
+#if INGESTD_JEMALLOC
+  uint64_t epoch = 1;
+  size_t size = sizeof epoch;
+  ::mallctl("epoch", &epoch, &size, &epoch, size); // refreshes the statistics
+  size_t allocated = 0;
+  size = sizeof allocated;
+  if (::mallctl("stats.allocated", &allocated, &size, nullptr, 0) != 0)
+    return 0;
+  return static_cast<long>(allocated / 1024);
+#else
   auto m = mallinfo2();
   return static_cast<long>((m.uordblks + m.hblkhd) / 1024);
+#endif
 }
 
 /// An extractor that answers after a fixed delay from a timer thread: the slow provider without
@@ -458,9 +474,9 @@ int main(int argc, char** argv) {
       // are still being claimed and hold no HTTP transfer yet), over the most jobs in flight.
       rss_most = std::max(rss_most, rss_kb());
       peak_in_flight = std::max(peak_in_flight, f);
-      // Every 2 s only, for what they cost the node: mallinfo2 walks every arena's free lists under
-      // its lock (20-70 ms with the heap of 10,000 jobs, while the node's threads wait to
-      // allocate), and a read of /proc/net/tcp with 20,000 loopback sockets costs its cores too.
+      // Every 2 s only, for what they cost the node: glibc's mallinfo2 walks every arena's free
+      // lists under its lock (20-70 ms with the heap of 10,000 jobs, while the node's threads wait
+      // to allocate), and a read of /proc/net/tcp with 20,000 loopback sockets costs its cores too.
       if (++samples % 8 == 1) {
         heap_most = std::max(heap_most, heap_kb());
         if (extractor_kind != "timer")

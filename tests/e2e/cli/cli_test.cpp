@@ -60,6 +60,15 @@ TEST(e2e_cli, version_prints_the_version) {
   EXPECT_EQ(r.out.rfind("ingestd ", 0), 0u) << r.out;
 }
 
+TEST(e2e_cli, the_binary_allocates_with_jemalloc) {
+  if (!INGESTD_JEMALLOC)
+    GTEST_SKIP() << "built with INGESTD_JEMALLOC=OFF: glibc's allocator";
+  // jemalloc prints its statistics at exit when asked to: only if it is the allocator in use.
+  auto r = run({"version"}, {"MALLOC_CONF=stats_print:true"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_CONTAINS(r.err, "jemalloc statistics");
+}
+
 TEST(e2e_cli, config_check_with_a_bad_value_names_the_key) {
   auto r = run({"config", "check"}, {"INGESTD_WORKER__MAX_IN_FLIGHT=-5"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
