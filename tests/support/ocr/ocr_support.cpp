@@ -186,7 +186,7 @@ counting_executor::counting_executor(unsigned threads) : impl_(std::make_unique<
           job = std::move(impl_->queue.front());
           impl_->queue.pop_front();
         }
-        if (expire_all_ || std::chrono::steady_clock::now() >= job.deadline) {
+        if (expire_all_ || (!never_expire_ && std::chrono::steady_clock::now() >= job.deadline)) {
           ++expired_;
           job.expired();
         } else {
