@@ -29,8 +29,8 @@ pkg_check_modules(Seccomp REQUIRED IMPORTED_TARGET libseccomp)
 
 # The memory allocator of every executable (libjemalloc-dev), through ingestd_allocator, which
 # ingestd_support links: a job allocates and frees small objects on every step, on every thread,
-# and glibc's malloc took about a quarter of the node's CPU (bench/orchestration: 96 us of node
-# CPU per document with glibc's, 70-73 with jemalloc). Off in the sanitizer build, whose
+# and glibc's malloc took about a quarter of the node's CPU (bench/orchestration: 80-82 us of node
+# CPU per document with glibc's, 61-63 with jemalloc). Off in the sanitizer build, whose
 # AddressSanitizer brings its own allocator.
 option(INGESTD_JEMALLOC "Link every executable with jemalloc" ON)
 add_library(ingestd_allocator INTERFACE)
