@@ -3,6 +3,11 @@
 // at once. The caller does the running (a database statement on a pool thread); this only keeps
 // the waiting items and whether a run is in progress.
 //
+// A run takes everything that waits, unbounded on purpose: the calls waiting are bounded by the
+// node's jobs in flight, and the larger the statement the less each row costs the database. A
+// bound of 1,000 calls a run (tried with bench/slow_io's 10,000 jobs in flight, two alternated
+// pairs) made the database's CPU per document 19-35% higher and the throughput 13-23% lower.
+//
 //   if (q.push(item)) start_run();            // none in progress: this call starts one
 //   run:  auto batch = q.take(); ...send batch...; if (q.finish()) start_run();
 #pragma once
