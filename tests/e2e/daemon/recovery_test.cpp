@@ -28,8 +28,16 @@ TEST(e2e_daemon_recovery,
                     {"INGESTD_EXTRACTION__PROVIDER", "llm"},
                     {"INGESTD_EXTRACTION__LLM_BASE_URL", llm.url()}});
   auto first = s.start(first_env);
-  // Claimed and transcribed: the job waits on the silent LLM, its claim kept alive.
+  // Claimed and transcribed: the job waits on the silent LLM, its claim kept alive. On a loaded
+  // machine a first claim can run out during the transcription (the job then stops and claims
+  // again later): the kill must come while the first node's claim is live.
   ASSERT_TRUE(await_waiting_on_extraction(s, 120s)) << s.logs();
+  const std::string live_claim
+      = "SELECT count(*) FROM work_item WHERE id = $1::uuid AND claimed_by = 'e2e-first' "
+        "AND status = 'in-progress' AND lease_expires_at > now()";
+  ASSERT_TRUE(wait_until([&] { return s.count(live_claim, {ids[0]}) == 1; }, 120s)) << s.logs();
+  const auto held_until
+      = s.db().scalar("SELECT lease_expires_at::text FROM work_item WHERE id = $1::uuid", {ids[0]});
   first->signal(SIGKILL);
   auto killed = std::chrono::steady_clock::now();
   auto rc = first->wait_exit(30s);
@@ -47,6 +55,12 @@ TEST(e2e_daemon_recovery,
       << s.logs();
   // Not before the dead node's lease had run out: the message stayed hidden that long.
   EXPECT_GE(took, lease) << std::chrono::duration<double>(took).count() << " s\n" << s.logs();
+  EXPECT_EQ(s.count("SELECT count(*) FROM work_item WHERE id = $1::uuid AND claimed_by = "
+                    "'e2e-second' AND started_at >= $2::timestamptz",
+                    {ids[0], held_until}),
+            1)
+      << "taken over before the lease seen at the kill (" << held_until << ") ran out\n"
+      << s.logs();
   EXPECT_EQ(s.count("SELECT count(*) FROM ingestion_event WHERE ingestion_id = $1::uuid AND step = "
                     "'complete' "
                     "AND outcome = 'ok' AND worker_id = 'e2e-second'",
