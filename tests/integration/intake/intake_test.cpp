@@ -429,7 +429,10 @@ TEST_F(intake_test, a_message_lost_after_intake_is_sent_again_by_the_sweeper) {
             "interval '1 hour'");
   auto sweeper = spawn_sweeper(sys, ctx);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{60};
-  while (messages_for(r->ingestion_id) == 0 && std::chrono::steady_clock::now() < deadline)
+  // The message is in the queue once the rescue's statement commits; the sweeper counts the
+  // rescue when the statement's answer reaches it, a moment later: wait for both.
+  while ((messages_for(r->ingestion_id) == 0 || ctx->metrics->rescues.load() < 1)
+         && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds{100}); // a condition, with a deadline
   caf::anon_send_exit(sweeper, caf::exit_reason::user_shutdown);
   EXPECT_EQ(messages_for(r->ingestion_id), 1);
