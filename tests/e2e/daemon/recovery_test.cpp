@@ -32,12 +32,28 @@ TEST(e2e_daemon_recovery,
   // machine a first claim can run out during the transcription (the job then stops and claims
   // again later): the kill must come while the first node's claim is live.
   ASSERT_TRUE(await_waiting_on_extraction(s, 120s)) << s.logs();
-  const std::string live_claim
-      = "SELECT count(*) FROM work_item WHERE id = $1::uuid AND claimed_by = 'e2e-first' "
-        "AND status = 'in-progress' AND lease_expires_at > now()";
-  ASSERT_TRUE(wait_until([&] { return s.count(live_claim, {ids[0]}) == 1; }, 120s)) << s.logs();
-  const auto held_until
-      = s.db().scalar("SELECT lease_expires_at::text FROM work_item WHERE id = $1::uuid", {ids[0]});
+  // The live claim's lease, read in one statement with how long the work stays out of another
+  // node's reach: until the later of the lease's end and the message's visibility (database time).
+  std::string held_until;
+  double hidden_for = 0;
+  auto read_at = std::chrono::steady_clock::now();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        read_at = std::chrono::steady_clock::now();
+        auto rows = s.db().query(
+            "SELECT w.lease_expires_at::text, extract(epoch FROM greatest(w.lease_expires_at, "
+            "(SELECT max(visible_at) FROM queue_message WHERE body = w.id::text)) - now()) "
+            "FROM work_item AS w WHERE w.id = $1::uuid AND w.claimed_by = 'e2e-first' "
+            "AND w.status = 'in-progress' AND w.lease_expires_at > now()",
+            {ids[0]});
+        if (rows.empty())
+          return false;
+        held_until = rows[0][0].value_or("");
+        hidden_for = std::stod(rows[0][1].value_or("0"));
+        return true;
+      },
+      120s))
+      << s.logs();
   first->signal(SIGKILL);
   auto killed = std::chrono::steady_clock::now();
   auto rc = first->wait_exit(30s);
@@ -53,8 +69,14 @@ TEST(e2e_daemon_recovery,
   EXPECT_LE(took, lease + padding + slack)
       << "finished " << std::chrono::duration<double>(took).count() << " s after the kill\n"
       << s.logs();
-  // Not before the dead node's lease had run out: the message stayed hidden that long.
-  EXPECT_GE(took, lease) << std::chrono::duration<double>(took).count() << " s\n" << s.logs();
+  // Not before the dead node's lease had run out and its message became visible again, counted
+  // from just before both were read (the lease also in the database's time below). With the
+  // heartbeat on time that is 15-20 s: the visibility is the lease plus 5 s.
+  auto since_read = std::chrono::duration<double>(std::chrono::steady_clock::now() - read_at);
+  EXPECT_GE(since_read.count(), hidden_for)
+      << "finished " << since_read.count() << " s after the claim was read, which kept the work "
+      << "out of reach for " << hidden_for << " s\n"
+      << s.logs();
   EXPECT_EQ(s.count("SELECT count(*) FROM work_item WHERE id = $1::uuid AND claimed_by = "
                     "'e2e-second' AND started_at >= $2::timestamptz",
                     {ids[0], held_until}),
