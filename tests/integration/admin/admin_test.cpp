@@ -557,7 +557,9 @@ TEST_F(admin_test, readyz_is_not_ready_while_draining) {
   auto e = env(db->url());
   e["INGESTD_EXTRACTION__PROVIDER"] = "llm";
   e["INGESTD_EXTRACTION__LLM_BASE_URL"] = "http://127.0.0.1:" + std::to_string(port_of(silent));
-  e["INGESTD_WORKER__SHUTDOWN_GRACE_SECONDS"] = "4";
+  // A grace well beyond the 3 s the test gives the node to say it is draining, so that the
+  // node is still waiting for the job when the test looks.
+  e["INGESTD_WORKER__SHUTDOWN_GRACE_SECONDS"] = "10";
   daemon d{e, root + "/daemon.log"};
   wait_ready(d);
   auto r = curl(" -H 'X-Tenant-Id: 0190a8c4-1111-7000-8000-000000000001' --data-binary '@" + corpus
