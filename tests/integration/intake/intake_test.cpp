@@ -27,6 +27,7 @@
 #include "intake/intake_server.hpp"
 #include "intake/intake_service.hpp"
 #include "stages/ingest/ingest_stage.hpp"
+#include "tests/support/daemon/daemon_process.hpp"
 #include "tests/support/environment.hpp"
 #include "tests/support/postgres/pg_fixture.hpp"
 
@@ -428,12 +429,12 @@ TEST_F(intake_test, a_message_lost_after_intake_is_sent_again_by_the_sweeper) {
   db->query("UPDATE work_item SET due_at = now() - interval '1 hour', message_seen_at = now() - "
             "interval '1 hour'");
   auto sweeper = spawn_sweeper(sys, ctx);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{60};
   // The message is in the queue once the rescue's statement commits; the sweeper counts the
-  // rescue when the statement's answer reaches it, a moment later: wait for both.
-  while ((messages_for(r->ingestion_id) == 0 || ctx->metrics->rescues.load() < 1)
-         && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds{100}); // a condition, with a deadline
+  // rescue when the statement's answer reaches it, a moment later: wait for both (the checks
+  // below say which was missing).
+  test::wait_until(
+      [&] { return messages_for(r->ingestion_id) > 0 && ctx->metrics->rescues.load() >= 1; },
+      std::chrono::seconds{60}, std::chrono::milliseconds{100});
   caf::anon_send_exit(sweeper, caf::exit_reason::user_shutdown);
   EXPECT_EQ(messages_for(r->ingestion_id), 1);
   EXPECT_GE(ctx->metrics->rescues.load(), 1);
