@@ -162,8 +162,11 @@ TEST_F(coalescing_test, a_statement_takes_at_most_max_batch_requests_and_one_wor
 }
 
 TEST_F(coalescing_test, an_error_of_a_coalesced_statement_reaches_each_of_its_callers_once) {
+  // The lock timeout has to outlast the time from the first statement's wait to the three calls
+  // behind it (they coalesce into the second statement only while the first one runs): 3 s,
+  // where the test thread takes a few milliseconds unless the machine stalls it.
   pg_work_options opts;
-  opts.session = pg::session_options{30s, 1s, 30s};
+  opts.session = pg::session_options{30s, 3s, 30s};
   auto repo = std::make_unique<pg_work_repository>(db->url(), opts);
   auto ids = items(4);
   auto counts = std::make_shared<call_counts>();
