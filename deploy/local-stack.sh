@@ -5,8 +5,6 @@
 #
 #   deploy/local-stack.sh start   start what is not running (reuses what is), print where
 #   deploy/local-stack.sh stop    stop both cleanly
-#   deploy/local-stack.sh start|stop postgres   only the PostgreSQL cluster (a test's own cluster
-#                                 beside the stack: another INGESTD_STACK_DIR and INGESTD_PG_PORT)
 #   deploy/local-stack.sh status  say what runs where
 #   deploy/local-stack.sh env     print the environment the tests and the daemon use
 #
@@ -23,9 +21,7 @@ pg_bin=${INGESTD_PG_BIN:-/usr/lib/postgresql/15/bin}
 fauxqs_cli="$here/emulators/node_modules/fauxqs/dist/cli.js"
 
 cluster_parent=$stack_dir
-# Also names the fallback folder under /tmp (deploy/pg-cluster.sh): a cluster on another port is
-# another cluster.
-cluster_name=stack${INGESTD_PG_PORT:+-$INGESTD_PG_PORT}
+cluster_name=stack
 # shellcheck source=deploy/pg-cluster.sh
 source "$here/pg-cluster.sh"
 
@@ -120,11 +116,11 @@ print_env() {
 }
 
 case "${1:-}" in
-  start) start_postgres; [[ "${2:-}" == postgres ]] || start_fauxqs ;;
-  stop) [[ "${2:-}" == postgres ]] || stop_fauxqs; stop_postgres ;;
+  start) start_postgres; start_fauxqs ;;
+  stop) stop_fauxqs; stop_postgres ;;
   status)
     if pg_running "$(pg_dir)"; then echo "postgres: running   $(database_url)"; else echo "postgres: stopped"; fi
     if fauxqs_running; then echo "fauxqs:   running   $(fauxqs_url)"; else echo "fauxqs:   stopped"; fi ;;
   env) print_env ;;
-  *) echo "usage: $0 start|stop [postgres] | status | env" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|status|env" >&2; exit 2 ;;
 esac
