@@ -1,6 +1,8 @@
 // Currency markers as codes, symbols and words.
 #include "adapters/extraction/local/currency.hpp"
 
+#include <array>
+
 #include "adapters/extraction/local/text.hpp"
 
 namespace ingestd::local_rules {
@@ -43,8 +45,17 @@ const std::vector<currency_marker>& currency_markers() {
 }
 
 std::vector<std::pair<size_t, std::string_view>> currency_hits(std::string_view low) {
+  // The bytes a marker begins with: most bytes of a page begin none.
+  static const std::array<bool, 256> first = [] {
+    std::array<bool, 256> f{};
+    for (const auto& m : currency_markers())
+      f[static_cast<unsigned char>(m.text[0])] = true;
+    return f;
+  }();
   std::vector<std::pair<size_t, std::string_view>> out;
   for (size_t i = 0; i < low.size(); ++i) {
+    if (!first[static_cast<unsigned char>(low[i])])
+      continue;
     for (const auto& m : currency_markers()) {
       if (low.compare(i, m.text.size(), m.text) != 0)
         continue;

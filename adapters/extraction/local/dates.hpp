@@ -5,9 +5,14 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ingestd::local_rules {
+
+/// Every month's spelling in lower case the rules know (with and without accents: OCR drops
+/// them), longest first, with its number.
+const std::vector<std::pair<std::string, int>>& month_spellings();
 
 /// 1-12 for a lowered month name or abbreviation in any language the rules know, else 0.
 int month_number(std::string_view name);

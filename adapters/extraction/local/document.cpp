@@ -4,9 +4,10 @@
 
 #include <algorithm>
 #include <map>
-#include <regex>
+#include <optional>
 
 #include "adapters/extraction/local/currency.hpp"
+#include "adapters/extraction/local/text.hpp"
 
 namespace ingestd::local_rules {
 
@@ -57,21 +58,41 @@ void run_state::decide_conventions() {
     day_first_ = false;
   else if (gbp > usd || german_ || foreign || day_first_currency > 0)
     day_first_ = true;
-  // A slash date whose first part exceeds 12 settles the order for the whole document.
-  static const std::regex slash{R"((^|[^0-9])(\d{1,2})/(\d{1,2})/(\d{2,4}))"};
-  for (auto it = std::sregex_iterator(all.begin(), all.end(), slash); it != std::sregex_iterator();
-       ++it) {
-    int a = std::stoi((*it)[2].str()), b = std::stoi((*it)[3].str());
-    // (A part over 31 is no day: OCR's 9 for a 0, see dates.cpp.)
-    if (a > 12 && a <= 31 && b <= 12) {
-      day_first_ = true;
-      break;
-    }
-    if (b > 12 && b <= 31 && a <= 12) {
-      day_first_ = false;
-      break;
-    }
-  }
+  // A slash date whose first part exceeds 12 settles the order for the whole document:
+  // `(^|[^0-9])(\d{1,2})/(\d{1,2})/(\d{2,4})`, scanned as dates.cpp scans its patterns.
+  struct slash_date {
+    size_t end;
+    std::string_view a, b;
+  };
+  auto slash_date_at = [&](size_t i) -> std::optional<slash_date> {
+    size_t a = digits_at(all, i);
+    if (a < 1 || a > 2 || !byte_in(all, i + a, "/"))
+      return {};
+    size_t j = i + a + 1, b = digits_at(all, j);
+    if (b < 1 || b > 2 || !byte_in(all, j + b, "/"))
+      return {};
+    size_t k = j + b + 1, year = digits_at(all, k);
+    if (year < 2)
+      return {};
+    return slash_date{k + std::min<size_t>(year, 4), std::string_view{all}.substr(i, a),
+                      std::string_view{all}.substr(j, b)};
+  };
+  bool settled = false;
+  each_match(
+      all, [](char c) { return !is_digit(c); }, slash_date_at,
+      [&](const slash_date& d) {
+        int a = std::stoi(std::string{d.a}), b = std::stoi(std::string{d.b});
+        // (A part over 31 is no day: OCR's 9 for a 0, see dates.cpp.)
+        if (settled)
+          return;
+        if (a > 12 && a <= 31 && b <= 12) {
+          day_first_ = true;
+          settled = true;
+        } else if (b > 12 && b <= 31 && a <= 12) {
+          day_first_ = false;
+          settled = true;
+        }
+      });
 }
 
 } // namespace ingestd::local_rules

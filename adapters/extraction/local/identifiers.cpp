@@ -2,12 +2,87 @@
 // customer's block) and the document's currency (labelled, or the most frequent marker).
 #include <algorithm>
 #include <map>
-#include <regex>
+#include <optional>
 
 #include "adapters/extraction/local/currency.hpp"
 #include "adapters/extraction/local/document.hpp"
+#include "adapters/extraction/local/identifiers.hpp"
+#include "adapters/extraction/local/text.hpp"
 
 namespace ingestd::local_rules {
+
+namespace {
+
+bool upper_or_digit(std::string_view s, size_t i) {
+  return i < s.size() && ((s[i] >= 'A' && s[i] <= 'Z') || is_digit(s[i]));
+}
+
+struct vat_match {
+  size_t begin = 0;
+  size_t end = 0;
+};
+
+/// `(?:DE|ATU|GB|FR|NL|BE|IT|ES|LU|DK|SE|FI|IE|PL|CZ|PT|AT)(?: ?[0-9A-Z]){8,12}
+///  |CHE[- ]?\d{3}\.?\d{3}\.?\d{3}(?: ?(?:MWST|TVA|IVA))?` at `i` (tests/unit/extraction compares
+/// it with that regular expression).
+std::optional<vat_match> vat_id_at(std::string_view s, size_t i) {
+  static constexpr std::string_view prefixes[]
+      = {"DE", "ATU", "GB", "FR", "NL", "BE", "IT", "ES", "LU",
+         "DK", "SE",  "FI", "IE", "PL", "CZ", "PT", "AT"};
+  // Every prefix begins with one of these.
+  if (!byte_in(s, i, "ABCDEFGILNPS"))
+    return {};
+  auto rest = s.substr(i);
+  for (auto prefix : prefixes) {
+    if (!rest.starts_with(prefix))
+      continue;
+    size_t end = i + prefix.size();
+    int n = 0;
+    for (; n < 12; ++n) {
+      if (byte_in(s, end, " ") && upper_or_digit(s, end + 1))
+        end += 2;
+      else if (upper_or_digit(s, end))
+        end += 1;
+      else
+        break;
+    }
+    if (n >= 8)
+      return vat_match{i, end};
+  }
+  if (!rest.starts_with("CHE"))
+    return {};
+  size_t end = i + 3;
+  end += byte_in(s, end, "- ") ? 1 : 0;
+  for (int group = 0; group < 3; ++group) {
+    if (group > 0)
+      end += byte_in(s, end, ".") ? 1 : 0;
+    if (digits_at(s, end) < 3)
+      return {};
+    end += 3;
+  }
+  for (auto tax : {"MWST", "TVA", "IVA"}) {
+    std::string_view t{tax};
+    if (byte_in(s, end, " ") && s.substr(end + 1).starts_with(t))
+      return vat_match{i, end + 1 + t.size()};
+  }
+  for (auto tax : {"MWST", "TVA", "IVA"}) {
+    std::string_view t{tax};
+    if (s.substr(end).starts_with(t))
+      return vat_match{i, end + t.size()};
+  }
+  return vat_match{i, end};
+}
+
+} // namespace
+
+std::vector<std::string_view> vat_id_candidates(std::string_view upper) {
+  std::vector<std::string_view> out;
+  each_match(
+      upper, [&](char c) { return !((c >= 'A' && c <= 'Z') || is_digit(c)); },
+      [&](size_t i) { return vat_id_at(upper, i); },
+      [&](const vat_match& m) { out.push_back(upper.substr(m.begin, m.end - m.begin)); });
+  return out;
+}
 
 void run_state::find_vat_id() {
   // A labelled id is taken as printed (spaces inside digit groups removed), whatever its country:
@@ -64,8 +139,6 @@ void run_state::find_vat_id() {
       }
     }
   }
-  static const std::regex id{
-      R"((^|[^A-Z0-9])((?:DE|ATU|GB|FR|NL|BE|IT|ES|LU|DK|SE|FI|IE|PL|CZ|PT|AT)(?: ?[0-9A-Z]){8,12}|CHE[- ]?\d{3}\.?\d{3}\.?\d{3}(?: ?(?:MWST|TVA|IVA))?))"};
   struct candidate {
     std::string value;
     bool labelled;
@@ -87,10 +160,9 @@ void run_state::find_vat_id() {
     // IBANs start with a country code too.
     if (low_[i].find("iban") != std::string::npos || low_[i].find("konto") != std::string::npos)
       continue;
-    for (auto it = std::sregex_iterator(up.begin(), up.end(), id); it != std::sregex_iterator();
-         ++it) {
+    for (auto printed : vat_id_candidates(up)) {
       std::string v;
-      for (char c : (*it)[2].str())
+      for (char c : printed)
         if (c != ' ' && c != '-' && c != '.')
           v += c;
       // Country prefix plus at least 8 characters of which most are digits.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,43 @@ inline bool is_letter(char c) {
 }
 inline bool is_word(char c) {
   return is_letter(c) || is_digit(c);
+}
+
+/// The number of ASCII digits from `i` on.
+inline size_t digits_at(std::string_view s, size_t i) {
+  size_t n = 0;
+  while (i + n < s.size() && is_digit(s[i + n]))
+    ++n;
+  return n;
+}
+
+/// Whether the byte at `i` is one of `set` (false past the end).
+inline bool byte_in(std::string_view s, size_t i, std::string_view set) {
+  return i < s.size() && set.find(s[i]) != std::string_view::npos;
+}
+
+/// Every match of a pattern `(^|C)R`, found as std::sregex_iterator finds a regular expression's:
+/// the leftmost match, then the leftmost one from where it ended. `in_context(c)` says whether a
+/// byte is in the class C; `rest(i)` matches R from `i` (just after the start of the text or the
+/// byte of context), trying its alternatives in the expression's order, and answers a match with
+/// its `end`, or nothing. The rules' patterns are written this way rather than as std::regex,
+/// whose matcher took most of the extractor's time.
+template <class InContext, class Rest, class Each>
+void each_match(std::string_view s, InContext in_context, Rest rest, Each each) {
+  size_t from = 0;
+  while (from < s.size()) {
+    decltype(rest(size_t{0})) found;
+    for (size_t at = from; at < s.size() && !found; ++at) {
+      if (at == 0)
+        found = rest(0);
+      if (!found && in_context(s[at]))
+        found = rest(at + 1);
+    }
+    if (!found)
+      return;
+    each(*found);
+    from = found->end;
+  }
 }
 
 /// No invoice row is longer; the cap bounds the regex work on garbage input.
