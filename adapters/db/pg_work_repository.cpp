@@ -4,6 +4,7 @@
 #include "adapters/db/lifecycle_sql.hpp"
 
 #include <algorithm>
+#include <map>
 #include <utility>
 
 #include "adapters/db/pg_batch.hpp"
@@ -36,22 +37,24 @@ using pg::uuid_array;
 //            says whether it is the item's first claim (no started_at yet)
 // Every item asked for records that its message was seen (message_seen_at: see revive). Crashes,
 // poison, known files and moves leave audit rows for the stages that keep an audit trail.
-// Items not in progress answer their status (looked up by key only for an item the claim did not
-// change: OFFSET 0 keeps the planner from reading the whole table into a hash for a large batch
-// instead); items unknown to the stage, nothing. A small batch runs on one generic plan; a large
-// one is planned for its own values (pg::for_batch): its answer joins the batch's list with the
-// rows it changed.
+// The answer has a row for each item the claim changed (its verdict), and one for each item asked
+// for that was not in progress as the statement found it: `finished` with that status, or
+// `unknown` to the stage (looked up by key: OFFSET 0 keeps the planner from reading the whole table
+// into a hash for a large batch instead). An item with neither was in progress and ended before
+// the claim could lock it: finished too. Joining the list asked for to the changed rows instead
+// compared every row with every other (a CTE's rows are not hashed for a join the planner expects
+// one row from). Each item is asked for once (claim_batch). A small batch runs on one generic plan;
+// a large one is planned for its own values (pg::for_batch).
 constexpr pg::statement claim_sql{"ingestd_work_claim", R"sql(
 WITH req AS (
-  SELECT DISTINCT ON (r.id) r.id, r.token, r.stage, r.class, greatest(r.max_attempts, 1) AS max_attempts,
+  SELECT r.id, r.ord, r.token, r.stage, r.class, greatest(r.max_attempts, 1) AS max_attempts,
          r.skip_known, r.move_class, r.move_queue, r.audit
     FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::integer[], $6::boolean[],
                 $7::text[], $8::text[], $9::boolean[]) WITH ORDINALITY
          AS r(id, token, stage, class, max_attempts, skip_known, move_class, move_queue, audit, ord)
-   ORDER BY r.id, r.ord
 ), lock AS (
-  SELECT w.id, w.attempt_count, req.token, req.max_attempts, req.move_class, req.move_queue,
-         req.audit, w.started_at IS NULL AS first_claim,
+  SELECT w.id, req.ord, w.attempt_count, req.token, req.max_attempts, req.move_class,
+         req.move_queue, req.audit, w.started_at IS NULL AS first_claim,
          req.class <> '' AND w.size_class <> req.class AS elsewhere,
          w.claim_token IS NULL OR w.lease_expires_at IS NULL OR w.lease_expires_at < now() AS free,
          w.claim_token IS NOT NULL AND (w.lease_expires_at IS NULL OR w.lease_expires_at < now())
@@ -106,7 +109,7 @@ WITH req AS (
          due_at = CASE WHEN d.verdict = 'move' THEN now() ELSE w.due_at END
     FROM decided AS d
    WHERE w.id = d.id
-  RETURNING w.id, w.document_id, w.tenant_id, w.claim_token, w.attempt_count, w.priority,
+  RETURNING w.id, d.ord, w.document_id, w.tenant_id, w.claim_token, w.attempt_count, w.priority,
             w.size_class, w.class_attempts_base, w.last_error, d.verdict, d.crash_counted,
             d.move_queue, d.audit, d.first_claim
 ), sent AS (
@@ -123,18 +126,19 @@ WITH req AS (
     FROM changed AS c
    WHERE c.audit AND (c.crash_counted OR c.verdict = 'skipped')
 )
-SELECT r.ord,
-       COALESCE(c.verdict, CASE WHEN w.id IS NULL THEN 'unknown' ELSE 'finished' END) AS verdict,
-       c.document_id, c.tenant_id, c.claim_token AS token, c.attempt_count, c.priority,
-       c.size_class, c.class_attempts_base,
+SELECT c.ord, c.verdict, c.document_id, c.tenant_id, c.claim_token AS token, c.attempt_count,
+       c.priority, c.size_class, c.class_attempts_base,
        CASE WHEN c.verdict IN ('moved', 'move') THEN c.size_class
-            ELSE COALESCE(c.last_error, w.status, '') END AS detail,
-       (SELECT n FROM sent) AS moved, COALESCE(c.first_claim, false) AS first_claim
+            ELSE COALESCE(c.last_error, '') END AS detail,
+       (SELECT n FROM sent) AS moved, c.first_claim
+  FROM changed AS c
+UNION ALL
+SELECT r.ord, CASE WHEN w.id IS NULL THEN 'unknown' ELSE 'finished' END, NULL, NULL, NULL, NULL,
+       NULL, NULL, NULL, COALESCE(w.status, ''), (SELECT n FROM sent), false
   FROM unnest($1::uuid[], $3::text[]) WITH ORDINALITY AS r(id, stage, ord)
-  LEFT JOIN changed AS c ON c.id = r.id
   LEFT JOIN LATERAL (SELECT w.id, w.status FROM work_item AS w
-                      WHERE c.id IS NULL AND w.id = r.id AND w.stage = r.stage OFFSET 0) AS w ON true
- ORDER BY r.ord
+                      WHERE w.id = r.id AND w.stage = r.stage OFFSET 0) AS w ON true
+ WHERE w.id IS NULL OR w.status <> 'in-progress'
 )sql",
                                   pg::plans::generic};
 
@@ -340,9 +344,18 @@ result<std::vector<claim_answer>> claim_batch(pg::connection& conn,
   std::vector<claim_answer> out(requests.size());
   if (requests.empty())
     return out;
+  // An item asked for twice in one batch is claimed once, for its first request: the statement
+  // gets each item once, and every request for it the first one's answer (below).
+  std::vector<size_t> sent_as(requests.size());
+  std::map<uuid, size_t> first;
   std::vector<uuid> ids, tokens;
   std::vector<param> stages, classes, max_attempts, skip_known, move_classes, move_queues, audit;
-  for (auto* r : requests) {
+  for (size_t i = 0; i < requests.size(); ++i) {
+    auto* r = requests[i];
+    auto [at, added] = first.emplace(r->item, ids.size());
+    sent_as[i] = at->second;
+    if (!added)
+      continue;
     ids.push_back(r->item);
     tokens.push_back(r->token);
     stages.emplace_back(r->stage);
@@ -359,28 +372,25 @@ result<std::vector<claim_answer>> claim_batch(pg::connection& conn,
                         pg::array_literal(skip_known), pg::array_literal(move_classes),
                         pg::array_literal(move_queues), pg::array_literal(audit), worker_id,
                         std::to_string(lease.count()), bool_text(via_outbox)},
-                       pg::for_batch(requests.size()));
+                       pg::for_batch(ids.size()));
   if (!res)
     return res.error();
   auto& rows = *res;
+  std::vector<claim_answer> answers(
+      ids.size(), claim_answer{claim_outcome::finished, {}, "ended while the claim waited for it"});
   for (int r = 0; r < rows.size(); ++r) {
     auto index = rows.i64(r, 0) - 1;
-    if (index < 0 || index >= static_cast<int64_t>(out.size()))
+    if (index < 0 || index >= static_cast<int64_t>(answers.size()))
       continue;
-    auto& a = out[static_cast<size_t>(index)];
+    auto& a = answers[static_cast<size_t>(index)];
+    a = claim_answer{};
     a.outcome = outcome_of(rows.text(r, 1));
     a.detail = rows.str(r, 9);
     if (a.outcome != claim_outcome::granted)
       continue;
     auto& w = a.work;
-    w.item = requests[static_cast<size_t>(index)]->item;
+    w.item = ids[static_cast<size_t>(index)];
     w.token = parse_uuid(rows.text(r, 4));
-    // An item asked for twice in one batch is claimed once: the request whose token was stored.
-    if (w.token != requests[static_cast<size_t>(index)]->token) {
-      a.outcome = claim_outcome::held;
-      a.detail = "claimed by another request of the same batch";
-      continue;
-    }
     w.document_id = parse_uuid(rows.text(r, 2));
     w.tenant_id = parse_uuid(rows.text(r, 3));
     w.attempt_count = static_cast<int32_t>(rows.i64(r, 5));
@@ -388,6 +398,15 @@ result<std::vector<claim_answer>> claim_batch(pg::connection& conn,
     w.size_class = rows.str(r, 7);
     w.class_attempts_base = static_cast<int32_t>(rows.i64(r, 8));
     w.first_claim = rows.boolean(r, 11);
+  }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    out[i] = answers[sent_as[i]];
+    // The request whose token was stored holds the claim; another request for the same item
+    // does not.
+    if (out[i].outcome == claim_outcome::granted && out[i].work.token != requests[i]->token) {
+      out[i]
+          = claim_answer{claim_outcome::held, {}, "claimed by another request of the same batch"};
+    }
   }
   return out;
 }

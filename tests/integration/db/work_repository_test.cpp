@@ -140,6 +140,30 @@ TEST_F(work_test, every_claim_outcome_is_answered_in_the_order_of_the_requests) 
   EXPECT_EQ(count("SELECT count(*) FROM ingestion_event WHERE step = 'claim'"), 0);
 }
 
+TEST_F(work_test, an_item_that_ends_while_the_claim_waits_for_it_is_finished) {
+  auto ending = new_ingestion();
+  auto other = new_ingestion();
+  // Another session holds the item's row while the claim starts, and ends it before letting go:
+  // the claim found it in progress, and finds it ended once it has the row.
+  auto locker = session();
+  ASSERT_TRUE(locker->exec_simple("BEGIN"));
+  ASSERT_TRUE(
+      locker->exec_simple("SELECT 1 FROM work_item WHERE id = '" + ending.str() + "' FOR UPDATE"));
+  std::vector<claim_answer> got;
+  std::thread claimer{[&] { got = claim({ingest_request(ending), ingest_request(other)}, "w2"); }};
+  ASSERT_TRUE(adapter_waits_for_a_lock());
+  ASSERT_TRUE(locker->exec_simple("UPDATE work_item SET status = 'completed', completed_at = now() "
+                                  "WHERE id = '"
+                                  + ending.str() + "'"));
+  ASSERT_TRUE(locker->exec_simple("COMMIT"));
+  claimer.join();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].outcome, claim_outcome::finished);
+  EXPECT_EQ(got[0].detail, "ended while the claim waited for it");
+  EXPECT_EQ(got[1].outcome, claim_outcome::granted);
+  EXPECT_EQ(item(ending, "status || ' ' || (claim_token IS NULL)"), "completed true");
+}
+
 TEST_F(work_test, an_item_of_the_claimers_class_or_any_class_without_classes_is_granted) {
   auto large = new_ingestion("large");
   EXPECT_EQ(item(large, "size_class"), "large");

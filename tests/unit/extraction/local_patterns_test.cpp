@@ -61,8 +61,7 @@ std::vector<date_hit> find_dates_by_regex(const std::string& low, bool day_first
            static_cast<size_t>(m.position(0) + m.length(0)), y, mo, d, ambiguous, a, b);
   };
   auto each = [](const std::string& s, const std::regex& re, auto fn) {
-    for (auto it = std::sregex_iterator(s.begin(), s.end(), re); it != std::sregex_iterator();
-         ++it)
+    for (auto it = std::sregex_iterator(s.begin(), s.end(), re); it != std::sregex_iterator(); ++it)
       fn(*it);
   };
   auto num = [](const std::ssub_match& s) { return std::stoi(s.str()); };
@@ -210,7 +209,7 @@ TEST(local_patterns, dates_as_the_regular_expressions_find_them) {
     months.push_back(name);
     if (months.size() % 3 == 0) {
       months.push_back(name.substr(0, name.size() - 1)); // cut short
-      months.push_back(name + "s");                       // inside a longer word
+      months.push_back(name + "s");                      // inside a longer word
     }
   }
   std::map<char, std::vector<std::string>> pieces{
@@ -218,22 +217,38 @@ TEST(local_patterns, dates_as_the_regular_expressions_find_them) {
       {'x', {"", "", " ", " ", "-", "st", "nd", "th", "er", "of ", "de ", ".", ",", ", ", ". "}},
       {'m', months},
       {'y', {"2024", "2024", "1999", "24", "99", "2200", "2201", "1899", "20245", "202"}},
-      {'t', {"", " ", " ", "x ", "a.", "-", "/", "9", "1.", "\xC3\xA4", "\xC3\xA9 ", "\xC5\x82",
-             "\xC2\xB0", "\xC3", "A", "\n", "date: ", "le "}}};
-  auto lines = generated_lines({"d.d.y", "d. d. y", "y-d-d", "d/d/y", "d-d-y", "d m y", "d. m y", "m d, y",
-                                "m. d y", "dsdsy", "ysdsd", "dsds", "dxmxy", "dxxmxxy", "mxdxy",
-                                "mxdxxy", "dsdxmxy", "mxd", "d", "dsdsysd", "dsdsd"},
-                               pieces, generated_count, 20261207);
+      {'t',
+       {"", " ", " ", "x ", "a.", "-", "/", "9", "1.", "\xC3\xA4", "\xC3\xA9 ", "\xC5\x82",
+        "\xC2\xB0", "\xC3", "A", "\n", "date: ", "le "}}};
+  auto lines
+      = generated_lines({"d.d.y",  "d. d. y", "y-d-d",   "d/d/y", "d-d-y", "d m y",   "d. m y",
+                         "m d, y", "m. d y",  "dsdsy",   "ysdsd", "dsds",  "dxmxy",   "dxxmxxy",
+                         "mxdxy",  "mxdxxy",  "dsdxmxy", "mxd",   "d",     "dsdsysd", "dsdsd"},
+                        pieces, generated_count, 20261207);
   for (const auto& line : text_lines())
     lines.push_back(lower(line));
   // What the scanner has to get right at the edges: the start of a line, a match's end as the
   // next one's context, longer digit runs, month names inside words.
-  for (const char* line :
-       {"2024-01-02", "2024-01-022024-01-03", "x2024.1.2-2024.12.31", "12.03.2024 13.04.24",
-        "1.2.2024.3.4.2025", "03/04/2024-05/06/24", "15 march 2024", "15th of march, 2024",
-        "15 de marzo de 2024", "1er ao\xC3\xBBt 2024", "march 15th, 2024", "marchs 15, 2024",
-        "mar. 5, 20245", "15-mar-2024", "5. m\xC3\xA4rz 2024", "97.01.2024 25.98.2024",
-        "12345.12.2024", "1.2. 2024", "sept. 3, 2024 and 3 sept 2024", "3 septembre2024"})
+  for (const char* line : {"2024-01-02",
+                           "2024-01-022024-01-03",
+                           "x2024.1.2-2024.12.31",
+                           "12.03.2024 13.04.24",
+                           "1.2.2024.3.4.2025",
+                           "03/04/2024-05/06/24",
+                           "15 march 2024",
+                           "15th of march, 2024",
+                           "15 de marzo de 2024",
+                           "1er ao\xC3\xBBt 2024",
+                           "march 15th, 2024",
+                           "marchs 15, 2024",
+                           "mar. 5, 20245",
+                           "15-mar-2024",
+                           "5. m\xC3\xA4rz 2024",
+                           "97.01.2024 25.98.2024",
+                           "12345.12.2024",
+                           "1.2. 2024",
+                           "sept. 3, 2024 and 3 sept 2024",
+                           "3 septembre2024"})
     lines.emplace_back(line);
   int with_dates = 0;
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -250,8 +265,8 @@ TEST(local_patterns, dates_as_the_regular_expressions_find_them) {
 
 TEST(local_patterns, vat_identifiers_as_the_regular_expression_finds_them) {
   std::map<char, std::vector<std::string>> pieces{
-      {'p', {"DE", "ATU", "AT", "GB", "FR", "NL", "BE", "IT", "ES", "LU", "DK", "SE", "FI", "IE",
-             "PL", "CZ", "PT", "CHE", "CH", "C"}},
+      {'p', {"DE", "ATU", "AT", "GB", "FR", "NL", "BE", "IT",  "ES", "LU",
+             "DK", "SE",  "FI", "IE", "PL", "CZ", "PT", "CHE", "CH", "C"}},
       {'s', {"", " ", "-", ".", "  ", "A", "Z", "U", " X"}},
       {'w', {"", " MWST", "TVA", " IVA", " TV", "MWS", " X"}},
       {'t', {"", " ", "x", "-", "A", "1", "\xC3\x84", ":", "VAT "}}};
