@@ -43,8 +43,8 @@ using pg::uuid_array;
 // into a hash for a large batch instead). An item with neither was in progress and ended before
 // the claim could lock it: finished too. Joining the list asked for to the changed rows instead
 // compared every row with every other (a CTE's rows are not hashed for a join the planner expects
-// one row from). Each item is asked for once (claim_batch). A small batch runs on one generic plan;
-// a large one is planned for its own values (pg::for_batch).
+// one row from). Each item is asked for once (claim_batch). Every batch runs on one generic plan:
+// nothing in it joins two of the batch's lists, and each item is found by key.
 constexpr pg::statement claim_sql{"ingestd_work_claim", R"sql(
 WITH req AS (
   SELECT r.id, r.ord, r.token, r.stage, r.class, greatest(r.max_attempts, 1) AS max_attempts,
@@ -366,13 +366,12 @@ result<std::vector<claim_answer>> claim_batch(pg::connection& conn,
     move_queues.emplace_back(r->crash_move ? r->crash_move->queue : std::string{});
     audit.emplace_back(bool_text(r->audit));
   }
-  auto res = conn.exec(claim_sql,
-                       {uuid_array(ids), uuid_array(tokens), pg::array_literal(stages),
-                        pg::array_literal(classes), pg::array_literal(max_attempts),
-                        pg::array_literal(skip_known), pg::array_literal(move_classes),
-                        pg::array_literal(move_queues), pg::array_literal(audit), worker_id,
-                        std::to_string(lease.count()), bool_text(via_outbox)},
-                       pg::for_batch(ids.size()));
+  auto res
+      = conn.exec(claim_sql, {uuid_array(ids), uuid_array(tokens), pg::array_literal(stages),
+                              pg::array_literal(classes), pg::array_literal(max_attempts),
+                              pg::array_literal(skip_known), pg::array_literal(move_classes),
+                              pg::array_literal(move_queues), pg::array_literal(audit), worker_id,
+                              std::to_string(lease.count()), bool_text(via_outbox)});
   if (!res)
     return res.error();
   auto& rows = *res;
