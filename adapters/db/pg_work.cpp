@@ -15,25 +15,24 @@ namespace {
 // work of the outcomes that completed them (by item and token: a batch may carry one item under a
 // stale and a live token), with its messages, and appends the audit rows of all (what a worker
 // did is history even when another took the item over). The last SELECT always answers one row
-// at least, so that the audit and the next work are written. A small batch runs on one generic
-// plan; a large one is planned for its own values (pg::for_batch): it joins the batch's list with
-// the items it locked, and the next work with the items it completed.
+// at least, so that the audit and the next work are written. The items are completed from the rows
+// locked, found by key. A small batch runs on one generic plan; a large one is planned for its own
+// values (pg::for_batch): it joins the next work with the items it completed.
 constexpr statement finish_sql{"ingestd_work_finish", R"sql(
 WITH c AS (
   SELECT * FROM unnest($1::uuid[], $2::uuid[], $20::text[]) AS c(id, token, remark)
 ), lock AS (
-  SELECT w.id FROM work_item AS w JOIN c ON c.id = w.id AND c.token = w.claim_token
+  SELECT w.id, c.token, c.remark FROM work_item AS w JOIN c ON c.id = w.id AND c.token = w.claim_token
    WHERE w.status = 'in-progress'
    ORDER BY w.id
    FOR UPDATE OF w
 ), done AS (
   UPDATE work_item AS w
      SET status = 'completed', completed_at = now(), claim_token = NULL, lease_expires_at = NULL,
-         last_error = COALESCE(c.remark, w.last_error)
-    FROM c
-   WHERE w.id = c.id AND w.claim_token = c.token AND w.status = 'in-progress'
-     AND w.id IN (SELECT id FROM lock)
-  RETURNING w.id, c.token
+         last_error = COALESCE(l.remark, w.last_error)
+    FROM lock AS l
+   WHERE w.id = l.id AND w.claim_token = l.token AND w.status = 'in-progress'
+  RETURNING w.id, l.token
 ), next AS (
   SELECT count(*) FILTER (WHERE ingestd_add_work(n.item, n.stage, n.document, n.tenant, n.priority,
                                                  n.class, n.queue, $19::boolean, n.reopen)) AS sent
