@@ -81,10 +81,10 @@ void run_state::decide_conventions() {
   each_match(
       all, [](char c) { return !is_digit(c); }, slash_date_at,
       [&](const slash_date& d) {
-        int a = std::stoi(std::string{d.a}), b = std::stoi(std::string{d.b});
-        // (A part over 31 is no day: OCR's 9 for a 0, see dates.cpp.)
         if (settled)
           return;
+        int a = std::stoi(std::string{d.a}), b = std::stoi(std::string{d.b});
+        // (A part over 31 is no day: OCR's 9 for a 0, see dates.cpp.)
         if (a > 12 && a <= 31 && b <= 12) {
           day_first_ = true;
           settled = true;
