@@ -145,16 +145,16 @@ TEST_F(work_test, an_item_that_ends_while_the_claim_waits_for_it_is_finished) {
   auto other = new_ingestion();
   // Another session holds the item's row while the claim starts, and ends it before letting go:
   // the claim found it in progress, and finds it ended once it has the row.
+  constexpr pg::statement hold{"test_hold", "SELECT 1 FROM work_item WHERE id = $1 FOR UPDATE"};
+  constexpr pg::statement end{"test_end",
+                              "UPDATE work_item SET status = 'completed' WHERE id = $1"};
   auto locker = session();
   ASSERT_TRUE(locker->exec_simple("BEGIN"));
-  ASSERT_TRUE(
-      locker->exec_simple("SELECT 1 FROM work_item WHERE id = '" + ending.str() + "' FOR UPDATE"));
+  ASSERT_TRUE(locker->exec(hold, {ending.str()}));
   std::vector<claim_answer> got;
   std::thread claimer{[&] { got = claim({ingest_request(ending), ingest_request(other)}, "w2"); }};
   ASSERT_TRUE(adapter_waits_for_a_lock());
-  ASSERT_TRUE(locker->exec_simple("UPDATE work_item SET status = 'completed', completed_at = now() "
-                                  "WHERE id = '"
-                                  + ending.str() + "'"));
+  ASSERT_TRUE(locker->exec(end, {ending.str()}));
   ASSERT_TRUE(locker->exec_simple("COMMIT"));
   claimer.join();
   ASSERT_EQ(got.size(), 2u);
