@@ -7,7 +7,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 packages=(
-  build-essential cmake ninja-build ccache pkg-config git curl ca-certificates
+  build-essential cmake ninja-build ccache lld pkg-config git curl ca-certificates
   libcaf-dev libpq-dev postgresql-15 postgresql-client-15
   libopencv-dev rapidjson-dev libcurl4-openssl-dev libssl-dev libspdlog-dev libfmt-dev
   libtesseract-dev tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu
