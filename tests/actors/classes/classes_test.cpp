@@ -17,12 +17,12 @@ namespace {
 
 const std::string large_queue_name = "ingestd-large";
 
-struct fixture : test::poller_fixture {
+struct classes_fixture : test::poller_fixture {
   std::shared_ptr<test::fake_queue> large_queue = std::make_shared<test::fake_queue>();
   std::shared_ptr<const stage> small;
   std::shared_ptr<const stage> large;
 
-  fixture() {
+  classes_fixture() {
     work->connect(large_queue_name, large_queue);
     ingest.max_attempts = 3;
     ingest.retry_backoff = {60s};
@@ -82,7 +82,7 @@ using strings = std::vector<std::string>;
 
 } // namespace
 
-CAF_TEST_FIXTURE_SCOPE(classes_tests, fixture)
+CAF_TEST_FIXTURE_SCOPE(classes_tests, classes_fixture)
 
 // ---- admission by weighted slots -------------------------------------------------------------
 

@@ -21,7 +21,7 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-struct fixture : test_coordinator_fixture<> {
+struct cpu_pool_fixture : test_coordinator_fixture<> {
   std::shared_ptr<node_admission> admission
       = std::make_shared<node_admission>(node_admission::limits{});
   /// Names of the items in the order they ran or expired.
@@ -31,7 +31,7 @@ struct fixture : test_coordinator_fixture<> {
   std::shared_ptr<cpu_executor> executor;
   size_t actors_before = sys.registry().running();
 
-  ~fixture() override {
+  ~cpu_pool_fixture() override {
     if (pool)
       caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
     sched.run();
@@ -60,7 +60,7 @@ struct fixture : test_coordinator_fixture<> {
 
 } // namespace
 
-CAF_TEST_FIXTURE_SCOPE(cpu_pool_tests, fixture)
+CAF_TEST_FIXTURE_SCOPE(cpu_pool_tests, cpu_pool_fixture)
 
 CAF_TEST(work goes to idle workers without waiting in the backlog) {
   start(2, 4);

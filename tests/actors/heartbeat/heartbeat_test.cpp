@@ -16,14 +16,14 @@ using namespace std::chrono_literals;
 namespace {
 
 /// Stands in for a job: records what the heartbeat tells it.
-struct fixture : test::actor_fixture {
+struct heartbeat_fixture : test::actor_fixture {
   std::vector<std::string> lost;
   int cancels = 0;
   /// A job as the heartbeat sees it: told that its claim is lost or to be cancelled. The
   /// fixture is a spawn argument rather than a capture: CAF 0.17.6 dereferences a null argument
   /// tuple when a function actor is spawned without arguments, which libstdc++'s assertions (on
   /// in the sanitizer build) stop.
-  static caf::behavior job_stub_actor(caf::event_based_actor*, fixture* f) {
+  static caf::behavior job_stub_actor(caf::event_based_actor*, heartbeat_fixture* f) {
     return {
         [f](lost_atom, std::string& reason) { f->lost.push_back(reason); },
         [f](cancel_atom) { ++f->cancels; },
@@ -58,7 +58,7 @@ struct fixture : test::actor_fixture {
 
 } // namespace
 
-CAF_TEST_FIXTURE_SCOPE(heartbeat_tests, fixture)
+CAF_TEST_FIXTURE_SCOPE(heartbeat_tests, heartbeat_fixture)
 
 CAF_TEST(new claims whose visibility runs out soon are extended in one batch after tracking) {
   // The receive visibility (20 s) was mostly spent before the claims: less than two heartbeats

@@ -12,10 +12,10 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct fixture : test::actor_fixture {
+struct job_cancel_fixture : test::actor_fixture {
   heartbeat_actor hb;
 
-  fixture() {
+  job_cancel_fixture() {
     ctx->settings.heartbeat_rate = 10s;
     ctx->settings.lease = 60s;
     hb = heartbeat();
@@ -85,7 +85,7 @@ struct fixture : test::actor_fixture {
 
 } // namespace
 
-CAF_TEST_FIXTURE_SCOPE(job_cancel_tests, fixture)
+CAF_TEST_FIXTURE_SCOPE(job_cancel_tests, job_cancel_fixture)
 
 CAF_TEST(a cancel at each step stops the job at that step boundary) {
   // The ingest stage's port calls in order: the ingestion's load, the fetch (get: at the item's

@@ -48,7 +48,7 @@ std::shared_ptr<const stage> probe_stage(std::shared_ptr<object_store> storage,
 
 } // namespace
 
-CAF_TEST_FIXTURE_SCOPE(job_deadlines_tests, fixture)
+CAF_TEST_FIXTURE_SCOPE(job_deadlines_tests, job_fixture)
 
 // ---- the claim lost, shutdown ------------------------------------------------------------------
 

@@ -16,7 +16,7 @@
 namespace ingestd {
 namespace {
 
-struct fixture : test::actor_fixture {
+struct job_fixture : test::actor_fixture {
   heartbeat_actor hb = heartbeat();
 
   uuid add_document(const std::string& text = "Invoice INV-1 total 119.00", int attempts = 0) {

@@ -59,14 +59,14 @@ public:
   }
 };
 
-struct fixture : test::actor_fixture {
+struct job_providers_fixture : test::actor_fixture {
   heartbeat_actor hb = heartbeat();
   /// The node's other providers; the fixture's `ocr` and `extract` are the configured ones.
   std::shared_ptr<test::fake_transcriber> document_ai
       = std::make_shared<test::fake_transcriber>("document_ai");
   std::shared_ptr<test::fake_extractor> llm = std::make_shared<test::fake_extractor>("llm");
 
-  fixture() {
+  job_providers_fixture() {
     ports->transcribers = {{"tesseract", ocr}, {"document_ai", document_ai}};
     ports->extractors = {{"local", extract}, {"llm", llm}};
     llm->next_result.model = "chosen-model";
@@ -142,7 +142,7 @@ struct fixture : test::actor_fixture {
 
 } // namespace
 
-CAF_TEST_FIXTURE_SCOPE(job_providers_tests, fixture)
+CAF_TEST_FIXTURE_SCOPE(job_providers_tests, job_providers_fixture)
 
 CAF_TEST(an ingestion without a choice runs with the configured providers) {
   auto id = add_document();

@@ -10,7 +10,7 @@
 using namespace ingestd;
 using namespace std::chrono_literals;
 
-CAF_TEST_FIXTURE_SCOPE(job_tests, fixture)
+CAF_TEST_FIXTURE_SCOPE(job_tests, job_fixture)
 
 // ---- the claim's answers ---------------------------------------------------------------------
 

@@ -31,7 +31,7 @@ struct matching_view {
 
 using test::manual_cpu;
 
-struct fixture : test::actor_fixture {
+struct match_job_fixture : test::actor_fixture {
   std::shared_ptr<test::fake_queue> match_queue = std::make_shared<test::fake_queue>();
   std::shared_ptr<test::fake_matching_repository> matching
       = std::make_shared<test::fake_matching_repository>(work);
@@ -42,7 +42,7 @@ struct fixture : test::actor_fixture {
   std::shared_ptr<const stage> match_stage;
   heartbeat_actor hb;
 
-  fixture() {
+  match_job_fixture() {
     mports->db = matching;
     mports->storage = store;
     mports->match = matcher;
@@ -156,7 +156,7 @@ struct fixture : test::actor_fixture {
 
 } // namespace
 
-CAF_TEST_FIXTURE_SCOPE(match_job_tests, fixture)
+CAF_TEST_FIXTURE_SCOPE(match_job_tests, match_job_fixture)
 
 // ---- success ---------------------------------------------------------------------------------
 

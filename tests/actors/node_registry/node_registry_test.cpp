@@ -13,14 +13,14 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct fixture : test::actor_fixture {
+struct node_registry_fixture : test::actor_fixture {
   std::shared_ptr<test::fake_node_repository> nodes
       = std::make_shared<test::fake_node_repository>();
   std::shared_ptr<node_drain_flags> flags = std::make_shared<node_drain_flags>();
   node_registration me;
   node_registry_settings settings;
 
-  fixture() {
+  node_registry_fixture() {
     me.id = "node-a";
     me.incarnation = uuid::v4();
     me.host = "host";
@@ -58,7 +58,7 @@ struct fixture : test::actor_fixture {
 
 } // namespace
 
-CAF_TEST_FIXTURE_SCOPE(node_registry_tests, fixture)
+CAF_TEST_FIXTURE_SCOPE(node_registry_tests, node_registry_fixture)
 
 CAF_TEST(each interval refreshes the row with in flight and the state) {
   start();

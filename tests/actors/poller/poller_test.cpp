@@ -8,9 +8,7 @@
 using namespace ingestd;
 using namespace std::chrono_literals;
 
-using fixture = test::poller_fixture;
-
-CAF_TEST_FIXTURE_SCOPE(poller_tests, fixture)
+CAF_TEST_FIXTURE_SCOPE(poller_tests, test::poller_fixture)
 
 CAF_TEST(the poller never runs more jobs than max_in_flight and resumes as jobs end) {
   ctx->settings.max_in_flight = 3;

@@ -12,13 +12,13 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct fixture : test::actor_fixture {
+struct relay_fixture : test::actor_fixture {
   std::shared_ptr<test::fake_outbox> outbox = std::make_shared<test::fake_outbox>();
   std::shared_ptr<test::fake_queue> ingest_q = std::make_shared<test::fake_queue>();
   std::shared_ptr<test::fake_queue> match_q = std::make_shared<test::fake_queue>();
   relay_settings settings;
 
-  fixture() {
+  relay_fixture() {
     settings.interval = 1000ms;
     settings.batch = 100;
     settings.hold = 60s;
@@ -50,7 +50,7 @@ using strings = std::vector<std::string>;
 
 } // namespace
 
-CAF_TEST_FIXTURE_SCOPE(relay_tests, fixture)
+CAF_TEST_FIXTURE_SCOPE(relay_tests, relay_fixture)
 
 CAF_TEST(rows are sent to the queue their destination names and marked sent) {
   auto a = outbox->add("ingest", "a");

@@ -12,9 +12,7 @@
 using namespace ingestd;
 using namespace std::chrono_literals;
 
-using fixture = test::poller_fixture;
-
-CAF_TEST_FIXTURE_SCOPE(shutdown_tests, fixture)
+CAF_TEST_FIXTURE_SCOPE(shutdown_tests, test::poller_fixture)
 
 CAF_TEST(shutdown drains running jobs then stops) {
   ocr->hold("transcribe");

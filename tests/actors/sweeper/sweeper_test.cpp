@@ -19,8 +19,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct fixture : test::actor_fixture {
-  fixture() {
+struct sweeper_fixture : test::actor_fixture {
+  sweeper_fixture() {
     ctx->settings.sweeper_interval = 60s;
     ctx->settings.stale_threshold = 300s;
     ctx->settings.visibility_timeout = 60s;
@@ -70,7 +70,7 @@ struct fixture : test::actor_fixture {
 
 } // namespace
 
-CAF_TEST_FIXTURE_SCOPE(sweeper_tests, fixture)
+CAF_TEST_FIXTURE_SCOPE(sweeper_tests, sweeper_fixture)
 
 CAF_TEST(a stranded ingestion goes back to its size class queue at its priority) {
   auto large_queue = std::make_shared<test::fake_queue>();

@@ -28,7 +28,7 @@ namespace {
 
 /// A CPU pool the test drives: what is submitted waits until the test runs or expires it; or,
 /// with `immediately`, runs at once on the caller's thread.
-struct manual_cpu final : cpu_executor {
+struct driven_cpu final : cpu_executor {
   bool immediately = true;
   std::vector<cpu_job> jobs;
   /// The decoder helpers its jobs use (null: in process).
@@ -86,16 +86,16 @@ struct stoppable_decoder final : sandbox::decoder {
   }
 };
 
-struct fixture : test::actor_fixture {
+struct unpack_job_fixture : test::actor_fixture {
   std::shared_ptr<test::fake_queue> unpack_queue = std::make_shared<test::fake_queue>();
   std::shared_ptr<test::fake_container_repository> containers
       = std::make_shared<test::fake_container_repository>(work);
-  manual_cpu cpu;
+  driven_cpu cpu;
   std::shared_ptr<unpack_ports> uports = std::make_shared<unpack_ports>();
   unpack_settings usettings;
   heartbeat_actor hb = heartbeat();
 
-  fixture() {
+  unpack_job_fixture() {
     uports->db = containers;
     uports->storage = store;
     uports->unpacker = std::make_shared<container_unpacker>(cpu, unpack_limits{}, 300s);
@@ -143,7 +143,7 @@ struct fixture : test::actor_fixture {
 
 } // namespace
 
-CAF_TEST_FIXTURE_SCOPE(unpack_job_tests, fixture)
+CAF_TEST_FIXTURE_SCOPE(unpack_job_tests, unpack_job_fixture)
 
 CAF_TEST(a container s members become children written with its completion) {
   auto id = add_container(sample());
