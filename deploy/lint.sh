@@ -50,20 +50,23 @@ fi
 
 # clang-tidy reads GCC's compile commands: drop the GCC precompiled header (clang cannot read it;
 # the header it was made from is included instead) and GCC-only warning flags. A unity batch's
-# command (the product's libraries, INGESTD_UNITY_BUILD) becomes one command per source it holds.
+# command (the product's libraries, INGESTD_UNITY_BUILD, by absolute paths; a test executable's
+# batches, cmake/IngestdTest.cmake, by paths in the source tree) becomes one command per source it
+# holds.
 db="$build/lint"
 mkdir -p "$db"
-python3 - "$build/compile_commands.json" "$db" <<'PY'
+python3 - "$build/compile_commands.json" "$db" "$root" <<'PY'
 import json, os, re, shutil, sys
 entries = []
 for e in json.load(open(sys.argv[1])):
-    if "/Unity/unity_" not in e["file"]:
+    if "/Unity/unity_" not in e["file"] and not re.search(r"_unity/batch_[0-9]+\.cpp$", e["file"]):
         entries.append(e)
         continue
     for line in open(e["file"]):
         m = re.match(r'#include "(.+)"', line)
         if m:
-            entries.append(dict(e, file=m.group(1), command=e["command"].replace(e["file"], m.group(1))))
+            source = os.path.join(sys.argv[3], m.group(1))
+            entries.append(dict(e, file=source, command=e["command"].replace(e["file"], source)))
 for e in entries:
     c = e["command"]
     m = re.search(r"-include (\S+/([^/]+)\.dir/cmake_pch\.hxx)", c)
