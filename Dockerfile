@@ -37,7 +37,7 @@ ARG DEBIAN_FRONTEND=noninteractive
 # the seven the rules know by default); --build-arg OCR_LANGUAGES="eng deu" for fewer.
 ARG OCR_LANGUAGES="eng deu fra nld spa ita pol"
 # Office and web documents (DOCX, XLSX, ODT, ODS, RTF, HTML) need LibreOffice, which adds about
-# 300 MB (663 MB in all): --build-arg OFFICE_FORMATS=true to include it. Without it such a
+# 300 MB: --build-arg OFFICE_FORMATS=true to include it. Without it such a
 # document fails convert.unavailable, naming the packages.
 ARG OFFICE_FORMATS=false
 # The packages of the libraries the binary links directly (objdump -p build/app/ingestd | grep
@@ -56,7 +56,7 @@ RUN mkdir -p /tmp/no-gl/DEBIAN \
  && apt-get install -y --no-install-recommends \
       tini curl ca-certificates \
       libcaf-core0.17 libpq5 libcurl4 libssl3 libspdlog1.10 libfmt9 libmicrohttpd12 \
-      libopencv-core406 libopencv-imgproc406 libopencv-imgcodecs406 libopencv-photo406 \
+      libopencv-core406 libopencv-imgproc406 libopencv-photo406 \
       libtesseract5 liblept5 libpoppler-cpp0v5 libarchive13 libgmime-3.0-0 libgsf-1-114 libpst4 libglib2.0-0 \
       libseccomp2 libjemalloc2 \
       $(for l in ${OCR_LANGUAGES}; do echo "tesseract-ocr-$l"; done) \

@@ -1,19 +1,17 @@
-// Page images: poppler-cpp renders PDF pages (ARGB32), OpenCV encodes them as PNG and converts
-// TIFF scans, which browsers do not show.
+// Page images: poppler-cpp renders PDF pages (ARGB32), Leptonica (adapters/ocr/png.hpp) encodes
+// them as PNG and converts TIFF scans, which browsers do not show.
 #include "review/page_images.hpp"
 
 #include <algorithm>
 #include <memory>
-#include <vector>
 
-#include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
 #include <poppler/cpp/poppler-document.h>
 #include <poppler/cpp/poppler-global.h>
 #include <poppler/cpp/poppler-image.h>
 #include <poppler/cpp/poppler-page-renderer.h>
 #include <poppler/cpp/poppler-page.h>
 
+#include "adapters/ocr/png.hpp"
 #include "messages/error_codes.hpp"
 
 namespace ingestd {
@@ -26,17 +24,12 @@ error out_of_range(int index, int count) {
                                    + std::to_string(count) + " page(s)");
 }
 
-result<std::string> encode_png(const cv::Mat& image) {
-  std::vector<unsigned char> out;
-  try {
-    if (!cv::imencode(".png", image, out, {cv::IMWRITE_PNG_COMPRESSION, 3}))
-      return error::make_permanent(errc::review_unreadable, "the page could not be encoded as PNG");
-  } catch (const cv::Exception& e) {
-    return error::make_permanent(errc::review_unreadable,
-                                 std::string{"PNG encoding failed: "} + e.what());
-  }
-  return std::string{out.begin(), out.end()};
-}
+/// The largest TIFF page converted, as the OCR's default limit (ocr_options.hpp): a TIFF can
+/// declare pages far larger than its bytes.
+constexpr int64_t max_tiff_pixels = 60'000'000;
+
+/// zlib's level (0-9) for the pages' PNG.
+constexpr int png_compression = 3;
 
 result<page_image> render_pdf(const std::string& bytes, int index, int dpi, int max_width) {
   std::unique_ptr<poppler::document> doc{
@@ -61,13 +54,12 @@ result<page_image> render_pdf(const std::string& bytes, int index, int dpi, int 
   auto img = renderer.render_page(page.get(), scale, scale);
   if (!img.is_valid())
     return error::make_permanent(errc::review_unreadable, "poppler could not render the page");
-  // ARGB32 in native byte order is B, G, R, A in memory on little-endian machines: OpenCV's BGRA.
-  cv::Mat argb{img.height(), img.width(), CV_8UC4, img.data(),
-               static_cast<size_t>(img.bytes_per_row())};
-  auto png = encode_png(argb);
-  if (!png)
-    return png.error();
-  return page_image{std::move(*png), "image/png", count};
+  auto encoded
+      = png::from_bgra(reinterpret_cast<const uint8_t*>(img.const_data()), img.width(),
+                       img.height(), static_cast<size_t>(img.bytes_per_row()), png_compression);
+  if (encoded.empty())
+    return error::make_permanent(errc::review_unreadable, "the page could not be encoded as PNG");
+  return page_image{std::move(encoded), "image/png", count};
 }
 
 } // namespace
@@ -84,20 +76,10 @@ result<page_image> render_page(const std::string& bytes, std::string_view mime_t
   // Browsers show PNG and JPEG as they are.
   if (mime_type != "image/tiff")
     return page_image{bytes, std::string{mime_type}, 1};
-  cv::Mat decoded;
-  try {
-    std::vector<unsigned char> raw{bytes.begin(), bytes.end()};
-    decoded = cv::imdecode(raw, cv::IMREAD_COLOR);
-  } catch (const cv::Exception& e) {
-    return error::make_permanent(errc::review_unreadable,
-                                 std::string{"the TIFF cannot be read: "} + e.what());
-  }
-  if (decoded.empty())
-    return error::make_permanent(errc::review_unreadable, "the TIFF cannot be read");
-  auto png = encode_png(decoded);
-  if (!png)
-    return png.error();
-  return page_image{std::move(*png), "image/png", 1};
+  auto encoded = png::from_tiff(bytes, max_tiff_pixels, errc::review_unreadable, png_compression);
+  if (!encoded)
+    return encoded.error();
+  return page_image{std::move(*encoded), "image/png", 1};
 }
 
 } // namespace ingestd

@@ -21,7 +21,8 @@ struct page_image {
 /// Page `index` (0-based) of the document `bytes` of type `mime_type` ("application/pdf",
 /// "image/png", "image/jpeg", "image/tiff"), PDFs rendered at `dpi` but at most `max_width`
 /// pixels wide. Errors (permanent): "review.page_out_of_range", "review.unreadable" (a file
-/// poppler or OpenCV cannot open, an encrypted PDF), "review.unsupported_type".
+/// poppler or Leptonica cannot open, a TIFF page of more than 60 million
+/// pixels, an encrypted PDF), "review.unsupported_type".
 result<page_image> render_page(const std::string& bytes, std::string_view mime_type, int index,
                                int dpi = 110, int max_width = 1800);
 

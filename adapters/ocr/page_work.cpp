@@ -11,6 +11,7 @@
 #include "adapters/ocr/document_source.hpp"
 #include "adapters/ocr/image_quality.hpp"
 #include "adapters/ocr/language_guess.hpp"
+#include "adapters/ocr/png.hpp"
 #include "adapters/ocr/preprocess.hpp"
 #include "adapters/ocr/tesseract_engine.hpp"
 #include "messages/error_codes.hpp"
@@ -264,8 +265,8 @@ gray_pixels preprocessed_page(const std::shared_ptr<const std::string>& bytes,
 std::string encode_gray_png(const gray_pixels& image) {
   if (!image.valid())
     return {};
-  cv::Mat view(image.height, image.width, CV_8UC1, const_cast<char*>(image.pixels.data()));
-  return encode_png(view);
+  return png::from_gray(reinterpret_cast<const uint8_t*>(image.pixels.data()), image.width,
+                        image.height, static_cast<size_t>(image.width));
 }
 
 } // namespace ingestd

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <opencv2/photo.hpp>
 
@@ -131,17 +130,6 @@ preprocess_result preprocess_page(const cv::Mat& gray, int dpi, const image_meas
   }
   out.image = img;
   return out;
-}
-
-std::string encode_png(const cv::Mat& image) {
-  std::vector<uint8_t> buf;
-  try {
-    if (!cv::imencode(".png", image, buf))
-      return {};
-  } catch (const cv::Exception&) {
-    return {};
-  }
-  return {buf.begin(), buf.end()};
 }
 
 } // namespace ingestd

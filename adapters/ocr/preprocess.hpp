@@ -23,7 +23,4 @@ struct preprocess_result {
 /// Applies the steps the measures call for (none for a clean page). Pure function.
 preprocess_result preprocess_page(const cv::Mat& gray, int dpi, const image_measures& m);
 
-/// PNG bytes of an 8-bit image (empty on failure).
-std::string encode_png(const cv::Mat& image);
-
 } // namespace ingestd

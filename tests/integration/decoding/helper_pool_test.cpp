@@ -170,8 +170,8 @@ result<std::string> call(decoder& d, uint8_t kind, const std::string& params = {
                 clock_type::now() + within);
 }
 
-/// A TIFF that declares a 30000 x 30000 grey image and holds a few bytes of it: decoding it
-/// asks for 2.7 GB (OpenCV decodes to 3 channels).
+/// A TIFF that declares a 30000 x 30000 grey image and holds a few bytes of it: decoding it would
+/// ask for 900 MB.
 std::string huge_tiff() {
   std::string t = "II";
   auto u16 = [&t](uint16_t v) {
@@ -378,19 +378,25 @@ TEST_F(HelperPool, OutOfMemoryFailsThatRequestWhileOthersInFlightComplete) {
   EXPECT_EQ(pool.stats().crashed, 0u);
 }
 
-TEST_F(HelperPool, ATiffThatDeclaresAHugeImageIsDecodeOutOfMemory) {
+TEST_F(HelperPool, ATiffThatDeclaresAHugeImageIsRefusedBeforeItIsDecoded) {
   auto options = test_pool_options(1);
   options.memory_limit_bytes = uint64_t{1536} << 20;
   helper_pool pool{options};
   auto rendered = render_page(pool, huge_tiff(), "image/tiff", 0, 110, 1800, 64u << 20,
                               clock_type::now() + 60s);
   ASSERT_FALSE(rendered);
-  EXPECT_EQ(rendered.error().code, errc::decode_out_of_memory) << rendered.error().describe();
-  // A real TIFF after it renders.
+  EXPECT_EQ(rendered.error().code, errc::review_unreadable) << rendered.error().describe();
+  EXPECT_TRUE(rendered.error().permanent());
+  EXPECT_NE(rendered.error().message.find("900000000 pixels"), std::string::npos)
+      << rendered.error().describe();
+  // The helper answered: it neither ran out of memory nor crashed, and a real TIFF renders.
   auto tiff = corpus("inv03_en_compact_scan.tiff");
   auto ok = render_page(pool, tiff, "image/tiff", 0, 110, 1800, 64u << 20, clock_type::now() + 60s);
   ASSERT_TRUE(ok) << ok.error().describe();
   EXPECT_EQ(ok->content_type, "image/png");
+  EXPECT_EQ(ok->bytes.substr(0, 4), "\x89PNG");
+  EXPECT_EQ(pool.stats().out_of_memory, 0u);
+  EXPECT_EQ(pool.stats().crashed, 0u);
 }
 
 TEST_F(HelperPool, AnErrorNoHandlerMayAnswerIsTreatedAsACrash) {
